@@ -1,0 +1,29 @@
+# demonoise -- the two promised commands:
+#   make report   set up and run the main job on the embedded default data
+#   make test     set up and pass the tests
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+KERNEL := demonoise
+
+.PHONY: setup test report clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (demonoise)" >/dev/null
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 -q
+
+report: $(STAMP)
+	$(VENV)/bin/demonoise compute --dataset be-2023 --V 1 5 --out output/results.parquet
+
+clean:
+	rm -rf $(VENV) output/* build *.egg-info
+	touch output/.gitkeep
