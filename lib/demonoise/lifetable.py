@@ -281,7 +281,8 @@ def life_table(deaths, exposure, lower, *, a=0.5, a0=None, check: bool = True) -
         ``key`` = the leading index of the first offending cell (e.g. ``(region,
         sex)`` positions) so that the caller can add region and sex.
     ParameterError
-        Bad ``lower``, ``a`` or ``a0`` (outside ``[0, 1]``), mismatched shapes.
+        Bad ``lower``, ``a`` or ``a0`` (outside ``[0, 1]``). Mismatched shapes of deaths
+        and exposure, or a last axis that is not the life-table axis, raise DataError.
 
     Notes
     -----
