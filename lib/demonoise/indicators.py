@@ -1,0 +1,279 @@
+"""Demographic indicators from published cells, and their exact first-order linearisation.
+
+Every function here takes *published* count arrays -- the cells noise is put on,
+``UNK`` included, any leading axes (regions x sexes x replicates) -- and returns the
+indicator exactly as a statistical office would compute it from those cells:
+
+* ASMR  ``m_x = D_x / E_x``                  on the published known-age intervals;
+* e_x   life expectancy from the life table of :mod:`demonoise.lifetable`;
+* ASFR  ``f_x = b_x / W_x``                   on the fertility ages (single or 5-year);
+* TFR   ``sum_x n_x f_x``                     (``n_x`` = 1 for single ages, 5 for groups).
+
+with ``E_x = (P_x(t) + P_x(t+1)) / 2`` (average population) and ``W_x`` its female
+part. The conventions (``UNK`` spread in proportion after noise; births below 15 at
+15, 50 and over at 49; the open life-table group) are those of
+:mod:`demonoise.layout`.
+
+The ``linearise_*`` functions return the value together with its gradient with
+respect to *every published cell* (:class:`Linearisation`), which is what the
+first-order (delta-method) propagation of :mod:`demonoise.propagation` needs:
+``Var f = sum_cells (df/dc)^2 Var(c)`` (DESIGN.md section 4). The gradient goes
+through the exact chain: published cells -> ``UNK`` spread -> grouping -> rates ->
+life table, so ``UNK`` cells, grouped cells and the open age group get exactly the
+weight they have in the indicator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .counts import AgeAxis, spread_unknown
+from .layout import Layout
+from .lifetable import e_derivative, life_table
+
+__all__ = [
+    "Linearisation",
+    "INDICATORS",
+    "exposure",
+    "lifetable_inputs",
+    "life_expectancy",
+    "asmr",
+    "asfr",
+    "tfr",
+    "linearise_e",
+    "linearise_asmr",
+    "linearise_asfr",
+    "linearise_tfr",
+    "spread_gradient",
+]
+
+#: Indicator codes used in results tables.
+INDICATORS = ("asfr", "tfr", "asmr", "e")
+
+#: Event tables (Poisson variance = count) per indicator family.
+EVENTS = ("deaths", "births")
+
+
+@dataclass(frozen=True)
+class Linearisation:
+    """An indicator and its gradient with respect to the published cells.
+
+    Attributes
+    ----------
+    value : ndarray (..., K)
+        Indicator values (``K`` ages, or 1 for a scalar indicator such as TFR).
+    grads : dict[str, ndarray (..., K, A_m)]
+        ``d value / d cell`` for each published table ``m`` it depends on
+        (``deaths``, ``births``, ``pop_start``, ``pop_end``). For fertility the
+        population gradients are with respect to the *female* cells.
+    """
+
+    value: np.ndarray
+    grads: dict
+
+    def variance(self, cell_variance: dict) -> np.ndarray:
+        """First-order variance ``sum_m sum_c (d value / d c)^2 Var(c)``.
+
+        ``cell_variance[m]`` has the shape of the published table (..., A_m) and is
+        broadcast over the indicator ages; tables absent from ``cell_variance``
+        contribute nothing (e.g. stocks in the Poisson baseline).
+        """
+        out = np.zeros(self.value.shape)
+        for m, g in self.grads.items():
+            v = cell_variance.get(m)
+            if v is None:
+                continue
+            out = out + np.einsum("...ka,...a->...k", g * g, np.asarray(v, dtype=float))
+        return out
+
+    def shift(self, cell_bias: dict) -> np.ndarray:
+        """First-order bias ``sum_m sum_c (d value / d c) E(noise_c)`` (p-table noise)."""
+        out = np.zeros(self.value.shape)
+        for m, g in self.grads.items():
+            b = cell_bias.get(m)
+            if b is None:
+                continue
+            out = out + np.einsum("...ka,...a->...k", g, np.asarray(b, dtype=float))
+        return out
+
+
+# ------------------------------------------------------------------ building blocks
+def exposure(pop_start, pop_end, axis: AgeAxis) -> np.ndarray:
+    """Average population on the known ages, ``(spread(P(t)) + spread(P(t+1))) / 2``."""
+    return (spread_unknown(pop_start, axis) + spread_unknown(pop_end, axis)) / 2.0
+
+
+def spread_gradient(g: np.ndarray, cells: np.ndarray, axis: AgeAxis) -> np.ndarray:
+    """Chain rule through :func:`~demonoise.counts.spread_unknown`.
+
+    With ``x'_a = x_a (1 + u / S)``, ``S = sum_b x_b`` over known ages and ``u`` the
+    ``UNK`` cell,
+
+    ``dx'_a/dx_b = delta_ab (1 + u/S) - x_a u / S^2``  and  ``dx'_a/du = x_a / S``,
+
+    so a gradient ``g'`` with respect to the spread values becomes
+    ``g_b = g'_b (1 + u/S) - (u/S^2) sum_a g'_a x_a`` for known cells and
+    ``g_UNK = sum_a g'_a x_a / S``. Where ``S = 0`` the spread is uniform
+    (``dx'_a/du = 1/n``).
+
+    Parameters
+    ----------
+    g : ndarray (..., K, n_known)
+        Gradient with respect to the spread (known-age) values.
+    cells : ndarray (..., A)
+        Published cells (``UNK`` last).
+    axis : AgeAxis
+
+    Returns
+    -------
+    ndarray (..., K, A)
+    """
+    if not axis.unknown:
+        return g
+    cells = np.asarray(cells, dtype=float)
+    known, u = cells[..., :-1], cells[..., -1]
+    S = known.sum(axis=-1)
+    pos = S > 0
+    Ss = np.where(pos, S, 1.0)
+    gx = np.einsum("...ka,...a->...k", g, known)  # sum_a g'_a x_a
+    c = (1.0 + u / Ss)[..., None, None]
+    g_known = g * c - (u / Ss**2)[..., None, None] * gx[..., None]
+    g_unk = gx / Ss[..., None]
+    g_known = np.where(pos[..., None, None], g_known, g)
+    g_unk = np.where(pos[..., None], g_unk, g.mean(axis=-1))
+    return np.concatenate([g_known, g_unk[..., None]], axis=-1)
+
+
+def _diag(v: np.ndarray) -> np.ndarray:
+    """Batched diagonal matrix (..., n) -> (..., n, n)."""
+    out = np.zeros(v.shape + (v.shape[-1],))
+    idx = np.arange(v.shape[-1])
+    out[..., idx, idx] = v
+    return out
+
+
+# ------------------------------------------------------------------- mortality
+def lifetable_inputs(layout: Layout, deaths, pop_start, pop_end):
+    """Deaths and exposure on the life-table age groups from published cells."""
+    D = spread_unknown(deaths, layout.ages) @ layout.to_lifetable
+    E = exposure(pop_start, pop_end, layout.ages) @ layout.to_lifetable
+    return D, E
+
+
+def life_expectancy(layout: Layout, deaths, pop_start, pop_end, *, a=0.5, a0=None, check=True):
+    """The life table (:class:`~demonoise.lifetable.LifeTable`) from published cells.
+
+    ``lt.e[..., k]`` is life expectancy at the start of life-table interval ``k``
+    (``layout.lt_lower[k]``).
+    """
+    D, E = lifetable_inputs(layout, deaths, pop_start, pop_end)
+    return life_table(D, E, layout.lt_lower, a=a, a0=a0, check=check)
+
+
+def linearise_e(layout: Layout, deaths, pop_start, pop_end, *, ages=None, a=0.5, a0=None) -> Linearisation:
+    """``e_k`` and its gradient with respect to every published cell.
+
+    ``d e_k / d D_x = (d e_k / d m_x) / E_x`` and ``d e_k / d E_x = -(d e_k / d m_x) m_x / E_x``
+    on the life-table groups (closed form of ``d e_k / d m_x``: DESIGN.md section 4,
+    :func:`demonoise.lifetable.e_derivative`), then mapped to the published cells of
+    each group, through the ``UNK`` spread, and ``d E / d P(t) = d E / d P(t+1) = 1/2``.
+
+    Parameters
+    ----------
+    ages : sequence of int, optional
+        Indices of life-table intervals ``k`` (default: all).
+    """
+    lt = life_expectancy(layout, deaths, pop_start, pop_end, a=a, a0=a0, check=True)
+    idx = np.arange(lt.e.shape[-1]) if ages is None else np.asarray(ages)
+    dm = e_derivative(lt, ages=idx)  # (..., K, X)
+    D, E = lifetable_inputs(layout, deaths, pop_start, pop_end)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_e = np.where(E > 0, 1.0 / E, np.nan)
+    gD = dm * inv_e[..., None, :]
+    gE = -dm * (lt.m * inv_e)[..., None, :]
+    G = layout.to_lifetable.T  # (X, A_known)
+    grads = {
+        "deaths": spread_gradient(gD @ G, deaths, layout.ages),
+        "pop_start": spread_gradient(0.5 * (gE @ G), pop_start, layout.ages),
+        "pop_end": spread_gradient(0.5 * (gE @ G), pop_end, layout.ages),
+    }
+    return Linearisation(lt.e[..., idx], grads)
+
+
+def asmr(layout: Layout, deaths, pop_start, pop_end) -> np.ndarray:
+    """Age-specific mortality rates ``m_x = D_x / E_x`` on the published known ages.
+
+    Returns nan where ``E_x = 0``.
+    """
+    D = spread_unknown(deaths, layout.ages)
+    E = exposure(pop_start, pop_end, layout.ages)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(E > 0, D / np.where(E > 0, E, 1.0), np.nan)
+
+
+def linearise_asmr(layout: Layout, deaths, pop_start, pop_end) -> Linearisation:
+    """ASMR and gradient: ``d m_x / d D_x = 1/E_x``, ``d m_x / d E_x = -m_x / E_x``
+    (so ``Var(m_x)/m_x^2 = Var(D_x)/D_x^2 + Var(E_x)/E_x^2`` without ``UNK``)."""
+    E = exposure(pop_start, pop_end, layout.ages)
+    m = asmr(layout, deaths, pop_start, pop_end)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_e = np.where(E > 0, 1.0 / E, np.nan)
+    gE = _diag(-m * inv_e)
+    grads = {
+        "deaths": spread_gradient(_diag(inv_e), deaths, layout.ages),
+        "pop_start": spread_gradient(0.5 * gE, pop_start, layout.ages),
+        "pop_end": spread_gradient(0.5 * gE, pop_end, layout.ages),
+    }
+    return Linearisation(m, grads)
+
+
+# ------------------------------------------------------------------- fertility
+def _fert_inputs(layout: Layout, births, popf_start, popf_end):
+    b = spread_unknown(births, layout.birth_ages) @ layout.births_to_fert
+    W = exposure(popf_start, popf_end, layout.ages) @ layout.pop_to_fert
+    return b, W
+
+
+def asfr(layout: Layout, births, popf_start, popf_end) -> np.ndarray:
+    """Age-specific fertility rates ``f_x = b_x / W_x`` on the fertility intervals.
+
+    ``births`` (..., B) are published births by age of mother; ``popf_*`` (..., A)
+    the *female* population cells. Births outside ``fert_min..fert_max`` are counted
+    at the nearest fertility age and ``UNK`` births spread in proportion
+    (:mod:`demonoise.layout`).
+    """
+    b, W = _fert_inputs(layout, births, popf_start, popf_end)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(W > 0, b / np.where(W > 0, W, 1.0), np.nan)
+
+
+def tfr(layout: Layout, births, popf_start, popf_end) -> np.ndarray:
+    """Total fertility rate ``TFR = sum_x n_x f_x`` (``n_x`` = interval width)."""
+    return asfr(layout, births, popf_start, popf_end) @ layout.fert_width
+
+
+def linearise_asfr(layout: Layout, births, popf_start, popf_end) -> Linearisation:
+    """ASFR and gradient: ``d f_x / d b_x = 1 / W_x``, ``d f_x / d W_x = -f_x / W_x``."""
+    _, W = _fert_inputs(layout, births, popf_start, popf_end)
+    f = asfr(layout, births, popf_start, popf_end)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_w = np.where(W > 0, 1.0 / W, np.nan)
+    gb = _diag(inv_w) @ layout.births_to_fert.T
+    gW = _diag(-f * inv_w) @ layout.pop_to_fert.T
+    grads = {
+        "births": spread_gradient(gb, births, layout.birth_ages),
+        "pop_start": spread_gradient(0.5 * gW, popf_start, layout.ages),
+        "pop_end": spread_gradient(0.5 * gW, popf_end, layout.ages),
+    }
+    return Linearisation(f, grads)
+
+
+def linearise_tfr(layout: Layout, births, popf_start, popf_end) -> Linearisation:
+    """TFR and gradient: the width-weighted sum of the ASFR gradients."""
+    lin = linearise_asfr(layout, births, popf_start, popf_end)
+    w = layout.fert_width
+    value = (lin.value @ w)[..., None]
+    grads = {m: np.einsum("...ka,k->...a", g, w)[..., None, :] for m, g in lin.grads.items()}
+    return Linearisation(value, grads)

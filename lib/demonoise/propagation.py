@@ -1,0 +1,257 @@
+"""Analytic (first-order) error propagation: Poisson, noise and total variance, admixture.
+
+For an indicator ``f`` of independent published cells ``c`` (DESIGN.md section 4)::
+
+    Var_noise f = sum_c (df/dc)^2 V_c          (V_c: noise variance of cell c)
+    Var_pois  f = sum_{event cells} (df/dc)^2 c  (events Poisson with lambda = observed count)
+    Var_tot     = Var_pois + Var_noise
+    A           = sqrt(1 + Var_noise / Var_pois) - 1   (noise admixture)
+
+``A = 0.41`` when noise equals Poisson. Noise sits on every published cell of the
+tables in ``noised`` (default: deaths, births and both 1 January stocks); the
+Poisson baseline only on events (deaths, births); stocks carry no intrinsic
+variance. For count-dependent noise (p-tables) ``V_c`` is the exact variance of the
+perturbation of cell ``c``'s count, and the first-order noise bias
+``sum_c (df/dc) E(noise_c)`` is reported separately.
+
+References
+----------
+Chiang, C. L. (1984). *The Life Table and its Applications*. Krieger.
+Eurostat (2025). Impact of noise-based disclosure control on demographic indicators
+(reference year 2023). -- the generic noise model and the admixture measure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .counts import Counts
+from .errors import DataError, ParameterError
+from .indicators import INDICATORS, Linearisation, linearise_asfr, linearise_asmr, linearise_e, linearise_tfr
+from .layout import Layout, publish
+
+__all__ = ["TABLES", "IndicatorBlock", "Linearised", "linearise", "noise_cell_moments", "poisson_cell_variance", "admixture"]
+
+#: Published tables noise can sit on.
+TABLES = ("deaths", "births", "pop_start", "pop_end")
+
+# ages of e_x reported by default: every life-table interval start
+
+
+@dataclass(frozen=True)
+class IndicatorBlock:
+    """One indicator family over regions x sexes x ages, linearised.
+
+    Attributes
+    ----------
+    indicator : str
+        ``"asfr"``, ``"tfr"``, ``"asmr"`` or ``"e"``.
+    sexes : tuple of str
+        ``("F", "M", "T")`` for mortality, ``("F",)`` for fertility.
+    age_lower : ndarray (K,)
+        Lower bound of each age (interval start; ``nan`` for TFR).
+    age_labels : tuple of str
+        Eurostat-style labels (``"Y_LT1"``, ``"Y65"``, ``"Y15-19"``; ``""`` for TFR).
+    lin : Linearisation
+        Values (R, S, K) and gradients.
+    events : ndarray (R, S, K)
+        Events behind each value: deaths of the interval (ASMR), deaths at ages >= k
+        (e_k), births of the interval (ASFR), all births (TFR).
+    exposure : ndarray (R, S, K)
+        Exposure behind each value, likewise.
+    female_only : bool
+        Fertility: gradients are with respect to the female population cells.
+    """
+
+    indicator: str
+    sexes: tuple
+    age_lower: np.ndarray
+    age_labels: tuple
+    lin: Linearisation
+    events: np.ndarray
+    exposure: np.ndarray
+    female_only: bool = False
+
+
+@dataclass(frozen=True)
+class Linearised:
+    """All requested indicators of one dataset at one publication granularity."""
+
+    counts: Counts  # as published (after :func:`~demonoise.layout.publish`)
+    layout: Layout
+    granularity: str
+    blocks: dict = field(default_factory=dict)
+
+    def cells(self, female_only: bool) -> dict:
+        """Published cells per table, shaped like the gradients' trailing axes."""
+        c = self.counts
+        out = {}
+        if c.deaths is not None:
+            out["deaths"] = c.deaths
+        if c.births is not None:
+            out["births"] = c.births
+        out["pop_start"] = c.pop_start[:, 0] if female_only else c.pop_start
+        out["pop_end"] = c.pop_end[:, 0] if female_only else c.pop_end
+        return out
+
+
+def _check_exposure(counts: Counts, layout: Layout):
+    """Deaths with zero exposure in a life-table group: a typed error naming the cell."""
+    from .indicators import lifetable_inputs
+
+    D, E = lifetable_inputs(layout, counts.deaths, counts.pop_start, counts.pop_end)
+    bad = (E <= 0) & (D > 0)
+    if bad.any():
+        r, s, x = (int(i) for i in np.argwhere(bad)[0])
+        raise DataError(
+            f"{D[r, s, x]:g} deaths with zero exposure", dataset=counts.name, region=counts.codes[r], sex=counts.sexes[s], age=layout.lt_labels[x]
+        )
+    empty = D[..., -1] <= 0
+    if empty.any():
+        r, s = (int(i) for i in np.argwhere(empty)[0])
+        raise DataError(
+            "no deaths in the open age group: the life table's last interval is undefined (L = l / m); "
+            "choose a lower open_age or check the data",
+            dataset=counts.name,
+            region=counts.codes[r],
+            sex=counts.sexes[s],
+            age=layout.lt_labels[-1],
+        )
+
+
+def linearise(
+    counts: Counts,
+    *,
+    granularity: str = "single",
+    indicators=INDICATORS,
+    e_ages=None,
+    open_age: int = 85,
+    a=0.5,
+    a0=None,
+    fert_min: int = 15,
+    fert_max: int = 49,
+) -> Linearised:
+    """Linearise every requested indicator of ``counts`` published at ``granularity``.
+
+    Parameters
+    ----------
+    counts : Counts
+        Counts as held (native published axes).
+    granularity : {"single", "5y", "5y-infant"}
+        Publication granularity: noise sits on the cells published at this
+        granularity (:func:`demonoise.layout.publish`).
+    indicators : iterable of str
+        Subset of ``("asfr", "tfr", "asmr", "e")``.
+    e_ages : sequence of int, optional
+        Ages ``k`` of ``e_k`` to report (must be life-table interval starts);
+        default all.
+    open_age, a, a0, fert_min, fert_max
+        Life-table and fertility conventions (:mod:`demonoise.layout`,
+        :func:`demonoise.lifetable.life_table`).
+
+    Returns
+    -------
+    Linearised
+    """
+    unknown = set(indicators) - set(INDICATORS)
+    if unknown:
+        raise ParameterError(f"unknown indicator(s) {sorted(unknown)}; choose from {', '.join(INDICATORS)}")
+    pub = publish(counts, granularity, fert_min=fert_min, fert_max=fert_max)
+    layout = Layout.of(pub, open_age=open_age, fert_min=fert_min, fert_max=fert_max)
+    blocks = {}
+    mort = [i for i in indicators if i in ("asmr", "e")]
+    fert = [i for i in indicators if i in ("asfr", "tfr")]
+    if mort and pub.deaths is None:
+        raise ParameterError(f"dataset {counts.name!r} has no deaths: {', '.join(mort)} not available")
+    if fert and pub.births is None:
+        raise ParameterError(f"dataset {counts.name!r} has no births: {', '.join(fert)} not available")
+    from .counts import spread_unknown
+    from .indicators import exposure as _exposure
+    from .indicators import lifetable_inputs
+
+    if "asmr" in indicators:
+        lin = linearise_asmr(layout, pub.deaths, pub.pop_start, pub.pop_end)
+        ax = pub.ages
+        blocks["asmr"] = IndicatorBlock(
+            "asmr",
+            pub.sexes,
+            np.array(ax.lower, dtype=float),
+            ax.labels[: ax.n_known],
+            lin,
+            spread_unknown(pub.deaths, ax),
+            _exposure(pub.pop_start, pub.pop_end, ax),
+        )
+    if "e" in indicators:
+        _check_exposure(pub, layout)
+        lower = layout.lt_lower
+        if e_ages is None:
+            idx = np.arange(lower.size)
+        else:
+            idx = []
+            for k in e_ages:
+                hit = np.nonzero(lower == k)[0]
+                if not hit.size:
+                    raise ParameterError(f"e_{k}: age {k} is not a life-table interval start ({', '.join(str(int(x)) for x in lower)})")
+                idx.append(int(hit[0]))
+            idx = np.array(idx)
+        lin = linearise_e(layout, pub.deaths, pub.pop_start, pub.pop_end, ages=idx, a=a, a0=a0)
+        D, E = lifetable_inputs(layout, pub.deaths, pub.pop_start, pub.pop_end)
+        Dk = np.flip(np.cumsum(np.flip(D, -1), -1), -1)[..., idx]
+        Ek = np.flip(np.cumsum(np.flip(E, -1), -1), -1)[..., idx]
+        blocks["e"] = IndicatorBlock("e", pub.sexes, lower[idx], tuple(layout.lt_labels[i] for i in idx), lin, Dk, Ek)
+    if fert:
+        pf0, pf1 = pub.pop_start[:, 0], pub.pop_end[:, 0]
+        b = spread_unknown(pub.births, pub.birth_ages) @ layout.births_to_fert
+        W = _exposure(pf0, pf1, pub.ages) @ layout.pop_to_fert
+        if "asfr" in fert:
+            lin = linearise_asfr(layout, pub.births, pf0, pf1)
+            lin = _add_sex_axis(lin)
+            blocks["asfr"] = IndicatorBlock("asfr", ("F",), layout.fert_lower, layout.fert_labels, lin, b[:, None], W[:, None], True)
+        if "tfr" in fert:
+            lin = _add_sex_axis(linearise_tfr(layout, pub.births, pf0, pf1))
+            blocks["tfr"] = IndicatorBlock(
+                "tfr", ("F",), np.array([np.nan]), ("",), lin, b.sum(-1)[:, None, None], W.sum(-1)[:, None, None], True
+            )
+    return Linearised(pub, layout, granularity, blocks)
+
+
+def _add_sex_axis(lin: Linearisation) -> Linearisation:
+    """Fertility results get a sex axis of length 1 (women) so that every block is (R, S, K)."""
+    return Linearisation(lin.value[:, None], {m: g[:, None] for m, g in lin.grads.items()})
+
+
+def poisson_cell_variance(lz: Linearised, female_only: bool) -> dict:
+    """Poisson baseline: ``Var(c) = c`` for event cells (deaths, births), 0 for stocks."""
+    cells = lz.cells(female_only)
+    out = {m: cells[m].astype(float) for m in ("deaths", "births") if m in cells}
+    return _with_sex_axis(out, female_only)
+
+
+def noise_cell_moments(lz: Linearised, noise, female_only: bool, noised=TABLES) -> tuple[dict, dict]:
+    """Per-cell noise variance and bias of the published cells of ``noised`` tables."""
+    bad = set(noised) - set(TABLES)
+    if bad:
+        raise ParameterError(f"unknown table(s) {sorted(bad)} in noised; choose from {', '.join(TABLES)}")
+    cells = lz.cells(female_only)
+    var, bias = {}, {}
+    for m in noised:
+        if m in cells:
+            var[m] = np.asarray(noise.variance(cells[m]), dtype=float)
+            bias[m] = np.asarray(noise.bias(cells[m]), dtype=float)
+    return _with_sex_axis(var, female_only), _with_sex_axis(bias, female_only)
+
+
+def _with_sex_axis(d: dict, female_only: bool) -> dict:
+    if not female_only:
+        return d
+    # births (R, B) and female stocks (R, A) -> (R, 1, .) to match (R, 1, K, A) gradients
+    return {m: v[:, None] for m, v in d.items()}
+
+
+def admixture(var_pois, var_noise):
+    """Noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (nan where Var_pois = 0)."""
+    var_pois = np.asarray(var_pois, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(var_pois > 0, np.sqrt(1.0 + np.asarray(var_noise) / np.where(var_pois > 0, var_pois, 1.0)) - 1.0, np.nan)
