@@ -1,0 +1,103 @@
+"""Orchestration of one analysis: dataset -> published cells -> analytic pass (+ Monte Carlo)
+-> the tidy results table, written atomically.
+
+This is what ``demonoise compute`` runs and what the report notebooks read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .atomic import atomic_path
+from .counts import Counts
+from .errors import ParameterError
+from .indicators import INDICATORS
+from .montecarlo import monte_carlo
+from .propagation import TABLES, linearise
+from .results import NoiseSetting, results_table
+
+__all__ = ["noise_settings", "compute", "write_table", "read_table"]
+
+
+def noise_settings(V: Sequence[float] = (), *, D: int | None = None, ptables: Sequence = (), noised=TABLES) -> list[NoiseSetting]:
+    """Noise settings for a run: the generic model at each variance ``V`` (optionally
+    with maximum deviation ``D``) and one setting per p-table (a path or an embedded
+    table name such as ``"v01"``)."""
+    from .noise import GenericNoise, PTableNoise
+    from .ptable import load_ptable
+
+    out = [NoiseSetting.of(GenericNoise(float(v), D=D), noised) for v in V]
+    for p in ptables:
+        out.append(NoiseSetting.of(PTableNoise(load_ptable(p)), noised))
+    if not out:
+        raise ParameterError("no noise given: pass at least one V or one p-table")
+    return out
+
+
+def compute(
+    counts: Counts,
+    settings: Sequence[NoiseSetting],
+    *,
+    granularity: str = "single",
+    indicators=INDICATORS,
+    e_ages=None,
+    mc: int = 0,
+    mc_indicators=("e", "tfr"),
+    seed: int = 20230101,
+    zero_floor: bool = False,
+    workers: int | None = None,
+    progress=None,
+    **layout_kw,
+) -> pd.DataFrame:
+    """Analytic propagation (and, with ``mc > 0``, a Monte Carlo check) for every noise
+    setting; returns the tidy results table (:mod:`demonoise.results`)."""
+    lz = linearise(counts, granularity=granularity, indicators=indicators, e_ages=e_ages, **layout_kw)
+    runs = {}
+    if mc:
+        mc_ind = [i for i in mc_indicators if i in lz.blocks]
+        for i, s in enumerate(settings):
+            runs[i] = monte_carlo(lz, s.model, n=mc, seed=seed, indicators=mc_ind, floor_zero=zero_floor, noised=s.noised, workers=workers, progress=progress)
+    return results_table(lz, settings, mc=runs, zero_floor=zero_floor)
+
+
+def write_table(df: pd.DataFrame, path) -> Path:
+    """Write a results table atomically as Parquet (``.parquet``) or CSV (``.csv``,
+    ``.csv.gz``); the format follows the extension."""
+    path = Path(path)
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        writer = lambda p: df.to_parquet(p, index=False)  # noqa: E731
+    elif name.endswith(".csv") or name.endswith(".csv.gz"):
+        writer = lambda p: df.to_csv(p, index=False, compression="gzip" if name.endswith(".gz") else None, float_format="%.10g")  # noqa: E731
+    else:
+        raise ParameterError(f"output {path}: use a .parquet, .csv or .csv.gz extension")
+    with atomic_path(path) as tmp:
+        writer(tmp)
+    return path
+
+
+def read_table(path) -> pd.DataFrame:
+    """Read a results table written by :func:`write_table`."""
+    path = Path(path)
+    if path.name.lower().endswith(".parquet"):
+        return pd.read_parquet(path)
+    return pd.read_csv(path)
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """One line per (noise setting, indicator): median and max relative noise
+    uncertainty and admixture over regions and sexes, for e0 / TFR / all ages."""
+    sel = df[(df.indicator.isin(["tfr"])) | ((df.indicator == "e") & (df.age == 0))]
+    g = sel.groupby(["noise_model", "ptable", "V", "granularity", "indicator"], dropna=False)
+    out = g.agg(
+        regions=("region", "nunique"),
+        rel_noise_median=("rel_noise", "median"),
+        rel_noise_max=("rel_noise", "max"),
+        admixture_median=("admixture", "median"),
+        admixture_max=("admixture", "max"),
+    )
+    return out.reset_index().replace({np.nan: None})
