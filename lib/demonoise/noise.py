@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Sequence
 
 import numpy as np
 

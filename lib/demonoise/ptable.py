@@ -42,12 +42,15 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Literal, NamedTuple, Sequence
 
 import numpy as np
 
 from .errors import DataError, ParameterError
 from .io import ptable_files as _files
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "PTable",
@@ -121,7 +124,7 @@ class PTable:
     source: str = ""
     label: str = ""
     key_table: np.ndarray | None = None
-    build_info: object = None
+    build_info: "pd.DataFrame | None" = None
     _vals: np.ndarray = field(init=False, repr=False)
     _cum: np.ndarray = field(init=False, repr=False)
     _mean: np.ndarray = field(init=False, repr=False)
