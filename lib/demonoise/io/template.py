@@ -201,14 +201,16 @@ def read_counts_csv(
     )
 
 
-def write_counts_csv(counts: Counts, path: str | Path, *, names: bool = True, status: bool = True) -> Path:
+def write_counts_csv(counts: Counts, path: str | Path, *, names: bool = True, status: bool = True,
+                     comment: str | None = None) -> Path:
     """Write :class:`~demonoise.counts.Counts` as a counts template CSV (inverse of
     :func:`read_counts_csv`), via :meth:`Counts.to_frame`.
 
     Columns ``region,sex,age,year,measure,value`` plus ``name`` (region names) and
     ``status`` (each table's provenance status) unless switched off. The open age
     interval is written with its canonical code (``Y_GE100`` for Eurostat's
-    ``Y_OPEN``). Written gzipped if ``path`` ends with ``.gz``.
+    ``Y_OPEN``). ``comment`` (several lines allowed) is written first as ``#`` lines.
+    Written gzipped if ``path`` ends with ``.gz``.
     """
     path = Path(path)
     df = counts.to_frame()
@@ -219,5 +221,13 @@ def write_counts_csv(counts: Counts, path: str | Path, *, names: bool = True, st
     if status:
         tables = counts.provenance.tables
         df["status"] = df["measure"].map({m: t.status for m, t in tables.items()}).fillna("real")
-    df.to_csv(path, index=False, lineterminator="\n", compression="infer")
+    text = df.to_csv(index=False, lineterminator="\n")
+    if comment:
+        text = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines()) + text
+    data = text.encode("utf-8")
+    if path.name.endswith(".gz"):
+        import gzip
+
+        data = gzip.compress(data, mtime=0)
+    path.write_bytes(data)
     return path
