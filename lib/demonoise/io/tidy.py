@@ -388,6 +388,13 @@ def counts_from_eurostat(
                     hint = " (not a NUTS 2021 code either" + ("; Eurostat writes Greece as EL" if c.startswith("GR") else "") + ")"
                 raise DataError(f"unknown region code: not in the {label} table{hint}", file=_file(src), measure=label,
                                 region=c, year=year)
+        if label == "population":
+            for t in (year, year + 1):
+                have_t = set(pd.unique(df.loc[df["time"] == t, "geo"].astype(str)))
+                for c in codes:
+                    if c not in have_t:
+                        raise DataError(f"no population on 1 January {t} for this region (the exposure needs "
+                                        f"P({year}) and P({year + 1}))", file=_file(src), measure=label, region=c, year=t)
 
     # age axes (aggregates and TOTAL dropped)
     sel = lambda d: d[d["geo"].astype(str).isin(codes)]  # noqa: E731
