@@ -162,3 +162,14 @@ def test_mixed_status_and_total_rows(tmp_path, lines):
         read_counts_csv(_edit(tmp_path, lines + [tot], "tot.csv"))
     c = read_counts_csv(_edit(tmp_path, lines + [tot.replace("8611", "8610")], "tot2.csv"))
     assert c.deaths[0, 2].sum() == 8610
+
+
+def test_unknown_age_code_names_the_line(tmp_path, lines):
+    i, line = _find(lines, "BE34,F,Y12,2023,population,")
+    bad = lines.copy()
+    bad[i] = bad[i].replace(",Y12,", ",Y12x,")
+    p = _edit(tmp_path, bad)
+    with pytest.raises(DataError, match="unknown age code") as e:
+        read_counts_csv(p)
+    err = e.value
+    assert (err.file, err.line, err.region, err.sex, err.age, err.measure) == (str(p), line, "BE34", "F", "Y12x", "population")

@@ -233,7 +233,16 @@ def table_to_array(df: pd.DataFrame, *, measure: str, regions: Sequence[str], se
 
 def _axis(df: pd.DataFrame, measure: str) -> tuple[AgeAxis, list[str]]:
     kept, dropped = published_age_codes(pd.unique(df["age"].astype(str)))
-    return AgeAxis.from_labels(kept, source=_file(df)), [d for d in dropped if d != "TOTAL"]
+    try:
+        axis = AgeAxis.from_labels(kept, source=_file(df))
+    except DataError as e:
+        rows = np.flatnonzero((df["age"].astype(str) == str(e.age)).to_numpy()) if e.age else []
+        first = df.iloc[rows[0]] if len(rows) else None
+        raise DataError(e.reason, file=_file(df), line=_line(df, rows[0]) if len(rows) else None, measure=measure,
+                        region=None if first is None else first["geo"],
+                        sex=None if first is None or "sex" not in df.columns else first["sex"],
+                        age=e.age, year=None if first is None else first["time"]) from None
+    return axis, [d for d in dropped if d != "TOTAL"]
 
 
 def _check_totals(df: pd.DataFrame, measure: str, mode: str) -> None:
