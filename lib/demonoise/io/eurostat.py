@@ -70,6 +70,7 @@ __all__ = [
     "read_sdmx_csv",
     "read_jsonstat",
     "read_long_csv",
+    "jsonstat_to_frame",
 ]
 
 FORMATS = ("tsv", "sdmx", "json", "long")
