@@ -324,3 +324,17 @@ def test_jsonstat_structure_errors(data_dir, tmp_path):
     p.write_text(json.dumps(bad), encoding="utf-8")
     with pytest.raises(FormatError, match="outside the cube"):
         read_jsonstat(p)
+
+
+def test_sdmx_confidential_and_missing(data_dir, tmp_path):
+    lines = (data_dir / E / "demo_r_fagec_sdmx_constructed.csv").read_text().splitlines(keepends=True)
+    assert lines[4] == "ESTAT:DEMO_R_FAGEC(1.0),14/10/25 23:00:00,A,NR,Y16,BE10,2023,12,,\n"
+    lines[4] = "ESTAT:DEMO_R_FAGEC(1.0),14/10/25 23:00:00,A,NR,Y16,BE10,2023,,,C\n"
+    lines[5] = lines[5].replace(",2023,25,,", ",2023,:,e,")
+    p = tmp_path / "conf.csv"
+    p.write_text("".join(lines))
+    df = read_sdmx_csv(p)
+    row, line = cell(df, geo="BE10", age="Y16")
+    assert np.isnan(row["value"]) and row["flag"] == "C" and line == 5
+    row, line = cell(df, geo="BE10", age="Y17")
+    assert np.isnan(row["value"]) and row["flag"] == "e" and line == 6
