@@ -28,11 +28,12 @@ def noise_settings(V: Sequence[float] = (), *, D: int | None = None, ptables: Se
     with maximum deviation ``D``) and one setting per p-table (a path or an embedded
     table name such as ``"v01"``)."""
     from .noise import GenericNoise, PTableNoise
-    from .ptable import load_ptable
+    from .ptable import load_ptable, read_ptable
 
     out = [NoiseSetting.of(GenericNoise(float(v), D=D), noised) for v in V]
     for p in ptables:
-        out.append(NoiseSetting.of(PTableNoise(load_ptable(p)), noised))
+        table = read_ptable(p) if Path(str(p)).exists() else load_ptable(str(p))
+        out.append(NoiseSetting.of(PTableNoise(table), noised))
     if not out:
         raise ParameterError("no noise given: pass at least one V or one p-table")
     return out

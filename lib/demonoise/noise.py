@@ -107,8 +107,18 @@ class NoiseModel(abc.ABC):
         """Per-cell mean of the perturbation given the original counts (float array)."""
 
     @abc.abstractmethod
+    def perturb(self, counts, u) -> np.ndarray:
+        """Perturbed counts ``n + e`` from uniform numbers ``u`` in ``[0, 1)`` (inverse CDF).
+
+        ``u`` broadcasts against ``counts``. Feeding the *same* ``u`` to two sets of
+        counts gives common random numbers (the Monte Carlo's ``noise`` and ``total``
+        components); the noise law of each cell is exact.
+        """
+
     def sample(self, counts, rng: np.random.Generator, size=None) -> np.ndarray:
         """Perturbed counts ``n + e`` as ``int64``, shape ``size + counts.shape``."""
+        c = _as_counts(counts, model=self.name)
+        return self.perturb(c, rng.random(_shape(size) + c.shape))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -259,15 +269,18 @@ class GenericNoise(NoiseModel):
     def bias(self, counts) -> np.ndarray:
         return np.zeros(np.shape(counts))
 
-    def sample_noise(self, rng: np.random.Generator, shape) -> np.ndarray:
-        """Noise alone, ``int64`` of the given shape (inverse CDF of uniform draws)."""
-        u = rng.random(_shape(shape))
-        idx = np.searchsorted(self._cdf, u, side="right")
+    def noise_from_uniform(self, u) -> np.ndarray:
+        """Noise alone from uniforms ``u`` in ``[0, 1)`` (inverse CDF), ``int64``."""
+        idx = np.searchsorted(self._cdf, np.asarray(u, dtype=np.float64), side="right")
         return self._support[np.minimum(idx, self._support.size - 1)]
 
-    def sample(self, counts, rng: np.random.Generator, size=None) -> np.ndarray:
+    def sample_noise(self, rng: np.random.Generator, shape) -> np.ndarray:
+        """Noise alone, ``int64`` of the given shape (inverse CDF of uniform draws)."""
+        return self.noise_from_uniform(rng.random(_shape(shape)))
+
+    def perturb(self, counts, u) -> np.ndarray:
         c = _as_counts(counts, model=self.name)
-        return c + self.sample_noise(rng, _shape(size) + c.shape)
+        return c + self.noise_from_uniform(u)
 
 
 # ----------------------------------------------------------------------------- Poisson
@@ -296,6 +309,12 @@ class PoissonNoise(NoiseModel):
     def sample(self, counts, rng: np.random.Generator, size=None) -> np.ndarray:
         c = _as_counts(counts, model=self.name)
         return rng.poisson(c, size=_shape(size) + c.shape).astype(np.int64)
+
+    def perturb(self, counts, u) -> np.ndarray:
+        from scipy.stats import poisson
+
+        c = _as_counts(counts, model=self.name)
+        return poisson.ppf(np.asarray(u, dtype=np.float64), c).astype(np.int64)
 
 
 # ----------------------------------------------------------------------------- p-table
@@ -341,7 +360,7 @@ class PTableNoise(NoiseModel):
     def bias(self, counts) -> np.ndarray:
         return self.table.mean(_as_counts(counts, model=self.name))
 
-    def sample(self, counts, rng: np.random.Generator, size=None) -> np.ndarray:
+    def perturb(self, counts, u) -> np.ndarray:
+        """Cell keys ``u`` looked up through the table (zeros stay zero)."""
         c = _as_counts(counts, model=self.name)
-        keys = rng.random(_shape(size) + c.shape)
-        return c + self.table.lookup(c, keys)
+        return c + self.table.lookup(c, u)

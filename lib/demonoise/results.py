@@ -74,10 +74,11 @@ class NoiseSetting:
 
     @classmethod
     def of(cls, model, noised=TABLES) -> "NoiseSetting":
-        kind = getattr(model, "kind", "generic")
-        V = float(getattr(model, "nominal_variance", getattr(model, "V", np.nan)))
-        name = getattr(model, "ptable_name", "") if kind == "ptable" else ""
-        return cls(model, kind, V, name, tuple(noised))
+        table = getattr(model, "table", None)
+        kind = "ptable" if table is not None else "generic"
+        V = getattr(model, "nominal_variance", None)
+        V = float("nan") if V is None else float(V)
+        return cls(model, kind, V, table.label if table is not None else "", tuple(noised))
 
 
 def _block_frame(lz: Linearised, block, setting: NoiseSetting, meta: dict, mc: MonteCarloResult | None, small_events, z_bound):
