@@ -157,8 +157,8 @@ def _diag(v: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------- mortality
 def lifetable_inputs(layout: Layout, deaths, pop_start, pop_end):
     """Deaths and exposure on the life-table age groups from published cells."""
-    D = spread_unknown(deaths, layout.ages) @ layout.to_lifetable
-    E = exposure(pop_start, pop_end, layout.ages) @ layout.to_lifetable
+    D = layout.group_lifetable(spread_unknown(deaths, layout.ages))
+    E = layout.group_lifetable(exposure(pop_start, pop_end, layout.ages))
     return D, E
 
 
@@ -231,8 +231,8 @@ def linearise_asmr(layout: Layout, deaths, pop_start, pop_end) -> Linearisation:
 
 # ------------------------------------------------------------------- fertility
 def _fert_inputs(layout: Layout, births, popf_start, popf_end):
-    b = spread_unknown(births, layout.birth_ages) @ layout.births_to_fert
-    W = exposure(popf_start, popf_end, layout.ages) @ layout.pop_to_fert
+    b = layout.group_births(spread_unknown(births, layout.birth_ages))
+    W = layout.group_pop_fert(exposure(popf_start, popf_end, layout.ages))
     return b, W
 
 

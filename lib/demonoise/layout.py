@@ -39,7 +39,7 @@ import numpy as np
 from .counts import AgeAxis, Counts
 from .errors import ParameterError
 
-__all__ = ["GRANULARITIES", "publication_axes", "publish", "Layout"]
+__all__ = ["GRANULARITIES", "publication_axes", "publish", "Layout", "Grouping"]
 
 #: Publication granularities understood by :func:`publish`.
 GRANULARITIES = ("single", "5y", "5y-infant")
@@ -132,6 +132,36 @@ def _group_matrix(src_lower, src_upper, tgt_lower, tgt_upper, *, clamp=False, wh
     return M
 
 
+class Grouping:
+    """Sum the last axis into contiguous groups: ``x @ M`` for a 0/1 map ``M`` whose
+    groups are runs of consecutive cells, computed with :func:`numpy.add.reduceat`
+    (O(cells) instead of the O(cells x groups) of a dense product -- it matters for
+    Monte Carlo arrays of millions of rows). Falls back to the product otherwise."""
+
+    def __init__(self, M: np.ndarray):
+        self.M = np.asarray(M, dtype=float)
+        rows = np.nonzero(self.M.sum(axis=1) > 0)[0]
+        grp = self.M[rows].argmax(axis=1)
+        ok = (
+            rows.size > 0
+            and np.all(np.diff(rows) == 1)
+            and np.all(np.diff(grp) >= 0)
+            and np.all(self.M[rows, grp] == 1)
+            and np.array_equal(np.unique(grp), np.arange(self.M.shape[1]))
+            and np.all(self.M.sum(axis=1)[rows] == 1)
+        )
+        self.fast = bool(ok)
+        if ok:
+            self.first, self.last = int(rows[0]), int(rows[-1]) + 1
+            self.starts = np.searchsorted(grp, np.arange(self.M.shape[1]))
+
+    def __call__(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if not self.fast:
+            return x @ self.M
+        return np.add.reduceat(x[..., self.first : self.last], self.starts, axis=-1)
+
+
 @dataclass(frozen=True)
 class Layout:
     """Published axes plus the maps from published cells to indicator age groups.
@@ -199,6 +229,21 @@ class Layout:
         lo = self.lt_lower.astype(int)
         up = [int(u) for u in lo[1:]] + [None]
         return _group_matrix(self.ages.lower, self.ages.upper, lo, up, what="population/death age")
+
+    @cached_property
+    def group_lifetable(self) -> Grouping:
+        """Fast ``x @ to_lifetable``."""
+        return Grouping(self.to_lifetable)
+
+    @cached_property
+    def group_births(self) -> Grouping:
+        """Fast ``x @ births_to_fert``."""
+        return Grouping(self.births_to_fert)
+
+    @cached_property
+    def group_pop_fert(self) -> Grouping:
+        """Fast ``x @ pop_to_fert``."""
+        return Grouping(self.pop_to_fert)
 
     # ---- fertility
     @cached_property

@@ -10,10 +10,10 @@ exactly (UNK spread, grouping, life table), with three components:
 ``noise`` and ``total`` use the same uniform numbers for the noise (common random
 numbers), so that with generic noise ``total - poisson`` is exactly the noise part,
 and the admixture estimated by Monte Carlo is not blurred by independent draws.
-Replicates are processed in chunks whose size keeps memory below a limit; each chunk
-has its own random stream spawned from one :class:`numpy.random.SeedSequence`, so the
-result depends on the seed and ``n`` only -- not on the chunk size or the number of
-worker processes.
+Replicates are processed in blocks whose size keeps memory below a limit (at most
+64 replicates); each block has its own random stream spawned from one
+:class:`numpy.random.SeedSequence`, so the result depends on the seed, ``n`` and the
+block size only -- not on the number of worker processes or their scheduling.
 
 Agreement with the analytic standard deviation is judged against sampling error:
 the relative standard error of an sd estimated from ``N`` replicates is about
@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import ParameterError
-from .indicators import asfr, asmr, life_expectancy
+from .counts import spread_unknown
+from .indicators import exposure
+from .lifetable import e_only
 from .propagation import TABLES, Linearised
 
 __all__ = ["COMPONENTS", "MonteCarloResult", "monte_carlo", "z_score"]
@@ -62,6 +64,8 @@ class MonteCarloResult:
     seed : int
     floor_zero : bool
         Whether noisy counts were floored at zero.
+    block : int
+        Replicates per random-number block (each block has its own stream).
     stats : dict[(str, str), dict[str, ndarray]]
         ``stats[(indicator, component)]`` has ``mean``, ``sd``, ``n_valid``
         (replicates with a finite value) and, where stored, ``q_lo``/``q_hi``.
@@ -73,48 +77,97 @@ class MonteCarloResult:
     floor_zero: bool
     quantiles: tuple
     stats: dict = field(default_factory=dict)
+    block: int = 0
 
 
-def _values(lay, indicator: str, D, P0, P1, B, e_idx):
-    """Indicator values for arrays with leading replicate axes; shape (..., R, S, K)."""
+def _spread_group(x, axis, grouping):
+    """``grouping(spread_unknown(x, axis))`` without forming the spread array:
+    the proportional spread multiplies every known cell by ``1 + u/S``, so it
+    commutes with summing cells into groups (uniform spread where ``S = 0``)."""
+    x = np.asarray(x, dtype=float)
+    if not axis.unknown:
+        return grouping(x)
+    known, u = x[..., :-1], x[..., -1:]
+    S = known.sum(axis=-1, keepdims=True)
+    g = grouping(known)
+    pos = S > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = g * (1.0 + u / np.where(pos, S, 1.0))
+    if pos.all():
+        return scaled
+    sizes = grouping(np.ones(axis.n_known)) / axis.n_known
+    return np.where(pos, scaled, g + u * sizes)
+
+
+def _values(lay, indicator, D, E, B, e_idx, lt_kw):
+    """Indicator values from (noisy) deaths/births cells and the spread exposure on
+    known ages ``E``; leading replicate axes allowed; shape (..., R, S, K)."""
     if indicator == "e":
-        lt = life_expectancy(lay, D, P0, P1, check=False)
-        return lt.e[..., e_idx]
+        Dl = _spread_group(D, lay.ages, lay.group_lifetable)
+        El = lay.group_lifetable(E)
+        return e_only(Dl, El, lay.lt_lower, e_idx, **lt_kw)
     if indicator == "asmr":
-        return asmr(lay, D, P0, P1)
-    f = asfr(lay, B, P0[..., 0, :], P1[..., 0, :])
+        Dk = spread_unknown(D, lay.ages)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Dk / E
+    b = _spread_group(B, lay.birth_ages, lay.group_births)
+    W = lay.group_pop_fert(E[..., 0, :])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = b / W
     if indicator == "asfr":
         return f[..., None, :]
     return (f @ lay.fert_width)[..., None, None]
 
 
-def _chunk(args):
-    """Worker: one chunk of replicates -> partial sums (and stored values)."""
-    c, lay, noise, indicators, components, e_idx, size, seed_seq, floor_zero, noised, refs, keep = args
+_SHARED: dict = {}
+
+
+def _init_worker(shared: dict):
+    """Process-pool initializer: the counts, layout and noise are sent once per worker."""
+    _SHARED.clear()
+    _SHARED.update(shared)
+
+
+def _chunk(job):
+    """Worker: one block of replicates (its own seed) -> partial sums (and stored values)."""
+    size, seed_seq = job
+    sh = _SHARED
+    c, lay, noise, indicators, components = sh["counts"], sh["layout"], sh["noise"], sh["indicators"], sh["components"]
+    e_idx, floor_zero, noised, refs, keep, lt_kw = sh["e_idx"], sh["floor_zero"], sh["noised"], sh["refs"], sh["keep"], sh["lt_kw"]
     base = {"deaths": c.deaths, "births": c.births, "pop_start": c.pop_start, "pop_end": c.pop_end}
     base = {k: v for k, v in base.items() if v is not None}
     s_noise, s_pois = seed_seq.spawn(2)
     g_noise, g_pois = np.random.default_rng(s_noise), np.random.default_rng(s_pois)
+    noisy_needed = "noise" in components or "total" in components
     # uniforms for the noise, shared by the 'noise' and 'total' components (CRN)
-    u = {m: g_noise.random((size,) + base[m].shape) for m in TABLES if m in base and m in noised}
+    u = {m: g_noise.random((size,) + base[m].shape) for m in TABLES if m in base and m in noised} if noisy_needed else {}
+    indep = bool(getattr(noise, "count_independent", False))
+    eps = {m: noise.noise_from_uniform(v) for m, v in u.items()} if indep else {}
+
+    def noisy(m, x):
+        if m not in u:
+            return np.broadcast_to(x, (size,) + base[m].shape)
+        y = x + eps[m] if indep else noise.perturb(np.broadcast_to(x, u[m].shape), u[m])
+        return np.maximum(y, 0) if floor_zero else y
+
     pois = {}
     if "poisson" in components or "total" in components:
         pois = {m: g_pois.poisson(np.broadcast_to(base[m], (size,) + base[m].shape)) for m in _EVENTS if m in base}
-
-    def perturb(cells, m):
-        out = noise.perturb(np.broadcast_to(cells, u[m].shape), u[m])
-        return np.maximum(out, 0) if floor_zero else out
+    E_orig = exposure(base["pop_start"], base["pop_end"], lay.ages)  # no replicate axis: broadcasts
+    E_noisy = exposure(noisy("pop_start", base["pop_start"]), noisy("pop_end", base["pop_end"]), lay.ages) if noisy_needed else None
 
     out = {}
     for comp in components:
-        arrs = {}
-        for m, v in base.items():
-            x = pois.get(m, v) if comp in ("poisson", "total") else v
-            if comp in ("noise", "total") and m in u:
-                x = perturb(x, m)
-            arrs[m] = np.broadcast_to(x, (size,) + v.shape).astype(float)
+        ev = {}
+        for m in _EVENTS:
+            if m not in base:
+                continue
+            x = pois[m] if comp in ("poisson", "total") else base[m]
+            ev[m] = noisy(m, x) if comp in ("noise", "total") else np.broadcast_to(x, (size,) + base[m].shape)
+        E = E_noisy if comp in ("noise", "total") else E_orig
         for ind in indicators:
-            vals = _values(lay, ind, arrs.get("deaths"), arrs["pop_start"], arrs["pop_end"], arrs.get("births"), e_idx)
+            vals = _values(lay, ind, ev.get("deaths"), E, ev.get("births"), e_idx, lt_kw)
+            vals = np.broadcast_to(vals, (size,) + refs[ind].shape)
             ok = np.isfinite(vals)
             d = np.where(ok, vals - refs[ind], 0.0)
             rec = {"n": ok.sum(0), "s1": d.sum(0), "s2": (d * d).sum(0)}
@@ -160,8 +213,9 @@ def monte_carlo(
         Floor noisy counts at zero (a different noise model; see module notes).
     noised : iterable of str
         Tables that receive noise (default: all four).
-    quantiles : (float, float)
-        Quantiles reported where the replicate values fit ``store_limit`` bytes.
+    quantiles : (float, float) or None
+        Quantiles reported where the replicate values fit ``store_limit`` bytes
+        (``None``: moments only, nothing stored).
     memory_limit : float
         Bytes of working memory per chunk (sets the chunk size).
     workers : int, optional
@@ -191,20 +245,25 @@ def monte_carlo(
     # memory per replicate: cells of every table, a few copies per component
     cells = sum(v.size for v in (c.deaths, c.births, c.pop_start, c.pop_end) if v is not None)
     per_rep = cells * 8 * (6 + 4 * len(components))
-    size = int(max(1, min(n, memory_limit // per_rep)))
+    block = int(max(1, min(64, n, memory_limit // per_rep)))
     keep = {}
     for i in indicators:
+        if not quantiles:
+            keep[i] = ""
+            continue
         nbytes = n * lz.blocks[i].lin.value.size * len(components) * 8
         keep[i] = "f8" if nbytes <= store_limit else ("f4" if nbytes / 2 <= store_limit else "")
-    sizes = [size] * (n // size) + ([n % size] if n % size else [])
-    seeds = np.random.SeedSequence(seed).spawn(len(sizes))
-    jobs = [(c, lz.layout, noise, tuple(indicators), tuple(components), e_idx, s, ss, floor_zero, tuple(noised), refs, keep) for s, ss in zip(sizes, seeds)]
+    sizes = [block] * (n // block) + ([n % block] if n % block else [])
+    jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes))))
+    shared = {
+        "counts": c, "layout": lz.layout, "noise": noise, "indicators": tuple(indicators), "components": tuple(components),
+        "e_idx": e_idx, "floor_zero": floor_zero, "noised": tuple(noised), "refs": refs, "keep": keep, "lt_kw": lz.lifetable_kw,
+    }  # fmt: skip
     workers = workers or min(2, os.cpu_count() or 1)
     acc: dict = {}
     done = 0
 
     def absorb(part):
-        nonlocal done
         for key, rec in part.items():
             a = acc.setdefault(key, {"n": 0, "s1": 0.0, "s2": 0.0, "values": []})
             a["n"] = a["n"] + rec["n"]
@@ -214,20 +273,24 @@ def monte_carlo(
                 a["values"].append(rec["values"])
 
     if workers <= 1 or len(jobs) == 1:
-        for j in jobs:
-            absorb(_chunk(j))
-            done += j[6]
+        _init_worker(shared)
+        parts = map(_chunk, jobs)
+        ex = None
+    else:
+        ex = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(shared,))
+        parts = ex.map(_chunk, jobs)
+    try:
+        for (size, _), part in zip(jobs, parts):
+            absorb(part)
+            done += size
             if progress:
                 progress(done)
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as ex:
-            for j, part in zip(jobs, ex.map(_chunk, jobs)):
-                absorb(part)
-                done += j[6]
-                if progress:
-                    progress(done)
+    finally:
+        if ex is not None:
+            ex.shutdown(cancel_futures=True)
+        _SHARED.clear()
 
-    res = MonteCarloResult(n=n, seed=seed, floor_zero=floor_zero, quantiles=tuple(quantiles))
+    res = MonteCarloResult(n=n, seed=seed, floor_zero=floor_zero, quantiles=tuple(quantiles or ()), block=block)
     for (ind, comp), a in acc.items():
         m = np.maximum(a["n"], 1)
         mean_d = a["s1"] / m
@@ -236,7 +299,8 @@ def monte_carlo(
         if a["values"]:
             vals = np.concatenate(a["values"], axis=0)
             with np.errstate(invalid="ignore"):
-                q = np.nanquantile(vals, quantiles, axis=0)
+                # np.quantile is vectorised; nanquantile falls back to a Python loop per cell
+                q = np.quantile(vals, quantiles, axis=0) if not np.isnan(vals).any() else np.nanquantile(vals, quantiles, axis=0)
             st["q_lo"], st["q_hi"] = q[0], q[-1]
         res.stats[(ind, comp)] = st
     return res

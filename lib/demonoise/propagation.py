@@ -83,6 +83,7 @@ class Linearised:
     layout: Layout
     granularity: str
     blocks: dict = field(default_factory=dict)
+    lifetable_kw: dict = field(default_factory=dict)  # a, a0 of the life table
 
     def cells(self, female_only: bool) -> dict:
         """Published cells per table, shaped like the gradients' trailing axes."""
@@ -214,7 +215,7 @@ def linearise(
             blocks["tfr"] = IndicatorBlock(
                 "tfr", ("F",), np.array([np.nan]), ("",), lin, b.sum(-1)[:, None, None], W.sum(-1)[:, None, None], True
             )
-    return Linearised(pub, layout, granularity, blocks)
+    return Linearised(pub, layout, granularity, blocks, {"a": a, "a0": a0})
 
 
 def _add_sex_axis(lin: Linearisation) -> Linearisation:
