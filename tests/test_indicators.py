@@ -149,3 +149,20 @@ def test_layout_errors(be):
         publish(publish(be, "5y"), "single")
     with pytest.raises(ParameterError, match="unknown granularity"):
         publish(be, "10y")
+
+
+def test_lean_e_path_equals_life_table(be):
+    """The Monte Carlo's lean e_k path gives the full life table's e_k, also with
+    zero cells, abridged widths and a0."""
+    from demonoise.indicators import lifetable_inputs
+    from demonoise.lifetable import e_only, life_table
+
+    for gran in ("single", "5y-infant"):
+        c = publish(be, gran)
+        lay = Layout.of(c)
+        D, E = lifetable_inputs(lay, c.deaths, c.pop_start, c.pop_end)
+        D = D.copy()
+        D[0, 0, 3] = 0.0
+        lt = life_table(D, E, lay.lt_lower)
+        idx = [0, 1, lay.lt_lower.size - 1]
+        np.testing.assert_allclose(e_only(D, E, lay.lt_lower, idx), lt.e[..., idx], rtol=1e-13)

@@ -197,3 +197,20 @@ def test_discrete_gaussian_tends_to_three_point_law_for_small_V():
     k, p, _ = discrete_gaussian(1e-4)
     assert p[k == 1][0] == pytest.approx(0.5e-4, rel=1e-3)
     assert p[np.abs(k) >= 2].sum() < 1e-15
+
+
+@pytest.mark.parametrize("V", [0.1, 1.0, 5.0])
+def test_alias_sampler_reproduces_the_law_exactly(V):
+    """The alias table used for sampling implies exactly the law's probabilities, and one
+    uniform always gives the same noise (common random numbers)."""
+    g = GenericNoise(V)
+    support, probs = g.law()
+    n = support.size
+    implied = np.zeros(n)
+    for j in range(n):
+        implied[j] += g._alias_prob[j] / n
+        implied[np.searchsorted(support, g._alias_value[j])] += (1 - g._alias_prob[j]) / n
+    np.testing.assert_allclose(implied, probs, atol=1e-15)
+    u = np.random.default_rng(0).random(1000)
+    np.testing.assert_array_equal(g.noise_from_uniform(u), g.noise_from_uniform(u.copy()))
+    np.testing.assert_array_equal(g.perturb(np.full(1000, 7), u), 7 + g.noise_from_uniform(u))
