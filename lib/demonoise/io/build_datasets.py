@@ -742,7 +742,7 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
         "age_axis": "Y_LT1, Y1..Y99, Y_GE100 (Eurostat's Y_OPEN), UNK",
         "birth_age_axis": "Y_LT15, Y15..Y49, Y_GE50, UNK",
         "provenance": {"population": _tp(p), "deaths": _tp(d), "births": _tp(b)},
-        "rules": {"sex_total": T_RULE, "country_rows": COUNTRY_RULE, "births_outside_15_49": BIRTH_RULE, "births_regions": ALLOC_RULE},
+        "rules": {"sex_total": T_RULE if name == "ess-2023" else "T as published (it equals F + M in these tables)", "country_rows": COUNTRY_RULE, "births_outside_15_49": BIRTH_RULE, "births_regions": ALLOC_RULE},
         "fallbacks": {**fallbacks, "note": "; ".join(v for v in notes.values() if v)},
         "calibration": cal or None,
         "seeds": {
