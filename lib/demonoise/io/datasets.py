@@ -1,0 +1,204 @@
+"""The dataset registry: the datasets available by name, with their provenance.
+
+Two kinds of dataset answer to ``--dataset NAME``:
+
+* **embedded** -- shipped with the package in ``demonoise/data/datasets/``:
+  ``<name>.csv.gz`` in the project's counts template layout (read with
+  :func:`demonoise.io.template.read_counts_csv`, the reader users use for their own
+  files) and ``<name>.json`` with the metadata (provenance per table, label,
+  calibration year, fallbacks, seeds, versions, input hashes). They are built by
+  :mod:`demonoise.io.build_datasets` from the raw extracts in ``data-raw/``:
+
+  ``be-2023``
+      Belgium, 11 NUTS 2 regions and the country: population and deaths real
+      (Eurostat), regional births modelled from the real national births.
+  ``ess-2023``
+      292 NUTS 2 regions (NUTS 2021) and 36 countries: *demonstration data* --
+      population real (Eurostat; 5-year groups graduated to single ages), deaths and
+      births modelled.
+
+* **cached** -- downloaded from Eurostat's API and kept in the local cache
+  (:mod:`demonoise.io.fetch`, wired in where marked below).
+
+I/O layer: imports only the data model and the other I/O modules (never the
+computation modules).
+
+Examples
+--------
+>>> from demonoise.io.datasets import available, load
+>>> [d.name for d in available() if d.kind == "embedded"]   # doctest: +SKIP
+['be-2023', 'ess-2023']
+>>> load("be-2023").provenance.label                         # doctest: +SKIP
+'population and deaths real (Eurostat); regional births modelled from national births (demo_fordagec)'
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from dataclasses import dataclass, field
+from importlib import resources
+
+from ..counts import Counts, Provenance, TableProvenance
+from ..errors import DataError, ParameterError
+from .template import read_counts_csv
+
+__all__ = ["DatasetInfo", "EMBEDDED_DIR", "available", "embedded_names", "metadata", "load", "clear_cache"]
+
+#: Folder of the embedded datasets inside the package.
+EMBEDDED_DIR = ("data", "datasets")
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One dataset as listed by ``demonoise datasets``.
+
+    Attributes
+    ----------
+    name : str
+        The name ``--dataset`` takes.
+    kind : {"embedded", "cached"}
+    year : int
+        Reference year ``t`` (deaths and births of ``t``, population on 1 January of
+        ``t`` and ``t + 1``).
+    regions : int
+        Number of regions, countries included.
+    label : str
+        The provenance label shown on every report page that uses the data.
+    details : list of str
+        Provenance lines: one per table (status, Eurostat datasets, extraction date,
+        note), the calibration year, the fallbacks, seeds and versions.
+    """
+
+    name: str
+    kind: str
+    year: int
+    regions: int
+    label: str
+    details: list[str] = field(default_factory=list)
+
+
+def _folder():
+    return resources.files("demonoise").joinpath(*EMBEDDED_DIR)
+
+
+def embedded_names() -> list[str]:
+    """Names of the embedded datasets (those with both ``<name>.json`` and ``<name>.csv.gz``)."""
+    folder = _folder()
+    if not folder.is_dir():
+        return []
+    names = {p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json")}
+    return sorted(n for n in names if folder.joinpath(f"{n}.csv.gz").is_file())
+
+
+@functools.lru_cache(maxsize=None)
+def _meta(name: str) -> dict:
+    path = _folder().joinpath(f"{name}.json")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DataError(f"cannot read the metadata of embedded dataset {name!r}: {e}", file=str(path), dataset=name) from None
+
+
+def metadata(name: str) -> dict:
+    """The metadata of an embedded dataset (the parsed ``<name>.json``; a copy)."""
+    _check_name(name)
+    return json.loads(json.dumps(_meta(name)))
+
+
+def _table_provenance(d: dict) -> TableProvenance:
+    return TableProvenance(d["status"], tuple(d.get("datasets", ())), d.get("extracted", "unknown"), d.get("source", "Eurostat"), d.get("note", ""))
+
+
+def _provenance(meta: dict) -> Provenance:
+    p = meta["provenance"]
+    return Provenance(
+        population=_table_provenance(p["population"]),
+        deaths=_table_provenance(p["deaths"]) if p.get("deaths") else None,
+        births=_table_provenance(p["births"]) if p.get("births") else None,
+        label=meta.get("label", ""),
+    )
+
+
+def _details(meta: dict) -> list[str]:
+    out = []
+    for table, d in meta["provenance"].items():
+        if not d:
+            continue
+        out.append(f"{table}: {d['status']} ({d.get('source', '')} {', '.join(d.get('datasets', []))}; extracted {d.get('extracted', 'unknown')})")
+    if meta.get("calibration_year"):
+        out.append(f"mortality calibrated to published e0/e65 of {meta['calibration_year']}")
+    note = (meta.get("fallbacks") or {}).get("note")
+    if note:
+        out.append(f"fallbacks: {note}")
+    for table, d in meta["provenance"].items():
+        if d and d.get("note"):
+            out.append(f"{table} note: {d['note']}")
+    seeds = meta.get("seeds") or {}
+    v = meta.get("versions") or {}
+    if seeds or v:
+        out.append(
+            "built by " + meta.get("build", "?")
+            + (f" with seed {seeds['root']}" if "root" in seeds else "")
+            + (", " + ", ".join(f"{k} {x}" for k, x in v.items()) if v else "")
+        )
+    return out
+
+
+def _embedded_info(name: str) -> DatasetInfo:
+    m = _meta(name)
+    return DatasetInfo(name=name, kind="embedded", year=int(m["year"]), regions=int(m["regions"]), label=m["label"], details=_details(m))
+
+
+def available() -> list[DatasetInfo]:
+    """Every dataset ``--dataset`` accepts: the embedded ones, then the cached ones."""
+    out = [_embedded_info(n) for n in embedded_names()]
+    # --- cached datasets (io/fetch.py): the lead wires them in here, e.g.
+    #   from .fetch import cached_datasets
+    #   out += [DatasetInfo(d["name"], "cached", d["year"], d["regions"], d["label"], d.get("details", [])) for d in cached_datasets()]
+    return out
+
+
+def _check_name(name: str) -> None:
+    names = embedded_names()
+    # --- cached datasets: add their names here when io/fetch.py is wired in.
+    if name not in names:
+        raise ParameterError(f"unknown dataset {name!r}; available: {', '.join(names) or 'none'} (see `demonoise datasets`)")
+
+
+_lock = threading.Lock()
+_loaded: dict[str, Counts] = {}
+
+
+def load(name: str) -> Counts:
+    """The :class:`~demonoise.counts.Counts` of dataset ``name`` (memoised per process).
+
+    Embedded datasets are read with :func:`~demonoise.io.template.read_counts_csv`
+    and carry the provenance of their metadata (per-table status, Eurostat dataset
+    codes, notes; ``provenance.label`` is the label to show on every page).
+
+    Raises
+    ------
+    ParameterError
+        Unknown name (the message lists the available names).
+    """
+    with _lock:
+        if name in _loaded:
+            return _loaded[name]
+    _check_name(name)
+    # --- cached datasets: `from .fetch import load_cached; return load_cached(name)` for cached names.
+    meta = _meta(name)
+    with resources.as_file(_folder().joinpath(f"{name}.csv.gz")) as path:
+        counts = read_counts_csv(path, name=name, year=int(meta["year"]))
+    counts = counts.replace(provenance=_provenance(meta))
+    with _lock:
+        _loaded.setdefault(name, counts)
+        return _loaded[name]
+
+
+def clear_cache() -> None:
+    """Forget loaded datasets and metadata (after a rebuild in the same process)."""
+    with _lock:
+        _loaded.clear()
+    _meta.cache_clear()

@@ -1,0 +1,281 @@
+"""The embedded datasets as users get them (registry ``demonoise.io.datasets``), checked
+against the raw Eurostat extracts committed in ``data-raw/eurostat`` (parsed here with
+plain pandas) and the real single-age populations of the test fixtures.
+
+``be-2023``: real population and deaths equal to demo_r_d2jan / demo_r_magec.
+``ess-2023``: coverage (292 NUTS 2 regions), 5-year sums equal to demo_r_pjangroup, T = F + M,
+country rows = sums, births sums equal to demo_fordagec after the stated rule, national
+TFR over graduated vs real exposure, labels and provenance.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _fixtures_datasets as fx  # noqa: E402
+
+from demonoise import cli  # noqa: E402
+from demonoise.counts import AgeAxis, Counts  # noqa: E402
+from demonoise.errors import ParameterError  # noqa: E402
+from demonoise.graduation import graduate  # noqa: E402
+from demonoise.indicators import tfr  # noqa: E402
+from demonoise.io import datasets  # noqa: E402
+from demonoise.io.nuts import is_nuts_code, nuts_region  # noqa: E402
+from demonoise.layout import Layout  # noqa: E402
+
+ESS_LABEL = "demonstration data: population real (Eurostat), deaths and births modelled (calibration year 2019)"
+
+
+@pytest.fixture(scope="module")
+def ess() -> Counts:
+    return datasets.load("ess-2023")
+
+
+@pytest.fixture(scope="module")
+def be() -> Counts:
+    return datasets.load("be-2023")
+
+
+def nuts2(c: Counts) -> list[str]:
+    return [r.code for r in c.regions if r.level == 2]
+
+
+# ------------------------------------------------------------------ registry
+def test_available_lists_embedded_datasets_with_provenance():
+    info = {d.name: d for d in datasets.available()}
+    assert {"be-2023", "ess-2023"} <= set(info)
+    e = info["ess-2023"]
+    assert (e.kind, e.year, e.regions, e.label) == ("embedded", 2023, 292 + 36, ESS_LABEL)
+    text = "\n".join(e.details)
+    for word in ("demo_r_pjangroup", "demo_r_mlifexp", "demo_fordagec", "2019", "PT17 = PT1A + PT1B", "FRY3", "TR (2022)", "numpy"):
+        assert word in text, word
+    b = info["be-2023"]
+    assert (b.kind, b.regions) == ("embedded", 12)
+    assert "real" in b.label and "modelled" in b.label
+
+
+def test_unknown_dataset_names_the_available_ones():
+    with pytest.raises(ParameterError, match=r"unknown dataset 'ess-2022'.*be-2023, ess-2023"):
+        datasets.load("ess-2022")
+    with pytest.raises(ParameterError):
+        datasets.metadata("nope")
+
+
+def test_load_is_memoised_and_carries_the_label(ess, be):
+    assert datasets.load("ess-2023") is ess
+    assert ess.provenance.label == ESS_LABEL
+    assert ess.provenance.status_label == ESS_LABEL
+    assert ess.provenance.population.status == "real"
+    assert ess.provenance.deaths.status == ess.provenance.births.status == "modelled"
+    assert "demo_r_mlifexp" in ess.provenance.deaths.datasets
+    assert be.provenance.population.status == be.provenance.deaths.status == "real"
+    assert be.provenance.births.status == "modelled"
+    m = datasets.metadata("ess-2023")
+    assert m["calibration_year"] == 2019 and m["seeds"]["root"] == 20230101
+    assert set(m["versions"]) >= {"numpy", "scipy", "pandas"}
+
+
+def test_cli_datasets_lists_names(capsys):
+    assert cli.main(["datasets", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "ess-2023" in out and "be-2023" in out and "demonstration data" in out and "demo_r_magec" in out
+
+
+# ------------------------------------------------------------------ be-2023: real
+def test_be_2023_equals_published_tables(be):
+    codes = [f"BE{x}" for x in ("10", "21", "22", "23", "24", "25", "31", "32", "33", "34", "35")]
+    assert be.codes == ("BE", *codes)
+    assert be.ages == AgeAxis.single(99)
+    for arr, path, year in ((be.pop_start, fx.D2JAN, 2023), (be.pop_end, fx.D2JAN, 2024), (be.deaths, fx.MAGEC, 2023)):
+        real = fx.long_be(path, year, codes)
+        assert not np.isnan(real).any()
+        assert np.array_equal(arr[1:], real)
+        assert np.array_equal(arr[0], real.sum(axis=0))  # country row = sum of the regions
+
+
+def test_be_2023_births_sum_to_national(be):
+    rule = fx.national_births_rule("BE")
+    assert np.array_equal(be.births[1:].sum(axis=0), rule)
+    assert np.array_equal(be.births[0], rule)
+    assert be.birth_ages.labels == ("Y_LT15", *[f"Y{a}" for a in range(15, 50)], "Y_GE50", "UNK")
+
+
+# ------------------------------------------------------------------ ess-2023: population
+def test_ess_covers_every_nuts2_region_with_2023_population(ess):
+    df = fx.pjangroup()
+    tot = df[(df["year"] == 2023) & (df["age"] == "TOTAL") & (df["sex"] == "T")].set_index("geo")["value"].dropna()
+    expected = set()
+    for code, v in tot.items():
+        if is_nuts_code(code) and nuts_region(code).level == 2 and v > 0:  # not aggregates such as EFTA
+            expected.add(code)
+    assert "NO0B" not in expected and len(expected) == 292
+    assert set(nuts2(ess)) == expected
+    # country rows: one per country, first, then its regions
+    countries = [r.code for r in ess.regions if r.level == 0]
+    assert len(countries) == 36 and "TR" in countries and "UK" not in countries
+
+
+def test_ess_5y_sums_equal_pjangroup_2023(ess):
+    codes = nuts2(ess)
+    g = ess.select(codes).regroup(ages=AgeAxis.five_year(85))
+    real = fx.pjangroup_cube(codes, 2023)
+    assert not np.isnan(real).any()
+    assert np.array_equal(g.pop_start, real)
+
+
+def test_ess_5y_sums_2024_with_the_stated_fallbacks(ess):
+    codes = nuts2(ess)
+    g = ess.select(codes).regroup(ages=AgeAxis.five_year(85)).pop_end
+    real = fx.pjangroup_cube(codes, 2024)
+    direct = ~np.isnan(real).any(axis=(1, 2))
+    assert np.array_equal(g[direct], real[direct])
+    missing = sorted(c for c, d in zip(codes, direct) if not d)
+    assert missing == ["AL01", "AL02", "AL03", "MK00", "NL31", "NL33", "PT16", "PT17", "PT18"]
+    idx = {c: i for i, c in enumerate(codes)}
+
+    def succ(*cc):
+        return fx.pjangroup_cube(list(cc), 2024).sum(axis=0)
+
+    assert np.array_equal(g[idx["PT17"]], succ("PT1A", "PT1B"))
+    assert np.array_equal(g[idx["NL31"]] + g[idx["NL33"]], succ("NL35", "NL36"))
+    assert np.array_equal(g[idx["PT16"]] + g[idx["PT18"]], succ("PT19", "PT1C", "PT1D"))
+    for c in ("AL01", "AL02", "AL03", "MK00"):
+        assert np.array_equal(g[idx[c]], fx.pjangroup_cube([c], 2023)[0])
+    fb = datasets.metadata("ess-2023")["fallbacks"]
+    assert fb["population_2024_exact"] == {"PT17": ["PT1A", "PT1B"]}
+    assert sorted(fb["population_2024_apportioned"]) == ["NL31", "NL33", "PT16", "PT18"]
+    assert sorted(fb["population_2024_carried_forward"]) == ["AL01", "AL02", "AL03", "MK00"]
+
+
+def test_ess_belgian_regions_use_real_single_ages(ess):
+    codes = [c for c in nuts2(ess) if c.startswith("BE")]
+    sub = ess.select(codes)
+    assert np.array_equal(sub.pop_start, fx.long_be(fx.D2JAN, 2023, codes))
+    assert np.array_equal(sub.pop_end, fx.long_be(fx.D2JAN, 2024, codes))
+
+
+def test_ess_sexes_and_country_rows_are_coherent(ess):
+    for arr in (ess.pop_start, ess.pop_end, ess.deaths):
+        assert np.array_equal(arr[:, 2], arr[:, 0] + arr[:, 1])  # T = F + M everywhere
+    for cc in ess.countries:
+        i = ess.region_index(cc)
+        rows = [j for j, r in enumerate(ess.regions) if r.country == cc and r.level == 2]
+        for arr in (ess.pop_start, ess.pop_end, ess.deaths, ess.births):
+            assert np.array_equal(arr[i], arr[rows].sum(axis=0)), cc
+
+
+def test_ess_open_group_split_sums_back_and_is_decreasing(ess):
+    """85-99 and 100+ sum to the published Y_GE85 (checked above through the 5-year sums);
+    the split follows a survivorship: counts fall with age over 90..99 in large regions."""
+    big = ess.pop_start[:, 0, 85:101].sum(-1) > 20000
+    assert big.sum() > 100
+    sub = ess.pop_start[big, 0, 90:100]
+    assert np.all(np.diff(sub, axis=-1) <= 0)
+
+
+# ------------------------------------------------------------------ ess-2023: births
+def test_ess_births_sum_to_fordagec_after_the_rule(ess):
+    meta = datasets.metadata("ess-2023")["fallbacks"]
+    assert meta["births_latest_year"] == {"TR": 2022}
+    assert meta["births_missing_ages"]["LT"]["ages"] == ["Y15", "Y16", "Y46", "Y47", "Y48", "Y49"]
+    for cc in ess.countries:
+        regs = [j for j, r in enumerate(ess.regions) if r.country == cc and r.level == 2]
+        s = ess.births[regs].sum(axis=0)
+        rule = fx.national_births_rule(cc)
+        if cc == "TR":
+            assert rule is None
+            rule = fx.national_births_rule("TR", 2022)
+        if cc == "LT":  # published cells kept, TOTAL kept; absent ages filled
+            b = fx.fordagec()
+            s23 = b[(b["geo"] == "LT") & (b["year"] == 2023)].set_index("age")["value"]
+            assert s.sum() == s23["TOTAL"]
+            for j, lab in enumerate(ess.birth_ages.labels):
+                if lab in s23.index:
+                    assert s[j] == s23[lab], lab
+            continue
+        assert np.array_equal(s, rule), cc
+
+
+def test_ess_births_follow_female_exposure(ess):
+    """Regional births share ~ female exposure share (multinomial): chi-square per country and
+    age is not extreme overall."""
+    lay = Layout.of(ess)
+    W = ((ess.pop_start[:, 0] + ess.pop_end[:, 0]) / 2)[:, 15:50]
+    stat, dof = 0.0, 0
+    for cc in ess.countries:
+        regs = [j for j, r in enumerate(ess.regions) if r.country == cc and r.level == 2]
+        if len(regs) < 2:
+            continue
+        b = ess.births[regs][:, 1:36].astype(float)
+        p = W[regs] / W[regs].sum(axis=0)
+        e = p * b.sum(axis=0)
+        ok = e > 5
+        stat += float((((b - e) ** 2) / np.where(ok, e, 1))[ok].sum())
+        dof += int(ok.sum()) - int(ok.any(axis=0).sum())
+    # chi-square with dof degrees of freedom: mean dof, sd sqrt(2 dof)
+    assert abs(stat - dof) < 5 * np.sqrt(2 * dof), (stat, dof)
+    assert lay.fert_lower[0] == 15
+
+
+def _tfr_real(ess: Counts, be: Counts) -> dict[str, tuple[float, float]]:
+    lay = Layout.of(ess)
+    out = {}
+    pj = fx.pjan_national()
+    for cc in ("BE", "DE", "ES", "FR", "IT", "PL"):
+        i = ess.region_index(cc)
+        t_g = float(tfr(lay, ess.births[i], ess.pop_start[i, 0], ess.pop_end[i, 0]))
+        if cc == "BE":
+            t_r = float(tfr(Layout.of(be), ess.births[i], be.pop_start[0, 0], be.pop_end[0, 0]))
+        else:
+            j = pj.region_index(cc)
+            t_r = float(tfr(Layout(pj.ages, ess.birth_ages), ess.births[i], pj.pop_start[j, 0], pj.pop_end[j, 0]))
+        out[cc] = (t_g, t_r)
+    return out
+
+
+def test_national_tfr_over_graduated_exposure(ess, be):
+    """TFR 2023 of BE, DE, ES, FR, IT, PL over the dataset's exposure (sum of its regions,
+    graduated from 5-year groups; real single ages for BE) is within 0.002 of the TFR of the
+    same births over the real single-age exposure (demo_r_d2jan, demo_pjan)."""
+    res = _tfr_real(ess, be)
+    for cc, (t_g, t_r) in res.items():
+        assert abs(t_g - t_r) < 0.002, (cc, t_g, t_r)
+        assert 1.0 < t_r < 2.0
+    assert res["BE"][0] == pytest.approx(res["BE"][1], abs=1e-12)  # BE regions carry real single ages
+
+
+def test_belgian_tfr_with_graduated_regions(ess, be):
+    """The graduation route on Belgium too: its 11 regions' 5-year groups graduated like the
+    other regions' give a national TFR within 0.002 of the real single-age one."""
+    codes = be.codes[1:]
+    i = ess.region_index("BE")
+    lay = Layout.of(ess)
+    W = []
+    for year in (2023, 2024):
+        groups = fx.pjangroup_cube(list(codes), year, ("F",))[:, 0, :18]
+        single = graduate(groups, np.arange(0, 90, 5), open_last=True, integer=True)
+        pad = np.zeros((len(codes), ess.ages.size), np.int64)
+        pad[:, :85] = single[:, :85]
+        pad[:, 85] = single[:, 85]  # 85+ kept in one cell: not used by the TFR
+        W.append(pad.sum(axis=0))
+    t_g = float(tfr(lay, ess.births[i], W[0], W[1]))
+    t_r = float(tfr(Layout.of(be), ess.births[i], be.pop_start[0, 0], be.pop_end[0, 0]))
+    assert abs(t_g - t_r) < 0.002, (t_g, t_r)
+
+
+def test_registry_does_not_import_computation():
+    """The run-time registry is I/O: loading a dataset imports no computation module (the
+    build tool does, but it is not on the run-time path)."""
+    import subprocess
+
+    code = ("import sys; from demonoise.io.datasets import load, available; available(); load('be-2023'); "
+            "bad = [m for m in ('demonoise.graduation', 'demonoise.mortality_model', 'demonoise.lifetable', "
+            "'demonoise.indicators', 'demonoise.io.build_datasets', 'scipy') if m in sys.modules]; print(bad)")
+    lib = str(Path(__file__).resolve().parents[1] / "lib")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": lib}, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
