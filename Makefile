@@ -11,10 +11,10 @@ KERNEL := demonoise
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (demonoise)" >/dev/null
 	touch $(STAMP)
 
