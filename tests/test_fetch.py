@@ -293,6 +293,7 @@ FAILURES = {
                                              "dimension": {}, "value": {}}).encode()), r"empty dataset"),
     "error-in-200": (Reply(body=b'{"error":[{"status":400,"id":100,"label":"No results found"}]}'), r"an error answer instead of data"),
     "server-error": ([Reply(status=500, body=b"oops")], r"demo_r_d2jan: HTTP 500 Internal Server Error \(Eurostat: oops\) \(after 2 attempts\)"),
+    "brotli": (Reply(body=b"\x0b\x02\x80{}\x03", headers={"Content-Encoding": "br"}), r"unsupported Content-Encoding 'br'"),
     "cut-short": ([Reply(body=b'{"version": "2.0"', length=5000)], r"transfer cut short after 17 of 5000 bytes \(after 2 attempts\)"),
 }
 
@@ -434,7 +435,7 @@ def test_registry_hooks_rebuild_from_cache(eurostat, tmp_path):
     assert len(rows) == 1
     row = rows[0]
     assert row["name"] == "eurostat-2023-be" and row["kind"] == "cached" and row["year"] == 2023 and row["regions"] == 3
-    assert "1 countries and 2 NUTS 2 regions" in row["label"]
+    assert "1 country and 2 NUTS 2 regions" in row["label"]
     assert any(line.startswith("population: demo_r_d2jan + demo_pjan") for line in row["details"])
     back = load_cached("eurostat-2023-be", tmp_path)
     assert back.codes == c.codes and back.name == c.name
@@ -504,7 +505,7 @@ def test_cli_fetch_prints_a_summary(eurostat, tmp_path, capsys):
             "--timeout", "5"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert out.startswith("eurostat-2023-be: 3 regions (1 countries, 2 NUTS 2 regions), reference year 2023")
+    assert out.startswith("eurostat-2023-be: 3 regions (1 country, 2 NUTS 2 regions), reference year 2023")
     assert "population  demo_r_d2jan + demo_pjan: downloaded 20" in out
     assert "Eurostat update 2025-10-14T23:00:00+0200" in out
     # no 2023 comparison fixtures: reported, not fatal

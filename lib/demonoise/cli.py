@@ -129,7 +129,9 @@ def cmd_fetch(args) -> int:
         print(f"demonoise fetch: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
     c = res.counts
     n0 = sum(r.level == 0 for r in c.regions)
-    print(f"{c.name}: {len(c.regions)} regions ({n0} countries, {len(c.regions) - n0} NUTS 2 regions), reference year {c.year}")
+    n2 = len(c.regions) - n0
+    print(f"{c.name}: {len(c.regions)} regions ({n0} {'country' if n0 == 1 else 'countries'}, "
+          f"{n2} NUTS 2 region{'' if n2 == 1 else 's'}), reference year {c.year}")
     for measure, (rcode, ncode) in COUNT_TABLES.items():
         er, en = res.entries[rcode], res.entries[ncode]
         when = er.extracted if er.extracted == en.extracted else f"{er.extracted} / {en.extracted}"

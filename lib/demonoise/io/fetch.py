@@ -321,6 +321,10 @@ def _get_once(dataset: str, url: str, dest: Path, timeout: float, progress) -> d
         raise _Transient(f"bad HTTP response ({type(e).__name__}: {e})") from None
 
     with resp:
+        enc = (resp.headers.get("Content-Encoding") or "identity").strip().lower()
+        if enc not in ("identity", "gzip", "x-gzip"):
+            cause = f"unsupported Content-Encoding {enc!r} (only gzip was accepted)"
+            raise _fetch_error(f"{dataset}: {cause} from {url}", dataset=dataset, url=url, cause=cause)
         length = resp.headers.get("Content-Length")
         total = int(length) if length and length.strip().isdigit() else None
         bar = progress(dataset, total) if progress is not None else None
@@ -947,6 +951,10 @@ def _build(year: int, countries: tuple[str, ...] | None, entries: dict[str, Cach
     return counts, skipped, sorted(ignored)
 
 
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _manifest_path(root: Path, name: str) -> Path:
     return root / "datasets" / f"{name}.json"
 
@@ -976,8 +984,8 @@ def _write_manifest(root: Path, res: FetchResult, params: dict) -> Path:
         "regions": list(c.codes),
         "skipped": res.skipped,
         "ignored_codes": res.ignored_codes,
-        "label": f"Eurostat {c.year}: {n0} countries and {len(c.regions) - n0} NUTS 2 regions, real tables "
-                 f"downloaded {extracted[:10]}",
+        "label": f"Eurostat {c.year}: {_plural(n0, 'country', 'countries')} and "
+                 f"{_plural(len(c.regions) - n0, 'NUTS 2 region', 'NUTS 2 regions')}, real tables downloaded {extracted[:10]}",
         "details": _details(c, res.entries, res.skipped, root),
         "entries": {k: {"file": str(e.path.relative_to(root)), "sidecar": str((e.path.parent / (e.meta.get("key") or "")).relative_to(root)) + ".meta.json", "sha256": e.meta.get("sha256"), "size": e.meta.get("size"),
                         "extracted": e.extracted, "updated": e.updated, "url": e.url} for k, e in res.entries.items()},
