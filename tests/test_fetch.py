@@ -239,6 +239,9 @@ def test_fetch_builds_real_counts(eurostat, tmp_path, truth):
     assert res.entries["demo_r_d2jan"].path.name == "json_geoLevel-nuts2_time-2023+2024.json.gz"
     assert res.entries["demo_pjan"].path.name.endswith(".json")  # served without gzip, stored as received
     assert len(eurostat.hits) == 6
+    # the fixture has 2 of Belgium's 11 NUTS 2021 regions: the others are listed as absent
+    assert res.absent == ["BE10", "BE21", "BE22", "BE23", "BE24", "BE25", "BE32", "BE33", "BE35"]
+    assert res.ignored_codes == [] and res.skipped == {}
 
 
 def test_cache_reused_without_network(eurostat, tmp_path):
@@ -408,6 +411,41 @@ def _without(name: str, geo: str, age: str | None = None) -> Reply:
     return Reply(body=gzip.compress(json.dumps(d).encode()), gzip_encoded=True)
 
 
+def _with_copied_geo(name: str, src: str, new: str) -> Reply:
+    """A served cube with one more geo category carrying the values of ``src``."""
+    d = json.loads(gzip.decompress((FIX / "statistics" / name).read_bytes()))
+    ids, size = d["id"], list(d["size"])
+    g = ids.index("geo")
+    cat = d["dimension"]["geo"]["category"]
+    si = cat["index"][src]
+    cat["index"][new] = size[g]
+    cat["label"][new] = new
+    new_size = list(size)
+    new_size[g] += 1
+    value = {}
+    for pos, v in d["value"].items():
+        idx = list(np.unravel_index(int(pos), size))
+        value[str(np.ravel_multi_index(idx, new_size))] = v
+        if idx[g] == si:
+            idx[g] = size[g]
+            value[str(np.ravel_multi_index(idx, new_size))] = v
+    d["size"], d["value"], d["status"] = new_size, value, {}
+    return Reply(body=gzip.compress(json.dumps(d).encode()), gzip_encoded=True)
+
+
+def test_codes_of_other_nuts_versions_are_ignored_and_listed(eurostat, tmp_path):
+    # NL35 is a NUTS 2024 code (not in NUTS 2021): kept out of the counts, listed
+    for code, name, years in (("demo_r_d2jan", "demo_r_d2jan_nuts2_2023-2024.json.gz", [2023, 2024]),
+                              ("demo_r_magec", "demo_r_magec_nuts2_2023.json.gz", 2023)):
+        eurostat.routes[(STAT + code, _q(geoLevel="nuts2", time=years))] = _with_copied_geo(name, "BE34", "NL35")
+    res = fetch_counts(2023, None, cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    assert res.ignored_codes == ["NL35"] and res.counts.codes == ("BE", "BE31", "BE34")
+    np.testing.assert_array_equal(res.counts.pop_start[2], read_eurostat(
+        FIX / "statistics" / "demo_r_d2jan_nuts2_2023-2024.json.gz").pipe(lambda d: d[(d.geo == "BE34") & (d.time == 2023)])
+        .pipe(lambda d: d[d.age != "TOTAL"]).pivot(index="sex", columns="age", values="value")
+        .loc[["F", "M", "T"], [a if a != "Y_GE100" else "Y_OPEN" for a in res.counts.ages.labels]].to_numpy())
+
+
 def test_region_lacking_a_table_is_named_or_skipped(eurostat, tmp_path):
     eurostat.routes[(STAT + "demo_r_fagec", _q(geoLevel="nuts2", time=2023))] = _without("demo_r_fagec_nuts2_2023.json.gz", "BE31")
     with pytest.raises(DataError, match=r"1 region\(s\) lack a table or some ages: BE31 \(demo_r_fagec: no values for 2023\)") as ei:
@@ -510,6 +548,7 @@ def test_cli_fetch_prints_a_summary(eurostat, tmp_path, capsys):
     assert "Eurostat update 2025-10-14T23:00:00+0200" in out
     # no 2023 comparison fixtures: reported, not fatal
     assert "comparison  demo_r_mlifexp: not available (demo_r_mlifexp: HTTP 404" in out
+    assert "absent      9 NUTS 2021 region(s) without population data for 2023: BE10, BE21," in out
     assert f"cache: {tmp_path} (6 tables: 6 downloaded, 0 reused)" in out
     eurostat.stop()
     assert main(args + ["--no-comparison"]) == 0

@@ -146,6 +146,9 @@ def cmd_fetch(args) -> int:
     if res.ignored_codes:
         shown = ", ".join(res.ignored_codes[:10]) + (" ..." if len(res.ignored_codes) > 10 else "")
         print(f"  {'ignored':<11} {len(res.ignored_codes)} NUTS 2 code(s) outside NUTS 2021: {shown}")
+    if res.absent:
+        shown = ", ".join(res.absent[:10]) + (" ..." if len(res.absent) > 10 else "")
+        print(f"  {'absent':<11} {len(res.absent)} NUTS 2021 region(s) without population data for {c.year}: {shown}")
     n_dl = len(res.downloaded)
     print(f"cache: {res.cache} ({len(res.entries)} tables: {n_dl} downloaded, {len(res.entries) - n_dl} reused)")
     return 0

@@ -834,7 +834,23 @@ def _missing_cells(df: pd.DataFrame, regions: Sequence[str], ages: Sequence[str]
 
 @dataclass
 class FetchResult:
-    """What :func:`fetch_counts` did: the counts, the cache entries used, the skipped regions."""
+    """What :func:`fetch_counts` did.
+
+    Attributes
+    ----------
+    counts : Counts
+    entries : dict
+        Eurostat code -> :class:`CacheEntry` used (``downloaded`` tells which were fetched).
+    skipped : dict
+        Region -> reasons, for regions dropped as incomplete (``skip_incomplete``).
+    ignored_codes : list of str
+        NUTS 2 codes in the tables that are not NUTS 2021 codes (other NUTS versions).
+    cache : Path
+    manifest : Path or None
+    absent : list of str
+        NUTS 2021 NUTS 2 regions of the countries present without any population value
+        for the year (not published, or published under another NUTS version).
+    """
 
     counts: Counts
     entries: dict[str, CacheEntry]
@@ -842,6 +858,7 @@ class FetchResult:
     ignored_codes: list[str]
     cache: Path
     manifest: Path | None = None
+    absent: list[str] = field(default_factory=list)
 
     @property
     def downloaded(self) -> list[str]:
@@ -888,6 +905,9 @@ def _build(year: int, countries: tuple[str, ...] | None, entries: dict[str, Cach
         raise DataError(f"no region has population data for {year}", dataset=name, year=year)
     reg_c = [c for c in candidates if c in level2]
     nat_c = [c for c in candidates if c in level0]
+    # NUTS 2021 regions of the countries present that have no population value at all
+    present = {c[:2] for c in candidates}
+    absent = [c for c in nuts_codes(level=2) if c[:2] in present and c not in has]
 
     # reference age axes, from the NUTS 2 tables
     ages = {}
@@ -948,7 +968,7 @@ def _build(year: int, countries: tuple[str, ...] | None, entries: dict[str, Cach
     prov = Provenance(population=provs["population"], deaths=provs["deaths"], births=provs["births"])
     counts = counts_from_eurostat(tidy["population"], tidy["deaths"], tidy["births"], year=year, regions=final,
                                   provenance=prov, name=name, check_totals="warn")
-    return counts, skipped, sorted(ignored)
+    return counts, skipped, sorted(ignored), absent
 
 
 def _plural(n: int, one: str, many: str) -> str:
@@ -984,6 +1004,7 @@ def _write_manifest(root: Path, res: FetchResult, params: dict) -> Path:
         "regions": list(c.codes),
         "skipped": res.skipped,
         "ignored_codes": res.ignored_codes,
+        "absent": res.absent,
         "label": f"Eurostat {c.year}: {_plural(n0, 'country', 'countries')} and "
                  f"{_plural(len(c.regions) - n0, 'NUTS 2 region', 'NUTS 2 regions')}, real tables downloaded {extracted[:10]}",
         "details": _details(c, res.entries, res.skipped, root),
@@ -1024,8 +1045,8 @@ def fetch_counts(
         years = [year, year + 1] if measure == "population" else [year]
         entries[rcode] = fetch_table(rcode, _statistics_query(years, [2]), **kw)
         entries[ncode] = fetch_table(ncode, _statistics_query(years, [0]), **kw)
-    counts, skipped, ignored = _build(year, ctry, entries, skip_incomplete)
-    res = FetchResult(counts, entries, skipped, ignored, root)
+    counts, skipped, ignored, absent = _build(year, ctry, entries, skip_incomplete)
+    res = FetchResult(counts, entries, skipped, ignored, root, absent=absent)
     if write_manifest:
         params = {"year": year, "countries": list(ctry) if ctry else None, "skip_incomplete": bool(skip_incomplete),
                   "endpoint": endpoint}
