@@ -4,6 +4,7 @@
 
     demonoise datasets
     demonoise compute --dataset be-2023 --V 1 5 [--granularity single|5y] [--mc 10000] --out results.parquet
+    demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
 one-line message naming what is wrong), 1 on a failed batch.
@@ -97,6 +98,72 @@ def cmd_compute(args) -> int:
     return 0
 
 
+def _download_bar(label: str, total: int | None):
+    """A tqdm bar per download on stderr (hidden when stderr is not a terminal)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=label, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=False,
+                disable=None)
+
+
+def cmd_fetch(args) -> int:
+    import warnings
+
+    from .io.fetch import COUNT_TABLES, comparison_tables, fetch_counts
+    from .errors import FetchError
+
+    kw = dict(cache_dir=args.cache_dir, base_url=args.base_url, refresh=args.refresh, offline=args.offline,
+              timeout=args.timeout, endpoint=args.endpoint, progress=_download_bar)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = fetch_counts(args.year, args.countries, skip_incomplete=args.skip_incomplete, **kw)
+        comp: dict[str, str] = {}
+        if not args.no_comparison:
+            for code in ("demo_r_mlifexp", "demo_r_find2"):
+                try:
+                    df = comparison_tables(args.year, args.countries, tables=(code,), **kw)[code]
+                    comp[code] = f"{len(df)} values, downloaded {df.attrs.get('extracted', 'unknown')}"
+                except FetchError as e:  # the counts are fetched; a missing comparison table is not fatal
+                    comp[code] = f"not available ({e})"
+    for w in caught:
+        print(f"demonoise fetch: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    c = res.counts
+    n0 = sum(r.level == 0 for r in c.regions)
+    n2 = len(c.regions) - n0
+    print(f"{c.name}: {len(c.regions)} regions ({n0} {'country' if n0 == 1 else 'countries'}, "
+          f"{n2} NUTS 2 region{'' if n2 == 1 else 's'}), reference year {c.year}")
+    for measure, (rcode, ncode) in COUNT_TABLES.items():
+        er, en = res.entries[rcode], res.entries[ncode]
+        when = er.extracted if er.extracted == en.extracted else f"{er.extracted} / {en.extracted}"
+        upd = er.updated or "unknown"
+        if (en.updated or "unknown") != upd:
+            upd += f" / {en.updated or 'unknown'}"
+        print(f"  {measure:<11} {rcode} + {ncode}: downloaded {when}; Eurostat update {upd}")
+    for code, text in comp.items():
+        print(f"  {'comparison':<11} {code}: {text}")
+    if res.skipped:
+        print(f"  {'skipped':<11} " + "; ".join(f"{k} ({', '.join(v)})" for k, v in res.skipped.items()))
+    if res.ignored_codes:
+        shown = ", ".join(res.ignored_codes[:10]) + (" ..." if len(res.ignored_codes) > 10 else "")
+        print(f"  {'ignored':<11} {len(res.ignored_codes)} NUTS 2 code(s) outside NUTS 2021: {shown}")
+    if res.absent:
+        shown = ", ".join(res.absent[:10]) + (" ..." if len(res.absent) > 10 else "")
+        print(f"  {'absent':<11} {len(res.absent)} NUTS 2021 region(s) without population data for {c.year}: {shown}")
+    n_dl = len(res.downloaded)
+    print(f"cache: {res.cache} ({len(res.entries)} tables: {n_dl} downloaded, {len(res.entries) - n_dl} reused)")
+    return 0
+
+
+def _positive_seconds(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"timeout must be a finite number of seconds > 0, got {s}")
+    return v
+
+
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
@@ -123,6 +190,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--zero-floor", action="store_true", help="Monte Carlo: floor noisy counts at zero (a different noise model)")
     s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz")
     s.set_defaults(func=cmd_compute)
+
+    s = sub.add_parser("fetch", help="download real Eurostat tables for a year (cached) -> dataset eurostat-<year>")
+    s.add_argument("--year", required=True, type=int, help="reference year t (population on 1 January t and t+1)")
+    s.add_argument("--countries", nargs="+", metavar="CC", help="NUTS country codes (default: every country)")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--refresh", action="store_true", help="download again even if cached")
+    g.add_argument("--offline", action="store_true", help="use the cache only; fail if a table is not cached")
+    s.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default: $DEMONOISE_CACHE or ~/.cache/demonoise)")
+    s.add_argument("--base-url", default=None, help="API base URL (default: $DEMONOISE_EUROSTAT_URL or Eurostat's dissemination API)")
+    s.add_argument("--timeout", type=_positive_seconds, default=60.0, help="seconds allowed to connect and for each read (default 60)")
+    s.add_argument("--endpoint", choices=["json", "tsv"], default="json",
+                   help="json: filtered JSON-stat from the statistics API (default); tsv: full gzipped TSV datasets")
+    s.add_argument("--skip-incomplete", action="store_true", help="drop regions lacking a table or ages (listed) instead of failing")
+    s.add_argument("--no-comparison", action="store_true", help="do not fetch the comparison tables demo_r_mlifexp, demo_r_find2")
+    s.set_defaults(func=cmd_fetch)
     return p
 
 
