@@ -564,3 +564,22 @@ def test_cli_fetch_errors_exit_2_with_one_line(eurostat, tmp_path, capsys):
     code = main(["fetch", "--offline", "--year", "2023", "--cache-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "offline mode forbids downloading" in err
+
+
+def test_fetched_dataset_flows_through_the_registry_and_compute(eurostat, tmp_path, monkeypatch):
+    """A fetch lands in the registry: `demonoise datasets` lists it, `--dataset` loads it
+    without network, and the analysis runs on it."""
+    from demonoise.cli import main
+    from demonoise.io import datasets
+
+    monkeypatch.setenv("DEMONOISE_CACHE", str(tmp_path / "cache"))
+    eurostat_counts(2023, ["BE"], base_url=eurostat.url, **FAST)
+    eurostat.stop()
+    datasets.clear_cache()
+    names = {d.name: d for d in datasets.available()}
+    assert names["eurostat-2023-be"].kind == "cached" and "be-2023" in names
+    out = tmp_path / "r.csv"
+    assert main(["compute", "--dataset", "eurostat-2023-be", "--V", "1", "--indicators", "e", "tfr", "--out", str(out)]) == 0
+    df = pd.read_csv(out)
+    assert set(df.region) == {"BE", "BE31", "BE34"} and df.value.notna().all()
+    datasets.clear_cache()

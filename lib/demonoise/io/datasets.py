@@ -154,17 +154,31 @@ def _embedded_info(name: str) -> DatasetInfo:
 def available() -> list[DatasetInfo]:
     """Every dataset ``--dataset`` accepts: the embedded ones, then the cached ones."""
     out = [_embedded_info(n) for n in embedded_names()]
-    # --- cached datasets (io/fetch.py): the lead wires them in here, e.g.
-    #   from .fetch import cached_datasets
-    #   out += [DatasetInfo(d["name"], "cached", d["year"], d["regions"], d["label"], d.get("details", [])) for d in cached_datasets()]
+    out += [
+        DatasetInfo(d["name"], "cached", int(d["year"]), int(d["regions"]), d["label"], list(d.get("details", [])))
+        for d in _cached()
+        if d["name"] not in embedded_names()
+    ]
     return out
 
 
-def _check_name(name: str) -> None:
+def _cached() -> list[dict]:
+    """Complete fetches of real Eurostat tables in the local cache (:mod:`demonoise.io.fetch`)."""
+    from .fetch import cached_datasets
+
+    return cached_datasets()
+
+
+def _check_name(name: str) -> str:
+    """``"embedded"`` or ``"cached"``; unknown names raise, listing what is available."""
     names = embedded_names()
-    # --- cached datasets: add their names here when io/fetch.py is wired in.
-    if name not in names:
-        raise ParameterError(f"unknown dataset {name!r}; available: {', '.join(names) or 'none'} (see `demonoise datasets`)")
+    if name in names:
+        return "embedded"
+    cached = [d["name"] for d in _cached()]
+    if name in cached:
+        return "cached"
+    hint = " -- real Eurostat data: run `demonoise fetch --year YEAR` first" if name.startswith("eurostat-") else ""
+    raise ParameterError(f"unknown dataset {name!r}; available: {', '.join(list(names) + cached) or 'none'} (see `demonoise datasets`){hint}")
 
 
 _lock = threading.Lock()
@@ -186,8 +200,12 @@ def load(name: str) -> Counts:
     with _lock:
         if name in _loaded:
             return _loaded[name]
-    _check_name(name)
-    # --- cached datasets: `from .fetch import load_cached; return load_cached(name)` for cached names.
+    if _check_name(name) == "cached":
+        from .fetch import load_cached
+
+        counts = load_cached(name)
+        with _lock:
+            return _loaded.setdefault(name, counts)
     meta = _meta(name)
     with resources.as_file(_folder().joinpath(f"{name}.csv.gz")) as path:
         counts = read_counts_csv(path, name=name, year=int(meta["year"]))
