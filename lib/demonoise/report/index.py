@@ -159,7 +159,8 @@ def write_index(
             pdf_cell = f'<span class="dn-muted">{esc(r.pdf_reason)}</span>'
         else:
             pdf_cell = None
-        status = f'<span class="dn-status-{r.status}">{esc(r.status)}</span>'
+        label = "up to date" if r.status == "skipped" else r.status
+        status = f'<span class="dn-status-{r.status}">{esc(label)}</span>'
         if r.error:
             status += f'<div class="dn-error">{esc(r.error)}</div>'
         cells = [
@@ -193,8 +194,7 @@ def write_index(
 <main class="dn-report">
 <h1>{esc(title)}</h1>
 {f'<p>{esc(intro)}</p>' if intro else ''}
-<p class="dn-muted">{len(items)} reports: {counts['ok']} ok, {counts['skipped']} up to date,
-{counts['failed']} failed. Generated {when}.</p>
+<p class="dn-muted">{len(items)} reports: {counts['ok']} ok, {counts['skipped']} up to date, {counts['failed']} failed. Generated {when}.</p>
 <table class="dn-index">
 <thead><tr><th>Report</th><th>Status</th><th>HTML</th><th>PDF</th>{head}</tr></thead>
 <tbody>

@@ -68,7 +68,7 @@ def _uniquify_svg_ids(svg: str) -> str:
 
     Inline SVGs share one id space per HTML page; two vl-convert charts both defining
     ``clip1`` would clip each other. The prefix is a hash of the SVG text, so identical
-    charts get identical (and therefore harmless) ids and the output is deterministic.
+    SVGs get identical (and therefore harmless) ids.
     """
     ids = set(_ID_RE.findall(svg))
     if not ids:
