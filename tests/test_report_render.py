@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 
-import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
@@ -224,3 +222,41 @@ def test_printing_waits_for_late_scripts(tmp_path):
 def test_screenshot(report, tmp_path):
     png = chrome.screenshot(report.html, tmp_path / "shot.png", width=1000, height=1400)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+# ------------------------------------------------------------------ interactive charts
+@pytest.fixture(scope="module")
+def interactive_html(tmp_path_factory):
+    import altair as alt
+    import pandas as pd
+
+    from demonoise.report.notebook import chart_bundle
+
+    df = pd.DataFrame({"age": range(0, 90, 5), "rate": [0.001 * 1.09**a for a in range(0, 90, 5)]})
+    cells = [new_markdown_cell("# Interactive")]
+    for title in ("first live chart", "second live chart"):
+        c = new_code_cell("chart")
+        spec = alt.Chart(df).mark_line().encode(x="age", y="rate").properties(title=title).to_dict()
+        c.outputs = [new_output("display_data", data=chart_bundle(spec, interactive=True))]
+        cells.append(c)
+    out = tmp_path_factory.mktemp("interactive") / "live.html"
+    return render_html(assemble([new_notebook(cells=cells)], title="live"), out)
+
+
+def test_interactive_charts_inline_the_vega_bundle(interactive_html):
+    text = interactive_html.read_text(encoding="utf-8")
+    scan = scan_html(text)
+    assert scan.violations == [] and scan.scripts_with_src == []
+    assert "window.vegaEmbed" in text and text.count('class="dn-vega-spec"') == 2
+    assert len(re.findall(r'<svg [^>]*class="marks"', text)) == 2  # static fallbacks
+
+
+@chromium
+def test_interactive_charts_come_alive_offline(interactive_html, tmp_path):
+    net = tmp_path / "net.json"
+    dom = chrome.dump_dom(interactive_html, net_log=net)
+    assert chrome.page_requests(net) == []
+    assert len(re.findall(r'class="[^"]*\bdn-chart-ready\b', dom)) == 2  # vega-embed drew both charts ...
+    assert dom.count('class="dn-chart-live') == 2
+    assert len(re.findall(r'<svg [^>]*class="marks"', dom)) == 4  # ... next to the static SVGs
+    assert not re.search(r"<details[^>]*title=\"Click to view actions\"|class=\"vega-actions", dom)  # no actions menu

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -53,7 +52,7 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ParameterError, ReportError
 from ._atomic import atomic_path
