@@ -1,0 +1,131 @@
+"""Timings of the report machinery on the fixture notebooks.
+
+Run from the repository root::
+
+    PYTHONPATH=lib python benchmarks/bench_report_machinery.py [--n 8] [--repeat 3]
+
+Measures, for ``n`` executions of ``tests/notebooks/report_good.ipynb`` (two Altair
+charts via vl-convert, a LaTeX output, a table, a metrics payload):
+
+* time per notebook (batch wall time / n) for a fresh kernel per notebook vs one
+  reused kernel per worker, with 1 and 2 worker processes;
+* time to assemble and render one HTML report (cover + 4 sections), the HTML size;
+* time to print that HTML to PDF with headless Chromium.
+
+Writes a Markdown table to stdout and JSON to ``benchmarks/out/report_machinery.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "lib"))
+
+from demonoise.report.chromium import ChromiumNotFoundError, print_pdf  # noqa: E402
+from demonoise.report.render import assemble, render_html  # noqa: E402
+from demonoise.report.run import Job, run_jobs  # noqa: E402
+
+NB = ROOT / "tests" / "notebooks"
+
+
+def bench_runs(out: Path, n: int) -> list[dict]:
+    rows = []
+    for workers in (1, 2):
+        for reuse in (False, True):
+            d = out / f"w{workers}-{'reuse' if reuse else 'fresh'}"
+            jobs = [
+                Job(NB / "report_good.ipynb", d / f"nb{i}.ipynb", {"region": f"R{i}", "V": float(1 + i % 5)})
+                for i in range(n)
+            ]
+            t0 = time.perf_counter()
+            batch = run_jobs(jobs, workers=workers, reuse_kernel=reuse, force=True, progress=False)
+            wall = time.perf_counter() - t0
+            assert batch.status == "ok", [str(r.error) for r in batch]
+            rows.append(
+                {
+                    "workers": workers,
+                    "kernel": "reused" if reuse else "fresh",
+                    "notebooks": n,
+                    "wall_s": round(wall, 2),
+                    "per_notebook_s": round(wall / n, 3),
+                    "median_job_s": round(statistics.median(r.seconds for r in batch), 3),
+                }
+            )
+    return rows
+
+
+def bench_render(out: Path, repeat: int) -> dict:
+    d = out / "render"
+    jobs = [Job(NB / "report_cover.ipynb", d / "cover.ipynb", {"title": "Benchmark report"})] + [
+        Job(NB / "report_good.ipynb", d / f"s{i}.ipynb", {"region": f"R{i}", "V": float(i + 1)}) for i in range(4)
+    ]
+    assert run_jobs(jobs, workers=2, force=True, progress=False).status == "ok"
+    sections = [d / f"s{i}.ipynb" for i in range(4)]
+    html_times, pdf_times = [], []
+    html = d / "report.html"
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        nb = assemble(sections, title="Benchmark report", cover=d / "cover.ipynb")
+        render_html(nb, html)
+        html_times.append(time.perf_counter() - t0)
+    res = {
+        "sections": len(sections),
+        "html_s": round(statistics.median(html_times), 3),
+        "html_bytes": html.stat().st_size,
+        "mathjax_bytes": (ROOT / "templates/demonoise/static/mathjax/tex-svg-full.js").stat().st_size,
+    }
+    try:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            print_pdf(html, d / "report.pdf")
+            pdf_times.append(time.perf_counter() - t0)
+        res["pdf_s"] = round(statistics.median(pdf_times), 3)
+        res["pdf_bytes"] = (d / "report.pdf").stat().st_size
+    except ChromiumNotFoundError as e:
+        res["pdf_s"] = None
+        res["pdf_error"] = str(e)
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=8, help="notebooks per mode (default 8)")
+    ap.add_argument("--repeat", type=int, default=3, help="repeats of the HTML/PDF timings (median)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dn-bench-") as tmp:
+        out = Path(tmp)
+        runs = bench_runs(out, args.n)
+        render = bench_render(out, args.repeat)
+    result = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "runs": runs,
+        "render": render,
+    }
+    print(f"\n{os.cpu_count()} CPUs, Python {platform.python_version()}\n")
+    print("| workers | kernel | notebooks | wall (s) | per notebook (s) | median job (s) |")
+    print("|---|---|---|---|---|---|")
+    for r in runs:
+        print(f"| {r['workers']} | {r['kernel']} | {r['notebooks']} | {r['wall_s']} | {r['per_notebook_s']} | {r['median_job_s']} |")
+    print()
+    print(f"HTML render (assemble + nbconvert, cover + {render['sections']} sections): {render['html_s']} s, "
+          f"{render['html_bytes'] / 1e6:.2f} MB (of which MathJax {render['mathjax_bytes'] / 1e6:.2f} MB)")
+    if render.get("pdf_s") is not None:
+        print(f"PDF (headless Chromium): {render['pdf_s']} s, {render['pdf_bytes'] / 1e3:.0f} kB")
+    else:
+        print(render["pdf_error"])
+    dest = ROOT / "benchmarks" / "out"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "report_machinery.json").write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Helpers that report notebooks call inside the kernel.
+
+A report notebook starts with::
+
+    import demonoise.report as dr
+    dr.setup_notebook()
+
+and publishes the numbers the batch should collect with::
+
+    dr.display_metrics({"e0_noise_sd": 0.031, "V": 1})   # in a cell tagged "metrics"
+
+:func:`setup_notebook` enables the ``"demonoise"`` Altair renderer: every chart is
+converted by vl-convert *in the kernel* into a static SVG, so that the executed
+notebook carries the picture itself and the rendered HTML/PDF needs no JavaScript and
+no network (Altair's default renderer loads Vega from a CDN; the ``"html"`` renderer
+with ``template="inline"`` breaks with two charts on one page). An optional
+interactive variant adds a Vega-Embed snippet that the report template drives with an
+inlined Vega bundle (actions menu hidden); the static SVG stays underneath as the
+print and no-JavaScript fallback.
+
+This module imports only Altair, vl-convert and pandas (lazily), so that importing
+:mod:`demonoise.report` in a kernel stays cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import re
+from typing import Any, Iterable, Mapping
+
+__all__ = [
+    "RENDERER_NAME",
+    "METRICS_MIME",
+    "VEGA_SPEC_CLASS",
+    "setup_notebook",
+    "chart_bundle",
+    "display_metrics",
+    "to_jsonable",
+]
+
+#: Name under which the renderer is registered in ``altair.renderers``.
+RENDERER_NAME = "demonoise"
+#: Custom mime type of a metrics payload (never rendered into the report).
+METRICS_MIME = "application/vnd.demonoise.metrics+json"
+#: Class of the ``<script type="application/json">`` that carries an interactive spec.
+VEGA_SPEC_CLASS = "dn-vega-spec"
+
+_FORMATS = ("svg", "png", "pdf")
+_settings: dict[str, Any] = {"formats": ("svg",), "interactive": False, "scale": 1.0}
+
+
+# ------------------------------------------------------------------ chart bundle
+def _vl_version() -> str:
+    """Vega-Lite version string in vl-convert's form (``"6_4"``), from Altair's schema."""
+    import altair as alt
+
+    return "_".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+
+
+_ID_RE = re.compile(r'\bid="([^"]+)"')
+
+
+def _uniquify_svg_ids(svg: str) -> str:
+    """Prefix every ``id`` of an SVG (and the ``url(#..)``/``href="#.."`` that use it).
+
+    Inline SVGs share one id space per HTML page; two vl-convert charts both defining
+    ``clip1`` would clip each other. The prefix is a hash of the SVG text, so identical
+    SVGs get identical (and therefore harmless) ids.
+    """
+    ids = set(_ID_RE.findall(svg))
+    if not ids:
+        return svg
+    prefix = "dn" + hashlib.sha1(svg.encode("utf-8")).hexdigest()[:8] + "-"
+    alternation = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
+    svg = re.sub(r'\bid="(' + alternation + r')"', lambda m: f'id="{prefix}{m.group(1)}"', svg)
+    svg = re.sub(r"url\(#(" + alternation + r")\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
+    svg = re.sub(r'href="#(' + alternation + r')"', lambda m: f'href="#{prefix}{m.group(1)}"', svg)
+    return svg
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe to embed in a ``<script>`` element (no ``</`` or ``<!--``)."""
+    text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def chart_bundle(
+    spec: Mapping[str, Any],
+    *,
+    formats: Iterable[str] = ("svg",),
+    interactive: bool = False,
+    scale: float = 1.0,
+) -> dict[str, Any]:
+    """Convert a Vega-Lite spec into an offline Jupyter mime bundle.
+
+    Parameters
+    ----------
+    spec : mapping
+        Vega-Lite specification with inline data (what Altair's ``Chart.to_dict()``
+        returns with the default data transformer).
+    formats : iterable of {"svg", "png", "pdf"}
+        Static formats to include. SVG is what the HTML/PDF reports use; PNG and PDF
+        (each ~0.07 s per chart after vl-convert's 0.7 s start-up) only help other
+        exporters (e.g. nbconvert's LaTeX PDF).
+    interactive : bool
+        Also include a ``text/html`` snippet: the static SVG plus the spec in a
+        ``<script type="application/json" class="dn-vega-spec">``; the report template
+        replaces the SVG by a live Vega-Embed view (actions hidden) when the report is
+        rendered with the Vega bundle, and keeps the SVG for print.
+    scale : float
+        Scale factor for PNG output.
+
+    Returns
+    -------
+    dict
+        Mime bundle, e.g. ``{"image/svg+xml": "<svg ...>", "text/plain": "<Chart>"}``.
+    """
+    import vl_convert as vlc
+
+    from ..errors import ParameterError
+
+    formats = tuple(formats)
+    bad = [f for f in formats if f not in _FORMATS]
+    if bad or not formats:
+        raise ParameterError(f"chart formats must be a non-empty subset of {_FORMATS}, got {formats}")
+    spec = dict(spec)
+    vl_version = _vl_version()
+    bundle: dict[str, Any] = {}
+    svg = _uniquify_svg_ids(vlc.vegalite_to_svg(spec, vl_version=vl_version))
+    if "svg" in formats:
+        bundle["image/svg+xml"] = svg
+    if "png" in formats:
+        import base64
+
+        png = vlc.vegalite_to_png(spec, vl_version=vl_version, scale=scale)
+        bundle["image/png"] = base64.b64encode(png).decode("ascii")
+    if "pdf" in formats:
+        import base64
+
+        pdf = vlc.vegalite_to_pdf(spec, vl_version=vl_version)
+        bundle["application/pdf"] = base64.b64encode(pdf).decode("ascii")
+    if interactive:
+        bundle["text/html"] = (
+            '<div class="dn-chart dn-chart-interactive">'
+            f'<div class="dn-figure dn-chart-static">{svg}</div>'
+            f'<script type="application/json" class="{VEGA_SPEC_CLASS}">{_script_json(spec)}</script>'
+            "</div>"
+        )
+    title = spec.get("title")
+    if isinstance(title, Mapping):
+        title = title.get("text")
+    bundle["text/plain"] = f"<Chart{': ' + html.escape(str(title)) if title else ''}>"
+    return bundle
+
+
+def _renderer(spec: dict, **metadata: Any) -> dict[str, Any]:
+    """Altair renderer entry point (``alt.renderers.enable("demonoise")``)."""
+    return chart_bundle(
+        spec,
+        formats=metadata.get("formats", _settings["formats"]),
+        interactive=metadata.get("interactive", _settings["interactive"]),
+        scale=metadata.get("scale", _settings["scale"]),
+    )
+
+
+def _register() -> None:
+    import altair as alt
+
+    if RENDERER_NAME not in alt.renderers.names():
+        alt.renderers.register(RENDERER_NAME, _renderer)
+
+
+# ------------------------------------------------------------------ notebook setup
+def setup_notebook(
+    *,
+    interactive: bool = False,
+    formats: Iterable[str] = ("svg",),
+    max_chart_rows: int | None = 100_000,
+    max_rows: int = 60,
+    max_columns: int = 30,
+) -> None:
+    """Prepare a report notebook: offline charts and readable tables.
+
+    Call once, near the top of the notebook. Module-level state set here (the Altair
+    renderer, pandas options) survives the namespace reset between reused-kernel runs,
+    which is harmless because every report notebook calls this function again.
+
+    Parameters
+    ----------
+    interactive : bool
+        Charts also carry a Vega-Embed snippet (see :func:`chart_bundle`).
+    formats : iterable of {"svg", "png", "pdf"}
+        Static chart formats stored in the notebook.
+    max_chart_rows : int or None
+        Altair's guard on rows embedded per chart (default transformer); ``None``
+        disables it. Altair's own default (5 000) is smaller than one sex x age x
+        region table.
+    max_rows, max_columns : int
+        pandas display limits.
+    """
+    import altair as alt
+    import pandas as pd
+
+    _register()
+    _settings.update(formats=tuple(formats), interactive=bool(interactive))
+    alt.renderers.enable(RENDERER_NAME)
+    if max_chart_rows is None:
+        alt.data_transformers.disable_max_rows()
+    else:
+        alt.data_transformers.enable("default", max_rows=int(max_chart_rows))
+    pd.set_option("display.max_rows", max_rows)
+    pd.set_option("display.max_columns", max_columns)
+    pd.set_option("display.width", 120)
+    pd.set_option("display.html.border", 0)
+
+
+# ----------------------------------------------------------------------- metrics
+def to_jsonable(value: Any, *, _path: str = "metrics") -> Any:
+    """Convert a metrics payload to plain JSON types.
+
+    numpy scalars and arrays become Python numbers and lists, pandas objects become
+    lists/dicts, tuples become lists; non-finite floats (NaN, +-inf) become ``None``
+    because JSON has no such values (nbformat would otherwise write invalid JSON).
+
+    Raises
+    ------
+    ParameterError
+        For keys that are not strings or values of unsupported types, naming the path.
+    """
+    from ..errors import ParameterError
+
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ParameterError(f"metrics keys must be strings, got {k!r} at {_path}")
+            out[k] = to_jsonable(v, _path=f"{_path}.{k}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v, _path=f"{_path}[{i}]") for i, v in enumerate(value)]
+    # numpy / pandas without importing them eagerly
+    if hasattr(value, "tolist") and callable(value.tolist):  # ndarray, Series, numpy scalar
+        return to_jsonable(value.tolist(), _path=_path)
+    if hasattr(value, "item") and callable(value.item):
+        return to_jsonable(value.item(), _path=_path)
+    raise ParameterError(f"metrics value of type {type(value).__name__} is not JSON-serialisable at {_path}")
+
+
+def display_metrics(payload: Mapping[str, Any]) -> None:
+    """Publish ``payload`` as a metrics output that the batch can read back.
+
+    Displays ``{METRICS_MIME: payload}`` raw (no ``text/plain`` fallback), so the
+    notebook shows nothing in JupyterLab and the report never renders it. Tag the cell
+    ``metrics`` so that the rendered report drops the whole cell; read the payloads
+    back with :func:`demonoise.report.render.read_metrics`.
+
+    Parameters
+    ----------
+    payload : mapping of str to JSON-like values
+        Converted with :func:`to_jsonable` (NaN/inf become ``null``).
+    """
+    from IPython.display import display
+
+    from ..errors import ParameterError
+
+    if not isinstance(payload, Mapping):
+        raise ParameterError(f"metrics payload must be a mapping, got {type(payload).__name__}")
+    display({METRICS_MIME: to_jsonable(payload)}, raw=True)

@@ -1,0 +1,772 @@
+"""Execute report notebooks with papermill: a batch of jobs, a pool of kernels.
+
+A :class:`Job` is (input notebook, parameters, output path). :func:`run_jobs` runs a
+list of jobs and returns one :class:`JobResult` per job, in job order:
+
+* **pool** -- ``workers`` processes (default 2; ``workers=1`` runs in the calling
+  process). Processes, not threads: papermill changes the working directory, which is
+  not thread-safe.
+* **kernel reuse** -- each worker keeps one kernel alive and runs its notebooks in it;
+  between two notebooks the namespace is reset (``get_ipython().reset(new_session=True)``)
+  through a *separate* kernel client carrying its own session id (a client sharing
+  papermill's ZMQ identity never gets the reply). Kernel start, shutdown and library
+  imports dominate a notebook run; reuse removes most of it (see
+  ``benchmarks/bench_report_machinery.py``). If a reset fails, or the kernel died or
+  timed out, the worker starts a fresh kernel for the next job. Module-level state
+  (imported modules, an enabled Altair renderer, pandas options) deliberately
+  survives a reset; notebooks must not rely on module state set by *another* notebook.
+* **named kernel** -- the kernelspec ``demonoise`` (``python -m ipykernel install
+  --sys-prefix --name demonoise``; ``make setup`` does it). If it is missing, the
+  runner warns once and runs the current interpreter (``sys.executable``) as kernel.
+* **failure isolation** -- a failing notebook does not stop the batch. Its result has
+  ``status="failed"`` and a :class:`JobError` (exception name, message, cell index and
+  source); the partially executed notebook is kept as ``<output>.failed.ipynb`` and any
+  older ``<output>`` is removed, so no valid-looking report remains for that job.
+* **atomic outputs** -- papermill writes into a temporary file next to the output,
+  which replaces the output only once the run succeeded (``os.replace``). After an
+  error or Ctrl-C no half-written output remains.
+* **up-to-date skipping** -- the output notebook records a run key
+  (``metadata.demonoise.run.key``): a hash of the input notebook's bytes, the
+  parameters, the library fingerprint (:func:`library_fingerprint`: version and a hash
+  of the package sources) and a caller-supplied data fingerprint. A job whose output
+  carries the same key is skipped (``status="skipped"``) unless ``force=True``.
+
+Parameters must be JSON-serialisable (papermill stores them in the notebook metadata).
+Programs that call :func:`run_jobs` with ``workers > 1`` must guard their entry point
+with ``if __name__ == "__main__":`` (worker processes are *spawned*).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import hashlib
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..errors import ParameterError, ReportError
+from ._atomic import atomic_path
+
+__all__ = [
+    "DEFAULT_KERNEL",
+    "Job",
+    "JobError",
+    "JobResult",
+    "BatchResult",
+    "run_jobs",
+    "job_key",
+    "library_fingerprint",
+    "output_key",
+    "failed_path",
+]
+
+DEFAULT_KERNEL = "demonoise"
+_FALLBACK_KERNEL = "demonoise-current-interpreter"
+_ENGINE = "demonoise"
+
+
+# =========================================================================== jobs
+@dataclass(frozen=True)
+class Job:
+    """One notebook execution.
+
+    Parameters
+    ----------
+    input : path-like
+        Source notebook (with a cell tagged ``parameters``).
+    output : path-like
+        Executed notebook to write (``.ipynb``).
+    parameters : mapping
+        Injected by papermill after the ``parameters`` cell. JSON-serialisable.
+    name : str, optional
+        Label for progress and results; defaults to the output file name.
+    cwd : path-like, optional
+        Working directory of the kernel while the notebook runs; defaults to the
+        input notebook's directory.
+    data_fingerprint : str
+        Identifies the data this job reads (added to the batch-level fingerprint in
+        the run key), e.g. a hash of the input files or an extraction timestamp.
+    """
+
+    input: Path
+    output: Path
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    cwd: Path | None = None
+    data_fingerprint: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "input", Path(self.input))
+        object.__setattr__(self, "output", Path(self.output))
+        if self.cwd is not None:
+            object.__setattr__(self, "cwd", Path(self.cwd))
+        if not isinstance(self.parameters, Mapping):
+            raise ParameterError(f"job {self.label}: parameters must be a mapping, got {type(self.parameters).__name__}")
+        for k, v in self.parameters.items():
+            if not isinstance(k, str) or not k.isidentifier():
+                raise ParameterError(f"job {self.label}: parameter name {k!r} is not a Python identifier")
+            try:
+                json.dumps(v, allow_nan=False)
+            except (TypeError, ValueError) as e:
+                raise ParameterError(
+                    f"job {self.label}: parameter {k}={v!r} is not JSON-serialisable ({e})"
+                ) from None
+        if self.output.suffix != ".ipynb":
+            raise ParameterError(f"job {self.label}: output must be an .ipynb file, got {self.output}")
+        if self.output.resolve() == self.input.resolve():
+            raise ParameterError(f"job {self.label}: output would overwrite the input notebook {self.input}")
+
+    @property
+    def label(self) -> str:
+        return self.name or self.output.name
+
+    @property
+    def workdir(self) -> Path:
+        return (self.cwd or self.input.parent).resolve()
+
+
+@dataclass(frozen=True)
+class JobError:
+    """Why a job failed.
+
+    ``cell_index`` counts the cells of the *executed* notebook (papermill's injected
+    parameters cell included); ``execution_count`` is the ``In [n]`` number.
+    """
+
+    ename: str
+    evalue: str
+    cell_index: int | None = None
+    execution_count: int | None = None
+    cell_source: str | None = None
+    traceback: str = ""
+
+    def __str__(self) -> str:
+        where = ""
+        if self.cell_index is not None:
+            where = f" (cell {self.cell_index}"
+            if self.execution_count is not None:
+                where += f", In [{self.execution_count}]"
+            where += ")"
+        return f"{self.ename}: {self.evalue}{where}"
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """Outcome of one job. ``status`` is ``"ok"``, ``"failed"`` or ``"skipped"``
+    (output already up to date)."""
+
+    job: Job
+    status: str
+    seconds: float = 0.0
+    error: JobError | None = None
+    failed_notebook: Path | None = None
+    kernel: str = ""
+    kernel_reused: bool = False
+    key: str = ""
+    worker_pid: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "skipped")
+
+    @property
+    def output(self) -> Path:
+        return self.job.output
+
+
+@dataclass(frozen=True)
+class BatchResult(Sequence[JobResult]):
+    """Results of :func:`run_jobs`, in job order; ``status`` is ``"ok"`` or ``"failed"``."""
+
+    results: tuple[JobResult, ...]
+    seconds: float = 0.0
+    kernel_note: str | None = None
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self.results[i]
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else "failed"
+
+    @property
+    def failed(self) -> list[JobResult]:
+        return [r for r in self.results if r.status == "failed"]
+
+    def summary(self) -> str:
+        n = {s: sum(r.status == s for r in self.results) for s in ("ok", "skipped", "failed")}
+        return f"{len(self)} jobs: {n['ok']} ok, {n['skipped']} up to date, {n['failed']} failed ({self.seconds:.1f} s)"
+
+
+# ================================================================ fingerprints
+def library_fingerprint() -> str:
+    """``demonoise <version>+<hash>``: the version plus a hash of the package's .py files.
+
+    The hash makes outputs stale when library code changes without a version bump
+    (a development checkout).
+    """
+    from .. import __version__
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+    return f"demonoise {__version__}+{h.hexdigest()[:12]}"
+
+
+def job_key(job: Job, *, library: str, data_fingerprint: str = "") -> str:
+    """Run key of ``job``: sha256 over input bytes, parameters, library and data fingerprints."""
+    try:
+        nb_bytes = job.input.read_bytes()
+    except OSError as e:
+        raise ReportError(f"job {job.label}: cannot read input notebook {job.input}: {e}") from None
+    payload = {
+        "input_sha256": hashlib.sha256(nb_bytes).hexdigest(),
+        "parameters": job.parameters,
+        "library": library,
+        "data": [data_fingerprint, job.data_fingerprint],
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, allow_nan=False).encode()).hexdigest()
+
+
+def output_key(path: Path) -> str | None:
+    """Run key recorded in an executed notebook, or ``None`` (missing, unreadable,
+    failed, or not written by :func:`run_jobs`)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            meta = json.load(fh).get("metadata", {})
+    except (OSError, ValueError):
+        return None
+    if meta.get("papermill", {}).get("exception"):
+        return None
+    return meta.get("demonoise", {}).get("run", {}).get("key")
+
+
+def failed_path(output: Path) -> Path:
+    """Where the notebook of a failed job is kept: ``<stem>.failed.ipynb``."""
+    output = Path(output)
+    return output.with_name(output.stem + ".failed.ipynb")
+
+
+# ====================================================================== kernels
+@dataclass(frozen=True)
+class _KernelChoice:
+    name: str  # spec name given to papermill / the kernel manager
+    fallback: bool  # True: run sys.executable (named spec missing)
+    note: str | None = None
+
+
+def _choose_kernel(kernel_name: str) -> _KernelChoice:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec(kernel_name)
+        return _KernelChoice(kernel_name, False)
+    except NoSuchKernel:
+        note = (
+            f"kernelspec {kernel_name!r} not found; running notebooks with the current interpreter "
+            f"{sys.executable} instead. Install the named kernel with: "
+            f"{sys.executable} -m ipykernel install --sys-prefix --name {kernel_name}"
+        )
+        return _KernelChoice(_FALLBACK_KERNEL, True, note)
+
+
+def _absolute_pythonpath() -> str | None:
+    """``$PYTHONPATH`` with relative entries made absolute (against this process's cwd).
+
+    A kernel runs in the notebook's directory; a relative entry such as ``lib`` (the
+    way the test suite is run: ``PYTHONPATH=lib``) would otherwise point elsewhere and
+    the kernel would not import the same ``demonoise`` as the runner.
+    """
+    value = os.environ.get("PYTHONPATH")
+    if not value:
+        return None
+    return os.pathsep.join(str(Path(p).resolve()) if p else p for p in value.split(os.pathsep))
+
+
+def _spec_manager(choice: _KernelChoice):
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+
+    pythonpath = _absolute_pythonpath()
+
+    class _Specs(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name, *args, **kwargs):
+            if choice.fallback:
+                spec = KernelSpec(
+                    argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    display_name=f"Python ({sys.executable})",
+                    language="python",
+                    resource_dir="",
+                )
+            else:
+                spec = super().get_kernel_spec(kernel_name, *args, **kwargs)
+            if pythonpath:
+                spec.env = {**(spec.env or {}), "PYTHONPATH": pythonpath}
+            return spec
+
+    return _Specs()
+
+
+def _register_engine() -> None:
+    """Register papermill engine ``demonoise``: nbclient, but it closes its kernel
+    client's channels after each notebook when the kernel is reused (nbclient leaves
+    them open when it does not own the kernel manager)."""
+    from papermill.clientwrap import PapermillNotebookClient
+    from papermill.engines import NBClientEngine, papermill_engines
+    from papermill.log import logger
+    from papermill.utils import merge_kwargs, remove_args
+
+    if _ENGINE in papermill_engines._engines:
+        return
+
+    class ReusingEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(
+            cls,
+            nb_man,
+            kernel_name,
+            log_output=False,
+            stdout_file=None,
+            stderr_file=None,
+            start_timeout=60,
+            execution_timeout=None,
+            **kwargs,
+        ):
+            kwargs = remove_args(["input_path"], **kwargs)
+            safe_kwargs = remove_args(["timeout", "startup_timeout"], **kwargs)
+            final_kwargs = merge_kwargs(
+                safe_kwargs,
+                timeout=execution_timeout if execution_timeout else kwargs.get("timeout"),
+                startup_timeout=start_timeout,
+                kernel_name=kernel_name,
+                log=logger,
+                log_output=log_output,
+                stdout_file=stdout_file,
+                stderr_file=stderr_file,
+            )
+            client = PapermillNotebookClient(nb_man, **final_kwargs)
+            try:
+                return client.execute()
+            finally:
+                if not client.owns_km and client.kc is not None:
+                    client.kc.stop_channels()
+                    client.kc = None
+
+    papermill_engines.register(_ENGINE, ReusingEngine)
+
+
+class _Kernel:
+    """One kernel manager; started lazily by nbclient on the first notebook."""
+
+    def __init__(self, choice: _KernelChoice):
+        from jupyter_client.manager import AsyncKernelManager
+
+        self.choice = choice
+        # IPC transport: no TCP ports to race for between parallel kernels, and no
+        # "running over TCP without encryption" warning from ipykernel.
+        # Absolute connection file and socket paths: papermill starts the kernel inside
+        # chdir(cwd), and a relative "kernel-ipc" would be found by no other client.
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        runtime = Path(jupyter_runtime_dir())
+        runtime.mkdir(parents=True, exist_ok=True)
+        stem = runtime / f"dn-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.km = AsyncKernelManager(
+            kernel_name=choice.name,
+            kernel_spec_manager=_spec_manager(choice),
+            transport="ipc",
+            connection_file=str(stem) + ".json",
+            ip=str(stem) + "-ipc",
+        )
+        self.runs = 0
+
+    def alive(self) -> bool:
+        from jupyter_core.utils import run_sync
+
+        return bool(self.km.has_kernel and run_sync(self.km.is_alive)())
+
+    def reset(self, cwd: Path, timeout: float = 30.0) -> None:
+        """Clear the user namespace and ``cd`` to ``cwd``, through a separate client.
+
+        Raises
+        ------
+        ReportError
+            The kernel did not reply in time or the reset failed.
+        """
+        from jupyter_client.blocking import BlockingKernelClient
+
+        kc = BlockingKernelClient()
+        kc.load_connection_info(self.km.get_connection_info())  # own Session -> own identity
+        code = f"__import__('os').chdir({str(cwd)!r})\nget_ipython().reset(new_session=True)"
+        # Shell channel only: the execute_reply on the shell channel says the reset is
+        # done; no iopub subscription (and its slow-joiner flush) is needed.
+        kc.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+        try:
+            msg_id = kc.execute(code, silent=True, store_history=False)
+            deadline = time.monotonic() + timeout
+            while True:
+                reply = kc.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
+                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    break
+        except Exception as e:
+            raise ReportError(f"kernel reset failed: {type(e).__name__}: {e}") from e
+        finally:
+            kc.stop_channels()
+        if reply["content"].get("status") != "ok":
+            c = reply["content"]
+            raise ReportError(f"kernel reset failed: {c.get('ename')}: {c.get('evalue')}")
+
+    def shutdown(self, now: bool = False) -> None:
+        from jupyter_core.utils import run_sync
+
+        with contextlib.suppress(Exception):
+            if self.km.has_kernel:
+                run_sync(self.km.shutdown_kernel)(now=now)  # also cleans up connection files
+
+
+# =============================================================== one job, anywhere
+@dataclass(frozen=True)
+class _Options:
+    choice: _KernelChoice
+    reuse_kernel: bool
+    cell_timeout: float | None
+    start_timeout: float
+    library: str
+    data_fingerprint: str
+    reset: bool = True  # tests switch it off to show what the reset prevents
+
+
+_state: dict[str, Any] = {"kernel": None}
+
+
+def _shutdown_worker_kernel() -> None:
+    k = _state.get("kernel")
+    _state["kernel"] = None
+    if k is not None:
+        k.shutdown(now=False)
+
+
+def _worker_init() -> None:
+    """Pool worker start-up: ignore nothing, but shut the kept kernel down on exit."""
+    from multiprocessing import util
+
+    util.Finalize(None, _shutdown_worker_kernel, exitpriority=10)
+
+
+def _error_from(exc: BaseException) -> JobError:
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        tb = exc.traceback if isinstance(exc.traceback, str) else "\n".join(exc.traceback or [])
+        return JobError(
+            ename=str(exc.ename),
+            evalue=str(exc.evalue),
+            cell_index=exc.cell_index,
+            execution_count=exc.exec_count,
+            cell_source=(exc.source or "")[:2000],
+            traceback=_strip_ansi(tb)[-8000:],
+        )
+    return JobError(ename=type(exc).__name__, evalue=str(exc)[:2000])
+
+
+def _strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
+
+
+def _stamp(nb, job: Job, key: str, options: _Options, seconds: float, reused: bool, status: str, error=None):
+    nb.metadata["demonoise"] = {
+        "run": {
+            "key": key if status == "ok" else None,
+            "status": status,
+            "error": None if error is None else str(error),
+            "library": options.library,
+            "data_fingerprint": [options.data_fingerprint, job.data_fingerprint],
+            "kernel": options.choice.name,
+            "kernel_reused": reused,
+            "seconds": round(seconds, 3),
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+    }
+
+
+def _run_one(job: Job, key: str, options: _Options) -> JobResult:
+    """Execute ``job`` (in a pool worker or in the calling process)."""
+    import nbformat
+    import papermill as pm
+
+    _register_engine()
+    t0 = time.perf_counter()
+    kernel: _Kernel | None = _state["kernel"] if options.reuse_kernel else None
+    reused = False
+    if kernel is not None and kernel.runs and not kernel.alive():
+        kernel.shutdown(now=True)
+        kernel = None
+    if kernel is not None and kernel.runs and options.reset:
+        try:
+            kernel.reset(job.workdir)
+        except ReportError:
+            kernel.shutdown(now=True)
+            kernel = None
+    if kernel is None:
+        kernel = _Kernel(options.choice)
+    else:
+        reused = kernel.runs > 0
+    if options.reuse_kernel:
+        _state["kernel"] = kernel
+
+    fail_to = failed_path(job.output)
+    error: JobError | None = None
+    kept_failed: Path | None = None
+    healthy = True
+    try:
+        with atomic_path(job.output) as tmp:
+            try:
+                nb = pm.execute_notebook(
+                    job.input,
+                    tmp,
+                    parameters=dict(job.parameters),
+                    engine_name=_ENGINE,
+                    kernel_name=options.choice.name,
+                    language="python",
+                    progress_bar=False,
+                    log_output=False,
+                    request_save_on_cell_execute=False,
+                    start_timeout=options.start_timeout,
+                    execution_timeout=options.cell_timeout,
+                    cwd=job.workdir,
+                    km=kernel.km,
+                )
+            except Exception as exc:  # the notebook (or its kernel) failed: record, keep going
+                error = _error_from(exc)
+                healthy = type(exc).__name__ == "PapermillExecutionError"
+                kept_failed = _keep_failed(tmp, fail_to, job, options, time.perf_counter() - t0, reused, error)
+                raise _JobFailed() from exc
+            finally:
+                kernel.runs += 1
+            _stamp(nb, job, key, options, time.perf_counter() - t0, reused, "ok")
+            nbformat.write(nb, tmp)
+        with contextlib.suppress(FileNotFoundError):
+            fail_to.unlink()  # a stale failure from an earlier run
+        status = "ok"
+    except _JobFailed:
+        with contextlib.suppress(FileNotFoundError):
+            job.output.unlink()  # no older, valid-looking output for a failed job
+        status = "failed"
+    except BaseException:  # KeyboardInterrupt, SystemExit: clean up, then propagate
+        kernel.shutdown(now=True)
+        _state["kernel"] = None
+        raise
+    finally:
+        if not options.reuse_kernel or not healthy:
+            kernel.shutdown(now=not healthy)
+            if _state["kernel"] is kernel:
+                _state["kernel"] = None
+    return JobResult(
+        job=job,
+        status=status,
+        seconds=time.perf_counter() - t0,
+        error=error,
+        failed_notebook=kept_failed,
+        kernel=options.choice.name,
+        kernel_reused=reused,
+        key=key if status == "ok" else "",
+        worker_pid=os.getpid(),
+    )
+
+
+class _JobFailed(Exception):
+    pass
+
+
+def _keep_failed(tmp: Path, dest: Path, job, options, seconds, reused, error) -> Path | None:
+    """Move the partially executed notebook (if papermill wrote one) to ``dest``."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(tmp, as_version=4)
+    except Exception:
+        return None
+    _stamp(nb, job, "", options, seconds, reused, "failed", error)
+    nbformat.write(nb, tmp)
+    os.replace(tmp, dest)
+    return dest
+
+
+def _run_in_worker(job: Job, key: str, options: _Options) -> JobResult:
+    return _run_one(job, key, options)
+
+
+# ======================================================================= batch
+def run_jobs(
+    jobs: Iterable[Job],
+    *,
+    workers: int = 2,
+    reuse_kernel: bool = True,
+    kernel_name: str = DEFAULT_KERNEL,
+    data_fingerprint: str = "",
+    force: bool = False,
+    progress: bool | None = None,
+    cell_timeout: float | None = 600.0,
+    start_timeout: float = 60.0,
+    _reset: bool = True,
+) -> BatchResult:
+    """Run notebook jobs; one failing notebook does not stop the others.
+
+    Parameters
+    ----------
+    jobs : iterable of Job
+        Output paths must be distinct.
+    workers : int
+        Worker processes (each with its own kernel). ``1`` runs in this process.
+    reuse_kernel : bool
+        Keep one kernel per worker and reset its namespace between notebooks;
+        ``False`` starts a fresh kernel for every notebook.
+    kernel_name : str
+        Kernelspec to use; if missing, the current interpreter is used (with a
+        ``RuntimeWarning`` and ``BatchResult.kernel_note`` saying so).
+    data_fingerprint : str
+        Part of every job's run key (see the module docstring).
+    force : bool
+        Run even the jobs whose output is up to date.
+    progress : bool or None
+        tqdm progress bar; ``None``: only on a terminal.
+    cell_timeout : float or None
+        Seconds a single cell may run (``None``: no limit).
+    start_timeout : float
+        Seconds to wait for a kernel to start.
+
+    Returns
+    -------
+    BatchResult
+        One :class:`JobResult` per job, in the order given.
+
+    Raises
+    ------
+    ParameterError
+        Invalid arguments or duplicate output paths.
+    KeyboardInterrupt
+        After cancelling pending jobs, interrupting running ones and removing their
+        temporary files.
+    """
+    jobs = list(jobs)
+    if workers < 1:
+        raise ParameterError(f"workers must be >= 1, got {workers}")
+    outs: dict[Path, str] = {}
+    for j in jobs:
+        if not isinstance(j, Job):
+            raise ParameterError(f"run_jobs expects Job objects, got {type(j).__name__}")
+        o = j.output.resolve()
+        if o in outs:
+            raise ParameterError(f"jobs {outs[o]} and {j.label} write the same output {j.output}")
+        outs[o] = j.label
+
+    t0 = time.perf_counter()
+    choice = _choose_kernel(kernel_name)
+    if choice.note:
+        warnings.warn(choice.note, RuntimeWarning, stacklevel=2)
+    options = _Options(
+        choice=choice,
+        reuse_kernel=reuse_kernel,
+        cell_timeout=cell_timeout,
+        start_timeout=start_timeout,
+        library=library_fingerprint(),
+        data_fingerprint=data_fingerprint,
+        reset=_reset,
+    )
+
+    results: list[JobResult | None] = [None] * len(jobs)
+    todo: list[tuple[int, Job, str]] = []
+    for i, job in enumerate(jobs):
+        try:
+            key = job_key(job, library=options.library, data_fingerprint=data_fingerprint)
+        except ReportError as e:
+            results[i] = JobResult(job, "failed", error=JobError(type(e).__name__, str(e)), kernel=choice.name)
+            continue
+        if not force and output_key(job.output) == key:
+            results[i] = JobResult(job, "skipped", key=key, kernel=choice.name)
+        else:
+            todo.append((i, job, key))
+
+    from tqdm import tqdm
+
+    bar = tqdm(
+        total=len(jobs),
+        initial=len(jobs) - len(todo),
+        unit="nb",
+        desc="notebooks",
+        disable=(not progress) if progress is not None else None,
+        leave=True,
+    )
+    try:
+        n_workers = min(workers, len(todo))
+        if n_workers <= 1:
+            _run_serial(todo, options, results, bar)
+        else:
+            _run_pool(todo, options, results, bar, n_workers)
+    finally:
+        bar.close()
+    return BatchResult(tuple(results), time.perf_counter() - t0, choice.note)  # type: ignore[arg-type]
+
+
+def _tick(bar, res: JobResult, results) -> None:
+    bar.update(1)
+    failed = sum(1 for r in results if r is not None and r.status == "failed")
+    bar.set_postfix_str(f"{res.job.label}: {res.status}" + (f", {failed} failed" if failed else ""), refresh=False)
+
+
+def _run_serial(todo, options, results, bar) -> None:
+    try:
+        for i, job, key in todo:
+            results[i] = _run_one(job, key, options)
+            _tick(bar, results[i], results)
+    finally:
+        _shutdown_worker_kernel()
+
+
+def _run_pool(todo, options, results, bar, n_workers: int) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    ex = cf.ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=_worker_init)
+    futures: dict[cf.Future, tuple[int, Job]] = {}
+    try:
+        for i, job, key in todo:
+            futures[ex.submit(_run_in_worker, job, key, options)] = (i, job)
+        for fut in cf.as_completed(futures):
+            i, job = futures[fut]
+            try:
+                res = fut.result()
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:  # the worker itself died (e.g. killed): isolate it too
+                res = JobResult(job, "failed", error=JobError(type(e).__name__, str(e)), kernel=options.choice.name)
+            results[i] = res
+            _tick(bar, res, results)
+    except KeyboardInterrupt:
+        for f in futures:
+            f.cancel()
+        for p in list(getattr(ex, "_processes", {}).values()):  # processes this call started
+            with contextlib.suppress(ProcessLookupError, OSError):
+                os.kill(p.pid, signal.SIGINT)
+        ex.shutdown(wait=True, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)

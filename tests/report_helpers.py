@@ -1,0 +1,89 @@
+"""Helpers shared by tests/test_report_*.py (not a test module)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).parent / "notebooks"
+GOOD = NOTEBOOKS / "report_good.ipynb"
+BROKEN = NOTEBOOKS / "report_broken.ipynb"
+COVER = NOTEBOOKS / "report_cover.ipynb"
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="headless Chromium not installed (Debian package chromium)"
+)
+
+
+def chromium(fn):
+    """Mark a test as needing headless Chromium (``-m chromium``) and skip it without."""
+    return pytest.mark.chromium(needs_chromium(fn))
+
+_REMOTE = re.compile(r"^\s*(https?:|//)", re.I)
+_CSS_URL = re.compile(r"url\(\s*['\"]?\s*(https?:|//)", re.I)
+_CSS_IMPORT = re.compile(r"@import", re.I)
+# Attributes through which a page *loads* something. <a href> is a hyperlink the reader
+# may follow, not a load, and is allowed to point anywhere.
+_LOADING_ATTRS = {"src", "srcset", "data", "poster", "background", "action", "formaction", "manifest"}
+
+
+class _Collector(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.violations: list[str] = []
+        self.ids: set[str] = set()
+        self.links: list[tuple[str, str]] = []  # (tag, href)
+        self.scripts_with_src: list[str] = []
+        self._in_style = False
+        self.tags: dict[str, int] = {}
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        for name, value in attrs:
+            value = value or ""
+            if name == "id":
+                self.ids.add(value)
+            if name in _LOADING_ATTRS and _REMOTE.match(value):
+                self.violations.append(f"<{tag} {name}={value!r}>")
+            if name in ("href", "xlink:href"):
+                self.links.append((tag, value))
+                if tag != "a" and _REMOTE.match(value):
+                    self.violations.append(f"<{tag} {name}={value!r}>")
+            if name == "style" and (_CSS_URL.search(value) or _CSS_IMPORT.search(value)):
+                self.violations.append(f"<{tag} style={value[:80]!r}>")
+            if tag == "script" and name == "src":
+                self.scripts_with_src.append(value)
+        if tag == "style":
+            self._in_style = True
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag):
+        if tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data):
+        if self._in_style:
+            for m in _CSS_URL.finditer(data):
+                self.violations.append(f"CSS url({data[m.start():m.start() + 60]!r})")
+            for m in _CSS_IMPORT.finditer(data):
+                self.violations.append(f"CSS {data[m.start():m.start() + 60]!r}")
+
+
+def scan_html(text: str) -> _Collector:
+    """Parse ``text``; ``.violations`` lists every external load (rule in render.py)."""
+    c = _Collector()
+    c.feed(text)
+    c.close()
+    return c
+
+
+def no_tmp_files(directory: Path) -> list[Path]:
+    """Temporary files of demonoise's atomic writes left in ``directory`` (should be none)."""
+    return [p for p in Path(directory).rglob("*") if ".dn-tmp-" in p.name]

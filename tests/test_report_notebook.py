@@ -1,0 +1,127 @@
+"""Kernel-side helpers: the offline Altair renderer and metrics payloads (in process)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import pytest
+
+from demonoise.errors import ParameterError
+from demonoise.report.notebook import (
+    METRICS_MIME,
+    RENDERER_NAME,
+    VEGA_SPEC_CLASS,
+    chart_bundle,
+    display_metrics,
+    setup_notebook,
+    to_jsonable,
+)
+
+
+@pytest.fixture(scope="module")
+def df():
+    return pd.DataFrame({"age": np.arange(0, 90, 5), "rate": 0.001 * 1.09 ** np.arange(0, 90, 5)})
+
+
+def _clipped(df, title):
+    return (
+        alt.Chart(df)
+        .mark_area(clip=True)
+        .encode(x=alt.X("age:Q", scale=alt.Scale(domain=[10, 60])), y="rate:Q")
+        .properties(title=title)
+    )
+
+
+def test_bundle_is_static_svg(df):
+    b = chart_bundle(alt.Chart(df).mark_line().encode(x="age", y="rate").properties(title="T <1>").to_dict())
+    assert set(b) == {"image/svg+xml", "text/plain"}
+    svg = b["image/svg+xml"]
+    assert svg.startswith("<svg") and 'class="marks"' in svg and "<script" not in svg
+    assert b["text/plain"] == "<Chart: T &lt;1&gt;>"
+    # the data really are drawn: the line is one path through the 18 points (M + 17 L),
+    # with x increasing in equal steps (ages 0, 5, ..., 85)
+    d = re.search(r'class="mark-line[^"]*".*?<path[^>]* d="(M[^"]+)"', svg).group(1)
+    xs = [float(p.split(",")[0]) for p in re.split(r"[ML]", d)[1:]]
+    assert len(xs) == len(df) == 18
+    assert np.allclose(np.diff(xs), xs[1] - xs[0], atol=2e-3) and xs[1] > xs[0]
+
+
+def test_svg_ids_do_not_collide_between_charts(df):
+    a = chart_bundle(_clipped(df, "first").to_dict())["image/svg+xml"]
+    b = chart_bundle(_clipped(df, "second").to_dict())["image/svg+xml"]
+    ids_a, ids_b = set(re.findall(r'id="([^"]+)"', a)), set(re.findall(r'id="([^"]+)"', b))
+    assert ids_a and ids_b and not ids_a & ids_b  # vl-convert alone gives both "clip1"
+    for svg, ids in ((a, ids_a), (b, ids_b)):
+        refs = set(re.findall(r"url\(#([^)]+)\)", svg))
+        assert refs and refs <= ids
+    # the prefix is a hash of the SVG: the same SVG always gets the same ids
+    from demonoise.report.notebook import _uniquify_svg_ids
+
+    raw = '<svg><clipPath id="clip1"><rect/></clipPath><g clip-path="url(#clip1)"/></svg>'
+    assert _uniquify_svg_ids(raw) == _uniquify_svg_ids(raw) != raw
+
+
+def test_static_formats(df):
+    b = chart_bundle(alt.Chart(df).mark_point().encode(x="age", y="rate").to_dict(), formats=("svg", "png", "pdf"))
+    assert base64.b64decode(b["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert base64.b64decode(b["application/pdf"])[:5] == b"%PDF-"
+    with pytest.raises(ParameterError, match="formats"):
+        chart_bundle({}, formats=("gif",))
+
+
+def test_interactive_bundle_embeds_spec_safely(df):
+    d = df.assign(label="</script><b>")
+    spec = alt.Chart(d).mark_point().encode(x="age", y="rate", tooltip="label").to_dict()
+    b = chart_bundle(spec, interactive=True)
+    h = b["text/html"]
+    assert b["image/svg+xml"] in h  # static fallback kept (print, no JavaScript)
+    m = re.search(rf'<script type="application/json" class="{VEGA_SPEC_CLASS}">(.*?)</script>', h, re.S)
+    assert m and "</" not in m.group(1)
+    assert json.loads(m.group(1))["datasets"] == spec["datasets"]
+
+
+def test_setup_notebook_enables_the_renderer(df):
+    old = alt.renderers.active
+    try:
+        setup_notebook()
+        assert alt.renderers.active == RENDERER_NAME
+        bundle = alt.Chart(df).mark_line().encode(x="age", y="rate")._repr_mimebundle_()
+        bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+        assert "image/svg+xml" in bundle and not any("vegalite" in k or "javascript" in k for k in bundle)
+        # Altair's own 5 000-row guard is lifted to 100 000
+        big = pd.DataFrame({"x": np.arange(20_000), "y": np.arange(20_000)})
+        assert alt.Chart(big).mark_point().encode(x="x", y="y").to_dict()["datasets"]
+    finally:
+        alt.renderers.enable(old)
+        alt.data_transformers.enable("default")
+
+
+def test_to_jsonable():
+    got = to_jsonable(
+        {"a": np.float64(1.5), "b": np.int64(3), "c": np.array([1.0, np.nan]), "d": (1, math.inf), "e": np.bool_(True),
+         "f": pd.Series([1, 2]), "g": None}
+    )
+    assert got == {"a": 1.5, "b": 3, "c": [1.0, None], "d": [1, None], "e": True, "f": [1, 2], "g": None}
+    assert type(got["a"]) is float and type(got["b"]) is int
+    json.dumps(got, allow_nan=False)
+    with pytest.raises(ParameterError, match=r"keys must be strings.*metrics\.x"):
+        to_jsonable({"x": {1: 2}})
+    with pytest.raises(ParameterError, match=r"not JSON-serialisable at metrics\.o"):
+        to_jsonable({"o": object()})
+
+
+def test_display_metrics_publishes_only_the_custom_mime(monkeypatch):
+    shown = []
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
+    display_metrics({"e0_sd": np.float64(0.25), "bad": float("nan")})
+    assert shown == [({METRICS_MIME: {"e0_sd": 0.25, "bad": None}}, True)]
+    with pytest.raises(ParameterError, match="mapping"):
+        display_metrics([1, 2])

@@ -1,0 +1,237 @@
+"""The papermill batch runner: kernel reuse without leaks, parameters and metrics read
+back, failure isolation, atomic outputs, up-to-date skipping, kernelspec fallback,
+Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from demonoise.errors import ParameterError, ReportError
+from demonoise.report.render import assemble, read_metrics, read_parameters
+from demonoise.report.run import Job, failed_path, run_jobs
+
+from report_helpers import BROKEN, GOOD, no_tmp_files
+
+LIB = Path(__file__).resolve().parents[1] / "lib"
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            state = next(line for line in fh if line.startswith("State:"))
+    except (FileNotFoundError, StopIteration):
+        return False
+    return " Z " not in state and "zombie" not in state
+
+
+# ------------------------------------------------------------------- kernel reuse
+def test_reused_kernel_reads_back_parameters_and_metrics_without_leaks(tmp_path):
+    p1 = {"region": "BE10", "V": 1.0, "set_probe": True}
+    p2 = {"region": "BE34", "V": 5.0, "set_probe": False}
+    jobs = [Job(GOOD, tmp_path / "run1.ipynb", p1), Job(GOOD, tmp_path / "run2.ipynb", p2)]
+    batch = run_jobs(jobs, workers=1, reuse_kernel=True, progress=False)
+
+    assert batch.status == "ok", [str(r.error) for r in batch]
+    assert [r.status for r in batch] == ["ok", "ok"]
+    # the second notebook ran in the first one's kernel ...
+    assert batch[1].kernel_reused and not batch[0].kernel_reused
+    m1, m2 = read_metrics(tmp_path / "run1.ipynb"), read_metrics(tmp_path / "run2.ipynb")
+    assert m1["kernel_pid"] == m2["kernel_pid"]
+    # ... and did not see the variable the first one defined
+    assert m1["probe_was_defined"] is False
+    assert m2["probe_was_defined"] is False
+
+    # parameters and metrics come back as injected / computed (sd = sqrt(V))
+    assert read_parameters(tmp_path / "run1.ipynb") == p1
+    assert read_parameters(tmp_path / "run2.ipynb") == p2
+    assert (m1["region"], m2["region"]) == ("BE10", "BE34")
+    assert m2["sd"] == pytest.approx(math.sqrt(5.0), rel=1e-15)
+    assert m1["not_finite"] is None  # NaN cannot travel as JSON: null
+    # the run key is stamped into the output
+    meta = nbformat.read(tmp_path / "run2.ipynb", as_version=4).metadata["demonoise"]["run"]
+    assert meta["key"] == batch[1].key and meta["status"] == "ok" and meta["kernel_reused"] is True
+    assert no_tmp_files(tmp_path) == []
+
+
+def test_without_the_reset_the_probe_does_leak(tmp_path):
+    """Control for the test above: the reset is what keeps runs apart."""
+    jobs = [
+        Job(GOOD, tmp_path / "a.ipynb", {"set_probe": True}),
+        Job(GOOD, tmp_path / "b.ipynb", {"set_probe": False}),
+    ]
+    batch = run_jobs(jobs, workers=1, reuse_kernel=True, progress=False, _reset=False)
+    assert batch.status == "ok"
+    assert read_metrics(tmp_path / "b.ipynb")["probe_was_defined"] is True
+
+
+# --------------------------------------------------------- failures, pool, atomicity
+def test_a_broken_notebook_is_isolated_in_a_pool_of_two(tmp_path):
+    out_broken = tmp_path / "broken.ipynb"
+    # An older, valid-looking output of the broken job must not survive the failure.
+    nbformat.write(new_notebook(cells=[new_code_cell("1")]), out_broken)
+    jobs = [
+        Job(GOOD, tmp_path / "good_a.ipynb", {"region": "AT13", "V": 2.0}),
+        Job(BROKEN, out_broken, {"region": "XX99"}),
+        Job(GOOD, tmp_path / "good_b.ipynb", {"region": "FR10", "V": 3.0}),
+    ]
+    batch = run_jobs(jobs, workers=2, progress=False)
+
+    assert [r.status for r in batch] == ["ok", "failed", "ok"]
+    assert batch.status == "failed" and not batch.ok
+    assert batch.failed == [batch[1]]
+    assert {r.worker_pid for r in batch} - {0} and len({r.worker_pid for r in batch}) == 2  # two workers
+    err = batch[1].error
+    assert err.ename == "ValueError"
+    assert err.evalue == "deliberate fixture failure for XX99"
+    # cells: markdown, parameters, injected parameters, the raising cell
+    assert err.cell_index == 3 and "raise ValueError" in err.cell_source
+    assert "ValueError" in str(err) and "cell 3" in str(err)
+
+    assert not out_broken.exists()
+    kept = failed_path(out_broken)
+    assert kept == tmp_path / "broken.failed.ipynb" and batch[1].failed_notebook == kept
+    failed_nb = nbformat.read(kept, as_version=4)
+    assert failed_nb.metadata["papermill"]["exception"] is True
+    assert failed_nb.metadata["demonoise"]["run"]["key"] is None
+    with pytest.raises(ReportError, match="broken.failed.ipynb.*failed during execution.*ValueError"):
+        assemble([kept], title="x")
+
+    assert read_metrics(tmp_path / "good_a.ipynb")["V"] == 2.0
+    assert read_metrics(tmp_path / "good_b.ipynb")["region"] == "FR10"
+    assert no_tmp_files(tmp_path) == []
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    """A notebook that only echoes its parameter (fast: no imports)."""
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})
+    params = new_code_cell('region = "BE10"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, new_code_cell("print(region)")]
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_up_to_date_outputs_are_skipped(tmp_path, tiny):
+    job = Job(tiny, tmp_path / "x.ipynb", {"region": "BE10"})
+    first = run_jobs([job], workers=1, progress=False, data_fingerprint="data-v1")
+    mtime = job.output.stat().st_mtime_ns
+    again = run_jobs([job], workers=1, progress=False, data_fingerprint="data-v1")
+    assert first[0].status == "ok" and again[0].status == "skipped"
+    assert again[0].key == first[0].key and job.output.stat().st_mtime_ns == mtime
+
+    new_data = run_jobs([job], workers=1, progress=False, data_fingerprint="data-v2")
+    assert new_data[0].status == "ok" and new_data[0].key != first[0].key
+    changed = Job(tiny, tmp_path / "x.ipynb", {"region": "BE21"})
+    assert run_jobs([changed], workers=1, progress=False, data_fingerprint="data-v2")[0].status == "ok"
+    assert read_parameters(job.output) == {"region": "BE21"}
+
+
+def test_missing_kernelspec_falls_back_to_the_current_interpreter(tmp_path):
+    with pytest.warns(RuntimeWarning, match="kernelspec 'dn-no-such-kernel' not found"):
+        batch = run_jobs(
+            [Job(GOOD, tmp_path / "fb.ipynb", {"V": 4.0})],
+            workers=1,
+            kernel_name="dn-no-such-kernel",
+            progress=False,
+        )
+    assert batch.status == "ok"
+    assert sys.executable in batch.kernel_note and "ipykernel install --sys-prefix --name dn-no-such-kernel" in batch.kernel_note
+    assert read_metrics(tmp_path / "fb.ipynb")["sd"] == pytest.approx(2.0)
+
+
+def test_job_validation(tmp_path):
+    with pytest.raises(ParameterError, match="not JSON-serialisable"):
+        Job(GOOD, tmp_path / "a.ipynb", {"when": object()})
+    with pytest.raises(ParameterError, match="identifier"):
+        Job(GOOD, tmp_path / "a.ipynb", {"not valid": 1})
+    with pytest.raises(ParameterError, match="overwrite the input"):
+        Job(GOOD, GOOD)
+    with pytest.raises(ParameterError, match="same output"):
+        run_jobs([Job(GOOD, tmp_path / "a.ipynb"), Job(BROKEN, tmp_path / "a.ipynb")], progress=False)
+    missing = run_jobs([Job(tmp_path / "nope.ipynb", tmp_path / "o.ipynb")], workers=1, progress=False)
+    assert missing[0].status == "failed" and "cannot read input notebook" in missing[0].error.evalue
+
+
+# ---------------------------------------------------------------------- Ctrl-C
+_INTERRUPT_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from demonoise.report.run import Job, run_jobs
+
+    if __name__ == "__main__":
+        nb, out, workers = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+        jobs = [Job(nb, out / f"slow{i}.ipynb", {"marker": str(out / f"started{i}.json")})
+                for i in range(workers)]
+        run_jobs(jobs, workers=workers, progress=False)
+        print("finished without interruption")
+    """
+)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_leaves_no_partial_output_and_no_kernel(tmp_path, workers):
+    slow = new_notebook(
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
+    )
+    params = new_code_cell('marker = "unused"')
+    params.metadata["tags"] = ["parameters"]
+    slow.cells = [
+        params,
+        new_code_cell(
+            "import json, os, time\n"
+            "json.dump({'pid': os.getpid()}, open(marker + '.part', 'w'))\n"
+            "os.replace(marker + '.part', marker)\n"
+            "time.sleep(120)"
+        ),
+    ]
+    nb_path = tmp_path / "slow.ipynb"
+    nbformat.write(slow, nb_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    previous = out / "slow0.ipynb"
+    previous.write_text("previous output\n")
+    script = tmp_path / "interrupt_me.py"
+    script.write_text(_INTERRUPT_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(LIB), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(nb_path), str(out), str(workers)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    markers = [out / f"started{i}.json" for i in range(workers)]
+    deadline = time.monotonic() + 60
+    while not all(m.exists() for m in markers):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "notebooks did not start"
+        time.sleep(0.1)
+    kernel_pids = [json.loads(m.read_text())["pid"] for m in markers]
+    assert all(_is_running(p) for p in kernel_pids)
+
+    proc.send_signal(signal.SIGINT)  # to the runner process only, as a terminal would
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode != 0, stdout
+    assert b"KeyboardInterrupt" in stderr
+    assert b"finished without interruption" not in stdout
+    assert previous.read_text() == "previous output\n"  # untouched
+    assert not (out / "slow1.ipynb").exists()
+    assert no_tmp_files(out) == []
+    deadline = time.monotonic() + 10
+    while any(_is_running(p) for p in kernel_pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_is_running(p) for p in kernel_pids), "a kernel survived the interrupt"
