@@ -1,9 +1,10 @@
-"""Atomic file writes: a file appears complete or not at all.
+"""Atomic file writes: write to a temporary file in the target directory, then
+``os.replace`` it over the target.
 
-Everything demonoise writes (results tables, caches, reports) goes through
-:func:`atomic_path`: the content is written to a temporary file in the target's
-directory and moved into place with :func:`os.replace` only when the writer
-finished without error. A failure or an interrupt leaves no half-written output.
+``os.replace`` is atomic on POSIX when source and target are on the same file system,
+which a sibling temporary file guarantees. A reader therefore sees either the old file
+or the complete new one, never a half-written file; after a failure or Ctrl-C only the
+temporary file can remain, and :func:`atomic_path` removes it.
 """
 
 from __future__ import annotations
@@ -12,39 +13,61 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "TMP_MARK"]
+
+#: Every temporary file written here has this in its name (``.<name>.dn-tmp-XXXX``).
+TMP_MARK = ".dn-tmp-"
 
 
 @contextlib.contextmanager
-def atomic_path(target, suffix: str | None = None):
-    """Yield a temporary path next to ``target``; move it onto ``target`` on success.
+def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``target``; move it over ``target`` on success.
 
-    Examples
-    --------
-    >>> with atomic_path("out/results.parquet") as tmp:   # doctest: +SKIP
-    ...     df.to_parquet(tmp)
+    The caller writes the complete file to the yielded path (by any means: a library
+    call, a subprocess). If the block raises -- including ``KeyboardInterrupt`` -- the
+    temporary file is removed and ``target`` is left untouched.
+
+    Parameters
+    ----------
+    target : path-like
+        Final location. Its directory is created if missing.
+
+    Yields
+    ------
+    pathlib.Path
+        Temporary path in the same directory, with the same suffix as ``target``.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix if suffix is not None else target.suffix + ".part", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}{TMP_MARK}", suffix=target.suffix, dir=target.parent)
     os.close(fd)
-    tmp = Path(tmp)
+    tmp_path = Path(tmp)
     try:
-        yield tmp
-        os.replace(tmp, target)
+        yield tmp_path
+        if not tmp_path.exists():
+            raise FileNotFoundError(f"nothing was written to the temporary file for {target}")
+        # mkstemp creates files 0600; give the result the usual permissions.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)
+        os.replace(tmp_path, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+            tmp_path.unlink()
 
 
-def atomic_write_bytes(target, data: bytes) -> Path:
+def atomic_write_bytes(target: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``target`` atomically (see :func:`atomic_path`)."""
     with atomic_path(target) as tmp:
-        tmp.write_bytes(data)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
     return Path(target)
 
 
-def atomic_write_text(target, text: str, encoding: str = "utf-8") -> Path:
-    with atomic_path(target) as tmp:
-        tmp.write_text(text, encoding=encoding)
-    return Path(target)
+def atomic_write_text(target: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``target`` atomically (see :func:`atomic_path`)."""
+    return atomic_write_bytes(target, text.encode(encoding))

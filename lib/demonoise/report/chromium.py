@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import ReportError
-from ._atomic import atomic_path
+from ..atomic import atomic_path
 
 __all__ = [
     "DEFAULT_CHROMIUM",

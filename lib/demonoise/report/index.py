@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ParameterError, ReportError
-from ._atomic import atomic_write_text
+from ..atomic import atomic_write_text
 from .templates import TEMPLATE_NAME, find_template_dir
 
 __all__ = ["IndexRow", "write_index", "STATUSES"]

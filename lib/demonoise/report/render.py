@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ParameterError, ReportError
-from ._atomic import atomic_write_text
+from ..atomic import atomic_write_text
 from .chromium import ChromiumNotFoundError, DEFAULT_BUDGET_MS, print_pdf
 from .notebook import METRICS_MIME, VEGA_SPEC_CLASS
 from .templates import TEMPLATE_NAME, find_template_dir

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ParameterError, ReportError
-from ._atomic import atomic_path
+from ..atomic import atomic_path
 
 __all__ = [
     "DEFAULT_KERNEL",
