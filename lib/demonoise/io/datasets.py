@@ -44,7 +44,7 @@ from ..counts import Counts, Provenance, TableProvenance
 from ..errors import DataError, ParameterError
 from .template import read_counts_csv
 
-__all__ = ["DatasetInfo", "EMBEDDED_DIR", "available", "embedded_names", "metadata", "load", "clear_cache"]
+__all__ = ["DatasetInfo", "EMBEDDED_DIR", "available", "embedded_names", "metadata", "load", "fingerprint", "clear_cache"]
 
 #: Folder of the embedded datasets inside the package.
 EMBEDDED_DIR = ("data", "datasets")
@@ -213,6 +213,20 @@ def load(name: str) -> Counts:
     with _lock:
         _loaded.setdefault(name, counts)
         return _loaded[name]
+
+
+def fingerprint(name: str) -> str:
+    """A short hash that changes when the dataset's content changes (sha256 of the
+    embedded file, or of a cached fetch's manifest) -- for up-to-date checks of outputs."""
+    import hashlib
+
+    if _check_name(name) == "cached":
+        from .fetch import cache_root
+
+        path = cache_root() / "datasets" / f"{name}.json"
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    data = _folder().joinpath(f"{name}.csv.gz").read_bytes()
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def clear_cache() -> None:

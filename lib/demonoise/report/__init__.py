@@ -12,7 +12,10 @@ nothing beyond what :func:`setup_notebook` itself needs):
   :func:`read_metrics`, :func:`read_parameters`;
 * :mod:`.index`     -- ``index.html`` over a batch: :func:`write_index`;
 * :mod:`.chromium`  -- headless Chromium: find it, print to PDF, dump the DOM;
-* :mod:`.templates` -- where the nbconvert template is found.
+* :mod:`.templates` -- where the nbconvert template is found;
+* :mod:`.store`     -- results computed once by the library and read by the notebooks:
+  :class:`ResultsSpec`, :func:`results`;
+* :mod:`.charts`    -- Altair chart builders over the results table.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ __all__ = [
     "find_chromium",
     "ChromiumNotFoundError",
     "find_template_dir",
+    # store
+    "ResultsSpec",
+    "results",
 ]
 
 _WHERE = {
@@ -75,6 +81,8 @@ _WHERE = {
     "find_chromium": "chromium",
     "ChromiumNotFoundError": "chromium",
     "find_template_dir": "templates",
+    "ResultsSpec": "store",
+    "results": "store",
 }
 
 

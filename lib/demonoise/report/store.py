@@ -1,0 +1,139 @@
+"""Computed once, read many times: the results tables behind the reports.
+
+Report notebooks never compute: the batch asks :func:`results` for the table of a
+:class:`ResultsSpec` (dataset, V's, p-tables, granularity, Monte Carlo, countries),
+which is computed by the library (:func:`demonoise.compute.compute`) the first time and
+read back from ``<store>/<dataset>/<key>.parquet`` afterwards. The key hashes the
+spec, the library's sources and the dataset's content, so a changed parameter, code or
+dataset recomputes, and an unchanged one does not. Files are written atomically with a
+JSON sidecar (spec, provenance label, timings).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..atomic import atomic_write_text
+from ..compute import compute, noise_settings, write_table
+from ..errors import ParameterError
+from ..indicators import INDICATORS
+
+__all__ = ["ResultsSpec", "results", "results_path"]
+
+
+@dataclass(frozen=True)
+class ResultsSpec:
+    """What to compute.
+
+    Parameters
+    ----------
+    dataset : str
+        Dataset name (:func:`demonoise.io.datasets.available`).
+    V : tuple of float
+        Variances of the generic noise model.
+    ptables : tuple of str
+        P-tables (embedded names such as ``"v01"`` or paths).
+    granularity : str
+        Publication granularity (``"single"``, ``"5y"``, ``"5y-infant"``).
+    countries : tuple of str, optional
+        Restrict to these countries (their country row and NUTS 2 regions).
+    mc : int
+        Monte Carlo replicates for e and TFR (0: analytic only).
+    seed, zero_floor, indicators, e_ages
+        As in :func:`demonoise.compute.compute`.
+    """
+
+    dataset: str
+    V: tuple = (1.0, 5.0)
+    ptables: tuple = ()
+    granularity: str = "single"
+    countries: tuple | None = None
+    mc: int = 0
+    seed: int = 20230101
+    zero_floor: bool = False
+    indicators: tuple = INDICATORS
+    e_ages: tuple | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "V", tuple(float(v) for v in self.V))
+        object.__setattr__(self, "ptables", tuple(str(p) for p in self.ptables))
+        object.__setattr__(self, "indicators", tuple(self.indicators))
+        if self.countries is not None:
+            object.__setattr__(self, "countries", tuple(sorted(self.countries)))
+        if self.e_ages is not None:
+            object.__setattr__(self, "e_ages", tuple(int(a) for a in self.e_ages))
+        if not self.V and not self.ptables:
+            raise ParameterError("a results spec needs at least one V or one p-table")
+        if self.mc < 0:
+            raise ParameterError(f"Monte Carlo replicates must be >= 0, got {self.mc}")
+
+    def key(self) -> str:
+        from ..io.datasets import fingerprint
+        from .run import library_fingerprint
+
+        payload = json.dumps(
+            {"spec": dataclasses.asdict(self), "library": library_fingerprint(), "data": fingerprint(self.dataset)},
+            sort_keys=True,
+            default=str,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def results_path(spec: ResultsSpec, store="output/results") -> Path:
+    """Where the table of ``spec`` lives (whether or not it exists yet)."""
+    tag = "all" if spec.countries is None else "-".join(spec.countries)
+    if len(tag) > 40:
+        tag = f"{len(spec.countries)}countries"
+    return Path(store) / spec.dataset / f"{tag}-{spec.granularity}-{spec.key()}.parquet"
+
+
+def results(spec: ResultsSpec, store="output/results", *, force: bool = False, progress=None, workers=None) -> tuple[pd.DataFrame, Path]:
+    """The results table of ``spec``: read from the store if up to date, else computed
+    and stored (atomically). Returns the table and its path."""
+    from ..io.datasets import load
+
+    path = results_path(spec, store)
+    if path.exists() and not force:
+        return pd.read_parquet(path), path
+    counts = load(spec.dataset)
+    if spec.countries is not None:
+        unknown = sorted(set(spec.countries) - set(counts.countries))
+        if unknown:
+            raise ParameterError(
+                f"countr{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} not in dataset {spec.dataset!r} "
+                f"(it has {', '.join(counts.countries)})"
+            )
+        counts = counts.select([r.code for r in counts.regions if r.country in spec.countries])
+    t0 = time.perf_counter()
+    df = compute(
+        counts,
+        noise_settings(spec.V, ptables=spec.ptables),
+        granularity=spec.granularity,
+        indicators=spec.indicators,
+        e_ages=spec.e_ages,
+        mc=spec.mc,
+        seed=spec.seed,
+        zero_floor=spec.zero_floor,
+        progress=progress,
+        workers=workers,
+    )
+    seconds = time.perf_counter() - t0
+    write_table(df, path)
+    meta = {
+        "spec": dataclasses.asdict(spec),
+        "key": spec.key(),
+        "rows": len(df),
+        "regions": len(counts.regions),
+        "data_status": counts.provenance.status_label,
+        "datasets": list(counts.provenance.datasets),
+        "seconds": round(seconds, 3),
+    }
+    atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=1, default=str))
+    return df, path
