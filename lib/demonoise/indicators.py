@@ -138,12 +138,16 @@ def spread_gradient(g: np.ndarray, cells: np.ndarray, axis: AgeAxis) -> np.ndarr
     pos = S > 0
     Ss = np.where(pos, S, 1.0)
     gx = np.einsum("...ka,...a->...k", g, known)  # sum_a g'_a x_a
-    c = (1.0 + u / Ss)[..., None, None]
-    g_known = g * c - (u / Ss**2)[..., None, None] * gx[..., None]
-    g_unk = gx / Ss[..., None]
-    g_known = np.where(pos[..., None, None], g_known, g)
-    g_unk = np.where(pos[..., None], g_unk, g.mean(axis=-1))
-    return np.concatenate([g_known, g_unk[..., None]], axis=-1)
+    out = np.empty(g.shape[:-1] + (g.shape[-1] + 1,))
+    body = out[..., :-1]
+    np.multiply(g, (1.0 + u / Ss)[..., None, None], out=body)
+    body -= (u / Ss**2)[..., None, None] * gx[..., None]
+    out[..., -1] = gx / Ss[..., None]
+    if not pos.all():  # uniform spread where no known cell is positive
+        bad = ~pos
+        out[bad, :, :-1] = g[bad]
+        out[bad, :, -1] = g[bad].mean(axis=-1)
+    return out
 
 
 def _diag(v: np.ndarray) -> np.ndarray:
@@ -193,11 +197,13 @@ def linearise_e(layout: Layout, deaths, pop_start, pop_end, *, ages=None, a=0.5,
         inv_e = np.where(E > 0, 1.0 / E, np.nan)
     gD = dm * inv_e[..., None, :]
     gE = -dm * (lt.m * inv_e)[..., None, :]
-    G = layout.to_lifetable.T  # (X, A_known)
+    # each published known cell takes the gradient of the life-table group it is summed into
+    grp = layout.lifetable_group_of_cell
+    gDc, gEc = np.take(gD, grp, axis=-1), np.take(0.5 * gE, grp, axis=-1)
     grads = {
-        "deaths": spread_gradient(gD @ G, deaths, layout.ages),
-        "pop_start": spread_gradient(0.5 * (gE @ G), pop_start, layout.ages),
-        "pop_end": spread_gradient(0.5 * (gE @ G), pop_end, layout.ages),
+        "deaths": spread_gradient(gDc, deaths, layout.ages),
+        "pop_start": spread_gradient(gEc, pop_start, layout.ages),
+        "pop_end": spread_gradient(gEc, pop_end, layout.ages),
     }
     return Linearisation(lt.e[..., idx], grads)
 

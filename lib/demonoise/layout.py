@@ -231,6 +231,11 @@ class Layout:
         return _group_matrix(self.ages.lower, self.ages.upper, lo, up, what="population/death age")
 
     @cached_property
+    def lifetable_group_of_cell(self) -> np.ndarray:
+        """Index of the life-table group of every known published cell, (ages.n_known,)."""
+        return self.to_lifetable.argmax(axis=1)
+
+    @cached_property
     def group_lifetable(self) -> Grouping:
         """Fast ``x @ to_lifetable``."""
         return Grouping(self.to_lifetable)

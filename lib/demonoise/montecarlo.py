@@ -188,7 +188,7 @@ def monte_carlo(
     floor_zero: bool = False,
     noised=TABLES,
     quantiles=(0.025, 0.975),
-    memory_limit: float = 1.0e9,
+    memory_limit: float = 5.0e8,
     store_limit: float = 1.0e9,
     workers: int | None = None,
     progress=None,
