@@ -153,7 +153,7 @@ def read_counts_csv(
             continue
         if "status" in cols:
             s = df.loc[df["measure"] == m, "status"]
-            vals = sorted(set(s) - {""})
+            vals = sorted(set(s.unique().tolist()) - {""})
             bad = ~s.isin(("", "real", "modelled")).to_numpy()
             if bad.any():
                 sub = df[df["measure"] == m]
@@ -180,7 +180,7 @@ def read_counts_csv(
         return out
 
     # region order and names: first appearance
-    codes = list(dict.fromkeys(df["region"]))
+    codes = list(pd.unique(df["region"].to_numpy()))
     regions = []
     nm = {}
     if "name" in cols:
