@@ -362,3 +362,8 @@ def test_cli_compare_writes_table_and_note(tmp_path, capsys, template):
     assert "BE34 (298k)" in written
     code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v09", "--out", tmp_path / "x.csv")
     assert code == 2 and "unknown embedded p-table" in err and not (tmp_path / "x.csv").exists()
+    code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v01", "--level", 0, "--out", tmp_path / "x.csv")
+    assert code == 2 and "selection is empty" in err
+    # 5-year publication: the summary still shows e0 (age group Y_LT5)
+    code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v01", "--granularity", "5y", "--out", tmp_path / "y.csv")
+    assert code == 0 and re.search(r"^\s*e\s+Y_LT5\s+T\s", text, re.M), text

@@ -233,7 +233,8 @@ def cmd_compare(args) -> int:
     dt = time.perf_counter() - t0
     print(f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]")
     summ = summarise_comparison(df)
-    head = summ[(summ.indicator == "tfr") | ((summ.indicator == "e") & (summ.age_group.isin(["Y_LT1", "Y0"])))]
+    birth_labels = set(df.loc[(df.indicator == "e") & (df.age == 0), "age_group"])  # Y_LT1, or Y_LT5 for 5-year cells
+    head = summ[(summ.indicator == "tfr") | ((summ.indicator == "e") & summ.age_group.isin(birth_labels))]
     with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
         print((head if len(head) else summ).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     note = comparison_note(df)
