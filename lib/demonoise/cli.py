@@ -3,7 +3,11 @@
 ::
 
     demonoise datasets
-    demonoise compute --dataset be-2023 --V 1 5 [--granularity single|5y] [--mc 10000] --out results.parquet
+    demonoise compute --dataset be-2023 --V 1 5 [--ptable v01 FILE] [--granularity single|5y] [--mc 10000] --out results.parquet
+    demonoise compute --counts my_counts.csv --ptable v01 --out results.csv
+    demonoise ptable build --D 3 --V 1 --js 0 [--pstay 0.5] --out ptable.csv [--format transition|eurostat] [--K 100000]
+    demonoise ptable show v01|FILE [--V 1]
+    demonoise compare --dataset ess-2023 --ptable v01 [--mc 10000] --out comparison.parquet [--note note.md]
     demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
@@ -65,16 +69,31 @@ def cmd_datasets(args) -> int:
     return 0
 
 
-def cmd_compute(args) -> int:
-    from .compute import compute, noise_settings, summarise, write_table
-    from .io.datasets import load
+def _load_counts(args):
+    """The counts of ``--dataset NAME`` or ``--counts FILE`` (the CSV template), restricted
+    to ``--countries`` / ``--regions`` / ``--level`` when given."""
+    if getattr(args, "counts", None) is not None:
+        from .io.template import read_counts_csv
 
-    counts = load(args.dataset)
+        counts = read_counts_csv(args.counts)
+    else:
+        from .io.datasets import load
+
+        counts = load(args.dataset)
     if args.countries or args.regions:
         codes = list(args.regions or [])
         if args.countries:
             codes += [r.code for r in counts.regions if r.country in set(args.countries) and r.code not in codes]
         counts = counts.select(codes)
+    if getattr(args, "level", None) is not None:
+        counts = counts.select(level=args.level)
+    return counts
+
+
+def cmd_compute(args) -> int:
+    from .compute import compute, noise_settings, summarise, write_table
+
+    counts = _load_counts(args)
     settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
     t0 = time.perf_counter()
     progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
@@ -163,6 +182,134 @@ def _positive_seconds(s: str) -> float:
         raise argparse.ArgumentTypeError(f"timeout must be a finite number of seconds > 0, got {s}")
     return v
 
+def _resolution(table) -> float:
+    """Tolerance of "V reached": the probability resolution of the table times its largest
+    squared noise (key tables: 1/K; built or transition tables: 1e-8), at least 1e-6."""
+    step = 1.0 / table.n_keys if table.n_keys else 1e-8
+    return max(1e-6, step * table.max_deviation**2)
+
+
+def _moments_text(table, V=None) -> tuple[str, list[str]]:
+    """The per-count moments table as text, and one warning line per count where V is not reached."""
+
+    nominal = table.V if V is None else float(V)
+    tol = _resolution(table)
+    mom = table.moments(tol=tol)
+    rows = [f"{'i':>4}  {'bias':>11}  {'variance':>11}  {'E v^2':>11}  {'P(v=0)':>9}  {'nominal V':>9}  reached?"]
+    warn = []
+    for r in mom.itertuples():
+        i = int(r.i)
+        label = f"{i}" if i < table.I else f">={i}"
+        if i == 0:
+            reached = "zeros stay zero"
+        elif nominal is None:
+            reached = "?"
+        elif r.variance >= nominal - tol:
+            reached = "yes" if r.variance <= nominal + tol else f"yes (above V by {r.variance - nominal:.4g})"
+        else:
+            reached = f"NO (short by {nominal - r.variance:.4g})"
+            warn.append(f"V = {nominal:g} is not reached at count {label}: variance {r.variance:.6g}")
+        nv = "?" if nominal is None else f"{nominal:g}"
+        mean = round(float(r.mean), 12) + 0.0  # show 5.6e-17 as 0
+        rows.append(f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  {reached}")
+    if nominal is None:
+        warn.append("nominal V unknown (the file does not store it): pass --V to check it")
+    return "\n".join(rows), warn
+
+
+def _describe_table(table, V=None) -> str:
+    parts = [f"{table.label}: classes 0..{table.I} (the last stands for every count >= {table.I}), max |noise| {table.max_deviation}"]
+    if table.n_keys:
+        parts.append(f"K = {table.n_keys} cell keys")
+    if table.D is not None:
+        parts.append(f"D = {table.D}")
+    V = table.V if V is None else V
+    if V is not None:
+        parts.append(f"V = {V:g}")
+    if table.js:
+        parts.append(f"js = {table.js}")
+    if table.pstay is not None:
+        parts.append(f"pstay = {', '.join(f'{x:g}' for x in table.pstay)}")
+    parts.append(f"source: {table.source}")
+    return "; ".join(parts)
+
+
+def cmd_ptable_build(args) -> int:
+    import warnings
+
+    from .atomic import atomic_path
+    from .ptable import VarianceNotReachedWarning, build_ptable
+
+    pstay = None
+    if args.pstay:
+        pstay = args.pstay[0] if len(args.pstay) == 1 else list(args.pstay)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VarianceNotReachedWarning)  # reported below, per count
+        table = build_ptable(args.D, args.V, args.js, pstay, label=args.label or "")
+    out = Path(args.out)
+    with atomic_path(out) as tmp:
+        table.write(tmp, args.format, K=args.K)
+    text, warn = _moments_text(table)
+    print(_describe_table(table))
+    print(text)
+    print(f"-> {out} ({args.format} format" + (f", K = {args.K or 100000} cell keys" if args.format == "eurostat" else "") + ")")
+    for w in warn:
+        print(f"WARNING: {w} -- the construction treats V as an upper bound (as the R package ptable does) and keeps "
+              "the maximum-entropy law of the other constraints, whose variance is smaller here", file=sys.stderr)
+    return 0
+
+
+def _open_table(name_or_path: str, V=None, D=None, js: int = 0):
+    from .ptable import load_ptable, read_ptable
+
+    p = Path(name_or_path)
+    if p.exists():
+        return read_ptable(p, D=D, V=V, js=js, label=f"ptable {p.name}")
+    if p.suffix or "/" in name_or_path:
+        from .errors import ParameterError
+
+        raise ParameterError(f"p-table file {name_or_path} does not exist (embedded tables: v01, v03, v04)")
+    return load_ptable(name_or_path)
+
+
+def cmd_ptable_show(args) -> int:
+    table = _open_table(args.table, V=args.V)
+    text, warn = _moments_text(table, args.V)
+    print(_describe_table(table, args.V))
+    print(text)
+    for w in warn:
+        print(f"WARNING: {w}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .atomic import atomic_write_text
+    from .comparison import compare_noise, comparison_note, summarise_comparison
+    from .compute import write_table
+
+    counts = _load_counts(args)
+    table = _open_table(args.ptable)
+    t0 = time.perf_counter()
+    progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
+    df = compare_noise(
+        counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
+        mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes,
+    )  # fmt: skip
+    out = write_table(df, args.out)
+    dt = time.perf_counter() - t0
+    print(f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]")
+    summ = summarise_comparison(df)
+    birth_labels = set(df.loc[(df.indicator == "e") & (df.age == 0), "age_group"])  # Y_LT1, or Y_LT5 for 5-year cells
+    head = summ[(summ.indicator == "tfr") | ((summ.indicator == "e") & summ.age_group.isin(birth_labels))]
+    with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
+        print((head if len(head) else summ).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    note = comparison_note(df)
+    print()
+    print(note)
+    if args.note:
+        atomic_write_text(args.note, note + "\n")
+    return 0
+
 
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
@@ -177,15 +324,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_datasets)
 
     s = sub.add_parser("compute", help="analytic error propagation (+ Monte Carlo) -> tidy results table")
-    s.add_argument("--dataset", required=True, help="dataset name (see `demonoise datasets`)")
+    _data_args(s)
     s.add_argument("--V", nargs="+", type=_positive_float, metavar="V", help="noise variance(s) of the generic model, e.g. --V 1 5")
     s.add_argument("--D", type=int, default=None, help="maximum deviation of the generic noise (default: unbounded)")
     s.add_argument("--ptable", nargs="+", metavar="TABLE", help="p-table(s): an embedded name (v01, v03, v04) or a file")
     s.add_argument("--granularity", default="single", choices=["single", "5y", "5y-infant"], help="publication granularity of the noised cells (default: single, Eurostat's NUTS 2 layout)")
     s.add_argument("--indicators", nargs="+", default=["asfr", "tfr", "asmr", "e"], choices=["asfr", "tfr", "asmr", "e"])
-    s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries")
-    s.add_argument("--regions", nargs="+", metavar="CODE", help="restrict to these regions")
-    s.add_argument("--mc", type=int, default=0, metavar="N", help="Monte Carlo replicates for e and TFR (default 0: analytic only)")
+    _select_args(s)
+    s.add_argument("--mc", type=_nonneg_int, default=0, metavar="N", help="Monte Carlo replicates for e and TFR (default 0: analytic only)")
     s.add_argument("--seed", type=int, default=20230101)
     s.add_argument("--zero-floor", action="store_true", help="Monte Carlo: floor noisy counts at zero (a different noise model)")
     s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz")
@@ -205,7 +351,65 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--skip-incomplete", action="store_true", help="drop regions lacking a table or ages (listed) instead of failing")
     s.add_argument("--no-comparison", action="store_true", help="do not fetch the comparison tables demo_r_mlifexp, demo_r_find2")
     s.set_defaults(func=cmd_fetch)
+
+    s = sub.add_parser("ptable", help="perturbation tables of the cell key method: build, show")
+    psub = s.add_subparsers(dest="ptable_command", required=True)
+    b = psub.add_parser("build", help="build a p-table as the R package ptable does (maximum entropy) and write it")
+    b.add_argument("--D", type=int, required=True, help="maximum deviation (>= 1)")
+    b.add_argument("--V", type=_positive_float, required=True, help="noise variance (an upper bound in the construction)")
+    b.add_argument("--js", type=int, default=0, help="perturbed values 1..js are not allowed (default 0)")
+    b.add_argument("--pstay", type=float, nargs="+", metavar="P", help="preset probability of no change (one value, or one per count class)")
+    b.add_argument("--format", default="transition", choices=["transition", "eurostat"],
+                   help="transition: R ptable layout i,j,p,v,p_int_lb,p_int_ub,type (default); eurostat: pcv;ckey;pvalue with K integer keys")
+    b.add_argument("--K", type=int, default=None, help="number of cell keys for --format eurostat (default 100000)")
+    b.add_argument("--label", default="", help="short name used in results tables")
+    b.add_argument("--out", required=True, type=Path, help="output file (.gz: gzipped); written atomically")
+    b.set_defaults(func=cmd_ptable_build)
+    w = psub.add_parser("show", help="per-count moments of a p-table: bias, variance, nominal V, reached?")
+    w.add_argument("table", help="an embedded table (v01, v03, v04) or a p-table file (either format)")
+    w.add_argument("--V", type=_positive_float, default=None, help="nominal V to check against (files do not store it)")
+    w.set_defaults(func=cmd_ptable_show)
+
+    s = sub.add_parser("compare", help="noise sd under the generic model vs under a p-table, per region and indicator")
+    _data_args(s)
+    s.add_argument("--ptable", required=True, metavar="TABLE", help="an embedded table (v01, v03, v04) or a p-table file")
+    s.add_argument("--V", type=_positive_float, default=None, help="variance of the generic model (default: the table's nominal V)")
+    s.add_argument("--granularity", default="single", choices=["single", "5y", "5y-infant"], help="publication granularity of the noised cells")
+    s.add_argument("--indicators", nargs="+", default=None, choices=["asfr", "tfr", "asmr", "e"],
+                   help="default: e and, when the dataset has births, tfr")
+    s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
+    _select_args(s)
+    s.add_argument("--level", type=int, default=None, help="restrict to one NUTS level (0: countries, 2: NUTS 2)")
+    s.add_argument("--size-classes", nargs="+", type=_positive_float, default=[200_000, 1_000_000], metavar="POP",
+                   help="population size-class edges (default 200000 1000000)")
+    s.add_argument("--mc", type=_nonneg_int, default=0, metavar="N",
+                   help="noise-only Monte Carlo replicates: p-table and generic noise with a zero floor (default 0)")
+    s.add_argument("--seed", type=int, default=20230101)
+    s.add_argument("--out", required=True, type=Path, help="output table: .parquet, .csv or .csv.gz")
+    s.add_argument("--note", type=Path, default=None, help="also write the closing note to this text file")
+    s.set_defaults(func=cmd_compare)
     return p
+
+
+def _data_args(s):
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--dataset", help="dataset name (see `demonoise datasets`)")
+    g.add_argument("--counts", type=Path, metavar="FILE", help="counts in the CSV template layout (docs/csv_template.md)")
+
+
+def _select_args(s):
+    s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries")
+    s.add_argument("--regions", nargs="+", metavar="CODE", help="restrict to these regions")
+
+
+def _nonneg_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
+    return v
 
 
 def main(argv=None) -> int:
@@ -214,7 +418,8 @@ def main(argv=None) -> int:
     try:
         return int(args.func(args) or 0)
     except DemonoiseError as e:
-        print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
+        cmd = args.command + (f" {args.ptable_command}" if getattr(args, "ptable_command", None) else "")
+        print(f"demonoise {cmd}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

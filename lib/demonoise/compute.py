@@ -32,7 +32,7 @@ def noise_settings(V: Sequence[float] = (), *, D: int | None = None, ptables: Se
 
     out = [NoiseSetting.of(GenericNoise(float(v), D=D), noised) for v in V]
     for p in ptables:
-        table = read_ptable(p) if Path(str(p)).exists() else load_ptable(str(p))
+        table = read_ptable(p, label=f"ptable {Path(str(p)).name}") if Path(str(p)).exists() else load_ptable(str(p))
         out.append(NoiseSetting.of(PTableNoise(table), noised))
     if not out:
         raise ParameterError("no noise given: pass at least one V or one p-table")
