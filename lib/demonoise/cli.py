@@ -4,6 +4,7 @@
 
     demonoise datasets
     demonoise compute --dataset be-2023 --V 1 5 [--granularity single|5y] [--mc 10000] --out results.parquet
+    demonoise calibrate --dataset be-2023 [--thresholds 0.1 0.5 1] [--ptable-D 3 --ptable-js 0] --out calib.csv
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
 one-line message naming what is wrong), 1 on a failed batch.
@@ -45,6 +46,14 @@ def _progress(total: int, label: str):
             bar.close()
 
     return update
+
+
+def _number(s: str) -> float:
+    """A float as typed; range checks are the library's (ParameterError -> exit 2)."""
+    try:
+        return float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
 
 
 # --------------------------------------------------------------------------- commands
@@ -97,6 +106,93 @@ def cmd_compute(args) -> int:
     return 0
 
 
+def _load_counts(name: str):
+    """A dataset by registry name, or a counts template CSV file (``.csv``, ``.csv.gz``)."""
+    path = Path(name)
+    if path.name.lower().endswith((".csv", ".csv.gz")):
+        if not path.is_file():
+            from .errors import DataError
+
+            raise DataError("counts file not found", file=str(path))
+        from .io.template import read_counts_csv
+
+        return read_counts_csv(path)
+    try:
+        from .io.datasets import load
+    except ModuleNotFoundError:  # the registry is not part of this installation
+        from .errors import ParameterError
+
+        raise ParameterError(f"unknown dataset {name!r}: no dataset registry available; pass a counts CSV file") from None
+    return load(name)
+
+
+def _select(counts, regions, countries):
+    """Restrict to region codes and/or countries; unknown codes raise DataError naming them."""
+    from .errors import DataError
+
+    if not (regions or countries):
+        return counts
+    codes = []
+    for code in regions or []:
+        if code not in counts.codes:
+            raise DataError("unknown region code", dataset=counts.name, region=code)
+        codes.append(code)
+    for cc in countries or []:
+        hit = [r.code for r in counts.regions if r.country == cc]
+        if not hit:
+            raise DataError("no region of this country in the dataset", dataset=counts.name, region=cc)
+        codes += [c for c in hit if c not in codes]
+    return counts.select(codes)
+
+
+def cmd_calibrate(args) -> int:
+    from .calibration import calibrate, calibration_summary, check_thresholds
+    from .compute import write_table
+    from .errors import ParameterError
+
+    # every parameter is checked before any data are read or anything is written
+    thresholds = check_thresholds(args.thresholds)
+    name = args.out.name.lower()
+    if not (name.endswith(".parquet") or name.endswith(".csv") or name.endswith(".csv.gz")):
+        raise ParameterError(f"output {args.out}: use a .parquet, .csv or .csv.gz extension")
+    ptable_opts = args.ptable_D is not None or args.ptable_js is not None or args.pstay is not None
+    if args.family == "generic" and ptable_opts and args.ptable_D is None:
+        raise ParameterError("--ptable-js/--pstay need --ptable-D (the p-table family's maximum deviation)")
+    if args.family == "ptable" or args.ptable_D is not None:
+        if args.ptable_D is None:
+            raise ParameterError("--family ptable needs --ptable-D (maximum deviation)")
+        from .calibration import PTableFamily
+
+        family = PTableFamily(args.ptable_D, args.ptable_js or 0, args.pstay)
+    else:
+        family = "generic"
+    counts = _select(_load_counts(args.dataset), args.regions, args.countries)
+    t0 = time.perf_counter()
+    df = calibrate(counts, thresholds, family=family, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages)
+    out = write_table(df, args.out)
+    dt = time.perf_counter() - t0
+    fam = df.attrs.get("family", "generic")
+    extra = ""
+    if "v_top" in df.attrs:
+        extra = f"; family V range [{df.attrs['v_lo']:.6g}, {df.attrs['v_top']:g}], tables constant from V = {df.attrs['v_sat']:.6g}"
+    print(f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {fam}{extra}) -> {out}  [{dt:.1f} s]")
+    summ = calibration_summary(df)
+    for ind, g in summ.groupby("indicator", sort=False):
+        parts = []
+        for r in g.itertuples():
+            if not r.region:
+                txt = f"A<={r.threshold:g}: -"
+            elif r.V_max_min == float("inf"):
+                txt = f"A<={r.threshold:g}: every V (no table of the family reaches it)"
+            else:
+                txt = f"A<={r.threshold:g}: {r.V_max_min:.4g} ({r.region} {r.sex})"
+            if r.infeasible:
+                txt += f", no table of the family meets it for {r.infeasible} of {r.items} (e.g. {r.infeasible_region} {r.infeasible_sex})"
+            parts.append(txt)
+        print(f"{ind}: smallest V_max by threshold -- " + "; ".join(parts))
+    return 0
+
+
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
@@ -123,6 +219,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--zero-floor", action="store_true", help="Monte Carlo: floor noisy counts at zero (a different noise model)")
     s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz")
     s.set_defaults(func=cmd_compute)
+
+    s = sub.add_parser("calibrate", help="largest noise variance V keeping the noise admixture below thresholds -> table")
+    s.add_argument("--dataset", required=True, help="dataset name (see `demonoise datasets`) or a counts template CSV file")
+    s.add_argument("--thresholds", nargs="+", type=_number, default=[0.1, 0.5, 1.0], metavar="A",
+                   help="admixture thresholds as fractions in (0, 10] (default 0.1 0.5 1)")
+    s.add_argument("--family", choices=["generic", "ptable"], default="generic",
+                   help="generic integer noise of variance V (closed form, default) or a p-table family (numeric)")
+    s.add_argument("--ptable-D", type=int, default=None, metavar="D", help="p-table family: maximum deviation (implies --family ptable)")
+    s.add_argument("--ptable-js", type=int, default=None, metavar="JS", help="p-table family: no results in 1..js (default 0)")
+    s.add_argument("--pstay", type=float, default=None, help="p-table family: preset probability of no change")
+    s.add_argument("--granularity", default="single", choices=["single", "5y", "5y-infant"], help="publication granularity of the noised cells")
+    s.add_argument("--indicators", nargs="+", default=None, choices=["asfr", "tfr", "asmr", "e"], help="default: all the dataset supports")
+    s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
+    s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries")
+    s.add_argument("--regions", nargs="+", metavar="CODE", help="restrict to these regions")
+    s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz (written atomically)")
+    s.set_defaults(func=cmd_calibrate)
     return p
 
 
