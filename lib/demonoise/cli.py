@@ -9,6 +9,7 @@
     demonoise ptable show v01|FILE [--V 1]
     demonoise compare --dataset ess-2023 --ptable v01 [--mc 10000] --out comparison.parquet [--note note.md]
     demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
+    demonoise calibrate --dataset be-2023 [--thresholds 0.1 0.5 1] [--ptable-D 3 --ptable-js 0] --out calib.csv
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
 one-line message naming what is wrong), 1 on a failed batch.
@@ -52,6 +53,14 @@ def _progress(total: int, label: str):
     return update
 
 
+def _number(s: str) -> float:
+    """A float as typed; range checks are the library's (ParameterError -> exit 2)."""
+    try:
+        return float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+
+
 # --------------------------------------------------------------------------- commands
 def cmd_datasets(args) -> int:
     from .io.datasets import available
@@ -70,21 +79,24 @@ def cmd_datasets(args) -> int:
 
 
 def _load_counts(args):
-    """The counts of ``--dataset NAME`` or ``--counts FILE`` (the CSV template), restricted
-    to ``--countries`` / ``--regions`` / ``--level`` when given."""
-    if getattr(args, "counts", None) is not None:
+    """The counts of ``--dataset NAME`` (a registry name, or a counts template CSV file)
+    or ``--counts FILE``, restricted to ``--countries`` / ``--regions`` / ``--level``."""
+    from .errors import DataError
+
+    path = getattr(args, "counts", None)
+    if path is None and str(args.dataset).lower().endswith((".csv", ".csv.gz")):
+        path = Path(args.dataset)
+    if path is not None:
+        if not Path(path).is_file():
+            raise DataError("counts file not found", file=str(path))
         from .io.template import read_counts_csv
 
-        counts = read_counts_csv(args.counts)
+        counts = read_counts_csv(path)
     else:
         from .io.datasets import load
 
         counts = load(args.dataset)
-    if args.countries or args.regions:
-        codes = list(args.regions or [])
-        if args.countries:
-            codes += [r.code for r in counts.regions if r.country in set(args.countries) and r.code not in codes]
-        counts = counts.select(codes)
+    counts = _select(counts, getattr(args, "regions", None), getattr(args, "countries", None))
     if getattr(args, "level", None) is not None:
         counts = counts.select(level=args.level)
     return counts
@@ -308,6 +320,71 @@ def cmd_compare(args) -> int:
     print(note)
     if args.note:
         atomic_write_text(args.note, note + "\n")
+
+def _select(counts, regions, countries):
+    """Restrict to region codes and/or countries; unknown codes raise DataError naming them."""
+    from .errors import DataError
+
+    if not (regions or countries):
+        return counts
+    codes = []
+    for code in regions or []:
+        if code not in counts.codes:
+            raise DataError("unknown region code", dataset=counts.name, region=code)
+        codes.append(code)
+    for cc in countries or []:
+        hit = [r.code for r in counts.regions if r.country == cc]
+        if not hit:
+            raise DataError("no region of this country in the dataset", dataset=counts.name, region=cc)
+        codes += [c for c in hit if c not in codes]
+    return counts.select(codes)
+
+
+def cmd_calibrate(args) -> int:
+    from .calibration import calibrate, calibration_summary, check_thresholds
+    from .compute import write_table
+    from .errors import ParameterError
+
+    # every parameter is checked before any data are read or anything is written
+    thresholds = check_thresholds(args.thresholds)
+    name = args.out.name.lower()
+    if not (name.endswith(".parquet") or name.endswith(".csv") or name.endswith(".csv.gz")):
+        raise ParameterError(f"output {args.out}: use a .parquet, .csv or .csv.gz extension")
+    ptable_opts = args.ptable_D is not None or args.ptable_js is not None or args.pstay is not None
+    if args.family == "generic" and ptable_opts and args.ptable_D is None:
+        raise ParameterError("--ptable-js/--pstay need --ptable-D (the p-table family's maximum deviation)")
+    if args.family == "ptable" or args.ptable_D is not None:
+        if args.ptable_D is None:
+            raise ParameterError("--family ptable needs --ptable-D (maximum deviation)")
+        from .calibration import PTableFamily
+
+        family = PTableFamily(args.ptable_D, args.ptable_js or 0, args.pstay)
+    else:
+        family = "generic"
+    counts = _load_counts(args)
+    t0 = time.perf_counter()
+    df = calibrate(counts, thresholds, family=family, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages)
+    out = write_table(df, args.out)
+    dt = time.perf_counter() - t0
+    fam = df.attrs.get("family", "generic")
+    extra = ""
+    if "v_top" in df.attrs:
+        extra = f"; family V range [{df.attrs['v_lo']:.6g}, {df.attrs['v_top']:g}], tables constant from V = {df.attrs['v_sat']:.6g}"
+    print(f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {fam}{extra}) -> {out}  [{dt:.1f} s]")
+    summ = calibration_summary(df)
+    for ind, g in summ.groupby("indicator", sort=False):
+        parts = []
+        for r in g.itertuples():
+            if not r.region:
+                txt = f"A<={r.threshold:g}: -"
+            elif r.V_max_min == float("inf"):
+                txt = f"A<={r.threshold:g}: every V (no table of the family reaches it)"
+            else:
+                txt = f"A<={r.threshold:g}: {r.V_max_min:.4g} ({r.region} {r.sex})"
+            if r.infeasible:
+                txt += f", no table of the family meets it for {r.infeasible} of {r.items} (e.g. {r.infeasible_region} {r.infeasible_sex})"
+            parts.append(txt)
+        print(f"{ind}: smallest V_max by threshold -- " + "; ".join(parts))
     return 0
 
 
@@ -388,6 +465,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, type=Path, help="output table: .parquet, .csv or .csv.gz")
     s.add_argument("--note", type=Path, default=None, help="also write the closing note to this text file")
     s.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("calibrate", help="largest noise variance V keeping the noise admixture below thresholds -> table")
+    s.add_argument("--dataset", required=True, help="dataset name (see `demonoise datasets`) or a counts template CSV file")
+    s.add_argument("--thresholds", nargs="+", type=_number, default=[0.1, 0.5, 1.0], metavar="A",
+                   help="admixture thresholds as fractions in (0, 10] (default 0.1 0.5 1)")
+    s.add_argument("--family", choices=["generic", "ptable"], default="generic",
+                   help="generic integer noise of variance V (closed form, default) or a p-table family (numeric)")
+    s.add_argument("--ptable-D", type=int, default=None, metavar="D", help="p-table family: maximum deviation (implies --family ptable)")
+    s.add_argument("--ptable-js", type=int, default=None, metavar="JS", help="p-table family: no results in 1..js (default 0)")
+    s.add_argument("--pstay", type=float, default=None, help="p-table family: preset probability of no change")
+    s.add_argument("--granularity", default="single", choices=["single", "5y", "5y-infant"], help="publication granularity of the noised cells")
+    s.add_argument("--indicators", nargs="+", default=None, choices=["asfr", "tfr", "asmr", "e"], help="default: all the dataset supports")
+    s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
+    s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries")
+    s.add_argument("--regions", nargs="+", metavar="CODE", help="restrict to these regions")
+    s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz (written atomically)")
+    s.set_defaults(func=cmd_calibrate)
     return p
 
 
@@ -421,6 +515,9 @@ def main(argv=None) -> int:
         cmd = args.command + (f" {args.ptable_command}" if getattr(args, "ptable_command", None) else "")
         print(f"demonoise {cmd}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # e.g. a full disk or an unwritable output directory: nothing half-written remains
+        print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
