@@ -136,3 +136,24 @@ def test_zero_exposure_with_deaths_and_empty_open_group(be):
     with pytest.raises(DataError, match="open age group") as e:
         linearise(c.replace(deaths=d), indicators=("e",))
     assert (e.value.region, e.value.sex, e.value.age) == ("BE10", "M", "Y_GE85")
+
+
+def test_tfr_and_asfr_analytic_match_monte_carlo():
+    """TFR in every region (all Belgian regions exceed 100 000 inhabitants) and every
+    ASFR cell with at least 20 births, on be-2023 (real population; regional births
+    modelled from the real national births), V = 5, N = 10 000."""
+    from demonoise.io.datasets import load
+
+    be = load("be-2023")
+    lz = linearise(be, indicators=("asfr", "tfr"))
+    g = GenericNoise(5.0)
+    mc = monte_carlo(lz, g, n=N, seed=13, indicators=("asfr", "tfr"), quantiles=None)
+    df = results_table(lz, [g], mc={0: mc})
+    tfr = df[df.indicator == "tfr"]
+    assert len(tfr) == 12
+    cells = df[(df.indicator == "asfr") & (df.events >= 20)]
+    assert len(cells) > 300
+    for name, part in (("TFR", tfr), (f"{len(cells)} ASFR cells with >= 20 births", cells)):
+        worst = part[["z_noise", "z_pois", "z_tot"]].abs().max()
+        print(f"largest |z| for {name}:", worst.round(2).to_dict())
+        assert (worst < 5).all()
