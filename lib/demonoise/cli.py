@@ -10,6 +10,7 @@
     demonoise compare --dataset ess-2023 --ptable v01 [--mc 10000] --out comparison.parquet [--note note.md]
     demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
     demonoise calibrate --dataset be-2023 [--thresholds 0.1 0.5 1] [--ptable-D 3 --ptable-js 0] --out calib.csv
+    demonoise notebook whatif|teaching [-p NAME VALUE ...] [--out DIR] [--no-pdf] [--force]
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
 one-line message naming what is wrong), 1 on a failed batch.
@@ -182,6 +183,35 @@ def cmd_fetch(args) -> int:
         print(f"  {'absent':<11} {len(res.absent)} NUTS 2021 region(s) without population data for {c.year}: {shown}")
     n_dl = len(res.downloaded)
     print(f"cache: {res.cache} ({len(res.entries)} tables: {n_dl} downloaded, {len(res.entries) - n_dl} reused)")
+    return 0
+
+
+def _parameter_value(text: str):
+    """A ``-p NAME VALUE`` value: JSON if it parses (``4``, ``0.5``, ``[1, 5]``, ``true``,
+    ``null``), else the string itself (``BE34``, ``5y``)."""
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def cmd_notebook(args) -> int:
+    from .errors import ParameterError
+    from .report.extras import render_notebook
+
+    params = {}
+    for name, value in args.parameter or []:
+        if not name.isidentifier():
+            raise ParameterError(f"parameter name {name!r} is not a Python identifier")
+        params[name] = _parameter_value(value)
+    res = render_notebook(args.name, params, args.out, pdf=not args.no_pdf, force=args.force)
+    print(f"{args.name}: {res.html} ({res.html_bytes / 1e6:.1f} MB, {res.html_seconds:.1f} s)")
+    if res.pdf is not None:
+        print(f"{args.name}: {res.pdf} ({res.pdf_seconds:.1f} s)")
+    elif not args.no_pdf:
+        print(f"{args.name}: {res.pdf_error}", file=sys.stderr)
     return 0
 
 
@@ -482,6 +512,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--regions", nargs="+", metavar="CODE", help="restrict to these regions")
     s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz (written atomically)")
     s.set_defaults(func=cmd_calibrate)
+
+    s = sub.add_parser("notebook", help="execute an extra notebook (whatif, teaching) with parameters and render it to HTML/PDF")
+    s.add_argument("name", help="notebook name: whatif or teaching (notebooks/<name>.ipynb)")
+    s.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="papermill parameter; VALUE is read as JSON if it parses (4, 0.5, [1, 5], null), else as text (BE34)")
+    s.add_argument("--out", type=Path, default=Path("output"), help="output directory (default: output)")
+    s.add_argument("--no-pdf", action="store_true", help="HTML only")
+    s.add_argument("--force", action="store_true", help="execute even if the executed notebook is up to date")
+    s.set_defaults(func=cmd_notebook)
     return p
 
 

@@ -1,0 +1,218 @@
+"""Kernel-side helpers of the what-if and teaching notebooks: Altair chart builders and
+collapsible solution blocks.
+
+Like :mod:`demonoise.report.charts`, every builder takes numbers the library has
+computed (a results table, :func:`demonoise.whatif.sensitivity`, the arrays of
+:mod:`demonoise.teaching`) and only draws them. Relative uncertainties are shown in per
+cent; the same component colours as the reports (:data:`~.charts.COMPONENT_COLOURS`).
+"""
+
+from __future__ import annotations
+
+import html as _html
+from typing import Mapping, Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .charts import COMPONENT_COLOURS
+
+__all__ = [
+    "title",
+    "setting_label",
+    "uncertainty_by_setting",
+    "sensitivity_chart",
+    "derivative_check_chart",
+    "variance_by_age_chart",
+    "solution",
+    "SOLUTION_CSS",
+]
+
+_ADMIX_REF = pd.DataFrame({"A": [10.0, 41.4], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
+
+
+def title(text: str, data_label: str | None = None) -> alt.TitleParams:
+    """A chart title with the data label as subtitle (shown on every chart of real or
+    modelled data)."""
+    if data_label:
+        lines = [p.strip() for p in str(data_label).split(";") if p.strip()]
+        lines = [f"Data: {lines[0]}"] + lines[1:]
+        return alt.TitleParams(text=text, subtitle=lines, subtitleFontSize=10, subtitleColor="#5b6570", anchor="start")
+    return alt.TitleParams(text=text, anchor="start")
+
+
+def setting_label(df: pd.DataFrame) -> pd.Series:
+    """``"V = 1"`` for generic noise, the p-table name otherwise; with the granularity
+    and scale appended when they vary within ``df``."""
+    lab = pd.Series(np.where(df["noise_model"] == "ptable", df["ptable"].astype(str), "V = " + df["V"].map(lambda v: f"{v:g}")), index=df.index)
+    if "granularity" in df and df["granularity"].nunique() > 1:
+        lab = lab + ", " + df["granularity"].astype(str)
+    if "scale" in df and df["scale"].nunique() > 1:
+        lab = lab + ", x" + df["scale"].map(lambda s: f"{s:g}")
+    return lab
+
+
+def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None, log: bool = True, width: int = 230, height: int = 150, columns: int = 3):
+    """Relative uncertainty (%) by age -- Poisson, noise, total -- one panel per noise
+    setting (one region, one sex, one indicator). Hollow points: fewer than 10 events
+    (first order unreliable)."""
+    d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)].copy()
+    d0["setting"] = setting_label(d0)
+    parts = []
+    for col, label in (("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total")):
+        p = d0[["setting", "age", "age_group", "events", "small_count"]].copy()
+        p["component"] = label
+        p["rel"] = 100.0 * d0[col].to_numpy()
+        parts.append(p)
+    d = pd.concat(parts, ignore_index=True)
+    d = d[d["rel"] > 0] if log else d
+    colour = alt.Color("component:N", scale=alt.Scale(domain=list(COMPONENT_COLOURS), range=list(COMPONENT_COLOURS.values())),
+                       legend=alt.Legend(title=None, orient="top"))
+    base = alt.Chart(d).encode(
+        x=alt.X("age:Q", title="age"),
+        y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log") if log else alt.Scale(zero=True)),
+        color=colour,
+        tooltip=["setting:N", "age_group:N", "component:N", alt.Tooltip("rel:Q", format=".3g"), "events:Q"],
+    )
+    lines = base.mark_line(strokeWidth=1.3)
+    small = base.transform_filter("datum.small_count").mark_point(size=14, filled=False, opacity=0.7)
+    order = list(dict.fromkeys(d0["setting"]))
+    return (
+        alt.layer(lines, small, data=d)
+        .properties(width=width, height=height)
+        .facet(facet=alt.Facet("setting:N", title=None, sort=order), columns=columns)
+        .properties(title=chart_title or "")
+    )
+
+
+def _log_ticks(values) -> list[float]:
+    """1-2-5 ticks covering ``values`` (at most ~8 of them)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return []
+    lo, hi = np.floor(np.log10(v.min())), np.ceil(np.log10(v.max()))
+    ticks = [m * 10.0**k for k in np.arange(lo, hi + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if v.min() / 1.25 <= t <= v.max() * 1.25]
+    return ticks if len(ticks) >= 2 else sorted({float(v.min()), float(v.max())})
+
+
+def sensitivity_chart(sens: pd.DataFrame, *, indicator: str = "e0", sex: str = "F", chart_title=None, width: int = 300, height: int = 220):
+    """Two panels over a scale grid (:func:`demonoise.whatif.sensitivity`): the relative
+    noise sd (%) of one indicator per noise setting, with the Poisson sd (dashed), and
+    the admixture (%) with its 10 % and 41 % reference lines; population on a log axis."""
+    d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)].copy()
+    d["rel_noise_pc"] = 100.0 * d["rel_noise"]
+    d["rel_pois_pc"] = 100.0 * d["rel_pois"]
+    d["A"] = 100.0 * d["admixture"]
+    x = alt.X("population:Q", title="population (average, exposure)", scale=alt.Scale(type="log", nice=False, padding=12),
+              axis=alt.Axis(format="~s", values=_log_ticks(d["population"])))
+    ylog = alt.Scale(type="log", nice=False, padding=10)
+    colour = alt.Color("noise:N", title="noise", legend=alt.Legend(orient="top"))
+    tip = ["noise:N", alt.Tooltip("scale:Q", format="g"), alt.Tooltip("population:Q", format=",.0f"),
+           alt.Tooltip("rel_noise_pc:Q", format=".3g", title="noise sd (%)"), alt.Tooltip("A:Q", format=".3g", title="A (%)")]
+    base = alt.Chart(d).encode(x=x, color=colour, tooltip=tip)
+    sd = base.mark_line(point=True).encode(y=alt.Y("rel_noise_pc:Q", title=f"relative sd of {indicator} (%)", scale=ylog))
+    pois = (
+        alt.Chart(d.drop_duplicates("scale"))
+        .mark_line(strokeDash=[5, 3], color=COMPONENT_COLOURS["Poisson"])
+        .encode(x=x, y="rel_pois_pc:Q", tooltip=[alt.Tooltip("rel_pois_pc:Q", format=".3g", title="Poisson sd (%)")])
+    )
+    pois_text = (
+        alt.Chart(d.sort_values("scale").head(1))
+        .mark_text(align="left", dx=4, dy=-8, fontSize=9, color=COMPONENT_COLOURS["Poisson"])
+        .encode(x=x, y="rel_pois_pc:Q", text=alt.value("Poisson"))
+    )
+    left = alt.layer(pois, sd, pois_text).properties(width=width, height=height, title="noise sd and Poisson sd")
+    adm = base.mark_line(point=True).encode(y=alt.Y("A:Q", title="noise admixture A (%)", scale=ylog))
+    ref = alt.Chart(_ADMIX_REF).mark_rule(strokeDash=[4, 3], color="#888").encode(y="A:Q")
+    ref_text = alt.Chart(_ADMIX_REF).mark_text(align="right", dy=-5, fontSize=9, color="#666").encode(y="A:Q", x=alt.value(width - 2), text="label:N")
+    right = alt.layer(adm, ref, ref_text).properties(width=width, height=height, title="admixture")
+    return alt.hconcat(left, right).properties(title=chart_title or "")
+
+
+def derivative_check_chart(ages: Sequence[float], closed: Mapping[str, np.ndarray], fd: Mapping[str, np.ndarray], *,
+                           chart_title=None, y_title: str = "|d e / d m_x|", width: int = 520, height: int = 220):
+    """Closed-form derivatives (lines) and their finite-difference twins (points) by age,
+    ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``). Differences
+    where the closed form is exactly 0 are not drawn (rounding noise on a log axis)."""
+    rows = []
+    for name, v in closed.items():
+        rows.append(pd.DataFrame({"age": ages, "series": name, "how": "closed form", "value": np.abs(np.asarray(v, dtype=float))}))
+    for name, v in fd.items():
+        v = np.abs(np.asarray(v, dtype=float))
+        if name in closed:  # where the closed form is exactly 0 (x < k) a difference is rounding only
+            v = np.where(np.asarray(closed[name]) != 0, v, np.nan)
+        rows.append(pd.DataFrame({"age": ages, "series": name, "how": "finite difference", "value": v}))
+    d = pd.concat(rows, ignore_index=True)
+    d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
+    colour = alt.Color("series:N", title=None, legend=alt.Legend(orient="top"))
+    y = alt.Y("value:Q", title=y_title, scale=alt.Scale(type="log"))
+    tip = ["series:N", "how:N", "age:Q", alt.Tooltip("value:Q", format=".6g")]
+    line = alt.Chart(d).transform_filter("datum.how == 'closed form'").mark_line(strokeWidth=1.4).encode(x=alt.X("age:Q", title="age x"), y=y, color=colour, tooltip=tip)
+    pts = alt.Chart(d).transform_filter("datum.how == 'finite difference'").mark_point(size=18, filled=False).encode(x="age:Q", y=y, color=colour, tooltip=tip)
+    return alt.layer(line, pts).properties(width=width, height=height, title=chart_title or "")
+
+
+def variance_by_age_chart(ages: Sequence[float], terms: Mapping[str, np.ndarray], *, chart_title=None,
+                          y_title: str = "contribution to Var(e0) (years^2)", width: int = 520, height: int = 230):
+    """Per-age terms of a variance sum (e.g. Poisson, noise at V = 1 and V = 5), log axis."""
+    colours = {"Poisson": COMPONENT_COLOURS["Poisson"]}
+    rows = [pd.DataFrame({"age": ages, "component": k, "value": np.asarray(v, dtype=float)}) for k, v in terms.items()]
+    d = pd.concat(rows, ignore_index=True)
+    d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
+    domain = list(terms)
+    others = ["#e45756", "#b22222", "#f58518", "#72b7b2", "#54a24b"]
+    rng = [colours.get(k) or others[i % len(others)] for i, k in enumerate(domain)]
+    return (
+        alt.Chart(d)
+        .mark_line(point=alt.OverlayMarkDef(size=10), strokeWidth=1.2)
+        .encode(
+            x=alt.X("age:Q", title="age x (85 = open group 85+)"),
+            y=alt.Y("value:Q", title=y_title, scale=alt.Scale(type="log")),
+            color=alt.Color("component:N", title=None, scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(orient="top")),
+            tooltip=["component:N", "age:Q", alt.Tooltip("value:Q", format=".3g")],
+        )
+        .properties(width=width, height=height, title=chart_title or "")
+    )
+
+
+#: Style of the solution blocks: collapsed on screen, printed open (a PDF cannot be
+#: clicked). ``::details-content`` needs Chromium 131 or later.
+SOLUTION_CSS = (
+    "<style>"
+    "details.dn-solution{border-left:3px solid #4c78a8;padding:.2em .8em;margin:.6em 0;background:#f6f8fb}"
+    "details.dn-solution>summary{cursor:pointer;font-weight:600;color:#2b4f7a}"
+    "@media print{details.dn-solution::details-content{content-visibility:visible;display:block}"
+    "details.dn-solution>summary{list-style:none}}"
+    "</style>"
+)
+
+
+def solution(summary: str, *parts) -> "object":
+    """A collapsible solution block (``<details>``), for Jupyter and for the HTML report.
+
+    Parameters
+    ----------
+    summary : str
+        The visible line, e.g. ``"Solution 1"``.
+    *parts : str or pandas.DataFrame
+        Paragraphs: a string is HTML (maths in ``$...$`` is typeset by MathJax in the
+        report), a DataFrame is rendered as an HTML table.
+
+    Returns
+    -------
+    IPython.display.HTML
+    """
+    from IPython.display import HTML
+
+    body = []
+    for p in parts:
+        if isinstance(p, pd.DataFrame):
+            body.append(p.to_html(index=False, border=0, classes="dn-table"))
+        elif hasattr(p, "to_html") and callable(p.to_html):  # a Styler
+            body.append(p.to_html())
+        else:
+            body.append(f"<p>{p}</p>")
+    return HTML(f'{SOLUTION_CSS}<details class="dn-solution"><summary>{_html.escape(summary)}</summary>{"".join(body)}</details>')

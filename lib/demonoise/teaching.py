@@ -1,0 +1,331 @@
+r"""The variance of life expectancy, step by step, each step with a numerical twin.
+
+Computation layer (numpy only, no I/O, no plotting): the teaching notebook
+(``notebooks/teaching.ipynb``) calls these functions and shows what they return.
+
+The derivation (DESIGN.md sections 2 and 4; :func:`demonoise.lifetable.e_derivative`)
+goes through the life table one column at a time. For a closed interval ``x`` of width
+``n`` (``n = 1`` in the complete table), ``b = 1 - a_x``:
+
+1. ``q_x = n m / (1 + n b m)``                       ->  ``dq_x/dm_x = n / (1 + n b m)^2``
+2. ``l_{x+n} = l_x (1 - q_x)``                        ->  ``dl_{x+n}/dm_x = -n l_x / (1 + n b m)^2``
+3. ``L_x = n l_x / (1 + n b m)``                      ->  ``dL_x/dm_x = -n^2 b l_x / (1 + n b m)^2``
+4. ``T_k = sum_{k<=y<x} L_y + L_x + l_{x+n} e_{x+n}`` ->  ``dT_k/dm_x = dL_x/dm_x + e_{x+n} dl_{x+n}/dm_x``
+   (product rule; ``e_{x+n}`` depends on rates above ``x`` only)
+5. open interval ``w``: ``L_w = l_w / m_w``            ->  ``dT_k/dm_w = -l_w / m_w^2``
+6. ``e_k = T_k / l_k`` and ``l_k`` does not depend on ``m_x`` for ``x >= k``
+   ->  ``de_k/dm_x = (dT_k/dm_x) / l_k`` for ``x >= k``, 0 below ``k``;
+7. chain rule through ``m = D / E``: ``de/dD_x = (de/dm_x) / E_x``,
+   ``de/dE_x = -(de/dm_x) m_x / E_x``, ``E_x = (P_x(t) + P_x(t+1)) / 2``;
+8. ``Var(e_k) = sum_x (de_k/dm_x)^2 Var(m_x)``,
+   ``Var(m_x) = (Var D_x + m_x^2 Var E_x) / E_x^2``: Poisson ``Var D_x = D_x``,
+   ``Var E_x = 0``; noise on ``c_x`` published cells of variance ``V`` each,
+   ``Var D_x = c_x V`` and ``Var E_x = c_x V / 2``.
+
+Each closed form here has a finite-difference twin computed from the life table itself
+(:func:`demonoise.lifetable.life_table_from_rates`, :func:`demonoise.indicators.life_expectancy`)
+by central differences, all perturbations in one vectorised pass (the perturbed
+quantity becomes a leading axis).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ParameterError
+from .indicators import life_expectancy
+from .layout import Layout
+from .lifetable import LifeTable, e_derivative, life_table_from_rates
+
+__all__ = [
+    "STEPS",
+    "closed_form_steps",
+    "finite_difference_steps",
+    "count_gradients_fd",
+    "max_relative_error",
+    "check_steps",
+    "cells_per_group",
+    "variance_terms",
+    "unknown_cell_variance",
+]
+
+#: The derivation steps checked by :func:`check_steps`: (key, what, closed form).
+STEPS = (
+    ("dq", "d q_x / d m_x", "n / (1 + n b m_x)^2"),
+    ("dl", "d l_{x+n} / d m_x", "-n l_x / (1 + n b m_x)^2"),
+    ("dL", "d L_x / d m_x", "-n^2 b l_x / (1 + n b m_x)^2;  open: -l_w / m_w^2"),
+    ("dT", "d T_0 / d m_x", "dL_x/dm_x + e_{x+n} dl_{x+n}/dm_x;  open: -l_w / m_w^2"),
+    ("de", "d e_k / d m_x", "(d T_k / d m_x) / l_k for x >= k, else 0"),
+)
+
+
+def closed_form_steps(lt: LifeTable, ages=(0,)) -> dict:
+    r"""Closed-form derivatives of every life-table column with respect to its own ``m_x``.
+
+    Parameters
+    ----------
+    lt : LifeTable
+        Any leading axes, life-table ages last (``X`` intervals, the last one open).
+    ages : sequence of int
+        Interval *indices* ``k`` of ``e_k`` for the last step.
+
+    Returns
+    -------
+    dict of ndarray
+        ``dq``, ``dL``, ``dT`` of shape (..., X); ``dl`` (..., X-1) (the open interval
+        has no successor); ``de`` (..., K, X) from :func:`~demonoise.lifetable.e_derivative`.
+        ``dq`` of the open interval is 0 (``q_w = 1`` whatever ``m_w``).
+
+    Notes
+    -----
+    Equations in the module docstring (steps 1-6); with ``d = 1 + n b m``::
+
+        dq_x/dm_x = n / d^2,   dl_{x+n}/dm_x = -n l_x / d^2,   dL_x/dm_x = -n^2 b l_x / d^2
+        dT_k/dm_x = dL_x/dm_x + e_{x+n} dl_{x+n}/dm_x = -n l_x (n b + e_{x+n}) / d^2
+        dT_k/dm_w = dL_w/dm_w = -l_w / m_w^2
+
+    References: Chiang (1984), ch. 10; Preston, Heuveline & Guillot (2001), section 3.2.
+    """
+    n = lt.n[:-1]
+    b = 1.0 - lt.a[..., :-1]
+    mc = lt.m[..., :-1]
+    lc = lt.l[..., :-1]
+    d2 = (1.0 + n * b * mc) ** 2
+    lead = lt.shape[:-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dq = np.concatenate([n / d2, np.zeros(lead + (1,))], axis=-1)
+        dl = -n * lc / d2
+        dL_open = -lt.l[..., -1:] / lt.m[..., -1:] ** 2
+        dL = np.concatenate([-(n**2) * b * lc / d2, dL_open], axis=-1)
+        dT = np.concatenate([dL[..., :-1] + lt.e[..., 1:] * dl, dL_open], axis=-1)
+    de = e_derivative(lt, ages=np.atleast_1d(np.asarray(ages)))
+    return {"dq": dq, "dl": dl, "dL": dL, "dT": dT, "de": de}
+
+
+def _steps_h(m: np.ndarray, rel_step: float, floor: float) -> np.ndarray:
+    return rel_step * np.maximum(np.abs(m), floor)
+
+
+def finite_difference_steps(m, lower, *, ages=(0,), a=0.5, a0=None, rel_step: float = 1e-5, floor: float = 0.1) -> dict:
+    r"""Central finite differences of the life-table columns with respect to each ``m_x``.
+
+    Every rate is perturbed by ``+-h_x``, ``h_x = rel_step * max(|m_x|, floor)``, one at
+    a time but in one vectorised pass: the perturbed rate becomes an extra axis, so the
+    life tables of all ``2 X`` perturbations of all leading cells are built at once
+    (:func:`~demonoise.lifetable.life_table_from_rates` without checks). Then
+    ``f'(m_x) ~ (f(m_x + h) - f(m_x - h)) / (2 h)``, whose error is ``O(h^2)``.
+
+    Parameters
+    ----------
+    m : array_like (..., X)
+        Death rates on the life-table axis.
+    lower : array_like (X,)
+        Interval starts (last interval open).
+    ages : sequence of int
+        Interval indices ``k`` of ``e_k``.
+    a, a0 : as in :func:`demonoise.lifetable.life_table`.
+    rel_step, floor : float
+        Step size rule (a floor keeps the step positive where ``m_x = 0``).
+
+    Returns
+    -------
+    dict of ndarray
+        Same keys and shapes as :func:`closed_form_steps`; ``dT`` is ``dT_0/dm_x``.
+    """
+    m = np.asarray(m, dtype=float)
+    X = m.shape[-1]
+    ks = np.atleast_1d(np.asarray(ages))
+    h = _steps_h(m, rel_step, floor)  # (..., X)
+    eye = np.eye(X)
+    bump = h[..., :, None] * eye  # (..., X_perturbed, X)
+    a = np.asarray(a, dtype=float)
+    if a.ndim:  # per-interval (or per-cell) a: add the perturbation axis
+        a = a[..., None, :]
+    if a0 is not None and np.ndim(a0):
+        a0 = np.asarray(a0, dtype=float)[..., None]
+    plus = life_table_from_rates(m[..., None, :] + bump, lower, a=a, a0=a0, check=False)
+    minus = life_table_from_rates(m[..., None, :] - bump, lower, a=a, a0=a0, check=False)
+    two_h = 2.0 * h
+    idx = np.arange(X)
+
+    def own(col):  # d col_x / d m_x: the diagonal of the perturbation axis
+        return (getattr(plus, col)[..., idx, idx] - getattr(minus, col)[..., idx, idx]) / two_h
+
+    dl = (plus.l[..., idx[:-1], idx[:-1] + 1] - minus.l[..., idx[:-1], idx[:-1] + 1]) / two_h[..., :-1]
+    dT = (plus.T[..., :, 0] - minus.T[..., :, 0]) / two_h
+    de = (plus.e[..., :, ks] - minus.e[..., :, ks]) / two_h[..., :, None]  # (..., X, K)
+    return {"dq": own("q"), "dl": dl, "dL": own("L"), "dT": dT, "de": np.swapaxes(de, -1, -2)}
+
+
+def count_gradients_fd(layout: Layout, deaths, pop_start, pop_end, ages=(0,), *, a=0.5, a0=None,
+                       rel_step: float = 3e-4, floor: float = 1.0) -> dict:
+    r"""Central finite differences of ``e_k`` with respect to every *published* cell.
+
+    The whole chain a statistical office runs -- published cells, ``UNK`` spread, the
+    open group summed from its cells, ``E = (P(t) + P(t+1)) / 2``, ``m = D / E``, the life
+    table -- is recomputed with each cell perturbed by ``+-h``,
+    ``h = rel_step * max(|cell|, mean |cell| of its row, floor)``
+    (:func:`demonoise.indicators.life_expectancy`, no checks), vectorised over the
+    perturbed cell. The row mean keeps the step useful for empty cells (an ``UNK``
+    cell of 0 moves a whole table through the proportional spread).
+
+    Parameters
+    ----------
+    layout : Layout
+    deaths, pop_start, pop_end : array_like (..., A)
+        Published cells (``UNK`` last if the axis has it).
+    ages : sequence of int
+        Interval indices ``k``.
+
+    Returns
+    -------
+    dict of ndarray (..., K, A)
+        Keyed like :attr:`demonoise.indicators.Linearisation.grads`: ``deaths``,
+        ``pop_start``, ``pop_end``; compare with
+        :func:`demonoise.indicators.linearise_e` (closed form + chain rule).
+    """
+    cells = {"deaths": np.asarray(deaths, dtype=float), "pop_start": np.asarray(pop_start, dtype=float),
+             "pop_end": np.asarray(pop_end, dtype=float)}
+    ks = np.atleast_1d(np.asarray(ages))
+    out = {}
+    for name, c in cells.items():
+        A = c.shape[-1]
+        typical = np.maximum(np.abs(c).mean(axis=-1, keepdims=True), floor)
+        h = rel_step * np.maximum(np.abs(c), typical)
+        bump = h[..., :, None] * np.eye(A)
+
+        def e_at(sign):
+            args = {k: (v[..., None, :] if k != name else v[..., None, :] + sign * bump) for k, v in cells.items()}
+            lt = life_expectancy(layout, args["deaths"], args["pop_start"], args["pop_end"], a=a, a0=a0, check=False)
+            return lt.e[..., ks]  # (..., A, K)
+
+        g = (e_at(+1.0) - e_at(-1.0)) / (2.0 * h[..., :, None])
+        out[name] = np.swapaxes(g, -1, -2)
+    return out
+
+
+def max_relative_error(approx, exact, *, rtol_zero: float = 1e-12) -> float:
+    r"""``max |approx - exact| / |exact|`` over the entries where ``exact != 0``.
+
+    Entries where ``exact`` is zero (e.g. ``de_k/dm_x`` below ``k``) are judged on the
+    absolute difference relative to the largest ``|exact|``, so that a spurious
+    non-zero there is not hidden. Non-finite pairs raise.
+    """
+    approx, exact = np.broadcast_arrays(np.asarray(approx, dtype=float), np.asarray(exact, dtype=float))
+    if not (np.all(np.isfinite(approx)) and np.all(np.isfinite(exact))):
+        raise ParameterError("max_relative_error: non-finite derivatives (zero exposure or an empty open group?)")
+    scale = np.max(np.abs(exact)) if exact.size else 0.0
+    if scale == 0:
+        return float(np.max(np.abs(approx), initial=0.0))
+    nz = np.abs(exact) > rtol_zero * scale
+    rel = np.abs(approx[nz] - exact[nz]) / np.abs(exact[nz])
+    zero = np.abs(approx[~nz] - exact[~nz]) / scale
+    return float(max(np.max(rel, initial=0.0), np.max(zero, initial=0.0)))
+
+
+def check_steps(lt: LifeTable, ages=(0,), *, rel_step: float = 1e-5) -> list[dict]:
+    """Closed form against finite differences for every step of :data:`STEPS`.
+
+    Parameters
+    ----------
+    lt : LifeTable
+        The table whose rates are differentiated (``lt.m``, ``lt.lower``, ``lt.a``).
+    ages : sequence of int
+        Interval indices ``k`` of the ``e_k`` step.
+
+    Returns
+    -------
+    list of dict
+        One per step: ``step``, ``derivative``, ``closed_form``, ``max_rel_error``,
+        ``values`` (number of derivatives compared).
+    """
+    a = lt.a  # per-interval a (a_0 included), broadcast view
+    cf = closed_form_steps(lt, ages)
+    fd = finite_difference_steps(lt.m, lt.lower, ages=ages, a=np.array(a), a0=None, rel_step=rel_step)
+    rows = []
+    for key, what, formula in STEPS:
+        rows.append({
+            "step": key,
+            "derivative": what,
+            "closed_form": formula,
+            "max_rel_error": max_relative_error(fd[key], cf[key]),
+            "values": int(np.size(cf[key])),
+        })
+    return rows
+
+
+def cells_per_group(layout: Layout) -> np.ndarray:
+    """Number of published known-age cells in each life-table interval, (X,).
+
+    E.g. 1 for each single age and 16 for 85+ (Y85..Y99, Y_OPEN) in Eurostat's NUTS 2
+    layout; 1 for every group when the counts are published in 5-year groups.
+    """
+    return layout.to_lifetable.sum(axis=0)
+
+
+def variance_terms(de_dm, D, E, cells, V: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per-age terms of ``Var(e_k) = sum_x (de_k/dm_x)^2 Var(m_x)`` (step 8).
+
+    Parameters
+    ----------
+    de_dm : ndarray (..., K, X)
+        Closed-form derivatives (:func:`~demonoise.lifetable.e_derivative`).
+    D, E : ndarray (..., X)
+        Deaths and exposure of the life-table intervals.
+    cells : ndarray (X,)
+        Published cells per interval (:func:`cells_per_group`).
+    V : float
+        Noise variance per published cell.
+
+    Returns
+    -------
+    (poisson, noise) : two ndarrays (..., K, X)
+        ``(de/dm_x)^2 D_x / E_x^2`` and ``(de/dm_x)^2 (c_x V + m_x^2 c_x V / 2) / E_x^2``;
+        summed over ``x`` they are the Poisson and noise variances of ``e_k`` (equal to
+        the library's :meth:`~demonoise.indicators.Linearisation.variance` when no age
+        is unknown).
+    """
+    D = np.asarray(D, dtype=float)[..., None, :]
+    E = np.asarray(E, dtype=float)[..., None, :]
+    m = D / E
+    g2 = np.asarray(de_dm, dtype=float) ** 2
+    c = np.asarray(cells, dtype=float)
+    pois = g2 * D / E**2
+    noise = g2 * (c * V + m**2 * c * V / 2.0) / E**2
+    return pois, noise
+
+
+def unknown_cell_variance(de_dm, D, E, P0, P1, V: float = 1.0) -> np.ndarray:
+    r"""Noise variance of ``e_k`` that enters through the three ``UNK`` cells (deaths and
+    both 1 January stocks).
+
+    ``UNK`` is a published cell of its own, so it receives noise of variance ``V`` even
+    when it holds 0; the indicator spreads it over the known ages in proportion
+    (:func:`demonoise.counts.spread_unknown`): ``dD_x/du_D = D_x / sum_y D_y`` and
+    ``dE_x/du_P = P_x / (2 sum_y P_y)`` for each stock. With
+    ``de/dD_x = (de/dm_x)/E_x`` and ``de/dE_x = -(de/dm_x) m_x/E_x``::
+
+        Var_UNK(e_k) = V [ (sum_x de/dD_x D_x/S_D)^2
+                           + sum_{P in P(t), P(t+1)} (sum_x de/dE_x P_x/(2 S_P))^2 ]
+
+    Parameters
+    ----------
+    de_dm : ndarray (..., K, X)
+    D, E, P0, P1 : ndarray (..., X)
+        Deaths, exposure and the two stocks on the life-table intervals (known ages).
+    V : float
+
+    Returns
+    -------
+    ndarray (..., K)
+        Added to ``variance_terms(...)[1].sum(-1)`` it gives the library's noise variance
+        (:meth:`demonoise.indicators.Linearisation.variance`) when the ``UNK`` cells hold 0.
+    """
+    g = np.asarray(de_dm, dtype=float)
+    D, E, P0, P1 = (np.asarray(v, dtype=float)[..., None, :] for v in (D, E, P0, P1))
+    gD = g / E
+    gE = -g * (D / E) / E
+    uD = (gD * D).sum(-1) / D.sum(-1)
+    u0 = (gE * P0).sum(-1) / (2.0 * P0.sum(-1))
+    u1 = (gE * P1).sum(-1) / (2.0 * P1.sum(-1))
+    return V * (uD**2 + u0**2 + u1**2)
