@@ -5,6 +5,7 @@
     demonoise datasets
     demonoise compute --dataset be-2023 --V 1 5 [--granularity single|5y] [--mc 10000] --out results.parquet
     demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
+    demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out DIR] [--no-pdf]
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
 one-line message naming what is wrong), 1 on a failed batch.
@@ -154,6 +155,17 @@ def cmd_fetch(args) -> int:
     return 0
 
 
+def cmd_overview(args) -> int:
+    from .report.overview import render_overview
+
+    t0 = time.perf_counter()
+    params = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
+    r = render_overview(params, args.out, pdf=not args.no_pdf, force=args.force, store=args.store)
+    dt = time.perf_counter() - t0
+    print(f"Europe overview -> {r.html}" + (f", {r.pdf}" if r.pdf else f" ({r.pdf_error})" if r.pdf_error else "") + f"  [{dt:.1f} s]")
+    return 0
+
+
 def _positive_seconds(s: str) -> float:
     try:
         v = float(s)
@@ -205,6 +217,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--skip-incomplete", action="store_true", help="drop regions lacking a table or ages (listed) instead of failing")
     s.add_argument("--no-comparison", action="store_true", help="do not fetch the comparison tables demo_r_mlifexp, demo_r_find2")
     s.set_defaults(func=cmd_fetch)
+
+    s = sub.add_parser("overview", help="the Europe overview report: every NUTS 2 region, the V's side by side -> DIR/overview.html (+ PDF)")
+    s.add_argument("--dataset", default="ess-2023", help="dataset name (default ess-2023, the Europe-wide demonstration set)")
+    s.add_argument("--V", nargs="+", type=_positive_float, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)")
+    s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
+    s.add_argument("--sex", default="T", choices=["T", "F", "M"], help="sex shown for the mortality indicators (default T)")
+    s.add_argument("--mc", type=int, default=0, metavar="N", help="Monte Carlo replicates for a check of e0/TFR (default 0)")
+    s.add_argument("--out", type=Path, default=Path("output"), help="output directory (default output)")
+    s.add_argument("--store", type=Path, default=None, help="results store (default OUT/results)")
+    s.add_argument("--no-pdf", action="store_true", help="HTML only")
+    s.add_argument("--force", action="store_true", help="recompute and re-execute even if up to date")
+    s.set_defaults(func=cmd_overview)
     return p
 
 
