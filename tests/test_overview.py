@@ -323,11 +323,13 @@ COUNTRIES = ["BE", "FR", "PT"]  # 11 + 27 + 7 NUTS 2 regions, incl. 7 of the 8 o
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    from demonoise.cli import main
-
     out = tmp_path_factory.mktemp("overview")
-    rc = main(["overview", "--dataset", "ess-2023", "--V", "1", "5", "--countries", *COUNTRIES, "--out", str(out), "--no-pdf"])
-    assert rc == 0
+    # a hand-made calibration table (the calibration module is built elsewhere): the
+    # section must show its minimum (BE21, 0.25) and count the regions below each V
+    cal = pd.DataFrame({"region": ["BE10", "BE21", "FRY1"], "nuts_level": 2, "sex": "T", "indicator": "e", "age": 0.0,
+                        "threshold": 0.1, "V_max": [12.0, 0.25, 3.5], "status": "ok"})
+    res = ov.render_overview({"dataset": "ess-2023", "V": [1, 5], "countries": COUNTRIES}, out, pdf=False, calibration=cal)
+    assert res.pdf is None and res.html == out / "overview.html"
     return out
 
 
@@ -372,6 +374,45 @@ def test_overview_numbers_come_from_the_results(rendered):
     assert m["regions"] == e0.region.nunique() == 45
     assert m["e0_A_median_V5"] == pytest.approx(e0[e0.V == 5].admixture.median())
     assert m["e0_over41_V5"] == int((e0[e0.V == 5].admixture > math.sqrt(2) - 1).sum())
+
+
+@chromium
+def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
+    import shutil
+    import subprocess
+
+    from demonoise.report.render import render_pdf
+
+    pdf = render_pdf(rendered / "overview.html", tmp_path / "overview.pdf")
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) not installed")
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    pages = text.split("\f")
+    # cover, contents, then one page (or more) per section; the map page carries the credit
+    map_pages = [p for p in pages if "Map of the e0 admixture" in p and "EuroGeographics for the administrative boundaries" in p]
+    assert len(map_pages) == 1 and "FRY1" in map_pages[0]
+    assert len([p for p in pages if "demonstration data" in p]) >= 9
+
+
+def test_calibration_section_shows_the_table_passed(rendered):
+    html = (rendered / "overview.html").read_text(encoding="utf-8")
+    cal = re.split(r'<section class="dn-section"', html)[9]
+    assert "Calibration of V" in cal and "not available" not in cal
+    row = re.search(r"<tr>(?:(?!</tr>).)*>e0<(?:(?!</tr>).)*</tr>", cal, flags=re.S).group(0)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+    # indicator, threshold (%), regions, V_max min, region of the min, median, below V=1, below V=5
+    assert cells == ["e0", "10", "3", "0.25", "BE21", "3.5", "1", "2"]
+
+
+def test_cli_overview_arguments():
+    from demonoise.cli import build_parser
+
+    a = build_parser().parse_args(["overview", "--V", "5", "1", "--countries", "BE", "--no-pdf"])
+    assert a.func.__name__ == "cmd_overview" and a.dataset == "ess-2023" and a.V == [5.0, 1.0] and a.no_pdf
+    assert str(a.out) == "output"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["overview", "--V", "-1"])
 
 
 def test_cli_overview_unknown_country(tmp_path, capsys):

@@ -495,6 +495,13 @@ def calibration_table(cal: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", 
     return pd.DataFrame(rows, columns=cols)
 
 
+_THRESHOLD_COLOURS = ["#08306b", "#2171b5", "#6baed6", "#c6dbef"]
+
+
+def _threshold_label(t: float) -> str:
+    return f"A \u2264 {100 * float(t):g} %"
+
+
 def calibration_chart(cal: pd.DataFrame, pop: pd.DataFrame | None = None, *, keys: Sequence[str] = ("e0", "tfr"), sex: str = "T", V: Sequence[float] = (1.0, 5.0), width: int = 330, height: int = 240):
     """``V_max`` against population (log-log), one panel per indicator, one colour per
     admixture threshold, with horizontal rules at the V's of the run.
@@ -513,13 +520,17 @@ def calibration_chart(cal: pd.DataFrame, pop: pd.DataFrame | None = None, *, key
             xcol, xtitle = "population", "population (average)"
         else:
             xcol, xtitle = "events", "events behind the indicator"
-        d["threshold_label"] = "A \u2264 " + (100 * d["threshold"]).map(lambda t: f"{t:g}") + " %"
-        keep = ["region", xcol, "V_max", "threshold_label"] + (["region_name"] if "region_name" in d else [])
-        d = d[keep]
-        pts = alt.Chart(d).mark_point(filled=True, size=16, opacity=0.6).encode(
-            x=alt.X(f"{xcol}:Q", title=xtitle, scale=alt.Scale(type="log")),
-            y=alt.Y("V_max:Q", title="largest V keeping A below the threshold", scale=alt.Scale(type="log")),
-            color=alt.Color("threshold_label:N", title="threshold", legend=alt.Legend(orient="top")),
+        thr = sorted(_cal_rows(cal, key, sex)["threshold"].unique())
+        order = [_threshold_label(t) for t in thr]
+        d["threshold_label"] = d["threshold"].map(_threshold_label)
+        d = d[["region", xcol, "V_max", "threshold_label"]]
+        colours = _THRESHOLD_COLOURS[: len(order)] if len(order) <= len(_THRESHOLD_COLOURS) else None
+        pts = alt.Chart(d).mark_point(filled=True, size=16, opacity=0.7).encode(
+            x=_log_x(d[xcol], xtitle, xcol),
+            y=_log_y(pd.concat([d["V_max"], pd.Series([float(v) for v in V])]), "V_max", "largest V keeping A at or below the threshold"),
+            color=alt.Color("threshold_label:N", title="threshold", sort=order,
+                            scale=alt.Scale(domain=order, range=colours) if colours else alt.Scale(domain=order, scheme="blues"),
+                            legend=alt.Legend(orient="top")),
             tooltip=["region:N", alt.Tooltip("V_max:Q", format=".3g"), "threshold_label:N"],
         )
         ref = pd.DataFrame({"V": [float(v) for v in V], "label": [f"V = {v:g}" for v in V]})
@@ -551,12 +562,12 @@ def _log_domain(values) -> tuple[float, float]:
     return float(v.min()) / 1.25, float(v.max()) * 1.25
 
 
-def _log_x(pop, title: str = "population (average)"):
-    """Log x axis of population: data range, ticks at 1 and 3 x 10^k."""
+def _log_x(pop, title: str = "population (average)", field: str = "population"):
+    """Log x axis (population): data range, ticks at 1 and 3 x 10^k."""
     import altair as alt
 
     lo, hi = _log_domain(pop)
-    return alt.X("population:Q", title=title, scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+    return alt.X(f"{field}:Q", title=title, scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
                  axis=alt.Axis(values=_ticks(lo, hi, (1.0, 3.0)), format="~s", grid=True))
 
 
@@ -797,9 +808,12 @@ def _display_name(col: str) -> tuple[str, str]:
 
 
 def _pct(x) -> str:
+    """3 significant digits (thousands separated from 1 000 on); nan: dash; inf: infinity."""
     if pd.isna(x):
         return "\u2014"
-    return "\u221e" if np.isinf(x) else f"{x:.3g}"
+    if np.isinf(x):
+        return "\u221e"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
 
 def _count(x) -> str:
@@ -844,6 +858,10 @@ def display_table(df: pd.DataFrame, *, value_format: str = "{:.2f}", value_name:
         key = lambda c: names[c][1]  # noqa: E731
     styler = d.style.format({key(c): f for c, f in fmt.items()}, na_rep="\u2014").hide(axis="index")
     cols = list(names)
+    if grouped:  # the "V = v" group headers: centred over their columns, underlined
+        styler = styler.set_table_styles(
+            [{"selector": "th.col_heading.level0", "props": "text-align: center; border-bottom: 1px solid #c5ccd3;"}], overwrite=False
+        )
     left = [c for c in ("region", "region_name", "indicator") if c in names]
     if left:
         styler = styler.set_properties(subset=[key(c) for c in left], **{"text-align": "left"})
@@ -1140,7 +1158,8 @@ def render_overview(
     t = time.perf_counter()
     paths = {}
     for gran in ("single", "5y"):
-        spec = ResultsSpec(p.dataset, V=p.V, granularity=gran, countries=p.countries, mc=p.mc, e_ages=(0, 65))
+        # the Monte Carlo check (if any) is for the published layout, single ages
+        spec = ResultsSpec(p.dataset, V=p.V, granularity=gran, countries=p.countries, mc=p.mc if gran == "single" else 0, e_ages=(0, 65))
         df, path = results(spec, store, force=force, workers=workers)
         paths[gran] = path.resolve()
         if gran == "single":
