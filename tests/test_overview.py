@@ -330,11 +330,11 @@ def rendered(tmp_path_factory):
                         "threshold": 0.1, "V_max": [12.0, 0.25, 3.5], "status": "ok"})
     res = ov.render_overview({"dataset": "ess-2023", "V": [1, 5], "countries": COUNTRIES}, out, pdf=False, calibration=cal)
     assert res.pdf is None and res.html == out / "overview.html"
-    return out
+    return res
 
 
 def test_overview_renders_offline_with_the_map(rendered):
-    html = (rendered / "overview.html").read_text(encoding="utf-8")
+    html = rendered.html.read_text(encoding="utf-8")
     c = scan_html(html)
     assert c.violations == [] and c.scripts_with_src == []
     svgs = re.findall(r"<svg\b.*?</svg>", html, flags=re.S)
@@ -365,11 +365,9 @@ def test_overview_numbers_come_from_the_results(rendered):
 
     from demonoise.report.render import read_metrics
 
-    nb = nbformat.read(rendered / "notebooks" / "overview.ipynb", as_version=4)
+    nb = nbformat.read(rendered.notebook, as_version=4)
     m = read_metrics(nb)
-    res = sorted((rendered / "results" / "ess-2023").glob("*-single-*.parquet"))
-    assert len(res) == 1
-    df = pd.read_parquet(res[0])
+    df = pd.read_parquet(rendered.results_single)
     e0 = df[(df.nuts_level == 2) & (df.indicator == "e") & (df.age == 0) & (df.sex == "T")]
     assert m["regions"] == e0.region.nunique() == 45
     assert m["e0_A_median_V5"] == pytest.approx(e0[e0.V == 5].admixture.median())
@@ -383,7 +381,7 @@ def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
 
     from demonoise.report.render import render_pdf
 
-    pdf = render_pdf(rendered / "overview.html", tmp_path / "overview.pdf")
+    pdf = render_pdf(rendered.html, tmp_path / "overview.pdf")
     assert pdf.read_bytes()[:5] == b"%PDF-"
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) not installed")
@@ -396,13 +394,23 @@ def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
 
 
 def test_calibration_section_shows_the_table_passed(rendered):
-    html = (rendered / "overview.html").read_text(encoding="utf-8")
+    html = rendered.html.read_text(encoding="utf-8")
     cal = re.split(r'<section class="dn-section"', html)[9]
     assert "Calibration of V" in cal and "not available" not in cal
     row = re.search(r"<tr>(?:(?!</tr>).)*>e0<(?:(?!</tr>).)*</tr>", cal, flags=re.S).group(0)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
     # indicator, threshold (%), regions, V_max min, region of the min, median, below V=1, below V=5
     assert cells == ["e0", "10", "3", "0.25", "BE21", "3.5", "1", "2"]
+
+
+def test_index_row_links_the_overview(rendered):
+    from demonoise.report.index import write_index
+
+    res = rendered
+    index = write_index([res.index_row()], res.html.parent / "index.html")
+    page = index.read_text(encoding="utf-8")
+    assert '<a href="overview.html">HTML</a>' in page and "Europe overview" in page
+    assert res.summary["regions"] == 45 and set(res.summary) >= {"e0 A median, V = 1", "e0 A median, V = 5"}
 
 
 def test_cli_overview_arguments():
