@@ -11,6 +11,7 @@
     demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
     demonoise calibrate --dataset be-2023 [--thresholds 0.1 0.5 1] [--ptable-D 3 --ptable-js 0] --out calib.csv
     demonoise notebook whatif|teaching [-p NAME VALUE ...] [--out DIR] [--no-pdf] [--force]
+    demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out DIR] [--no-pdf]
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
 one-line message naming what is wrong), 1 on a failed batch.
@@ -212,6 +213,15 @@ def cmd_notebook(args) -> int:
         print(f"{args.name}: {res.pdf} ({res.pdf_seconds:.1f} s)")
     elif not args.no_pdf:
         print(f"{args.name}: {res.pdf_error}", file=sys.stderr)
+
+def cmd_overview(args) -> int:
+    from .report.overview import render_overview
+
+    t0 = time.perf_counter()
+    params = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
+    r = render_overview(params, args.out, pdf=not args.no_pdf, force=args.force, store=args.store)
+    dt = time.perf_counter() - t0
+    print(f"Europe overview -> {r.html}" + (f", {r.pdf}" if r.pdf else f" ({r.pdf_error})" if r.pdf_error else "") + f"  [{dt:.1f} s]")
     return 0
 
 
@@ -521,6 +531,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--force", action="store_true", help="execute even if the executed notebook is up to date")
     s.set_defaults(func=cmd_notebook)
+
+    s = sub.add_parser("overview", help="the Europe overview report: every NUTS 2 region, the V's side by side -> DIR/overview.html (+ PDF)")
+    s.add_argument("--dataset", default="ess-2023", help="dataset name (default ess-2023, the Europe-wide demonstration set)")
+    s.add_argument("--V", nargs="+", type=_positive_float, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)")
+    s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
+    s.add_argument("--sex", default="T", choices=["T", "F", "M"], help="sex shown for the mortality indicators (default T)")
+    s.add_argument("--mc", type=int, default=0, metavar="N", help="Monte Carlo replicates for a check of e0/TFR (default 0)")
+    s.add_argument("--out", type=Path, default=Path("output"), help="output directory (default output)")
+    s.add_argument("--store", type=Path, default=None, help="results store (default OUT/results)")
+    s.add_argument("--no-pdf", action="store_true", help="HTML only")
+    s.add_argument("--force", action="store_true", help="recompute and re-execute even if up to date")
+    s.set_defaults(func=cmd_overview)
     return p
 
 

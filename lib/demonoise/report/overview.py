@@ -1,0 +1,1230 @@
+"""The Europe overview report: every NUTS 2 region of a dataset, the V's side by side.
+
+What the overview shows (``notebooks/overview.ipynb`` calls the functions below; it
+computes nothing itself):
+
+* per indicator (e0, e65, TFR, and the median over ages of ASMR and ASFR): the
+  relative noise uncertainty and the noise admixture of every NUTS 2 region against
+  its population, log-log, one colour per V, with the Poisson uncertainty for
+  reference (:func:`indicator_rows`, :func:`population_scatter`);
+* a map of the e0 admixture by NUTS 2 region, one panel per V
+  (:func:`admixture_map`); the regions outside the map's frame (the outermost
+  regions ES70, FRY1-FRY5, PT20, PT30) are listed in a table (:func:`outside_frame`,
+  :func:`map_values`);
+* the effect of publishing 5-year instead of single-age cells: the ratio of the noise
+  sd of e0, e65 and the TFR between the two publications, per region
+  (:func:`granularity_effect`, :func:`granularity_summary`, :func:`granularity_chart`);
+* the most affected regions (:func:`most_affected`);
+* the calibration of V (:func:`calibration_table`, :func:`calibration_chart`, from
+  :func:`demonoise.calibration.calibrate`).
+
+Definitions (DESIGN.md section 4): relative uncertainty ``delta = sd / value``;
+noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (10 %: noise adds a tenth
+to the statistical uncertainty; ``sqrt(2) - 1 = 41.4 %``: noise as large as Poisson).
+All tables keep the NUTS 2 rows (``nuts_level == 2``) of the generic noise model.
+
+:func:`render_overview` runs the whole thing: results from the store (computed once
+by the library), the notebook executed by papermill, ``overview.html`` (+ PDF).
+Presentation layer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ParameterError, ReportError
+
+__all__ = [
+    "EUROPE_FRAME",
+    "OUTERMOST",
+    "KEYS",
+    "A_EQUAL",
+    "OverviewParams",
+    "OverviewResult",
+    "nuts2",
+    "v_values",
+    "population",
+    "indicator_rows",
+    "age_summary",
+    "summary_table",
+    "most_affected",
+    "granularity_effect",
+    "granularity_summary",
+    "outside_frame",
+    "map_values",
+    "admixture_class",
+    "MAP_CLASSES",
+    "drawn_codes",
+    "no_data_on_map",
+    "outside_table",
+    "calibration_table",
+    "calibration_chart",
+    "population_scatter",
+    "admixture_map",
+    "SpecChart",
+    "granularity_chart",
+    "display_table",
+    "banner",
+    "load_inputs",
+    "split_sections",
+    "find_notebook",
+    "render_overview",
+]
+
+#: Map frame: lon_min, lat_min, lon_max, lat_max (the data README's tested view).
+EUROPE_FRAME = (-24.0, 34.5, 44.8, 71.2)
+#: NUTS 2 regions that fall outside :data:`EUROPE_FRAME` (EU outermost regions); the
+#: overview lists them in a table (checked against the geometry in the tests).
+OUTERMOST = ("ES70", "FRY1", "FRY2", "FRY3", "FRY4", "FRY5", "PT20", "PT30")
+#: Noise admixture when noise and Poisson variances are equal: sqrt(2) - 1.
+A_EQUAL = math.sqrt(2.0) - 1.0
+
+#: Indicator keys of the overview: (indicator, age or None, how).
+#: ``how``: "row" -- one row per region; "median" -- median over the ages.
+KEYS = {
+    "e0": ("e", 0.0, "row"),
+    "e65": ("e", 65.0, "row"),
+    "tfr": ("tfr", None, "row"),
+    "asmr": ("asmr", None, "median"),
+    "asfr": ("asfr", None, "median"),
+}
+KEY_TITLES = {
+    "e0": "life expectancy at birth (e0)",
+    "e65": "life expectancy at 65 (e65)",
+    "tfr": "total fertility rate (TFR)",
+    "asmr": "age-specific mortality rates (median over ages)",
+    "asfr": "age-specific fertility rates (median over ages)",
+}
+SHORT_NAMES = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asmr": "ASMR (median over ages)", "asfr": "ASFR (median over ages)"}
+_FEMALE_ONLY = ("tfr", "asfr")
+
+# V colours: ordered light -> dark (a larger V is a darker red); Poisson in the
+# component colour of the other report pages.
+_V_COLOURS = ["#f58518", "#b2182b", "#7b3294", "#1b7837", "#555555"]
+_POISSON_COLOUR = "#4c78a8"
+_MAP_BREAKS = [5.0, 10.0, 20.0, 100.0 * A_EQUAL, 100.0]
+_MAP_COLOURS = ["#ffffb2", "#fed976", "#feb24c", "#fd8d3c", "#f03b20", "#bd0026"]
+_NO_DATA = "#d9d9d9"
+_GEO_DATASET = "nuts2_2021"
+#: Classes of the admixture map (labels), from :data:`_MAP_BREAKS`.
+MAP_CLASSES = ("< 5 %", "5\u201310 %", "10\u201320 %", "20\u201341 %", "41\u2013100 %", "\u2265 100 %")
+NO_DATA = "no data"
+
+
+# =================================================================== tables
+def nuts2(df: pd.DataFrame) -> pd.DataFrame:
+    """NUTS 2 rows (``nuts_level == 2``) of the generic noise model."""
+    need = {"nuts_level", "noise_model"}
+    missing = need - set(df.columns)
+    if missing:
+        raise ParameterError(f"not a results table: column(s) {', '.join(sorted(missing))} missing")
+    return df[(df["nuts_level"] == 2) & (df["noise_model"] == "generic")]
+
+
+def v_values(df: pd.DataFrame) -> list[float]:
+    """The V's of a results table's generic rows, ascending."""
+    v = df.loc[df["noise_model"] == "generic", "V"] if "noise_model" in df else df["V"]
+    return sorted(float(x) for x in pd.unique(v.dropna()))
+
+
+def _v_tag(v: float) -> str:
+    return f"V{float(v):g}"
+
+
+def population(df: pd.DataFrame) -> pd.DataFrame:
+    """Average population (exposure) of every region and sex.
+
+    Taken from the ``e`` rows at age 0 (their exposure is the average population over
+    all ages, ``(P(t) + P(t+1)) / 2``); without them, the sum of the ``asmr``
+    exposures over ages.
+
+    Returns
+    -------
+    DataFrame
+        ``region, sex, population`` (one row per region and sex).
+    """
+    e0 = df[(df["indicator"] == "e") & (df["age"] == 0)]
+    if len(e0):
+        out = e0.groupby(["region", "sex"], as_index=False, sort=True)["exposure"].first()
+    else:
+        a = df[df["indicator"] == "asmr"]
+        if not len(a):
+            raise ParameterError("the results table has neither e (age 0) nor asmr rows: no population to show")
+        first = a.drop_duplicates(["region", "sex", "age"])
+        out = first.groupby(["region", "sex"], as_index=False, sort=True)["exposure"].sum()
+    return out.rename(columns={"exposure": "population"})
+
+
+_ROW_COLS = ["region", "region_name", "country", "sex", "V", "value", "events", "rel_pois", "rel_noise", "rel_tot", "admixture", "sd_noise", "sd_pois"]
+
+
+def age_summary(df: pd.DataFrame, indicator: str, *, sex: str = "T", stat: str = "median") -> pd.DataFrame:
+    """Summary over ages of an age-specific indicator, per region and V.
+
+    For ``asmr``/``asfr`` rows the median (or ``stat``: any pandas reduction name)
+    over the age groups of ``rel_pois``, ``rel_noise``, ``rel_tot`` and ``admixture``;
+    an age group without events has an infinite relative uncertainty and admixture
+    and counts as such (a median is robust to a few of them). ``events`` is the sum
+    over ages; ``value`` is not summarised (``nan``).
+    """
+    d = df[(df["indicator"] == indicator) & (df["sex"] == sex)]
+    g = d.groupby(["region", "V"], sort=True)
+    out = g.agg(
+        region_name=("region_name", "first"),
+        country=("country", "first"),
+        sex=("sex", "first"),
+        events=("events", "sum"),
+        ages=("age", "size"),
+        rel_pois=("rel_pois", stat),
+        rel_noise=("rel_noise", stat),
+        rel_tot=("rel_tot", stat),
+        admixture=("admixture", stat),
+    ).reset_index()
+    out["value"] = np.nan
+    out["sd_noise"] = np.nan
+    out["sd_pois"] = np.nan
+    return out
+
+
+def indicator_rows(df: pd.DataFrame, key: str, *, sex: str = "T") -> pd.DataFrame:
+    """One row per NUTS 2 region and V for an overview indicator, with its population.
+
+    Parameters
+    ----------
+    df : DataFrame
+        A results table (:mod:`demonoise.results`); only its NUTS 2 generic rows are used.
+    key : {"e0", "e65", "tfr", "asmr", "asfr"}
+        See :data:`KEYS`; ``asmr``/``asfr`` are summarised by :func:`age_summary`.
+    sex : {"T", "F", "M"}
+        Sex shown; the fertility indicators are always ``F``.
+
+    Returns
+    -------
+    DataFrame
+        ``region, region_name, country, sex, V, value, events, rel_pois, rel_noise,
+        rel_tot, admixture, sd_noise, sd_pois, population`` -- ``population`` is the
+        average population of the row's sex (women for TFR/ASFR).
+    """
+    if key not in KEYS:
+        raise ParameterError(f"unknown overview indicator {key!r}; choose from {', '.join(KEYS)}")
+    if sex not in ("T", "F", "M"):
+        raise ParameterError(f"sex must be T, F or M, got {sex!r}")
+    ind, age, how = KEYS[key]
+    s = "F" if key in _FEMALE_ONLY else sex
+    d = nuts2(df)
+    if how == "median":
+        rows = age_summary(d, ind, sex=s)
+    else:
+        sel = (d["indicator"] == ind) & (d["sex"] == s)
+        if age is not None:
+            sel &= d["age"] == age
+        rows = d.loc[sel, _ROW_COLS].copy()
+    pop = population(d)
+    rows = rows.merge(pop, on=["region", "sex"], how="left")
+    return rows.sort_values(["region", "V"], kind="stable").reset_index(drop=True)
+
+
+def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: str = "T") -> pd.DataFrame:
+    """Headline numbers per indicator and V over the NUTS 2 regions.
+
+    Returns
+    -------
+    DataFrame
+        ``indicator, V, regions, rel_noise_median, rel_noise_max, admixture_median,
+        admixture_max, over_10, over_41`` -- the last two count regions with
+        ``A > 10 %`` and ``A > sqrt(2) - 1`` (noise larger than Poisson). Indicators
+        absent from ``df`` are skipped.
+    """
+    rows = []
+    for key in keys:
+        r = indicator_rows(df, key, sex=sex)
+        for v, g in r.groupby("V", sort=True):
+            a = g["admixture"]
+            rows.append({
+                "indicator": key,
+                "V": float(v),
+                "regions": int(g["region"].nunique()),
+                "rel_noise_median": float(g["rel_noise"].median()),
+                "rel_noise_max": float(g["rel_noise"].max()),
+                "admixture_median": float(a.median()),
+                "admixture_max": float(a.max()),
+                "over_10": int((a > 0.10).sum()),
+                "over_41": int((a > A_EQUAL).sum()),
+            })
+    return pd.DataFrame(rows, columns=["indicator", "V", "regions", "rel_noise_median", "rel_noise_max", "admixture_median", "admixture_max", "over_10", "over_41"])
+
+
+def _wide(rows: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
+    """Rows per region x V -> one row per region, ``<col>_V<v>`` per V."""
+    base = rows.drop_duplicates("region")[["region", "region_name", "country", "sex", "population", "value", "events", "rel_pois"]]
+    out = base.set_index("region")
+    for v, g in rows.groupby("V", sort=True):
+        g = g.set_index("region")
+        for c in cols:
+            out[f"{c}_{_v_tag(v)}"] = g[c]
+    return out.reset_index()
+
+
+def most_affected(df: pd.DataFrame, n: int = 20, *, key: str = "e0", sex: str = "T", by: float | None = None) -> pd.DataFrame:
+    """The ``n`` NUTS 2 regions with the largest noise admixture of an indicator.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Results table.
+    n : int
+        Rows to keep.
+    key, sex
+        As in :func:`indicator_rows`.
+    by : float, optional
+        Rank by the admixture at this V (default: the largest V of the table).
+
+    Returns
+    -------
+    DataFrame
+        ``region, region_name, country, sex, population, value, events, rel_pois``, then
+        ``rel_noise_V<v>`` and ``admixture_V<v>`` for every V (ascending), sorted by
+        ``admixture_V<by>`` descending (ties: region code).
+    """
+    if n < 1:
+        raise ParameterError(f"n must be >= 1, got {n}")
+    rows = indicator_rows(df, key, sex=sex)
+    vs = v_values(rows.assign(noise_model="generic"))
+    if not vs:
+        raise ParameterError(f"no rows for {key} (sex {sex}) in the results table")
+    by = vs[-1] if by is None else float(by)
+    if by not in vs:
+        raise ParameterError(f"V = {by:g} not in the results table (it has {', '.join(f'{v:g}' for v in vs)})")
+    w = _wide(rows, ["rel_noise", "admixture"])
+    col = f"admixture_{_v_tag(by)}"
+    w = w.sort_values([col, "region"], ascending=[False, True], kind="stable", na_position="last")
+    return w.head(n).reset_index(drop=True)
+
+
+def granularity_effect(df_single: pd.DataFrame, df_5y: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", "tfr"), sex: str = "T") -> pd.DataFrame:
+    """Noise of an indicator published from single-age cells vs from 5-year cells.
+
+    Per NUTS 2 region, V and indicator: ``ratio = sd_noise(single) / sd_noise(5y)``,
+    the factor by which publishing 5-year groups (0-4, ..., 80-84, 85+; births by
+    age of mother 15-19, ..., 45-49) instead of single ages divides the noise
+    standard deviation (for the generic model it is the same at every V, since
+    ``Var_noise`` is proportional to V).
+
+    Returns
+    -------
+    DataFrame
+        ``indicator, region, region_name, country, population, V, sd_noise_single,
+        sd_noise_5y, ratio, admixture_single, admixture_5y`` (regions in both tables only).
+    """
+    frames = []
+    for key in keys:
+        a = indicator_rows(df_single, key, sex=sex)
+        b = indicator_rows(df_5y, key, sex=sex)
+        if not len(a) or not len(b):
+            continue
+        m = a.merge(b[["region", "V", "sd_noise", "admixture"]], on=["region", "V"], suffixes=("_single", "_5y"))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m["ratio"] = m["sd_noise_single"] / m["sd_noise_5y"]
+        m.insert(0, "indicator", key)
+        frames.append(m[["indicator", "region", "region_name", "country", "population", "V", "sd_noise_single", "sd_noise_5y", "ratio", "admixture_single", "admixture_5y"]])
+    if not frames:
+        raise ParameterError(f"no common rows for {', '.join(keys)} in the two results tables")
+    return pd.concat(frames, ignore_index=True)
+
+
+def granularity_summary(effect: pd.DataFrame) -> pd.DataFrame:
+    """Per indicator and V: the noise-sd ratio over regions (median, min, max) and the
+    admixture in both publications (median; regions with ``A > sqrt(2) - 1``)."""
+    g = effect.groupby(["indicator", "V"], sort=False)
+    out = g.agg(
+        regions=("region", "nunique"),
+        ratio_median=("ratio", "median"),
+        ratio_min=("ratio", "min"),
+        ratio_max=("ratio", "max"),
+        admixture_single_median=("admixture_single", "median"),
+        admixture_5y_median=("admixture_5y", "median"),
+        over_41_single=("admixture_single", lambda s: int((s > A_EQUAL).sum())),
+        over_41_5y=("admixture_5y", lambda s: int((s > A_EQUAL).sum())),
+    )
+    return out.reset_index()
+
+
+def outside_frame(geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME, codes: Iterable[str] | None = None) -> list[str]:
+    """Codes of the regions whose bounding box lies entirely outside ``frame``
+    (``lon_min, lat_min, lon_max, lat_max``): not drawn on the map, listed in a table.
+
+    ``codes`` restricts the answer to these regions (e.g. those of a dataset).
+    """
+    from ..io.geo import feature_bounds, nuts2_features
+
+    x0, y0, x1, y1 = frame
+    want = None if codes is None else set(codes)
+    out = []
+    for f in nuts2_features(geojson=geojson):
+        code = f["properties"]["NUTS_ID"]
+        if want is not None and code not in want:
+            continue
+        a, b, c, d = feature_bounds(f)
+        if c < x0 or a > x1 or d < y0 or b > y1:
+            out.append(code)
+    return sorted(out)
+
+
+def drawn_codes(geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME) -> list[str]:
+    """Codes of the regions :func:`admixture_map` draws (those not entirely outside ``frame``)."""
+    from ..io.geo import nuts2_features
+
+    return sorted(f["properties"]["NUTS_ID"] for f in _in_frame(nuts2_features(geojson=geojson), frame))
+
+
+def no_data_on_map(values: pd.DataFrame, geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME) -> dict[str, list[str]]:
+    """Regions drawn on the map without a value (grey), by country code."""
+    have = set(values["region"])
+    out: dict[str, list[str]] = {}
+    for code in drawn_codes(geojson, frame):
+        if code not in have:
+            out.setdefault(code[:2], []).append(code)
+    return out
+
+
+def map_values(df: pd.DataFrame, *, key: str = "e0", sex: str = "T") -> pd.DataFrame:
+    """What the map shows: per region and V, the admixture and relative noise sd in %.
+
+    Returns
+    -------
+    DataFrame
+        ``region, region_name, country, V, population, value, A, rel_noise_pct,
+        rel_pois_pct`` (``A`` in %).
+    """
+    r = indicator_rows(df, key, sex=sex)
+    out = r[["region", "region_name", "country", "V", "population", "value"]].copy()
+    out["A"] = 100.0 * r["admixture"]
+    out["A_class"] = admixture_class(out["A"])
+    out["rel_noise_pct"] = 100.0 * r["rel_noise"]
+    out["rel_pois_pct"] = 100.0 * r["rel_pois"]
+    return out
+
+
+def admixture_class(A_pct) -> pd.Series:
+    """Map class of an admixture in %: intervals closed on the left at the breaks
+    5, 10, 20, 41.4 (``sqrt(2) - 1``: noise = Poisson) and 100 %; ``nan`` -> ``"no data"``."""
+    a = pd.Series(A_pct, dtype=float)
+    idx = np.searchsorted(np.asarray(_MAP_BREAKS), a.to_numpy(), side="right")
+    labels = np.array(MAP_CLASSES, dtype=object)[idx]
+    return pd.Series(np.where(a.isna().to_numpy(), NO_DATA, labels), index=a.index, dtype=object)
+
+
+def outside_table(values: pd.DataFrame, codes: Iterable[str]) -> pd.DataFrame:
+    """The map's values for regions not drawn (``codes``, e.g. :func:`outside_frame`):
+    one row per region, ``region, region_name, population, value``, then
+    ``rel_noise_V<v>`` and ``admixture_V<v>`` (fractions) per V."""
+    t = values[values["region"].isin(list(codes))]
+    out = t.drop_duplicates("region")[["region", "region_name", "population", "value"]].set_index("region")
+    for v, g in t.groupby("V", sort=True):
+        g = g.set_index("region")
+        out[f"rel_noise_{_v_tag(v)}"] = g["rel_noise_pct"] / 100.0
+        out[f"admixture_{_v_tag(v)}"] = g["A"] / 100.0
+    return out.reset_index().sort_values("region").reset_index(drop=True)
+
+
+# ============================================== calibration
+# The calibration table comes from demonoise.calibration.calibrate(counts, thresholds,
+# ...) (columns include region, nuts_level, sex, indicator, age, threshold, V_max,
+# status). The two functions below build the overview's calibration section from that
+# DataFrame alone (tested on a hand-made frame in tests/test_overview.py).
+def _cal_rows(cal: pd.DataFrame, key: str, sex: str) -> pd.DataFrame:
+    need = {"region", "sex", "indicator", "age", "threshold", "V_max"}
+    missing = need - set(cal.columns)
+    if missing:
+        raise ParameterError(f"not a calibration table: column(s) {', '.join(sorted(missing))} missing")
+    if key not in KEYS or KEYS[key][2] != "row":
+        raise ParameterError(f"calibration overview: indicator must be one of e0, e65, tfr, got {key!r}")
+    ind, age, _ = KEYS[key]
+    s = "F" if key in _FEMALE_ONLY else sex
+    d = cal[(cal["indicator"] == ind) & (cal["sex"] == s)]
+    if "nuts_level" in d:
+        d = d[d["nuts_level"] == 2]
+    if age is not None:
+        d = d[d["age"] == age]
+    return d
+
+
+def calibration_table(cal: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", "tfr"), sex: str = "T", V: Sequence[float] = (1.0, 5.0)) -> pd.DataFrame:
+    """Overview of a calibration: per indicator and admixture threshold, over NUTS 2 regions.
+
+    ``V_max`` is the largest noise variance that keeps the admixture of a region at or
+    below the threshold (``inf``: no noise reaches the indicator; ``nan``: undefined).
+
+    Returns
+    -------
+    DataFrame
+        ``indicator, threshold, regions, V_max_min, region_min, V_max_median``, and
+        ``below_V<v>`` for every ``v`` in ``V``: the number of regions with
+        ``V_max < v`` (where V = v would exceed the threshold). Medians and minima are
+        over the regions with a ``V_max`` (``nan`` left out, ``inf`` kept).
+    """
+    rows = []
+    V = [float(v) for v in V]
+    for key in keys:
+        d = _cal_rows(cal, key, sex)
+        for thr, g in d.groupby("threshold", sort=True):
+            has = g[g["V_max"].notna()]
+            row: dict[str, Any] = {"indicator": key, "threshold": float(thr), "regions": int(g["region"].nunique())}
+            if len(has):
+                k = has["V_max"].idxmin()
+                row.update(V_max_min=float(has["V_max"].min()), region_min=str(has.at[k, "region"]), V_max_median=float(has["V_max"].median()))
+            else:
+                row.update(V_max_min=np.nan, region_min="", V_max_median=np.nan)
+            for v in V:
+                row[f"below_{_v_tag(v)}"] = int((has["V_max"] < v).sum())
+            rows.append(row)
+    cols = ["indicator", "threshold", "regions", "V_max_min", "region_min", "V_max_median"] + [f"below_{_v_tag(v)}" for v in V]
+    return pd.DataFrame(rows, columns=cols)
+
+
+_THRESHOLD_COLOURS = ["#08306b", "#2171b5", "#6baed6", "#c6dbef"]
+
+
+def _threshold_label(t: float) -> str:
+    return f"A \u2264 {100 * float(t):g} %"
+
+
+def calibration_chart(cal: pd.DataFrame, pop: pd.DataFrame | None = None, *, keys: Sequence[str] = ("e0", "tfr"), sex: str = "T", V: Sequence[float] = (1.0, 5.0), width: int = 330, height: int = 240):
+    """``V_max`` against population (log-log), one panel per indicator, one colour per
+    admixture threshold, with horizontal rules at the V's of the run.
+
+    ``pop``: ``region, sex, population`` (:func:`population` of the results table);
+    without it the x axis is the number of events behind the indicator.
+    """
+    import altair as alt
+
+    panels = []
+    for key in keys:
+        d = _cal_rows(cal, key, sex).copy()
+        d = d[np.isfinite(d["V_max"]) & (d["V_max"] > 0)]
+        if pop is not None:
+            d = d.merge(pop, on=["region", "sex"], how="left")
+            xcol, xtitle = "population", "population (average)"
+        else:
+            xcol, xtitle = "events", "events behind the indicator"
+        thr = sorted(_cal_rows(cal, key, sex)["threshold"].unique())
+        order = [_threshold_label(t) for t in thr]
+        d["threshold_label"] = d["threshold"].map(_threshold_label)
+        d = d[["region", xcol, "V_max", "threshold_label"]]
+        colours = _THRESHOLD_COLOURS[: len(order)] if len(order) <= len(_THRESHOLD_COLOURS) else None
+        pts = alt.Chart(d).mark_point(filled=True, size=16, opacity=0.7).encode(
+            x=_log_x(d[xcol], xtitle, xcol),
+            y=_log_y(pd.concat([d["V_max"], pd.Series([float(v) for v in V])]), "V_max", "largest V keeping A at or below the threshold"),
+            color=alt.Color("threshold_label:N", title="threshold", sort=order,
+                            scale=alt.Scale(domain=order, range=colours) if colours else alt.Scale(domain=order, scheme="blues"),
+                            legend=alt.Legend(orient="top")),
+            tooltip=["region:N", alt.Tooltip("V_max:Q", format=".3g"), "threshold_label:N"],
+        )
+        ref = pd.DataFrame({"V": [float(v) for v in V], "label": [f"V = {v:g}" for v in V]})
+        rule = alt.Chart(ref).mark_rule(color="#444", strokeDash=[4, 3]).encode(y="V:Q")
+        text = alt.Chart(ref).mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444").encode(y="V:Q", x=alt.value(2), text="label:N")
+        panels.append(alt.layer(pts, rule, text).properties(width=width, height=height, title=KEY_TITLES[key]))
+    return alt.hconcat(*panels).resolve_scale(color="shared")
+
+
+# =================================================================== charts
+def _ticks(lo: float, hi: float, steps=(1.0,)) -> list[float]:
+    """Tick values ``m * 10^k`` (``m`` in ``steps``) within ``[lo, hi]``."""
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= 0 or hi < lo:
+        return []
+    out = []
+    for k in range(int(math.floor(math.log10(lo))), int(math.ceil(math.log10(hi))) + 1):
+        for m in steps:
+            t = m * 10.0**k
+            if lo <= t * (1 + 1e-12) and t <= hi * (1 + 1e-12):
+                out.append(float(f"{t:.12g}"))
+    return out
+
+
+def _log_domain(values) -> tuple[float, float]:
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return 1.0, 10.0
+    return float(v.min()) / 1.25, float(v.max()) * 1.25
+
+
+def _log_x(pop, title: str = "population (average)", field: str = "population"):
+    """Log x axis (population): data range, ticks at 1 and 3 x 10^k."""
+    import altair as alt
+
+    lo, hi = _log_domain(pop)
+    return alt.X(f"{field}:Q", title=title, scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+                 axis=alt.Axis(values=_ticks(lo, hi, (1.0, 3.0)), format="~s", grid=True))
+
+
+def _log_y(values, field: str, title: str):
+    """Log y axis: data range, ticks (and grid) at the decades (1-3 steps if few)."""
+    import altair as alt
+
+    lo, hi = _log_domain(values)
+    ticks = _ticks(lo, hi)
+    if len(ticks) < 3:
+        ticks = _ticks(lo, hi, (1.0, 2.0, 5.0))
+    return alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+                 axis=alt.Axis(values=ticks, format="~g"))
+
+
+def _v_label(v: float) -> str:
+    return f"noise, V = {float(v):g}"
+
+
+def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340, height: int = 300):
+    """Two log-log panels over the NUTS 2 regions against population: the relative
+    uncertainty (Poisson and noise at every V, %) and the noise admixture (%, with
+    the 10 % and 41 % lines).
+
+    ``rows``: :func:`indicator_rows` (one row per region and V).
+    """
+    import altair as alt
+
+    vs = sorted(rows["V"].unique())
+    series = ["Poisson"] + [_v_label(v) for v in vs]
+    colours = [_POISSON_COLOUR] + _V_COLOURS[: len(vs)]
+    shapes = ["cross"] + ["circle"] * len(vs)
+    base_cols = ["region", "region_name", "population"]
+    pois = rows.drop_duplicates("region")[base_cols + ["rel_pois"]].rename(columns={"rel_pois": "rel"})
+    pois["series"] = "Poisson"
+    noise = rows[base_cols + ["V", "rel_noise"]].rename(columns={"rel_noise": "rel"})
+    noise["series"] = noise["V"].map(_v_label)
+    u = pd.concat([noise.drop(columns="V"), pois], ignore_index=True)  # Poisson drawn last, on top
+    u["rel"] = 100.0 * u["rel"]
+    u = u[np.isfinite(u["rel"]) & (u["rel"] > 0) & (u["population"] > 0)]
+    a = rows[base_cols + ["V", "admixture"]].copy()
+    a["A"] = 100.0 * a["admixture"]
+    a["series"] = a["V"].map(_v_label)
+    a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "V"])
+    ref = pd.DataFrame({"A": [10.0, 100.0 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
+
+    x = _log_x(rows["population"])
+    colour = alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), legend=alt.Legend(title=None, orient="top"))
+    shape = alt.Shape("series:N", scale=alt.Scale(domain=series, range=shapes), legend=None)
+    tip = ["region:N", "region_name:N", alt.Tooltip("population:Q", format=",.0f"), "series:N"]
+    left = (
+        alt.Chart(u)
+        .mark_point(size=18, opacity=0.55, filled=True, strokeWidth=1, aria=False)
+        .encode(x=x, y=_log_y(u["rel"], "rel", "relative uncertainty (%)"), color=colour, shape=shape,
+                tooltip=tip + [alt.Tooltip("rel:Q", format=".3g")])
+        .properties(width=width, height=height, title="relative uncertainty")
+    )
+    right_pts = alt.Chart(a).mark_point(size=18, opacity=0.55, filled=True, aria=False).encode(
+        x=x, y=_log_y(pd.concat([a["A"], ref["A"]]), "A", "noise admixture A (%)"), color=colour,
+        tooltip=tip + [alt.Tooltip("A:Q", format=".3g")],
+    )
+    rule = alt.Chart(ref).mark_rule(strokeDash=[4, 3], color="#666", aria=False).encode(y="A:Q")
+    text = alt.Chart(ref).mark_text(align="right", dy=-5, fontSize=9, color="#555", aria=False).encode(y="A:Q", x=alt.value(width - 2), text="label:N")
+    right = alt.layer(right_pts, rule, text).properties(width=width, height=height, title="noise admixture")
+    chart = alt.hconcat(left, right).resolve_scale(color="shared", shape="shared")
+    return chart.properties(title=title) if title else chart
+
+
+def _in_frame(features: list[dict], frame: Sequence[float]) -> list[dict]:
+    """Features whose bounding box meets ``frame`` (the others are not drawn)."""
+    from ..io.geo import feature_bounds
+
+    x0, y0, x1, y1 = frame
+    out = []
+    for f in features:
+        a, b, c, d = feature_bounds(f)
+        if not (c < x0 or a > x1 or d < y0 or b > y1):
+            out.append(f)
+    return out
+
+
+def _fit_points(features: list[dict], frame: Sequence[float]) -> dict:
+    """A MultiPoint for the projection's ``fit``: the westernmost, easternmost,
+    southernmost and northernmost vertex of every feature, kept within ``frame``.
+
+    Fitting to the regions themselves (not to the corners of the lon/lat box, which
+    lie in the Atlantic and in Russia) lets Europe fill the view.
+    """
+    from ..io.geo import iter_positions
+
+    x0, y0, x1, y1 = frame
+    pts: set[tuple[float, float]] = set()
+    for f in features:
+        ps = [p for p in iter_positions(f["geometry"]["coordinates"]) if x0 <= p[0] <= x1 and y0 <= p[1] <= y1]
+        if not ps:
+            continue
+        for key in (lambda p: p[0], lambda p: p[1]):
+            pts.add(tuple(min(ps, key=key)[:2]))
+            pts.add(tuple(max(ps, key=key)[:2]))
+    return {"type": "Feature", "properties": {}, "geometry": {"type": "MultiPoint", "coordinates": sorted([list(p) for p in pts])}}
+
+
+def admixture_map(values: pd.DataFrame, geojson: dict | None = None, *, title: str = "noise admixture A (%)", width: int = 380, height: int = 380, frame: Sequence[float] = EUROPE_FRAME):
+    """Choropleth of the admixture (``values["A"]``, %), one panel per V.
+
+    Azimuthal equal-area projection centred on 10 E, 52 N (the data README's), fitted
+    to the regions within ``frame`` (lon/lat box: regions entirely outside it, the
+    outermost regions, are not drawn -- list them with :func:`outside_table`), clipped
+    to the view (``mark_geoshape(clip=True)``); ring winding as in the file.
+    Classes: < 5, 5-10, 10-20, 20-41, 41-100, >= 100 % (41 %: noise = Poisson);
+    regions without a value are grey. Carries the boundaries' credit line.
+
+    ``values``: :func:`map_values` (``region, V, A``, ...).
+    """
+    import altair as alt
+
+    from ..io.geo import CREDIT, nuts2_features
+
+    feats = _in_frame(nuts2_features(geojson=geojson), frame)
+    # The boundaries (and the fit) are inserted into the finished spec: Altair would
+    # otherwise walk and validate every coordinate (~10 s for this file).
+    geo = alt.Data(name=_GEO_DATASET)
+    proj = dict(type="azimuthalEqualArea", rotate=[-10, -52, 0])
+    scale = alt.Scale(domain=list(MAP_CLASSES) + [NO_DATA], range=_MAP_COLOURS + [_NO_DATA])
+    legend = alt.Legend(orient="bottom", direction="horizontal", titleLimit=500, symbolType="square", symbolSize=140, columns=7, labelLimit=120)
+    panels = []
+    for v in sorted(values["V"].unique()):
+        lk = values.loc[values["V"] == v, ["region", "A", "A_class"]]
+        panel = (
+            alt.Chart(geo)
+            .mark_geoshape(clip=True, stroke="white", strokeWidth=0.25)
+            .transform_lookup(lookup="properties.NUTS_ID", from_=alt.LookupData(lk, "region", ["A", "A_class"]), default=NO_DATA)
+            .encode(
+                color=alt.Color("A_class:N", scale=scale, title=title, legend=legend),
+                tooltip=[alt.Tooltip("properties.NUTS_ID:N", title="region"), alt.Tooltip("properties.NAME_LATN:N", title="name"), alt.Tooltip("A:Q", format=".3g")],
+            )
+            .project(**proj)
+            .properties(width=width, height=height, title=f"V = {float(v):g}")
+        )
+        panels.append(panel)
+    credit = alt.TitleParams(CREDIT, orient="bottom", anchor="end", fontSize=9, fontWeight="normal", color="#555")
+    chart = alt.hconcat(*panels, spacing=10).resolve_scale(color="shared").properties(title=credit).configure_view(stroke=None)
+    spec = chart.to_dict()
+    spec.setdefault("datasets", {})[_GEO_DATASET] = feats
+    fit = _fit_points(feats, frame)
+    for panel in spec["hconcat"]:
+        panel["projection"]["fit"] = fit
+    return SpecChart(spec)
+
+
+class SpecChart:
+    """A finished Vega-Lite spec, shown through the active Altair renderer (the
+    ``demonoise`` renderer of :func:`demonoise.report.setup_notebook` in a report).
+
+    For charts whose inline data are too large for Altair's schema validation (the
+    map's boundaries); ``to_dict()`` returns the spec.
+    """
+
+    def __init__(self, spec: dict):
+        self.spec = spec
+
+    def to_dict(self, **_) -> dict:
+        return self.spec
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        import altair as alt
+
+        return alt.renderers.get()(self.spec)
+
+
+def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 240):
+    """Noise-sd ratio single-age / 5-year publication against population, one colour
+    per indicator (one V: the ratio is the same at every V for the generic model)."""
+    import altair as alt
+
+    v0 = sorted(effect["V"].unique())[0]
+    d = effect[(effect["V"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][["indicator", "region", "region_name", "population", "ratio"]].copy()
+    names = {"e0": "e0", "e65": "e65", "tfr": "TFR"}
+    d["indicator"] = d["indicator"].map(lambda k: names.get(k, k))
+    order = [names.get(k, k) for k in dict.fromkeys(effect["indicator"])]
+    return (
+        alt.Chart(d)
+        .mark_point(size=18, opacity=0.6, filled=True, aria=False)
+        .encode(
+            x=_log_x(d["population"]),
+            y=alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False)),
+            color=alt.Color("indicator:N", title=None, sort=order, scale=alt.Scale(domain=order), legend=alt.Legend(orient="top")),
+            tooltip=["region:N", "region_name:N", "indicator:N", alt.Tooltip("ratio:Q", format=".3f")],
+        )
+        .properties(width=width, height=height)
+    )
+
+
+# ============================================================ display helpers
+_PCT = ("rel_", "admixture", "A_")
+_NAMES = {
+    "rel_noise_median": "noise sd, median (%)",
+    "rel_noise_max": "noise sd, max (%)",
+    "admixture_median": "A, median (%)",
+    "admixture_max": "A, max (%)",
+    "over_10": "regions with A > 10 %",
+    "over_41": "regions with A > 41 %",
+    "ratio_median": "sd ratio, median",
+    "ratio_min": "sd ratio, min",
+    "ratio_max": "sd ratio, max",
+    "admixture_single_median": "A single ages, median (%)",
+    "admixture_5y_median": "A 5-year groups, median (%)",
+    "over_41_single": "A > 41 %, single ages",
+    "over_41_5y": "A > 41 %, 5-year groups",
+    "V_max_min": "V_max, min",
+    "region_min": "region with the min",
+    "V_max_median": "V_max, median",
+    "region": "region",
+    "region_name": "name",
+    "country": "country",
+    "sex": "sex",
+    "population": "population",
+    "value": "value",
+    "events": "events",
+    "rel_pois": "Poisson sd (%)",
+    "indicator": "indicator",
+    "threshold": "threshold A (%)",
+    "regions": "regions",
+    "V": "V",
+}
+
+
+_V_COL = re.compile(r"^(.*)_V([0-9.eE+-]+)$")
+_V_BASE = {"rel_noise": "noise sd (%)", "admixture": "A (%)", "below": "regions with V_max < V"}
+
+
+def _display_name(col: str) -> tuple[str, str]:
+    """(group, name) of a column: ``("V = 5", "A (%)")`` for ``admixture_V5``."""
+    m = _V_COL.match(col)
+    if m and m.group(1) in _V_BASE:
+        return f"V = {m.group(2)}", _V_BASE[m.group(1)]
+    return "", _NAMES.get(col, col.replace("_", " "))
+
+
+def _pct(x) -> str:
+    """3 significant digits (thousands separated from 1 000 on); nan: dash; inf: infinity."""
+    if pd.isna(x):
+        return "\u2014"
+    if np.isinf(x):
+        return "\u221e"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+def _count(x) -> str:
+    return "\u2014" if pd.isna(x) else f"{x:,.0f}"
+
+
+def display_table(df: pd.DataFrame, *, value_format: str = "{:.2f}", value_name: str = "value", population_name: str = "population", name_width: int = 32):
+    """A results table for the report. Percentages for ``rel_*``/``admixture*``/
+    ``threshold`` columns (3 significant digits), thousands separators for counts,
+    readable column names; columns of one V (``..._V<v>``) grouped under a ``V = v``
+    header, so that the V's stand side by side; region names left-aligned; no index.
+    Returns a pandas ``Styler``."""
+    d = df.copy()
+    fmt: dict[str, Any] = {}
+    if "region_name" in d:
+        d["region_name"] = d["region_name"].astype(str).str.split("/").str[0].str.slice(0, name_width)
+    if "indicator" in d:
+        d["indicator"] = d["indicator"].map(lambda k: SHORT_NAMES.get(k, k))
+    for c in d.columns:
+        if c.startswith("rel_") or c.startswith("admixture") or c == "threshold":
+            d[c] = 100.0 * d[c]
+            fmt[c] = _pct
+        elif c in ("population", "events", "regions") or c.startswith("below_") or c.startswith("over_"):
+            fmt[c] = _count
+        elif c == "value":
+            fmt[c] = value_format
+        elif c.startswith("V_max") or c.startswith("ratio"):
+            fmt[c] = _pct
+        elif c == "V":
+            fmt[c] = "{:g}"
+    names = {c: _display_name(c) for c in d.columns}
+    if "value" in names:
+        names["value"] = ("", value_name)
+    if "population" in names:
+        names["population"] = ("", population_name)
+    grouped = any(g for g, _ in names.values())
+    if grouped:
+        d.columns = pd.MultiIndex.from_tuples([names[c] for c in d.columns])
+        key = lambda c: names[c]  # noqa: E731
+    else:
+        d.columns = [names[c][1] for c in d.columns]
+        key = lambda c: names[c][1]  # noqa: E731
+    styler = d.style.format({key(c): f for c, f in fmt.items()}, na_rep="\u2014").hide(axis="index")
+    cols = list(names)
+    if grouped:  # the "V = v" group headers: centred over their columns, underlined
+        styler = styler.set_table_styles(
+            [{"selector": "th.col_heading.level0", "props": "text-align: center; border-bottom: 1px solid #c5ccd3;"}], overwrite=False
+        )
+    left = [c for c in ("region", "region_name", "indicator") if c in names]
+    if left:
+        styler = styler.set_properties(subset=[key(c) for c in left], **{"text-align": "left"})
+        styler = styler.set_table_styles(
+            [{"selector": f"th.col_heading.col{cols.index(c)}", "props": "text-align: left;"} for c in left], overwrite=False
+        )
+    return styler
+
+
+def banner(label: str, *, what: str = ""):
+    """The data-status label shown at the top of every section (an IPython ``HTML``).
+
+    Modelled or demonstration data get a red-edged box; real data a neutral one.
+    """
+    import html
+
+    from IPython.display import HTML
+
+    modelled = any(w in label.lower() for w in ("modelled", "demonstration"))
+    colour, bg = ("#a61b1b", "#fcf0f0") if modelled else ("#0b4f8a", "#e8f0f8")
+    head = "Modelled data" if modelled else "Data"
+    extra = f" {html.escape(what)}" if what else ""
+    return HTML(
+        f'<div class="dn-data-label" style="border-left:4px solid {colour};background:{bg};'
+        f'padding:0.35rem 0.8rem;margin:0.2rem 0 1rem;font-size:0.9rem">'
+        f"<strong>{head}:</strong> {html.escape(label)}.{extra}</div>"
+    )
+
+
+# ============================================================ the report
+def load_inputs(dataset: str, V: Sequence[float], results_single: str = "", results_5y: str = "", calibration: str = "", *, store="output/results"):
+    """What the overview notebook reads: the two results tables (restricted to the
+    V's asked for) and the calibration table (``None`` if ``calibration`` is empty).
+
+    Empty results paths (an interactive run) are filled from the results store
+    (:func:`demonoise.report.store.results`, computed once by the library).
+    """
+    from ..compute import read_table
+
+    V = [float(v) for v in V]
+    tables = []
+    for path, gran in ((results_single, "single"), (results_5y, "5y")):
+        if path:
+            df = read_table(path)
+        else:
+            from .store import ResultsSpec, results
+
+            df, _ = results(ResultsSpec(dataset, V=tuple(V), granularity=gran, e_ages=(0, 65)), store)
+        missing = sorted(set(V) - set(v_values(df)))
+        if missing:
+            raise ParameterError(f"results table {path or gran} has no rows for V = {', '.join(f'{v:g}' for v in missing)}")
+        tables.append(df[df["V"].isin(V) | (df["noise_model"] != "generic")])
+    cal = read_table(calibration) if calibration else None
+    return tables[0], tables[1], cal
+
+
+def split_sections(nb) -> list:
+    """Split an executed notebook at its level-1 markdown headings.
+
+    Each part starts with a markdown cell opening with ``# Title`` and becomes one
+    report section (its own page, table-of-contents entry and number); cells before
+    the first heading (parameters, imports) go with the first part. The notebook's
+    metadata (papermill's failure flag included) is copied to every part.
+    """
+    import copy
+
+    import nbformat
+
+    parts: list[list] = []
+    lead: list = []
+    for cell in nb.cells:
+        src = cell.get("source", "")
+        if cell.get("cell_type") == "markdown" and src.lstrip().startswith("# "):
+            parts.append([cell])
+        elif parts:
+            parts[-1].append(cell)
+        else:
+            lead.append(cell)
+    if not parts:
+        parts = [lead]
+        lead = []
+    else:
+        # leading cells carry no output worth showing, but a failure there must stay visible
+        parts[0] = lead + parts[0]
+    out = []
+    for cells in parts:
+        node = nbformat.v4.new_notebook(metadata=copy.deepcopy(dict(nb.metadata)))
+        node.cells = [copy.deepcopy(c) for c in cells]
+        out.append(node)
+    return out
+
+
+def find_notebook(name: str = "overview.ipynb", notebook_dir: str | os.PathLike | None = None) -> Path:
+    """Where a report notebook lives: ``notebook_dir``, ``$DEMONOISE_NOTEBOOKS``, the
+    repository's ``notebooks/`` (found from the package location), or
+    ``<sys.prefix>/share/demonoise/notebooks``.
+
+    Raises
+    ------
+    ReportError
+        Not found; the message lists every place tried.
+    """
+    cands: list[Path] = []
+    if notebook_dir is not None:
+        cands.append(Path(notebook_dir))
+    env = os.environ.get("DEMONOISE_NOTEBOOKS")
+    if env:
+        cands.append(Path(env))
+    cands.append(Path(__file__).resolve().parents[3] / "notebooks")
+    cands.append(Path(sys.prefix) / "share" / "demonoise" / "notebooks")
+    for c in cands:
+        if (c / name).is_file():
+            return (c / name).resolve()
+    raise ReportError(f"notebook {name} not found; tried: " + ", ".join(str(c) for c in cands) + " (set DEMONOISE_NOTEBOOKS)")
+
+
+@dataclass(frozen=True)
+class OverviewParams:
+    """Parameters of the overview.
+
+    Parameters
+    ----------
+    dataset : str
+        Dataset name (default ``ess-2023``, the Europe-wide demonstration set).
+    V : tuple of float
+        Noise variances, shown side by side.
+    countries : tuple of str, optional
+        Restrict to these countries' NUTS 2 regions (default: all).
+    sex : {"T", "F", "M"}
+        Sex shown for the mortality indicators.
+    mc : int
+        Monte Carlo replicates for an optional check of e0/TFR (0: analytic only).
+    label : str, optional
+        Data label; default: the dataset's provenance label.
+    n_most : int
+        Rows of the most-affected table.
+    thresholds : tuple of float
+        Admixture thresholds of the calibration section (fractions).
+    """
+
+    dataset: str = "ess-2023"
+    V: tuple = (1.0, 5.0)
+    countries: tuple | None = None
+    sex: str = "T"
+    mc: int = 0
+    label: str = ""
+    n_most: int = 20
+    thresholds: tuple = (0.1, 0.5, 1.0)
+
+    def __post_init__(self):
+        V = self.V if isinstance(self.V, (list, tuple)) else (self.V,)
+        try:
+            V = tuple(float(v) for v in V)
+        except (TypeError, ValueError):
+            raise ParameterError(f"V must be numbers, got {self.V!r}") from None
+        if not V or any(not (v > 0 and math.isfinite(v)) for v in V):
+            raise ParameterError(f"V is a variance and must be finite and > 0, got {self.V!r}")
+        object.__setattr__(self, "V", tuple(sorted(set(V))))
+        if self.countries is not None:
+            object.__setattr__(self, "countries", tuple(sorted(self.countries)))
+        object.__setattr__(self, "thresholds", tuple(float(t) for t in self.thresholds))
+        if self.sex not in ("T", "F", "M"):
+            raise ParameterError(f"sex must be T, F or M, got {self.sex!r}")
+        if self.mc < 0 or self.n_most < 1:
+            raise ParameterError("mc must be >= 0 and n_most >= 1")
+
+    @classmethod
+    def of(cls, params: Any) -> "OverviewParams":
+        """From an ``OverviewParams``, a mapping, or any object with such attributes
+        (unknown keys are ignored)."""
+        if isinstance(params, cls):
+            return params
+        names = cls.__dataclass_fields__.keys()
+        if isinstance(params, Mapping):
+            kw = {k: params[k] for k in names if k in params}
+        elif params is None:
+            kw = {}
+        else:
+            kw = {k: getattr(params, k) for k in names if hasattr(params, k)}
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class OverviewResult:
+    """What :func:`render_overview` produced."""
+
+    html: Path
+    pdf: Path | None
+    pdf_error: str | None
+    notebook: Path
+    results_single: Path
+    results_5y: Path
+    calibration: Path | None
+    seconds: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+
+    def index_row(self, name: str = "Europe overview"):
+        """A row for :func:`demonoise.report.index.write_index`."""
+        from .index import IndexRow
+
+        return IndexRow(name=name, status="ok", html=self.html, pdf=self.pdf, pdf_reason=self.pdf_error, summary=dict(self.summary))
+
+
+def _file_hash(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def _calibration_results(p: OverviewParams, out: Path) -> Path:
+    """The calibration table of the overview's dataset
+    (``calibrate(counts, thresholds, granularity="single", e_ages=(0, 65))``), written
+    to ``out`` (Parquet)."""
+    from ..calibration import calibrate
+    from ..compute import write_table
+    from ..io.datasets import load
+
+    counts = load(p.dataset)
+    if p.countries is not None:
+        counts = counts.select([r.code for r in counts.regions if r.country in p.countries])
+    cal = calibrate(counts, p.thresholds, granularity="single", e_ages=(0, 65))
+    return write_table(cal, out)
+
+
+def render_overview(
+    params: Any = None,
+    out_dir: str | os.PathLike = "output",
+    *,
+    store: str | os.PathLike | None = None,
+    pdf: bool = True,
+    force: bool = False,
+    calibration: str | os.PathLike | pd.DataFrame | None = None,
+    notebook: str | os.PathLike | None = None,
+    chromium: str | os.PathLike | None = None,
+    workers: int | None = None,
+) -> OverviewResult:
+    """Build the Europe overview report: ``<out_dir>/overview.html`` (+ ``overview.pdf``).
+
+    1. results of the whole dataset (or ``params.countries``) at the params' V's, for
+       single-age and 5-year publication, from the results store
+       (:func:`demonoise.report.store.results`: computed once, then read back), with
+       ``e_ages = (0, 65)`` and ``params.mc`` Monte Carlo replicates (default 0);
+    2. the calibration table (``calibration`` if given, else computed when
+       :mod:`demonoise.calibration` exists, see :func:`_calibration_results`);
+    3. ``notebooks/overview.ipynb`` executed by :func:`demonoise.report.run.run_jobs`
+       into ``<out_dir>/notebooks/overview.ipynb`` (skipped when up to date);
+    4. split at its level-1 headings into report sections and rendered by
+       :func:`demonoise.report.render.render_report`.
+
+    Parameters
+    ----------
+    params : OverviewParams, mapping or object with ``dataset``, ``V``, ...
+    out_dir : path-like
+        Output directory (the index of a batch links ``overview.html`` there).
+    store : path-like, optional
+        Results store (default ``<out_dir>/results``).
+    pdf : bool
+        Also print the PDF (needs Chromium; without it ``pdf_error`` says why).
+    force : bool
+        Recompute results and re-execute the notebook even if up to date.
+    calibration : path or DataFrame, optional
+        A calibration table (:func:`demonoise.calibration.calibrate`).
+    notebook : path-like, optional
+        The overview notebook (default: :func:`find_notebook`).
+    chromium : path-like, optional
+        Chromium executable for the PDF.
+    workers : int, optional
+        Monte Carlo worker processes.
+
+    Raises
+    ------
+    ReportError
+        The notebook failed (the message names the cell and error; the failed notebook
+        is kept next to the output as ``overview.failed.ipynb``).
+    ParameterError
+        Invalid parameters (unknown dataset or country, bad V).
+    """
+    from .render import Section, render_report
+    from .run import Job, run_jobs
+    from .store import ResultsSpec, results
+
+    p = OverviewParams.of(params)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    store = Path(store) if store is not None else out / "results"
+    seconds: dict[str, float] = {}
+
+    t = time.perf_counter()
+    paths = {}
+    for gran in ("single", "5y"):
+        # the Monte Carlo check (if any) is for the published layout, single ages
+        spec = ResultsSpec(p.dataset, V=p.V, granularity=gran, countries=p.countries, mc=p.mc if gran == "single" else 0, e_ages=(0, 65))
+        df, path = results(spec, store, force=force, workers=workers)
+        paths[gran] = path.resolve()
+        if gran == "single":
+            single = df
+    seconds["results"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    cal_path: Path | None = None
+    if isinstance(calibration, pd.DataFrame):
+        from ..compute import write_table
+
+        cal_path = write_table(calibration, out / "notebooks" / "overview-calibration.parquet")
+    elif calibration is not None:
+        cal_path = Path(calibration)
+    else:
+        cal_path = _calibration_results(p, out / "notebooks" / "overview-calibration.parquet")
+    seconds["calibration"] = time.perf_counter() - t
+
+    label = p.label or str(single["data_status"].iloc[0])
+    nb_in = Path(notebook) if notebook is not None else find_notebook("overview.ipynb")
+    nb_out = out / "notebooks" / "overview.ipynb"
+    job = Job(
+        input=nb_in,
+        output=nb_out,
+        parameters={
+            "dataset": p.dataset,
+            "V": list(p.V),
+            "results_single": str(paths["single"]),
+            "results_5y": str(paths["5y"]),
+            "calibration": str(cal_path.resolve()) if cal_path is not None else "",
+            "label": label,
+            "sex": p.sex,
+            "n_most": p.n_most,
+        },
+        name="overview",
+        # the calibration file's content is data the run reads (its path does not change)
+        data_fingerprint=_file_hash(cal_path) if cal_path is not None else "",
+    )
+    t = time.perf_counter()
+    batch = run_jobs([job], workers=1, force=force, progress=False)
+    res = batch.results[0]
+    seconds["notebook"] = time.perf_counter() - t
+    if res.status == "failed":
+        raise ReportError(f"overview notebook failed: {res.error}" + (f" (kept as {res.failed_notebook})" if res.failed_notebook else ""))
+
+    import nbformat
+
+    t = time.perf_counter()
+    executed = nbformat.read(nb_out, as_version=4)
+    sections = [Section(part) for part in split_sections(executed)]
+    scope = "all NUTS 2 regions" if p.countries is None else "NUTS 2 regions of " + ", ".join(p.countries)
+    vs = ", ".join(f"{v:g}" for v in p.V)
+    rr = render_report(
+        sections,
+        out / "overview.html",
+        out / "overview.pdf" if pdf else None,
+        title=f"Europe overview: {p.dataset}, V = {vs}",
+        subtitle=f"{scope}; {label}",
+        chromium=chromium,
+    )
+    seconds["render"] = time.perf_counter() - t
+
+    e0 = indicator_rows(single, "e0", sex=p.sex)
+    summary: dict[str, Any] = {"dataset": p.dataset, "V": vs, "regions": int(e0["region"].nunique())}
+    for v, g in e0.groupby("V", sort=True):
+        summary[f"e0 A median, V = {v:g}"] = float(g["admixture"].median())
+    return OverviewResult(
+        html=rr.html,
+        pdf=rr.pdf,
+        pdf_error=rr.pdf_error,
+        notebook=nb_out,
+        results_single=paths["single"],
+        results_5y=paths["5y"],
+        calibration=cal_path,
+        seconds=seconds,
+        summary=summary,
+    )
