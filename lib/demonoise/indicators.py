@@ -47,6 +47,7 @@ __all__ = [
     "linearise_asfr",
     "linearise_tfr",
     "spread_gradient",
+    "CellMap",
 ]
 
 #: Indicator codes used in results tables.
@@ -56,9 +57,117 @@ INDICATORS = ("asfr", "tfr", "asmr", "e")
 EVENTS = ("deaths", "births")
 
 
-@dataclass(frozen=True)
+class CellMap:
+    """How a gradient on ``X`` inner variables reaches the published cells of one table.
+
+    Known published cell ``b`` takes the gradient of inner variable ``grp[b]``
+    (``-1``: the cell enters no inner variable directly), multiplied by ``scale``
+    (``1/2`` for the stocks behind an average exposure); the unknown-age cell then
+    reaches every known cell through the proportional spread (:func:`spread_gradient`).
+
+    Parameters
+    ----------
+    grp : ndarray of int (A_known,)
+    n_inner : int
+    cells : ndarray (..., A)
+        The published cells (their spread defines the ``UNK`` chain rule).
+    axis : AgeAxis
+    scale : float
+    """
+
+    def __init__(self, grp, n_inner: int, cells, axis: AgeAxis, scale: float = 1.0):
+        self.grp = np.asarray(grp, dtype=np.intp)
+        self.n_inner = int(n_inner)
+        self.cells = np.asarray(cells, dtype=float)
+        self.axis = axis
+        self.scale = float(scale)
+        M = np.zeros((self.grp.size, self.n_inner))
+        used = self.grp >= 0
+        M[np.nonzero(used)[0], self.grp[used]] = 1.0
+        self.M = M  # (A_known, X) 0/1
+        self.n_per_inner = M.sum(axis=0)
+
+    def with_axis(self, axis_pos: int) -> "CellMap":
+        """The same map with a new length-1 axis inserted in the cells' leading axes."""
+        return CellMap(self.grp, self.n_inner, np.expand_dims(self.cells, axis_pos), self.axis, self.scale)
+
+    def expand(self, g_inner: np.ndarray) -> np.ndarray:
+        """Materialise ``d value / d cell`` (..., K, A) from the inner gradient (..., K, X)."""
+        pad = np.concatenate([g_inner, np.zeros(g_inner.shape[:-1] + (1,))], axis=-1)
+        idx = np.where(self.grp >= 0, self.grp, self.n_inner)
+        return spread_gradient(self.scale * np.take(pad, idx, axis=-1), self.cells, self.axis)
+
+    def quadratic(self, g_inner: np.ndarray, diag: bool, v) -> np.ndarray:
+        """``sum_c (d value / d c)^2 v_c`` without materialising the cell gradients.
+
+        With ``g_b = c g'_grp(b) - kappa`` for known cells and ``g_UNK = gamma``
+        (``c = 1 + u/S``, ``Gamma = sum_b g'_grp(b) x_b``, ``kappa = u Gamma / S^2``,
+        ``gamma = Gamma / S``; :func:`spread_gradient`):
+        ``sum_b g_b^2 v_b = c^2 sum_x g'_x^2 V_x - 2 c kappa sum_x g'_x V_x + kappa^2 sum_b v_b``
+        with ``V_x`` the sum of ``v`` over the cells of inner variable ``x``.
+        """
+        return self._moments(g_inner, diag, v, square=True)
+
+    def linear(self, g_inner: np.ndarray, diag: bool, b) -> np.ndarray:
+        """``sum_c (d value / d c) b_c`` without materialising the cell gradients."""
+        return self._moments(g_inner, diag, b, square=False)
+
+    def _prepared(self, g_inner, diag):
+        """Scaled gradient, its square and ``Gamma`` -- independent of the cell weights,
+        so computed once per inner gradient and reused by every variance call."""
+        cache = getattr(self, "_cache", None)
+        if cache is not None and cache[0] is g_inner:
+            return cache[1:]
+        g = self.scale * g_inner
+        gam = None
+        if self.axis.unknown:
+            Xx = self.cells[..., :-1] @ self.M
+            gam = g * Xx if diag else np.einsum("...kx,...x->...k", g, Xx)
+        self._cache = (g_inner, g, g * g, gam)
+        return self._cache[1:]
+
+    def _moments(self, g_inner, diag, w, square):
+        g, g2, Gam = self._prepared(g_inner, diag)
+        w = np.broadcast_to(np.asarray(w, dtype=float), self.cells.shape)
+        unk = self.axis.unknown
+        wk = w[..., :-1] if unk else w
+        Wx = wk @ self.M  # (..., X)
+
+        def contract(a, x):  # sum over the inner variables
+            return a * x if diag else np.einsum("...kx,...x->...k", a, x)
+
+        first = contract(g2 if square else g, Wx)
+        if not unk:
+            return first
+        cells = self.cells
+        known, u = cells[..., :-1], cells[..., -1]
+        S = known.sum(axis=-1)
+        pos = S > 0
+        Ss = np.where(pos, S, 1.0)
+        c = (1.0 + u / Ss)[..., None]
+        kap = (u / Ss**2)[..., None] * Gam
+        gam = Gam / Ss[..., None]
+        wsum = wk.sum(axis=-1)[..., None]
+        wu = w[..., -1][..., None]
+        if square:
+            second = contract(g, Wx)
+            out = c * c * first - 2.0 * c * kap * second + kap * kap * wsum + gam * gam * wu
+        else:
+            out = c * first - kap * wsum + gam * wu
+        if not pos.all():  # uniform spread where no known cell is positive
+            mean_g = (g * self.n_per_inner if diag else g @ self.n_per_inner) / self.grp.size
+            alt = first + (mean_g * mean_g if square else mean_g) * wu
+            out = np.where(pos[..., None], out, alt)
+        return out
+
+
 class Linearisation:
     """An indicator and its gradient with respect to the published cells.
+
+    The gradient is held in structured form -- per table an *inner* gradient on the
+    indicator's own age groups and a :class:`CellMap` to the published cells -- so
+    that variances are computed without forming the (regions x sexes x ages x cells)
+    arrays; :attr:`grads` materialises them on demand.
 
     Attributes
     ----------
@@ -70,8 +179,36 @@ class Linearisation:
         population gradients are with respect to the *female* cells.
     """
 
-    value: np.ndarray
-    grads: dict
+    def __init__(self, value, grads: dict | None = None, *, inner: dict | None = None, maps: dict | None = None, diag: dict | None = None):
+        self.value = value
+        self._grads = grads
+        self.inner = inner or {}
+        self.maps = maps or {}
+        self.diag = diag or {m: False for m in self.inner}
+        if grads is None and not self.inner:
+            raise ValueError("a Linearisation needs materialised grads or inner gradients with cell maps")
+
+    @property
+    def tables(self) -> tuple:
+        return tuple(self._grads) if self._grads is not None else tuple(self.inner)
+
+    @property
+    def grads(self) -> dict:
+        if self._grads is None:
+            self._grads = {m: self.maps[m].expand(_diag(g) if self.diag[m] else g) for m, g in self.inner.items()}
+        return self._grads
+
+    def with_axis(self, axis_pos: int = 1) -> "Linearisation":
+        """The same linearisation with a length-1 axis inserted (e.g. a sex axis)."""
+        value = np.expand_dims(self.value, axis_pos)
+        if self._grads is not None and not self.inner:
+            return Linearisation(value, {m: np.expand_dims(g, axis_pos) for m, g in self._grads.items()})
+        return Linearisation(
+            value,
+            inner={m: np.expand_dims(g, axis_pos) for m, g in self.inner.items()},
+            maps={m: mp.with_axis(axis_pos) for m, mp in self.maps.items()},
+            diag=dict(self.diag),
+        )
 
     def variance(self, cell_variance: dict) -> np.ndarray:
         """First-order variance ``sum_m sum_c (d value / d c)^2 Var(c)``.
@@ -81,21 +218,28 @@ class Linearisation:
         contribute nothing (e.g. stocks in the Poisson baseline).
         """
         out = np.zeros(self.value.shape)
-        for m, g in self.grads.items():
+        for m in self.tables:
             v = cell_variance.get(m)
             if v is None:
                 continue
-            out = out + np.einsum("...ka,...a->...k", g * g, np.asarray(v, dtype=float))
+            if self.inner:
+                out = out + self.maps[m].quadratic(self.inner[m], self.diag[m], v)
+            else:
+                g = self._grads[m]
+                out = out + np.einsum("...ka,...a->...k", g * g, np.asarray(v, dtype=float))
         return out
 
     def shift(self, cell_bias: dict) -> np.ndarray:
         """First-order bias ``sum_m sum_c (d value / d c) E(noise_c)`` (p-table noise)."""
         out = np.zeros(self.value.shape)
-        for m, g in self.grads.items():
+        for m in self.tables:
             b = cell_bias.get(m)
             if b is None:
                 continue
-            out = out + np.einsum("...ka,...a->...k", g, np.asarray(b, dtype=float))
+            if self.inner:
+                out = out + self.maps[m].linear(self.inner[m], self.diag[m], b)
+            else:
+                out = out + np.einsum("...ka,...a->...k", self._grads[m], np.asarray(b, dtype=float))
         return out
 
 
@@ -198,14 +342,13 @@ def linearise_e(layout: Layout, deaths, pop_start, pop_end, *, ages=None, a=0.5,
     gD = dm * inv_e[..., None, :]
     gE = -dm * (lt.m * inv_e)[..., None, :]
     # each published known cell takes the gradient of the life-table group it is summed into
-    grp = layout.lifetable_group_of_cell
-    gDc, gEc = np.take(gD, grp, axis=-1), np.take(0.5 * gE, grp, axis=-1)
-    grads = {
-        "deaths": spread_gradient(gDc, deaths, layout.ages),
-        "pop_start": spread_gradient(gEc, pop_start, layout.ages),
-        "pop_end": spread_gradient(gEc, pop_end, layout.ages),
+    grp, X = layout.lifetable_group_of_cell, layout.lt_lower.size
+    maps = {
+        "deaths": CellMap(grp, X, deaths, layout.ages),
+        "pop_start": CellMap(grp, X, pop_start, layout.ages, 0.5),
+        "pop_end": CellMap(grp, X, pop_end, layout.ages, 0.5),
     }
-    return Linearisation(lt.e[..., idx], grads)
+    return Linearisation(lt.e[..., idx], inner={"deaths": gD, "pop_start": gE, "pop_end": gE}, maps=maps)
 
 
 def asmr(layout: Layout, deaths, pop_start, pop_end) -> np.ndarray:
@@ -226,13 +369,15 @@ def linearise_asmr(layout: Layout, deaths, pop_start, pop_end) -> Linearisation:
     m = asmr(layout, deaths, pop_start, pop_end)
     with np.errstate(divide="ignore", invalid="ignore"):
         inv_e = np.where(E > 0, 1.0 / E, np.nan)
-    gE = _diag(-m * inv_e)
-    grads = {
-        "deaths": spread_gradient(_diag(inv_e), deaths, layout.ages),
-        "pop_start": spread_gradient(0.5 * gE, pop_start, layout.ages),
-        "pop_end": spread_gradient(0.5 * gE, pop_end, layout.ages),
+    grp, X = np.arange(layout.ages.n_known), layout.ages.n_known
+    maps = {
+        "deaths": CellMap(grp, X, deaths, layout.ages),
+        "pop_start": CellMap(grp, X, pop_start, layout.ages, 0.5),
+        "pop_end": CellMap(grp, X, pop_end, layout.ages, 0.5),
     }
-    return Linearisation(m, grads)
+    gE = -m * inv_e
+    inner = {"deaths": inv_e, "pop_start": gE, "pop_end": gE}
+    return Linearisation(m, inner=inner, maps=maps, diag={k: True for k in inner})
 
 
 # ------------------------------------------------------------------- fertility
@@ -266,14 +411,18 @@ def linearise_asfr(layout: Layout, births, popf_start, popf_end) -> Linearisatio
     f = asfr(layout, births, popf_start, popf_end)
     with np.errstate(divide="ignore", invalid="ignore"):
         inv_w = np.where(W > 0, 1.0 / W, np.nan)
-    gb = _diag(inv_w) @ layout.births_to_fert.T
-    gW = _diag(-f * inv_w) @ layout.pop_to_fert.T
-    grads = {
-        "births": spread_gradient(gb, births, layout.birth_ages),
-        "pop_start": spread_gradient(0.5 * gW, popf_start, layout.ages),
-        "pop_end": spread_gradient(0.5 * gW, popf_end, layout.ages),
+    F = f.shape[-1]
+    b_grp = layout.births_to_fert.argmax(axis=1)
+    pM = layout.pop_to_fert
+    p_grp = np.where(pM.sum(axis=1) > 0, pM.argmax(axis=1), -1)
+    maps = {
+        "births": CellMap(b_grp, F, births, layout.birth_ages),
+        "pop_start": CellMap(p_grp, F, popf_start, layout.ages, 0.5),
+        "pop_end": CellMap(p_grp, F, popf_end, layout.ages, 0.5),
     }
-    return Linearisation(f, grads)
+    gW = -f * inv_w
+    inner = {"births": inv_w, "pop_start": gW, "pop_end": gW}
+    return Linearisation(f, inner=inner, maps=maps, diag={k: True for k in inner})
 
 
 def linearise_tfr(layout: Layout, births, popf_start, popf_end) -> Linearisation:
@@ -281,5 +430,5 @@ def linearise_tfr(layout: Layout, births, popf_start, popf_end) -> Linearisation
     lin = linearise_asfr(layout, births, popf_start, popf_end)
     w = layout.fert_width
     value = (lin.value @ w)[..., None]
-    grads = {m: np.einsum("...ka,k->...a", g, w)[..., None, :] for m, g in lin.grads.items()}
-    return Linearisation(value, grads)
+    inner = {m: (g * w)[..., None, :] for m, g in lin.inner.items()}  # (..., 1, F): one dense row
+    return Linearisation(value, inner=inner, maps=lin.maps)

@@ -220,7 +220,7 @@ def linearise(
 
 def _add_sex_axis(lin: Linearisation) -> Linearisation:
     """Fertility results get a sex axis of length 1 (women) so that every block is (R, S, K)."""
-    return Linearisation(lin.value[:, None], {m: g[:, None] for m, g in lin.grads.items()})
+    return lin.with_axis(1)
 
 
 def poisson_cell_variance(lz: Linearised, female_only: bool) -> dict:
