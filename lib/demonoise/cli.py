@@ -5,6 +5,7 @@
     demonoise datasets
     demonoise compute --dataset be-2023 --V 1 5 [--granularity single|5y] [--mc 10000] --out results.parquet
     demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
+    demonoise report --params params/default.yaml [--output output] [--force] [--workers 2] [--no-pdf]
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
 one-line message naming what is wrong), 1 on a failed batch.
@@ -154,6 +155,42 @@ def cmd_fetch(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from .report.batch import load_params, run_reports
+
+    params = load_params(args.params)
+    rep = run_reports(
+        params,
+        args.output,
+        force=args.force,
+        workers=args.workers,
+        pdf=False if args.no_pdf else None,
+    )
+    t = rep.timings
+    print(rep.summary())
+    print(
+        f"  compute {t['compute']:.1f} s, notebooks {t['notebooks']:.1f} s, reports {t['render']:.1f} s "
+        f"(HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s of work)"
+    )
+    for note in rep.notes:
+        print(f"  note: {note}")
+    for o in rep.failed:
+        first = (o.error or "failed").splitlines()[0]
+        print(f"  FAILED {o.spec.label}: {first}", file=sys.stderr)
+    print(f"index: {rep.index}")
+    return 0 if rep.ok else 1
+
+
+def _workers(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"workers must be >= 1, got {v}")
+    return v
+
+
 def _positive_seconds(s: str) -> float:
     try:
         v = float(s)
@@ -205,6 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--skip-incomplete", action="store_true", help="drop regions lacking a table or ages (listed) instead of failing")
     s.add_argument("--no-comparison", action="store_true", help="do not fetch the comparison tables demo_r_mlifexp, demo_r_find2")
     s.set_defaults(func=cmd_fetch)
+
+    s = sub.add_parser("report", help="quality reports: notebooks per country and V -> HTML/PDF reports + output/index.html")
+    s.add_argument("--params", required=True, type=Path, help="YAML params file, e.g. params/default.yaml")
+    s.add_argument("--output", type=Path, default=Path("output"), help="output directory (default: output)")
+    s.add_argument("--force", action="store_true", help="execute and render everything again, even if up to date")
+    s.add_argument("--workers", type=_workers, default=2, help="parallel kernels / Monte Carlo processes / renderers (default 2)")
+    s.add_argument("--no-pdf", action="store_true", help="write HTML reports only")
+    s.set_defaults(func=cmd_report)
     return p
 
 

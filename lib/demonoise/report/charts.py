@@ -15,8 +15,11 @@ import pandas as pd
 
 __all__ = [
     "COMPONENT_COLOURS",
+    "MAX_LINES",
     "uncertainty_by_age",
     "admixture_by_age",
+    "admixture_heatmap",
+    "admixture_chart",
     "value_by_age",
     "regional_intervals",
     "mc_check",
@@ -26,6 +29,17 @@ __all__ = [
 #: One colour per uncertainty component, the same on every page.
 COMPONENT_COLOURS = {"Poisson": "#4c78a8", "noise": "#e45756", "total": "#333333"}
 _COMPONENTS = [("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total")]
+#: Above this many regions, one line per region is unreadable: charts switch to a
+#: heatmap (admixture) or highlight the country and the smallest region (values).
+MAX_LINES = 7
+#: Admixture classes of the heatmap (per cent), with the sentence thresholds 10 % and 41 %.
+A_CLASSES = (
+    (0.0, 10.0, "< 10 %"),
+    (10.0, 41.4, "10 \u2013 41 %"),
+    (41.4, 100.0, "41 \u2013 100 % (noise \u2265 Poisson)"),
+    (100.0, np.inf, "> 100 %"),
+)
+A_CLASS_COLOURS = ("#d9e6f2", "#f2c879", "#e0703f", "#9e1b1b")
 _ADMIX_REF = pd.DataFrame({"A": [10.0, 41.4], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 
 INDICATOR_TITLES = {
@@ -39,6 +53,16 @@ INDICATOR_TITLES = {
 def _region_label(df: pd.DataFrame) -> pd.Series:
     name = df["region_name"].fillna("").astype(str).str.split("/").str[0].str.slice(0, 28)
     return np.where(name != "", df["region"] + " " + name, df["region"])
+
+
+_BASE_COLS = ["region", "region_name", "nuts_level", "sex", "age", "age_group", "events", "exposure", "small_count"]
+
+
+def _cols(df: pd.DataFrame, *extra: str) -> pd.DataFrame:
+    """Only the columns a chart uses: Altair embeds every column of its data in the
+    spec, and the results table has forty."""
+    keep = [c for c in dict.fromkeys([*_BASE_COLS, *extra]) if c in df]
+    return df[keep].copy()
 
 
 def _long_components(df: pd.DataFrame) -> pd.DataFrame:
@@ -55,13 +79,30 @@ def _long_components(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def uncertainty_by_age(df: pd.DataFrame, *, title: str = "", columns: int = 3, width: int = 210, height: int = 130, log: bool = True):
+def _facet_layout(n: int) -> tuple[int, int, int]:
+    """(columns, panel width, panel height) for ``n`` facets: the whole grid stays
+    within a report column (~ 820 px) and panels stay readable with 28 regions."""
+    if n <= 2:
+        return n, 300, 170
+    if n <= 4:
+        return 2, 300, 150
+    if n <= 9:
+        return 3, 200, 125
+    return 4, 150, 95
+
+
+def uncertainty_by_age(df: pd.DataFrame, *, title: str = "", columns: int | None = None, width: int | None = None, height: int | None = None, log: bool = True):
     """Relative uncertainty (Poisson, noise, total; %) by age, one panel per region.
 
     ``df``: rows of one indicator, one sex, one noise setting. Cells flagged
-    ``small_count`` (first order unreliable) are drawn as hollow points.
+    ``small_count`` (first order unreliable) are drawn as hollow points. Panels are
+    ordered by falling population (country first); their number of columns and size
+    adapt to the number of regions unless given.
     """
     d = _long_components(df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)])
+    order = _order_by_population(df)
+    ncol, w, h = _facet_layout(len(order))
+    columns, width, height = columns or ncol, width or w, height or h
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
     colour = alt.Color(
         "component:N",
@@ -69,25 +110,47 @@ def uncertainty_by_age(df: pd.DataFrame, *, title: str = "", columns: int = 3, w
         legend=alt.Legend(title=None, orient="top"),
     )
     base = alt.Chart(d).encode(
-        x=alt.X("age:Q", title="age"),
-        y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=scale),
+        x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
+        y=alt.Y("rel:Q", title=None, scale=scale, axis=alt.Axis(format="~g", tickCount=4, gridOpacity=0.6)),
         color=colour,
         tooltip=["region_label:N", "age_group:N", "component:N", alt.Tooltip("rel:Q", format=".3g"), "events:Q"],
     )
-    lines = base.mark_line(strokeWidth=1.3)
-    small = base.transform_filter("datum.small_count").mark_point(size=14, filled=False, opacity=0.7)
+    lines = base.mark_line(strokeWidth=1.2).encode(
+        strokeDash=alt.StrokeDash(
+            "component:N", scale=alt.Scale(domain=list(COMPONENT_COLOURS), range=[[1, 0], [1, 0], [4, 2]]), legend=None
+        )
+    )
+    small = base.transform_filter("datum.small_count && datum.component == 'total'").mark_point(size=12, filled=False, opacity=0.7)
     return (
         alt.layer(lines, small, data=d)
         .properties(width=width, height=height)
-        .facet(facet=alt.Facet("region_label:N", title=None, header=alt.Header(labelFontSize=10)), columns=columns)
+        .facet(
+            facet=alt.Facet("region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, labelLimit=width + 40)),
+            columns=columns,
+        )
         .resolve_scale(y="shared")
-        .properties(title=title or "")
+        .properties(title=_title(title, "relative uncertainty in % (log scale); hollow points: fewer than 10 events (first order unreliable)"))
     )
+
+
+def _title(text: str, subtitle: str | None = None):
+    if not text and not subtitle:
+        return ""
+    return alt.TitleParams(text or "", subtitle=subtitle or "", anchor="start", subtitleColor="#5b6570", subtitleFontSize=10)
+
+
+def _order_by_population(df: pd.DataFrame) -> list[str]:
+    """Region labels: the country first, then regions by falling exposure (population)."""
+    d = df[[c for c in ("region", "region_name", "nuts_level", "exposure") if c in df]].copy()
+    d["region_label"] = _region_label(d)
+    key = d.groupby("region_label").agg(level=("nuts_level", "first") if "nuts_level" in d else ("region", "size"), exposure=("exposure", "max"))
+    key = key.sort_values(["level", "exposure"], ascending=[True, False], kind="stable")
+    return key.index.tolist()
 
 
 def admixture_by_age(df: pd.DataFrame, *, title: str = "", width: int = 560, height: int = 240):
     """Noise admixture (%) by age, one line per region (log scale), with the 10 % and 41 % lines."""
-    d = df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)].copy()
+    d = _cols(df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)], "admixture")
     d["A"] = 100.0 * d["admixture"]
     d["region_label"] = _region_label(d)
     lines = (
@@ -105,20 +168,109 @@ def admixture_by_age(df: pd.DataFrame, *, title: str = "", width: int = 560, hei
     return alt.layer(lines, ref, ref_text).properties(width=width, height=height, title=title or "")
 
 
-def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: bool = False, width: int = 560, height: int = 220):
-    """The indicator itself by age, one line per region."""
-    d = df[np.isfinite(df["value"])].copy()
+def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
+    """Noise admixture by age and region as a heatmap (rows: regions by falling
+    population, country first; columns: ages). Colour classes < 10 %, 10-41 %,
+    41-100 % (noise at least as large as Poisson) and > 100 %; cells with fewer than 10
+    events carry a dot (first order unreliable there). Readable with 30 regions."""
+    d = _cols(df[np.isfinite(df["admixture"])], "admixture")
+    d["A"] = 100.0 * d["admixture"]
+    d["region_label"] = _region_label(d)
+    labels = [c[2] for c in A_CLASSES]
+    d["A_class"] = pd.cut(d["A"], bins=[c[0] for c in A_CLASSES] + [np.inf], labels=labels, right=False).astype(str)
+    ages = np.sort(d["age"].dropna().unique())
+    steps = np.diff(ages)
+    ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
+    d["age_end"] = d["age"].map(dict(zip(ages, ends)))
+    order = _order_by_population(df)
+    row = max(11, min(22, int(420 / max(len(order), 1))))
+    y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=10))
+    rect = (
+        alt.Chart(d)
+        .mark_rect()
+        .encode(
+            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
+            x2="age_end:Q",
+            y=y,
+            color=alt.Color(
+                "A_class:N",
+                title="noise admixture A",
+                scale=alt.Scale(domain=labels, range=list(A_CLASS_COLOURS)),
+                legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
+            ),
+            tooltip=["region_label:N", "age_group:N", alt.Tooltip("A:Q", format=".3g", title="A (%)"), alt.Tooltip("events:Q", format=".3g")],
+        )
+    )
+    dots = (
+        alt.Chart(d[d["small_count"].astype(bool)])
+        .mark_point(shape="circle", size=5, filled=True, color="#333333", opacity=0.55)
+        .encode(x=alt.X("age_mid:Q"), y=y)
+        .transform_calculate(age_mid="(datum.age + datum.age_end) / 2")
+    )
+    return alt.layer(rect, dots).properties(
+        width=width, height=row * len(order), title=_title(title, "dots: fewer than 10 events (first order unreliable)")
+    )
+
+
+def admixture_chart(df: pd.DataFrame, *, title: str = "", max_lines: int = MAX_LINES):
+    """Noise admixture by age: one line per region (:func:`admixture_by_age`) for up
+    to ``max_lines`` regions, a heatmap (:func:`admixture_heatmap`) beyond."""
+    n = df["region"].nunique()
+    if n <= max_lines:
+        return admixture_by_age(df, title=title)
+    return admixture_heatmap(df, title=title)
+
+
+def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: bool = False, width: int = 560, height: int = 240, max_lines: int = MAX_LINES):
+    """The indicator itself by age, one line per region.
+
+    With more than ``max_lines`` regions, every region is a thin grey line and only
+    the country (black) and the smallest region (red) are coloured and named, so that
+    the chart stays readable with 30 regions.
+    """
+    d = _cols(df[np.isfinite(df["value"])], "value")
     if log:
         d = d[d["value"] > 0]
     d["region_label"] = _region_label(d)
+    y = alt.Y("value:Q", title=y_title or "value", scale=alt.Scale(type="log") if log else alt.Scale(zero=False))
+    tip = ["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")]
+    n = d["region"].nunique()
+    if n <= max_lines:
+        return (
+            alt.Chart(d)
+            .mark_line(strokeWidth=1.2)
+            .encode(
+                x=alt.X("age:Q", title="age"),
+                y=y,
+                color=alt.Color("region_label:N", title="region", sort=_order_by_population(df), legend=alt.Legend(orient="right", labelLimit=180)),
+                tooltip=tip,
+            )
+            .properties(width=width, height=height, title=title or "")
+        )
+    order = _order_by_population(df)
+    country = d.loc[d["nuts_level"] == 0, "region_label"].unique().tolist() if "nuts_level" in d else []
+    regions = [o for o in order if o not in country]
+    smallest = regions[-1] if regions else None
+    d["role"] = "other NUTS 2 regions"
+    d.loc[d["region_label"] == smallest, "role"] = f"smallest: {smallest}"
+    d.loc[d["region_label"].isin(country), "role"] = "country: " + (country[0] if country else "")
+    roles = [r for r in ["country: " + (country[0] if country else ""), f"smallest: {smallest}", "other NUTS 2 regions"] if r in set(d["role"])]
+    colours = {"other NUTS 2 regions": "#b8c2cc"}
+    colours[f"smallest: {smallest}"] = "#d62728"
+    if country:
+        colours["country: " + country[0]] = "#111111"
+    d["order"] = d["role"].map({r: i for i, r in enumerate(reversed(roles))})
     return (
         alt.Chart(d)
-        .mark_line(strokeWidth=1.2)
+        .mark_line()
         .encode(
             x=alt.X("age:Q", title="age"),
-            y=alt.Y("value:Q", title=y_title or "value", scale=alt.Scale(type="log") if log else alt.Scale(zero=False)),
-            color=alt.Color("region_label:N", title="region", legend=alt.Legend(orient="right", labelLimit=180)),
-            tooltip=["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")],
+            y=y,
+            detail="region_label:N",
+            color=alt.Color("role:N", title=None, scale=alt.Scale(domain=roles, range=[colours[r] for r in roles]), legend=alt.Legend(orient="top", labelLimit=320)),
+            strokeWidth=alt.condition(alt.datum.role == "other NUTS 2 regions", alt.value(0.8), alt.value(1.8)),
+            order="order:Q",
+            tooltip=tip,
         )
         .properties(width=width, height=height, title=title or "")
     )
@@ -127,13 +279,13 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: b
 def regional_intervals(df: pd.DataFrame, *, title: str = "", x_title: str = "", width: int = 420):
     """One row per region: the value with 95 % intervals from Poisson alone and in total
     (Poisson + noise), ``value +- 1.96 sd``."""
-    d = df.copy()
+    d = _cols(df, "value", "sd_pois", "sd_tot")
     d["region_label"] = _region_label(d)
     for col, name in (("sd_pois", "pois"), ("sd_tot", "tot")):
         d[f"lo_{name}"] = d["value"] - 1.96 * d[col]
         d[f"hi_{name}"] = d["value"] + 1.96 * d[col]
     order = d.sort_values("exposure", ascending=False)["region_label"].tolist()
-    y = alt.Y("region_label:N", title=None, sort=order)
+    y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
     tot = alt.Chart(d).mark_rule(color=COMPONENT_COLOURS["total"], strokeWidth=5, opacity=0.25).encode(
         y=y, x=alt.X("lo_tot:Q", title=x_title or "value", scale=alt.Scale(zero=False)), x2="hi_tot:Q"
     )
@@ -143,7 +295,11 @@ def regional_intervals(df: pd.DataFrame, *, title: str = "", x_title: str = "", 
         x="value:Q",
         tooltip=["region_label:N", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("sd_pois:Q", format=".3g"), alt.Tooltip("sd_tot:Q", format=".3g")],
     )
-    return alt.layer(tot, pois, pt).properties(width=width, height=max(60, 18 * len(order)), title=title or "")
+    return alt.layer(tot, pois, pt).properties(
+        width=width,
+        height=max(60, 18 * len(order)),
+        title=_title(title, "dot: value; blue: 95 % interval from Poisson alone; grey band: Poisson and noise together"),
+    )
 
 
 def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int = 260):
@@ -173,13 +329,15 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
         )
     )
     line = alt.Chart(diag).mark_line(color="#999", strokeDash=[3, 3]).encode(x="analytic:Q", y="mc:Q")
-    return alt.layer(line, pts).properties(width=width, height=height, title=title or "")
+    return alt.layer(line, pts).properties(
+        width=width, height=height, title=_title(title, "dashed: Monte Carlo = analytic; red: |z| > 5 (beyond sampling error)")
+    )
 
 
 def uncertainty_vs_population(df: pd.DataFrame, *, title: str = "", width: int = 420, height: int = 300, column: str = "rel_noise"):
     """Relative uncertainty (%) against population (exposure), log-log, one point per
     region; the Poisson uncertainty for reference. ``df``: one indicator/age/sex, any V."""
-    d = df.copy()
+    d = _cols(df, column, "rel_pois", "V")
     d["rel"] = 100.0 * d[column]
     d["rel_p"] = 100.0 * d["rel_pois"]
     d["region_label"] = _region_label(d)
