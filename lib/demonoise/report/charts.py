@@ -304,7 +304,8 @@ def regional_intervals(df: pd.DataFrame, *, title: str = "", x_title: str = "", 
 
 def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int = 260):
     """Analytic against Monte Carlo standard deviation (noise and total), log-log, with y = x.
-    Points outside the sampling-error bound (``z_flag``) are drawn in red."""
+    Points outside the sampling-error bound (``z_flag``) are drawn in red. Returns
+    ``None`` (nothing to draw) when the table holds no Monte Carlo results."""
     parts = []
     for col, mc, z, label in (("sd_noise", "mc_sd_noise", "z_noise", "noise"), ("sd_tot", "mc_sd_tot", "z_tot", "total")):
         if mc not in df:
@@ -312,6 +313,8 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
         p = df[["region", "region_name", "sex", "age_group", col, mc, z]].rename(columns={col: "analytic", mc: "mc", z: "z"})
         p["component"] = label
         parts.append(p)
+    if not parts or df[[c for c in ("mc_sd_noise", "mc_sd_tot") if c in df]].isna().all().all():
+        return None
     d = pd.concat(parts, ignore_index=True)
     d = d[np.isfinite(d["analytic"]) & np.isfinite(d["mc"]) & (d["analytic"] > 0) & (d["mc"] > 0)]
     d["outside"] = d["z"].abs() > 5
