@@ -98,6 +98,9 @@ def test_formatting():
     assert S.fmt_int(30123.4) == "30\u202f123"
     assert S.region_label("FRL0", "Provence-Alpes-Côte d’Azur", width=12) == "FRL0 Provence-Al\u2026"  # 12 characters of name
     assert S.region_label("BE10", "Région de Bruxelles-Capitale/ Brussels Hoofdstedelijk Gewest") == "BE10 Région de Bruxelles-Capitale"
+    one = pd.DataFrame({"nuts_level": [0], "region_name": ["Suomi/Finland"], "region": ["FI"], "country": ["FI"]})
+    assert S.country_name(one) == "Suomi / Finland"
+    assert S.country_name(one.assign(nuts_level=2, region="MT00", country="MT", region_name="x")) == "Malta"  # NUTS names
 
 
 # ------------------------------------------------------------------ verdicts
@@ -126,7 +129,9 @@ def test_scalar_verdict_all_none_and_single_region():
     df.loc[df.indicator == "e", "admixture"] = 0.05  # every region below 10 %
     assert "in all 3 NUTS 2 regions" in str(S.scalar_verdict(df, 1.0, "e", age=0))
     df.loc[df.indicator == "e", "admixture"] = 0.5
-    assert "in none of the 3 NUTS 2 regions" in str(S.scalar_verdict(df, 1.0, "e", age=0))
+    assert "noise adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in all 3 NUTS 2 regions" in str(
+        S.scalar_verdict(df, 1.0, "e", age=0)
+    )
     one = frame()
     one = one[one.region.isin(["XX", "XX03"])]
     text = str(S.scalar_verdict(one, 1.0, "e", age=0))
@@ -157,7 +162,7 @@ def test_sparse_regions_and_flags():
     assert not sp[sp.region == "XX01"].iloc[0]["sparse"]
     v = S.scalar_verdict(frame(), 1.0, "e", age=0)
     assert v.numbers["sparse_regions"] == ["XX03"]
-    assert "unreliable in 1 region where more than half of the single-age cells rest on fewer than 10 events: XX03" in str(v)
+    assert "may be unreliable in 1 region where more than half of the single-age cells rest on fewer than 10 events: XX03" in str(v)
     table = S.scalar_table(frame(), 1.0, "e", age=0)
     flagged = dict(zip(table.frame.region, table.flagged))
     assert flagged == {"XX": False, "XX01": False, "XX02": False, "XX03": True}

@@ -13,11 +13,14 @@ What :func:`run_reports` does, for a :class:`ReportParams` (read from YAML by
    by papermill (:func:`~demonoise.report.run.run_jobs`: a pool of kernels reused between
    notebooks, failure isolation, atomic outputs, up-to-date skipping) into
    ``<output>/build/<dataset>/<country>-V<V>/``. Notebooks only *read* the results table.
-4. **reports** -- per (country, V): cover + sections -> one offline HTML file and a PDF
-   (headless Chromium), ``<output>/reports/<dataset>/<country>-V<V>.html|.pdf``. A report
-   whose notebooks and template did not change is not rendered again. Reports are rendered
-   by ``workers`` threads (Chromium runs as a separate process, so printing one PDF
-   overlaps with rendering the next HTML).
+4. **reports** -- per (country, V): cover + sections -> one offline HTML file and a PDF,
+   ``<output>/reports/<dataset>/<country>-V<V>.html|.pdf``. The formulas are typeset once
+   for the whole batch (:mod:`.mathsvg`: MathJax in headless Chromium) and written into
+   every page as static SVG; PDFs are printed by one kept-open headless Chromium per
+   rendering thread (:class:`~.chromium.Browser`; the one-shot command line is the
+   fallback). A report whose notebooks and template did not change is not rendered
+   again. ``workers`` threads render (Chromium runs as separate processes, so printing
+   one PDF overlaps with rendering the next HTML).
 5. **index** -- ``<output>/index.html``: one row per (country, V) linking both files, with
    the worst region, e0 and TFR noise uncertainty and admixture (read from the metrics the
    notebooks published), the reason when there is no PDF, and the error of a failed run.
@@ -543,8 +546,9 @@ def run_reports(
     """
     from tqdm import tqdm
 
-    from .chromium import ChromiumNotFoundError, find_chromium
+    from .chromium import Browser, ChromiumNotFoundError, find_chromium, print_pdf
     from .index import IndexRow, write_index
+    from .mathsvg import MathCache
     from .render import Section, read_metrics, render_report
     from .run import Job, library_fingerprint, output_key, run_jobs
     from .store import ResultsSpec, results
@@ -658,6 +662,43 @@ def run_reports(
     todo = [s for s in specs if outcomes[s].status != "failed"]
     bar = tqdm(total=len(todo), desc="reports", unit="report", disable=(not show) if show is not None else None, file=sys.stderr)
     lock = threading.Lock()
+    # formulas: typeset once for the whole batch and inlined as SVG (needs Chromium)
+    math = None
+    math_failed: list[str] = []
+    math_chromium = None
+    if pdf_reason is None:
+        math_chromium = chromium
+    elif not want_pdf:  # HTML only by choice: still typeset the formulas if Chromium is there
+        try:
+            math_chromium = find_chromium(chromium)
+        except ChromiumNotFoundError:
+            math_chromium = None
+    if todo and math_chromium is not None:
+        try:
+            math = MathCache(output / "build" / "math-svg.json", chromium=math_chromium)
+        except ReportError as e:
+            notes.append(f"formulas left to MathJax in the page: {e}")
+    # one Chromium per rendering thread, kept open for all its PDFs
+    local = threading.local()
+    browsers: list = []
+
+    def _print(html_path: Path, pdf_path: Path) -> tuple[Path | None, str | None]:
+        try:
+            b = getattr(local, "browser", None)
+            if b is None:
+                b = local.browser = Browser(chromium)
+                with lock:
+                    browsers.append(b)
+            return b.print_pdf(html_path, pdf_path), None
+        except DemonoiseError as e:  # a kept-open browser failed: retire it, try the one-shot path
+            b = getattr(local, "browser", None)
+            if b is not None:
+                b.close()
+                local.browser = None
+            try:
+                return print_pdf(html_path, pdf_path, chromium=chromium), None
+            except DemonoiseError as e2:
+                return None, f"no PDF: {e2} (kept-open browser: {e})"
 
     def render_one(s: ReportSpec) -> None:
         o = outcomes[s]
@@ -677,6 +718,7 @@ def run_reports(
                         "library": library,
                         "template": template,
                         "pdf": pdf_reason is None,
+                        "math": math is not None,
                     },
                     sort_keys=True,
                 ).encode()
@@ -703,27 +745,39 @@ def run_reports(
                 return
             label, _ = labels[s.dataset]
             title = f"{metrics.get('country_name') or s.country} ({s.country}), V = {s.V:g}: noise and demographic indicators"
+            t0 = time.perf_counter()
             res = render_report(
                 [Section(nb_paths[n], title=INDICATOR_TITLES[n], anchor=n.replace("_", "-")) for n in params.indicators],
                 html,
-                pdf_path if pdf_reason is None else None,
+                None,
                 title=title,
                 cover=nb_paths["cover"],
                 page_note=label,
-                chromium=chromium if pdf_reason is None else None,
             )
-            o.html, o.pdf, o.html_bytes = res.html, res.pdf, res.html_bytes
-            o.pdf_error = res.pdf_error if pdf_reason is None else pdf_reason
-            if pdf_reason is None and res.pdf is None:  # Chromium failed on this report: the HTML stands
-                pdf_path.unlink(missing_ok=True)
-            o.html_seconds, o.pdf_seconds = res.html_seconds, res.pdf_seconds or 0.0
+            if math is not None:
+                try:
+                    math.apply(res.html)
+                except DemonoiseError as e:  # the page keeps its inlined MathJax: still offline
+                    with lock:
+                        if not math_failed:
+                            math_failed.append(str(e))
+                            notes.append(f"formulas left to MathJax in the page: {e}")
+            o.html, o.html_bytes = res.html, res.html.stat().st_size
+            o.html_seconds = time.perf_counter() - t0
+            o.pdf, o.pdf_error = None, pdf_reason
+            if pdf_reason is None:
+                t1 = time.perf_counter()
+                o.pdf, o.pdf_error = _print(res.html, pdf_path)
+                o.pdf_seconds = time.perf_counter() - t1
+                if o.pdf is None:  # Chromium failed on this report: the HTML stands, no stale PDF
+                    pdf_path.unlink(missing_ok=True)
             atomic_write_text(
                 stamp,
                 json.dumps(
                     {
-                        "key": key if res.pdf is not None or pdf_reason is not None else None,
-                        "html": str(res.html),
-                        "pdf": str(res.pdf) if res.pdf else None,
+                        "key": key if o.pdf is not None or pdf_reason is not None else None,
+                        "html": str(o.html),
+                        "pdf": str(o.pdf) if o.pdf else None,
                         "pdf_error": o.pdf_error,
                         "metrics": metrics,
                         "html_seconds": round(o.html_seconds, 3),
@@ -740,12 +794,16 @@ def run_reports(
                 bar.update(1)
                 bar.set_postfix_str(f"{s.stem}: {o.status}", refresh=False)
 
-    if workers <= 1 or len(todo) <= 1:
-        for s in todo:
-            render_one(s)
-    else:
-        with cf.ThreadPoolExecutor(max_workers=workers) as ex:
-            list(ex.map(render_one, todo))
+    try:
+        if workers <= 1 or len(todo) <= 1:
+            for s in todo:
+                render_one(s)
+        else:
+            with cf.ThreadPoolExecutor(max_workers=workers) as ex:
+                list(ex.map(render_one, todo))
+    finally:
+        for b in browsers:
+            b.close()
     bar.close()
     timings["render"] = time.perf_counter() - t0
     timings["html"] = sum(o.html_seconds for o in outcomes.values())

@@ -40,6 +40,7 @@ A_CLASSES = (
     (100.0, np.inf, "> 100 %"),
 )
 A_CLASS_COLOURS = ("#d9e6f2", "#f2c879", "#e0703f", "#9e1b1b")
+NO_EVENTS = "no events"
 _ADMIX_REF = pd.DataFrame({"A": [10.0, 41.4], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 
 INDICATOR_TITLES = {
@@ -168,25 +169,54 @@ def admixture_by_age(df: pd.DataFrame, *, title: str = "", width: int = 560, hei
     return alt.layer(lines, ref, ref_text).properties(width=width, height=height, title=title or "")
 
 
+def _runs(d: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Runs of consecutive ages with the same ``key`` within each region: one row per run
+    with its first age and the end of its last age interval (``age``, ``age_end``)."""
+    d = d.sort_values(["region_label", "age"], kind="stable")
+    new = (d[key] != d[key].shift()) | (d["region_label"] != d["region_label"].shift())
+    run = new.cumsum()
+    g = d.groupby(run, sort=False)
+    return pd.DataFrame(
+        {
+            "region_label": g["region_label"].first(),
+            key: g[key].first(),
+            "age": g["age"].min(),
+            "age_end": g["age_end"].max(),
+            "cells": g.size(),
+            "A_min": g["A"].min(),
+            "A_max": g["A"].max(),
+        }
+    ).reset_index(drop=True)
+
+
 def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
     """Noise admixture by age and region as a heatmap (rows: regions by falling
     population, country first; columns: ages). Colour classes < 10 %, 10-41 %,
-    41-100 % (noise at least as large as Poisson) and > 100 %; cells with fewer than 10
-    events carry a dot (first order unreliable there). Readable with 30 regions."""
-    d = _cols(df[np.isfinite(df["admixture"])], "admixture")
+    41-100 % (noise at least as large as Poisson) and > 100 %, grey where there are no
+    events (no Poisson variance: A undefined); a black line runs through the cells with
+    fewer than 10 events (first order unreliable there). Readable with 40 regions.
+
+    Consecutive ages of a region in the same class are drawn as one rectangle (and
+    consecutive small cells as one line): the same picture with a tenth of the SVG
+    elements, which keeps reports of countries with many regions light to print.
+    """
+    d = _cols(df, "admixture")
     d["A"] = 100.0 * d["admixture"]
     d["region_label"] = _region_label(d)
-    labels = [c[2] for c in A_CLASSES]
-    d["A_class"] = pd.cut(d["A"], bins=[c[0] for c in A_CLASSES] + [np.inf], labels=labels, right=False).astype(str)
+    labels = [c[2] for c in A_CLASSES] + [NO_EVENTS]
+    d["A_class"] = pd.cut(d["A"], bins=[c[0] for c in A_CLASSES] + [np.inf], labels=labels[:-1], right=False).astype(str)
+    d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS  # no events: no Poisson variance, A undefined
     ages = np.sort(d["age"].dropna().unique())
     steps = np.diff(ages)
     ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
     d["age_end"] = d["age"].map(dict(zip(ages, ends)))
+    d = d[np.isfinite(d["age"])]
     order = _order_by_population(df)
     row = max(11, min(22, int(420 / max(len(order), 1))))
     y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=10))
+    runs = _runs(d, "A_class")
     rect = (
-        alt.Chart(d)
+        alt.Chart(runs)
         .mark_rect()
         .encode(
             x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
@@ -195,20 +225,18 @@ def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
             color=alt.Color(
                 "A_class:N",
                 title="noise admixture A",
-                scale=alt.Scale(domain=labels, range=list(A_CLASS_COLOURS)),
+                scale=alt.Scale(domain=labels, range=[*A_CLASS_COLOURS, "#e6e6e6"]),
                 legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
             ),
-            tooltip=["region_label:N", "age_group:N", alt.Tooltip("A:Q", format=".3g", title="A (%)"), alt.Tooltip("events:Q", format=".3g")],
+            tooltip=["region_label:N", "age:Q", "age_end:Q", "A_class:N", alt.Tooltip("A_min:Q", format=".3g"), alt.Tooltip("A_max:Q", format=".3g")],
         )
     )
-    dots = (
-        alt.Chart(d[d["small_count"].astype(bool)])
-        .mark_point(shape="circle", size=5, filled=True, color="#333333", opacity=0.55)
-        .encode(x=alt.X("age_mid:Q"), y=y)
-        .transform_calculate(age_mid="(datum.age + datum.age_end) / 2")
-    )
-    return alt.layer(rect, dots).properties(
-        width=width, height=row * len(order), title=_title(title, "dots: fewer than 10 events (first order unreliable)")
+    d["small"] = d["small_count"].astype(bool) & np.isfinite(d["A"])
+    small = _runs(d, "small")
+    small = small[small["small"].astype(bool)]
+    lines = alt.Chart(small).mark_rule(color="#222222", strokeWidth=1.2, opacity=0.75).encode(x="age:Q", x2="age_end:Q", y=y)
+    return alt.layer(rect, lines).properties(
+        width=width, height=row * len(order), title=_title(title, "black line: fewer than 10 events (first order unreliable)")
     )
 
 
@@ -337,21 +365,38 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
     )
 
 
-def uncertainty_vs_population(df: pd.DataFrame, *, title: str = "", width: int = 420, height: int = 300, column: str = "rel_noise"):
+def uncertainty_vs_population(
+    df: pd.DataFrame,
+    *,
+    title: str = "",
+    width: int = 420,
+    height: int = 280,
+    column: str = "rel_noise",
+    x_title: str = "population (average of 1 January of the year and the next)",
+):
     """Relative uncertainty (%) against population (exposure), log-log, one point per
-    region; the Poisson uncertainty for reference. ``df``: one indicator/age/sex, any V."""
+    region and series: the Poisson uncertainty (grey crosses) and the noise at each V
+    of the table (coloured dots). ``df``: one indicator/age/sex, any V."""
     d = _cols(df, column, "rel_pois", "V")
-    d["rel"] = 100.0 * d[column]
-    d["rel_p"] = 100.0 * d["rel_pois"]
     d["region_label"] = _region_label(d)
-    d["Vlabel"] = "noise, V = " + d["V"].map(lambda v: f"{v:g}")
-    base = alt.Chart(d).encode(x=alt.X("exposure:Q", title="population (average, exposure)", scale=alt.Scale(type="log")))
-    noise = base.mark_point(filled=True, size=20, opacity=0.7).encode(
-        y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log")),
-        color=alt.Color("Vlabel:N", title=None, legend=alt.Legend(orient="top")),
-        tooltip=["region_label:N", alt.Tooltip("exposure:Q", format=",.0f"), alt.Tooltip("rel:Q", format=".3g"), "V:Q"],
+    Vs = sorted(d["V"].unique())
+    noise = d.assign(rel=100.0 * d[column], series="noise, V = " + d["V"].map(lambda v: f"{v:g}"))
+    pois = d[d["V"] == Vs[0]].assign(rel=100.0 * d["rel_pois"], series="Poisson")
+    long = pd.concat([pois, noise], ignore_index=True)
+    long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["exposure"] > 0)]
+    domain = ["Poisson"] + [f"noise, V = {v:g}" for v in Vs]
+    palette = ["#e45756", "#b279a2", "#f58518", "#54a24b", "#4c78a8"]
+    colours = ["#888888"] + [palette[i % len(palette)] for i in range(len(Vs))]
+    return (
+        alt.Chart(long)
+        .mark_point(size=28, opacity=0.8)
+        .encode(
+            x=alt.X("exposure:Q", title=x_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~s", tickCount=5)),
+            y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=5)),
+            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(orient="top")),
+            shape=alt.Shape("series:N", scale=alt.Scale(domain=domain, range=["cross"] + ["circle"] * len(Vs)), legend=None),
+            fill=alt.Fill("series:N", scale=alt.Scale(domain=domain, range=colours), legend=None),
+            tooltip=["region_label:N", "series:N", alt.Tooltip("exposure:Q", format=",.0f"), alt.Tooltip("rel:Q", format=".3g")],
+        )
+        .properties(width=width, height=height, title=title or "")
     )
-    pois = base.transform_filter(alt.datum.V == float(d["V"].min())).mark_point(shape="cross", size=20, color=COMPONENT_COLOURS["Poisson"], opacity=0.6).encode(
-        y="rel_p:Q", tooltip=["region_label:N", alt.Tooltip("rel_p:Q", format=".3g")]
-    )
-    return alt.layer(pois, noise).properties(width=width, height=height, title=title or "")

@@ -414,14 +414,19 @@ def country_name(df: pd.DataFrame) -> str:
     the NUTS names (when :func:`drop_duplicate_country` removed the country row)."""
     c = df[df["nuts_level"] == 0]
     if len(c):
-        return str(c["region_name"].iloc[0]).split("/")[0].strip() or str(c["region"].iloc[0])
+        return _full_name(c["region_name"].iloc[0]) or str(c["region"].iloc[0])
     code = str(df["country"].iloc[0]) if len(df) else ""
     try:
         from ..io.nuts import nuts_region
 
-        return nuts_region(code).name.split("/")[0].strip() or code
+        return _full_name(nuts_region(code).name) or code
     except Exception:  # an unknown code: show the code
         return code
+
+
+def _full_name(name) -> str:
+    """A country's name in all its languages: ``"Suomi/Finland"`` -> ``"Suomi / Finland"``."""
+    return " / ".join(p.strip() for p in str(name or "").split("/") if p.strip())
 
 
 def cover_heading(df: pd.DataFrame, V: float, *, title: str = "", dataset: str = "", year: int | None = None) -> str:
@@ -842,9 +847,12 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
         if n == 1:
             verb = "adds less than 10 %" if low == 1 else "adds 10 % or more"
             where = "in the country's only NUTS 2 region"
+        elif low == 0:
+            verb = "adds 10 % or more"
+            where = f"in all {n} NUTS 2 regions"
         else:
             verb = "adds less than 10 %"
-            where = f"in all {n} NUTS 2 regions" if low == n else (f"in none of the {n} NUTS 2 regions" if low == 0 else f"in {low} of {n} NUTS 2 regions")
+            where = f"in all {n} NUTS 2 regions" if low == n else f"in {low} of {n} NUTS 2 regions"
         v.sentences.append(f"At V = {V:g}, noise {verb} to the statistical (Poisson) uncertainty of {subject} {where}.")
         small = reg.sort_values("population").iloc[0]
         large = reg.sort_values("population").iloc[-1]
@@ -886,7 +894,7 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     if len(cty):
         c = cty.iloc[0]
         v.sentences.append(
-            f"For {str(c['region_name']).split('/')[0]} as a whole, noise adds {fmt_pct(c['admixture'])} "
+            f"For {_full_name(c['region_name'])} as a whole, noise adds {fmt_pct(c['admixture'])} "
             f"(noise sd {fmt_num(c['sd_noise'], 2)}{u}, Poisson sd {fmt_num(c['sd_pois'], 2)}{u})."
         )
         v.numbers.update(country_admixture=float(c["admixture"]), country_sd_noise=float(c["sd_noise"]))
@@ -895,8 +903,8 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     sp = sp[(sp["sex"] == key) & sp["sparse"]]
     if len(sp):
         v.sentences.append(
-            f"First-order results are unreliable in {_plural(len(sp), 'region', 'regions')} where more than half of the "
-            f"single-age cells rest on fewer than 10 events: {', '.join(sp['region'])} (flagged)."
+            f"First-order results may be unreliable in {_plural(len(sp), 'region', 'regions')} where more than half of the "
+            f"single-age cells rest on fewer than 10 events: {', '.join(sp['region'])} (flagged; see the Monte Carlo check)."
         )
     v.numbers["sparse_regions"] = sp["region"].tolist()
     return v
