@@ -18,7 +18,7 @@ from demonoise.report import chromium as chrome
 from demonoise.report.batch import INDICATORS, parse_params, run_reports
 from demonoise.report.render import read_metrics
 
-from report_helpers import chromium, no_tmp_files, scan_html
+from report_helpers import CHROMIUM, chromium, no_tmp_files, scan_html
 
 pytestmark = pytest.mark.slow
 
@@ -61,6 +61,7 @@ def test_every_indicator_notebook_runs(lu):
     # the results hold the Monte Carlo asked for
     assert set(res.mc_n.dropna()) == {200}
     assert no_tmp_files(out) == []
+    assert (out / "build" / "math-svg.json").is_file() == bool(CHROMIUM)
 
 
 def test_html_report_is_offline_and_holds_its_charts(lu):
@@ -76,8 +77,14 @@ def test_html_report_is_offline_and_holds_its_charts(lu):
     assert len(re.findall(r"<svg[^>]*class=\"marks\"", html)) >= 12
     for title in ("Age-specific fertility rates", "Total fertility rate", "Age-specific mortality rates", "Life expectancy"):
         assert f"{title}</h1>" in html
-    # formulas are there for MathJax, which is inlined
-    assert "$$\\mathrm{Var}(e_k)" in html and "MathJax" in html
+    # formulas: typeset once for the batch and inlined as static SVG (with Chromium), else
+    # left to the inlined MathJax; either way nothing is fetched
+    if CHROMIUM:
+        assert '<html lang="en" data-dn-math="static">' in html and "window.MathJax" not in html
+        assert html.count("<mjx-container") > 40
+        assert "$$\\mathrm{Var}(e_k)" not in html
+    else:
+        assert "$$\\mathrm{Var}(e_k)" in html and "window.MathJax" in html
     # verdicts with numbers; no code, no tracebacks
     assert "noise adds" in html and "in the country's only NUTS 2 region" in html
     assert "Traceback" not in html and "dr.setup_notebook" not in html
@@ -88,8 +95,8 @@ def test_headless_chromium_without_network_loads_nothing_and_typesets(lu, tmp_pa
     net = tmp_path / "net.json"
     dom = chrome.dump_dom(lu["outcome"].html, net_log=net)
     assert chrome.page_requests(net) == []  # no request left the page (none failed, none made)
-    assert 'data-dn-math="done"' in dom  # MathJax finished
-    assert dom.count("<mjx-container") > 20
+    assert 'data-dn-math="static"' in dom  # formulas typeset ahead: no script needed
+    assert dom.count("<mjx-container") > 40
     text = re.sub(r"<(script|svg|style)\b.*?</\1>", "", dom, flags=re.S)
     assert "\\frac" not in text and "$$" not in text  # no raw LaTeX left in the page
 

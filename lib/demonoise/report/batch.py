@@ -592,11 +592,12 @@ def run_reports(
         try:
             _, path = results(spec, output / "results", workers=workers)
             results_of[(dataset, country)] = (path.resolve(), spec.key())
-        except DemonoiseError as e:
+        except Exception as e:  # one country's failure is recorded; the others go on
+            why = str(e) if isinstance(e, DemonoiseError) else f"{type(e).__name__}: {e}"
             for s in specs:
                 if (s.dataset, s.country) == (dataset, country):
                     outcomes[s].status = "failed"
-                    outcomes[s].error = f"results for {country} ({dataset}) failed: {e}"
+                    outcomes[s].error = f"results for {country} ({dataset}) failed: {why}"
     bar.close()
     timings["compute"] = time.perf_counter() - t0
 
@@ -786,9 +787,9 @@ def run_reports(
                     indent=1,
                 ),
             )
-        except DemonoiseError as e:
+        except Exception as e:  # one report's failure is recorded; the others go on
             o.status = "failed"
-            o.error = f"rendering failed: {e}"
+            o.error = f"rendering failed: {e if isinstance(e, DemonoiseError) else f'{type(e).__name__}: {e}'}"
         finally:
             with lock:
                 bar.update(1)

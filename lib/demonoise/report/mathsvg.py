@@ -9,7 +9,7 @@ and writes it into every report as static SVG, after which the page needs no scr
 1. :func:`find_math` lists the formulas of a rendered HTML page the way MathJax finds
    them (``$$...$$`` and ``\\[...\\]`` display, ``$...$`` and ``\\(...\\)`` inline, ``\\$``
    a literal dollar; not inside ``script``, ``style``, ``svg``, ``pre``, ``code``,
-   ``textarea``);
+   ``textarea``, nor inside formulas already typeset);
 2. :class:`MathCache` typesets the formulas it does not know yet in one headless
    Chromium call, with the vendored MathJax and the template's TeX settings (SVG output,
    a local font cache so that each formula is a self-contained ``<svg>``), and keeps
@@ -43,7 +43,9 @@ __all__ = ["Math", "find_math", "inline_math", "MathCache", "MATHJAX_START", "MA
 MATHJAX_START = "<!--dn-mathjax-start-->"
 MATHJAX_END = "<!--dn-mathjax-end-->"
 
-_SKIP = re.compile(r"<(script|style|svg|pre|code|textarea)\b[^>]*>.*?</\1\s*>|<!--.*?-->|<[^>]*>", re.S | re.I)
+_SKIP = re.compile(
+    r"<(script|style|svg|pre|code|textarea|mjx-container|math)\b[^>]*>.*?</\1\s*>|<!--.*?-->|<[^>]*>", re.S | re.I
+)
 _OPEN = re.compile(r"\\\$|\$\$|\$|\\\[|\\\(")
 _CLOSE = {"$$": "$$", "$": "$", "\\[": "\\]", "\\(": "\\)"}
 
@@ -272,6 +274,8 @@ class MathCache:
         """
         html_path = Path(html_path)
         page = html_path.read_text(encoding="utf-8")
+        if MATHJAX_START not in page and re.search(r'<html\b[^>]*data-dn-math="static"', page):
+            return 0  # already done
         items = find_math(page)
         with self._lock:
             todo = {m.key: m for m in items if m.key not in self.svgs}

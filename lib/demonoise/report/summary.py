@@ -196,7 +196,7 @@ def load_results(
     path = Path(path)
     if not path.exists():
         raise ReportError(f"results table not found: {path}")
-    df = read_table(path)
+    df = _read_cached(path, read_table)
     problems = []
     if dataset not in set(df["dataset"]):
         problems.append(f"dataset {dataset!r} (has {sorted(set(df['dataset']))})")
@@ -213,6 +213,27 @@ def load_results(
         df = df[df["granularity"] == granularity]
     df = df.reset_index(drop=True)
     return drop_duplicate_country(df) if dedupe else df
+
+
+_CACHE: dict = {}
+_CACHE_SIZE = 2
+
+
+def _read_cached(path: Path, reader) -> pd.DataFrame:
+    """Read a results table, remembering the last few by (path, size, mtime).
+
+    The report notebooks of one country run one after the other in a reused kernel
+    (module state survives the namespace reset between notebooks); the table they all
+    read is parsed once. The key changes whenever the file is rewritten, and a copy is
+    returned, so no notebook can see another's changes.
+    """
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _CACHE:
+        while len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = reader(path)
+    return _CACHE[key].copy()
 
 
 def at(df: pd.DataFrame, V: float, indicator: str | None = None, *, sex: str | None = None, age: float | None = None) -> pd.DataFrame:
