@@ -96,9 +96,6 @@ NOTEBOOKS_ENV = "DEMONOISE_NOTEBOOKS"
 
 #: Summary columns of the index, in order.
 INDEX_COLUMNS = (
-    "dataset",
-    "country",
-    "V",
     "regions",
     "worst region (e0)",
     "e0 noise sd, worst",

@@ -141,10 +141,15 @@ def _title(text: str, subtitle: str | None = None):
 
 
 def _order_by_population(df: pd.DataFrame) -> list[str]:
-    """Region labels: the country first, then regions by falling exposure (population)."""
-    d = df[[c for c in ("region", "region_name", "nuts_level", "exposure") if c in df]].copy()
+    """Region labels: the country first, then regions by falling population.
+
+    Population: the exposure summed over the rows' ages (ASMR, ASFR: the population,
+    or the women 15-49), except for life expectancy, whose exposure at age k already
+    counts everyone aged k or more (its largest value is the population)."""
+    d = df[[c for c in ("region", "region_name", "nuts_level", "exposure", "indicator") if c in df]].copy()
     d["region_label"] = _region_label(d)
-    key = d.groupby("region_label").agg(level=("nuts_level", "first") if "nuts_level" in d else ("region", "size"), exposure=("exposure", "max"))
+    how = "max" if "indicator" in d and (d["indicator"] == "e").all() else "sum"
+    key = d.groupby("region_label").agg(level=("nuts_level", "first") if "nuts_level" in d else ("region", "size"), exposure=("exposure", how))
     key = key.sort_values(["level", "exposure"], ascending=[True, False], kind="stable")
     return key.index.tolist()
 
@@ -260,7 +265,12 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: b
     if log:
         d = d[d["value"] > 0]
     d["region_label"] = _region_label(d)
-    y = alt.Y("value:Q", title=y_title or "value", scale=alt.Scale(type="log") if log else alt.Scale(zero=False))
+    y = alt.Y(
+        "value:Q",
+        title=y_title or "value",
+        scale=alt.Scale(type="log") if log else alt.Scale(zero=False),
+        axis=alt.Axis(format="~g", tickCount=6) if log else alt.Axis(),
+    )
     tip = ["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")]
     n = d["region"].nunique()
     if n <= max_lines:
@@ -352,8 +362,8 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
         alt.Chart(d)
         .mark_point(filled=True, size=30, opacity=0.8)
         .encode(
-            x=alt.X("analytic:Q", title="analytic sd (first order)", scale=alt.Scale(type="log")),
-            y=alt.Y("mc:Q", title="Monte Carlo sd", scale=alt.Scale(type="log")),
+            x=alt.X("analytic:Q", title="analytic sd (first order)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=4)),
+            y=alt.Y("mc:Q", title="Monte Carlo sd", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=4)),
             shape=alt.Shape("component:N", legend=alt.Legend(title=None, orient="top")),
             color=alt.Color("outside:N", scale=alt.Scale(domain=[False, True], range=["#4c78a8", "#d62728"]), legend=alt.Legend(title="|z| > 5")),
             tooltip=["region:N", "sex:N", "age_group:N", "component:N", alt.Tooltip("analytic:Q", format=".3g"), alt.Tooltip("mc:Q", format=".3g"), alt.Tooltip("z:Q", format=".2f")],
@@ -389,13 +399,13 @@ def uncertainty_vs_population(
     colours = ["#888888"] + [palette[i % len(palette)] for i in range(len(Vs))]
     return (
         alt.Chart(long)
-        .mark_point(size=28, opacity=0.8)
+        .mark_point(size=40, opacity=0.85, strokeWidth=1.2)
         .encode(
             x=alt.X("exposure:Q", title=x_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~s", tickCount=5)),
             y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=5)),
             color=alt.Color("series:N", title=None, scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(orient="top")),
             shape=alt.Shape("series:N", scale=alt.Scale(domain=domain, range=["cross"] + ["circle"] * len(Vs)), legend=None),
-            fill=alt.Fill("series:N", scale=alt.Scale(domain=domain, range=colours), legend=None),
+            fill=alt.Fill("series:N", scale=alt.Scale(domain=domain, range=["transparent"] + colours[1:]), legend=None),
             tooltip=["region_label:N", "series:N", alt.Tooltip("exposure:Q", format=",.0f"), alt.Tooltip("rel:Q", format=".3g")],
         )
         .properties(width=width, height=height, title=title or "")

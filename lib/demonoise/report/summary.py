@@ -507,9 +507,9 @@ def _flag_text(row) -> str:
     if bool(row.get("small_count", False)):
         out.append("< 10 events")
     if bool(row.get("sparse", False)):
-        out.append(f"sparse ({fmt_pct(row['small_share'], 2)} of cells < 10 events)")
+        out.append(f"sparse ({fmt_pct(row['small_share'], 2)})")
     if bool(row.get("z_flag", False)):
-        out.append("Monte Carlo disagrees (|z| > 5)")
+        out.append("MC |z| > 5")
     return "; ".join(out)
 
 
@@ -578,9 +578,9 @@ def scalar_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", 
             "population": [fmt_int(x) for x in d["population"]],
             "events": [fmt_int(x) for x in d["events"]],
             "value": [fmt_num(x, digits) for x in d["value"]],
-            "rel. Poisson": [fmt_pct(x) for x in d["rel_pois"]],
-            "rel. noise": [fmt_pct(x) for x in d["rel_noise"]],
-            "rel. total": [fmt_pct(x) for x in d["rel_tot"]],
+            "\u03b4 Poisson": [fmt_pct(x) for x in d["rel_pois"]],
+            "\u03b4 noise": [fmt_pct(x) for x in d["rel_noise"]],
+            "\u03b4 total": [fmt_pct(x) for x in d["rel_tot"]],
             "A": [fmt_pct(x) for x in d["admixture"]],
             "sd noise": [fmt_num(x, 2) for x in d["sd_noise"]],
         }
@@ -588,16 +588,17 @@ def scalar_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", 
     if "mc_sd_tot" in d and d["mc_sd_tot"].notna().any():
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = d["mc_sd_tot"].to_numpy(float) / d["sd_tot"].to_numpy(float)
-        shown["MC / analytic sd"] = [fmt_num(x, 3) for x in ratio]
+        shown["MC/analytic"] = [fmt_num(x, 3) for x in ratio]
     shown["flags"] = d["flag"].to_numpy()
     what = _what(indicator, age, sex)
     return HtmlTable(
         d,
         shown,
         caption=f"{what.capitalize()} at V = {V:g}" + (f" (value and sd in {unit})" if unit else "")
-        + ": relative uncertainties (Poisson, noise, total), noise admixture A, noise standard deviation"
-        + (", and the Monte Carlo total sd over the analytic one" if "MC / analytic sd" in shown else "")
-        + ". Flagged rows: first order unreliable.",
+        + ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise standard deviation"
+        + (", and the Monte Carlo total sd over the analytic one (MC/analytic)" if "MC/analytic" in shown else "")
+        + ". Flags (first order may be unreliable): sparse = more than half of the single-age cells rest on fewer "
+        "than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error.",
         flagged=(d["flag"] != "").tolist(),
     )
 
