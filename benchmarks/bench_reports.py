@@ -110,7 +110,7 @@ def main() -> int:
         results["runs"][name] = r
         s, w = r["stages_s"], r["work_s"]
         print(f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {args.workers}")
-        print(f"| stage | wall (s) |\n|---|---|")
+        print("| stage | wall (s) |\n|---|---|")
         print(f"| total | {r['wall_s']} |")
         for k in ("compute", "notebooks", "render"):
             print(f"| {k} | {s.get(k)} |")

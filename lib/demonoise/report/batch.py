@@ -56,7 +56,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 from ..atomic import atomic_write_text
 from ..errors import DemonoiseError, ParameterError, ReportError
@@ -661,7 +661,7 @@ def run_reports(
     bar = tqdm(total=len(todo), desc="reports", unit="report", disable=(not show) if show is not None else None, file=sys.stderr)
     lock = threading.Lock()
     # formulas: typeset once for the whole batch and inlined as SVG (needs Chromium)
-    math = None
+    math_cache = None
     math_failed: list[str] = []
     math_chromium = None
     if pdf_reason is None:
@@ -673,7 +673,7 @@ def run_reports(
             math_chromium = None
     if todo and math_chromium is not None:
         try:
-            math = MathCache(output / "build" / "math-svg.json", chromium=math_chromium)
+            math_cache = MathCache(output / "build" / "math-svg.json", chromium=math_chromium)
         except ReportError as e:
             notes.append(f"formulas left to MathJax in the page: {e}")
     # one Chromium per rendering thread, kept open for all its PDFs
@@ -716,7 +716,7 @@ def run_reports(
                         "library": library,
                         "template": template,
                         "pdf": pdf_reason is None,
-                        "math": math is not None,
+                        "math": math_cache is not None,
                     },
                     sort_keys=True,
                 ).encode()
@@ -752,9 +752,9 @@ def run_reports(
                 cover=nb_paths["cover"],
                 page_note=label,
             )
-            if math is not None:
+            if math_cache is not None:
                 try:
-                    math.apply(res.html)
+                    math_cache.apply(res.html)
                 except DemonoiseError as e:  # the page keeps its inlined MathJax: still offline
                     with lock:
                         if not math_failed:
