@@ -22,7 +22,8 @@ test: $(STAMP)
 	$(PY) -m pytest -n 2 -q
 
 report: $(STAMP)
-	$(VENV)/bin/demonoise compute --dataset be-2023 --V 1 5 --out output/results.parquet
+	$(VENV)/bin/demonoise report --params params/default.yaml
+	@echo "Quality reports: $(abspath output/index.html)"
 
 clean:
 	rm -rf $(VENV) output/* build *.egg-info

@@ -12,6 +12,7 @@
     demonoise calibrate --dataset be-2023 [--thresholds 0.1 0.5 1] [--ptable-D 3 --ptable-js 0] --out calib.csv
     demonoise notebook whatif|teaching [-p NAME VALUE ...] [--out DIR] [--no-pdf] [--force]
     demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out DIR] [--no-pdf]
+    demonoise report --params params/default.yaml [--output output] [--force] [--workers 2] [--no-pdf]
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
 one-line message naming what is wrong), 1 on a failed batch.
@@ -223,6 +224,41 @@ def cmd_overview(args) -> int:
     dt = time.perf_counter() - t0
     print(f"Europe overview -> {r.html}" + (f", {r.pdf}" if r.pdf else f" ({r.pdf_error})" if r.pdf_error else "") + f"  [{dt:.1f} s]")
     return 0
+
+def cmd_report(args) -> int:
+    from .report.batch import load_params, run_reports
+
+    params = load_params(args.params)
+    rep = run_reports(
+        params,
+        args.output,
+        force=args.force,
+        workers=args.workers,
+        pdf=False if args.no_pdf else None,
+    )
+    t = rep.timings
+    print(rep.summary())
+    print(
+        f"  compute {t['compute']:.1f} s, notebooks {t['notebooks']:.1f} s, reports {t['render']:.1f} s "
+        f"(HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s of work)"
+    )
+    for note in rep.notes:
+        print(f"  note: {note}")
+    for o in rep.failed:
+        first = (o.error or "failed").splitlines()[0]
+        print(f"  FAILED {o.spec.label}: {first}", file=sys.stderr)
+    print(f"index: {rep.index}")
+    return 0 if rep.ok else 1
+
+
+def _workers(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"workers must be >= 1, got {v}")
+    return v
 
 
 def _positive_seconds(s: str) -> float:
@@ -543,6 +579,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--force", action="store_true", help="recompute and re-execute even if up to date")
     s.set_defaults(func=cmd_overview)
+
+    s = sub.add_parser("report", help="quality reports: notebooks per country and V -> HTML/PDF reports + output/index.html")
+    s.add_argument("--params", required=True, type=Path, help="YAML params file, e.g. params/default.yaml")
+    s.add_argument("--output", type=Path, default=Path("output"), help="output directory (default: output)")
+    s.add_argument("--force", action="store_true", help="execute and render everything again, even if up to date")
+    s.add_argument("--workers", type=_workers, default=2, help="parallel kernels / Monte Carlo processes / renderers (default 2)")
+    s.add_argument("--no-pdf", action="store_true", help="write HTML reports only")
+    s.set_defaults(func=cmd_report)
     return p
 
 

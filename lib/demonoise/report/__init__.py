@@ -15,7 +15,10 @@ nothing beyond what :func:`setup_notebook` itself needs):
 * :mod:`.templates` -- where the nbconvert template is found;
 * :mod:`.store`     -- results computed once by the library and read by the notebooks:
   :class:`ResultsSpec`, :func:`results`;
-* :mod:`.charts`    -- Altair chart builders over the results table.
+* :mod:`.charts`    -- Altair chart builders over the results table;
+* :mod:`.summary`   -- tables, verdict sentences and flags over the results table;
+* :mod:`.batch`     -- the report batch: params file -> results -> notebooks -> reports
+  -> index (:func:`load_params`, :func:`run_reports`).
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ __all__ = [
     # store
     "ResultsSpec",
     "results",
+    # batch
+    "ReportParams",
+    "load_params",
+    "parse_params",
+    "run_reports",
 ]
 
 _WHERE = {
@@ -83,6 +91,10 @@ _WHERE = {
     "find_template_dir": "templates",
     "ResultsSpec": "store",
     "results": "store",
+    "ReportParams": "batch",
+    "load_params": "batch",
+    "parse_params": "batch",
+    "run_reports": "batch",
 }
 
 

@@ -15,8 +15,11 @@ import pandas as pd
 
 __all__ = [
     "COMPONENT_COLOURS",
+    "MAX_LINES",
     "uncertainty_by_age",
     "admixture_by_age",
+    "admixture_heatmap",
+    "admixture_chart",
     "value_by_age",
     "regional_intervals",
     "mc_check",
@@ -26,6 +29,18 @@ __all__ = [
 #: One colour per uncertainty component, the same on every page.
 COMPONENT_COLOURS = {"Poisson": "#4c78a8", "noise": "#e45756", "total": "#333333"}
 _COMPONENTS = [("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total")]
+#: Above this many regions, one line per region is unreadable: charts switch to a
+#: heatmap (admixture) or highlight the country and the smallest region (values).
+MAX_LINES = 7
+#: Admixture classes of the heatmap (per cent), with the sentence thresholds 10 % and 41 %.
+A_CLASSES = (
+    (0.0, 10.0, "< 10 %"),
+    (10.0, 41.4, "10 \u2013 41 %"),
+    (41.4, 100.0, "41 \u2013 100 % (noise \u2265 Poisson)"),
+    (100.0, np.inf, "> 100 %"),
+)
+A_CLASS_COLOURS = ("#d9e6f2", "#f2c879", "#e0703f", "#9e1b1b")
+NO_EVENTS = "no events"
 _ADMIX_REF = pd.DataFrame({"A": [10.0, 41.4], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 
 INDICATOR_TITLES = {
@@ -39,6 +54,16 @@ INDICATOR_TITLES = {
 def _region_label(df: pd.DataFrame) -> pd.Series:
     name = df["region_name"].fillna("").astype(str).str.split("/").str[0].str.slice(0, 28)
     return np.where(name != "", df["region"] + " " + name, df["region"])
+
+
+_BASE_COLS = ["region", "region_name", "nuts_level", "sex", "age", "age_group", "events", "exposure", "small_count"]
+
+
+def _cols(df: pd.DataFrame, *extra: str) -> pd.DataFrame:
+    """Only the columns a chart uses: Altair embeds every column of its data in the
+    spec, and the results table has forty."""
+    keep = [c for c in dict.fromkeys([*_BASE_COLS, *extra]) if c in df]
+    return df[keep].copy()
 
 
 def _long_components(df: pd.DataFrame) -> pd.DataFrame:
@@ -55,13 +80,30 @@ def _long_components(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def uncertainty_by_age(df: pd.DataFrame, *, title: str = "", columns: int = 3, width: int = 210, height: int = 130, log: bool = True):
+def _facet_layout(n: int) -> tuple[int, int, int]:
+    """(columns, panel width, panel height) for ``n`` facets: the whole grid stays
+    within a report column (~ 820 px) and panels stay readable with 28 regions."""
+    if n <= 2:
+        return n, 300, 170
+    if n <= 4:
+        return 2, 300, 150
+    if n <= 9:
+        return 3, 200, 125
+    return 4, 150, 95
+
+
+def uncertainty_by_age(df: pd.DataFrame, *, title: str = "", columns: int | None = None, width: int | None = None, height: int | None = None, log: bool = True):
     """Relative uncertainty (Poisson, noise, total; %) by age, one panel per region.
 
     ``df``: rows of one indicator, one sex, one noise setting. Cells flagged
-    ``small_count`` (first order unreliable) are drawn as hollow points.
+    ``small_count`` (first order unreliable) are drawn as hollow points. Panels are
+    ordered by falling population (country first); their number of columns and size
+    adapt to the number of regions unless given.
     """
     d = _long_components(df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)])
+    order = _order_by_population(df)
+    ncol, w, h = _facet_layout(len(order))
+    columns, width, height = columns or ncol, width or w, height or h
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
     colour = alt.Color(
         "component:N",
@@ -69,25 +111,52 @@ def uncertainty_by_age(df: pd.DataFrame, *, title: str = "", columns: int = 3, w
         legend=alt.Legend(title=None, orient="top"),
     )
     base = alt.Chart(d).encode(
-        x=alt.X("age:Q", title="age"),
-        y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=scale),
+        x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
+        y=alt.Y("rel:Q", title=None, scale=scale, axis=alt.Axis(format="~g", tickCount=4, gridOpacity=0.6)),
         color=colour,
         tooltip=["region_label:N", "age_group:N", "component:N", alt.Tooltip("rel:Q", format=".3g"), "events:Q"],
     )
-    lines = base.mark_line(strokeWidth=1.3)
-    small = base.transform_filter("datum.small_count").mark_point(size=14, filled=False, opacity=0.7)
+    lines = base.mark_line(strokeWidth=1.2).encode(
+        strokeDash=alt.StrokeDash(
+            "component:N", scale=alt.Scale(domain=list(COMPONENT_COLOURS), range=[[1, 0], [1, 0], [4, 2]]), legend=None
+        )
+    )
+    small = base.transform_filter("datum.small_count && datum.component == 'total'").mark_point(size=12, filled=False, opacity=0.7)
     return (
         alt.layer(lines, small, data=d)
         .properties(width=width, height=height)
-        .facet(facet=alt.Facet("region_label:N", title=None, header=alt.Header(labelFontSize=10)), columns=columns)
+        .facet(
+            facet=alt.Facet("region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, labelLimit=width + 40)),
+            columns=columns,
+        )
         .resolve_scale(y="shared")
-        .properties(title=title or "")
+        .properties(title=_title(title, "relative uncertainty in % (log scale); hollow points: fewer than 10 events (first order unreliable)"))
     )
+
+
+def _title(text: str, subtitle: str | None = None):
+    if not text and not subtitle:
+        return ""
+    return alt.TitleParams(text or "", subtitle=subtitle or "", anchor="start", subtitleColor="#5b6570", subtitleFontSize=10)
+
+
+def _order_by_population(df: pd.DataFrame) -> list[str]:
+    """Region labels: the country first, then regions by falling population.
+
+    Population: the exposure summed over the rows' ages (ASMR, ASFR: the population,
+    or the women 15-49), except for life expectancy, whose exposure at age k already
+    counts everyone aged k or more (its largest value is the population)."""
+    d = df[[c for c in ("region", "region_name", "nuts_level", "exposure", "indicator") if c in df]].copy()
+    d["region_label"] = _region_label(d)
+    how = "max" if "indicator" in d and (d["indicator"] == "e").all() else "sum"
+    key = d.groupby("region_label").agg(level=("nuts_level", "first") if "nuts_level" in d else ("region", "size"), exposure=("exposure", how))
+    key = key.sort_values(["level", "exposure"], ascending=[True, False], kind="stable")
+    return key.index.tolist()
 
 
 def admixture_by_age(df: pd.DataFrame, *, title: str = "", width: int = 560, height: int = 240):
     """Noise admixture (%) by age, one line per region (log scale), with the 10 % and 41 % lines."""
-    d = df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)].copy()
+    d = _cols(df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)], "admixture")
     d["A"] = 100.0 * d["admixture"]
     d["region_label"] = _region_label(d)
     lines = (
@@ -105,20 +174,141 @@ def admixture_by_age(df: pd.DataFrame, *, title: str = "", width: int = 560, hei
     return alt.layer(lines, ref, ref_text).properties(width=width, height=height, title=title or "")
 
 
-def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: bool = False, width: int = 560, height: int = 220):
-    """The indicator itself by age, one line per region."""
-    d = df[np.isfinite(df["value"])].copy()
+def _runs(d: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Runs of consecutive ages with the same ``key`` within each region: one row per run
+    with its first age and the end of its last age interval (``age``, ``age_end``)."""
+    d = d.sort_values(["region_label", "age"], kind="stable")
+    new = (d[key] != d[key].shift()) | (d["region_label"] != d["region_label"].shift())
+    run = new.cumsum()
+    g = d.groupby(run, sort=False)
+    return pd.DataFrame(
+        {
+            "region_label": g["region_label"].first(),
+            key: g[key].first(),
+            "age": g["age"].min(),
+            "age_end": g["age_end"].max(),
+            "cells": g.size(),
+            "A_min": g["A"].min(),
+            "A_max": g["A"].max(),
+        }
+    ).reset_index(drop=True)
+
+
+def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
+    """Noise admixture by age and region as a heatmap (rows: regions by falling
+    population, country first; columns: ages). Colour classes < 10 %, 10-41 %,
+    41-100 % (noise at least as large as Poisson) and > 100 %, grey where there are no
+    events (no Poisson variance: A undefined); a black line runs through the cells with
+    fewer than 10 events (first order unreliable there). Readable with 40 regions.
+
+    Consecutive ages of a region in the same class are drawn as one rectangle (and
+    consecutive small cells as one line): the same picture with a tenth of the SVG
+    elements, which keeps reports of countries with many regions light to print.
+    """
+    d = _cols(df, "admixture")
+    d["A"] = 100.0 * d["admixture"]
+    d["region_label"] = _region_label(d)
+    labels = [c[2] for c in A_CLASSES] + [NO_EVENTS]
+    d["A_class"] = pd.cut(d["A"], bins=[c[0] for c in A_CLASSES] + [np.inf], labels=labels[:-1], right=False).astype(str)
+    d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS  # no events: no Poisson variance, A undefined
+    ages = np.sort(d["age"].dropna().unique())
+    steps = np.diff(ages)
+    ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
+    d["age_end"] = d["age"].map(dict(zip(ages, ends)))
+    d = d[np.isfinite(d["age"])]
+    order = _order_by_population(df)
+    row = max(11, min(22, int(420 / max(len(order), 1))))
+    y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=10))
+    runs = _runs(d, "A_class")
+    rect = (
+        alt.Chart(runs)
+        .mark_rect()
+        .encode(
+            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
+            x2="age_end:Q",
+            y=y,
+            color=alt.Color(
+                "A_class:N",
+                title="noise admixture A",
+                scale=alt.Scale(domain=labels, range=[*A_CLASS_COLOURS, "#e6e6e6"]),
+                legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
+            ),
+            tooltip=["region_label:N", "age:Q", "age_end:Q", "A_class:N", alt.Tooltip("A_min:Q", format=".3g"), alt.Tooltip("A_max:Q", format=".3g")],
+        )
+    )
+    d["small"] = d["small_count"].astype(bool) & np.isfinite(d["A"])
+    small = _runs(d, "small")
+    small = small[small["small"].astype(bool)]
+    lines = alt.Chart(small).mark_rule(color="#222222", strokeWidth=1.2, opacity=0.75).encode(x="age:Q", x2="age_end:Q", y=y)
+    return alt.layer(rect, lines).properties(
+        width=width, height=row * len(order), title=_title(title, "black line: fewer than 10 events (first order unreliable)")
+    )
+
+
+def admixture_chart(df: pd.DataFrame, *, title: str = "", max_lines: int = MAX_LINES):
+    """Noise admixture by age: one line per region (:func:`admixture_by_age`) for up
+    to ``max_lines`` regions, a heatmap (:func:`admixture_heatmap`) beyond."""
+    n = df["region"].nunique()
+    if n <= max_lines:
+        return admixture_by_age(df, title=title)
+    return admixture_heatmap(df, title=title)
+
+
+def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: bool = False, width: int = 560, height: int = 240, max_lines: int = MAX_LINES):
+    """The indicator itself by age, one line per region.
+
+    With more than ``max_lines`` regions, every region is a thin grey line and only
+    the country (black) and the smallest region (red) are coloured and named, so that
+    the chart stays readable with 30 regions.
+    """
+    d = _cols(df[np.isfinite(df["value"])], "value")
     if log:
         d = d[d["value"] > 0]
     d["region_label"] = _region_label(d)
+    y = alt.Y(
+        "value:Q",
+        title=y_title or "value",
+        scale=alt.Scale(type="log") if log else alt.Scale(zero=False),
+        axis=alt.Axis(format="~g", tickCount=6) if log else alt.Axis(),
+    )
+    tip = ["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")]
+    n = d["region"].nunique()
+    if n <= max_lines:
+        return (
+            alt.Chart(d)
+            .mark_line(strokeWidth=1.2)
+            .encode(
+                x=alt.X("age:Q", title="age"),
+                y=y,
+                color=alt.Color("region_label:N", title="region", sort=_order_by_population(df), legend=alt.Legend(orient="right", labelLimit=180)),
+                tooltip=tip,
+            )
+            .properties(width=width, height=height, title=title or "")
+        )
+    order = _order_by_population(df)
+    country = d.loc[d["nuts_level"] == 0, "region_label"].unique().tolist() if "nuts_level" in d else []
+    regions = [o for o in order if o not in country]
+    smallest = regions[-1] if regions else None
+    d["role"] = "other NUTS 2 regions"
+    d.loc[d["region_label"] == smallest, "role"] = f"smallest: {smallest}"
+    d.loc[d["region_label"].isin(country), "role"] = "country: " + (country[0] if country else "")
+    roles = [r for r in ["country: " + (country[0] if country else ""), f"smallest: {smallest}", "other NUTS 2 regions"] if r in set(d["role"])]
+    colours = {"other NUTS 2 regions": "#b8c2cc"}
+    colours[f"smallest: {smallest}"] = "#d62728"
+    if country:
+        colours["country: " + country[0]] = "#111111"
+    d["order"] = d["role"].map({r: i for i, r in enumerate(reversed(roles))})
     return (
         alt.Chart(d)
-        .mark_line(strokeWidth=1.2)
+        .mark_line()
         .encode(
             x=alt.X("age:Q", title="age"),
-            y=alt.Y("value:Q", title=y_title or "value", scale=alt.Scale(type="log") if log else alt.Scale(zero=False)),
-            color=alt.Color("region_label:N", title="region", legend=alt.Legend(orient="right", labelLimit=180)),
-            tooltip=["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")],
+            y=y,
+            detail="region_label:N",
+            color=alt.Color("role:N", title=None, scale=alt.Scale(domain=roles, range=[colours[r] for r in roles]), legend=alt.Legend(orient="top", labelLimit=320)),
+            strokeWidth=alt.condition(alt.datum.role == "other NUTS 2 regions", alt.value(0.8), alt.value(1.8)),
+            order="order:Q",
+            tooltip=tip,
         )
         .properties(width=width, height=height, title=title or "")
     )
@@ -127,13 +317,13 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: b
 def regional_intervals(df: pd.DataFrame, *, title: str = "", x_title: str = "", width: int = 420):
     """One row per region: the value with 95 % intervals from Poisson alone and in total
     (Poisson + noise), ``value +- 1.96 sd``."""
-    d = df.copy()
+    d = _cols(df, "value", "sd_pois", "sd_tot")
     d["region_label"] = _region_label(d)
     for col, name in (("sd_pois", "pois"), ("sd_tot", "tot")):
         d[f"lo_{name}"] = d["value"] - 1.96 * d[col]
         d[f"hi_{name}"] = d["value"] + 1.96 * d[col]
     order = d.sort_values("exposure", ascending=False)["region_label"].tolist()
-    y = alt.Y("region_label:N", title=None, sort=order)
+    y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
     tot = alt.Chart(d).mark_rule(color=COMPONENT_COLOURS["total"], strokeWidth=5, opacity=0.25).encode(
         y=y, x=alt.X("lo_tot:Q", title=x_title or "value", scale=alt.Scale(zero=False)), x2="hi_tot:Q"
     )
@@ -143,12 +333,17 @@ def regional_intervals(df: pd.DataFrame, *, title: str = "", x_title: str = "", 
         x="value:Q",
         tooltip=["region_label:N", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("sd_pois:Q", format=".3g"), alt.Tooltip("sd_tot:Q", format=".3g")],
     )
-    return alt.layer(tot, pois, pt).properties(width=width, height=max(60, 18 * len(order)), title=title or "")
+    return alt.layer(tot, pois, pt).properties(
+        width=width,
+        height=max(60, 18 * len(order)),
+        title=_title(title, "dot: value; blue: 95 % interval from Poisson alone; grey band: Poisson and noise together"),
+    )
 
 
 def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int = 260):
     """Analytic against Monte Carlo standard deviation (noise and total), log-log, with y = x.
-    Points outside the sampling-error bound (``z_flag``) are drawn in red."""
+    Points outside the sampling-error bound (``z_flag``) are drawn in red. Returns
+    ``None`` (nothing to draw) when the table holds no Monte Carlo results."""
     parts = []
     for col, mc, z, label in (("sd_noise", "mc_sd_noise", "z_noise", "noise"), ("sd_tot", "mc_sd_tot", "z_tot", "total")):
         if mc not in df:
@@ -156,6 +351,8 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
         p = df[["region", "region_name", "sex", "age_group", col, mc, z]].rename(columns={col: "analytic", mc: "mc", z: "z"})
         p["component"] = label
         parts.append(p)
+    if not parts or df[[c for c in ("mc_sd_noise", "mc_sd_tot") if c in df]].isna().all().all():
+        return None
     d = pd.concat(parts, ignore_index=True)
     d = d[np.isfinite(d["analytic"]) & np.isfinite(d["mc"]) & (d["analytic"] > 0) & (d["mc"] > 0)]
     d["outside"] = d["z"].abs() > 5
@@ -165,32 +362,51 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
         alt.Chart(d)
         .mark_point(filled=True, size=30, opacity=0.8)
         .encode(
-            x=alt.X("analytic:Q", title="analytic sd (first order)", scale=alt.Scale(type="log")),
-            y=alt.Y("mc:Q", title="Monte Carlo sd", scale=alt.Scale(type="log")),
+            x=alt.X("analytic:Q", title="analytic sd (first order)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=4)),
+            y=alt.Y("mc:Q", title="Monte Carlo sd", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=4)),
             shape=alt.Shape("component:N", legend=alt.Legend(title=None, orient="top")),
             color=alt.Color("outside:N", scale=alt.Scale(domain=[False, True], range=["#4c78a8", "#d62728"]), legend=alt.Legend(title="|z| > 5")),
             tooltip=["region:N", "sex:N", "age_group:N", "component:N", alt.Tooltip("analytic:Q", format=".3g"), alt.Tooltip("mc:Q", format=".3g"), alt.Tooltip("z:Q", format=".2f")],
         )
     )
     line = alt.Chart(diag).mark_line(color="#999", strokeDash=[3, 3]).encode(x="analytic:Q", y="mc:Q")
-    return alt.layer(line, pts).properties(width=width, height=height, title=title or "")
+    return alt.layer(line, pts).properties(
+        width=width, height=height, title=_title(title, "dashed: Monte Carlo = analytic; red: |z| > 5 (beyond sampling error)")
+    )
 
 
-def uncertainty_vs_population(df: pd.DataFrame, *, title: str = "", width: int = 420, height: int = 300, column: str = "rel_noise"):
+def uncertainty_vs_population(
+    df: pd.DataFrame,
+    *,
+    title: str = "",
+    width: int = 420,
+    height: int = 280,
+    column: str = "rel_noise",
+    x_title: str = "population (average of 1 January of the year and the next)",
+):
     """Relative uncertainty (%) against population (exposure), log-log, one point per
-    region; the Poisson uncertainty for reference. ``df``: one indicator/age/sex, any V."""
-    d = df.copy()
-    d["rel"] = 100.0 * d[column]
-    d["rel_p"] = 100.0 * d["rel_pois"]
+    region and series: the Poisson uncertainty (grey crosses) and the noise at each V
+    of the table (coloured dots). ``df``: one indicator/age/sex, any V."""
+    d = _cols(df, column, "rel_pois", "V")
     d["region_label"] = _region_label(d)
-    d["Vlabel"] = "noise, V = " + d["V"].map(lambda v: f"{v:g}")
-    base = alt.Chart(d).encode(x=alt.X("exposure:Q", title="population (average, exposure)", scale=alt.Scale(type="log")))
-    noise = base.mark_point(filled=True, size=20, opacity=0.7).encode(
-        y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log")),
-        color=alt.Color("Vlabel:N", title=None, legend=alt.Legend(orient="top")),
-        tooltip=["region_label:N", alt.Tooltip("exposure:Q", format=",.0f"), alt.Tooltip("rel:Q", format=".3g"), "V:Q"],
+    Vs = sorted(d["V"].unique())
+    noise = d.assign(rel=100.0 * d[column], series="noise, V = " + d["V"].map(lambda v: f"{v:g}"))
+    pois = d[d["V"] == Vs[0]].assign(rel=100.0 * d["rel_pois"], series="Poisson")
+    long = pd.concat([pois, noise], ignore_index=True)
+    long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["exposure"] > 0)]
+    domain = ["Poisson"] + [f"noise, V = {v:g}" for v in Vs]
+    palette = ["#e45756", "#b279a2", "#f58518", "#54a24b", "#4c78a8"]
+    colours = ["#888888"] + [palette[i % len(palette)] for i in range(len(Vs))]
+    return (
+        alt.Chart(long)
+        .mark_point(size=40, opacity=0.85, strokeWidth=1.2)
+        .encode(
+            x=alt.X("exposure:Q", title=x_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~s", tickCount=5)),
+            y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=5)),
+            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(orient="top")),
+            shape=alt.Shape("series:N", scale=alt.Scale(domain=domain, range=["cross"] + ["circle"] * len(Vs)), legend=None),
+            fill=alt.Fill("series:N", scale=alt.Scale(domain=domain, range=["transparent"] + colours[1:]), legend=None),
+            tooltip=["region_label:N", "series:N", alt.Tooltip("exposure:Q", format=",.0f"), alt.Tooltip("rel:Q", format=".3g")],
+        )
+        .properties(width=width, height=height, title=title or "")
     )
-    pois = base.transform_filter(alt.datum.V == float(d["V"].min())).mark_point(shape="cross", size=20, color=COMPONENT_COLOURS["Poisson"], opacity=0.6).encode(
-        y="rel_p:Q", tooltip=["region_label:N", alt.Tooltip("rel_p:Q", format=".3g")]
-    )
-    return alt.layer(pois, noise).properties(width=width, height=height, title=title or "")

@@ -49,6 +49,9 @@ METRICS_MIME = "application/vnd.demonoise.metrics+json"
 VEGA_SPEC_CLASS = "dn-vega-spec"
 
 _FORMATS = ("svg", "png", "pdf")
+#: Font of every chart (a CSS font list; the first one installed is used both to
+#: measure text in vl-convert and to draw it in the browser).
+CHART_FONT = "DejaVu Sans, Verdana, sans-serif"
 _settings: dict[str, Any] = {"formats": ("svg",), "interactive": False, "scale": 1.0}
 
 
@@ -127,6 +130,14 @@ def chart_bundle(
     if bad or not formats:
         raise ParameterError(f"chart formats must be a non-empty subset of {_FORMATS}, got {formats}")
     spec = dict(spec)
+    # No ARIA attributes in static SVG: Vega would write an aria-label describing every
+    # mark (every point of a scatter, every cell of a heatmap), which doubles the SVG
+    # and says nothing a reader of a printed report can use.
+    # One font for measuring (vl-convert) and drawing (the browser): vl-convert measures
+    # Vega's default "sans-serif" with its bundled Liberation Sans, while Chromium on
+    # Debian draws it with the wider DejaVu Sans, so right-aligned axis labels and
+    # legend entries overflowed their computed space and were clipped.
+    spec["config"] = {"aria": False, "font": CHART_FONT, **(spec.get("config") or {})}
     vl_version = _vl_version()
     bundle: dict[str, Any] = {}
     svg = _uniquify_svg_ids(vlc.vegalite_to_svg(spec, vl_version=vl_version))

@@ -4,7 +4,8 @@ Report notebooks never compute: the batch asks :func:`results` for the table of 
 :class:`ResultsSpec` (dataset, V's, p-tables, granularity, Monte Carlo, countries),
 which is computed by the library (:func:`demonoise.compute.compute`) the first time and
 read back from ``<store>/<dataset>/<key>.parquet`` afterwards. The key hashes the
-spec, the library's sources and the dataset's content, so a changed parameter, code or
+spec, the sources of the computing layers (:func:`compute_fingerprint`: not the
+presentation layer) and the dataset's content, so a changed parameter, computation or
 dataset recomputes, and an unchanged one does not. Files are written atomically with a
 JSON sidecar (spec, provenance label, timings).
 """
@@ -25,7 +26,7 @@ from ..compute import compute, noise_settings, write_table
 from ..errors import ParameterError
 from ..indicators import INDICATORS
 
-__all__ = ["ResultsSpec", "results", "results_path"]
+__all__ = ["ResultsSpec", "results", "results_path", "compute_fingerprint"]
 
 
 @dataclass(frozen=True)
@@ -76,14 +77,32 @@ class ResultsSpec:
 
     def key(self) -> str:
         from ..io.datasets import fingerprint
-        from .run import library_fingerprint
 
         payload = json.dumps(
-            {"spec": dataclasses.asdict(self), "library": library_fingerprint(), "data": fingerprint(self.dataset)},
+            {"spec": dataclasses.asdict(self), "library": compute_fingerprint(), "data": fingerprint(self.dataset)},
             sort_keys=True,
             default=str,
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def compute_fingerprint() -> str:
+    """Version plus a hash of the package sources that decide the numbers: every ``.py``
+    file of the package except the presentation layer (``report/``, ``cli.py``). A
+    change to a chart or a notebook helper then re-runs the notebooks (their run key
+    hashes the whole package) but does not recompute the results."""
+    from .. import __version__
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root).as_posix()
+        if rel.startswith("report/") or rel == "cli.py":
+            continue
+        h.update(rel.encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+    return f"demonoise {__version__}+{h.hexdigest()[:12]}"
 
 
 def results_path(spec: ResultsSpec, store="output/results") -> Path:

@@ -1,0 +1,137 @@
+"""Wall times of the quality-report batch: the showcase and every country.
+
+Run from the repository root::
+
+    PYTHONPATH=lib python benchmarks/bench_reports.py                 # default + ess-2023
+    PYTHONPATH=lib python benchmarks/bench_reports.py --only default  # just the showcase
+    PYTHONPATH=lib python benchmarks/bench_reports.py --workers 2 --keep /tmp/bench
+
+For each params file (``params/default.yaml``, ``params/ess-2023.yaml``) the batch runs
+from scratch into a fresh temporary output directory (results computed, notebooks
+executed, HTML and PDF rendered), then once more into the same directory (everything
+up to date). Printed: wall time of the whole run and of its stages (compute = results
+tables incl. Monte Carlo; notebooks; reports = HTML + PDF with ``workers`` threads),
+the summed per-report work (HTML, PDF, notebooks), per-report figures (median and
+largest), sizes, and the load average before and after (other work on the machine
+inflates every figure). JSON goes to ``benchmarks/out/reports.json``.
+
+Setup (the virtual environment, the kernelspec) is excluded, as is Python's start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "lib"))
+
+from demonoise.report.batch import load_params, run_reports  # noqa: E402
+
+
+def _stats(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"median": None, "max": None}
+    return {"median": round(statistics.median(values), 2), "max": round(max(values), 2)}
+
+
+def bench(name: str, params_file: Path, out: Path, workers: int, pdf: bool | None) -> dict:
+    params = load_params(params_file)
+    load0 = os.getloadavg()
+    t0 = time.perf_counter()
+    rep = run_reports(params, out, workers=workers, pdf=pdf, progress=False, log=None)
+    wall = time.perf_counter() - t0
+    load1 = os.getloadavg()
+    t1 = time.perf_counter()
+    again = run_reports(params, out, workers=workers, pdf=pdf, progress=False, log=None)
+    wall_again = time.perf_counter() - t1
+    o = rep.outcomes
+    res = {
+        "params": str(params_file.relative_to(ROOT)),
+        "reports": len(o),
+        "failed": len(rep.failed),
+        "pdfs": sum(x.pdf is not None for x in o),
+        "wall_s": round(wall, 1),
+        "stages_s": {k: round(v, 1) for k, v in rep.timings.items()},
+        "work_s": {
+            "notebooks": round(sum(x.notebook_seconds for x in o), 1),
+            "html": round(sum(x.html_seconds for x in o), 1),
+            "pdf": round(sum(x.pdf_seconds for x in o), 1),
+        },
+        "per_report_s": {
+            "notebooks": _stats([x.notebook_seconds for x in o]),
+            "html": _stats([x.html_seconds for x in o]),
+            "pdf": _stats([x.pdf_seconds for x in o if x.pdf is not None]),
+        },
+        "html_mb": _stats([x.html_bytes / 1e6 for x in o if x.html_bytes]),
+        "pdf_mb": _stats([x.pdf.stat().st_size / 1e6 for x in o if x.pdf is not None]),
+        "rerun_wall_s": round(wall_again, 1),
+        "rerun_statuses": sorted({x.status for x in again.outcomes}),
+        "loadavg_before": [round(v, 2) for v in load0],
+        "loadavg_after": [round(v, 2) for v in load1],
+        "notes": rep.notes,
+    }
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=["default", "ess"], help="run one params file only")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-pdf", action="store_true")
+    ap.add_argument("--keep", type=Path, help="write outputs here (kept) instead of a temporary directory")
+    args = ap.parse_args()
+    files = {"default": ROOT / "params" / "default.yaml", "ess": ROOT / "params" / "ess-2023.yaml"}
+    if args.only:
+        files = {args.only: files[args.only]}
+    results = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "workers": args.workers,
+        "runs": {},
+    }
+    for name, f in files.items():
+        base = args.keep / name if args.keep else Path(tempfile.mkdtemp(prefix=f"dn-bench-{name}-"))
+        if base.exists() and args.keep:
+            shutil.rmtree(base)
+        try:
+            r = bench(name, f, base, args.workers, False if args.no_pdf else None)
+        finally:
+            if not args.keep:
+                shutil.rmtree(base, ignore_errors=True)
+        results["runs"][name] = r
+        s, w = r["stages_s"], r["work_s"]
+        print(f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {args.workers}")
+        print("| stage | wall (s) |\n|---|---|")
+        print(f"| total | {r['wall_s']} |")
+        for k in ("compute", "notebooks", "render"):
+            print(f"| {k} | {s.get(k)} |")
+        print(f"| second run (all up to date) | {r['rerun_wall_s']} |")
+        print(f"summed work: notebooks {w['notebooks']} s, HTML {w['html']} s, PDF {w['pdf']} s")
+        pr = r["per_report_s"]
+        print(
+            "per report (median / max): notebooks "
+            f"{pr['notebooks']['median']} / {pr['notebooks']['max']} s, HTML {pr['html']['median']} / {pr['html']['max']} s, "
+            f"PDF {pr['pdf']['median']} / {pr['pdf']['max']} s; HTML {r['html_mb']['median']} / {r['html_mb']['max']} MB, "
+            f"PDF {r['pdf_mb']['median']} / {r['pdf_mb']['max']} MB"
+        )
+        print(f"load average before {r['loadavg_before']}, after {r['loadavg_after']}")
+        for n in r["notes"]:
+            print(f"note: {n}")
+    out = ROOT / "benchmarks" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "reports.json").write_text(json.dumps(results, indent=1))
+    print(f"\nJSON: {out / 'reports.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

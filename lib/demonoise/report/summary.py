@@ -1,0 +1,1046 @@
+"""Tables, verdicts and flags for the quality reports, computed from the results table.
+
+The report notebooks are thin: they read the results table that the library computed
+(:mod:`demonoise.report.store`) and call the functions of this module and the chart
+builders of :mod:`demonoise.report.charts`. Everything a notebook shows as a number
+comes from here, so it can be unit-tested on small hand-made frames.
+
+Conventions
+-----------
+* ``df`` is a results table (:mod:`demonoise.results`) for one dataset and one
+  country (its country row and its NUTS 2 regions), holding any number of noise
+  variances ``V``; every function selects the generic-noise rows of the ``V`` it is
+  given.
+* Noise admixture ``A = sd_tot / sd_pois - 1 = sqrt(1 + Var_noise / Var_pois) - 1``
+  (DESIGN.md section 4): "noise adds ``A`` to the statistical (Poisson) uncertainty".
+  The thresholds used in the sentences are ``A = 10 %`` (noise adds a tenth) and
+  ``A = sqrt(2) - 1 = 41.4 %`` (noise as large as Poisson).
+* First-order results are unreliable where a rate rests on few events: cells with
+  ``small_count`` (fewer than 10 events), regions where a large share of the
+  single-age cells behind an indicator are small (:func:`sparse_regions`), and cells
+  where the Monte Carlo disagrees with the analytic standard deviation beyond
+  sampling error (``z_flag``: ``|z| > 5`` with ``z = (sd_MC / sd_analytic - 1)
+  sqrt(2N)``). They are flagged, never dropped.
+
+Objects with ``_repr_html_`` / ``_repr_markdown_`` (:class:`HtmlTable`,
+:class:`Verdict`, :class:`StatusBox`) display themselves in a notebook.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ParameterError, ReportError
+
+__all__ = [
+    "A_SMALL",
+    "A_EQUAL",
+    "SPARSE_SHARE",
+    "INDICATOR_NAMES",
+    "load_results",
+    "at",
+    "scalar_rows",
+    "drop_duplicate_country",
+    "region_label",
+    "HtmlTable",
+    "Verdict",
+    "StatusBox",
+    "status_box",
+    "provenance_lines",
+    "provenance_notes",
+    "run_parameters",
+    "cover_heading",
+    "country_name",
+    "regions_overview",
+    "scalar_table",
+    "sex_table",
+    "age_profile_table",
+    "sparse_regions",
+    "flag_table",
+    "mc_summary",
+    "scalar_verdict",
+    "age_verdict",
+    "index_metrics",
+    "across_V",
+    "fmt_pct",
+    "fmt_num",
+    "fmt_int",
+]
+
+#: Admixture below which noise "adds little" (a tenth of the Poisson uncertainty).
+A_SMALL = 0.10
+#: Admixture at which noise equals Poisson: ``sqrt(2) - 1``.
+A_EQUAL = math.sqrt(2.0) - 1.0
+#: A region is *sparse* for an indicator when more than this share of the single-age
+#: cells behind it rest on fewer than 10 events.
+SPARSE_SHARE = 0.5
+
+#: How indicators are named in sentences.
+INDICATOR_NAMES = {
+    "asfr": "the age-specific fertility rates",
+    "tfr": "the TFR",
+    "asmr": "the age-specific mortality rates",
+    "e": "life expectancy",
+}
+_UNITS = {"e": "years", "tfr": "children per woman"}
+_SEX_WORDS = {"F": "women", "M": "men", "T": "both sexes"}
+_EVENT_WORDS = {"asfr": ("birth", "births"), "tfr": ("birth", "births"), "asmr": ("death", "deaths"), "e": ("death", "deaths")}
+
+
+# ============================================================ formatting helpers
+def fmt_pct(x: float, digits: int = 2) -> str:
+    """A proportion as a percentage with ``digits`` significant digits (``0.0123`` -> ``"1.2 %"``)."""
+    if x is None or not np.isfinite(x):
+        return "\u2014"
+    v = 100.0 * float(x)
+    if v == 0:
+        return "0 %"
+    if abs(v) >= 10 ** digits:
+        return f"{v:,.0f} %"
+    return f"{float(f'{v:.{digits}g}'):g} %"
+
+
+def fmt_num(x: float, digits: int = 3) -> str:
+    """A number with ``digits`` significant digits, positional (no exponent), thousands
+    separated by a narrow space (``0.0000153`` -> ``"0.000015"`` at 2 digits)."""
+    if x is None or not np.isfinite(x):
+        return "\u2014"
+    x = float(x)
+    if x != 0 and abs(x) >= 10 ** digits:
+        return fmt_int(x)
+    if x == 0:
+        return "0"
+    return np.format_float_positional(x, precision=digits, unique=False, fractional=False, trim="-")
+
+
+def fmt_int(x: float) -> str:
+    """A rounded count with thin-space thousands (``30123.4`` -> ``"30 123"``)."""
+    if x is None or not np.isfinite(x):
+        return "\u2014"
+    return f"{int(round(float(x))):,}".replace(",", "\u202f")
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def region_label(code: str, name: str, width: int = 28) -> str:
+    """``"FI20 Åland"``: the code and the first part of the name (before ``/``), shortened."""
+    name = (name or "").split("/")[0].strip()
+    if len(name) > width:
+        name = name[: width - 1].rstrip() + "\u2026"
+    return f"{code} {name}".strip()
+
+
+# ================================================================= selection
+def load_results(
+    path,
+    *,
+    dataset: str,
+    country: str,
+    V: float,
+    granularity: str | None = None,
+    noise: str = "generic",
+    mc: int = 0,
+    dedupe: bool = True,
+) -> pd.DataFrame:
+    """The results table a report section shows, checked against its parameters.
+
+    Parameters
+    ----------
+    path : path-like or ``""``/``None``
+        Parquet (or CSV) file written by :func:`demonoise.report.store.results` (what
+        the batch passes). Empty: the library computes the table now (through the
+        store, in ``<tmp>/demonoise-results``) -- for running a notebook by hand.
+    dataset, country, V, granularity
+        What the report shows; the table must hold the generic-noise rows of ``V`` for
+        that dataset, country and granularity.
+    noise : {"generic"}
+        Noise model (the reports show the generic model).
+    mc : int
+        Monte Carlo replicates, only used when computing.
+    dedupe : bool
+        Apply :func:`drop_duplicate_country`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of ``country`` and ``granularity`` (all ``V``'s of the table).
+
+    Raises
+    ------
+    ParameterError
+        Unknown noise model.
+    ReportError
+        Missing file, or a table without the requested dataset/country/V/granularity
+        (naming what is missing).
+    """
+    from ..compute import read_table
+
+    if noise != "generic":
+        raise ParameterError(f"noise model {noise!r} is not supported by the reports (only 'generic')")
+    if not path:
+        import tempfile
+
+        from .store import ResultsSpec, results
+
+        spec = ResultsSpec(dataset, V=(float(V),), granularity=granularity or "single", countries=(country,), mc=int(mc))
+        _, path = results(spec, Path(tempfile.gettempdir()) / "demonoise-results")
+    path = Path(path)
+    if not path.exists():
+        raise ReportError(f"results table not found: {path}")
+    df = _read_cached(path, read_table)
+    problems = []
+    if dataset not in set(df["dataset"]):
+        problems.append(f"dataset {dataset!r} (has {sorted(set(df['dataset']))})")
+    df = df[df["country"] == country]
+    if df.empty:
+        problems.append(f"country {country!r}")
+    elif granularity is not None and granularity not in set(df["granularity"]):
+        problems.append(f"granularity {granularity!r} (has {sorted(set(df['granularity']))})")
+    elif at(df, V).empty:
+        problems.append(f"V = {V:g} (has {sorted(set(df['V'].dropna()))})")
+    if problems:
+        raise ReportError(f"results table {path} has no rows for " + "; ".join(problems))
+    if granularity is not None:
+        df = df[df["granularity"] == granularity]
+    df = df.reset_index(drop=True)
+    return drop_duplicate_country(df) if dedupe else df
+
+
+_CACHE: dict = {}
+_CACHE_SIZE = 2
+
+
+def _read_cached(path: Path, reader) -> pd.DataFrame:
+    """Read a results table, remembering the last few by (path, size, mtime).
+
+    The report notebooks of one country run one after the other in a reused kernel
+    (module state survives the namespace reset between notebooks); the table they all
+    read is parsed once. The key changes whenever the file is rewritten, and a copy is
+    returned, so no notebook can see another's changes.
+    """
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _CACHE:
+        while len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = reader(path)
+    return _CACHE[key].copy()
+
+
+def at(df: pd.DataFrame, V: float, indicator: str | None = None, *, sex: str | None = None, age: float | None = None) -> pd.DataFrame:
+    """Generic-noise rows at variance ``V`` (optionally one indicator, sex and age)."""
+    m = (df["noise_model"] == "generic") & np.isclose(df["V"].astype(float), float(V), rtol=1e-12, atol=0)
+    if indicator is not None:
+        m &= df["indicator"] == indicator
+    if sex is not None:
+        m &= df["sex"] == sex
+    if age is not None:
+        m &= np.isclose(df["age"].astype(float), float(age))
+    return df[m]
+
+
+def drop_duplicate_country(df: pd.DataFrame) -> pd.DataFrame:
+    """Drop the country rows when the country has a single NUTS 2 region with the same
+    values (Luxembourg, Malta, ...): charts and tables would show the same line twice."""
+    regions = df.loc[df["nuts_level"] == 2, "region"].unique()
+    if len(regions) != 1:
+        return df
+    country = df[df["nuts_level"] == 0]
+    if country.empty:
+        return df
+    key = ["noise_model", "V", "sex", "indicator", "age_group"]
+    a = country.set_index(key)["value"]
+    b = df[df["region"] == regions[0]].set_index(key)["value"]
+    a, b = a.align(b, join="inner")
+    if len(a) and np.allclose(a.to_numpy(float), b.to_numpy(float), equal_nan=True, rtol=1e-12):
+        return df[df["nuts_level"] != 0]
+    return df
+
+
+def scalar_rows(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None) -> pd.DataFrame:
+    """One row per region (country first, then NUTS 2 regions by falling population) for
+    an indicator at one age (``e``) or without age (``tfr``). Adds ``label`` and ``population``."""
+    if indicator == "tfr":
+        sex = "F"
+    d = at(df, V, indicator, sex=sex, age=age if indicator != "tfr" else None).copy()
+    if d.empty:
+        return d.assign(label=pd.Series(dtype=str), population=pd.Series(dtype=float))
+    d["label"] = [region_label(c, n) for c, n in zip(d["region"], d["region_name"])]
+    pop = _population(df)
+    d["population"] = d["region"].map(pop).astype(float)
+    d = d.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
+    return d.reset_index(drop=True)
+
+
+def _population(df: pd.DataFrame) -> pd.Series:
+    """Average population (exposure, both sexes, all ages) per region, from the e0 rows,
+    else the sum of the mortality exposures."""
+    e0 = df[(df["indicator"] == "e") & (df["sex"] == "T") & np.isclose(df["age"].astype(float), 0.0)]
+    if not e0.empty:
+        return e0.groupby("region")["exposure"].first()
+    m = df[(df["indicator"] == "asmr") & (df["sex"] == "T")]
+    if not m.empty:
+        first_v = m["V"].iloc[0]
+        m = m[m["V"] == first_v]
+        return m.groupby("region")["exposure"].sum()
+    return pd.Series(dtype=float)
+
+
+# ===================================================================== tables
+_NUMERIC_RE = __import__("re").compile(r"^[\s\u2014\u202f+\-\d.,%eE()]*$")
+
+
+def _looks_numeric(col: pd.Series) -> bool:
+    """A column of formatted numbers (right-aligned): digits, separators, % and dashes."""
+    vals = [str(v) for v in col.tolist() if str(v) not in ("", "\u2014")]
+    return bool(vals) and all(_NUMERIC_RE.match(v) for v in vals)
+
+
+@dataclass
+class HtmlTable:
+    """A formatted table that displays itself as HTML in a notebook.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        The numbers (unformatted), for tests and further use.
+    shown : pandas.DataFrame
+        The formatted strings that are displayed.
+    caption : str
+    flagged : sequence of bool
+        Rows drawn with the "flagged" style (first-order result unreliable).
+    note : str
+        A line under the table (plain text).
+    """
+
+    frame: pd.DataFrame
+    shown: pd.DataFrame
+    caption: str = ""
+    flagged: Sequence[bool] = ()
+    note: str = ""
+
+    #: Shown instead of an empty table.
+    empty: str = "None."
+
+    def to_html(self) -> str:
+        esc = _html.escape
+        if self.shown.empty:
+            cap = f'<p class="dn-table-caption">{esc(self.caption)}</p>' if self.caption else ""
+            return f'<div class="dn-table-wrap">{cap}<p class="dn-table-empty">{esc(self.empty)}</p></div>'
+        flagged = list(self.flagged) or [False] * len(self.shown)
+        numeric = [_looks_numeric(self.shown[c]) for c in self.shown.columns]
+        head = "".join(
+            f'<th class="{"dn-n" if num else "dn-t"}">{esc(str(c))}</th>' for c, num in zip(self.shown.columns, numeric)
+        )
+        rows = []
+        for i, r in enumerate(self.shown.itertuples(index=False)):
+            cls = ' class="dn-flagged"' if flagged[i] else ""
+            cells = "".join(f'<td class="{"dn-n" if num else "dn-t"}">{esc(str(v))}</td>' for v, num in zip(r, numeric))
+            rows.append(f"<tr{cls}>{cells}</tr>")
+        cap = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
+        note = f'<p class="dn-table-note">{esc(self.note)}</p>' if self.note else ""
+        long = " dn-table-long" if len(self.shown) > 30 else ""
+        return (
+            f'<div class="dn-table-wrap"><table class="dn-table{long}">{cap}<thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>{note}</div>"
+        )
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
+@dataclass
+class StatusBox:
+    """The data-status box shown at the top of every section: modelled data say so."""
+
+    label: str
+    modelled: bool
+    details: tuple = ()
+
+    def _repr_html_(self) -> str:
+        esc = _html.escape
+        kind = "dn-status-modelled" if self.modelled else "dn-status-real"
+        head = "Data status"
+        items = "".join(f"<li>{esc(d)}</li>" for d in self.details)
+        return (
+            f'<div class="dn-status {kind}"><strong>{head}:</strong> {esc(self.label)}'
+            + (f"<ul>{items}</ul>" if items else "")
+            + "</div>"
+        )
+
+
+GRANULARITY_WORDS = {
+    "single": "single ages (Eurostat's NUTS 2 layout)",
+    "5y": "5-year age groups (NUTS 3 layout)",
+    "5y-infant": "5-year age groups with age 0 apart",
+}
+
+
+def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
+    """One line per table: ``"deaths: modelled -- Eurostat demo_r_mlifexp, ...; extracted unknown"``.
+
+    ``provenance`` maps a table name to ``status``, ``datasets``, ``extracted``,
+    ``source`` (what :func:`demonoise.report.batch.provenance_dict` passes).
+    """
+    out = []
+    for table, p in (provenance or {}).items():
+        if not p:
+            continue
+        codes = ", ".join(p.get("datasets", ()) or ())
+        out.append(
+            f"{table}: {p.get('status', '?')} \u2014 {p.get('source', 'Eurostat')} {codes}; "
+            f"extraction date {p.get('extracted') or 'unknown'}"
+        )
+    return out
+
+
+def status_box(df_or_label, details: Sequence[str] = (), *, V: float | None = None, granularity: str | None = None, provenance: Mapping[str, Any] | None = None) -> StatusBox:
+    """The data-status box of a results table (its ``data_status`` column) or a label.
+
+    A label mentioning "modelled" or "demonstration" is shown as modelled data. With
+    ``V`` and ``granularity`` a line states the noise; with ``provenance`` one line per
+    table gives its Eurostat dataset codes and extraction date.
+    """
+    if isinstance(df_or_label, pd.DataFrame):
+        labels = sorted(set(df_or_label["data_status"].astype(str)))
+        label = "; ".join(labels)
+    else:
+        label = str(df_or_label)
+    lines = list(details)
+    if V is not None:
+        g = GRANULARITY_WORDS.get(granularity or "", granularity or "")
+        lines.append(
+            f"Noise: generic model, variance V = {V:g} (sd {math.sqrt(V):.3g}) on every published cell"
+            + (f"; cells published by {g}" if g else "")
+        )
+    lines += provenance_lines(provenance)
+    low = label.lower()
+    return StatusBox(label, "modelled" in low or "demonstration" in low, tuple(lines))
+
+
+def country_name(df: pd.DataFrame) -> str:
+    """The country's name (first part before ``/``), from its level-0 row, else from
+    the NUTS names (when :func:`drop_duplicate_country` removed the country row)."""
+    c = df[df["nuts_level"] == 0]
+    if len(c):
+        return _full_name(c["region_name"].iloc[0]) or str(c["region"].iloc[0])
+    code = str(df["country"].iloc[0]) if len(df) else ""
+    try:
+        from ..io.nuts import nuts_region
+
+        return _full_name(nuts_region(code).name) or code
+    except Exception:  # an unknown code: show the code
+        return code
+
+
+def _full_name(name) -> str:
+    """A country's name in all its languages: ``"Suomi/Finland"`` -> ``"Suomi / Finland"``."""
+    return " / ".join(p.strip() for p in str(name or "").split("/") if p.strip())
+
+
+def cover_heading(df: pd.DataFrame, V: float, *, title: str = "", dataset: str = "", year: int | None = None) -> str:
+    """Markdown heading of a report's cover: title, country, V and dataset."""
+    name = country_name(df)
+    code = str(df["country"].iloc[0]) if len(df) else ""
+    head = title or f"Noise and demographic indicators: {name}"
+    n2 = df.loc[df["nuts_level"] == 2, "region"].nunique()
+    return (
+        f"# {head}\n\n"
+        f"**{name} ({code})**, {_plural(int(n2), 'NUTS 2 region', 'NUTS 2 regions')} \u2014 noise variance **V = {V:g}** "
+        f"\u2014 dataset `{dataset}`" + (f", reference year {year}" if year else "") + ".\n\n"
+        "Quality report on how noise-based disclosure control (the generic model of the Cell Key Method) "
+        "degrades age-specific fertility rates, the total fertility rate, age-specific mortality rates and life "
+        "expectancy, compared with their statistical (Poisson) uncertainty."
+    )
+
+
+def run_parameters(df: pd.DataFrame, *, V: float, dataset: str, granularity: str, noise: str, mc: int, seed: int | None = None) -> HtmlTable:
+    """The parameters of the run, as a two-column table for the cover."""
+    n_mc = int(df["mc_n"].dropna().iloc[0]) if "mc_n" in df and df["mc_n"].notna().any() else 0
+    rows = [
+        ("dataset", dataset),
+        ("noise model", f"{noise}: independent integer noise, mean 0, variance V on every published cell"),
+        ("V (variance)", f"{V:g} (standard deviation {math.sqrt(V):.3g})"),
+        ("publication granularity", GRANULARITY_WORDS.get(granularity, granularity)),
+        ("Monte Carlo", f"{fmt_int(n_mc)} replicates for e and the TFR" + (f", seed {seed}" if seed is not None else "") if n_mc else "not run"),
+        ("small cells", "fewer than 10 events (first order unreliable)"),
+        ("disagreement flag", "|z| > 5, z = (sd_MC / sd_analytic - 1) sqrt(2N)"),
+    ]
+    frame = pd.DataFrame(rows, columns=["parameter", "value"])
+    return HtmlTable(frame, frame, caption="Parameters of this report")
+
+
+def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
+    """Per table: status, Eurostat datasets, extraction date and the provenance note
+    (how modelled values were made, fallbacks), for the cover."""
+    rows = []
+    for table, p in (provenance or {}).items():
+        if not p:
+            continue
+        rows.append(
+            {
+                "table": table,
+                "status": p.get("status", ""),
+                "Eurostat datasets": ", ".join(p.get("datasets", ()) or ()),
+                "extracted": p.get("extracted") or "unknown",
+                "note": p.get("note", ""),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["table", "status", "Eurostat datasets", "extracted", "note"])
+    return HtmlTable(frame, frame, caption="Data provenance (Source: Eurostat)", note="" if rows else "No provenance details were passed.")
+
+
+def _flag_text(row) -> str:
+    out = []
+    if bool(row.get("small_count", False)):
+        out.append("< 10 events")
+    if bool(row.get("sparse", False)):
+        out.append(f"sparse ({fmt_pct(row['small_share'], 2)})")
+    if bool(row.get("z_flag", False)):
+        out.append("MC |z| > 5")
+    return "; ".join(out)
+
+
+def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
+    """The cover's table: per region its population, births and deaths, e0 and TFR with
+    the noise standard deviation and admixture at ``V`` (sexes combined; TFR: women)."""
+    e0 = scalar_rows(df, V, "e", sex="T", age=0)
+    tfr = scalar_rows(df, V, "tfr").set_index("region") if not at(df, V, "tfr").empty else None
+    rows = []
+    for _, r in e0.iterrows():
+        t = tfr.loc[r["region"]] if tfr is not None and r["region"] in tfr.index else None
+        rows.append(
+            {
+                "region": r["label"],
+                "population": r["population"],
+                "deaths": r["events"],
+                "births": np.nan if t is None else t["events"],
+                "e0": r["value"],
+                "e0_sd_noise": r["sd_noise"],
+                "e0_A": r["admixture"],
+                "tfr": np.nan if t is None else t["value"],
+                "tfr_sd_noise": np.nan if t is None else t["sd_noise"],
+                "tfr_A": np.nan if t is None else t["admixture"],
+            }
+        )
+    frame = pd.DataFrame(rows)
+    shown = pd.DataFrame(
+        {
+            "region": frame["region"] if len(frame) else [],
+            "population": [fmt_int(x) for x in frame.get("population", [])],
+            "deaths": [fmt_int(x) for x in frame.get("deaths", [])],
+            "births": [fmt_int(x) for x in frame.get("births", [])],
+            "e0 (years)": [fmt_num(x, 4) for x in frame.get("e0", [])],
+            "noise sd e0": [fmt_num(x, 2) for x in frame.get("e0_sd_noise", [])],
+            "A e0": [fmt_pct(x) for x in frame.get("e0_A", [])],
+            "TFR": [fmt_num(x, 3) for x in frame.get("tfr", [])],
+            "noise sd TFR": [fmt_num(x, 2) for x in frame.get("tfr_sd_noise", [])],
+            "A TFR": [fmt_pct(x) for x in frame.get("tfr_A", [])],
+        }
+    )
+    return HtmlTable(
+        frame,
+        shown,
+        caption=f"Regions at V = {V:g}: population (average of 1 January of the year and the next), "
+        "events, life expectancy at birth (both sexes) and TFR with the noise standard deviation "
+        "and the noise admixture A.",
+    )
+
+
+def scalar_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None, digits: int = 4) -> HtmlTable:
+    """One row per region: value, Poisson / noise / total sd, relative uncertainties,
+    admixture, Monte Carlo sd (if run) and flags, for ``e`` at ``age`` or ``tfr``."""
+    d = scalar_rows(df, V, indicator, sex=sex, age=age)
+    sp = sparse_regions(df, V, indicator)
+    key = "F" if indicator == "tfr" else sex
+    share = sp[sp["sex"] == key].set_index("region")["small_share"] if len(sp) else pd.Series(dtype=float)
+    d["small_share"] = d["region"].map(share).astype(float)
+    d["sparse"] = d["small_share"] > SPARSE_SHARE
+    if "z_flag" not in d:
+        d["z_flag"] = False
+    d["flag"] = [_flag_text(r) for _, r in d.iterrows()]
+    unit = _UNITS.get(indicator, "")
+    shown = pd.DataFrame(
+        {
+            "region": d["label"],
+            "population": [fmt_int(x) for x in d["population"]],
+            "events": [fmt_int(x) for x in d["events"]],
+            "value": [fmt_num(x, digits) for x in d["value"]],
+            "\u03b4 Poisson": [fmt_pct(x) for x in d["rel_pois"]],
+            "\u03b4 noise": [fmt_pct(x) for x in d["rel_noise"]],
+            "\u03b4 total": [fmt_pct(x) for x in d["rel_tot"]],
+            "A": [fmt_pct(x) for x in d["admixture"]],
+            "sd noise": [fmt_num(x, 2) for x in d["sd_noise"]],
+        }
+    )
+    if "mc_sd_tot" in d and d["mc_sd_tot"].notna().any():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = d["mc_sd_tot"].to_numpy(float) / d["sd_tot"].to_numpy(float)
+        shown["MC/analytic"] = [fmt_num(x, 3) for x in ratio]
+    shown["flags"] = d["flag"].to_numpy()
+    what = _what(indicator, age, sex)
+    return HtmlTable(
+        d,
+        shown,
+        caption=f"{what.capitalize()} at V = {V:g}" + (f" (value and sd in {unit})" if unit else "")
+        + ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise standard deviation"
+        + (", and the Monte Carlo total sd over the analytic one (MC/analytic)" if "MC/analytic" in shown else "")
+        + ". Flags (first order may be unreliable): sparse = more than half of the single-age cells rest on fewer "
+        "than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error.",
+        flagged=(d["flag"] != "").tolist(),
+    )
+
+
+def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 0) -> HtmlTable:
+    """Women and men side by side: value, relative noise uncertainty and admixture per region."""
+    parts = {}
+    for s in ("F", "M"):
+        d = scalar_rows(df, V, indicator, sex=s, age=age)
+        parts[s] = d.set_index("region")
+    if any(p.empty for p in parts.values()):
+        return HtmlTable(pd.DataFrame(), pd.DataFrame(), caption="(no sex-specific rows)")
+    order = parts["F"].index.tolist()
+    f, m = parts["F"].loc[order], parts["M"].loc[order]
+    frame = pd.DataFrame(
+        {
+            "region": f["label"].to_numpy(),
+            "value_F": f["value"].to_numpy(),
+            "rel_noise_F": f["rel_noise"].to_numpy(),
+            "A_F": f["admixture"].to_numpy(),
+            "small_F": f["small_count"].to_numpy(),
+            "value_M": m["value"].to_numpy(),
+            "rel_noise_M": m["rel_noise"].to_numpy(),
+            "A_M": m["admixture"].to_numpy(),
+            "small_M": m["small_count"].to_numpy(),
+        }
+    )
+    shown = pd.DataFrame(
+        {
+            "region": frame["region"],
+            "women": [fmt_num(x, 4) for x in frame["value_F"]],
+            "rel. noise (W)": [fmt_pct(x) for x in frame["rel_noise_F"]],
+            "A (W)": [fmt_pct(x) for x in frame["A_F"]],
+            "men": [fmt_num(x, 4) for x in frame["value_M"]],
+            "rel. noise (M)": [fmt_pct(x) for x in frame["rel_noise_M"]],
+            "A (M)": [fmt_pct(x) for x in frame["A_M"]],
+        }
+    )
+    return HtmlTable(
+        frame,
+        shown,
+        caption=f"{_what(indicator, age, 'F').split(',')[0]} of women and men at V = {V:g}: "
+        "relative noise uncertainty and noise admixture A.",
+        flagged=(frame["small_F"] | frame["small_M"]).tolist(),
+    )
+
+
+def age_profile_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None = None) -> HtmlTable:
+    """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``: cells,
+    cells with fewer than 10 events, median relative total uncertainty, median and
+    largest admixture (and at which age), the largest admixture among cells with at
+    least 10 events."""
+    sex = sex or ("F" if indicator == "asfr" else "T")
+    d = at(df, V, indicator, sex=sex)
+    d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
+    pop = _population(df)
+    rows = []
+    for region, g in d.groupby("region", sort=False):
+        big = g[~g["small_count"]]
+        i_max = g["admixture"].idxmax()
+        rows.append(
+            {
+                "region": region,
+                "label": region_label(region, g["region_name"].iloc[0]),
+                "nuts_level": int(g["nuts_level"].iloc[0]),
+                "population": float(pop.get(region, np.nan)),
+                "cells": len(g),
+                "small": int(g["small_count"].sum()),
+                "small_share": float(g["small_count"].mean()),
+                "rel_tot_median": float(g["rel_tot"].median()),
+                "A_median": float(g["admixture"].median()),
+                "A_max": float(g.loc[i_max, "admixture"]),
+                "A_max_age": str(g.loc[i_max, "age_group"]),
+                "A_max_events": float(g.loc[i_max, "events"]),
+                "A_max_reliable": float(big["admixture"].max()) if len(big) else np.nan,
+                "A_max_reliable_age": str(big.loc[big["admixture"].idxmax(), "age_group"]) if len(big) else "",
+            }
+        )
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return HtmlTable(frame, frame, caption="(no rows)")
+    frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable").reset_index(drop=True)
+    frame["sparse"] = frame["small_share"] > SPARSE_SHARE
+    ev = _EVENT_WORDS[indicator][1]
+    shown = pd.DataFrame(
+        {
+            "region": frame["label"],
+            "population": [fmt_int(x) for x in frame["population"]],
+            "cells": frame["cells"].astype(str),
+            f"< 10 {ev}": [f"{s} ({fmt_pct(p, 2)})" for s, p in zip(frame["small"], frame["small_share"])],
+            "median rel. total": [fmt_pct(x) for x in frame["rel_tot_median"]],
+            "median A": [fmt_pct(x) for x in frame["A_median"]],
+            "largest A (age)": [f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"])],
+            f"largest A, >= 10 {ev}": [
+                f"{fmt_pct(a)} ({g})" if g else "\u2014" for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"])
+            ],
+        }
+    )
+    return HtmlTable(
+        frame,
+        shown,
+        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) at V = {V:g}, summarised over ages per region. "
+        f"Flagged rows: more than {fmt_pct(SPARSE_SHARE, 2)} of the cells rest on fewer than 10 {ev}.",
+        flagged=frame["sparse"].tolist(),
+    )
+
+
+def sparse_regions(df: pd.DataFrame, V: float, indicator: str) -> pd.DataFrame:
+    """Share of the single-age cells behind ``indicator`` with fewer than 10 events, per
+    region and sex; ``sparse`` where it exceeds :data:`SPARSE_SHARE`.
+
+    The cells behind ``e`` are the mortality rates (``asmr``) of ages below the open
+    interval's upper end, those behind ``tfr`` the ASFR.
+    """
+    base = {"e": "asmr", "asmr": "asmr", "tfr": "asfr", "asfr": "asfr"}[indicator]
+    d = at(df, V, base)
+    d = d[np.isfinite(d["value"])]
+    if d.empty:
+        return pd.DataFrame(columns=["region", "sex", "cells", "small", "small_share", "sparse"])
+    g = d.groupby(["region", "sex"], sort=False)["small_count"]
+    out = pd.DataFrame({"cells": g.size(), "small": g.sum().astype(int)}).reset_index()
+    out["small_share"] = out["small"] / out["cells"]
+    out["sparse"] = out["small_share"] > SPARSE_SHARE
+    return out
+
+
+def flag_table(df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[float] | None = None, limit: int = 25) -> HtmlTable:
+    """Where the first-order result is unreliable, for one indicator at ``V``: sparse
+    regions (share of cells with < 10 events above :data:`SPARSE_SHARE`) and cells whose
+    Monte Carlo sd disagrees with the analytic one (``z_flag``). At most ``limit`` rows
+    are shown (the note says how many there are)."""
+    rows = []
+    sp = sparse_regions(df, V, indicator)
+    names = df.drop_duplicates("region").set_index("region")["region_name"]
+    for _, r in sp[sp["sparse"]].iterrows():
+        rows.append(
+            {
+                "region": region_label(r["region"], names.get(r["region"], "")),
+                "sex": r["sex"],
+                "where": "all ages",
+                "why": f"{r['small']} of {r['cells']} cells ({fmt_pct(r['small_share'], 2)}) rest on fewer than 10 events",
+            }
+        )
+    d = at(df, V, indicator)
+    if ages is not None and indicator in ("e",):
+        d = d[np.isin(d["age"].astype(float), np.asarray(ages, float))]
+    if "z_flag" in d:
+        for _, r in d[d["z_flag"].astype(bool)].iterrows():
+            zs = ", ".join(f"{c[2:]} {r[c]:+.1f}" for c in ("z_noise", "z_pois", "z_tot") if np.isfinite(r[c]))
+            rows.append(
+                {
+                    "region": region_label(r["region"], r["region_name"]),
+                    "sex": r["sex"],
+                    "where": r["age_group"] or "\u2014",
+                    "why": f"Monte Carlo sd differs from the analytic sd beyond sampling error (z: {zs})",
+                }
+            )
+    frame = pd.DataFrame(rows, columns=["region", "sex", "where", "why"])
+    note = ""
+    if len(frame) > limit:
+        note = f"{len(frame)} flags; the first {limit} are shown."
+    return HtmlTable(
+        frame,
+        frame.head(limit),
+        caption=f"Flags: {INDICATOR_NAMES[indicator]} at V = {V:g}",
+        flagged=[True] * min(len(frame), limit),
+        note=note,
+        empty="No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events are marked in the charts and tables above).",
+    )
+
+
+# ============================================================ Monte Carlo check
+def mc_summary(df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[float] | None = None, z_bound: float = 5.0) -> dict:
+    """Agreement of the Monte Carlo and analytic standard deviations at ``V``.
+
+    Returns a dict with ``n`` (replicates, 0 if no Monte Carlo), ``cells`` compared
+    (finite z), ``beyond`` (cells with ``|z| > z_bound`` in any component), ``max_abs_z``
+    and ``rse`` (relative standard error of an sd from ``n`` replicates,
+    ``1 / sqrt(2 n)``), and ``text``: one sentence.
+    """
+    d = at(df, V, indicator)
+    if ages is not None and indicator == "e":
+        d = d[np.isin(d["age"].astype(float), np.asarray(ages, float))]
+    if "mc_n" not in d or d["mc_n"].isna().all():
+        return {"n": 0, "cells": 0, "beyond": 0, "max_abs_z": float("nan"), "rse": float("nan"),
+                "text": f"No Monte Carlo check was run for {INDICATOR_NAMES[indicator]}."}
+    n = int(d["mc_n"].dropna().iloc[0])
+    z = d[["z_noise", "z_pois", "z_tot"]].abs()
+    finite = np.isfinite(z).any(axis=1)
+    cells = int(finite.sum())
+    beyond = int((z > z_bound).any(axis=1).sum())
+    zmax = float(np.nanmax(z.to_numpy())) if cells else float("nan")
+    rse = 1.0 / math.sqrt(2.0 * n)
+    if beyond == 0:
+        text = (
+            f"The Monte Carlo check ({fmt_int(n)} replicates) agrees with the analytic standard deviations "
+            f"within sampling error in all {fmt_int(cells)} cells compared: |z| <= {z_bound:g} everywhere "
+            f"(largest |z| = {zmax:.1f}; the relative standard error of a simulated sd is 1/sqrt(2N) = {fmt_pct(rse)})."
+        )
+    else:
+        text = (
+            f"The Monte Carlo check ({fmt_int(n)} replicates) disagrees with the analytic standard deviation "
+            f"beyond sampling error (|z| > {z_bound:g}) in {_plural(beyond, 'cell', 'cells')} of {fmt_int(cells)} "
+            f"(largest |z| = {zmax:.1f}); the first-order result is not reliable there (see the flags)."
+        )
+    return {"n": n, "cells": cells, "beyond": beyond, "max_abs_z": zmax, "rse": rse, "text": text}
+
+
+# =================================================================== verdicts
+@dataclass
+class Verdict:
+    """Plain-language verdict: sentences with numbers, and the numbers themselves."""
+
+    sentences: list[str] = field(default_factory=list)
+    numbers: dict = field(default_factory=dict)
+
+    def markdown(self) -> str:
+        return "\n".join(f"- {s}" for s in self.sentences)
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown()
+
+    def __str__(self) -> str:
+        return " ".join(self.sentences)
+
+
+def _what(indicator: str, age: float | None, sex: str) -> str:
+    if indicator == "e":
+        a = int(age or 0)
+        name = "life expectancy at birth (e0)" if a == 0 else f"life expectancy at {a} (e{a})"
+    elif indicator == "tfr":
+        return "the total fertility rate (TFR)"
+    else:
+        name = INDICATOR_NAMES[indicator]
+    return f"{name}, {_SEX_WORDS.get(sex, sex)}"
+
+
+def _short(indicator: str, age: float | None) -> str:
+    if indicator == "e":
+        return f"e{int(age or 0)}"
+    return indicator.upper()
+
+
+def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None) -> Verdict:
+    """Verdict for one number per region (``e`` at ``age``, or ``tfr``) at ``V``.
+
+    Sentences (with the numbers): in how many NUTS 2 regions noise adds less than 10 %
+    to the Poisson uncertainty; the smallest region's admixture with both standard
+    deviations; the regions where noise reaches the Poisson uncertainty (``A >= 41 %``);
+    the country as a whole; regions flagged as sparse.
+    """
+    if indicator == "tfr":
+        sex = "F"
+    d = scalar_rows(df, V, indicator, sex=sex, age=age)
+    short = _short(indicator, age)
+    unit = _UNITS.get(indicator, "")
+    u = f" {unit}" if unit else ""
+    reg = d[d["nuts_level"] == 2]
+    cty = d[d["nuts_level"] == 0]
+    v = Verdict()
+    if d.empty:
+        v.sentences.append(f"No results for {short} at V = {V:g}.")
+        return v
+    n = len(reg)
+    if n:
+        low = int((reg["admixture"] < A_SMALL).sum())
+        subject = f"{short} ({_SEX_WORDS[sex]})" if indicator != "tfr" else short
+        if n == 1:
+            verb = "adds less than 10 %" if low == 1 else "adds 10 % or more"
+            where = "in the country's only NUTS 2 region"
+        elif low == 0:
+            verb = "adds 10 % or more"
+            where = f"in all {n} NUTS 2 regions"
+        else:
+            verb = "adds less than 10 %"
+            where = f"in all {n} NUTS 2 regions" if low == n else f"in {low} of {n} NUTS 2 regions"
+        v.sentences.append(f"At V = {V:g}, noise {verb} to the statistical (Poisson) uncertainty of {subject} {where}.")
+        small = reg.sort_values("population").iloc[0]
+        large = reg.sort_values("population").iloc[-1]
+        lead = "In the smallest region" if n > 1 else "In"
+        v.sentences.append(
+            f"{lead}{',' if n > 1 else ''} {small['label']} ({fmt_int(small['population'])} people), it adds "
+            f"{fmt_pct(small['admixture'])}: noise sd {fmt_num(small['sd_noise'], 2)}{u} against a Poisson sd of "
+            f"{fmt_num(small['sd_pois'], 2)}{u} (relative total uncertainty {fmt_pct(small['rel_tot'])})."
+        )
+        if n > 2:
+            v.sentences.append(
+                f"In the largest, {large['label']} ({fmt_int(large['population'])} people), it adds {fmt_pct(large['admixture'])}."
+            )
+        worst = reg.loc[reg["admixture"].idxmax()]
+        if n > 1 and worst["region"] != small["region"]:
+            v.sentences.append(
+                f"The largest admixture is in {worst['label']} ({fmt_int(worst['population'])} people): "
+                f"{fmt_pct(worst['admixture'])} (noise sd {fmt_num(worst['sd_noise'], 2)}{u}, Poisson sd {fmt_num(worst['sd_pois'], 2)}{u})."
+            )
+        big = reg[reg["admixture"] >= A_EQUAL]
+        if len(big):
+            names = ", ".join(big.sort_values("population")["region"].tolist())
+            v.sentences.append(
+                f"Noise is at least as large as the Poisson uncertainty (A >= 41 %) in {_plural(len(big), 'region', 'regions')}: {names}."
+            )
+        v.numbers.update(
+            regions=n,
+            regions_below_10=low,
+            regions_at_least_41=int(len(big)),
+            smallest=str(small["region"]),
+            smallest_population=float(small["population"]),
+            smallest_admixture=float(small["admixture"]),
+            worst=str(reg.loc[reg["admixture"].idxmax(), "region"]),
+            worst_admixture=float(reg["admixture"].max()),
+            worst_rel_noise=float(reg["rel_noise"].max()),
+            worst_sd_noise=float(reg.loc[reg["admixture"].idxmax(), "sd_noise"]),
+            median_admixture=float(reg["admixture"].median()),
+        )
+    if len(cty):
+        c = cty.iloc[0]
+        v.sentences.append(
+            f"For {_full_name(c['region_name'])} as a whole, noise adds {fmt_pct(c['admixture'])} "
+            f"(noise sd {fmt_num(c['sd_noise'], 2)}{u}, Poisson sd {fmt_num(c['sd_pois'], 2)}{u})."
+        )
+        v.numbers.update(country_admixture=float(c["admixture"]), country_sd_noise=float(c["sd_noise"]))
+    sp = sparse_regions(df, V, indicator)
+    key = "F" if indicator == "tfr" else sex
+    sp = sp[(sp["sex"] == key) & sp["sparse"]]
+    if len(sp):
+        v.sentences.append(
+            f"First-order results may be unreliable in {_plural(len(sp), 'region', 'regions')} where more than half of the "
+            f"single-age cells rest on fewer than 10 events: {', '.join(sp['region'])} (flagged; see the Monte Carlo check)."
+        )
+    v.numbers["sparse_regions"] = sp["region"].tolist()
+    return v
+
+
+def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None = None) -> Verdict:
+    """Verdict for a by-age indicator (``asfr`` or ``asmr``) at ``V``, over the cells of
+    the NUTS 2 regions (the country if it has none): how many cells noise adds less than
+    10 % to, the median admixture, the largest admixture overall and among cells with at
+    least 10 events, and the cells resting on fewer than 10 events."""
+    sex = sex or ("F" if indicator == "asfr" else "T")
+    d = at(df, V, indicator, sex=sex)
+    d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
+    reg = d[d["nuts_level"] == 2]
+    if reg.empty:
+        reg = d
+    v = Verdict()
+    if reg.empty:
+        v.sentences.append(f"No results for {INDICATOR_NAMES[indicator]} at V = {V:g}.")
+        return v
+    one, many = _EVENT_WORDS[indicator]
+    n_reg = reg["region"].nunique()
+    n_age = reg["age_group"].nunique()
+    cells = len(reg)
+    low = int((reg["admixture"] < A_SMALL).sum())
+    v.sentences.append(
+        f"At V = {V:g}, across the {n_age} single-age rates of {_plural(n_reg, 'region', 'regions')} "
+        f"({fmt_int(cells)} cells, {_SEX_WORDS[sex]}), noise adds less than 10 % to the Poisson uncertainty in "
+        f"{fmt_int(low)} cells ({fmt_pct(low / cells)}); the median admixture is {fmt_pct(reg['admixture'].median())}."
+    )
+    i = reg["admixture"].idxmax()
+    r = reg.loc[i]
+    ev = r["events"]
+    v.sentences.append(
+        f"It is largest at {r['age_group']} in {region_label(r['region'], r['region_name'])}: A = {fmt_pct(r['admixture'])}, "
+        f"on {fmt_num(ev, 2)} {one if round(ev) == 1 else many}"
+        + (" (fewer than 10 events: the first-order result is unreliable there)." if r["small_count"] else ".")
+    )
+    big = reg[~reg["small_count"].astype(bool)]
+    if len(big) and bool(r["small_count"]):
+        j = big["admixture"].idxmax()
+        b = big.loc[j]
+        v.sentences.append(
+            f"Among cells with at least 10 {many}, the largest admixture is {fmt_pct(b['admixture'])} "
+            f"({b['age_group']}, {region_label(b['region'], b['region_name'])})."
+        )
+    small = reg[reg["small_count"].astype(bool)]
+    if len(small):
+        v.sentences.append(
+            f"{fmt_int(len(small))} cells ({fmt_pct(len(small) / cells)}) rest on fewer than 10 {many}: their relative "
+            f"total uncertainty has a median of {fmt_pct(small['rel_tot'].median())}; the first-order result is "
+            "unreliable there (hollow points in the charts)."
+        )
+    v.numbers.update(
+        cells=cells,
+        cells_below_10=low,
+        median_admixture=float(reg["admixture"].median()),
+        max_admixture=float(r["admixture"]),
+        max_admixture_region=str(r["region"]),
+        max_admixture_age=str(r["age_group"]),
+        max_admixture_reliable=float(big["admixture"].max()) if len(big) else float("nan"),
+        small_cells=int(len(small)),
+    )
+    return v
+
+
+# ===================================================================== index
+def index_metrics(df: pd.DataFrame, V: float, indicator: str = "e") -> dict:
+    """The numbers the index page shows for one (country, V), from one section.
+
+    ``indicator="e"`` (life expectancy section): number of NUTS 2 regions, the worst
+    region for e0 (largest admixture, both sexes) with its population, relative noise
+    sd, noise sd (years) and admixture, and the median admixture of e0 over regions.
+    ``indicator="tfr"``: the largest relative noise sd and admixture of the TFR over
+    NUTS 2 regions and where the admixture is largest. Keys are distinct between the
+    two, so the payloads of both sections merge.
+    """
+    out: dict[str, Any] = {}
+    if indicator == "e":
+        reg = scalar_rows(df, V, "e", sex="T", age=0)
+        nuts2 = reg[reg["nuts_level"] == 2]
+        out["regions"] = int(len(nuts2))
+        if len(nuts2):
+            w = nuts2.loc[nuts2["admixture"].idxmax()]
+            out.update(
+                e0_worst_region=str(w["region"]),
+                e0_worst_region_population=float(w["population"]),
+                e0_rel_noise_worst=float(w["rel_noise"]),
+                e0_sd_noise_worst=float(w["sd_noise"]),
+                e0_admixture_worst=float(w["admixture"]),
+                e0_admixture_median=float(nuts2["admixture"].median()),
+            )
+    elif indicator == "tfr":
+        t = scalar_rows(df, V, "tfr")
+        t2 = t[t["nuts_level"] == 2]
+        if len(t2):
+            out.update(
+                tfr_rel_noise_worst=float(t2["rel_noise"].max()),
+                tfr_admixture_worst=float(t2["admixture"].max()),
+                tfr_worst_region=str(t2.loc[t2["admixture"].idxmax(), "region"]),
+            )
+    else:
+        raise ParameterError(f"index metrics exist for 'e' and 'tfr', not {indicator!r}")
+    return out
+
+
+def across_V(df: pd.DataFrame, indicator: str, *, sex: str = "T", age: float | None = None, nuts_level: int | None = 2) -> pd.DataFrame:
+    """Rows of one indicator (one sex, one age) for every ``V`` of the generic model:
+    what :func:`demonoise.report.charts.uncertainty_vs_population` draws."""
+    if indicator in ("tfr", "asfr"):
+        sex = "F"
+    m = (df["noise_model"] == "generic") & (df["indicator"] == indicator) & (df["sex"] == sex)
+    if age is not None:
+        m &= np.isclose(df["age"].astype(float), float(age))
+    if nuts_level is not None:
+        m &= df["nuts_level"] == nuts_level
+    return df[m]
