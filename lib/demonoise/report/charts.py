@@ -134,7 +134,11 @@ def uncertainty_by_age(df: pd.DataFrame, *, title: str = "", columns: int | None
     )
 
 
-def _title(text: str, subtitle: str | None = None):
+def _title(text, subtitle: str | None = None):
+    """A left-anchored title with a grey subtitle; a caller's own ``alt.TitleParams``
+    (e.g. with the data label as subtitle) is kept as given."""
+    if isinstance(text, (alt.TitleParams, dict)):
+        return text
     if not text and not subtitle:
         return ""
     return alt.TitleParams(text or "", subtitle=subtitle or "", anchor="start", subtitleColor="#5b6570", subtitleFontSize=10)
