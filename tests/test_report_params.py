@@ -116,3 +116,23 @@ def test_committed_notebooks_are_clean(name):
 def test_no_stray_notebooks():
     # the report sections, the Europe overview and the two extras (what-if, teaching)
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(["cover", *INDICATORS, "overview", "teaching", "whatif"])
+
+
+def test_overview_and_extras_params():
+    p = load_params(PARAMS / "ess-2023.yaml")
+    assert dict(p.overview)["dataset"] == "ess-2023" and dict(p.overview)["mc"] == 0
+    assert [name for name, _ in p.extras] == ["teaching"]
+    q = parse_params({**GOOD, "overview": {"dataset": "be-2023", "mc": 200}, "extras": {"whatif": {"region": "BE34", "V": [1, 3]}}})
+    assert dict(q.overview) == {"dataset": "be-2023", "mc": 200}
+    assert q.extras == (("whatif", (("V", (1, 3)), ("region", "BE34"))),)
+    assert parse_params(GOOD).overview == () and parse_params(GOOD).extras == ()
+    for bad, msg in [
+        ({"overview": {"dataset": "nope"}}, "overview: unknown dataset 'nope'"),
+        ({"overview": {"colour": 1}}, "overview: unknown key"),
+        ({"overview": {"mc": 1}}, "overview: mc must be"),
+        ({"overview": "yes"}, "overview must be"),
+        ({"extras": ["lecture"]}, "unknown extra notebook 'lecture'"),
+        ({"extras": {"whatif": 3}}, "parameters of whatif must be a mapping"),
+    ]:
+        with pytest.raises(ParameterError, match=msg):
+            parse_params({**GOOD, **bad})

@@ -21,9 +21,14 @@ What :func:`run_reports` does, for a :class:`ReportParams` (read from YAML by
    fallback). A report whose notebooks and template did not change is not rendered
    again. ``workers`` threads render (Chromium runs as separate processes, so printing
    one PDF overlaps with rendering the next HTML).
-5. **index** -- ``<output>/index.html``: one row per (country, V) linking both files, with
+5. **overview and extras** (optional) -- the Europe overview
+   (:func:`~demonoise.report.overview.render_overview`: every NUTS 2 region of a dataset at
+   the params' V's, map, 5-year vs single-age publication, calibration) and extra notebooks
+   (``teaching``, ``whatif``: :func:`~demonoise.report.extras.render_notebook`).
+6. **index** -- ``<output>/index.html``: one row per (country, V) linking both files, with
    the worst region, e0 and TFR noise uncertainty and admixture (read from the metrics the
-   notebooks published), the reason when there is no PDF, and the error of a failed run.
+   notebooks published), the reason when there is no PDF, and the error of a failed run;
+   then the overview and the extras.
 
 A failing country or notebook does not stop the batch: its report is marked failed in
 the index and :attr:`BatchReport.ok` is false (the CLI then exits with status 1).
@@ -42,6 +47,8 @@ Params file (YAML)::
     mc: 2000                  # Monte Carlo replicates for e and TFR (0: none)
     seed: 20230101
     pdf: true
+    overview: true            # or {dataset: ess-2023, mc: 0}: the Europe overview (all NUTS 2 regions)
+    extras: [teaching]        # extra notebooks: teaching, whatif (or {whatif: {region: BE34, scale: 4}})
 """
 
 from __future__ import annotations
@@ -91,7 +98,10 @@ INDICATOR_TITLES = {
 _ALIASES = {"e": "life_expectancy", "ex": "life_expectancy", "e0": "life_expectancy", "le": "life_expectancy"}
 GRANULARITIES = ("single", "5y", "5y-infant")
 NOISE_MODELS = ("generic",)
-_KEYS = {"title", "datasets", "V", "indicators", "granularity", "noise", "mc", "seed", "pdf"}
+_KEYS = {"title", "datasets", "V", "indicators", "granularity", "noise", "mc", "seed", "pdf", "overview", "extras"}
+
+#: Extra notebooks a batch can render next to the reports.
+EXTRAS = ("teaching", "whatif")
 NOTEBOOKS_ENV = "DEMONOISE_NOTEBOOKS"
 
 #: Summary columns of the index, in order.
@@ -151,6 +161,8 @@ class ReportParams:
     title: str = "demonoise quality reports"
     pdf: bool = True
     source: str = field(default="", compare=False)
+    overview: tuple = ()  # ((key, value), ...) of the overview's params; () = no overview
+    extras: tuple = ()  # ((name, ((key, value), ...)), ...)
 
     @property
     def n_reports(self) -> int:
@@ -271,7 +283,43 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
     if not isinstance(pdf, bool):
         raise ParameterError(f"{w}pdf must be true or false, got {pdf!r}")
     title = str(data.get("title", "demonoise quality reports"))
-    return ReportParams(tuple(selections), tuple(Vs), tuple(inds), granularity, noise, int(mc), int(seed), title, pdf, source)
+
+    # the Europe overview and extra notebooks
+    ov = data.get("overview", False)
+    if ov is True:
+        ov = {}
+    if ov is False or ov is None:
+        overview: tuple = ()
+    elif isinstance(ov, Mapping):
+        bad = sorted(set(ov) - {"dataset", "mc", "countries", "sex"})
+        if bad:
+            raise ParameterError(f"{w}overview: unknown key(s) {', '.join(map(str, bad))}; allowed: dataset, mc, countries, sex")
+        od = str(ov.get("dataset", "ess-2023"))
+        if od not in names:
+            raise ParameterError(f"{w}overview: unknown dataset {od!r}; available: {', '.join(names)}")
+        omc = ov.get("mc", 0)
+        if isinstance(omc, bool) or not isinstance(omc, int) or omc < 0 or omc == 1:
+            raise ParameterError(f"{w}overview: mc must be 0 or an integer >= 2, got {omc!r}")
+        overview = tuple(sorted({**{k: v for k, v in ov.items() if k != "countries"}, "dataset": od, "mc": int(omc)}.items()))
+        if ov.get("countries") is not None:
+            overview += (("countries", tuple(str(c).upper() for c in _as_list(ov["countries"], "overview countries", w))),)
+    else:
+        raise ParameterError(f"{w}overview must be true, false or a mapping (dataset, mc, countries, sex), got {ov!r}")
+    ex = data.get("extras") or []
+    items = list(ex.items()) if isinstance(ex, Mapping) else [(e, {}) for e in _as_list(ex, "extras", w)]
+    extras = []
+    for name, opts in items:
+        name = str(name)
+        if name not in EXTRAS:
+            raise ParameterError(f"{w}unknown extra notebook {name!r}; choose from {', '.join(EXTRAS)}")
+        if opts is None:
+            opts = {}
+        if not isinstance(opts, Mapping):
+            raise ParameterError(f"{w}extras: the parameters of {name} must be a mapping, got {opts!r}")
+        extras.append((name, tuple(sorted((str(k), v if not isinstance(v, list) else tuple(v)) for k, v in opts.items()))))
+    return ReportParams(
+        tuple(selections), tuple(Vs), tuple(inds), granularity, noise, int(mc), int(seed), title, pdf, source, overview, tuple(extras)
+    )
 
 
 def load_params(path: str | os.PathLike) -> ReportParams:
@@ -441,10 +489,11 @@ class BatchReport:
     index: Path
     timings: dict
     notes: list[str] = field(default_factory=list)
+    further: list = field(default_factory=list)  # index rows of the overview and the extras
 
     @property
     def ok(self) -> bool:
-        return all(o.status != "failed" for o in self.outcomes)
+        return all(o.status != "failed" for o in self.outcomes) and all(r.status != "failed" for r in self.further)
 
     @property
     def failed(self) -> list[ReportOutcome]:
@@ -807,7 +856,48 @@ def run_reports(
     timings["html"] = sum(o.html_seconds for o in outcomes.values())
     timings["pdf"] = sum(o.pdf_seconds for o in outcomes.values())
 
-    # ------------------------------------------------------------ 4. index
+    # ------------------------------------------------------------ 5. overview, extras
+    t0 = time.perf_counter()
+    further: list = []
+    pdf_ok = want_pdf and pdf_reason is None
+    if params.overview:
+        from .overview import OverviewParams, render_overview
+
+        opts = dict(params.overview)
+        _say(log, f"demonoise report: Europe overview of {opts['dataset']} (V = {', '.join(f'{v:g}' for v in params.V)})")
+        try:
+            ov = render_overview(
+                OverviewParams.of({**opts, "V": params.V}), output, store=output / "results", pdf=pdf_ok, force=force,
+                chromium=chromium if pdf_ok else None, workers=workers,
+            )
+            further.append(
+                IndexRow(
+                    name=f"Europe overview: {opts['dataset']}",
+                    status="ok",
+                    html=ov.html,
+                    pdf=ov.pdf,
+                    pdf_reason=None if ov.pdf is not None else (ov.pdf_error or pdf_reason),
+                    summary={"dataset": opts["dataset"], "country": "all NUTS 2 regions", "V": ", ".join(f"{v:g}" for v in params.V)},
+                )
+            )
+        except Exception as e:  # recorded in the index; the batch goes on
+            why = str(e) if isinstance(e, DemonoiseError) else f"{type(e).__name__}: {e}"
+            further.append(IndexRow(name=f"Europe overview: {opts['dataset']}", status="failed", error=why))
+    for name, opts in params.extras:
+        from .extras import render_notebook
+
+        _say(log, f"demonoise report: extra notebook {name}")
+        try:
+            res = render_notebook(name, {k: list(v) if isinstance(v, tuple) else v for k, v in opts}, output / "extras",
+                                  pdf=pdf_ok, force=force, chromium=chromium if pdf_ok else None)
+            further.append(IndexRow(name=f"{name} notebook", status="ok", html=res.html, pdf=res.pdf,
+                                    pdf_reason=None if res.pdf is not None else (res.pdf_error or pdf_reason), summary={"country": name}))
+        except Exception as e:
+            why = str(e) if isinstance(e, DemonoiseError) else f"{type(e).__name__}: {e}"
+            further.append(IndexRow(name=f"{name} notebook", status="failed", error=why))
+    timings["overview_extras"] = time.perf_counter() - t0
+
+    # ------------------------------------------------------------ 6. index
     rows = []
     for s in specs:
         o = outcomes[s]
@@ -829,6 +919,8 @@ def run_reports(
     )
     if pdf_reason and want_pdf:
         intro += f" PDF reports are missing because {pdf_reason.removeprefix('no PDF: ')}."
-    index = write_index(rows, output / "index.html", title=params.title, columns=list(INDEX_COLUMNS), intro=intro)
+    index = write_index(rows + further, output / "index.html", title=params.title, columns=list(INDEX_COLUMNS), intro=intro)
     timings["total"] = time.perf_counter() - t_start
-    return BatchReport(params, [outcomes[s] for s in specs], index, timings, notes)
+    if any(r.status == "failed" for r in further):
+        notes.append("; ".join(f"{r.name} failed: {r.error}" for r in further if r.status == "failed"))
+    return BatchReport(params, [outcomes[s] for s in specs], index, timings, notes, further)
