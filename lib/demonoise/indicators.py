@@ -97,7 +97,7 @@ class CellMap:
         idx = np.where(self.grp >= 0, self.grp, self.n_inner)
         return spread_gradient(self.scale * np.take(pad, idx, axis=-1), self.cells, self.axis)
 
-    def quadratic(self, g_inner: np.ndarray, diag: bool, v) -> np.ndarray:
+    def quadratic(self, g_inner: np.ndarray, diag: bool, v, shared=None) -> np.ndarray:
         """``sum_c (d value / d c)^2 v_c`` without materialising the cell gradients.
 
         With ``g_b = c g'_grp(b) - kappa`` for known cells and ``g_UNK = gamma``
@@ -106,28 +106,37 @@ class CellMap:
         ``sum_b g_b^2 v_b = c^2 sum_x g'_x^2 V_x - 2 c kappa sum_x g'_x V_x + kappa^2 sum_b v_b``
         with ``V_x`` the sum of ``v`` over the cells of inner variable ``x``.
         """
-        return self._moments(g_inner, diag, v, square=True)
+        return self._moments(g_inner, diag, v, square=True, shared=shared)
 
-    def linear(self, g_inner: np.ndarray, diag: bool, b) -> np.ndarray:
+    def linear(self, g_inner: np.ndarray, diag: bool, b, shared=None) -> np.ndarray:
         """``sum_c (d value / d c) b_c`` without materialising the cell gradients."""
-        return self._moments(g_inner, diag, b, square=False)
+        return self._moments(g_inner, diag, b, square=False, shared=shared)
 
-    def _prepared(self, g_inner, diag):
+    def _prepared(self, g_inner, diag, shared=None):
         """Scaled gradient, its square and ``Gamma`` -- independent of the cell weights,
-        so computed once per inner gradient and reused by every variance call."""
+        so computed once per inner gradient and reused by every variance call
+        (``shared``: a dict in which maps with the same inner gradient and scale, such as
+        the two population stocks, share the scaled gradient and its square)."""
         cache = getattr(self, "_cache", None)
         if cache is not None and cache[0] is g_inner:
             return cache[1:]
-        g = self.scale * g_inner
+        key = (id(g_inner), self.scale)
+        if shared is not None and key in shared and shared[key][0] is g_inner:
+            g, g2 = shared[key][1:]
+        else:
+            g = self.scale * g_inner
+            g2 = g * g
+            if shared is not None:
+                shared[key] = (g_inner, g, g2)
         gam = None
         if self.axis.unknown:
             Xx = self.cells[..., :-1] @ self.M
             gam = g * Xx if diag else np.einsum("...kx,...x->...k", g, Xx)
-        self._cache = (g_inner, g, g * g, gam)
+        self._cache = (g_inner, g, g2, gam)
         return self._cache[1:]
 
-    def _moments(self, g_inner, diag, w, square):
-        g, g2, Gam = self._prepared(g_inner, diag)
+    def _moments(self, g_inner, diag, w, square, shared=None):
+        g, g2, Gam = self._prepared(g_inner, diag, shared)
         w = np.broadcast_to(np.asarray(w, dtype=float), self.cells.shape)
         unk = self.axis.unknown
         wk = w[..., :-1] if unk else w
@@ -185,6 +194,7 @@ class Linearisation:
         self.inner = inner or {}
         self.maps = maps or {}
         self.diag = diag or {m: False for m in self.inner}
+        self._shared: dict = {}
         if grads is None and not self.inner:
             raise ValueError("a Linearisation needs materialised grads or inner gradients with cell maps")
 
@@ -223,7 +233,7 @@ class Linearisation:
             if v is None:
                 continue
             if self.inner:
-                out = out + self.maps[m].quadratic(self.inner[m], self.diag[m], v)
+                out = out + self.maps[m].quadratic(self.inner[m], self.diag[m], v, self._shared)
             else:
                 g = self._grads[m]
                 out = out + np.einsum("...ka,...a->...k", g * g, np.asarray(v, dtype=float))
@@ -237,7 +247,7 @@ class Linearisation:
             if b is None:
                 continue
             if self.inner:
-                out = out + self.maps[m].linear(self.inner[m], self.diag[m], b)
+                out = out + self.maps[m].linear(self.inner[m], self.diag[m], b, self._shared)
             else:
                 out = out + np.einsum("...ka,...a->...k", self._grads[m], np.asarray(b, dtype=float))
         return out
