@@ -8,7 +8,7 @@ all indicators:
   assembly of the tidy results table is timed separately;
 * a Monte Carlo of N replicates (default 10 000) for e0 and TFR at V = 1, all three
   components (noise, Poisson, total), on 2 worker processes (goal: < 120 s, peak
-  memory < 4 GB);
+  memory < 4 GB), and the noise component alone;
 * the speed ratio analytic : Monte Carlo, both measured in this run.
 
 Usage::
@@ -89,6 +89,10 @@ def main():
     print(f"peak memory: main {self_mb:.0f} MB, largest worker {child_mb:.0f} MB, bound on total {peak:.0f} MB  [goal < 4096 MB]")
     t_an_mc, _ = _best(lambda: linearise(counts, indicators=("e", "tfr"), e_ages=[0]), args.repeat)
     print(f"speed ratio, same indicators (e0 + TFR): analytic {t_an_mc:.3f} s : Monte Carlo {t_mc:.1f} s = 1 : {t_mc / t_an_mc:.0f}")
+    t = time.perf_counter()
+    monte_carlo(lz_mc, noises[0], n=args.n, seed=1, indicators=("e", "tfr"), components=("noise",), workers=args.workers, quantiles=None)
+    t_noise = time.perf_counter() - t
+    print(f"Monte Carlo e0 + TFR, noise component only (the check of the noise sd), N = {args.n}: {t_noise:.1f} s  [goal < 120 s]")
     res = results_table(lz_mc, [noises[0]], mc={0: mc})
     sel = res[(res.exposure >= 100_000)]
     print("max |z| over regions >= 100 000 (e0, TFR):", sel[["z_noise", "z_pois", "z_tot"]].abs().max().round(2).to_dict())
