@@ -129,6 +129,9 @@ def test_index(lu):
     for col in ("worst region (e0)", "e0 A, worst", "TFR A, worst"):
         assert f"<th>{col}</th>" in index
     assert "1 reports: 1 ok, 0 up to date, 0 failed" in index
+    # the index shows figures of modelled data: it carries the label too
+    assert "dn-status-modelled" in index
+    assert "<strong>ess-2023</strong>: demonstration data: population real (Eurostat), deaths and births modelled" in index
 
 
 def test_second_run_is_up_to_date(lu):

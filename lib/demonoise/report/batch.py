@@ -919,7 +919,14 @@ def run_reports(
     )
     if pdf_reason and want_pdf:
         intro += f" PDF reports are missing because {pdf_reason.removeprefix('no PDF: ')}."
-    index = write_index(rows + further, output / "index.html", title=params.title, columns=list(INDEX_COLUMNS), intro=intro)
+    data_status = {d: lab for d, (lab, _) in labels.items() if lab}
+    ov_dataset = dict(params.overview).get("dataset") if params.overview else None
+    if ov_dataset and ov_dataset not in data_status:
+        lab, _ = _dataset_label(ov_dataset)
+        if lab:
+            data_status[ov_dataset] = lab
+    index = write_index(rows + further, output / "index.html", title=params.title, columns=list(INDEX_COLUMNS), intro=intro,
+                        data_status=data_status)
     timings["total"] = time.perf_counter() - t_start
     if any(r.status == "failed" for r in further):
         notes.append("; ".join(f"{r.name} failed: {r.error}" for r in further if r.status == "failed"))

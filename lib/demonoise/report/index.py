@@ -114,6 +114,7 @@ def write_index(
     title: str = "demonoise quality reports",
     columns: Sequence[str] | None = None,
     intro: str | None = None,
+    data_status: Mapping[str, str] | None = None,
     template_dir: str | os.PathLike | None = None,
 ) -> Path:
     """Write the index page (atomically).
@@ -130,6 +131,9 @@ def write_index(
         first appearance.
     intro : str, optional
         Plain text shown under the title (HTML-escaped).
+    data_status : mapping, optional
+        Dataset name -> its data-status label (real / modelled), shown in a status box
+        above the table; a label containing "modelled" is marked as such.
     template_dir : path-like, optional
         Where the stylesheet is found (see :func:`~.templates.find_template_dir`);
         without a template a minimal inline style is used.
@@ -176,6 +180,11 @@ def write_index(
         body.append(f'<tr class="dn-row-{r.status}">' + "".join(cells) + "</tr>")
 
     counts = {s: sum(r.status == s for r in items) for s in STATUSES}
+    status_box = ""
+    if data_status:
+        modelled = any("modelled" in v for v in data_status.values())
+        lines = "".join(f"<li><strong>{esc(k)}</strong>: {esc(v)}</li>" for k, v in data_status.items())
+        status_box = f'<div class="dn-status{" dn-status-modelled" if modelled else ""}"><strong>Data status</strong><ul>{lines}</ul></div>'
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     from .. import __version__
 
@@ -194,6 +203,7 @@ def write_index(
 <main class="dn-report">
 <h1>{esc(title)}</h1>
 {f'<p>{esc(intro)}</p>' if intro else ''}
+{status_box}
 <p class="dn-muted">{len(items)} reports: {counts['ok']} ok, {counts['skipped']} up to date, {counts['failed']} failed. Generated {when}.</p>
 <table class="dn-index">
 <thead><tr><th>Report</th><th>Status</th><th>HTML</th><th>PDF</th>{head}</tr></thead>
