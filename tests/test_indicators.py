@@ -161,11 +161,14 @@ def test_lean_e_path_equals_life_table(be):
         c = publish(be, gran)
         lay = Layout.of(c)
         D, E = lifetable_inputs(lay, c.deaths, c.pop_start, c.pop_end)
-        D = D.copy()
+        D, E = D.copy(), E.copy()
         D[0, 0, 3] = 0.0
+        D[1, 1, 5] = E[1, 1, 5] = 0.0  # an empty cell: the zero-cell rule m = 0
         lt = life_table(D, E, lay.lt_lower)
         idx = [0, 1, lay.lt_lower.size - 1]
         np.testing.assert_allclose(e_only(D, E, lay.lt_lower, idx), lt.e[..., idx], rtol=1e-13)
+        # with a leading replicate axis, as the Monte Carlo calls it
+        np.testing.assert_allclose(e_only(np.stack([D, D]), np.stack([E, E]), lay.lt_lower, idx)[1], lt.e[..., idx], rtol=1e-13)
 
 
 @pytest.mark.parametrize("granularity", ["single", "5y"])
@@ -199,3 +202,27 @@ def test_structured_variance_equals_materialised_gradients(be, granularity):
             slow_b = sum(np.einsum("...ka,...a->...k", g, bias[m]) for m, g in lin.grads.items())
             np.testing.assert_allclose(fast_v, slow_v, rtol=1e-10, atol=0, err_msg=name)
             np.testing.assert_allclose(fast_b, slow_b, rtol=1e-9, atol=1e-15 * np.abs(slow_b).max(), err_msg=name)
+
+
+# ------------------------------------------------------------------ grouping of published cells
+@pytest.mark.parametrize(
+    "starts,n_cells,first",
+    [
+        ([0, 1, 2, 3, 4], 9, 0),  # singles then one open group (the NUTS 2 life-table layout)
+        ([0, 5, 10, 15], 20, 0),  # 5-year groups: reduceat
+        ([0, 1, 5], 12, 2),  # cells outside the groups at both ends
+        ([0], 6, 0),  # one group
+    ],
+)
+def test_grouping_equals_the_dense_product(starts, n_cells, first):
+    from demonoise.layout import Grouping
+
+    last = n_cells - 1  # the last cell (e.g. UNK) belongs to no group
+    M = np.zeros((n_cells, len(starts)))
+    bounds = list(starts) + [last - first]
+    for g in range(len(starts)):
+        M[first + bounds[g] : first + bounds[g + 1], g] = 1.0
+    x = np.random.default_rng(3).poisson(50.0, size=(4, 2, 3, n_cells)).astype(float)
+    got = Grouping(M)(x)
+    assert Grouping(M).fast
+    np.testing.assert_array_equal(got, x @ M)

@@ -486,18 +486,25 @@ def e_only(deaths, exposure, lower, ages, *, a=0.5, a0=None, dtype=np.float64) -
     E = np.asarray(exposure, dtype=dtype)
     ks = np.asarray(ages, dtype=np.intp)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        m = D / E
-        m = np.where((D == 0) & (E == 0), 0.0, m)  # the zero-cell rule of life_table
+        m = np.divide(D, E, dtype=dtype)
+        nan = np.isnan(m)
+        if nan.any():  # the zero-cell rule of life_table: D = E = 0 gives m = 0
+            m[nan & (D == 0) & (E == 0)] = 0.0
         mc = m[..., :-1]
         nb = (n * (1.0 - a_arr[:-1])).astype(dtype)
         na = (n * a_arr[:-1]).astype(dtype)
-        t = 1.0 + nb * mc
-        p = (1.0 - na * mc) / t  # 1 - q_x
+        # in place, the replicate arrays being large: t = 1 + n b m, p = (1 - n a m) / t
+        t = mc * nb
+        t += 1.0
+        p = mc * na
+        np.subtract(1.0, p, out=p)
+        p /= t  # 1 - q_x
         l = np.empty(m.shape, dtype=dtype)  # noqa: E741
         l[..., 0] = 1.0
         np.cumprod(p, axis=-1, out=l[..., 1:])
         L = np.empty(m.shape, dtype=dtype)
-        np.divide(n.astype(dtype) * l[..., :-1], t, out=L[..., :-1])
+        np.multiply(l[..., :-1], n.astype(dtype), out=L[..., :-1])
+        L[..., :-1] /= t
         L[..., -1] = l[..., -1] / m[..., -1]
         out = np.empty(m.shape[:-1] + ks.shape, dtype=dtype)
         for j, k in enumerate(ks):  # K partial sums are cheaper than a reversed cumsum when K << X
