@@ -26,7 +26,6 @@ import os
 import resource
 import time
 
-import numpy as np
 
 
 def _best(f, repeat):

@@ -13,7 +13,6 @@ graduated and uniformly split female exposure.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +52,6 @@ def main():
         real = be.year(2023)[:, s, :85]
         res = {}
         for m in METHODS:
-            t0 = time.perf_counter()
             res[m] = mape(grad(real, m), real)
         print(f"{'BE pooled':10s} {sex:3s} " + " ".join(f"{res[m].mean():8.3f}" for m in METHODS))
         print(f"{'BE worst':10s} {sex:3s} " + " ".join(f"{res[m].max():8.3f}" for m in METHODS))

@@ -14,7 +14,6 @@ import json
 import threading
 import time
 import urllib.parse
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -12,7 +12,7 @@ import pytest
 
 from _fixtures_lifetable import belgian_counts, published_e
 from demonoise.counts import AgeAxis, spread_unknown
-from demonoise.errors import DataError, ParameterError
+from demonoise.errors import ParameterError
 from demonoise.indicators import asfr, asmr, life_expectancy, linearise_asfr, linearise_asmr, linearise_e, linearise_tfr, tfr
 from demonoise.layout import Layout, publish
 

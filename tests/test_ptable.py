@@ -319,6 +319,9 @@ def test_transition_reader_rejects_bad_files_naming_the_line(tmp_path, text, mat
 
 @pytest.mark.parametrize("text,match", [
     ('"pcv";"ckey";"pvalue"\n1;1;0\n1;3;1\n', "lacks cell key 2"),
+    # a stray huge cell key: a clear error, not a table of 10^10 keys in memory
+    ('"pcv";"ckey";"pvalue"\n1;1;0\n1;10000000000;1\n', "pcv 1 lacks cell key 2"),
+    ('"pcv";"ckey";"pvalue"\n1;1;0\n1;2;0\n2;1;0\n', "pcv 2 lacks cell key 2"),
     ('"pcv";"ckey";"pvalue"\n1;1;-2\n1;2;1\n', "negative"),
     ('"pcv";"ckey";"pvalue"\n1;1;0\n1;1;0\n', "duplicated"),
     ('"pcv";"ckey";"pvalue"\n2;1;0\n2;2;0\n', "class 1 is missing"),

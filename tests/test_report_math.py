@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -111,6 +112,21 @@ def test_kept_open_browser_prints_pages_and_cleans_up(tmp_path):
     missing = tmp_path / "missing.html"
     with chrome.Browser() as b, pytest.raises(ReportError):
         b.print_pdf(missing, tmp_path / "x.pdf")
+
+
+def test_a_killed_browser_gives_a_report_error(tmp_path):
+    """A kept-open chromium that dies mid-batch must fail with ReportError (which the
+    batch catches to fall back to one-shot printing), not with BrokenPipeError."""
+    import signal
+
+    plain = tmp_path / "plain.html"
+    plain.write_text("<html><body><p>PLAIN-TEXT</p></body></html>", encoding="utf-8")
+    with chrome.Browser() as b:
+        os.kill(b.pid, signal.SIGKILL)
+        time.sleep(0.5)
+        with pytest.raises(ReportError, match="DevTools pipe"):
+            b.print_pdf(plain, tmp_path / "x.pdf")
+    assert not (tmp_path / "x.pdf").exists()
 
 
 def test_browser_without_chromium(tmp_path):

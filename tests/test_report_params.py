@@ -131,6 +131,8 @@ def test_overview_and_extras_params():
         ({"overview": {"colour": 1}}, "overview: unknown key"),
         ({"overview": {"mc": 1}}, "overview: mc must be"),
         ({"overview": "yes"}, "overview must be"),
+        ({"overview": {"countries": ["ZZ"]}}, "overview: unknown country ZZ"),
+        ({"overview": {"sex": "X"}}, "overview: sex must be T, F or M"),
         ({"extras": ["lecture"]}, "unknown extra notebook 'lecture'"),
         ({"extras": {"whatif": 3}}, "parameters of whatif must be a mapping"),
     ]:

@@ -78,7 +78,7 @@ import pandas as pd
 from .counts import Counts
 from .errors import DataError, ParameterError
 from .indicators import INDICATORS
-from .propagation import TABLES, Linearised, admixture, linearise, poisson_cell_variance
+from .propagation import TABLES, Linearised, admixture, check_noised, linearise, poisson_cell_variance
 from .ptable import PTable, build_ptable
 
 __all__ = [
@@ -547,9 +547,7 @@ def calibrate_linearised(
     """
     thr = check_thresholds(thresholds)
     fam = _family(family)
-    bad = set(noised) - set(TABLES)
-    if bad:
-        raise ParameterError(f"unknown table(s) {sorted(bad)} in noised; choose from {', '.join(TABLES)}")
+    noised = check_noised(noised)
     context_V = tuple(float(v) for v in context_V)
     if not all(math.isfinite(v) and v > 0 for v in context_V):
         raise ParameterError(f"context_V: variances must be finite numbers > 0, got {list(context_V)}")

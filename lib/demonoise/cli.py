@@ -106,8 +106,9 @@ def _load_counts(args):
 
 
 def cmd_compute(args) -> int:
-    from .compute import compute, noise_settings, summarise, write_table
+    from .compute import check_table_path, compute, noise_settings, summarise, write_table
 
+    check_table_path(args.out)
     counts = _load_counts(args)
     settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
     t0 = time.perf_counter()
@@ -373,8 +374,9 @@ def cmd_ptable_show(args) -> int:
 def cmd_compare(args) -> int:
     from .atomic import atomic_write_text
     from .comparison import compare_noise, comparison_note, summarise_comparison
-    from .compute import write_table
+    from .compute import check_table_path, write_table
 
+    check_table_path(args.out)
     counts = _load_counts(args)
     table = _open_table(args.ptable)
     t0 = time.perf_counter()
@@ -418,14 +420,12 @@ def _select(counts, regions, countries):
 
 def cmd_calibrate(args) -> int:
     from .calibration import calibrate, calibration_summary, check_thresholds
-    from .compute import write_table
+    from .compute import check_table_path, write_table
     from .errors import ParameterError
 
     # every parameter is checked before any data are read or anything is written
     thresholds = check_thresholds(args.thresholds)
-    name = args.out.name.lower()
-    if not (name.endswith(".parquet") or name.endswith(".csv") or name.endswith(".csv.gz")):
-        raise ParameterError(f"output {args.out}: use a .parquet, .csv or .csv.gz extension")
+    check_table_path(args.out)
     ptable_opts = args.ptable_D is not None or args.ptable_js is not None or args.pstay is not None
     if args.family == "generic" and ptable_opts and args.ptable_D is None:
         raise ParameterError("--ptable-js/--pstay need --ptable-D (the p-table family's maximum deviation)")
@@ -485,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--indicators", nargs="+", default=["asfr", "tfr", "asmr", "e"], choices=["asfr", "tfr", "asmr", "e"])
     _select_args(s)
     s.add_argument("--mc", type=_nonneg_int, default=0, metavar="N", help="Monte Carlo replicates for e and TFR (default 0: analytic only)")
-    s.add_argument("--seed", type=int, default=20230101)
+    s.add_argument("--seed", type=_nonneg_int, default=20230101)
     s.add_argument("--zero-floor", action="store_true", help="Monte Carlo: floor noisy counts at zero (a different noise model)")
     s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz")
     s.set_defaults(func=cmd_compute)
@@ -537,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="population size-class edges (default 200000 1000000)")
     s.add_argument("--mc", type=_nonneg_int, default=0, metavar="N",
                    help="noise-only Monte Carlo replicates: p-table and generic noise with a zero floor (default 0)")
-    s.add_argument("--seed", type=int, default=20230101)
+    s.add_argument("--seed", type=_nonneg_int, default=20230101)
     s.add_argument("--out", required=True, type=Path, help="output table: .parquet, .csv or .csv.gz")
     s.add_argument("--note", type=Path, default=None, help="also write the closing note to this text file")
     s.set_defaults(func=cmd_compare)
@@ -573,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--V", nargs="+", type=_positive_float, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)")
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
     s.add_argument("--sex", default="T", choices=["T", "F", "M"], help="sex shown for the mortality indicators (default T)")
-    s.add_argument("--mc", type=int, default=0, metavar="N", help="Monte Carlo replicates for a check of e0/TFR (default 0)")
+    s.add_argument("--mc", type=_nonneg_int, default=0, metavar="N", help="Monte Carlo replicates for a check of e0/TFR (default 0)")
     s.add_argument("--out", type=Path, default=Path("output"), help="output directory (default output)")
     s.add_argument("--store", type=Path, default=None, help="results store (default OUT/results)")
     s.add_argument("--no-pdf", action="store_true", help="HTML only")

@@ -20,7 +20,7 @@ from .montecarlo import monte_carlo
 from .propagation import TABLES, linearise
 from .results import NoiseSetting, results_table
 
-__all__ = ["noise_settings", "compute", "write_table", "read_table"]
+__all__ = ["noise_settings", "compute", "check_table_path", "write_table", "read_table"]
 
 
 def noise_settings(V: Sequence[float] = (), *, D: int | None = None, ptables: Sequence = (), noised=TABLES) -> list[NoiseSetting]:
@@ -58,24 +58,32 @@ def compute(
     setting; returns the tidy results table (:mod:`demonoise.results`)."""
     lz = linearise(counts, granularity=granularity, indicators=indicators, e_ages=e_ages, **layout_kw)
     runs = {}
-    if mc:
-        mc_ind = [i for i in mc_indicators if i in lz.blocks]
+    mc_ind = [i for i in mc_indicators if i in lz.blocks]
+    if mc and mc_ind:  # nothing to simulate when no Monte Carlo indicator was linearised
         for i, s in enumerate(settings):
             runs[i] = monte_carlo(lz, s.model, n=mc, seed=seed, indicators=mc_ind, floor_zero=zero_floor, noised=s.noised, workers=workers, progress=progress)
     return results_table(lz, settings, mc=runs, zero_floor=zero_floor)
 
 
+def check_table_path(path) -> Path:
+    """The output path of a results table, checked before any work is done: a
+    ``.parquet``, ``.csv`` or ``.csv.gz`` name (missing directories are created on writing)."""
+    path = Path(path)
+    name = path.name.lower()
+    if not (name.endswith(".parquet") or name.endswith(".csv") or name.endswith(".csv.gz")):
+        raise ParameterError(f"output {path}: use a .parquet, .csv or .csv.gz extension")
+    return path
+
+
 def write_table(df: pd.DataFrame, path) -> Path:
     """Write a results table atomically as Parquet (``.parquet``) or CSV (``.csv``,
     ``.csv.gz``); the format follows the extension."""
-    path = Path(path)
+    path = check_table_path(path)
     name = path.name.lower()
     if name.endswith(".parquet"):
         writer = lambda p: df.to_parquet(p, index=False)  # noqa: E731
-    elif name.endswith(".csv") or name.endswith(".csv.gz"):
-        writer = lambda p: df.to_csv(p, index=False, compression="gzip" if name.endswith(".gz") else None, float_format="%.10g")  # noqa: E731
     else:
-        raise ParameterError(f"output {path}: use a .parquet, .csv or .csv.gz extension")
+        writer = lambda p: df.to_csv(p, index=False, compression="gzip" if name.endswith(".gz") else None, float_format="%.10g")  # noqa: E731
     with atomic_path(path) as tmp:
         writer(tmp)
     return path

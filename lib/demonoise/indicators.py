@@ -25,7 +25,6 @@ weight they have in the indicator.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,9 +51,6 @@ __all__ = [
 
 #: Indicator codes used in results tables.
 INDICATORS = ("asfr", "tfr", "asmr", "e")
-
-#: Event tables (Poisson variance = count) per indicator family.
-EVENTS = ("deaths", "births")
 
 
 class CellMap:

@@ -479,7 +479,6 @@ def e_only(deaths, exposure, lower, ages, *, a=0.5, a0=None, dtype=np.float64) -
     ndarray (..., K)
     """
     lo = _check_lower(lower)
-    X = lo.size
     a_arr = _broadcast_a(a, a0, lo, ())  # (X,)
     n = np.diff(lo).astype(float)
     D = np.asarray(deaths, dtype=dtype)

@@ -37,7 +37,7 @@ from .errors import ParameterError
 from .counts import spread_unknown
 from .indicators import exposure
 from .lifetable import e_only
-from .propagation import TABLES, Linearised
+from .propagation import TABLES, Linearised, check_noised
 
 __all__ = ["COMPONENTS", "MonteCarloResult", "monte_carlo", "z_score"]
 
@@ -244,6 +244,7 @@ def monte_carlo(
     missing = [i for i in indicators if i not in lz.blocks]
     if missing:
         raise ParameterError(f"indicator(s) {missing} were not linearised; pass them to linearise() first")
+    noised = check_noised(noised)
     if not hasattr(noise, "perturb"):
         raise ParameterError(f"noise model {noise!r} cannot be sampled (no perturb method)")
     c = lz.counts
@@ -264,7 +265,7 @@ def monte_carlo(
         keep[i] = "f8" if nbytes <= store_limit else ("f4" if nbytes / 2 <= store_limit else "")
     # deaths of both sexes (T) equal F + M cell by cell (always so in Eurostat's tables
     # barring unknown sex): then the Poisson draw of T is the sum of those of F and M
-    t_is_sum = c.deaths is not None and c.sexes == ("F", "M", "T") and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
+    t_is_sum = c.deaths is not None and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
     sizes = [block] * (n // block) + ([n % block] if n % block else [])
     jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes))))
     shared = {

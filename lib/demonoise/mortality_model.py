@@ -86,6 +86,7 @@ import numpy as np
 from scipy.special import expit
 
 from .errors import DataError, ParameterError
+from .graduation import to_integers
 from .lifetable import EUROSTAT_A0, EUROSTAT_OPEN_AGE, life_table_from_rates, lifetable_lower
 
 __all__ = [
@@ -788,18 +789,9 @@ def split_open_age(pop_open, m_model, *, open_age: int = EUROSTAT_OPEN_AGE, a0: 
         raise ParameterError(f"open_age={open_age} must lie inside the single ages 1..{N - 2}")
     lt = life_table_from_rates(m, lifetable_lower(N - 1), a0=a0)
     L = lt.L[..., open_age:]
-    share = L / L.sum(axis=-1, keepdims=True)
-    lead = np.broadcast_shapes(P.shape, share.shape[:-1])
-    share = np.broadcast_to(share, lead + share.shape[-1:])
-    P = np.broadcast_to(P, lead)
-    quota = P[..., None] * share
-    base = np.floor(quota).astype(np.int64)
-    rem = P - base.sum(axis=-1)
-    frac = quota - base
-    order = np.argsort(-frac, axis=-1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(order.shape[-1]), axis=-1)
-    return base + (rank < rem[..., None]).astype(np.int64)
+    lead = np.broadcast_shapes(P.shape, L.shape[:-1])
+    # largest-remainder apportionment of P in proportion to L (one group of all the ages)
+    return to_integers(np.broadcast_to(L, lead + L.shape[-1:]), np.broadcast_to(P, lead)[..., None])
 
 
 def expected_deaths(m_model, exposure) -> np.ndarray:

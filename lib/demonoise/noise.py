@@ -277,7 +277,9 @@ class GenericNoise(NoiseModel):
         return np.zeros(np.shape(counts))
 
     def noise_from_uniform(self, u) -> np.ndarray:
-        """Noise alone from uniforms ``u`` in ``[0, 1)``, ``int64``.
+        """Noise alone from uniforms ``u`` in ``[0, 1)``, in the smallest signed integer
+        type that holds the support (``int8`` for V up to about 10): adding it to counts
+        gives ``int64``; cast before squaring or summing many draws.
 
         Walker's alias method (Walker 1977; Vose 1991) with one uniform per draw:
         ``j = floor(n u)`` picks a column, the fractional part ``n u - j`` decides
@@ -322,8 +324,8 @@ class GenericNoise(NoiseModel):
         self._alias_pairs = np.stack([self._alias_high, self._alias_low], axis=1).ravel()
 
     def sample_noise(self, rng: np.random.Generator, shape) -> np.ndarray:
-        """Noise alone, ``int64`` of the given shape (inverse CDF of uniform draws)."""
-        return self.noise_from_uniform(rng.random(_shape(shape)))
+        """Noise alone, ``int64`` of the given shape (alias sampling of uniform draws)."""
+        return self.noise_from_uniform(rng.random(_shape(shape))).astype(np.int64)
 
     def perturb(self, counts, u) -> np.ndarray:
         c = _as_counts(counts, model=self.name)

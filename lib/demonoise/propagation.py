@@ -32,12 +32,10 @@ from .errors import DataError, ParameterError
 from .indicators import INDICATORS, Linearisation, linearise_asfr, linearise_asmr, linearise_e, linearise_tfr
 from .layout import Layout, publish
 
-__all__ = ["TABLES", "IndicatorBlock", "Linearised", "linearise", "noise_cell_moments", "poisson_cell_variance", "admixture"]
+__all__ = ["TABLES", "IndicatorBlock", "Linearised", "linearise", "check_noised", "noise_cell_moments", "poisson_cell_variance", "admixture"]
 
 #: Published tables noise can sit on.
 TABLES = ("deaths", "births", "pop_start", "pop_end")
-
-# ages of e_x reported by default: every life-table interval start
 
 
 @dataclass(frozen=True)
@@ -230,11 +228,17 @@ def poisson_cell_variance(lz: Linearised, female_only: bool) -> dict:
     return _with_sex_axis(out, female_only)
 
 
-def noise_cell_moments(lz: Linearised, noise, female_only: bool, noised=TABLES) -> tuple[dict, dict]:
-    """Per-cell noise variance and bias of the published cells of ``noised`` tables."""
+def check_noised(noised) -> tuple:
+    """The tables that receive noise, checked against :data:`TABLES`."""
     bad = set(noised) - set(TABLES)
     if bad:
         raise ParameterError(f"unknown table(s) {sorted(bad)} in noised; choose from {', '.join(TABLES)}")
+    return tuple(noised)
+
+
+def noise_cell_moments(lz: Linearised, noise, female_only: bool, noised=TABLES) -> tuple[dict, dict]:
+    """Per-cell noise variance and bias of the published cells of ``noised`` tables."""
+    check_noised(noised)
     cells = lz.cells(female_only)
     var, bias = {}, {}
     for m in noised:

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from .montecarlo import MonteCarloResult, z_score
-from .propagation import TABLES, Linearised, admixture, noise_cell_moments, poisson_cell_variance
+from .propagation import TABLES, Linearised, admixture, check_noised, noise_cell_moments, poisson_cell_variance
 
 __all__ = ["NoiseSetting", "results_table", "COLUMNS"]
 
@@ -78,7 +78,7 @@ class NoiseSetting:
         kind = "ptable" if table is not None else "generic"
         V = getattr(model, "nominal_variance", None)
         V = float("nan") if V is None else float(V)
-        return cls(model, kind, V, table.label if table is not None else "", tuple(noised))
+        return cls(model, kind, V, table.label if table is not None else "", check_noised(noised))
 
 
 def _block_frame(lz: Linearised, block, setting: NoiseSetting, meta: dict, mc: MonteCarloResult | None, small_events, z_bound):

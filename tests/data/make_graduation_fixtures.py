@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import json
 import sys
 from pathlib import Path

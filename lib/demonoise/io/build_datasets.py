@@ -118,6 +118,7 @@ import pandas as pd
 import scipy
 
 from .. import graduation, mortality_model
+from ..atomic import atomic_write_text
 from ..counts import SEXES, AgeAxis, Counts, Provenance, TableProvenance, spread_unknown
 from ..errors import DataError, ParameterError
 from .eurostat import read_eurostat
@@ -806,11 +807,11 @@ def write_dataset(parts: Parts, out_dir: str | Path | None = None) -> dict[str, 
     meta = dict(parts.meta)
     csv_path = out_dir / f"{name}.csv.gz"
     write_counts_csv(parts.counts, csv_path, names=False, status=True, comment=_comment(meta))
-    content = gzip.decompress(csv_path.read_bytes())
-    meta["files"] = {csv_path.name: {"sha256": _sha256(csv_path), "content_sha256": hashlib.sha256(content).hexdigest(),
-                                     "bytes": csv_path.stat().st_size}}
+    packed = csv_path.read_bytes()
+    meta["files"] = {csv_path.name: {"sha256": hashlib.sha256(packed).hexdigest(),
+                                     "content_sha256": hashlib.sha256(gzip.decompress(packed)).hexdigest(), "bytes": len(packed)}}
     json_path = out_dir / f"{name}.json"
-    json_path.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write_text(json_path, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
     return {"csv": csv_path, "json": json_path}
 
 

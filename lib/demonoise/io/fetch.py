@@ -79,7 +79,6 @@ import http.client
 import json
 import os
 import re
-import socket
 import tempfile
 import time
 import urllib.error

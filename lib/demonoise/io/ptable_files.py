@@ -278,7 +278,6 @@ def read_eurostat_ptable(path: str | Path, *, source: str | None = None) -> PTab
         gap = sorted(set(range(1, I + 1)) - set(present.tolist()))[0]
         raise FormatError(f"pcv classes must run over 1..{I} without gaps; class {gap} is missing", file=spath)
     K = int(ckey.max())
-    table = np.full((I + 1, K), np.iinfo(np.int64).min, dtype=np.int64)
     # duplicates: same (pcv, ckey) twice
     flat = (pcv.astype(np.int64) * (K + 1) + ckey)
     order = np.argsort(flat, kind="stable")
@@ -286,13 +285,19 @@ def read_eurostat_ptable(path: str | Path, *, source: str | None = None) -> PTab
     if len(dup):
         k = int(order[dup[0] + 1])
         raise FormatError("duplicated (pcv, ckey)", file=spath, line=int(lines[k]), key=f"pcv={pcv[k]}, ckey={ckey[k]}")
+    if len(pcv) != I * K:
+        # a missing key (no duplicates, so some class has fewer than K keys): found without
+        # allocating the (I + 1) x K table, which a stray huge ckey would make enormous
+        for r in range(1, I + 1):
+            keys = np.sort(ckey[pcv == r])
+            if keys.size < K:
+                gap = np.flatnonzero(keys != np.arange(1, keys.size + 1))
+                c = int(gap[0]) + 1 if gap.size else keys.size + 1
+                raise FormatError(f"pcv {r} lacks cell key {c} (every class needs keys 1..{K})", file=spath,
+                                  key=f"pcv={r}, ckey={c}")
+    table = np.empty((I + 1, K), dtype=np.int64)  # every (pcv, ckey) is present exactly once (checked above)
     table[pcv, ckey - 1] = pv
     table[0, :] = 0
-    holes = table == np.iinfo(np.int64).min
-    if holes.any():
-        r, c = (int(x) for x in np.argwhere(holes)[0])
-        raise FormatError(f"pcv {r} lacks cell key {c + 1} (every class needs keys 1..{K})", file=spath,
-                          key=f"pcv={r}, ckey={c + 1}")
     ii, vv, pp = _key_table_to_entries(table)
     return PTableData(i=ii, v=vv, p=pp, fmt="eurostat", source=source or spath, key_table=table, meta={"K": K})
 

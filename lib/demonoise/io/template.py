@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..atomic import atomic_write_bytes
 from ..counts import Counts, Provenance, Region, TableProvenance
 from ..errors import DataError, FormatError, ParameterError
 from ._text import csv_frame as _csv_frame
@@ -229,5 +230,5 @@ def write_counts_csv(counts: Counts, path: str | Path, *, names: bool = True, st
         import gzip
 
         data = gzip.compress(data, mtime=0)
-    path.write_bytes(data)
+    atomic_write_bytes(path, data)
     return path

@@ -182,6 +182,13 @@ def _available_countries(dataset: str) -> tuple[str, ...]:
     return tuple(reg.load(dataset).countries)  # a cached fetch: unknown names raise ParameterError
 
 
+def _replicates(value, what: str) -> int:
+    """Monte Carlo replicates: 0 (none) or an integer >= 2."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value == 1:
+        raise ParameterError(f"{what} must be 0 or an integer >= 2, got {value!r}")
+    return value
+
+
 def _as_list(value, what: str, where: str) -> list:
     if isinstance(value, (list, tuple)):
         return list(value)
@@ -273,9 +280,7 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
     noise = str(data.get("noise", "generic"))
     if noise not in NOISE_MODELS:
         raise ParameterError(f"{w}unknown noise model {noise!r}; the reports support {', '.join(NOISE_MODELS)}")
-    mc = data.get("mc", 2000)
-    if isinstance(mc, bool) or not isinstance(mc, int) or mc < 0 or mc == 1:
-        raise ParameterError(f"{w}mc (Monte Carlo replicates) must be 0 or an integer >= 2, got {mc!r}")
+    mc = _replicates(data.get("mc", 2000), f"{w}mc (Monte Carlo replicates)")
     seed = data.get("seed", 20230101)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ParameterError(f"{w}seed must be a non-negative integer, got {seed!r}")
@@ -297,12 +302,21 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
         od = str(ov.get("dataset", "ess-2023"))
         if od not in names:
             raise ParameterError(f"{w}overview: unknown dataset {od!r}; available: {', '.join(names)}")
-        omc = ov.get("mc", 0)
-        if isinstance(omc, bool) or not isinstance(omc, int) or omc < 0 or omc == 1:
-            raise ParameterError(f"{w}overview: mc must be 0 or an integer >= 2, got {omc!r}")
+        omc = _replicates(ov.get("mc", 0), f"{w}overview: mc")
         overview = tuple(sorted({**{k: v for k, v in ov.items() if k != "countries"}, "dataset": od, "mc": int(omc)}.items()))
         if ov.get("countries") is not None:
             overview += (("countries", tuple(str(c).upper() for c in _as_list(ov["countries"], "overview countries", w))),)
+            known = _available_countries(od)
+            unknown = [c for c in dict(overview)["countries"] if c not in known]
+            if unknown:
+                raise ParameterError(f"{w}overview: unknown country {', '.join(unknown)} for dataset {od!r}")
+        # the overview's own checks (sex, ...) now, not after every report has been rendered
+        from .overview import OverviewParams
+
+        try:
+            OverviewParams.of({**dict(overview), "V": tuple(Vs)})
+        except ParameterError as e:
+            raise ParameterError(f"{w}overview: {e}") from None
     else:
         raise ParameterError(f"{w}overview must be true, false or a mapping (dataset, mc, countries, sex), got {ov!r}")
     ex = data.get("extras") or []
@@ -925,8 +939,10 @@ def run_reports(
         lab, _ = _dataset_label(ov_dataset)
         if lab:
             data_status[ov_dataset] = lab
+            prov.setdefault(ov_dataset, provenance_dict(ov_dataset))
     index = write_index(rows + further, output / "index.html", title=params.title, columns=list(INDEX_COLUMNS), intro=intro,
-                        data_status=data_status)
+                        data_status=data_status,
+                        modelled=any(t.get("status") == "modelled" for d in prov.values() for t in d.values()))
     timings["total"] = time.perf_counter() - t_start
     if any(r.status == "failed" for r in further):
         notes.append("; ".join(f"{r.name} failed: {r.error}" for r in further if r.status == "failed"))

@@ -372,9 +372,12 @@ class Browser:
         if session:
             msg["sessionId"] = session
         data = json.dumps(msg).encode() + b"\0"
-        while data:
-            n = os.write(self._cmd_w, data)
-            data = data[n:]
+        try:
+            while data:
+                n = os.write(self._cmd_w, data)
+                data = data[n:]
+        except OSError as e:  # BrokenPipeError when chromium has died: a ReportError like any other failure
+            raise ReportError(f"chromium closed the DevTools pipe (it crashed or exited): {e}") from None
         return i
 
     def _read(self, deadline: float) -> dict:
@@ -388,7 +391,10 @@ class Browser:
             ready, _, _ = select.select([self._res_r], [], [], left)
             if not ready:
                 continue
-            chunk = os.read(self._res_r, 1 << 20)
+            try:
+                chunk = os.read(self._res_r, 1 << 20)
+            except OSError as e:
+                raise ReportError(f"chromium closed the DevTools pipe (it crashed or exited): {e}") from None
             if not chunk:
                 raise ReportError("chromium closed the DevTools pipe (it crashed or exited)")
             self._buf += chunk
@@ -480,7 +486,10 @@ class Browser:
         deadline = time.monotonic() + 5.0
         done = False
         while time.monotonic() < deadline:
-            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+            try:
+                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # already reaped
+                pid = self.pid
             if pid:
                 done = True
                 break

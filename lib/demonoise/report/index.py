@@ -115,6 +115,7 @@ def write_index(
     columns: Sequence[str] | None = None,
     intro: str | None = None,
     data_status: Mapping[str, str] | None = None,
+    modelled: bool = False,
     template_dir: str | os.PathLike | None = None,
 ) -> Path:
     """Write the index page (atomically).
@@ -133,7 +134,9 @@ def write_index(
         Plain text shown under the title (HTML-escaped).
     data_status : mapping, optional
         Dataset name -> its data-status label (real / modelled), shown in a status box
-        above the table; a label containing "modelled" is marked as such.
+        above the table.
+    modelled : bool
+        Some of the data are modelled: the status box is styled as a warning.
     template_dir : path-like, optional
         Where the stylesheet is found (see :func:`~.templates.find_template_dir`);
         without a template a minimal inline style is used.
@@ -182,7 +185,6 @@ def write_index(
     counts = {s: sum(r.status == s for r in items) for s in STATUSES}
     status_box = ""
     if data_status:
-        modelled = any("modelled" in v for v in data_status.values())
         lines = "".join(f"<li><strong>{esc(k)}</strong>: {esc(v)}</li>" for k, v in data_status.items())
         status_box = f'<div class="dn-status{" dn-status-modelled" if modelled else ""}"><strong>Data status</strong><ul>{lines}</ul></div>'
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
