@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 KERNEL := demonoise
 
-.PHONY: setup test report clean
+.PHONY: setup test report datasets clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,10 @@ test: $(STAMP)
 report: $(STAMP)
 	$(VENV)/bin/demonoise report --params params/default.yaml
 	@echo "Quality reports: $(abspath output/index.html)"
+
+# Rebuild the embedded datasets from data-raw/ (byte for byte; add ARGS=--check to compare only)
+datasets: $(STAMP)
+	PYTHONPATH=lib $(PY) -m demonoise_build $(ARGS)
 
 clean:
 	rm -rf $(VENV) output/* build *.egg-info

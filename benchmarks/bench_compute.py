@@ -47,10 +47,10 @@ def main():
     args = ap.parse_args()
 
     from demonoise.io.datasets import load
-    from demonoise.montecarlo import monte_carlo
-    from demonoise.noise import GenericNoise
-    from demonoise.propagation import linearise, noise_cell_moments, poisson_cell_variance
-    from demonoise.results import results_table
+    from demonoise.uncertainty.montecarlo import monte_carlo
+    from demonoise.noise.models import GenericNoise
+    from demonoise.uncertainty.propagation import linearise, noise_cell_moments, poisson_cell_variance
+    from demonoise.analysis.results import results_table
 
     print(f"load average before: {os.getloadavg()[0]:.2f} (cpus: {os.cpu_count()})")
     t = time.perf_counter()

@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _fixtures_lifetable import belgian_counts  # noqa: E402
 
-from demonoise.calibration import calibrate_linearised  # noqa: E402
-from demonoise.montecarlo import monte_carlo  # noqa: E402
-from demonoise.noise import GenericNoise  # noqa: E402
-from demonoise.propagation import linearise  # noqa: E402
+from demonoise.uncertainty.calibration import calibrate_linearised  # noqa: E402
+from demonoise.uncertainty.montecarlo import monte_carlo  # noqa: E402
+from demonoise.noise.models import GenericNoise  # noqa: E402
+from demonoise.uncertainty.propagation import linearise  # noqa: E402
 
 THRESHOLDS = (0.1, 0.5, 1.0)
 CASES = [("BE10", 1.0, "T"), ("BE34", 1.0, "F"), ("BE34", 0.1, "T")]

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from demonoise.errors import FormatError
+from demonoise.core.errors import FormatError
 from demonoise.io.eurostat import read_eurostat
 from demonoise.io.tidy import total_mismatches
 

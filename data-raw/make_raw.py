@@ -9,7 +9,7 @@ written here is a *row filter* of its extract: header, column order, line ending
 value spelling and flags are kept byte for byte (each kept line is the original line);
 gzip is written with ``mtime=0`` and no file name, so re-making gives identical bytes.
 
-The build of the embedded datasets (``python -m demonoise.io.build_datasets``) reads
+The build of the embedded datasets (``python -m demonoise_build``) reads
 only the filtered files; this script documents (and reproduces) the filters. It is
 not used at run time or by the tests.
 """

@@ -33,7 +33,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "lib"))
 
-from demonoise.counts import AgeAxis, Provenance, TableProvenance  # noqa: E402
+from demonoise.core.counts import AgeAxis, Provenance, TableProvenance  # noqa: E402
 from demonoise.io.eurostat import read_eurostat  # noqa: E402
 from demonoise.io.nuts import nuts_codes  # noqa: E402
 from demonoise.io.template import write_counts_csv  # noqa: E402

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from demonoise.counts import SEXES, AgeAxis, Counts, Provenance, Region, TableProvenance, spread_unknown
-from demonoise.lifetable import lifetable_lower
+from demonoise.core.counts import SEXES, AgeAxis, Counts, Provenance, Region, TableProvenance, spread_unknown
+from demonoise.demography.lifetable import lifetable_lower
 
 BE_NUTS2 = ("BE10", "BE21", "BE22", "BE23", "BE24", "BE25", "BE31", "BE32", "BE33", "BE34", "BE35")
 

@@ -22,7 +22,7 @@ import pytest
 from scipy.optimize import brentq
 
 from _fixtures_lifetable import belgian_counts
-from demonoise.calibration import (
+from demonoise.uncertainty.calibration import (
     PTableFamily,
     calibrate,
     calibrate_linearised,
@@ -32,13 +32,13 @@ from demonoise.calibration import (
     invert_piecewise_linear,
 )
 from demonoise.cli import main
-from demonoise.errors import DataError, ParameterError
+from demonoise.core.errors import DataError, ParameterError
 from demonoise.io.template import read_counts_csv, write_counts_csv
-from demonoise.montecarlo import monte_carlo
-from demonoise.noise import GenericNoise, PTableNoise
-from demonoise.propagation import TABLES, admixture, linearise, noise_cell_moments, poisson_cell_variance
-from demonoise.ptable import build_ptable
-from demonoise.results import results_table
+from demonoise.uncertainty.montecarlo import monte_carlo
+from demonoise.noise.models import GenericNoise, PTableNoise
+from demonoise.uncertainty.propagation import TABLES, admixture, linearise, noise_cell_moments, poisson_cell_variance
+from demonoise.noise.ptable import build_ptable
+from demonoise.analysis.results import results_table
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "counts_template.csv"
 

@@ -28,16 +28,17 @@ import pytest
 
 from _fixtures_lifetable import belgian_counts
 from demonoise.cli import main
-from demonoise.comparison import compare_noise, comparison_note, size_class, smallest_regions, summarise_comparison
-from demonoise.compute import read_table
-from demonoise.errors import ParameterError
-from demonoise.indicators import life_expectancy
+from demonoise.uncertainty.comparison import compare_noise, comparison_note, size_class, smallest_regions, summarise_comparison
+from demonoise.analysis.compute import read_table
+from demonoise.core.errors import ParameterError
+from demonoise.demography.indicators import life_expectancy
 from demonoise.io.template import read_counts_csv
-from demonoise.montecarlo import monte_carlo, z_score
-from demonoise.noise import GenericNoise, PTableNoise
-from demonoise.propagation import linearise, noise_cell_moments
-from demonoise.ptable import build_ptable, read_ptable
-from demonoise.results import results_table
+from demonoise.uncertainty.montecarlo import monte_carlo, z_score
+from demonoise.noise.models import GenericNoise, PTableNoise
+from demonoise.uncertainty.propagation import linearise, noise_cell_moments
+from demonoise.analysis.ptables import load_ptable, read_ptable, write_ptable
+from demonoise.noise.ptable import build_ptable
+from demonoise.analysis.results import results_table
 
 N = 10_000
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +82,7 @@ def test_ptable_monte_carlo_agrees_with_count_dependent_sd_for_e0(be, name):
     analytic sd of e0, |z| < 5 in every region (all > 100 000 inhabitants) and sex."""
     assert be.pop_start[:, 2].sum(-1).min() > 100_000
     lz = linearise(be, indicators=("e",), e_ages=[0])
-    noise = PTableNoise(name)
+    noise = PTableNoise(load_ptable(name))
     mc = monte_carlo(lz, noise, n=N, seed=101, indicators=("e",), components=("noise",), quantiles=None)
     df = results_table(lz, [noise], mc={0: mc})
     assert len(df) == 33 and (df.noise_model == "ptable").all() and (df.ptable == f"ptable {name}").all()
@@ -105,7 +106,7 @@ def test_ptable_monte_carlo_agrees_for_tfr_on_template_counts(template, name):
     """Same criterion for the TFR, on the CSV template's two Belgian regions (births modelled)."""
     assert template.pop_start[:, 2].sum(-1).min() > 100_000
     lz = linearise(template, indicators=("tfr", "e"), e_ages=[0])
-    noise = PTableNoise(name)
+    noise = PTableNoise(load_ptable(name))
     mc = monte_carlo(lz, noise, n=N, seed=202, indicators=("tfr", "e"), components=("noise",), quantiles=None, workers=1)
     df = results_table(lz, [noise], mc={0: mc})
     tfr = df[df.indicator == "tfr"]
@@ -120,7 +121,7 @@ def test_cell_variance_and_bias_are_the_tables_moments(be, template, name):
     """noise_cell_moments under a p-table = hand moments of row min(n, I); 0 for zeros."""
     mean, var = hand_moments(name)
     I = len(mean) - 1
-    noise = PTableNoise(name)
+    noise = PTableNoise(load_ptable(name))
     for counts, fem in ((be, False), (template, True)):
         lz = linearise(counts, indicators=("tfr",) if fem else ("e",), e_ages=None if fem else [0])
         v, b = noise_cell_moments(lz, noise, fem)
@@ -142,7 +143,7 @@ def test_indicator_sd_and_bias_match_finite_differences(be):
     one = be.select(["BE34"])
     mean, var = hand_moments("v04")
     I = len(mean) - 1
-    df = compare_noise(one, "v04", indicators=("e",), e_ages=(0,))
+    df = compare_noise(one, load_ptable("v04"), indicators=("e",), e_ages=(0,))
     lz = linearise(one, indicators=("e",), e_ages=[0])
     lay = lz.layout
     h = 0.5
@@ -210,7 +211,7 @@ def test_size_classes():
 
 
 def test_comparison_table_summary_and_note(be):
-    df = compare_noise(be, "v01")
+    df = compare_noise(be, load_ptable("v01"))
     assert len(df) == 11 * 3 * 2  # region x sex x (e0, e65); BE fixture has no births
     assert (df.V == 1.0).all() and (df.I == 3).all() and (df.ptable == "ptable v01").all()
     # columns agree with their definitions
@@ -221,7 +222,7 @@ def test_comparison_table_summary_and_note(be):
     assert (df.population == df.region.map(pop)).all()
     # analytic sds are those of the results table for each model
     lz = linearise(be, indicators=("e",), e_ages=[0, 65])
-    res = results_table(lz, [GenericNoise(1.0), PTableNoise("v01")])
+    res = results_table(lz, [GenericNoise(1.0), PTableNoise(load_ptable("v01"))])
     np.testing.assert_allclose(df.sd_generic.to_numpy(), res[res.noise_model == "generic"].sd_noise.to_numpy(), rtol=1e-12)
     np.testing.assert_allclose(df.sd_ptable.to_numpy(), res[res.noise_model == "ptable"].sd_noise.to_numpy(), rtol=1e-12)
     # smaller regions part further (e0, sex T): p-table ratio rises with population
@@ -244,7 +245,7 @@ def test_comparison_monte_carlo_columns(template):
     """The comparison's own Monte Carlo: p-table MC agrees with the analytic p-table sd and
     bias; generic noise with a zero floor is run on the same uniforms."""
     n = 4000
-    df = compare_noise(template, "v04", mc=n, seed=5, workers=1)
+    df = compare_noise(template, load_ptable("v04"), mc=n, seed=5, workers=1)
     assert (df.mc_n == n).all()
     assert df.z_ptable.abs().max() < 5 and df.z_bias_ptable.abs().max() < 5
     np.testing.assert_allclose(df.mc_ratio, df.mc_sd_ptable / df.mc_sd_generic_floor)
@@ -255,9 +256,9 @@ def test_comparison_monte_carlo_columns(template):
 
 def test_comparison_needs_a_known_table_and_valid_V(be):
     with pytest.raises(ParameterError, match="unknown embedded p-table"):
-        compare_noise(be, "v09")
+        compare_noise(be, load_ptable("v09"))
     with pytest.raises(ParameterError, match="V"):
-        compare_noise(be, "v01", V=-1)
+        compare_noise(be, load_ptable("v01"), V=-1)
 
 
 # ------------------------------------------------------------------ CLI
@@ -337,14 +338,14 @@ def test_cli_argument_errors_exit_2(capsys):
 def test_cli_compute_with_ptables_end_to_end(tmp_path, capsys, template):
     """compute --counts FILE --ptable v01 FILE: both tables run and label their rows."""
     f = tmp_path / "mytable.csv"
-    build_ptable(2, 1.0, warn=False).write(f)
+    write_ptable(build_ptable(2, 1.0, warn=False), f)
     out = tmp_path / "res.csv"
     code, text, err = run(capsys, "compute", "--counts", TEMPLATE, "--ptable", "v01", f, "--V", 1, "--indicators", "e", "tfr", "--out", out)
     assert code == 0, err
     df = read_table(out).fillna({"ptable": "", "age_group": ""})  # empty strings come back from CSV as missing
     assert set(df.ptable) == {"", "ptable v01", "ptable mytable.csv"}
     # the p-table rows carry the count-dependent analytic sd of the comparison
-    cmp = compare_noise(template, "v01", e_ages=None)
+    cmp = compare_noise(template, load_ptable("v01"), e_ages=None)
     got = df[df.ptable == "ptable v01"].set_index(["region", "sex", "indicator", "age_group"]).sd_noise
     want = cmp.set_index(["region", "sex", "indicator", "age_group"]).sd_ptable
     np.testing.assert_allclose(got.loc[want.index].to_numpy(), want.to_numpy(), rtol=1e-8)  # CSV keeps 10 digits
@@ -355,7 +356,7 @@ def test_cli_compare_writes_table_and_note(tmp_path, capsys, template):
     code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v04", "--out", out, "--note", note)
     assert code == 0, err
     df = read_table(out)
-    ref = compare_noise(template, "v04")
+    ref = compare_noise(template, load_ptable("v04"))
     pd.testing.assert_frame_equal(df.reset_index(drop=True), ref.reset_index(drop=True), check_dtype=False)
     written = note.read_text()
     assert written.strip() == comparison_note(ref).strip() and written.strip() in text

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from demonoise.counts import AgeAxis, Counts, Provenance, Region, TableProvenance, spread_unknown
-from demonoise.errors import DataError, ParameterError
+from demonoise.core.counts import AgeAxis, Counts, Provenance, Region, TableProvenance, spread_unknown
+from demonoise.core.errors import DataError, ParameterError
 
 
 def _prov():

@@ -20,13 +20,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _fixtures_datasets as fx  # noqa: E402
 
 from demonoise import cli  # noqa: E402
-from demonoise.counts import AgeAxis, Counts  # noqa: E402
-from demonoise.errors import ParameterError  # noqa: E402
-from demonoise.graduation import graduate  # noqa: E402
-from demonoise.indicators import tfr  # noqa: E402
+from demonoise.core.counts import AgeAxis, Counts  # noqa: E402
+from demonoise.core.errors import ParameterError  # noqa: E402
+from demonoise_build.graduation import graduate  # noqa: E402
+from demonoise.demography.indicators import tfr  # noqa: E402
 from demonoise.io import datasets  # noqa: E402
 from demonoise.io.nuts import is_nuts_code, nuts_region  # noqa: E402
-from demonoise.layout import Layout  # noqa: E402
+from demonoise.core.layout import Layout  # noqa: E402
 
 ESS_LABEL = "demonstration data: population real (Eurostat), deaths and births modelled (calibration year 2019)"
 
@@ -274,8 +274,8 @@ def test_registry_does_not_import_computation():
     import subprocess
 
     code = ("import sys; from demonoise.io.datasets import load, available; available(); load('be-2023'); "
-            "bad = [m for m in ('demonoise.graduation', 'demonoise.mortality_model', 'demonoise.lifetable', "
-            "'demonoise.indicators', 'demonoise.io.build_datasets', 'scipy') if m in sys.modules]; print(bad)")
+            "bad = [m for m in ('demonoise_build.graduation', 'demonoise_build.mortality_model', 'demonoise.demography.lifetable', "
+            "'demonoise.demography.indicators', 'demonoise_build.build', 'scipy') if m in sys.modules]; print(bad)")
     lib = str(Path(__file__).resolve().parents[1] / "lib")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": lib}, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

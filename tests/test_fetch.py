@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from demonoise.cli import main
-from demonoise.errors import DataError, FetchError, ParameterError
+from demonoise.core.errors import DataError, FetchError, ParameterError
 from demonoise.io.eurostat import read_eurostat
 from demonoise.io.fetch import (
     IncompleteRegionWarning,

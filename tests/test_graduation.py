@@ -1,4 +1,4 @@
-"""Graduation of 5-year groups to single ages (demonoise.graduation).
+"""Graduation of 5-year groups to single ages (demonoise_build.graduation).
 
 Independent truths used here: closed-form polynomial / exponential age patterns
 that a method must reproduce exactly; hand-worked largest-remainder apportionments
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from _fixtures_graduation import load_be_d2jan, load_fordagec, load_pjan
-from demonoise.counts import AgeAxis
-from demonoise.errors import DataError, ParameterError
-from demonoise.graduation import (
+from demonoise.core.counts import AgeAxis
+from demonoise.core.errors import DataError, ParameterError
+from demonoise_build.graduation import (
     DEFAULT_METHOD,
     METHODS,
     graduate,

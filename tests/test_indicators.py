@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from _fixtures_lifetable import belgian_counts, published_e
-from demonoise.counts import AgeAxis, spread_unknown
-from demonoise.errors import ParameterError
-from demonoise.indicators import asfr, asmr, life_expectancy, linearise_asfr, linearise_asmr, linearise_e, linearise_tfr, tfr
-from demonoise.layout import Layout, publish
+from demonoise.core.counts import AgeAxis, spread_unknown
+from demonoise.core.errors import ParameterError
+from demonoise.demography.indicators import asfr, asmr, life_expectancy, linearise_asfr, linearise_asmr, linearise_e, linearise_tfr, tfr
+from demonoise.core.layout import Layout, publish
 
 BIRTH_AGES = AgeAxis.from_labels(["Y_LT15"] + [f"Y{a}" for a in range(15, 50)] + ["Y_GE50", "UNK"])
 
@@ -154,8 +154,8 @@ def test_layout_errors(be):
 def test_lean_e_path_equals_life_table(be):
     """The Monte Carlo's lean e_k path gives the full life table's e_k, also with
     zero cells, abridged widths and a0."""
-    from demonoise.indicators import lifetable_inputs
-    from demonoise.lifetable import e_only, life_table
+    from demonoise.demography.indicators import lifetable_inputs
+    from demonoise.demography.lifetable import e_only, life_table
 
     for gran in ("single", "5y-infant"):
         c = publish(be, gran)
@@ -176,7 +176,7 @@ def test_structured_variance_equals_materialised_gradients(be, granularity):
     """Variances and first-order shifts are computed from the structured gradient (inner
     gradient + cell map) without forming the cell gradients; they must equal the sums
     over the materialised gradients, UNK chain and uniform-spread rows included."""
-    from demonoise.propagation import linearise
+    from demonoise.uncertainty.propagation import linearise
 
     c = be
     # a row whose known deaths are all zero but whose UNK cell is not: uniform spread
@@ -215,7 +215,7 @@ def test_structured_variance_equals_materialised_gradients(be, granularity):
     ],
 )
 def test_grouping_equals_the_dense_product(starts, n_cells, first):
-    from demonoise.layout import Grouping
+    from demonoise.core.layout import Grouping
 
     last = n_cells - 1  # the last cell (e.g. UNK) belongs to no group
     M = np.zeros((n_cells, len(starts)))

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from demonoise.errors import FormatError, ParameterError
+from demonoise.core.errors import FormatError, ParameterError
 from demonoise.io.eurostat import (
     read_eurostat,
     read_jsonstat,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from demonoise.errors import DataError
+from demonoise.core.errors import DataError
 from demonoise.io.nuts import is_nuts_code, nuts_codes, nuts_region, nuts_regions
 
 

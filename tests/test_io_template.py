@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from demonoise.errors import DataError, FormatError
+from demonoise.core.errors import DataError, FormatError
 from demonoise.io.eurostat import read_eurostat
 from demonoise.io.template import read_counts_csv, write_counts_csv
 from demonoise.io.tidy import counts_from_eurostat

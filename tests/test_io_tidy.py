@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from demonoise.counts import AgeAxis, Provenance, Region, TableProvenance
-from demonoise.errors import DataError
+from demonoise.core.counts import AgeAxis, Provenance, Region, TableProvenance
+from demonoise.core.errors import DataError
 from demonoise.io.eurostat import read_eurostat
 from demonoise.io.tidy import TotalMismatchWarning, counts_from_eurostat, published_age_codes, total_mismatches
 

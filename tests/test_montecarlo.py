@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from _fixtures_lifetable import belgian_counts
-from demonoise.errors import DataError, ParameterError
-from demonoise.montecarlo import monte_carlo
-from demonoise.noise import GenericNoise
-from demonoise.propagation import linearise
-from demonoise.results import results_table
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.uncertainty.montecarlo import monte_carlo
+from demonoise.noise.models import GenericNoise
+from demonoise.uncertainty.propagation import linearise
+from demonoise.analysis.results import results_table
 
 N = 10_000
 

@@ -12,9 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from demonoise.errors import DataError, ParameterError
-from demonoise.noise import GenericNoise, NoiseModel, PoissonNoise, PTableNoise, discrete_gaussian, zero_floor
-from demonoise.ptable import build_ptable, load_ptable
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.noise.models import GenericNoise, NoiseModel, PoissonNoise, PTableNoise, discrete_gaussian, zero_floor
+from demonoise.analysis.ptables import load_ptable
+from demonoise.noise.ptable import build_ptable
 
 VS = [0.1, 0.25, 0.5, 1, 2, 3, 5, 10]
 
@@ -183,7 +184,7 @@ def test_ptable_noise_sampling_matches_exact_moments(table):
 
 
 def test_ptable_noise_by_name_and_labels():
-    m = PTableNoise("v01")
+    m = PTableNoise(load_ptable("v01"))
     assert m.name == "ptable v01" and m.nominal_variance == 1.0
     assert GenericNoise(1).name == "generic V=1"
     assert GenericNoise(3, D=3).name == "generic V=3 D=3"

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from demonoise.errors import FormatError, ParameterError
+from demonoise.core.errors import FormatError, ParameterError
 from demonoise.io import geo
 from demonoise.report import overview as ov
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from demonoise.errors import ParameterError
+from demonoise.core.errors import ParameterError
 from demonoise.report.index import IndexRow, write_index
 from demonoise.report.render import RenderResult
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from demonoise.errors import ReportError
+from demonoise.core.errors import ReportError
 from demonoise.report import chromium as chrome
 from demonoise.report.mathsvg import MATHJAX_END, MATHJAX_START, MathCache, find_math, inline_math
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from demonoise.errors import ParameterError
+from demonoise.core.errors import ParameterError
 from demonoise.report.notebook import (
     METRICS_MIME,
     RENDERER_NAME,

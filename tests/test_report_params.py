@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from demonoise.errors import ParameterError
+from demonoise.core.errors import ParameterError
 from demonoise.report.batch import INDICATORS, ReportSpec, expand, load_params, parse_params
 
 ROOT = Path(__file__).resolve().parents[1]

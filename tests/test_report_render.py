@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from demonoise.errors import ParameterError, ReportError
+from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report import chromium as chrome
 from demonoise.report.notebook import METRICS_MIME
 from demonoise.report.render import Section, assemble, render_html, render_report

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from demonoise.errors import ParameterError, ReportError
+from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.render import assemble, read_metrics, read_parameters
 from demonoise.report.run import Job, failed_path, run_jobs
 

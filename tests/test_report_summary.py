@@ -13,7 +13,7 @@ import math
 import pandas as pd
 import pytest
 
-from demonoise.errors import ParameterError, ReportError
+from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report import summary as S
 
 

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from demonoise.errors import ParameterError
+from demonoise.core.errors import ParameterError
 from demonoise.report.store import ResultsSpec, results, results_path
 
 

@@ -1,4 +1,4 @@
-"""The step-by-step derivation (demonoise.teaching) and the teaching notebook.
+"""The step-by-step derivation (demonoise.analysis.teaching) and the teaching notebook.
 
 Truths used: central finite differences of the life table itself (no closed form
 involved), on the real Belgian NUTS 2 counts of be-2023 for the complete table and for
@@ -16,17 +16,17 @@ import subprocess
 import numpy as np
 import pytest
 
-from demonoise.errors import ParameterError
-from demonoise.indicators import life_expectancy, lifetable_inputs, linearise_e
+from demonoise.core.errors import ParameterError
+from demonoise.demography.indicators import life_expectancy, lifetable_inputs, linearise_e
 from demonoise.io.datasets import load
-from demonoise.layout import Layout, publish
-from demonoise.lifetable import e_derivative, life_table_from_rates, lifetable_lower
-from demonoise.noise import GenericNoise
-from demonoise.propagation import linearise
+from demonoise.core.layout import Layout, publish
+from demonoise.demography.lifetable import e_derivative, life_table_from_rates, lifetable_lower
+from demonoise.noise.models import GenericNoise
+from demonoise.uncertainty.propagation import linearise
 from demonoise.report import chromium as chrome
 from demonoise.report.render import read_metrics
-from demonoise.results import results_table
-from demonoise import teaching as tc
+from demonoise.analysis.results import results_table
+from demonoise.analysis import teaching as tc
 
 from report_helpers import chromium, scan_html
 

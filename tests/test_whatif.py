@@ -1,4 +1,4 @@
-"""What-if runs (demonoise.whatif), the what-if notebook run headless, its rendering, and
+"""What-if runs (demonoise.analysis.whatif), the what-if notebook run headless, its rendering, and
 the `demonoise notebook` command.
 
 Truths used: the scaling rule written out independently (exact integer arithmetic); the
@@ -21,15 +21,16 @@ import pandas as pd
 import pytest
 
 from demonoise.cli import _parameter_value, main
-from demonoise.counts import AgeAxis, Counts, Provenance, TableProvenance
-from demonoise.errors import DataError, ParameterError
+from demonoise.core.counts import AgeAxis, Counts, Provenance, TableProvenance
+from demonoise.core.errors import DataError, ParameterError
 from demonoise.io.datasets import load
-from demonoise.noise import GenericNoise
-from demonoise.propagation import linearise
+from demonoise.analysis.ptables import load_ptable
+from demonoise.noise.models import GenericNoise, PTableNoise
+from demonoise.uncertainty.propagation import linearise
 from demonoise.report import chromium as chrome
 from demonoise.report.render import read_metrics, read_parameters
-from demonoise.results import results_table
-from demonoise.whatif import headline, scale_counts, sensitivity, what_if, what_if_settings
+from demonoise.analysis.results import results_table
+from demonoise.analysis.whatif import headline, scale_counts, sensitivity, what_if, what_if_settings
 
 from report_helpers import chromium, scan_html
 
@@ -89,9 +90,9 @@ def test_scale_one_reproduces_the_plain_results(be):
     got = what_if(be, "BE34", V=[1, 5], ptable="v01")
     assert (got["scale"] == 1.0).all()
     lz = linearise(be.select(["BE34"]))
-    from demonoise.noise import PTableNoise
+    from demonoise.noise.models import PTableNoise
 
-    want = results_table(lz, [GenericNoise(1), GenericNoise(5), PTableNoise("v01")])
+    want = results_table(lz, [GenericNoise(1), GenericNoise(5), PTableNoise(load_ptable("v01"))])
     pd.testing.assert_frame_equal(got.drop(columns="scale"), want)
 
 

@@ -1,11 +1,81 @@
 """demonoise: how much noise-based disclosure control degrades demographic indicators.
 
-Layers, lowest first (each imports only those below it):
+The public API, importable from the top level (loaded on first use, so that
+``import demonoise`` stays cheap)::
 
-1. data model   -- :mod:`demonoise.counts` (labelled count arrays), :mod:`demonoise.errors`
-2. I/O          -- :mod:`demonoise.io` (Eurostat formats, user CSV template, embedded datasets)
-3. computation  -- life table, indicators, noise models, propagation, Monte Carlo
-4. presentation -- :mod:`demonoise.report`, :mod:`demonoise.cli`
+    import demonoise as dn
+    counts = dn.load("be-2023")
+    df = dn.compute(counts, dn.noise_settings(V=[1, 5]))
+
+Layers, lowest first; each imports only those below it (an import-linter contract in
+``pyproject.toml`` keeps it so; ``docs/design.md`` explains why):
+
+1. :mod:`demonoise.core`        -- counts, publication layout, errors, atomic writes, vocabulary
+2. :mod:`demonoise.io`          -- Eurostat formats, the dataset registry, fetch + cache, p-table files
+3. :mod:`demonoise.demography`  -- life table, indicators and their exact gradients
+4. :mod:`demonoise.noise`       -- generic noise, Poisson, p-tables, cell keys
+   :mod:`demonoise.uncertainty` -- propagation, Monte Carlo, calibration, comparison
+5. :mod:`demonoise.analysis`    -- compute, results table, p-tables by name, what-if, teaching
+6. :mod:`demonoise.report`, :mod:`demonoise.cli` -- reports and the command line
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+import importlib
+
+from demonoise.core.version import __version__
+
+#: Public name -> module that defines it.
+_PUBLIC = {
+    # data
+    "Counts": "demonoise.core.counts",
+    "AgeAxis": "demonoise.core.counts",
+    "DemonoiseError": "demonoise.core.errors",
+    "DataError": "demonoise.core.errors",
+    "ParameterError": "demonoise.core.errors",
+    "load": "demonoise.io.datasets",
+    "available": "demonoise.io.datasets",
+    "read_counts_csv": "demonoise.io.template",
+    "read_eurostat": "demonoise.io.eurostat",
+    # demography
+    "life_table": "demonoise.demography.lifetable",
+    "asfr": "demonoise.demography.indicators",
+    "tfr": "demonoise.demography.indicators",
+    "asmr": "demonoise.demography.indicators",
+    "life_expectancy": "demonoise.demography.indicators",
+    # noise
+    "GenericNoise": "demonoise.noise.models",
+    "PoissonNoise": "demonoise.noise.models",
+    "PTableNoise": "demonoise.noise.models",
+    "PTable": "demonoise.noise.ptable",
+    "build_ptable": "demonoise.noise.ptable",
+    # uncertainty
+    "linearise": "demonoise.uncertainty.propagation",
+    "admixture": "demonoise.uncertainty.propagation",
+    "monte_carlo": "demonoise.uncertainty.montecarlo",
+    "calibrate": "demonoise.uncertainty.calibration",
+    "compare_noise": "demonoise.uncertainty.comparison",
+    # application
+    "compute": "demonoise.analysis.compute",
+    "noise_settings": "demonoise.analysis.compute",
+    "results_table": "demonoise.analysis.results",
+    "load_ptable": "demonoise.analysis.ptables",
+    "read_ptable": "demonoise.analysis.ptables",
+    "write_ptable": "demonoise.analysis.ptables",
+    "what_if": "demonoise.analysis.whatif",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'demonoise' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import DemonoiseError
+from demonoise.core.errors import DemonoiseError
 
 __all__ = ["main", "build_parser"]
 
@@ -66,7 +66,7 @@ def _number(s: str) -> float:
 
 # --------------------------------------------------------------------------- commands
 def cmd_datasets(args) -> int:
-    from .io.datasets import available
+    from demonoise.io.datasets import available
 
     rows = available()
     if not rows:
@@ -84,7 +84,7 @@ def cmd_datasets(args) -> int:
 def _load_counts(args):
     """The counts of ``--dataset NAME`` (a registry name, or a counts template CSV file)
     or ``--counts FILE``, restricted to ``--countries`` / ``--regions`` / ``--level``."""
-    from .errors import DataError
+    from demonoise.core.errors import DataError
 
     path = getattr(args, "counts", None)
     if path is None and str(args.dataset).lower().endswith((".csv", ".csv.gz")):
@@ -92,11 +92,11 @@ def _load_counts(args):
     if path is not None:
         if not Path(path).is_file():
             raise DataError("counts file not found", file=str(path))
-        from .io.template import read_counts_csv
+        from demonoise.io.template import read_counts_csv
 
         counts = read_counts_csv(path)
     else:
-        from .io.datasets import load
+        from demonoise.io.datasets import load
 
         counts = load(args.dataset)
     counts = _select(counts, getattr(args, "regions", None), getattr(args, "countries", None))
@@ -106,7 +106,7 @@ def _load_counts(args):
 
 
 def cmd_compute(args) -> int:
-    from .compute import check_table_path, compute, noise_settings, summarise, write_table
+    from demonoise.analysis.compute import check_table_path, compute, noise_settings, summarise, write_table
 
     check_table_path(args.out)
     counts = _load_counts(args)
@@ -144,8 +144,8 @@ def _download_bar(label: str, total: int | None):
 def cmd_fetch(args) -> int:
     import warnings
 
-    from .io.fetch import COUNT_TABLES, comparison_tables, fetch_counts
-    from .errors import FetchError
+    from demonoise.io.fetch import COUNT_TABLES, comparison_tables, fetch_counts
+    from demonoise.core.errors import FetchError
 
     kw = dict(cache_dir=args.cache_dir, base_url=args.base_url, refresh=args.refresh, offline=args.offline,
               timeout=args.timeout, endpoint=args.endpoint, progress=_download_bar)
@@ -201,8 +201,8 @@ def _parameter_value(text: str):
 
 
 def cmd_notebook(args) -> int:
-    from .errors import ParameterError
-    from .report.extras import render_notebook
+    from demonoise.core.errors import ParameterError
+    from demonoise.report.extras import render_notebook
 
     params = {}
     for name, value in args.parameter or []:
@@ -217,7 +217,7 @@ def cmd_notebook(args) -> int:
         print(f"{args.name}: {res.pdf_error}", file=sys.stderr)
 
 def cmd_overview(args) -> int:
-    from .report.overview import render_overview
+    from demonoise.report.overview import render_overview
 
     t0 = time.perf_counter()
     params = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
@@ -227,7 +227,7 @@ def cmd_overview(args) -> int:
     return 0
 
 def cmd_report(args) -> int:
-    from .report.batch import load_params, run_reports
+    from demonoise.report.batch import load_params, run_reports
 
     params = load_params(args.params)
     rep = run_reports(
@@ -326,8 +326,9 @@ def _describe_table(table, V=None) -> str:
 def cmd_ptable_build(args) -> int:
     import warnings
 
-    from .atomic import atomic_path
-    from .ptable import VarianceNotReachedWarning, build_ptable
+    from demonoise.core.atomic import atomic_path
+    from demonoise.analysis.ptables import write_ptable
+    from demonoise.noise.ptable import VarianceNotReachedWarning, build_ptable
 
     pstay = None
     if args.pstay:
@@ -337,7 +338,7 @@ def cmd_ptable_build(args) -> int:
         table = build_ptable(args.D, args.V, args.js, pstay, label=args.label or "")
     out = Path(args.out)
     with atomic_path(out) as tmp:
-        table.write(tmp, args.format, K=args.K)
+        write_ptable(table, tmp, args.format, K=args.K)
     text, warn = _moments_text(table)
     print(_describe_table(table))
     print(text)
@@ -349,13 +350,13 @@ def cmd_ptable_build(args) -> int:
 
 
 def _open_table(name_or_path: str, V=None, D=None, js: int = 0):
-    from .ptable import load_ptable, read_ptable
+    from demonoise.analysis.ptables import load_ptable, read_ptable
 
     p = Path(name_or_path)
     if p.exists():
         return read_ptable(p, D=D, V=V, js=js, label=f"ptable {p.name}")
     if p.suffix or "/" in name_or_path:
-        from .errors import ParameterError
+        from demonoise.core.errors import ParameterError
 
         raise ParameterError(f"p-table file {name_or_path} does not exist (embedded tables: v01, v03, v04)")
     return load_ptable(name_or_path)
@@ -372,9 +373,9 @@ def cmd_ptable_show(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .atomic import atomic_write_text
-    from .comparison import compare_noise, comparison_note, summarise_comparison
-    from .compute import check_table_path, write_table
+    from demonoise.core.atomic import atomic_write_text
+    from demonoise.uncertainty.comparison import compare_noise, comparison_note, summarise_comparison
+    from demonoise.analysis.compute import check_table_path, write_table
 
     check_table_path(args.out)
     counts = _load_counts(args)
@@ -401,7 +402,7 @@ def cmd_compare(args) -> int:
 
 def _select(counts, regions, countries):
     """Restrict to region codes and/or countries; unknown codes raise DataError naming them."""
-    from .errors import DataError
+    from demonoise.core.errors import DataError
 
     if not (regions or countries):
         return counts
@@ -419,9 +420,9 @@ def _select(counts, regions, countries):
 
 
 def cmd_calibrate(args) -> int:
-    from .calibration import calibrate, calibration_summary, check_thresholds
-    from .compute import check_table_path, write_table
-    from .errors import ParameterError
+    from demonoise.uncertainty.calibration import calibrate, calibration_summary, check_thresholds
+    from demonoise.analysis.compute import check_table_path, write_table
+    from demonoise.core.errors import ParameterError
 
     # every parameter is checked before any data are read or anything is written
     thresholds = check_thresholds(args.thresholds)
@@ -432,7 +433,7 @@ def cmd_calibrate(args) -> int:
     if args.family == "ptable" or args.ptable_D is not None:
         if args.ptable_D is None:
             raise ParameterError("--family ptable needs --ptable-D (maximum deviation)")
-        from .calibration import PTableFamily
+        from demonoise.uncertainty.calibration import PTableFamily
 
         family = PTableFamily(args.ptable_D, args.ptable_js or 0, args.pstay)
     else:
@@ -466,7 +467,7 @@ def cmd_calibrate(args) -> int:
 
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from demonoise.core.version import __version__
 
     p = argparse.ArgumentParser(prog="demonoise", description="How much noise-based disclosure control degrades demographic indicators.")
     p.add_argument("--version", action="version", version=f"demonoise {__version__}")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import FormatError
+from demonoise.core.errors import FormatError
 
 __all__ = ["read_bytes", "read_text", "csv_frame"]
 

@@ -7,7 +7,7 @@ Two kinds of dataset answer to ``--dataset NAME``:
   :func:`demonoise.io.template.read_counts_csv`, the reader users use for their own
   files) and ``<name>.json`` with the metadata (provenance per table, label,
   calibration year, fallbacks, seeds, versions, input hashes). They are built by
-  :mod:`demonoise.io.build_datasets` from the raw extracts in ``data-raw/``:
+  :mod:`demonoise_build.build` from the raw extracts in ``data-raw/``:
 
   ``be-2023``
       Belgium, 11 NUTS 2 regions and the country: population and deaths real
@@ -40,9 +40,9 @@ import threading
 from dataclasses import dataclass, field
 from importlib import resources
 
-from ..counts import Counts, Provenance, TableProvenance
-from ..errors import DataError, ParameterError
-from .template import read_counts_csv
+from demonoise.core.counts import Counts, Provenance, TableProvenance
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.io.template import read_counts_csv
 
 __all__ = ["DatasetInfo", "EMBEDDED_DIR", "available", "embedded_names", "metadata", "load", "fingerprint", "clear_cache"]
 
@@ -164,7 +164,7 @@ def available() -> list[DatasetInfo]:
 
 def _cached() -> list[dict]:
     """Complete fetches of real Eurostat tables in the local cache (:mod:`demonoise.io.fetch`)."""
-    from .fetch import cached_datasets
+    from demonoise.io.fetch import cached_datasets
 
     return cached_datasets()
 
@@ -186,7 +186,7 @@ _loaded: dict[str, Counts] = {}
 
 
 def load(name: str) -> Counts:
-    """The :class:`~demonoise.counts.Counts` of dataset ``name`` (memoised per process).
+    """The :class:`~demonoise.core.counts.Counts` of dataset ``name`` (memoised per process).
 
     Embedded datasets are read with :func:`~demonoise.io.template.read_counts_csv`
     and carry the provenance of their metadata (per-table status, Eurostat dataset
@@ -201,7 +201,7 @@ def load(name: str) -> Counts:
         if name in _loaded:
             return _loaded[name]
     if _check_name(name) == "cached":
-        from .fetch import load_cached
+        from demonoise.io.fetch import load_cached
 
         counts = load_cached(name)
         with _lock:
@@ -221,7 +221,7 @@ def fingerprint(name: str) -> str:
     import hashlib
 
     if _check_name(name) == "cached":
-        from .fetch import cache_root
+        from demonoise.io.fetch import cache_root
 
         path = cache_root() / "datasets" / f"{name}.json"
         return hashlib.sha256(path.read_bytes()).hexdigest()[:16]

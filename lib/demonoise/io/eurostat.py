@@ -57,9 +57,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import FormatError, ParameterError
-from ._text import csv_frame as _csv_frame
-from ._text import read_text as _read_text
+from demonoise.core.errors import FormatError, ParameterError
+from demonoise.io._text import csv_frame as _csv_frame
+from demonoise.io._text import read_text as _read_text
 
 __all__ = [
     "FORMATS",

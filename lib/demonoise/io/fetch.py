@@ -2,7 +2,7 @@ r"""Real Eurostat tables from the dissemination API, cached with their extractio
 
 :func:`eurostat_counts` downloads the tables the data model needs for one reference year
 ``t`` -- for the NUTS 2 regions and for the countries -- caches them, and builds the
-:class:`~demonoise.counts.Counts` named ``eurostat-<t>`` (``eurostat-<t>-<cc>...`` for a
+:class:`~demonoise.core.counts.Counts` named ``eurostat-<t>`` (``eurostat-<t>-<cc>...`` for a
 selection of countries):
 
 =========== ========================== ====================== =====================
@@ -42,7 +42,7 @@ memory), with a timeout on connecting and on every read (a stalled server fails 
 connections or timeouts. The payload is validated *before* it enters the cache (gzip
 integrity, JSON parse, a JSON-stat dataset with values, or a TSV header and rows); the
 move into the cache is atomic (:func:`os.replace`), so a failure never leaves a partial
-or corrupt entry. Every failure raises :class:`~demonoise.errors.FetchError` naming the
+or corrupt entry. Every failure raises :class:`~demonoise.core.errors.FetchError` naming the
 dataset code, the URL and the cause (``HTTP 404``, ``truncated or corrupt gzip``,
 ``invalid JSON``, ``timed out``...).
 
@@ -93,12 +93,12 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..atomic import atomic_write_text
-from ..counts import Counts, Provenance, TableProvenance
-from ..errors import DataError, FetchError, ParameterError
-from .eurostat import _parse_tsv, read_eurostat
-from .nuts import nuts_codes
-from .tidy import counts_from_eurostat, published_age_codes
+from demonoise.core.atomic import atomic_write_text
+from demonoise.core.counts import Counts, Provenance, TableProvenance
+from demonoise.core.errors import DataError, FetchError, ParameterError
+from demonoise.io.eurostat import _parse_tsv, read_eurostat
+from demonoise.io.nuts import nuts_codes
+from demonoise.io.tidy import counts_from_eurostat, published_age_codes
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -283,7 +283,7 @@ def _opener(url: str):
 def _get_once(dataset: str, url: str, dest: Path, timeout: float, progress) -> dict:
     """One GET of ``url`` streamed into ``dest``; returns response facts. Raises
     :class:`_Transient` for what a retry may cure and :class:`FetchError` otherwise."""
-    from .. import __version__
+    from demonoise.core.version import __version__
 
     req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip", "User-Agent": f"demonoise/{__version__} (python urllib)"})
     try:
@@ -1073,7 +1073,7 @@ def eurostat_counts(
     Downloads (or reuses from the cache) demo_r_d2jan + demo_pjan (population on 1
     January ``year`` and ``year + 1``), demo_r_magec + demo_magec (deaths) and
     demo_r_fagec + demo_fagec (live births by age of mother), and builds one
-    :class:`~demonoise.counts.Counts` with every NUTS 2021 country (level 0) and NUTS 2
+    :class:`~demonoise.core.counts.Counts` with every NUTS 2021 country (level 0) and NUTS 2
     region that has population data, in the classification's order.
 
     Parameters

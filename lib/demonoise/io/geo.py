@@ -24,7 +24,7 @@ import json
 from importlib import resources
 from typing import Iterable
 
-from ..errors import FormatError
+from demonoise.core.errors import FormatError
 
 __all__ = [
     "GEO_FILE",

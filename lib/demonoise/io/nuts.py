@@ -18,8 +18,8 @@ import io
 from importlib import resources
 from typing import Iterable
 
-from ..counts import Region
-from ..errors import DataError
+from demonoise.core.counts import Region
+from demonoise.core.errors import DataError
 
 __all__ = ["NUTS_FILE", "nuts_region", "nuts_regions", "nuts_codes", "is_nuts_code"]
 
@@ -61,7 +61,7 @@ def is_nuts_code(code: str) -> bool:
 
 
 def nuts_region(code: str, *, script: str = "latin") -> Region:
-    """The :class:`~demonoise.counts.Region` of a NUTS 2021 code (levels 0-2).
+    """The :class:`~demonoise.core.counts.Region` of a NUTS 2021 code (levels 0-2).
 
     Parameters
     ----------
@@ -87,7 +87,7 @@ def nuts_region(code: str, *, script: str = "latin") -> Region:
     if script == "national" and native:
         return Region(reg.code, native, reg.level, reg.country)
     if script not in ("latin", "national"):
-        from ..errors import ParameterError
+        from demonoise.core.errors import ParameterError
 
         raise ParameterError(f"script must be 'latin' or 'national', got {script!r}")
     return reg

@@ -20,10 +20,10 @@ content, not the name):
     ``,``, ``;`` or blanks, with a header line.
 
 This module is I/O only: it parses and validates files into plain arrays
-(:class:`PTableData`) and writes arrays back. The :class:`demonoise.ptable.PTable` type
+(:class:`PTableData`) and writes arrays back. The :class:`demonoise.noise.ptable.PTable` type
 (computation layer) is built from them, so this layer never imports upwards.
 
-Errors name the file and line (:class:`demonoise.errors.FormatError`).
+Errors name the file and line (:class:`demonoise.core.errors.FormatError`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..errors import FormatError, ParameterError
+from demonoise.core.errors import FormatError, ParameterError
 
 __all__ = [
     "PTableData",

@@ -29,13 +29,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..atomic import atomic_write_bytes
-from ..counts import Counts, Provenance, Region, TableProvenance
-from ..errors import DataError, FormatError, ParameterError
-from ._text import csv_frame as _csv_frame
-from ._text import read_text as _read_text
-from .nuts import is_nuts_code, nuts_region
-from .tidy import counts_from_eurostat
+from demonoise.core.atomic import atomic_write_bytes
+from demonoise.core.counts import Counts, Provenance, Region, TableProvenance
+from demonoise.core.errors import DataError, FormatError, ParameterError
+from demonoise.io._text import csv_frame as _csv_frame
+from demonoise.io._text import read_text as _read_text
+from demonoise.io.nuts import is_nuts_code, nuts_region
+from demonoise.io.tidy import counts_from_eurostat
 
 __all__ = ["TEMPLATE_COLUMNS", "OPTIONAL_COLUMNS", "MEASURES", "read_counts_csv", "write_counts_csv"]
 
@@ -54,7 +54,7 @@ def read_counts_csv(
     source: str = SOURCE,
     check_totals: str = "raise",
 ) -> Counts:
-    """Read a counts template CSV into :class:`~demonoise.counts.Counts`.
+    """Read a counts template CSV into :class:`~demonoise.core.counts.Counts`.
 
     Parameters
     ----------
@@ -204,7 +204,7 @@ def read_counts_csv(
 
 def write_counts_csv(counts: Counts, path: str | Path, *, names: bool = True, status: bool = True,
                      comment: str | None = None) -> Path:
-    """Write :class:`~demonoise.counts.Counts` as a counts template CSV (inverse of
+    """Write :class:`~demonoise.core.counts.Counts` as a counts template CSV (inverse of
     :func:`read_counts_csv`), via :meth:`Counts.to_frame`.
 
     Columns ``region,sex,age,year,measure,value`` plus ``name`` (region names) and

@@ -1,4 +1,4 @@
-"""Build a :class:`~demonoise.counts.Counts` from tidy Eurostat tables.
+"""Build a :class:`~demonoise.core.counts.Counts` from tidy Eurostat tables.
 
 The tidy tables are those of :mod:`demonoise.io.eurostat` (columns ``geo, sex, age,
 time, value, flag`` and other dimensions), or any frame with at least ``geo, age,
@@ -16,11 +16,11 @@ What :func:`counts_from_eurostat` does, in order:
    ``Y15-19`` next to ``Y15..Y19``), optionally checking each ``TOTAL`` against the sum
    of the published cells (:func:`total_mismatches`);
 4. derives the age axis from the remaining codes with
-   :meth:`~demonoise.counts.AgeAxis.from_labels` (``Y_OPEN`` becomes the open interval;
+   :meth:`~demonoise.core.counts.AgeAxis.from_labels` (``Y_OPEN`` becomes the open interval;
    ``UNK`` stays a cell of its own -- indicators spread it later);
 5. checks that every region has every age for every sex, and that no cell is
    duplicated, missing (``:``), negative or non-integer, raising
-   :class:`~demonoise.errors.DataError` that names the file, line, measure, region,
+   :class:`~demonoise.core.errors.DataError` that names the file, line, measure, region,
    sex, age and year of the first bad cell.
 
 Births keep their published age-of-mother axis (e.g. demo_r_fagec: ``Y_LT15, Y15 ..
@@ -37,9 +37,9 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..counts import SEXES, AgeAxis, Counts, Provenance, Region, TableProvenance
-from ..errors import DataError, ParameterError
-from .nuts import is_nuts_code, nuts_region
+from demonoise.core.counts import SEXES, AgeAxis, Counts, Provenance, Region, TableProvenance
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.io.nuts import is_nuts_code, nuts_region
 
 __all__ = ["TotalMismatchWarning", "published_age_codes", "total_mismatches", "counts_from_eurostat", "table_to_array"]
 
@@ -304,7 +304,7 @@ def counts_from_eurostat(
     name: str,
     check_totals: str = "warn",
 ) -> Counts:
-    """Build :class:`~demonoise.counts.Counts` for reference year ``t = year``.
+    """Build :class:`~demonoise.core.counts.Counts` for reference year ``t = year``.
 
     Parameters
     ----------

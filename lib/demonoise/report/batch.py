@@ -65,8 +65,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..atomic import atomic_write_text
-from ..errors import DemonoiseError, ParameterError, ReportError
+from demonoise.core.atomic import atomic_write_text
+from demonoise.core.errors import DemonoiseError, ParameterError, ReportError
 
 __all__ = [
     "INDICATORS",
@@ -175,7 +175,7 @@ def _where(source: str) -> str:
 
 def _available_countries(dataset: str) -> tuple[str, ...]:
     """Countries of a dataset without loading embedded counts (their metadata lists them)."""
-    from ..io import datasets as reg
+    from demonoise.io import datasets as reg
 
     if dataset in reg.embedded_names():
         return tuple(reg.metadata(dataset)["countries"])
@@ -207,7 +207,7 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
         number > 0, unknown indicator, granularity or noise model, negative ``mc`` --
         each message names the file and the offending value.
     """
-    from ..io import datasets as reg
+    from demonoise.io import datasets as reg
 
     w = _where(source)
     if not isinstance(data, Mapping):
@@ -311,7 +311,7 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
             if unknown:
                 raise ParameterError(f"{w}overview: unknown country {', '.join(unknown)} for dataset {od!r}")
         # the overview's own checks (sex, ...) now, not after every report has been rendered
-        from .overview import OverviewParams
+        from demonoise.report.overview import OverviewParams
 
         try:
             OverviewParams.of({**dict(overview), "V": tuple(Vs)})
@@ -433,7 +433,7 @@ def provenance_dict(dataset: str) -> dict:
     """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source
     and note (JSON-serialisable; passed to the cover notebook). Embedded datasets are
     described from their metadata without loading the counts."""
-    from ..io import datasets as reg
+    from demonoise.io import datasets as reg
 
     if dataset in reg.embedded_names():
         meta = reg.metadata(dataset)
@@ -456,7 +456,7 @@ def provenance_dict(dataset: str) -> dict:
 
 
 def _dataset_label(dataset: str) -> tuple[str, int | None]:
-    from ..io import datasets as reg
+    from demonoise.io import datasets as reg
 
     for d in reg.available():
         if d.name == dataset:
@@ -465,7 +465,7 @@ def _dataset_label(dataset: str) -> tuple[str, int | None]:
 
 
 def _template_fingerprint() -> str:
-    from .templates import TEMPLATE_NAME, find_template_dir
+    from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
 
     base = find_template_dir() / TEMPLATE_NAME
     h = hashlib.sha256()
@@ -523,7 +523,7 @@ class BatchReport:
 
 
 def _index_summary(spec: ReportSpec, m: Mapping[str, Any]) -> dict:
-    from .summary import fmt_num, fmt_pct
+    from demonoise.report.summary import fmt_num, fmt_pct
 
     def pct(k):
         v = m.get(k)
@@ -606,12 +606,12 @@ def run_reports(
     """
     from tqdm import tqdm
 
-    from .chromium import Browser, ChromiumNotFoundError, find_chromium, print_pdf
-    from .index import IndexRow, write_index
-    from .mathsvg import MathCache
-    from .render import Section, read_metrics, render_report
-    from .run import Job, library_fingerprint, output_key, run_jobs
-    from .store import ResultsSpec, results
+    from demonoise.report.chromium import Browser, ChromiumNotFoundError, find_chromium, print_pdf
+    from demonoise.report.index import IndexRow, write_index
+    from demonoise.report.mathsvg import MathCache
+    from demonoise.report.render import Section, read_metrics, render_report
+    from demonoise.report.run import Job, library_fingerprint, output_key, run_jobs
+    from demonoise.report.store import ResultsSpec, results
 
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
@@ -875,7 +875,7 @@ def run_reports(
     further: list = []
     pdf_ok = want_pdf and pdf_reason is None
     if params.overview:
-        from .overview import OverviewParams, render_overview
+        from demonoise.report.overview import OverviewParams, render_overview
 
         opts = dict(params.overview)
         _say(log, f"demonoise report: Europe overview of {opts['dataset']} (V = {', '.join(f'{v:g}' for v in params.V)})")
@@ -898,7 +898,7 @@ def run_reports(
             why = str(e) if isinstance(e, DemonoiseError) else f"{type(e).__name__}: {e}"
             further.append(IndexRow(name=f"Europe overview: {opts['dataset']}", status="failed", error=why))
     for name, opts in params.extras:
-        from .extras import render_notebook
+        from demonoise.report.extras import render_notebook
 
         _say(log, f"demonoise report: extra notebook {name}")
         try:

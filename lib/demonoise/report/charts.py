@@ -1,4 +1,4 @@
-"""Altair chart builders over the tidy results table (:mod:`demonoise.results`).
+"""Altair chart builders over the tidy results table (:mod:`demonoise.analysis.results`).
 
 Every builder takes the results table (or a slice of it) and returns an Altair chart;
 nothing is computed here that the library has not computed already. Relative

@@ -39,8 +39,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import ReportError
-from ..atomic import atomic_path
+from demonoise.core.errors import ReportError
+from demonoise.core.atomic import atomic_path
 
 __all__ = [
     "DEFAULT_CHROMIUM",

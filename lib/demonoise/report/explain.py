@@ -2,8 +2,8 @@
 collapsible solution blocks.
 
 Like :mod:`demonoise.report.charts`, every builder takes numbers the library has
-computed (a results table, :func:`demonoise.whatif.sensitivity`, the arrays of
-:mod:`demonoise.teaching`) and only draws them. Relative uncertainties are shown in per
+computed (a results table, :func:`demonoise.analysis.whatif.sensitivity`, the arrays of
+:mod:`demonoise.analysis.teaching`) and only draws them. Relative uncertainties are shown in per
 cent; the same component colours as the reports (:data:`~.charts.COMPONENT_COLOURS`).
 """
 
@@ -16,7 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .charts import COMPONENT_COLOURS
+from demonoise.report.charts import COMPONENT_COLOURS
 
 __all__ = [
     "title",
@@ -99,7 +99,7 @@ def _log_ticks(values) -> list[float]:
 
 
 def sensitivity_chart(sens: pd.DataFrame, *, indicator: str = "e0", sex: str = "F", chart_title=None, width: int = 300, height: int = 220):
-    """Two panels over a scale grid (:func:`demonoise.whatif.sensitivity`): the relative
+    """Two panels over a scale grid (:func:`demonoise.analysis.whatif.sensitivity`): the relative
     noise sd (%) of one indicator per noise setting, with the Poisson sd (dashed), and
     the admixture (%) with its 10 % and 41 % reference lines; population on a log axis."""
     d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)].copy()

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ParameterError, ReportError
-from .render import RenderResult, load_notebook, render_report
-from .run import DEFAULT_KERNEL, Job, run_jobs
+from demonoise.core.errors import ParameterError, ReportError
+from demonoise.report.render import RenderResult, load_notebook, render_report
+from demonoise.report.run import DEFAULT_KERNEL, Job, run_jobs
 
 __all__ = ["EXTRAS", "ENV_VAR", "notebook_dirs", "find_notebook", "render_notebook"]
 

@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import ParameterError, ReportError
-from ..atomic import atomic_write_text
-from .templates import TEMPLATE_NAME, find_template_dir
+from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.atomic import atomic_write_text
+from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
 
 __all__ = ["IndexRow", "write_index", "STATUSES"]
 
@@ -188,7 +188,7 @@ def write_index(
         lines = "".join(f"<li><strong>{esc(k)}</strong>: {esc(v)}</li>" for k, v in data_status.items())
         status_box = f'<div class="dn-status{" dn-status-modelled" if modelled else ""}"><strong>Data status</strong><ul>{lines}</ul></div>'
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    from .. import __version__
+    from demonoise.core.version import __version__
 
     page = f"""<!DOCTYPE html>
 <html lang="en">

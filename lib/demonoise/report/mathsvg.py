@@ -33,9 +33,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic import atomic_write_text
-from ..errors import ReportError
-from .templates import TEMPLATE_NAME, find_template_dir
+from demonoise.core.atomic import atomic_write_text
+from demonoise.core.errors import ReportError
+from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
 
 __all__ = ["Math", "find_math", "inline_math", "MathCache", "MATHJAX_START", "MATHJAX_END"]
 
@@ -233,7 +233,7 @@ class MathCache:
         self.typeset_calls = 0
 
     def _typeset(self, items: list[Math]) -> None:
-        from .chromium import dump_dom
+        from demonoise.report.chromium import dump_dom
 
         js = self._js_path.read_text(encoding="utf-8")
         body = []

@@ -123,7 +123,7 @@ def chart_bundle(
     """
     import vl_convert as vlc
 
-    from ..errors import ParameterError
+    from demonoise.core.errors import ParameterError
 
     formats = tuple(formats)
     bad = [f for f in formats if f not in _FORMATS]
@@ -241,7 +241,7 @@ def to_jsonable(value: Any, *, _path: str = "metrics") -> Any:
     ParameterError
         For keys that are not strings or values of unsupported types, naming the path.
     """
-    from ..errors import ParameterError
+    from demonoise.core.errors import ParameterError
 
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -281,7 +281,7 @@ def display_metrics(payload: Mapping[str, Any]) -> None:
     """
     from IPython.display import display
 
-    from ..errors import ParameterError
+    from demonoise.core.errors import ParameterError
 
     if not isinstance(payload, Mapping):
         raise ParameterError(f"metrics payload must be a mapping, got {type(payload).__name__}")

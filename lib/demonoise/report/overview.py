@@ -16,7 +16,7 @@ computes nothing itself):
   (:func:`granularity_effect`, :func:`granularity_summary`, :func:`granularity_chart`);
 * the most affected regions (:func:`most_affected`);
 * the calibration of V (:func:`calibration_table`, :func:`calibration_chart`, from
-  :func:`demonoise.calibration.calibrate`).
+  :func:`demonoise.uncertainty.calibration.calibrate`).
 
 Definitions (DESIGN.md section 4): relative uncertainty ``delta = sd / value``;
 noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (10 %: noise adds a tenth
@@ -42,7 +42,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError, ReportError
+from demonoise.core.errors import ParameterError, ReportError
 
 __all__ = [
     "EUROPE_FRAME",
@@ -202,7 +202,7 @@ def indicator_rows(df: pd.DataFrame, key: str, *, sex: str = "T") -> pd.DataFram
     Parameters
     ----------
     df : DataFrame
-        A results table (:mod:`demonoise.results`); only its NUTS 2 generic rows are used.
+        A results table (:mod:`demonoise.analysis.results`); only its NUTS 2 generic rows are used.
     key : {"e0", "e65", "tfr", "asmr", "asfr"}
         See :data:`KEYS`; ``asmr``/``asfr`` are summarised by :func:`age_summary`.
     sex : {"T", "F", "M"}
@@ -365,7 +365,7 @@ def outside_frame(geojson: dict | None = None, frame: Sequence[float] = EUROPE_F
 
     ``codes`` restricts the answer to these regions (e.g. those of a dataset).
     """
-    from ..io.geo import feature_bounds, nuts2_features
+    from demonoise.io.geo import feature_bounds, nuts2_features
 
     x0, y0, x1, y1 = frame
     want = None if codes is None else set(codes)
@@ -382,7 +382,7 @@ def outside_frame(geojson: dict | None = None, frame: Sequence[float] = EUROPE_F
 
 def drawn_codes(geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME) -> list[str]:
     """Codes of the regions :func:`admixture_map` draws (those not entirely outside ``frame``)."""
-    from ..io.geo import nuts2_features
+    from demonoise.io.geo import nuts2_features
 
     return sorted(f["properties"]["NUTS_ID"] for f in _in_frame(nuts2_features(geojson=geojson), frame))
 
@@ -438,7 +438,7 @@ def outside_table(values: pd.DataFrame, codes: Iterable[str]) -> pd.DataFrame:
 
 
 # ============================================== calibration
-# The calibration table comes from demonoise.calibration.calibrate(counts, thresholds,
+# The calibration table comes from demonoise.uncertainty.calibration.calibrate(counts, thresholds,
 # ...) (columns include region, nuts_level, sex, indicator, age, threshold, V_max,
 # status). The two functions below build the overview's calibration section from that
 # DataFrame alone (tested on a hand-made frame in tests/test_overview.py).
@@ -635,7 +635,7 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
 
 def _in_frame(features: list[dict], frame: Sequence[float]) -> list[dict]:
     """Features whose bounding box meets ``frame`` (the others are not drawn)."""
-    from ..io.geo import feature_bounds
+    from demonoise.io.geo import feature_bounds
 
     x0, y0, x1, y1 = frame
     out = []
@@ -653,7 +653,7 @@ def _fit_points(features: list[dict], frame: Sequence[float]) -> dict:
     Fitting to the regions themselves (not to the corners of the lon/lat box, which
     lie in the Atlantic and in Russia) lets Europe fill the view.
     """
-    from ..io.geo import iter_positions
+    from demonoise.io.geo import iter_positions
 
     x0, y0, x1, y1 = frame
     pts: set[tuple[float, float]] = set()
@@ -681,7 +681,7 @@ def admixture_map(values: pd.DataFrame, geojson: dict | None = None, *, title: s
     """
     import altair as alt
 
-    from ..io.geo import CREDIT, nuts2_features
+    from demonoise.io.geo import CREDIT, nuts2_features
 
     feats = _in_frame(nuts2_features(geojson=geojson), frame)
     # The boundaries (and the fit) are inserted into the finished spec: Altair would
@@ -896,7 +896,7 @@ def load_inputs(dataset: str, V: Sequence[float], results_single: str = "", resu
     Empty results paths (an interactive run) are filled from the results store
     (:func:`demonoise.report.store.results`, computed once by the library).
     """
-    from ..compute import read_table
+    from demonoise.analysis.compute import read_table
 
     V = [float(v) for v in V]
     tables = []
@@ -904,7 +904,7 @@ def load_inputs(dataset: str, V: Sequence[float], results_single: str = "", resu
         if path:
             df = read_table(path)
         else:
-            from .store import ResultsSpec, results
+            from demonoise.report.store import ResultsSpec, results
 
             df, _ = results(ResultsSpec(dataset, V=tuple(V), granularity=gran, e_ages=(0, 65)), store)
         missing = sorted(set(V) - set(v_values(df)))
@@ -1057,7 +1057,7 @@ class OverviewResult:
 
     def index_row(self, name: str = "Europe overview"):
         """A row for :func:`demonoise.report.index.write_index`."""
-        from .index import IndexRow
+        from demonoise.report.index import IndexRow
 
         return IndexRow(name=name, status="ok", html=self.html, pdf=self.pdf, pdf_reason=self.pdf_error, summary=dict(self.summary))
 
@@ -1072,9 +1072,9 @@ def _calibration_results(p: OverviewParams, out: Path) -> Path:
     """The calibration table of the overview's dataset
     (``calibrate(counts, thresholds, granularity="single", e_ages=(0, 65))``), written
     to ``out`` (Parquet)."""
-    from ..calibration import calibrate
-    from ..compute import write_table
-    from ..io.datasets import load
+    from demonoise.uncertainty.calibration import calibrate
+    from demonoise.analysis.compute import write_table
+    from demonoise.io.datasets import load
 
     counts = load(p.dataset)
     if p.countries is not None:
@@ -1102,7 +1102,7 @@ def render_overview(
        (:func:`demonoise.report.store.results`: computed once, then read back), with
        ``e_ages = (0, 65)`` and ``params.mc`` Monte Carlo replicates (default 0);
     2. the calibration table (``calibration`` if given, else computed when
-       :mod:`demonoise.calibration` exists, see :func:`_calibration_results`);
+       :mod:`demonoise.uncertainty.calibration` exists, see :func:`_calibration_results`);
     3. ``notebooks/overview.ipynb`` executed by :func:`demonoise.report.run.run_jobs`
        into ``<out_dir>/notebooks/overview.ipynb`` (skipped when up to date);
     4. split at its level-1 headings into report sections and rendered by
@@ -1120,7 +1120,7 @@ def render_overview(
     force : bool
         Recompute results and re-execute the notebook even if up to date.
     calibration : path or DataFrame, optional
-        A calibration table (:func:`demonoise.calibration.calibrate`).
+        A calibration table (:func:`demonoise.uncertainty.calibration.calibrate`).
     notebook : path-like, optional
         The overview notebook (default: :func:`find_notebook`).
     chromium : path-like, optional
@@ -1136,9 +1136,9 @@ def render_overview(
     ParameterError
         Invalid parameters (unknown dataset or country, bad V).
     """
-    from .render import Section, render_report
-    from .run import Job, run_jobs
-    from .store import ResultsSpec, results
+    from demonoise.report.render import Section, render_report
+    from demonoise.report.run import Job, run_jobs
+    from demonoise.report.store import ResultsSpec, results
 
     p = OverviewParams.of(params)
     out = Path(out_dir)
@@ -1160,7 +1160,7 @@ def render_overview(
     t = time.perf_counter()
     cal_path: Path | None = None
     if isinstance(calibration, pd.DataFrame):
-        from ..compute import write_table
+        from demonoise.analysis.compute import write_table
 
         cal_path = write_table(calibration, out / "notebooks" / "overview-calibration.parquet")
     elif calibration is not None:

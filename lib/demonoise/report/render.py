@@ -14,7 +14,7 @@ What reaches the report
 * metrics payloads (mime type :data:`~.notebook.METRICS_MIME`) in any cell: removed;
 * code cells left without output (parameters, imports): dropped;
 * a notebook whose execution failed (``metadata.papermill.exception``): refused with a
-  :class:`~demonoise.errors.ReportError` naming it -- a failed run never becomes a
+  :class:`~demonoise.core.errors.ReportError` naming it -- a failed run never becomes a
   valid-looking report.
 
 Structure of the HTML: ``<section class="dn-cover">``, ``<nav class="dn-toc">``, then
@@ -44,11 +44,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import ParameterError, ReportError
-from ..atomic import atomic_write_text
-from .chromium import ChromiumNotFoundError, DEFAULT_BUDGET_MS, print_pdf
-from .notebook import METRICS_MIME, VEGA_SPEC_CLASS
-from .templates import TEMPLATE_NAME, find_template_dir
+from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.atomic import atomic_write_text
+from demonoise.report.chromium import ChromiumNotFoundError, DEFAULT_BUDGET_MS, print_pdf
+from demonoise.report.notebook import METRICS_MIME, VEGA_SPEC_CLASS
+from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
 
 __all__ = [
     "DEFAULT_REMOVE_TAGS",
@@ -430,7 +430,7 @@ def render_html(
     """
     from nbconvert.preprocessors import TagRemovePreprocessor
 
-    from .. import __version__
+    from demonoise.core.version import __version__
 
     node, label = load_notebook(nb)
     base = find_template_dir(template_dir)
@@ -513,7 +513,7 @@ def render_report(
     is kept and ``RenderResult.pdf_error`` says why there is no PDF, e.g. ``"no PDF:
     chromium not found at /usr/bin/chromium; install the Debian package chromium"``.
     Errors that prevent the HTML itself (failed notebook, missing template) raise
-    :class:`~demonoise.errors.ReportError`. ``page_note`` is printed in the top margin
+    :class:`~demonoise.core.errors.ReportError`. ``page_note`` is printed in the top margin
     of every PDF page (see :func:`render_html`).
     """
     nb = assemble(sections, title=title, cover=cover, subtitle=subtitle, toc=toc, remove_tags=remove_tags)

@@ -54,8 +54,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import ParameterError, ReportError
-from ..atomic import atomic_path
+from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.atomic import atomic_path
 
 __all__ = [
     "DEFAULT_KERNEL",
@@ -222,7 +222,7 @@ def library_fingerprint() -> str:
     The hash makes outputs stale when library code changes without a version bump
     (a development checkout).
     """
-    from .. import __version__
+    from demonoise.core.version import __version__
 
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()

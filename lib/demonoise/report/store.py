@@ -2,7 +2,7 @@
 
 Report notebooks never compute: the batch asks :func:`results` for the table of a
 :class:`ResultsSpec` (dataset, V's, p-tables, granularity, Monte Carlo, countries),
-which is computed by the library (:func:`demonoise.compute.compute`) the first time and
+which is computed by the library (:func:`demonoise.analysis.compute.compute`) the first time and
 read back from ``<store>/<dataset>/<key>.parquet`` afterwards. The key hashes the
 spec, the sources of the computing layers (:func:`compute_fingerprint`: not the
 presentation layer) and the dataset's content, so a changed parameter, computation or
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..atomic import atomic_write_text
-from ..compute import compute, noise_settings, write_table
-from ..errors import ParameterError
-from ..indicators import INDICATORS
+from demonoise.core.atomic import atomic_write_text
+from demonoise.analysis.compute import compute, noise_settings, write_table
+from demonoise.core.errors import ParameterError
+from demonoise.demography.indicators import INDICATORS
 
 __all__ = ["ResultsSpec", "results", "results_path", "compute_fingerprint"]
 
@@ -48,7 +48,7 @@ class ResultsSpec:
     mc : int
         Monte Carlo replicates for e and TFR (0: analytic only).
     seed, zero_floor, indicators, e_ages
-        As in :func:`demonoise.compute.compute`.
+        As in :func:`demonoise.analysis.compute.compute`.
     """
 
     dataset: str
@@ -76,7 +76,7 @@ class ResultsSpec:
             raise ParameterError(f"Monte Carlo replicates must be >= 0, got {self.mc}")
 
     def key(self) -> str:
-        from ..io.datasets import fingerprint
+        from demonoise.io.datasets import fingerprint
 
         payload = json.dumps(
             {"spec": dataclasses.asdict(self), "library": compute_fingerprint(), "data": fingerprint(self.dataset)},
@@ -91,7 +91,7 @@ def compute_fingerprint() -> str:
     file of the package except the presentation layer (``report/``, ``cli.py``). A
     change to a chart or a notebook helper then re-runs the notebooks (their run key
     hashes the whole package) but does not recompute the results."""
-    from .. import __version__
+    from demonoise.core.version import __version__
 
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
@@ -116,7 +116,7 @@ def results_path(spec: ResultsSpec, store="output/results") -> Path:
 def results(spec: ResultsSpec, store="output/results", *, force: bool = False, progress=None, workers=None) -> tuple[pd.DataFrame, Path]:
     """The results table of ``spec``: read from the store if up to date, else computed
     and stored (atomically). Returns the table and its path."""
-    from ..io.datasets import load
+    from demonoise.io.datasets import load
 
     path = results_path(spec, store)
     if path.exists() and not force:

@@ -7,7 +7,7 @@ comes from here, so it can be unit-tested on small hand-made frames.
 
 Conventions
 -----------
-* ``df`` is a results table (:mod:`demonoise.results`) for one dataset and one
+* ``df`` is a results table (:mod:`demonoise.analysis.results`) for one dataset and one
   country (its country row and its NUTS 2 regions), holding any number of noise
   variances ``V``; every function selects the generic-noise rows of the ``V`` it is
   given.
@@ -37,7 +37,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError, ReportError
+from demonoise.core.errors import ParameterError, ReportError
 
 __all__ = [
     "A_SMALL",
@@ -182,14 +182,14 @@ def load_results(
         Missing file, or a table without the requested dataset/country/V/granularity
         (naming what is missing).
     """
-    from ..compute import read_table
+    from demonoise.analysis.compute import read_table
 
     if noise != "generic":
         raise ParameterError(f"noise model {noise!r} is not supported by the reports (only 'generic')")
     if not path:
         import tempfile
 
-        from .store import ResultsSpec, results
+        from demonoise.report.store import ResultsSpec, results
 
         spec = ResultsSpec(dataset, V=(float(V),), granularity=granularity or "single", countries=(country,), mc=int(mc))
         _, path = results(spec, Path(tempfile.gettempdir()) / "demonoise-results")
@@ -438,7 +438,7 @@ def country_name(df: pd.DataFrame) -> str:
         return _full_name(c["region_name"].iloc[0]) or str(c["region"].iloc[0])
     code = str(df["country"].iloc[0]) if len(df) else ""
     try:
-        from ..io.nuts import nuts_region
+        from demonoise.io.nuts import nuts_region
 
         return _full_name(nuts_region(code).name) or code
     except Exception:  # an unknown code: show the code

@@ -13,7 +13,7 @@ this order:
 
 Each candidate is a *base directory* that must contain ``demonoise/`` with
 ``conf.json``, ``index.html.j2``, the stylesheet and the vendored MathJax; the first
-complete one wins. If none is complete, :class:`~demonoise.errors.ReportError` lists
+complete one wins. If none is complete, :class:`~demonoise.core.errors.ReportError` lists
 every place tried and what was missing there.
 """
 
@@ -23,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import ReportError
+from demonoise.core.errors import ReportError
 
 __all__ = ["TEMPLATE_NAME", "ENV_VAR", "REQUIRED_FILES", "find_template_dir", "template_candidates"]
 

@@ -15,7 +15,7 @@ with an open interval (Eurostat's NUTS 2 layout ``Y_LT1, Y1..Y99, Y_OPEN, UNK``)
 5-year groups (``Y_LT5, Y5-9, ..., Y_GE85, UNK``), so that noise can be put on exactly
 the cells that were published. Unknown age (``UNK``) is kept as a cell of its own; the
 computation layer spreads it over known ages in proportion (see
-:func:`demonoise.counts.spread_unknown`).
+:func:`demonoise.core.counts.spread_unknown`).
 
 Provenance travels with the counts: which Eurostat datasets, extraction date (or
 ``"unknown"``), and whether each table is *real* or *modelled*.
@@ -30,7 +30,7 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
-from .errors import DataError, ParameterError
+from demonoise.core.errors import DataError, ParameterError
 
 __all__ = [
     "SEXES",

@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from .errors import DataError, ParameterError
-from .ptable import PTable, load_ptable
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.noise.ptable import PTable
 
 __all__ = [
     "NoiseModel",
@@ -374,20 +374,20 @@ class PTableNoise(NoiseModel):
     bias and its variance the variance (both count-dependent; 0 for zeros, which stay
     zero; results are never negative). Sampling draws a uniform cell key in ``[0, 1)``
     per cell and replicate and looks the noise up through the table
-    (:meth:`demonoise.ptable.PTable.lookup`) -- for Eurostat key tables this draws one
+    (:meth:`demonoise.noise.ptable.PTable.lookup`) -- for Eurostat key tables this draws one
     of the ``K`` integer cell keys uniformly, so the sampled law is the table's exactly.
 
     Parameters
     ----------
-    table : PTable or str
-        A p-table, or the name of an embedded Eurostat table (``"v01"``, ``"v03"``, ``"v04"``).
+    table : PTable
+        A p-table (embedded ones by name: :func:`demonoise.analysis.ptables.load_ptable`).
     """
 
-    def __init__(self, table: PTable | str):
-        if isinstance(table, str):
-            table = load_ptable(table)
+    def __init__(self, table: PTable):
         if not isinstance(table, PTable):
-            raise ParameterError(f"PTableNoise needs a PTable or an embedded table name, got {type(table).__name__}")
+            raise ParameterError(
+                f"PTableNoise needs a PTable, got {type(table).__name__} (load one by name with demonoise.load_ptable)"
+            )
         self.table = table
         self.nominal_variance = None if table.V is None else float(table.V)
 

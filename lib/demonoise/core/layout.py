@@ -14,7 +14,7 @@ life-table age groups and to the fertility age groups. Pure numpy, no I/O.
 Conventions (stated once, used everywhere)
 ------------------------------------------
 * Unknown ages (``UNK``) are spread over the known ages in proportion to the known
-  cells of the same table, region and sex (:func:`demonoise.counts.spread_unknown`),
+  cells of the same table, region and sex (:func:`demonoise.core.counts.spread_unknown`),
   *after* noise has been put on every published cell, ``UNK`` included.
 * Life table: the published intervals below ``open_age`` (default 85) are kept, the
   cells from ``open_age`` up (e.g. Y85..Y99 and Y_GE100) are summed into the open
@@ -36,8 +36,8 @@ from functools import cached_property
 
 import numpy as np
 
-from .counts import AgeAxis, Counts
-from .errors import ParameterError
+from demonoise.core.counts import AgeAxis, Counts
+from demonoise.core.errors import ParameterError
 
 __all__ = ["GRANULARITIES", "publication_axes", "publish", "Layout", "Grouping"]
 

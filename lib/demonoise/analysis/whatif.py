@@ -3,8 +3,8 @@ granularity, and see every indicator's uncertainty move.
 
 The questions analysts ask -- "what if V were 3?", "what if this region had 20 000
 people?", "what if the counts were published in 5-year groups?" -- are answered by the
-same library calls as the reports (:func:`demonoise.compute.compute`, which runs
-:func:`demonoise.propagation.linearise` and :func:`demonoise.results.results_table`);
+same library calls as the reports (:func:`demonoise.analysis.compute.compute`, which runs
+:func:`demonoise.uncertainty.propagation.linearise` and :func:`demonoise.analysis.results.results_table`);
 this module only prepares the counts and collects compact tables. The what-if and
 teaching notebooks call it and show its tables.
 
@@ -40,10 +40,10 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .counts import SEXES, Counts, Provenance
-from .errors import DataError, ParameterError
-from .indicators import INDICATORS
-from .propagation import TABLES
+from demonoise.core.counts import SEXES, Counts, Provenance
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.demography.indicators import INDICATORS
+from demonoise.uncertainty.propagation import TABLES
 
 __all__ = ["scale_counts", "what_if_settings", "what_if", "sensitivity", "headline", "HEADLINE"]
 
@@ -124,8 +124,8 @@ def what_if_settings(V: Sequence[float] | float | None = (1,), ptable=None, *, D
         Variances of the generic noise (``V`` is a variance; ``sqrt(V)`` the sd).
     ptable : str, path, PTable, or a sequence of them, optional
         Embedded table names (``"v01"``, ``"v03"``, ``"v04"``), p-table files, or
-        :class:`~demonoise.ptable.PTable` objects (e.g. from
-        :func:`~demonoise.ptable.build_ptable`).
+        :class:`~demonoise.noise.ptable.PTable` objects (e.g. from
+        :func:`~demonoise.noise.ptable.build_ptable`).
     D : int, optional
         Maximum deviation of the generic noise.
 
@@ -138,10 +138,10 @@ def what_if_settings(V: Sequence[float] | float | None = (1,), ptable=None, *, D
     ParameterError
         No noise at all, or an invalid ``V``/``D``.
     """
-    from .compute import noise_settings
-    from .noise import PTableNoise
-    from .ptable import PTable
-    from .results import NoiseSetting
+    from demonoise.analysis.compute import noise_settings
+    from demonoise.noise.models import PTableNoise
+    from demonoise.noise.ptable import PTable
+    from demonoise.analysis.results import NoiseSetting
 
     Vs = [float(v) for v in _as_list(V)]
     tables = _as_list(ptable)
@@ -193,7 +193,7 @@ def what_if(
     ptable : str, path, PTable or sequence, optional
         Cell Key Method p-tables (:func:`what_if_settings`).
     granularity : {"single", "5y", "5y-infant"}
-        Publication granularity of the noised cells (:func:`demonoise.layout.publish`).
+        Publication granularity of the noised cells (:func:`demonoise.core.layout.publish`).
     indicators : iterable of str
         Subset of ``("asfr", "tfr", "asmr", "e")``.
     e_ages : sequence of int, optional
@@ -201,14 +201,14 @@ def what_if(
     mc : int
         Monte Carlo replicates for ``e`` and TFR (0: analytic only).
     seed, zero_floor, D, workers
-        As in :func:`demonoise.compute.compute` and :func:`what_if_settings`;
+        As in :func:`demonoise.analysis.compute.compute` and :func:`what_if_settings`;
         ``workers=1`` (default) runs the Monte Carlo in-process, which is faster for
         one region than starting a process pool.
 
     Returns
     -------
     pandas.DataFrame
-        The rows of :func:`demonoise.results.results_table` (one per noise setting /
+        The rows of :func:`demonoise.analysis.results.results_table` (one per noise setting /
         sex / indicator / age), plus a column ``scale`` after ``granularity``. With
         ``scale != 1`` the ``data_status`` column says that the counts were scaled.
 
@@ -220,7 +220,7 @@ def what_if(
     ParameterError
         Invalid ``scale``, ``V``, p-table, granularity or indicator.
     """
-    from .compute import compute
+    from demonoise.analysis.compute import compute
 
     s = _check_scale(scale)
     settings = what_if_settings(V, ptable, D=D)
@@ -247,7 +247,7 @@ def headline(df: pd.DataFrame, items=HEADLINE) -> pd.DataFrame:
     Parameters
     ----------
     df : DataFrame
-        Rows of :func:`what_if` or :func:`demonoise.results.results_table`.
+        Rows of :func:`what_if` or :func:`demonoise.analysis.results.results_table`.
     items : sequence of (label, indicator, age)
         Which rows to keep (default :data:`HEADLINE`); absent ones are skipped.
 

@@ -80,8 +80,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .counts import AgeAxis
-from .errors import DataError, ParameterError
+from demonoise.core.counts import AgeAxis
+from demonoise.core.errors import DataError, ParameterError
 
 __all__ = [
     "METHODS",
@@ -425,9 +425,9 @@ def graduate(
         (regions x sexes x ...) are graduated independently in one vectorised pass.
     lower : sequence of int or AgeAxis
         Lower bounds of the ``G`` groups, contiguous and 5 apart (``0, 5, ..., 80``,
-        plus ``85`` if ``open_last``). An :class:`~demonoise.counts.AgeAxis` without
+        plus ``85`` if ``open_last``). An :class:`~demonoise.core.counts.AgeAxis` without
         ``UNK`` is accepted too (spread ``UNK`` first with
-        :func:`~demonoise.counts.spread_unknown`).
+        :func:`~demonoise.core.counts.spread_unknown`).
     method : {"mono", "sprague", "beers", "pclm", "uniform"}
         See the module docstring. Default ``"mono"`` (lowest measured error).
     open_last : bool

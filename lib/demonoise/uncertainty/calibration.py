@@ -12,7 +12,7 @@ the noise variance as a function of ``V`` is needed.
 
 Generic model (closed form)
     Every published cell of the noised tables gets independent noise of variance
-    exactly ``V`` (:class:`demonoise.noise.GenericNoise`), so
+    exactly ``V`` (:class:`demonoise.noise.models.GenericNoise`), so
     ``Var_noise(V) = V S`` with the *noise sensitivity* ``S = sum_c (df/dc)^2`` over the
     noised cells, and
 
@@ -54,14 +54,14 @@ p-table family (numeric)
     ``V* = nan`` (status ``"infeasible"``).
 
 The admixture uses the noise *variance*; the p-table noise bias of small counts is
-reported elsewhere (:mod:`demonoise.results`), not here.
+reported elsewhere (:mod:`demonoise.analysis.results`), not here.
 
 References
 ----------
 Eurostat (2025). Impact of noise-based disclosure control on demographic indicators
 (reference year 2023) -- the generic model and the admixture.
 Enderle, T. ptable: Generation of perturbation tables for the cell-key method, R package
-1.0.0 (2023) -- the p-table construction reproduced by :func:`demonoise.ptable.build_ptable`.
+1.0.0 (2023) -- the p-table construction reproduced by :func:`demonoise.noise.ptable.build_ptable`.
 """
 
 from __future__ import annotations
@@ -75,11 +75,11 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 
-from .counts import Counts
-from .errors import DataError, ParameterError
-from .indicators import INDICATORS
-from .propagation import TABLES, Linearised, admixture, check_noised, linearise, poisson_cell_variance
-from .ptable import PTable, build_ptable
+from demonoise.core.counts import Counts
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.demography.indicators import INDICATORS
+from demonoise.uncertainty.propagation import TABLES, Linearised, admixture, check_noised, linearise, poisson_cell_variance
+from demonoise.noise.ptable import PTable, build_ptable
 
 __all__ = [
     "THRESHOLDS",
@@ -529,7 +529,7 @@ def calibrate_linearised(
     Parameters
     ----------
     lz : Linearised
-        From :func:`demonoise.propagation.linearise`.
+        From :func:`demonoise.uncertainty.propagation.linearise`.
     thresholds : sequence of float
         Admixture thresholds ``A*`` in ``(0, 10]``.
     family : "generic", PTableFamily or ("ptable", D, js, pstay)
@@ -668,7 +668,7 @@ def calibrate(
     context_V : sequence of float
         Variances at which the admixture is reported for context (default 1 and 5).
     **layout_kw
-        ``open_age, a, a0, fert_min, fert_max`` (:func:`demonoise.propagation.linearise`).
+        ``open_age, a, a0, fert_min, fert_max`` (:func:`demonoise.uncertainty.propagation.linearise`).
 
     Returns
     -------

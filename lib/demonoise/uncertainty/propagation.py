@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .counts import Counts
-from .errors import DataError, ParameterError
-from .indicators import INDICATORS, Linearisation, linearise_asfr, linearise_asmr, linearise_e, linearise_tfr
-from .layout import Layout, publish
+from demonoise.core.counts import Counts
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.demography.indicators import INDICATORS, Linearisation, linearise_asfr, linearise_asmr, linearise_e, linearise_tfr
+from demonoise.core.layout import Layout, publish
 
 __all__ = ["TABLES", "IndicatorBlock", "Linearised", "linearise", "check_noised", "noise_cell_moments", "poisson_cell_variance", "admixture"]
 
@@ -77,7 +77,7 @@ class IndicatorBlock:
 class Linearised:
     """All requested indicators of one dataset at one publication granularity."""
 
-    counts: Counts  # as published (after :func:`~demonoise.layout.publish`)
+    counts: Counts  # as published (after :func:`~demonoise.core.layout.publish`)
     layout: Layout
     granularity: str
     blocks: dict = field(default_factory=dict)
@@ -98,7 +98,7 @@ class Linearised:
 
 def _check_exposure(counts: Counts, layout: Layout):
     """Deaths with zero exposure in a life-table group: a typed error naming the cell."""
-    from .indicators import lifetable_inputs
+    from demonoise.demography.indicators import lifetable_inputs
 
     D, E = lifetable_inputs(layout, counts.deaths, counts.pop_start, counts.pop_end)
     bad = (E <= 0) & (D > 0)
@@ -140,15 +140,15 @@ def linearise(
         Counts as held (native published axes).
     granularity : {"single", "5y", "5y-infant"}
         Publication granularity: noise sits on the cells published at this
-        granularity (:func:`demonoise.layout.publish`).
+        granularity (:func:`demonoise.core.layout.publish`).
     indicators : iterable of str
         Subset of ``("asfr", "tfr", "asmr", "e")``.
     e_ages : sequence of int, optional
         Ages ``k`` of ``e_k`` to report (must be life-table interval starts);
         default all.
     open_age, a, a0, fert_min, fert_max
-        Life-table and fertility conventions (:mod:`demonoise.layout`,
-        :func:`demonoise.lifetable.life_table`).
+        Life-table and fertility conventions (:mod:`demonoise.core.layout`,
+        :func:`demonoise.demography.lifetable.life_table`).
 
     Returns
     -------
@@ -166,9 +166,9 @@ def linearise(
         raise ParameterError(f"dataset {counts.name!r} has no deaths: {', '.join(mort)} not available")
     if fert and pub.births is None:
         raise ParameterError(f"dataset {counts.name!r} has no births: {', '.join(fert)} not available")
-    from .counts import spread_unknown
-    from .indicators import exposure as _exposure
-    from .indicators import lifetable_inputs
+    from demonoise.core.counts import spread_unknown
+    from demonoise.demography.indicators import exposure as _exposure
+    from demonoise.demography.indicators import lifetable_inputs
 
     if "asmr" in indicators:
         lin = linearise_asmr(layout, pub.deaths, pub.pop_start, pub.pop_end)

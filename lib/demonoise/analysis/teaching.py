@@ -3,7 +3,7 @@ r"""The variance of life expectancy, step by step, each step with a numerical tw
 Computation layer (numpy only, no I/O, no plotting): the teaching notebook
 (``notebooks/teaching.ipynb``) calls these functions and shows what they return.
 
-The derivation (DESIGN.md sections 2 and 4; :func:`demonoise.lifetable.e_derivative`)
+The derivation (DESIGN.md sections 2 and 4; :func:`demonoise.demography.lifetable.e_derivative`)
 goes through the life table one column at a time. For a closed interval ``x`` of width
 ``n`` (``n = 1`` in the complete table), ``b = 1 - a_x``:
 
@@ -23,7 +23,7 @@ goes through the life table one column at a time. For a closed interval ``x`` of
    ``Var D_x = c_x V`` and ``Var E_x = c_x V / 2``.
 
 Each closed form here has a finite-difference twin computed from the life table itself
-(:func:`demonoise.lifetable.life_table_from_rates`, :func:`demonoise.indicators.life_expectancy`)
+(:func:`demonoise.demography.lifetable.life_table_from_rates`, :func:`demonoise.demography.indicators.life_expectancy`)
 by central differences, all perturbations in one vectorised pass (the perturbed
 quantity becomes a leading axis).
 """
@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ParameterError
-from .indicators import life_expectancy
-from .layout import Layout
-from .lifetable import LifeTable, e_derivative, life_table_from_rates
+from demonoise.core.errors import ParameterError
+from demonoise.demography.indicators import life_expectancy
+from demonoise.core.layout import Layout
+from demonoise.demography.lifetable import LifeTable, e_derivative, life_table_from_rates
 
 __all__ = [
     "STEPS",
@@ -73,7 +73,7 @@ def closed_form_steps(lt: LifeTable, ages=(0,)) -> dict:
     -------
     dict of ndarray
         ``dq``, ``dL``, ``dT`` of shape (..., X); ``dl`` (..., X-1) (the open interval
-        has no successor); ``de`` (..., K, X) from :func:`~demonoise.lifetable.e_derivative`.
+        has no successor); ``de`` (..., K, X) from :func:`~demonoise.demography.lifetable.e_derivative`.
         ``dq`` of the open interval is 0 (``q_w = 1`` whatever ``m_w``).
 
     Notes
@@ -112,7 +112,7 @@ def finite_difference_steps(m, lower, *, ages=(0,), a=0.5, a0=None, rel_step: fl
     Every rate is perturbed by ``+-h_x``, ``h_x = rel_step * max(|m_x|, floor)``, one at
     a time but in one vectorised pass: the perturbed rate becomes an extra axis, so the
     life tables of all ``2 X`` perturbations of all leading cells are built at once
-    (:func:`~demonoise.lifetable.life_table_from_rates` without checks). Then
+    (:func:`~demonoise.demography.lifetable.life_table_from_rates` without checks). Then
     ``f'(m_x) ~ (f(m_x + h) - f(m_x - h)) / (2 h)``, whose error is ``O(h^2)``.
 
     Parameters
@@ -123,7 +123,7 @@ def finite_difference_steps(m, lower, *, ages=(0,), a=0.5, a0=None, rel_step: fl
         Interval starts (last interval open).
     ages : sequence of int
         Interval indices ``k`` of ``e_k``.
-    a, a0 : as in :func:`demonoise.lifetable.life_table`.
+    a, a0 : as in :func:`demonoise.demography.lifetable.life_table`.
     rel_step, floor : float
         Step size rule (a floor keeps the step positive where ``m_x = 0``).
 
@@ -165,7 +165,7 @@ def count_gradients_fd(layout: Layout, deaths, pop_start, pop_end, ages=(0,), *,
     open group summed from its cells, ``E = (P(t) + P(t+1)) / 2``, ``m = D / E``, the life
     table -- is recomputed with each cell perturbed by ``+-h``,
     ``h = rel_step * max(|cell|, mean |cell| of its row, floor)``
-    (:func:`demonoise.indicators.life_expectancy`, no checks), vectorised over the
+    (:func:`demonoise.demography.indicators.life_expectancy`, no checks), vectorised over the
     perturbed cell. The row mean keeps the step useful for empty cells (an ``UNK``
     cell of 0 moves a whole table through the proportional spread).
 
@@ -180,9 +180,9 @@ def count_gradients_fd(layout: Layout, deaths, pop_start, pop_end, ages=(0,), *,
     Returns
     -------
     dict of ndarray (..., K, A)
-        Keyed like :attr:`demonoise.indicators.Linearisation.grads`: ``deaths``,
+        Keyed like :attr:`demonoise.demography.indicators.Linearisation.grads`: ``deaths``,
         ``pop_start``, ``pop_end``; compare with
-        :func:`demonoise.indicators.linearise_e` (closed form + chain rule).
+        :func:`demonoise.demography.indicators.linearise_e` (closed form + chain rule).
     """
     cells = {"deaths": np.asarray(deaths, dtype=float), "pop_start": np.asarray(pop_start, dtype=float),
              "pop_end": np.asarray(pop_end, dtype=float)}
@@ -269,7 +269,7 @@ def variance_terms(de_dm, D, E, cells, V: float = 1.0) -> tuple[np.ndarray, np.n
     Parameters
     ----------
     de_dm : ndarray (..., K, X)
-        Closed-form derivatives (:func:`~demonoise.lifetable.e_derivative`).
+        Closed-form derivatives (:func:`~demonoise.demography.lifetable.e_derivative`).
     D, E : ndarray (..., X)
         Deaths and exposure of the life-table intervals.
     cells : ndarray (X,)
@@ -282,7 +282,7 @@ def variance_terms(de_dm, D, E, cells, V: float = 1.0) -> tuple[np.ndarray, np.n
     (poisson, noise) : two ndarrays (..., K, X)
         ``(de/dm_x)^2 D_x / E_x^2`` and ``(de/dm_x)^2 (c_x V + m_x^2 c_x V / 2) / E_x^2``;
         summed over ``x`` they are the Poisson and noise variances of ``e_k`` (equal to
-        the library's :meth:`~demonoise.indicators.Linearisation.variance` when no age
+        the library's :meth:`~demonoise.demography.indicators.Linearisation.variance` when no age
         is unknown).
     """
     D = np.asarray(D, dtype=float)[..., None, :]
@@ -301,7 +301,7 @@ def unknown_cell_variance(de_dm, D, E, P0, P1, V: float = 1.0) -> np.ndarray:
 
     ``UNK`` is a published cell of its own, so it receives noise of variance ``V`` even
     when it holds 0; the indicator spreads it over the known ages in proportion
-    (:func:`demonoise.counts.spread_unknown`): ``dD_x/du_D = D_x / sum_y D_y`` and
+    (:func:`demonoise.core.counts.spread_unknown`): ``dD_x/du_D = D_x / sum_y D_y`` and
     ``dE_x/du_P = P_x / (2 sum_y P_y)`` for each stock. With
     ``de/dD_x = (de/dm_x)/E_x`` and ``de/dE_x = -(de/dm_x) m_x/E_x``::
 
@@ -319,7 +319,7 @@ def unknown_cell_variance(de_dm, D, E, P0, P1, V: float = 1.0) -> np.ndarray:
     -------
     ndarray (..., K)
         Added to ``variance_terms(...)[1].sum(-1)`` it gives the library's noise variance
-        (:meth:`demonoise.indicators.Linearisation.variance`) when the ``UNK`` cells hold 0.
+        (:meth:`demonoise.demography.indicators.Linearisation.variance`) when the ``UNK`` cells hold 0.
     """
     g = np.asarray(de_dm, dtype=float)
     D, E, P0, P1 = (np.asarray(v, dtype=float)[..., None, :] for v in (D, E, P0, P1))

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .montecarlo import MonteCarloResult, z_score
-from .propagation import TABLES, Linearised, admixture, check_noised, noise_cell_moments, poisson_cell_variance
+from demonoise.uncertainty.montecarlo import MonteCarloResult, z_score
+from demonoise.uncertainty.propagation import TABLES, Linearised, admixture, check_noised, noise_cell_moments, poisson_cell_variance
 
 __all__ = ["NoiseSetting", "results_table", "COLUMNS"]
 
@@ -161,7 +161,7 @@ def results_table(
     Parameters
     ----------
     lz : Linearised
-        From :func:`demonoise.propagation.linearise`.
+        From :func:`demonoise.uncertainty.propagation.linearise`.
     settings : iterable of NoiseSetting (or noise models)
     mc : dict, optional
         ``{index of setting: MonteCarloResult}`` for the settings that were simulated.

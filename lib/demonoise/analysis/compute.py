@@ -12,13 +12,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .atomic import atomic_path
-from .counts import Counts
-from .errors import ParameterError
-from .indicators import INDICATORS
-from .montecarlo import monte_carlo
-from .propagation import TABLES, linearise
-from .results import NoiseSetting, results_table
+from demonoise.core.atomic import atomic_path
+from demonoise.core.counts import Counts
+from demonoise.core.errors import ParameterError
+from demonoise.demography.indicators import INDICATORS
+from demonoise.uncertainty.montecarlo import monte_carlo
+from demonoise.uncertainty.propagation import TABLES, linearise
+from demonoise.analysis.results import NoiseSetting, results_table
 
 __all__ = ["noise_settings", "compute", "check_table_path", "write_table", "read_table"]
 
@@ -27,12 +27,12 @@ def noise_settings(V: Sequence[float] = (), *, D: int | None = None, ptables: Se
     """Noise settings for a run: the generic model at each variance ``V`` (optionally
     with maximum deviation ``D``) and one setting per p-table (a path or an embedded
     table name such as ``"v01"``)."""
-    from .noise import GenericNoise, PTableNoise
-    from .ptable import load_ptable, read_ptable
+    from demonoise.noise.models import GenericNoise, PTableNoise
+    from demonoise.analysis.ptables import resolve_ptable
 
     out = [NoiseSetting.of(GenericNoise(float(v), D=D), noised) for v in V]
     for p in ptables:
-        table = read_ptable(p, label=f"ptable {Path(str(p)).name}") if Path(str(p)).exists() else load_ptable(str(p))
+        table = resolve_ptable(p)
         out.append(NoiseSetting.of(PTableNoise(table), noised))
     if not out:
         raise ParameterError("no noise given: pass at least one V or one p-table")
@@ -55,7 +55,7 @@ def compute(
     **layout_kw,
 ) -> pd.DataFrame:
     """Analytic propagation (and, with ``mc > 0``, a Monte Carlo check) for every noise
-    setting; returns the tidy results table (:mod:`demonoise.results`)."""
+    setting; returns the tidy results table (:mod:`demonoise.analysis.results`)."""
     lz = linearise(counts, granularity=granularity, indicators=indicators, e_ages=e_ages, **layout_kw)
     runs = {}
     mc_ind = [i for i in mc_indicators if i in lz.blocks]

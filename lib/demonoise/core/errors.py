@@ -11,7 +11,7 @@ Examples
 ...                 region="BE10", sex="F", age="Y5")
 Traceback (most recent call last):
 ...
-demonoise.errors.DataError: negative count -3 [file deaths.csv, line 12, region BE10, sex F, age Y5]
+demonoise.core.errors.DataError: negative count -3 [file deaths.csv, line 12, region BE10, sex F, age Y5]
 """
 
 from __future__ import annotations

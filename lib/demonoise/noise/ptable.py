@@ -41,13 +41,11 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
 
-from .errors import DataError, ParameterError
-from .io import ptable_files as _files
+from demonoise.core.errors import DataError, ParameterError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -57,10 +55,6 @@ __all__ = [
     "Transition",
     "VarianceNotReachedWarning",
     "build_ptable",
-    "read_ptable",
-    "load_ptable",
-    "cell_keys",
-    "perturb_table",
 ]
 
 #: Tolerance (bin fraction) when turning a key in [0, 1) into one of K integer keys:
@@ -208,8 +202,9 @@ class PTable:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_data(cls, data: "_files.PTableData", **meta) -> "PTable":
-        """Build from parsed file contents (:class:`demonoise.io.ptable_files.PTableData`)."""
+    def from_data(cls, data, **meta) -> "PTable":
+        """Build from parsed file contents: any object with ``i``, ``v``, ``p``, ``key_table``
+        and ``source`` (as :class:`demonoise.io.ptable_files.PTableData` has)."""
         return cls(i=data.i, v=data.v, p=data.p, key_table=data.key_table, source=data.source, **meta)
 
     # ------------------------------------------------------------------ properties
@@ -361,22 +356,6 @@ class PTable:
             return self
         return PTable(self.i, self.v, self.p, D=self.D, V=self.V, js=self.js, source=self.source, label=self.label)
 
-    # ------------------------------------------------------------------ files
-    def write(self, path: str | Path, fmt: Literal["transition", "eurostat"] = "transition", *, K: int | None = None,
-              ndigits: int = 8) -> Path:
-        """Write the table: R ptable layout (``fmt="transition"``) or Eurostat's ``pcv;ckey;pvalue``.
-
-        The Eurostat format needs integer cell keys: a key table is written as is,
-        other tables are quantised to ``K`` keys (default 100000) by
-        :meth:`to_key_table`. Gzipped if the path ends in ``.gz``.
-        """
-        if fmt == "transition":
-            return _files.write_transition_ptable(path, self.i, self.v, self.p, ndigits=ndigits)
-        if fmt == "eurostat":
-            table = self.key_table if (self.key_table is not None and K in (None, self.n_keys)) else self.to_key_table(K or 100_000)
-            return _files.write_eurostat_ptable(path, table)
-        raise ParameterError(f"unknown p-table format {fmt!r} (use 'transition' or 'eurostat')")
-
     def __repr__(self) -> str:
         k = f", K={self.n_keys}" if self.key_table is not None else ""
         return f"PTable({self.label!r}, classes 0..{self.I}, max |v| {self.max_deviation}{k}, source {self.source!r})"
@@ -393,27 +372,6 @@ def _default_label(D, V, js) -> str:
     if js:
         parts.append(f"js{js}")
     return "ptable " + " ".join(parts)
-
-
-# =============================================================================== files
-def read_ptable(path: str | Path, fmt: Literal["eurostat", "transition"] | None = None, *, D: int | None = None,
-                V: float | None = None, js: int = 0, label: str = "") -> PTable:
-    """Read a p-table file (Eurostat ``pcv;ckey;pvalue`` or R ptable's transition layout).
-
-    The format is detected from the header unless ``fmt`` is given. Construction
-    parameters are not stored in either format; pass them to label the table.
-    """
-    data = _files.read_ptable_file(path, fmt)
-    return PTable.from_data(data, D=D, V=V, js=js, label=label)
-
-
-def load_ptable(name: str) -> PTable:
-    """One of the embedded Eurostat census test tables: ``"v01"``, ``"v03"`` or ``"v04"``."""
-    path = _files.embedded_ptable_path(name)
-    key = str(name).lower().removeprefix("eurostat_").removeprefix("census_")
-    meta = _files.EMBEDDED_PTABLES[key]
-    data = _files.read_eurostat_ptable(path, source=f"Eurostat census test p-table {key} (EUPL)")
-    return PTable.from_data(data, D=meta["D"], V=meta["V"], js=meta["js"], label=f"ptable {key}")
 
 
 # =============================================================================== building
@@ -715,71 +673,3 @@ def build_ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] |
         source=f"build_ptable(D={D_int}, V={V:g}, js={js}" + (f", pstay={pstay}" if pstay is not None else "")
         + f", mono={mono}, epsilon={epsilon:g}, ndigits={ndigits})",
         label=label, build_info=pd.DataFrame(info_rows))
-
-
-# =============================================================================== cell keys
-def cell_keys(record_keys, cell_index, n_cells: int, *, modulus: int | None = None) -> np.ndarray:
-    """Cell keys from record keys: the fractional part of the sum of the cell's record keys.
-
-    .. math::  k_c = \\Big(\\sum_{r \\in c} k_r\\Big) \\bmod 1
-       \\qquad\\text{or, for integer keys,}\\qquad
-       k_c = \\frac{1}{K}\\Big(\\sum_{r \\in c} k_r \\bmod K\\Big)
-
-    (ABS / Fraser & Wooton [3]_; Eurostat census). The same set of records always
-    gives the same cell key, hence the same noise. Integer record keys are summed
-    exactly and so are independent of record order; float keys can differ in the last
-    bits when records come in another order (a key exactly on a p-table interval
-    boundary could then switch), so integer keys are preferred for production.
-
-    Parameters
-    ----------
-    record_keys : array_like, shape (n_records,)
-        Floats in ``[0, 1)``, or integers in ``0..K-1`` with ``modulus=K``.
-    cell_index : array_like of int, shape (n_records,)
-        Cell of each record, in ``0..n_cells-1``.
-    n_cells : int
-        Number of cells.
-    modulus : int, optional
-        ``K`` for integer record keys.
-
-    Returns
-    -------
-    ndarray of float64, shape (n_cells,)
-        Cell keys in ``[0, 1)`` (0 for empty cells, which are not perturbed).
-    """
-    keys = np.asarray(record_keys)
-    idx = np.asarray(cell_index)
-    if keys.shape != idx.shape or keys.ndim != 1:
-        raise DataError("record_keys and cell_index must be 1-D arrays of the same length")
-    if idx.dtype.kind not in "iu":
-        raise DataError(f"cell_index must hold integers, got dtype {idx.dtype}")
-    n_cells = int(n_cells)
-    if idx.size and (idx.min() < 0 or idx.max() >= n_cells):
-        raise DataError(f"cell_index must lie in 0..{n_cells - 1}")
-    if modulus is None:
-        if keys.dtype.kind != "f":
-            raise ParameterError("integer record keys need modulus=K")
-        if np.any(~np.isfinite(keys)) or np.any(keys < 0) or np.any(keys >= 1):
-            raise DataError("float record keys must lie in [0, 1)")
-        s = np.bincount(idx, weights=keys, minlength=n_cells)
-        out = s - np.floor(s)
-        return np.where(out >= 1.0, 0.0, out)
-    K = int(modulus)
-    if K < 1 or K != modulus:
-        raise ParameterError(f"modulus must be a positive integer, got {modulus!r}")
-    if keys.dtype.kind not in "iu":
-        raise DataError("record keys must be integers when a modulus is given")
-    s = np.zeros(n_cells, dtype=np.int64)
-    np.add.at(s, idx, keys.astype(np.int64) % K)
-    return (s % K) / K
-
-
-def perturb_table(counts, cell_keys, ptable: PTable) -> np.ndarray:
-    """Perturbed counts ``n + v`` with ``v = ptable.lookup(n, key)`` (see :meth:`PTable.lookup`).
-
-    Each cell is perturbed from its own original count and cell key, so the same cell
-    always gets the same noise, and a margin (perturbed from its own count and key)
-    is in general not the sum of its perturbed inner cells.
-    """
-    noise = ptable.lookup(counts, cell_keys)  # validates the counts
-    return np.asarray(counts).astype(np.int64) + noise

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ParameterError
-from .counts import spread_unknown
-from .indicators import exposure
-from .lifetable import e_only
-from .propagation import TABLES, Linearised, check_noised
+from demonoise.core.errors import ParameterError
+from demonoise.core.counts import spread_unknown
+from demonoise.demography.indicators import exposure
+from demonoise.demography.lifetable import e_only
+from demonoise.uncertainty.propagation import TABLES, Linearised, check_noised
 
 __all__ = ["COMPONENTS", "MonteCarloResult", "monte_carlo", "z_score"]
 
@@ -207,7 +207,7 @@ def monte_carlo(
     Parameters
     ----------
     lz : Linearised
-        From :func:`demonoise.propagation.linearise` -- fixes the dataset, the
+        From :func:`demonoise.uncertainty.propagation.linearise` -- fixes the dataset, the
         publication granularity and the ages of ``e_k`` (same as the analytic pass).
     noise : NoiseModel
         Needs ``perturb(counts, u)``: perturbed counts from uniforms ``u`` in [0, 1).

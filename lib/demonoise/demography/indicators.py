@@ -5,18 +5,18 @@ Every function here takes *published* count arrays -- the cells noise is put on,
 indicator exactly as a statistical office would compute it from those cells:
 
 * ASMR  ``m_x = D_x / E_x``                  on the published known-age intervals;
-* e_x   life expectancy from the life table of :mod:`demonoise.lifetable`;
+* e_x   life expectancy from the life table of :mod:`demonoise.demography.lifetable`;
 * ASFR  ``f_x = b_x / W_x``                   on the fertility ages (single or 5-year);
 * TFR   ``sum_x n_x f_x``                     (``n_x`` = 1 for single ages, 5 for groups).
 
 with ``E_x = (P_x(t) + P_x(t+1)) / 2`` (average population) and ``W_x`` its female
 part. The conventions (``UNK`` spread in proportion after noise; births below 15 at
 15, 50 and over at 49; the open life-table group) are those of
-:mod:`demonoise.layout`.
+:mod:`demonoise.core.layout`.
 
 The ``linearise_*`` functions return the value together with its gradient with
 respect to *every published cell* (:class:`Linearisation`), which is what the
-first-order (delta-method) propagation of :mod:`demonoise.propagation` needs:
+first-order (delta-method) propagation of :mod:`demonoise.uncertainty.propagation` needs:
 ``Var f = sum_cells (df/dc)^2 Var(c)`` (DESIGN.md section 4). The gradient goes
 through the exact chain: published cells -> ``UNK`` spread -> grouping -> rates ->
 life table, so ``UNK`` cells, grouped cells and the open age group get exactly the
@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .counts import AgeAxis, spread_unknown
-from .layout import Layout
-from .lifetable import e_derivative, life_table
+from demonoise.core.counts import AgeAxis, spread_unknown
+from demonoise.core.layout import Layout
+from demonoise.demography.lifetable import e_derivative, life_table
 
 __all__ = [
     "Linearisation",
@@ -256,7 +256,7 @@ def exposure(pop_start, pop_end, axis: AgeAxis) -> np.ndarray:
 
 
 def spread_gradient(g: np.ndarray, cells: np.ndarray, axis: AgeAxis) -> np.ndarray:
-    """Chain rule through :func:`~demonoise.counts.spread_unknown`.
+    """Chain rule through :func:`~demonoise.core.counts.spread_unknown`.
 
     With ``x'_a = x_a (1 + u / S)``, ``S = sum_b x_b`` over known ages and ``u`` the
     ``UNK`` cell,
@@ -317,7 +317,7 @@ def lifetable_inputs(layout: Layout, deaths, pop_start, pop_end):
 
 
 def life_expectancy(layout: Layout, deaths, pop_start, pop_end, *, a=0.5, a0=None, check=True):
-    """The life table (:class:`~demonoise.lifetable.LifeTable`) from published cells.
+    """The life table (:class:`~demonoise.demography.lifetable.LifeTable`) from published cells.
 
     ``lt.e[..., k]`` is life expectancy at the start of life-table interval ``k``
     (``layout.lt_lower[k]``).
@@ -331,7 +331,7 @@ def linearise_e(layout: Layout, deaths, pop_start, pop_end, *, ages=None, a=0.5,
 
     ``d e_k / d D_x = (d e_k / d m_x) / E_x`` and ``d e_k / d E_x = -(d e_k / d m_x) m_x / E_x``
     on the life-table groups (closed form of ``d e_k / d m_x``: DESIGN.md section 4,
-    :func:`demonoise.lifetable.e_derivative`), then mapped to the published cells of
+    :func:`demonoise.demography.lifetable.e_derivative`), then mapped to the published cells of
     each group, through the ``UNK`` spread, and ``d E / d P(t) = d E / d P(t+1) = 1/2``.
 
     Parameters
@@ -399,7 +399,7 @@ def asfr(layout: Layout, births, popf_start, popf_end) -> np.ndarray:
     ``births`` (..., B) are published births by age of mother; ``popf_*`` (..., A)
     the *female* population cells. Births outside ``fert_min..fert_max`` are counted
     at the nearest fertility age and ``UNK`` births spread in proportion
-    (:mod:`demonoise.layout`).
+    (:mod:`demonoise.core.layout`).
     """
     b, W = _fert_inputs(layout, births, popf_start, popf_end)
     with np.errstate(divide="ignore", invalid="ignore"):

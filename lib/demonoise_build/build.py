@@ -1,8 +1,8 @@
 r"""Build the embedded datasets ``be-2023`` and ``ess-2023`` from the raw Eurostat extracts.
 
 This is a *build tool*, not part of the run-time I/O path: it imports the computation
-modules that model what is not published (:mod:`demonoise.graduation`,
-:mod:`demonoise.mortality_model`), which the run-time registry
+modules that model what is not published (:mod:`demonoise_build.graduation`,
+:mod:`demonoise_build.mortality_model`), which the run-time registry
 (:mod:`demonoise.io.datasets`) never does. It reads only the filtered raw extracts
 committed under ``data-raw/eurostat/`` and writes, per dataset,
 
@@ -17,7 +17,7 @@ committed under ``data-raw/eurostat/`` and writes, per dataset,
 
 Usage::
 
-    python -m demonoise.io.build_datasets [--raw DIR] [--out DIR] [--check] [NAME ...]
+    python -m demonoise_build [--raw DIR] [--out DIR] [--check] [NAME ...]
 
 ``--check`` rebuilds into a temporary directory and compares sha256 with the
 committed files (exit status 1 on a difference, 3 if the running numpy / scipy /
@@ -36,15 +36,15 @@ What is real and what is modelled
 ``ess-2023`` (every NUTS 2 region, NUTS 2021 codes, with a 2023 population in
 demo_r_pjangroup, except empty ones, and the country totals)
     * Population: the real 5-year groups graduated to single ages ``0..84`` with
-      :func:`demonoise.graduation.graduate` (``method="mono"``: monotone Hyman
+      :func:`demonoise_build.graduation.graduate` (``method="mono"``: monotone Hyman
       spline of the cumulative; integers by largest remainder, every group total
       kept exactly); the open group ``Y_GE85`` split into ``85..99`` and ``100+``
-      by :func:`demonoise.mortality_model.split_open_age` from the region's
+      by :func:`demonoise_build.mortality_model.split_open_age` from the region's
       calibrated schedule (integers, summing back exactly); ``UNK`` as published
       (0 where not published). Belgian regions: real single ages (demo_r_d2jan).
     * Deaths: *modelled*. A Brass relational logit schedule per region and sex
-      (:func:`~demonoise.mortality_model.calibrate` on a Belgian 2015-2019
-      standard, :func:`~demonoise.mortality_model.build_standard`) reproducing the
+      (:func:`~demonoise_build.mortality_model.calibrate` on a Belgian 2015-2019
+      standard, :func:`~demonoise_build.mortality_model.build_standard`) reproducing the
       region's published e0 and e65 (demo_r_mlifexp) of the calibration year;
       expected deaths ``m_x E_x`` with ``E_x = (P_x(2023) + P_x(2024)) / 2``; a
       seeded Poisson draw. Belgian regions keep their real deaths (demo_r_magec).
@@ -63,7 +63,7 @@ Rules common to both
   ``Y15 .. Y49, UNK, TOTAL``: births outside 15-49 are ``TOTAL - UNK - sum`` and
   are split between ``Y_LT15`` and ``Y_GE50`` in proportion to the births at 15 and
   at 49 (largest remainder, ties to ``Y_LT15``; an even split if both are 0). The
-  TFR then counts them at 15 and 49 (:mod:`demonoise.layout`), so the split only
+  TFR then counts them at 15 and 49 (:mod:`demonoise.core.layout`), so the split only
   moves a few births between the two boundary rates.
 * Regional allocation of births: cell ``j`` of the country goes to its regions by
   a multinomial draw with probabilities proportional to the female exposure
@@ -117,14 +117,15 @@ import numpy as np
 import pandas as pd
 import scipy
 
-from .. import graduation, mortality_model
-from ..atomic import atomic_write_text
-from ..counts import SEXES, AgeAxis, Counts, Provenance, TableProvenance, spread_unknown
-from ..errors import DataError, ParameterError
-from .eurostat import read_eurostat
-from .nuts import nuts_codes, nuts_region
-from .template import write_counts_csv
-from .tidy import table_to_array
+from demonoise_build import graduation
+from demonoise_build import mortality_model
+from demonoise.core.atomic import atomic_write_text
+from demonoise.core.counts import SEXES, AgeAxis, Counts, Provenance, TableProvenance, spread_unknown
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.io.eurostat import read_eurostat
+from demonoise.io.nuts import nuts_codes, nuts_region
+from demonoise.io.template import write_counts_csv
+from demonoise.io.tidy import table_to_array
 
 __all__ = [
     "NAMES",
@@ -195,12 +196,12 @@ _OPEN = 85
 # ----------------------------------------------------------------------------- raw inputs
 def default_raw_dir() -> Path:
     """``data-raw/eurostat`` of the source tree (the build runs from a checkout)."""
-    return Path(__file__).resolve().parents[3] / "data-raw" / "eurostat"
+    return Path(__file__).resolve().parents[2] / "data-raw" / "eurostat"
 
 
 def default_out_dir() -> Path:
     """``lib/demonoise/data/datasets`` of the source tree."""
-    return Path(__file__).resolve().parents[1] / "data" / "datasets"
+    return Path(__file__).resolve().parents[1] / "demonoise" / "data" / "datasets"
 
 
 def _sha256(path: Path) -> str:
@@ -219,7 +220,7 @@ class Raw:
 
 def read_raw(raw_dir: str | Path | None = None) -> Raw:
     """Read the raw extracts of :data:`RAW_FILES` from ``raw_dir`` (default
-    :func:`default_raw_dir`). Raises :class:`~demonoise.errors.DataError` naming a
+    :func:`default_raw_dir`). Raises :class:`~demonoise.core.errors.DataError` naming a
     missing file."""
     raw_dir = Path(raw_dir) if raw_dir is not None else default_raw_dir()
     tables, sha, files = {}, {}, {}
@@ -362,7 +363,7 @@ def belgian_standard(raw: Raw) -> mortality_model.Standard:
     Deaths ``D_x = sum_t D_x(t)`` (demo_r_magec) and exposure
     ``E_x = sum_t (P_x(t) + P_x(t+1)) / 2`` (demo_r_d2jan), ``UNK`` spread in
     proportion (deaths of unknown age are not published for these years: 0), then
-    :func:`demonoise.mortality_model.build_standard`.
+    :func:`demonoise_build.mortality_model.build_standard`.
     """
     codes = list(nuts_codes(2, "BE"))
     known = POP_AXIS.without_unknown()
@@ -754,7 +755,7 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
         },
         "versions": _versions(),
         "inputs": {f: raw.sha256[f] for f in used},
-        "build": "python -m demonoise.io.build_datasets",
+        "build": "python -m demonoise_build",
     }
     return meta, prov
 
@@ -764,7 +765,7 @@ def _comment(meta: dict) -> str:
             f"{meta['label']}\n"
             f"Source: Eurostat ({', '.join(dict.fromkeys(d for t in meta['provenance'].values() for d in t['datasets']))}); "
             f"provenance, fallbacks, seeds and versions in {meta['name']}.json\n"
-            "Rebuild: python -m demonoise.io.build_datasets. Columns: region,sex,age,year,measure,value,status (docs/csv_template.md)")
+            "Rebuild: python -m demonoise_build. Columns: region,sex,age,year,measure,value,status (docs/csv_template.md)")
 
 
 def build(name: str, out_dir: str | Path | None = None, raw_dir: str | Path | None = None, *,
@@ -797,7 +798,7 @@ def write_dataset(parts: Parts, out_dir: str | Path | None = None) -> dict[str, 
 
     The CSV is :func:`demonoise.io.template.write_counts_csv` (no region names --
     :mod:`demonoise.io.nuts` supplies them on reading -- and the ``status`` column),
-    integer values, rows in the order of :meth:`~demonoise.counts.Counts.to_frame`,
+    integer values, rows in the order of :meth:`~demonoise.core.counts.Counts.to_frame`,
     gzip level 9 with ``mtime = 0``. The JSON records the sha256 of the gzip file and
     of its content.
     """
@@ -854,7 +855,7 @@ def check(names: Sequence[str] = NAMES, *, out_dir: str | Path | None = None, ra
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m demonoise.io.build_datasets", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m demonoise_build", description=__doc__.split("\n\n")[0])
     p.add_argument("names", nargs="*", default=list(NAMES), help=f"datasets to build (default: {' '.join(NAMES)})")
     p.add_argument("--raw", type=Path, default=None, help="folder of the raw extracts (default data-raw/eurostat)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default lib/demonoise/data/datasets)")

@@ -5,7 +5,7 @@ leading axes (regions x sexes x replicates) and the life-table age axis last.
 
 The caller supplies deaths and exposure already on the *life-table* age axis
 (published cells aggregated, unknown ages spread in proportion with
-:func:`demonoise.counts.spread_unknown`). The life-table axis is given by the
+:func:`demonoise.core.counts.spread_unknown`). The life-table axis is given by the
 interval start ages ``lower``; the last interval is open. Eurostat's NUTS 2 and
 country tables use single ages ``0..84`` and ``85+`` (:func:`lifetable_lower`).
 
@@ -33,8 +33,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .counts import AgeAxis
-from .errors import DataError, ParameterError
+from demonoise.core.counts import AgeAxis
+from demonoise.core.errors import DataError, ParameterError
 
 __all__ = [
     "EUROSTAT_A0",
@@ -243,7 +243,7 @@ def life_table(deaths, exposure, lower, *, a=0.5, a0=None, check: bool = True) -
         Deaths ``D_x`` and exposure ``E_x`` (Eurostat: average of the 1 January
         populations of ``t`` and ``t + 1``) on the life-table age axis, any leading
         axes (regions x sexes x replicates); the two arrays broadcast together.
-        Unknown ages must already be spread (:func:`demonoise.counts.spread_unknown`).
+        Unknown ages must already be spread (:func:`demonoise.core.counts.spread_unknown`).
     lower : array_like of int, shape (X,), or AgeAxis
         Interval start ages, strictly increasing; the last interval is open. Widths
         ``n_x = lower[x+1] - lower[x]``. E.g. ``0..84, 85`` (complete table,

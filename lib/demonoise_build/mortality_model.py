@@ -21,7 +21,7 @@ Pipeline
 2. :func:`brass_survivorship`, :func:`brass_rates` -- Brass's (1971) relational
    logit model ``Y_x = alpha + beta Y^s_x``.
 3. :func:`calibrate` -- ``(alpha, beta)`` per region and sex such that the
-   project's life table (:mod:`demonoise.lifetable`, ages ``0..84, 85+``, exactly
+   project's life table (:mod:`demonoise.demography.lifetable`, ages ``0..84, 85+``, exactly
    Eurostat's method) of the modelled rates gives the target ``e0`` and ``e65``.
 4. :func:`split_open_age` -- a population aged 85+ split into ``85..99, 100+`` in
    proportion to the model's stationary population, in integers.
@@ -40,7 +40,7 @@ standard.
 
 *Rates from survivorship.* ``q_x = 1 - l_{x+1} / l_x`` and, inverting the life
 table's ``q = m / (1 + (1 - a) m)``, ``m_x = q_x / (1 - (1 - a_x) q_x)`` with
-``a_x = 0.5`` and ``a_0`` = :data:`~demonoise.lifetable.EUROSTAT_A0` (0.2), so that
+``a_x = 0.5`` and ``a_0`` = :data:`~demonoise.demography.lifetable.EUROSTAT_A0` (0.2), so that
 the project's life table of the modelled ``m`` reproduces the modelled ``l``
 exactly. An open interval ``w+`` gets the model's stationary rate
 ``m_w+ = l_w / T_w`` with ``T_w = sum_{x >= w} L_x`` over the model's single ages
@@ -85,9 +85,9 @@ from typing import Sequence
 import numpy as np
 from scipy.special import expit
 
-from .errors import DataError, ParameterError
-from .graduation import to_integers
-from .lifetable import EUROSTAT_A0, EUROSTAT_OPEN_AGE, life_table_from_rates, lifetable_lower
+from demonoise.core.errors import DataError, ParameterError
+from demonoise_build.graduation import to_integers
+from demonoise.demography.lifetable import EUROSTAT_A0, EUROSTAT_OPEN_AGE, life_table_from_rates, lifetable_lower
 
 __all__ = [
     "N_AGES",
@@ -343,7 +343,7 @@ def rates_from_survivorship(l, *, a0: float = EUROSTAT_A0, last: int = 99) -> np
     -----
     ``q_x = 1 - l_{x+1} / l_x``, ``m_x = q_x / (1 - (1 - a_x) q_x)`` -- the exact
     inverse of the life table's ``q = m / (1 + (1 - a) m)``, so that
-    :func:`demonoise.lifetable.life_table_from_rates` of the result reproduces
+    :func:`demonoise.demography.lifetable.life_table_from_rates` of the result reproduces
     ``l_0..l_{last+1}`` to rounding. Open interval ``w = last + 1``:
     ``m_w = l_w / T_w``, ``T_w = sum_{w <= x < OMEGA} (l_x + l_{x+1}) / 2 + l_OMEGA / m_{OMEGA-1}``
     (constant hazard beyond ``OMEGA``).
@@ -504,7 +504,7 @@ def collapse_open_age(m, *, open_age: int = EUROSTAT_OPEN_AGE, a0: float = EUROS
 
     The open group's rate is the stationary (life-table) one,
     ``m_{w+} = sum_{x >= w} d_x / sum_{x >= w} L_x = l_w / T_w``, from the life table
-    of ``m`` (:func:`demonoise.lifetable.life_table_from_rates`). It equals
+    of ``m`` (:func:`demonoise.demography.lifetable.life_table_from_rates`). It equals
     ``sum D_x / sum E_x`` of deaths ``D_x = m_x E_x`` whenever the exposure above
     ``w`` is proportional to ``L_x`` -- which is how :func:`split_open_age` splits a
     population 85+. So the project's 85+ life table of these rates has the same
@@ -534,7 +534,7 @@ def model_e(standard: Standard, alpha, beta, *, ages: Sequence[int] = (0, 65), o
     """Life expectancy of the Brass model with the project's (Eurostat's) life table.
 
     Rates :func:`brass_rates`, collapsed to ``0..open_age-1, open_age+``
-    (:func:`collapse_open_age`), then :func:`demonoise.lifetable.life_table_from_rates`.
+    (:func:`collapse_open_age`), then :func:`demonoise.demography.lifetable.life_table_from_rates`.
 
     Returns
     -------

@@ -1,8 +1,8 @@
 """Generic noise versus a real p-table: where does the study's model part from the Cell Key Method?
 
 The reference study models noise as independent integer noise of variance ``V`` on every
-published cell (:class:`~demonoise.noise.GenericNoise`). Real CKM publication uses a
-perturbation table (:class:`~demonoise.noise.PTableNoise`): zeros stay zero, results are
+published cell (:class:`~demonoise.noise.models.GenericNoise`). Real CKM publication uses a
+perturbation table (:class:`~demonoise.noise.models.PTableNoise`): zeros stay zero, results are
 never negative, and for counts below the table's last class ``I`` the noise has a
 count-dependent variance ``V_i`` and mean ``b_i`` (DESIGN.md section 3). For every region,
 sex, indicator and age this module puts the two side by side at the table's nominal
@@ -15,7 +15,7 @@ variance ``V``:
     \\mathrm{bias}_{pt} = \\sum_c g_c\\, b_{\\min(n_c, I)},
 
 with ``g_c`` the first-order derivative of the indicator with respect to published cell
-``c`` of count ``n_c`` (DESIGN.md section 4; :mod:`demonoise.propagation`). The two models
+``c`` of count ``n_c`` (DESIGN.md section 4; :mod:`demonoise.uncertainty.propagation`). The two models
 coincide wherever every cell the indicator depends on has ``n_c >= I`` and the table's
 last class has variance ``V`` and mean 0; they part where small cells -- above all zeros,
 which the table leaves alone and the generic model perturbs -- carry weight. The table
@@ -23,7 +23,7 @@ reports, per row, the share of the indicator's cells below ``I`` and the share o
 generic noise variance that comes from them, so that the ratio can be read.
 
 Optionally a noise-only Monte Carlo checks both sides exactly (no linearisation): the
-p-table noise drawn through the table (:meth:`~demonoise.noise.PTableNoise.perturb`, zero
+p-table noise drawn through the table (:meth:`~demonoise.noise.models.PTableNoise.perturb`, zero
 stays zero, never negative) and the generic noise with a zero floor ``max(0, n + e)`` --
 the usual way of making generic noise publishable -- with common random numbers.
 
@@ -45,12 +45,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .counts import Counts
-from .errors import ParameterError
-from .montecarlo import monte_carlo, z_score
-from .noise import GenericNoise, PTableNoise
-from .propagation import TABLES, linearise, noise_cell_moments, poisson_cell_variance
-from .ptable import PTable, load_ptable
+from demonoise.core.counts import Counts
+from demonoise.core.errors import ParameterError
+from demonoise.uncertainty.montecarlo import monte_carlo, z_score
+from demonoise.noise.models import GenericNoise, PTableNoise
+from demonoise.uncertainty.propagation import TABLES, linearise, noise_cell_moments, poisson_cell_variance
+from demonoise.noise.ptable import PTable
 
 __all__ = [
     "SIZE_EDGES",
@@ -111,15 +111,9 @@ def _resolve_table(ptable) -> PTable:
         return ptable.table
     if isinstance(ptable, PTable):
         return ptable
-    if isinstance(ptable, str):
-        from pathlib import Path
-
-        if Path(ptable).exists():
-            from .ptable import read_ptable
-
-            return read_ptable(ptable)
-        return load_ptable(ptable)
-    raise ParameterError(f"ptable must be a PTable, a PTableNoise, an embedded name (v01, v03, v04) or a file, got {ptable!r}")
+    raise ParameterError(
+        f"ptable must be a PTable or a PTableNoise (resolve names with demonoise.analysis.ptables.resolve_ptable), got {ptable!r}"
+    )
 
 
 def _nominal_V(table: PTable, V: float | None) -> tuple[float, str]:
@@ -179,9 +173,9 @@ def compare_noise(
         Noise-only Monte Carlo replicates (0: analytic only). Runs the p-table and the
         generic model with a zero floor on the same uniform numbers.
     seed, workers, progress
-        Passed to :func:`demonoise.montecarlo.monte_carlo`.
+        Passed to :func:`demonoise.uncertainty.montecarlo.monte_carlo`.
     **layout_kw
-        ``open_age, a, a0, fert_min, fert_max`` (:func:`demonoise.propagation.linearise`).
+        ``open_age, a, a0, fert_min, fert_max`` (:func:`demonoise.uncertainty.propagation.linearise`).
 
     Returns
     -------
@@ -225,7 +219,7 @@ def compare_noise(
     Notes
     -----
     The cell counts ``n_c`` are those of the cells as published at ``granularity``
-    (:func:`demonoise.layout.publish`), the ones the table is applied to.
+    (:func:`demonoise.core.layout.publish`), the ones the table is applied to.
     """
     if indicators is None:
         indicators = ("e", "tfr") if counts.births is not None else ("e",)

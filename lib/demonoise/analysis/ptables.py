@@ -1,0 +1,74 @@
+"""P-tables by name or file: the application layer resolves them, the noise layer only
+ever sees :class:`~demonoise.noise.ptable.PTable` objects.
+
+``resolve_ptable("v01")`` loads one of Eurostat's embedded census test tables;
+``resolve_ptable("my_table.csv")`` reads a file in Eurostat's ``pcv;ckey;pvalue`` format or
+the R package ptable's transition layout (:mod:`demonoise.io.ptable_files`);
+``write_ptable`` writes a table back in either format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from demonoise.core.errors import ParameterError
+from demonoise.io import ptable_files as _files
+from demonoise.noise.models import PTableNoise
+from demonoise.noise.ptable import PTable
+
+__all__ = ["read_ptable", "load_ptable", "write_ptable", "resolve_ptable", "embedded_ptable_names"]
+
+
+def embedded_ptable_names() -> tuple[str, ...]:
+    """Names of the embedded Eurostat census test tables (``v01``, ``v03``, ``v04``)."""
+    return tuple(_files.EMBEDDED_PTABLES)
+
+
+def read_ptable(path: str | Path, fmt: Literal["eurostat", "transition"] | None = None, *, D: int | None = None,
+                V: float | None = None, js: int = 0, label: str = "") -> PTable:
+    """Read a p-table file (Eurostat ``pcv;ckey;pvalue`` or R ptable's transition layout).
+
+    The format is detected from the header unless ``fmt`` is given. Construction
+    parameters are not stored in either format; pass them to label the table.
+    """
+    data = _files.read_ptable_file(path, fmt)
+    return PTable.from_data(data, D=D, V=V, js=js, label=label)
+
+
+def load_ptable(name: str) -> PTable:
+    """One of the embedded Eurostat census test tables: ``"v01"``, ``"v03"`` or ``"v04"``."""
+    path = _files.embedded_ptable_path(name)
+    key = str(name).lower().removeprefix("eurostat_").removeprefix("census_")
+    meta = _files.EMBEDDED_PTABLES[key]
+    data = _files.read_eurostat_ptable(path, source=f"Eurostat census test p-table {key} (EUPL)")
+    return PTable.from_data(data, D=meta["D"], V=meta["V"], js=meta["js"], label=f"ptable {key}")
+
+
+def resolve_ptable(ptable) -> PTable:
+    """A :class:`PTable` from a table, a :class:`PTableNoise`, an embedded name or a file path."""
+    if isinstance(ptable, PTableNoise):
+        return ptable.table
+    if isinstance(ptable, PTable):
+        return ptable
+    if isinstance(ptable, (str, Path)):
+        if Path(ptable).exists():
+            return read_ptable(ptable, label=f"ptable {Path(ptable).name}")
+        return load_ptable(str(ptable))
+    raise ParameterError(f"ptable must be a PTable, a PTableNoise, an embedded name (v01, v03, v04) or a file, got {ptable!r}")
+
+
+def write_ptable(table: PTable, path: str | Path, fmt: Literal["transition", "eurostat"] = "transition", *,
+                 K: int | None = None, ndigits: int = 8) -> Path:
+    """Write the table: R ptable layout (``fmt="transition"``) or Eurostat's ``pcv;ckey;pvalue``.
+
+    The Eurostat format needs integer cell keys: a key table is written as is,
+    other tables are quantised to ``K`` keys (default 100000) by
+    :meth:`PTable.to_key_table`. Gzipped if the path ends in ``.gz``.
+    """
+    if fmt == "transition":
+        return _files.write_transition_ptable(path, table.i, table.v, table.p, ndigits=ndigits)
+    if fmt == "eurostat":
+        keys = table.key_table if (table.key_table is not None and K in (None, table.n_keys)) else table.to_key_table(K or 100_000)
+        return _files.write_eurostat_ptable(path, keys)
+    raise ParameterError(f"unknown p-table format {fmt!r} (use 'transition' or 'eurostat')")

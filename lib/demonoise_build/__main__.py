@@ -1,0 +1,5 @@
+"""``python -m demonoise_build [--check]``: rebuild the embedded datasets (or check them)."""
+
+from demonoise_build.build import main
+
+raise SystemExit(main())
