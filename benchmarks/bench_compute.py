@@ -27,7 +27,6 @@ import resource
 import time
 
 
-
 def _best(f, repeat):
     times = []
     out = None
@@ -71,13 +70,17 @@ def main():
 
     t_an, (lz, out) = _best(analytic, args.repeat)
     cells = sum(v[0].size for v in out.values()) // len(noises)
-    print(f"analytic pass, V in {{1, 5}}: {t_an:.3f} s (best of {args.repeat}) -- {cells} indicator values x 2 V  [goal < 0.5 s]")
+    print(
+        f"analytic pass, V in {{1, 5}}: {t_an:.3f} s (best of {args.repeat}) -- {cells} indicator values x 2 V  [goal < 0.5 s]"
+    )
     t_tab, df = _best(lambda: results_table(lz, noises), 1)
     print(f"tidy results table ({len(df)} rows): {t_tab:.3f} s")
 
     lz_mc = linearise(counts, indicators=("e", "tfr"), e_ages=[0])
     t = time.perf_counter()
-    mc = monte_carlo(lz_mc, noises[0], n=args.n, seed=1, indicators=("e", "tfr"), workers=args.workers, quantiles=(0.025, 0.975))
+    mc = monte_carlo(
+        lz_mc, noises[0], n=args.n, seed=1, indicators=("e", "tfr"), workers=args.workers, quantiles=(0.025, 0.975)
+    )
     t_mc = time.perf_counter() - t
     self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -86,20 +89,48 @@ def main():
         f"Monte Carlo e0 + TFR, V = 1, N = {args.n}, components noise/poisson/total, {args.workers} workers: {t_mc:.1f} s  [goal < 120 s]; "
         f"block {mc.block} replicates"
     )
-    print(f"peak memory: main {self_mb:.0f} MB, largest worker {child_mb:.0f} MB, bound on total {peak:.0f} MB  [goal < 4096 MB]")
+    print(
+        f"peak memory: main {self_mb:.0f} MB, largest worker {child_mb:.0f} MB, bound on total {peak:.0f} MB  [goal < 4096 MB]"
+    )
     t_an_mc, _ = _best(lambda: linearise(counts, indicators=("e", "tfr"), e_ages=[0]), args.repeat)
-    print(f"speed ratio, same indicators (e0 + TFR): analytic {t_an_mc:.3f} s : Monte Carlo {t_mc:.1f} s = 1 : {t_mc / t_an_mc:.0f}")
+    print(
+        f"speed ratio, same indicators (e0 + TFR): analytic {t_an_mc:.3f} s : Monte Carlo {t_mc:.1f} s = 1 : {t_mc / t_an_mc:.0f}"
+    )
     t = time.perf_counter()
-    monte_carlo(lz_mc, noises[0], n=args.n, seed=1, indicators=("e", "tfr"), components=("noise",), workers=args.workers, quantiles=None)
+    monte_carlo(
+        lz_mc,
+        noises[0],
+        n=args.n,
+        seed=1,
+        indicators=("e", "tfr"),
+        components=("noise",),
+        workers=args.workers,
+        quantiles=None,
+    )
     t_noise = time.perf_counter() - t
-    print(f"Monte Carlo e0 + TFR, noise component only (the check of the noise sd), N = {args.n}: {t_noise:.1f} s  [goal < 120 s]")
+    print(
+        f"Monte Carlo e0 + TFR, noise component only (the check of the noise sd), N = {args.n}: {t_noise:.1f} s  [goal < 120 s]"
+    )
     t = time.perf_counter()
-    monte_carlo(lz_mc, noises[0], n=args.n, seed=1, indicators=("e", "tfr"), components=("total",), workers=args.workers, quantiles=None)
+    monte_carlo(
+        lz_mc,
+        noises[0],
+        n=args.n,
+        seed=1,
+        indicators=("e", "tfr"),
+        components=("total",),
+        workers=args.workers,
+        quantiles=None,
+    )
     t_total = time.perf_counter() - t
-    print(f"Monte Carlo e0 + TFR, total component only (noise and Poisson on the same draws), N = {args.n}: {t_total:.1f} s  [goal < 120 s]")
+    print(
+        f"Monte Carlo e0 + TFR, total component only (noise and Poisson on the same draws), N = {args.n}: {t_total:.1f} s  [goal < 120 s]"
+    )
     res = results_table(lz_mc, [noises[0]], mc={0: mc})
     sel = res[(res.exposure >= 100_000)]
-    print("max |z| over regions >= 100 000 (e0, TFR):", sel[["z_noise", "z_pois", "z_tot"]].abs().max().round(2).to_dict())
+    print(
+        "max |z| over regions >= 100 000 (e0, TFR):", sel[["z_noise", "z_pois", "z_tot"]].abs().max().round(2).to_dict()
+    )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -114,10 +114,14 @@ def main() -> None:
     print("| workers | kernel | notebooks | wall (s) | per notebook (s) | median job (s) |")
     print("|---|---|---|---|---|---|")
     for r in runs:
-        print(f"| {r['workers']} | {r['kernel']} | {r['notebooks']} | {r['wall_s']} | {r['per_notebook_s']} | {r['median_job_s']} |")
+        print(
+            f"| {r['workers']} | {r['kernel']} | {r['notebooks']} | {r['wall_s']} | {r['per_notebook_s']} | {r['median_job_s']} |"
+        )
     print()
-    print(f"HTML render (assemble + nbconvert, cover + {render['sections']} sections): {render['html_s']} s, "
-          f"{render['html_bytes'] / 1e6:.2f} MB (of which MathJax {render['mathjax_bytes'] / 1e6:.2f} MB)")
+    print(
+        f"HTML render (assemble + nbconvert, cover + {render['sections']} sections): {render['html_s']} s, "
+        f"{render['html_bytes'] / 1e6:.2f} MB (of which MathJax {render['mathjax_bytes'] / 1e6:.2f} MB)"
+    )
     if render.get("pdf_s") is not None:
         print(f"PDF (headless Chromium): {render['pdf_s']} s, {render['pdf_bytes'] / 1e3:.0f} kB")
     else:

@@ -109,7 +109,9 @@ def main() -> int:
                 shutil.rmtree(base, ignore_errors=True)
         results["runs"][name] = r
         s, w = r["stages_s"], r["work_s"]
-        print(f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {args.workers}")
+        print(
+            f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {args.workers}"
+        )
         print("| stage | wall (s) |\n|---|---|")
         print(f"| total | {r['wall_s']} |")
         for k in ("compute", "notebooks", "render"):

@@ -35,7 +35,9 @@ CASES = [("BE10", 1.0, "T"), ("BE34", 1.0, "F"), ("BE34", 0.1, "T")]
 
 def main(n: int = 100_000) -> None:
     be = belgian_counts(Path(__file__).resolve().parents[1] / "tests" / "data")
-    print(f"{'region':<10} {'sex':<3} {'people':>9} {'gran':<6} {'A*':>4} {'V*':>10} {'A_MC':>7} {'diff pp':>8} {'s':>6}")
+    print(
+        f"{'region':<10} {'sex':<3} {'people':>9} {'gran':<6} {'A*':>4} {'V*':>10} {'A_MC':>7} {'diff pp':>8} {'s':>6}"
+    )
     for code, factor, sex in CASES:
         c = be.select([code])
         if factor != 1.0:
@@ -48,13 +50,23 @@ def main(n: int = 100_000) -> None:
             for a in THRESHOLDS:
                 V = float(df[(df.sex == sex) & (df.threshold == a)].V_max.iloc[0])
                 t0 = time.perf_counter()
-                mc = monte_carlo(lz, GenericNoise(V), n=n, seed=20230101, indicators=("e",),
-                                 components=("poisson", "total"), quantiles=None)
+                mc = monte_carlo(
+                    lz,
+                    GenericNoise(V),
+                    n=n,
+                    seed=20230101,
+                    indicators=("e",),
+                    components=("poisson", "total"),
+                    quantiles=None,
+                )
                 dt = time.perf_counter() - t0
                 A = mc.stats[("e", "total")]["sd"][0, s, 0] / mc.stats[("e", "poisson")]["sd"][0, s, 0] - 1
                 name = code + ("" if factor == 1 else f"x{factor:g}")
-                print(f"{name:<10} {sex:<3} {int(c.pop_start[0, s].sum()):>9} {gran:<6} {a:>4g} {V:>10.4f} {A:>7.4f} "
-                      f"{100 * (A - a):>+8.2f} {dt:>6.1f}", flush=True)
+                print(
+                    f"{name:<10} {sex:<3} {int(c.pop_start[0, s].sum()):>9} {gran:<6} {a:>4g} {V:>10.4f} {A:>7.4f} "
+                    f"{100 * (A - a):>+8.2f} {dt:>6.1f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

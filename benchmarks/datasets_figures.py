@@ -62,26 +62,38 @@ def main():
     print(f"read raw {t1 - t0:.1f} s, build both in memory {t2 - t1:.1f} s")
     ess = parts["ess-2023"]
     c = ess.counts
-    print(f"ess-2023: {len(ess.codes)} NUTS 2 regions, {len(ess.countries)} countries, {len(c.regions)} rows of regions")
+    print(
+        f"ess-2023: {len(ess.codes)} NUTS 2 regions, {len(ess.countries)} countries, {len(c.regions)} rows of regions"
+    )
 
     # 5-year sums
     g5 = c.select(ess.codes).regroup(ages=AgeAxis.five_year(85))
     real = fx.pjangroup_cube(ess.codes, 2023)
     print("5-year sums 2023 vs demo_r_pjangroup: max |diff| =", np.nanmax(np.abs(g5.pop_start - real)))
-    print("T = F + M everywhere:", all(np.array_equal(a[:, 2], a[:, 0] + a[:, 1]) for a in (c.pop_start, c.pop_end, c.deaths)))
+    print(
+        "T = F + M everywhere:",
+        all(np.array_equal(a[:, 2], a[:, 0] + a[:, 1]) for a in (c.pop_start, c.pop_end, c.deaths)),
+    )
 
     # calibration
     err, how = calibration_errors(ess)
-    print(f"calibration (expected schedule vs target), max |e0 err| F {np.abs(err[:, 0, 0]).max():.4f} M {np.abs(err[:, 1, 0]).max():.4f}; "
-          f"max |e65 err| F {np.abs(err[:, 0, 1]).max():.4f} M {np.abs(err[:, 1, 1]).max():.4f}  (targets: {how})")
+    print(
+        f"calibration (expected schedule vs target), max |e0 err| F {np.abs(err[:, 0, 0]).max():.4f} M {np.abs(err[:, 1, 0]).max():.4f}; "
+        f"max |e65 err| F {np.abs(err[:, 0, 1]).max():.4f} M {np.abs(err[:, 1, 1]).max():.4f}  (targets: {how})"
+    )
 
     # Poisson coverage
     z, sd, codes = poisson_z(ess)
     a = np.abs(z)
-    print(f"Poisson check e0 (drawn vs expected), {z.size} region-sexes: within 3 sd {100 * np.mean(a < 3):.2f} %, within 2 sd "
-          f"{100 * np.mean(a < 2):.2f} %, within 1 sd {100 * np.mean(a < 1):.2f} % (normal: 99.73 / 95.45 / 68.27)")
-    print("  z quantiles 1/5/25/50/75/95/99 %:", " ".join(f"{q:+.2f}" for q in np.percentile(z, [1, 5, 25, 50, 75, 95, 99])),
-          f"mean {z.mean():+.3f} sd {z.std():.3f}; max |z| {a.max():.2f} at {codes[np.unravel_index(a.argmax(), a.shape)[0]]}")
+    print(
+        f"Poisson check e0 (drawn vs expected), {z.size} region-sexes: within 3 sd {100 * np.mean(a < 3):.2f} %, within 2 sd "
+        f"{100 * np.mean(a < 2):.2f} %, within 1 sd {100 * np.mean(a < 1):.2f} % (normal: 99.73 / 95.45 / 68.27)"
+    )
+    print(
+        "  z quantiles 1/5/25/50/75/95/99 %:",
+        " ".join(f"{q:+.2f}" for q in np.percentile(z, [1, 5, 25, 50, 75, 95, 99])),
+        f"mean {z.mean():+.3f} sd {z.std():.3f}; max |z| {a.max():.2f} at {codes[np.unravel_index(a.argmax(), a.shape)[0]]}",
+    )
     print(f"  Poisson sd of e0: median {np.median(sd):.3f} y, range {sd.min():.3f}..{sd.max():.3f} y")
 
     # Belgium: real 2023 vs 2019 targets
@@ -91,8 +103,10 @@ def main():
     tgt, _ = fx.calibration_targets(be.codes[1:])
     print("Belgium real 2023 e0 (from the embedded deaths) vs 2019 published (demo_r_mlifexp):")
     for i, code in enumerate(be.codes[1:], start=1):
-        print(f"  {code}: F {e[i, 0, 0]:.2f} vs {tgt[i - 1, 0, 0]:.1f} ({e[i, 0, 0] - tgt[i - 1, 0, 0]:+.2f}); "
-              f"M {e[i, 1, 0]:.2f} vs {tgt[i - 1, 1, 0]:.1f} ({e[i, 1, 0] - tgt[i - 1, 1, 0]:+.2f})")
+        print(
+            f"  {code}: F {e[i, 0, 0]:.2f} vs {tgt[i - 1, 0, 0]:.1f} ({e[i, 0, 0] - tgt[i - 1, 0, 0]:+.2f}); "
+            f"M {e[i, 1, 0]:.2f} vs {tgt[i - 1, 1, 0]:.1f} ({e[i, 1, 0] - tgt[i - 1, 1, 0]:+.2f})"
+        )
 
     # births
     print("births: regional sums vs demo_fordagec 2023 after the rule:")

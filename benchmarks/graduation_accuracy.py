@@ -80,7 +80,11 @@ def main():
             gradW[m][y] = np.vstack([grad(fb, m).sum(0, keepdims=True), grad(fc, m)])
     Wr = (realW[2023] + realW[2024])[:, 15:50] / 2
     t_real = tfr(bi.by_age, bi.unknown, Wr)
-    print(f"{'geo':4s} {'outside':>7s} {'real':>8s} " + " ".join(f"{m:>9s}" for m in METHODS) + "   (difference to real x1000)")
+    print(
+        f"{'geo':4s} {'outside':>7s} {'real':>8s} "
+        + " ".join(f"{m:>9s}" for m in METHODS)
+        + "   (difference to real x1000)"
+    )
     for i, c in enumerate(codes):
         row = []
         for m in METHODS:

@@ -47,8 +47,10 @@ def max_dev(table, ref):
 
 for D, V, name in ((2, 1, "rptable_D2_V1_js0.csv"), (3, 0.5, "rptable_D3_V0.5_js0.csv")):
     ref = r_ref(name)
-    print(f"R ptable D={D} V={V}: max |dp| rounded {max_dev(build_ptable(D, V), ref):.3g}, "
-          f"unrounded {max_dev(build_ptable(D, V, ndigits=None), ref):.3g}")
+    print(
+        f"R ptable D={D} V={V}: max |dp| rounded {max_dev(build_ptable(D, V), ref):.3g}, "
+        f"unrounded {max_dev(build_ptable(D, V, ndigits=None), ref):.3g}"
+    )
 
 v01 = load_ptable("v01")
 ref = {(int(i), int(v)): float(p) for i, v, p in zip(v01.i, v01.v, v01.p) if i > 0}
@@ -60,11 +62,13 @@ for D, V, js in ((2, 1, 0), (3, 0.5, 0), (3, 1, 0), (4, 2, 0), (3, 1.08, 1), (5,
     for i in range(1, t.I + 1):
         tr = t.transition(i)
         v = tr.v.astype(float)
-        worst_con = max(worst_con, abs(tr.p.sum() - 1), abs(tr.p @ v), max(0.0, tr.p @ v ** 2 - V))
+        worst_con = max(worst_con, abs(tr.p.sum() - 1), abs(tr.p @ v), max(0.0, tr.p @ v**2 - V))
         if (D, V, js) != (8, 2, 0):
             _, p = _slsqp_row(i, D, V, js)
             worst_slsqp = max(worst_slsqp, float(np.max(np.abs(p - tr.p))))
-print(f"independent SLSQP vs interior point: max |dp| {worst_slsqp:.3g}; constraint residual (unrounded) {worst_con:.3g}")
+print(
+    f"independent SLSQP vs interior point: max |dp| {worst_slsqp:.3g}; constraint residual (unrounded) {worst_con:.3g}"
+)
 
 errs = [abs(GenericNoise(V, D).exact_variance() - V) for V in (0.1, 0.25, 0.5, 1, 2, 3, 5, 10) for D in (None, 6)]
 print(f"GenericNoise |exact variance - V| max over V in 0.1..10, D in (None, 6): {max(errs):.3g}")

@@ -69,18 +69,25 @@ def main(pop_file: str, deaths_file: str, births_file: str, out: str) -> None:
     for j, lab in enumerate(bax.labels):
         if lab == "UNK":
             lo, hi = allbe.ages.index("Y15"), allbe.ages.index("Y49")
-            Wx[:, j] = W[:, lo:hi + 1].sum(axis=1)
+            Wx[:, j] = W[:, lo : hi + 1].sum(axis=1)
         else:
             Wx[:, j] = W[:, allbe.ages.index(lab)]
     share = Wx / Wx.sum(axis=0, keepdims=True)
     births = np.round(b_be[None, :] * share).astype(np.int64)
     idx = [be.index(r) for r in REGIONS]
-    real = counts_from_eurostat(pop, deaths, year=YEAR, regions=list(REGIONS), name="counts_template", check_totals="raise")
+    real = counts_from_eurostat(
+        pop, deaths, year=YEAR, regions=list(REGIONS), name="counts_template", check_totals="raise"
+    )
     prov = Provenance(
         population=TableProvenance("real", ("demo_r_d2jan",), "unknown", "Eurostat"),
         deaths=TableProvenance("real", ("demo_r_magec",), "unknown", "Eurostat"),
-        births=TableProvenance("modelled", ("demo_fordagec", "demo_r_d2jan"), "unknown", "Eurostat",
-                               "national births by age of mother shared out by regional female exposure"),
+        births=TableProvenance(
+            "modelled",
+            ("demo_fordagec", "demo_r_d2jan"),
+            "unknown",
+            "Eurostat",
+            "national births by age of mother shared out by regional female exposure",
+        ),
     )
     example = real.replace(births=births[idx], birth_ages=bax, provenance=prov)
     write_counts_csv(example, out, comment=COMMENT)

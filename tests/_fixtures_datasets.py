@@ -67,8 +67,14 @@ def fordagec() -> pd.DataFrame:
     """SDMX-CSV -> columns geo, age, year, value (birth order TOTAL)."""
     df = pd.read_csv(FORDAGEC, dtype=str)
     df = df[df["ord_brth"] == "TOTAL"]
-    out = pd.DataFrame({"geo": df["geo"], "age": df["age"], "year": df["TIME_PERIOD"].astype(int),
-                        "value": pd.to_numeric(df["OBS_VALUE"], errors="coerce")})
+    out = pd.DataFrame(
+        {
+            "geo": df["geo"],
+            "age": df["age"],
+            "year": df["TIME_PERIOD"].astype(int),
+            "value": pd.to_numeric(df["OBS_VALUE"], errors="coerce"),
+        }
+    )
     return out.dropna(subset=["value"])
 
 
@@ -104,7 +110,9 @@ def mlifexp() -> pd.DataFrame:
     long = []
     for col in df.columns[1:]:
         v = pd.to_numeric(df[col].str.strip().str.split(" ").str[0], errors="coerce")
-        long.append(pd.DataFrame({"geo": keys[3], "sex": keys[1], "age": keys[2], "year": int(col.strip()), "value": v}))
+        long.append(
+            pd.DataFrame({"geo": keys[3], "sex": keys[1], "age": keys[2], "year": int(col.strip()), "value": v})
+        )
     return pd.concat(long, ignore_index=True).dropna(subset=["value"])
 
 

@@ -22,7 +22,10 @@ def _long(path: Path, year: int, regions, axis: AgeAxis) -> np.ndarray:
     df = pd.read_csv(path, dtype={"age": str, "sex": str, "geo": str})
     df = df[(df["time"] == year) & df["geo"].isin(regions) & (df["age"] != "TOTAL")]
     cube = df.pivot_table(index=["geo", "sex"], columns="age", values="values", aggfunc="sum")
-    cube = cube.reindex(index=pd.MultiIndex.from_product([regions, SEXES]), columns=[("Y_OPEN" if a.startswith("Y_GE") else a) for a in axis.labels])
+    cube = cube.reindex(
+        index=pd.MultiIndex.from_product([regions, SEXES]),
+        columns=[("Y_OPEN" if a.startswith("Y_GE") else a) for a in axis.labels],
+    )
     return cube.to_numpy().reshape(len(regions), len(SEXES), axis.size)
 
 

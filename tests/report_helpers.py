@@ -24,6 +24,7 @@ def chromium(fn):
     """Mark a test as needing headless Chromium (``-m chromium``) and skip it without."""
     return pytest.mark.chromium(needs_chromium(fn))
 
+
 _REMOTE = re.compile(r"^\s*(https?:|//)", re.I)
 _CSS_URL = re.compile(r"url\(\s*['\"]?\s*(https?:|//)", re.I)
 _CSS_IMPORT = re.compile(r"@import", re.I)
@@ -71,9 +72,9 @@ class _Collector(HTMLParser):
     def handle_data(self, data):
         if self._in_style:
             for m in _CSS_URL.finditer(data):
-                self.violations.append(f"CSS url({data[m.start():m.start() + 60]!r})")
+                self.violations.append(f"CSS url({data[m.start() : m.start() + 60]!r})")
             for m in _CSS_IMPORT.finditer(data):
-                self.violations.append(f"CSS {data[m.start():m.start() + 60]!r}")
+                self.violations.append(f"CSS {data[m.start() : m.start() + 60]!r}")
 
 
 def scan_html(text: str) -> _Collector:

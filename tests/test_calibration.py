@@ -112,8 +112,13 @@ def test_generic_closed_form_equals_numeric_root(be):
                 while f(hi) < 0:
                     hi *= 4
                 root = brentq(f, 0.0, hi, xtol=1e-14, rtol=1e-13)
-                row = df[(df.indicator == ind) & (df.region == be.codes[r]) & (df.sex == "FMT"[s])
-                         & (df.age == block.age_lower[k]) & (df.threshold == a)]
+                row = df[
+                    (df.indicator == ind)
+                    & (df.region == be.codes[r])
+                    & (df.sex == "FMT"[s])
+                    & (df.age == block.age_lower[k])
+                    & (df.threshold == a)
+                ]
                 assert len(row) == 1 and row.status.iloc[0] == "ok"
                 assert row.V_max.iloc[0] == pytest.approx(root, rel=1e-9)
                 checked += 1
@@ -223,7 +228,7 @@ def test_ptable_admixture_is_monotone_in_v_on_a_grid(lz_e, pt3, be):
     # variance, i.e. a few 1e-9 in A: "flat" within 1e-7
     assert np.all(np.diff(A, axis=0) >= -1e-7)
     assert np.all(np.diff(A[: grid.index(4.0) + 1], axis=0) > 0)
-    assert np.allclose(A[grid.index(4.0):], A[-1], rtol=1e-6, atol=0)
+    assert np.allclose(A[grid.index(4.0) :], A[-1], rtol=1e-6, atol=0)
     e0 = pt3[(pt3.age == 0) & (pt3.status == "ok")]
     for _, row in e0.iterrows():
         r, s = be.codes.index(row.region), "FMT".index(row.sex)
@@ -285,7 +290,9 @@ def test_ptable_zero_rates_are_undefined_not_zero(be):
 # ------------------------------------------------------------------ the done-when Monte Carlo
 def _scaled(counts, f):
     r = lambda a: np.rint(a * f).astype(np.int64)  # noqa: E731
-    return counts.replace(name=f"{counts.name} x{f:g}", pop_start=r(counts.pop_start), pop_end=r(counts.pop_end), deaths=r(counts.deaths))
+    return counts.replace(
+        name=f"{counts.name} x{f:g}", pop_start=r(counts.pop_start), pop_end=r(counts.pop_end), deaths=r(counts.deaths)
+    )
 
 
 # Three regions of very different size (population 1 Jan 2021): BE10 total 1 226 329 and
@@ -306,24 +313,48 @@ def test_monte_carlo_at_calibrated_v_reproduces_the_target(be, code, factor, sex
     row = df[df.sex == sex].iloc[0]
     assert row.status == "ok"
     t0 = time.perf_counter()
-    mc = monte_carlo(lz, GenericNoise(row.V_max), n=n, seed=20230101, indicators=("e",),
-                     components=("poisson", "total"), quantiles=None)
+    mc = monte_carlo(
+        lz,
+        GenericNoise(row.V_max),
+        n=n,
+        seed=20230101,
+        indicators=("e",),
+        components=("poisson", "total"),
+        quantiles=None,
+    )
     dt = time.perf_counter() - t0
     s = "FMT".index(sex)
     sd_p = mc.stats[("e", "poisson")]["sd"][0, s, 0]
     sd_t = mc.stats[("e", "total")]["sd"][0, s, 0]
     A_mc = sd_t / sd_p - 1
     pop = int(c.pop_start[0, s, :].sum())
-    print(f"{code} x{factor:g} {sex} ({pop} people, {granularity}): V* = {row.V_max:.4f}, "
-          f"A_MC = {A_mc:.4f} (target {target}), N = {n}, {dt:.1f} s")
+    print(
+        f"{code} x{factor:g} {sex} ({pop} people, {granularity}): V* = {row.V_max:.4f}, "
+        f"A_MC = {A_mc:.4f} (target {target}), N = {n}, {dt:.1f} s"
+    )
     assert abs(A_mc - target) < 0.02
 
 
 # ------------------------------------------------------------------ CLI
 def test_cli_calibrate_writes_the_table_and_a_summary(be, be_csv, tmp_path, capsys):
     out = tmp_path / "calib.csv"
-    rc = main(["calibrate", "--dataset", str(be_csv), "--thresholds", "0.1", "0.5", "--indicators", "e",
-               "--regions", "BE10", "BE34", "--out", str(out)])
+    rc = main(
+        [
+            "calibrate",
+            "--dataset",
+            str(be_csv),
+            "--thresholds",
+            "0.1",
+            "0.5",
+            "--indicators",
+            "e",
+            "--regions",
+            "BE10",
+            "BE34",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     got = pd.read_csv(out)
     ref = calibrate(be, [0.1, 0.5], indicators=("e",), regions=["BE10", "BE34"])
@@ -339,24 +370,42 @@ def test_cli_calibrate_writes_the_table_and_a_summary(be, be_csv, tmp_path, caps
 
 def test_cli_calibrate_ptable_family(be_csv, tmp_path, capsys):
     out = tmp_path / "calib.parquet"
-    rc = main(["calibrate", "--dataset", str(be_csv), "--ptable-D", "2", "--indicators", "e", "--e-ages", "0",
-               "--regions", "BE34", "--out", str(out)])
+    rc = main(
+        [
+            "calibrate",
+            "--dataset",
+            str(be_csv),
+            "--ptable-D",
+            "2",
+            "--indicators",
+            "e",
+            "--e-ages",
+            "0",
+            "--regions",
+            "BE34",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     df = pd.read_parquet(out)
     assert (df.family == "ptable D=2 js=0").all() and len(df) == 9
     assert "family V range [0, 4]" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--thresholds", "0"], "threshold 0.0"),
-    (["--thresholds", "-1"], "threshold -1.0"),
-    (["--thresholds", "0.5", "11"], "threshold 11.0"),
-    (["--thresholds", "nan"], "threshold nan"),
-    (["--regions", "BE10", "XX99"], "region XX99"),
-    (["--countries", "NL"], "region NL"),
-    (["--family", "ptable"], "--ptable-D"),
-    (["--ptable-D", "0"], "D (maximum deviation)"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--thresholds", "0"], "threshold 0.0"),
+        (["--thresholds", "-1"], "threshold -1.0"),
+        (["--thresholds", "0.5", "11"], "threshold 11.0"),
+        (["--thresholds", "nan"], "threshold nan"),
+        (["--regions", "BE10", "XX99"], "region XX99"),
+        (["--countries", "NL"], "region NL"),
+        (["--family", "ptable"], "--ptable-D"),
+        (["--ptable-D", "0"], "D (maximum deviation)"),
+    ],
+)
 def test_cli_bad_input_exits_2_and_writes_nothing(be_csv, tmp_path, capsys, args, needle):
     out = tmp_path / "calib.csv"
     rc = main(["calibrate", "--dataset", str(be_csv), "--indicators", "e", *args, "--out", str(out)])

@@ -28,7 +28,13 @@ import pytest
 
 from _fixtures_lifetable import belgian_counts
 from demonoise.cli import main
-from demonoise.uncertainty.comparison import compare_noise, comparison_note, size_class, smallest_regions, summarise_comparison
+from demonoise.uncertainty.comparison import (
+    compare_noise,
+    comparison_note,
+    size_class,
+    smallest_regions,
+    summarise_comparison,
+)
 from demonoise.analysis.compute import read_table
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import life_expectancy
@@ -44,7 +50,11 @@ N = 10_000
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "templates" / "counts_template.csv"
 PTABLE_DIR = ROOT / "lib" / "demonoise" / "data" / "ptables"
-PTABLE_FILES = {"v01": "eurostat_census_ptable_v01.csv.gz", "v03": "eurostat_census_ptable_v03.csv", "v04": "eurostat_census_ptable_v04.csv"}
+PTABLE_FILES = {
+    "v01": "eurostat_census_ptable_v01.csv.gz",
+    "v03": "eurostat_census_ptable_v03.csv",
+    "v04": "eurostat_census_ptable_v04.csv",
+}
 
 
 @pytest.fixture(scope="module")
@@ -107,11 +117,15 @@ def test_ptable_monte_carlo_agrees_for_tfr_on_template_counts(template, name):
     assert template.pop_start[:, 2].sum(-1).min() > 100_000
     lz = linearise(template, indicators=("tfr", "e"), e_ages=[0])
     noise = PTableNoise(load_ptable(name))
-    mc = monte_carlo(lz, noise, n=N, seed=202, indicators=("tfr", "e"), components=("noise",), quantiles=None, workers=1)
+    mc = monte_carlo(
+        lz, noise, n=N, seed=202, indicators=("tfr", "e"), components=("noise",), quantiles=None, workers=1
+    )
     df = results_table(lz, [noise], mc={0: mc})
     tfr = df[df.indicator == "tfr"]
     assert len(tfr) == 2
-    print(f"{name}: |z| TFR {tfr.z_noise.abs().round(2).tolist()}, e0 max {df[df.indicator == 'e'].z_noise.abs().max():.2f}")
+    print(
+        f"{name}: |z| TFR {tfr.z_noise.abs().round(2).tolist()}, e0 max {df[df.indicator == 'e'].z_noise.abs().max():.2f}"
+    )
     assert df.z_noise.abs().max() < 5
 
 
@@ -155,7 +169,9 @@ def test_indicator_sd_and_bias_match_finite_differences(be):
             batch = {k: np.repeat(v[None], 2 * A, axis=0) for k, v in base.items()}
             batch[m][np.arange(A), np.arange(A)] += h
             batch[m][A + np.arange(A), np.arange(A)] -= h
-            e0 = life_expectancy(lay, batch["deaths"], batch["pop_start"], batch["pop_end"], check=False, **lz.lifetable_kw).e[:, 0]
+            e0 = life_expectancy(
+                lay, batch["deaths"], batch["pop_start"], batch["pop_end"], check=False, **lz.lifetable_kw
+            ).e[:, 0]
             g = (e0[:A] - e0[A:]) / (2 * h)
             rows = np.minimum(getattr(one, m)[0, s], I)
             tot_var += float((g * g * var[rows]).sum())
@@ -184,7 +200,9 @@ def test_ptable_with_the_generic_moments_gives_the_generic_result(be):
     # proportion); the fixture's UNK cells are all empty, so drop them: then e65 and the
     # ASMR of most ages depend on cells >= I only
     assert not (be.deaths[..., -1].any() or be.pop_start[..., -1].any() or be.pop_end[..., -1].any())
-    known = be.replace(ages=be.ages.without_unknown(), **{m: getattr(be, m)[..., :-1] for m in ("deaths", "pop_start", "pop_end")})
+    known = be.replace(
+        ages=be.ages.without_unknown(), **{m: getattr(be, m)[..., :-1] for m in ("deaths", "pop_start", "pop_end")}
+    )
     df = compare_noise(known, table, indicators=("e", "asmr"), e_ages=(0, 65))
     clean = df[df.small_cell_share == 0]
     assert len(clean) > 1000 and (clean[clean.indicator == "e"].age == 65).all()
@@ -204,7 +222,14 @@ def test_ptable_with_the_generic_moments_gives_the_generic_result(be):
 
 # ------------------------------------------------------------------ comparison table
 def test_size_classes():
-    assert size_class([5, 199_999, 200_000, 999_999, 1_000_000, 3e6]).tolist() == ["<200k", "<200k", "200k-1M", "200k-1M", ">=1M", ">=1M"]
+    assert size_class([5, 199_999, 200_000, 999_999, 1_000_000, 3e6]).tolist() == [
+        "<200k",
+        "<200k",
+        "200k-1M",
+        "200k-1M",
+        ">=1M",
+        ">=1M",
+    ]
     assert size_class([50_000, 150_000], (100_000,)).tolist() == ["<100k", ">=100k"]
     with pytest.raises(ParameterError, match="increasing"):
         size_class([1], (5, 1))
@@ -223,16 +248,26 @@ def test_comparison_table_summary_and_note(be):
     # analytic sds are those of the results table for each model
     lz = linearise(be, indicators=("e",), e_ages=[0, 65])
     res = results_table(lz, [GenericNoise(1.0), PTableNoise(load_ptable("v01"))])
-    np.testing.assert_allclose(df.sd_generic.to_numpy(), res[res.noise_model == "generic"].sd_noise.to_numpy(), rtol=1e-12)
-    np.testing.assert_allclose(df.sd_ptable.to_numpy(), res[res.noise_model == "ptable"].sd_noise.to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(
+        df.sd_generic.to_numpy(), res[res.noise_model == "generic"].sd_noise.to_numpy(), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        df.sd_ptable.to_numpy(), res[res.noise_model == "ptable"].sd_noise.to_numpy(), rtol=1e-12
+    )
     # smaller regions part further (e0, sex T): p-table ratio rises with population
     e0 = df[(df.indicator == "e") & (df.age == 0) & (df.sex == "T")].sort_values("population")
     assert e0.ratio.iloc[:3].mean() < e0.ratio.iloc[-3:].mean()
     summ = summarise_comparison(df)
     assert set(summ.size_class) == {"200k-1M", ">=1M"}
-    row = summ[(summ.indicator == "e") & (summ.age_group == "Y_LT1") & (summ.sex == "T") & (summ.size_class == "200k-1M")].iloc[0]
+    row = summ[
+        (summ.indicator == "e") & (summ.age_group == "Y_LT1") & (summ.sex == "T") & (summ.size_class == "200k-1M")
+    ].iloc[0]
     sel = e0[e0.size_class == "200k-1M"]
-    assert row.regions == len(sel) and row.ratio_median == pytest.approx(sel.ratio.median()) and row.ratio_max == pytest.approx(sel.ratio.max())
+    assert (
+        row.regions == len(sel)
+        and row.ratio_median == pytest.approx(sel.ratio.median())
+        and row.ratio_max == pytest.approx(sel.ratio.max())
+    )
     small = smallest_regions(df, 3)
     assert small.region.tolist() == e0.region.iloc[:3].tolist()
     note = comparison_note(df, k=3)
@@ -312,14 +347,17 @@ def test_cli_ptable_build_warns_where_V_is_not_reached(tmp_path, capsys):
     assert re.search(r"^\s+1\s.*NO \(short by 0\.068", out, re.M)
 
 
-@pytest.mark.parametrize("argv,match", [
-    (["ptable", "build", "--D", "0", "--V", "1"], r"D \(maximum deviation\)"),
-    (["ptable", "build", "--D", "1", "--V", "1", "--js", "2"], r"constraint 'mean 0'.*count 1"),
-    (["ptable", "build", "--D", "3", "--V", "0.5", "--js", "1"], r"constraint 'variance <= V'"),
-    (["ptable", "build", "--D", "2", "--V", "1", "--pstay", "1.5"], r"pstay"),
-    (["ptable", "show", "v09"], r"unknown embedded p-table 'v09'"),
-    (["ptable", "show", "missing/table.csv"], r"does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["ptable", "build", "--D", "0", "--V", "1"], r"D \(maximum deviation\)"),
+        (["ptable", "build", "--D", "1", "--V", "1", "--js", "2"], r"constraint 'mean 0'.*count 1"),
+        (["ptable", "build", "--D", "3", "--V", "0.5", "--js", "1"], r"constraint 'variance <= V'"),
+        (["ptable", "build", "--D", "2", "--V", "1", "--pstay", "1.5"], r"pstay"),
+        (["ptable", "show", "v09"], r"unknown embedded p-table 'v09'"),
+        (["ptable", "show", "missing/table.csv"], r"does not exist"),
+    ],
+)
 def test_cli_bad_parameters_exit_2_naming_the_constraint(tmp_path, capsys, argv, match):
     if argv[1] == "build":
         argv = argv + ["--out", str(tmp_path / "t.csv")]
@@ -329,7 +367,10 @@ def test_cli_bad_parameters_exit_2_naming_the_constraint(tmp_path, capsys, argv,
 
 
 def test_cli_argument_errors_exit_2(capsys):
-    for argv in (["ptable", "build", "--D", "2", "--V", "-1", "--out", "x.csv"], ["ptable", "build", "--V", "1", "--out", "x.csv"]):
+    for argv in (
+        ["ptable", "build", "--D", "2", "--V", "-1", "--out", "x.csv"],
+        ["ptable", "build", "--V", "1", "--out", "x.csv"],
+    ):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2
@@ -340,7 +381,22 @@ def test_cli_compute_with_ptables_end_to_end(tmp_path, capsys, template):
     f = tmp_path / "mytable.csv"
     write_ptable(build_ptable(2, 1.0, warn=False), f)
     out = tmp_path / "res.csv"
-    code, text, err = run(capsys, "compute", "--counts", TEMPLATE, "--ptable", "v01", f, "--V", 1, "--indicators", "e", "tfr", "--out", out)
+    code, text, err = run(
+        capsys,
+        "compute",
+        "--counts",
+        TEMPLATE,
+        "--ptable",
+        "v01",
+        f,
+        "--V",
+        1,
+        "--indicators",
+        "e",
+        "tfr",
+        "--out",
+        out,
+    )
     assert code == 0, err
     df = read_table(out).fillna({"ptable": "", "age_group": ""})  # empty strings come back from CSV as missing
     assert set(df.ptable) == {"", "ptable v01", "ptable mytable.csv"}
@@ -363,8 +419,12 @@ def test_cli_compare_writes_table_and_note(tmp_path, capsys, template):
     assert "BE34 (298k)" in written
     code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v09", "--out", tmp_path / "x.csv")
     assert code == 2 and "unknown embedded p-table" in err and not (tmp_path / "x.csv").exists()
-    code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v01", "--level", 0, "--out", tmp_path / "x.csv")
+    code, text, err = run(
+        capsys, "compare", "--counts", TEMPLATE, "--ptable", "v01", "--level", 0, "--out", tmp_path / "x.csv"
+    )
     assert code == 2 and "selection is empty" in err
     # 5-year publication: the summary still shows e0 (age group Y_LT5)
-    code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v01", "--granularity", "5y", "--out", tmp_path / "y.csv")
+    code, text, err = run(
+        capsys, "compare", "--counts", TEMPLATE, "--ptable", "v01", "--granularity", "5y", "--out", tmp_path / "y.csv"
+    )
     assert code == 0 and re.search(r"^\s*e\s+Y_LT5\s+T\s", text, re.M), text

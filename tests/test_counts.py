@@ -46,7 +46,9 @@ def test_axis_errors_name_the_age(labels, age):
 
 
 def test_regroup_single_to_five_year_keeps_totals():
-    c = _counts(ages=AgeAxis.single(99), pop_start=np.ones((2, 3, 102), int), pop_end=np.ones((2, 3, 102), int), deaths=None)
+    c = _counts(
+        ages=AgeAxis.single(99), pop_start=np.ones((2, 3, 102), int), pop_end=np.ones((2, 3, 102), int), deaths=None
+    )
     g = c.regroup(AgeAxis.five_year())
     assert g.pop_start[0, 0].tolist() == [5] * 17 + [16, 1]
     assert g.pop_start.sum() == c.pop_start.sum()

@@ -52,7 +52,16 @@ def test_available_lists_embedded_datasets_with_provenance():
     e = info["ess-2023"]
     assert (e.kind, e.year, e.regions, e.label) == ("embedded", 2023, 292 + 36, ESS_LABEL)
     text = "\n".join(e.details)
-    for word in ("demo_r_pjangroup", "demo_r_mlifexp", "demo_fordagec", "2019", "PT17 = PT1A + PT1B", "FRY3", "TR (2022)", "numpy"):
+    for word in (
+        "demo_r_pjangroup",
+        "demo_r_mlifexp",
+        "demo_fordagec",
+        "2019",
+        "PT17 = PT1A + PT1B",
+        "FRY3",
+        "TR (2022)",
+        "numpy",
+    ):
         assert word in text, word
     b = info["be-2023"]
     assert (b.kind, b.regions) == ("embedded", 12)
@@ -273,9 +282,13 @@ def test_registry_does_not_import_computation():
     build tool does, but it is not on the run-time path)."""
     import subprocess
 
-    code = ("import sys; from demonoise.io.datasets import load, available; available(); load('be-2023'); "
-            "bad = [m for m in ('demonoise_build.graduation', 'demonoise_build.mortality_model', 'demonoise.demography.lifetable', "
-            "'demonoise.demography.indicators', 'demonoise_build.build', 'scipy') if m in sys.modules]; print(bad)")
+    code = (
+        "import sys; from demonoise.io.datasets import load, available; available(); load('be-2023'); "
+        "bad = [m for m in ('demonoise_build.graduation', 'demonoise_build.mortality_model', 'demonoise.demography.lifetable', "
+        "'demonoise.demography.indicators', 'demonoise_build.build', 'scipy') if m in sys.modules]; print(bad)"
+    )
     lib = str(Path(__file__).resolve().parents[1] / "lib")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": lib}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": lib}, check=True
+    )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -57,15 +57,21 @@ def test_rebuild_is_byte_identical(name, rebuilt):
     now = bd._versions()
     differ = [f"{k} {rec[k]} recorded, {now[k]} running" for k in bd.PINNED if rec[k] != now[k]]
     if differ:
-        pytest.skip(f"{name}: the committed files were built with other versions ({'; '.join(differ)}); "
-                    "install constraints.txt to compare hashes")
+        pytest.skip(
+            f"{name}: the committed files were built with other versions ({'; '.join(differ)}); "
+            "install constraints.txt to compare hashes"
+        )
     new_csv, old_csv = rebuilt[name]["csv"], COMMITTED / f"{name}.csv.gz"
     # the content (what the numbers are) must match whatever zlib compresses it
     content = hashlib.sha256(gzip.decompress(new_csv.read_bytes())).hexdigest()
-    assert content == meta["files"][old_csv.name]["content_sha256"], f"{name}: rebuilt content differs from the committed file"
+    assert content == meta["files"][old_csv.name]["content_sha256"], (
+        f"{name}: rebuilt content differs from the committed file"
+    )
     assert hashlib.sha256(gzip.decompress(old_csv.read_bytes())).hexdigest() == content
     if zlib.ZLIB_RUNTIME_VERSION != rec["zlib"]:
-        pytest.skip(f"content identical; gzip bytes not compared: zlib {zlib.ZLIB_RUNTIME_VERSION} here, {rec['zlib']} recorded")
+        pytest.skip(
+            f"content identical; gzip bytes not compared: zlib {zlib.ZLIB_RUNTIME_VERSION} here, {rec['zlib']} recorded"
+        )
     assert _sha(new_csv) == _sha(old_csv) == meta["files"][old_csv.name]["sha256"]
     assert rebuilt[name]["json"].read_bytes() == (COMMITTED / f"{name}.json").read_bytes()
 
@@ -105,7 +111,10 @@ def test_expected_schedule_reproduces_calibration_targets(parts):
     worst = np.unravel_index(err.argmax(), err.shape)
     assert err.max() < 0.05, f"{ess.codes[mi[worst[0]]]} sex {'FM'[worst[1]]}: {err.max():.3f} y"
     # the fallback regions are the ones the issue names
-    assert how == {"FRY3": "nearest 2017", **{c: "2021 shifted" for c in ("HR02", "HR05", "HR06", "NO08", "NO09", "NO0A")}}
+    assert how == {
+        "FRY3": "nearest 2017",
+        **{c: "2021 shifted" for c in ("HR02", "HR05", "HR06", "NO08", "NO09", "NO0A")},
+    }
     fb = ess.meta["fallbacks"]
     assert set(fb["mortality_target_shifted"]) == {"HR02", "HR05", "HR06", "NO08", "NO09", "NO0A"}
     assert set(fb["mortality_target_nearest_year"]) == {"FRY3"}
@@ -121,7 +130,9 @@ def test_drawn_deaths_e0_within_three_poisson_sd(parts):
     lz = linearise(c, indicators=("e",), e_ages=[0])
     blk = lz.blocks["e"]
     sd = np.sqrt(blk.lin.variance(poisson_cell_variance(lz, False)))[:, :2, 0]
-    e_exp = life_expectancy(Layout.of(c), ess.expected_deaths[ess.modelled], c.pop_start[:, :2], c.pop_end[:, :2]).e[..., 0]
+    e_exp = life_expectancy(Layout.of(c), ess.expected_deaths[ess.modelled], c.pop_start[:, :2], c.pop_end[:, :2]).e[
+        ..., 0
+    ]
     z = (blk.lin.value[:, :2, 0] - e_exp) / sd
     assert np.mean(np.abs(z) < 3) >= 0.99
     assert abs(z.mean()) < 4 / np.sqrt(z.size)  # mean 0 within 4 standard errors

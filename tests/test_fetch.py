@@ -76,17 +76,26 @@ def json_reply(name: str, *, identity: bool = False) -> Reply:
 
 def default_routes() -> dict:
     r = {
-        (STAT + "demo_r_d2jan", _q(geoLevel="nuts2", time=[2023, 2024])): json_reply("demo_r_d2jan_nuts2_2023-2024.json.gz"),
+        (STAT + "demo_r_d2jan", _q(geoLevel="nuts2", time=[2023, 2024])): json_reply(
+            "demo_r_d2jan_nuts2_2023-2024.json.gz"
+        ),
         # one answer without Content-Encoding, as a server may send it
-        (STAT + "demo_pjan", _q(geoLevel="country", time=[2023, 2024])): json_reply("demo_pjan_country_2023-2024.json.gz", identity=True),
+        (STAT + "demo_pjan", _q(geoLevel="country", time=[2023, 2024])): json_reply(
+            "demo_pjan_country_2023-2024.json.gz", identity=True
+        ),
         (STAT + "demo_r_magec", _q(geoLevel="nuts2", time=2023)): json_reply("demo_r_magec_nuts2_2023.json.gz"),
         (STAT + "demo_magec", _q(geoLevel="country", time=2023)): json_reply("demo_magec_country_2023.json.gz"),
         (STAT + "demo_r_fagec", _q(geoLevel="nuts2", time=2023)): json_reply("demo_r_fagec_nuts2_2023.json.gz"),
         (STAT + "demo_fagec", _q(geoLevel="country", time=2023)): json_reply("demo_fagec_country_2023.json.gz"),
-        (STAT + "demo_r_mlifexp", _q(geoLevel=["country", "nuts2"], time=2021)): json_reply("demo_r_mlifexp_country-nuts2_2021.json.gz"),
-        (STAT + "demo_r_find2", _q(geoLevel=["country", "nuts2"], time=2021)): json_reply("demo_r_find2_country-nuts2_2021.json.gz"),
-        ("/sdmx/2.1/data/demo_r_d2jan", frozenset({("format", "TSV"), ("compressed", "true")})):
-            Reply(body=(FIX / "sdmx" / "demo_r_d2jan.tsv.gz").read_bytes(), content_type="application/octet-stream"),
+        (STAT + "demo_r_mlifexp", _q(geoLevel=["country", "nuts2"], time=2021)): json_reply(
+            "demo_r_mlifexp_country-nuts2_2021.json.gz"
+        ),
+        (STAT + "demo_r_find2", _q(geoLevel=["country", "nuts2"], time=2021)): json_reply(
+            "demo_r_find2_country-nuts2_2021.json.gz"
+        ),
+        ("/sdmx/2.1/data/demo_r_d2jan", frozenset({("format", "TSV"), ("compressed", "true")})): Reply(
+            body=(FIX / "sdmx" / "demo_r_d2jan.tsv.gz").read_bytes(), content_type="application/octet-stream"
+        ),
     }
     return r
 
@@ -135,7 +144,7 @@ class FakeEurostat:
                         self.wfile.write(rep.body[: rep.stall_after])
                         self.wfile.flush()
                         fake.release.wait(rep.stall)
-                        self.wfile.write(rep.body[rep.stall_after:])
+                        self.wfile.write(rep.body[rep.stall_after :])
                     else:
                         self.wfile.write(rep.body)
                     self.wfile.flush()
@@ -221,14 +230,24 @@ def test_fetch_builds_real_counts(eurostat, tmp_path, truth):
 
     # provenance: both datasets, download time from the server's Date header, Eurostat's stamp
     p = c.provenance
-    assert p.population.datasets == ("demo_r_d2jan", "demo_pjan") and p.deaths.datasets == ("demo_r_magec", "demo_magec")
+    assert p.population.datasets == ("demo_r_d2jan", "demo_pjan") and p.deaths.datasets == (
+        "demo_r_magec",
+        "demo_magec",
+    )
     assert p.births.datasets == ("demo_r_fagec", "demo_fagec") and not p.is_modelled
     ext = pd.Timestamp(p.population.extracted)
     assert ext.tzinfo is not None and t0 - 2 <= ext.timestamp() <= t1 + 1
     assert "2025-10-14T23:00:00+0200" in p.population.note and eurostat.url in p.population.note
 
     # sidecars: url, sha256 and size of the payload as stored
-    assert sorted(res.entries) == ["demo_fagec", "demo_magec", "demo_pjan", "demo_r_d2jan", "demo_r_fagec", "demo_r_magec"]
+    assert sorted(res.entries) == [
+        "demo_fagec",
+        "demo_magec",
+        "demo_pjan",
+        "demo_r_d2jan",
+        "demo_r_fagec",
+        "demo_r_magec",
+    ]
     for e in res.entries.values():
         side = json.loads((e.path.parent / f"{e.meta['key']}.meta.json").read_text())
         data = e.path.read_bytes()
@@ -258,7 +277,10 @@ def test_cache_reused_without_network(eurostat, tmp_path):
     third = eurostat_counts(2023, ["BE"], cache_dir=tmp_path, offline=True)
     np.testing.assert_array_equal(third.deaths, first.deaths)
     # --refresh with the server gone fails clearly and keeps the old entries intact
-    with pytest.raises(FetchError, match=r"demo_r_d2jan: cannot connect .* to http://127\.0\.0\.1:\d+/statistics/1\.0/data/demo_r_d2jan\?"):
+    with pytest.raises(
+        FetchError,
+        match=r"demo_r_d2jan: cannot connect .* to http://127\.0\.0\.1:\d+/statistics/1\.0/data/demo_r_d2jan\?",
+    ):
         eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, refresh=True, **FAST)
     after = {p: p.read_bytes() for p in files_under(tmp_path) if "eurostat" in p.parts}
     assert after == before
@@ -283,20 +305,71 @@ def _truncated(name):
 
 
 FAILURES = {
-    "http404": (Reply(status=404, body=b'{"error":[{"status":404,"id":100,"label":"No results found"}]}'),
-                r"demo_r_d2jan: HTTP 404 Not Found \(Eurostat: No results found\) from http://127\.0\.0\.1:\d+/statistics/1\.0/data/demo_r_d2jan\?format=JSON"),
-    "http400-label": (Reply(status=400, body=json.dumps({"error": [{"status": 400, "id": 150, "label": "INVALID_QUERY_DIMENSION: Dimension \"GEOLEVEL\" is not defined"}]}).encode()),
-                      r"HTTP 400 Bad Request \(Eurostat: INVALID_QUERY_DIMENSION: Dimension \"GEOLEVEL\" is not defined\)"),
-    "truncated-gzip": (_truncated("demo_r_d2jan_nuts2_2023-2024.json.gz"), r"demo_r_d2jan: truncated or corrupt gzip .* from http://127"),
-    "invalid-json": (Reply(body=b'{"version": "2.0", "class": "dataset", "value": {"0": 1'), r"demo_r_d2jan: invalid JSON \("),
-    "html-page": (Reply(body=b"<html><body>Service unavailable</body></html>", content_type="text/html"), r"invalid JSON"),
+    "http404": (
+        Reply(status=404, body=b'{"error":[{"status":404,"id":100,"label":"No results found"}]}'),
+        r"demo_r_d2jan: HTTP 404 Not Found \(Eurostat: No results found\) from http://127\.0\.0\.1:\d+/statistics/1\.0/data/demo_r_d2jan\?format=JSON",
+    ),
+    "http400-label": (
+        Reply(
+            status=400,
+            body=json.dumps(
+                {
+                    "error": [
+                        {
+                            "status": 400,
+                            "id": 150,
+                            "label": 'INVALID_QUERY_DIMENSION: Dimension "GEOLEVEL" is not defined',
+                        }
+                    ]
+                }
+            ).encode(),
+        ),
+        r"HTTP 400 Bad Request \(Eurostat: INVALID_QUERY_DIMENSION: Dimension \"GEOLEVEL\" is not defined\)",
+    ),
+    "truncated-gzip": (
+        _truncated("demo_r_d2jan_nuts2_2023-2024.json.gz"),
+        r"demo_r_d2jan: truncated or corrupt gzip .* from http://127",
+    ),
+    "invalid-json": (
+        Reply(body=b'{"version": "2.0", "class": "dataset", "value": {"0": 1'),
+        r"demo_r_d2jan: invalid JSON \(",
+    ),
+    "html-page": (
+        Reply(body=b"<html><body>Service unavailable</body></html>", content_type="text/html"),
+        r"invalid JSON",
+    ),
     "empty-body": (Reply(body=b""), r"demo_r_d2jan: empty body"),
-    "empty-dataset": (Reply(body=json.dumps({"version": "2.0", "class": "dataset", "id": ["geo", "time"], "size": [0, 0],
-                                             "dimension": {}, "value": {}}).encode()), r"empty dataset"),
-    "error-in-200": (Reply(body=b'{"error":[{"status":400,"id":100,"label":"No results found"}]}'), r"an error answer instead of data"),
-    "server-error": ([Reply(status=500, body=b"oops")], r"demo_r_d2jan: HTTP 500 Internal Server Error \(Eurostat: oops\) \(after 2 attempts\)"),
-    "brotli": (Reply(body=b"\x0b\x02\x80{}\x03", headers={"Content-Encoding": "br"}), r"unsupported Content-Encoding 'br'"),
-    "cut-short": ([Reply(body=b'{"version": "2.0"', length=5000)], r"transfer cut short after 17 of 5000 bytes \(after 2 attempts\)"),
+    "empty-dataset": (
+        Reply(
+            body=json.dumps(
+                {
+                    "version": "2.0",
+                    "class": "dataset",
+                    "id": ["geo", "time"],
+                    "size": [0, 0],
+                    "dimension": {},
+                    "value": {},
+                }
+            ).encode()
+        ),
+        r"empty dataset",
+    ),
+    "error-in-200": (
+        Reply(body=b'{"error":[{"status":400,"id":100,"label":"No results found"}]}'),
+        r"an error answer instead of data",
+    ),
+    "server-error": (
+        [Reply(status=500, body=b"oops")],
+        r"demo_r_d2jan: HTTP 500 Internal Server Error \(Eurostat: oops\) \(after 2 attempts\)",
+    ),
+    "brotli": (
+        Reply(body=b"\x0b\x02\x80{}\x03", headers={"Content-Encoding": "br"}),
+        r"unsupported Content-Encoding 'br'",
+    ),
+    "cut-short": (
+        [Reply(body=b'{"version": "2.0"', length=5000)],
+        r"transfer cut short after 17 of 5000 bytes \(after 2 attempts\)",
+    ),
 }
 
 
@@ -330,8 +403,15 @@ def test_stalled_server_fails_within_the_timeout(after, tmp_path):
     try:
         t0 = time.perf_counter()
         with pytest.raises(FetchError, match=r"demo_r_d2jan: timed out after 0\.5 s .* at http://127"):
-            fetch_table("demo_r_d2jan", [("geoLevel", "nuts2"), ("time", "2023"), ("time", "2024")], cache_dir=tmp_path,
-                        base_url=srv.url, timeout=0.5, retries=2, backoff=0.01)
+            fetch_table(
+                "demo_r_d2jan",
+                [("geoLevel", "nuts2"), ("time", "2023"), ("time", "2024")],
+                cache_dir=tmp_path,
+                base_url=srv.url,
+                timeout=0.5,
+                retries=2,
+                backoff=0.01,
+            )
         dt = time.perf_counter() - t0
     finally:
         srv.stop()
@@ -347,8 +427,15 @@ def test_transient_errors_are_retried_with_backoff(tmp_path):
     srv = FakeEurostat(routes)
     try:
         t0 = time.perf_counter()
-        e = fetch_table("demo_r_magec", [("geoLevel", "nuts2"), ("time", "2023")], cache_dir=tmp_path, base_url=srv.url,
-                        timeout=5, retries=3, backoff=0.05)
+        e = fetch_table(
+            "demo_r_magec",
+            [("geoLevel", "nuts2"), ("time", "2023")],
+            cache_dir=tmp_path,
+            base_url=srv.url,
+            timeout=5,
+            retries=3,
+            backoff=0.05,
+        )
         dt = time.perf_counter() - t0
     finally:
         srv.stop()
@@ -359,10 +446,15 @@ def test_transient_errors_are_retried_with_backoff(tmp_path):
 
 def test_413_falls_back_to_the_full_tsv(eurostat, tmp_path, truth):
     key = (STAT + "demo_r_d2jan", _q(geoLevel="nuts2", time=[2023, 2024]))
-    eurostat.routes[key] = Reply(status=413, content_type="text/xml", body=(
-        b'<S:Fault xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><faultcode>413</faultcode><faultstring>'
-        b"EXTRACTION_TOO_BIG: The requested extraction is too big, estimated 420709314 rows, max authorised is 5000000"
-        b"</faultstring></S:Fault>"))
+    eurostat.routes[key] = Reply(
+        status=413,
+        content_type="text/xml",
+        body=(
+            b'<S:Fault xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><faultcode>413</faultcode><faultstring>'
+            b"EXTRACTION_TOO_BIG: The requested extraction is too big, estimated 420709314 rows, max authorised is 5000000"
+            b"</faultstring></S:Fault>"
+        ),
+    )
     with pytest.warns(RuntimeWarning, match="EXTRACTION_TOO_BIG"):
         res = fetch_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
     e = res.entries["demo_r_d2jan"]
@@ -386,7 +478,10 @@ def test_truncated_tsv_gzip(tmp_path):
     routes[key] = Reply(body=raw[:-40], content_type="application/octet-stream")
     srv = FakeEurostat(routes)
     try:
-        with pytest.raises(FetchError, match=r"demo_r_d2jan: truncated or corrupt gzip .* from http://127.*/sdmx/2\.1/data/demo_r_d2jan\?format=TSV&compressed=true"):
+        with pytest.raises(
+            FetchError,
+            match=r"demo_r_d2jan: truncated or corrupt gzip .* from http://127.*/sdmx/2\.1/data/demo_r_d2jan\?format=TSV&compressed=true",
+        ):
             fetch_table("demo_r_d2jan", endpoint="tsv", cache_dir=tmp_path, base_url=srv.url, **FAST)
     finally:
         srv.stop()
@@ -434,20 +529,31 @@ def _with_copied_geo(name: str, src: str, new: str) -> Reply:
 
 def test_codes_of_other_nuts_versions_are_ignored_and_listed(eurostat, tmp_path):
     # NL35 is a NUTS 2024 code (not in NUTS 2021): kept out of the counts, listed
-    for code, name, years in (("demo_r_d2jan", "demo_r_d2jan_nuts2_2023-2024.json.gz", [2023, 2024]),
-                              ("demo_r_magec", "demo_r_magec_nuts2_2023.json.gz", 2023)):
+    for code, name, years in (
+        ("demo_r_d2jan", "demo_r_d2jan_nuts2_2023-2024.json.gz", [2023, 2024]),
+        ("demo_r_magec", "demo_r_magec_nuts2_2023.json.gz", 2023),
+    ):
         eurostat.routes[(STAT + code, _q(geoLevel="nuts2", time=years))] = _with_copied_geo(name, "BE34", "NL35")
     res = fetch_counts(2023, None, cache_dir=tmp_path, base_url=eurostat.url, **FAST)
     assert res.ignored_codes == ["NL35"] and res.counts.codes == ("BE", "BE31", "BE34")
-    np.testing.assert_array_equal(res.counts.pop_start[2], read_eurostat(
-        FIX / "statistics" / "demo_r_d2jan_nuts2_2023-2024.json.gz").pipe(lambda d: d[(d.geo == "BE34") & (d.time == 2023)])
-        .pipe(lambda d: d[d.age != "TOTAL"]).pivot(index="sex", columns="age", values="value")
-        .loc[["F", "M", "T"], [a if a != "Y_GE100" else "Y_OPEN" for a in res.counts.ages.labels]].to_numpy())
+    np.testing.assert_array_equal(
+        res.counts.pop_start[2],
+        read_eurostat(FIX / "statistics" / "demo_r_d2jan_nuts2_2023-2024.json.gz")
+        .pipe(lambda d: d[(d.geo == "BE34") & (d.time == 2023)])
+        .pipe(lambda d: d[d.age != "TOTAL"])
+        .pivot(index="sex", columns="age", values="value")
+        .loc[["F", "M", "T"], [a if a != "Y_GE100" else "Y_OPEN" for a in res.counts.ages.labels]]
+        .to_numpy(),
+    )
 
 
 def test_region_lacking_a_table_is_named_or_skipped(eurostat, tmp_path):
-    eurostat.routes[(STAT + "demo_r_fagec", _q(geoLevel="nuts2", time=2023))] = _without("demo_r_fagec_nuts2_2023.json.gz", "BE31")
-    with pytest.raises(DataError, match=r"1 region\(s\) lack a table or some ages: BE31 \(demo_r_fagec: no values for 2023\)") as ei:
+    eurostat.routes[(STAT + "demo_r_fagec", _q(geoLevel="nuts2", time=2023))] = _without(
+        "demo_r_fagec_nuts2_2023.json.gz", "BE31"
+    )
+    with pytest.raises(
+        DataError, match=r"1 region\(s\) lack a table or some ages: BE31 \(demo_r_fagec: no values for 2023\)"
+    ) as ei:
         eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
     assert ei.value.region == "BE31" and ei.value.table == "demo_r_fagec"
     with pytest.warns(IncompleteRegionWarning, match="BE31"):
@@ -458,8 +564,12 @@ def test_region_lacking_a_table_is_named_or_skipped(eurostat, tmp_path):
 
 
 def test_region_lacking_an_age_is_named(eurostat, tmp_path):
-    eurostat.routes[(STAT + "demo_r_magec", _q(geoLevel="nuts2", time=2023))] = _without("demo_r_magec_nuts2_2023.json.gz", "BE34", "Y_OPEN")
-    with pytest.raises(DataError, match=r"BE34 \(demo_r_magec: 3 of 306 cells missing \(first: 2023 sex F age Y_OPEN\)\)"):
+    eurostat.routes[(STAT + "demo_r_magec", _q(geoLevel="nuts2", time=2023))] = _without(
+        "demo_r_magec_nuts2_2023.json.gz", "BE34", "Y_OPEN"
+    )
+    with pytest.raises(
+        DataError, match=r"BE34 \(demo_r_magec: 3 of 306 cells missing \(first: 2023 sex F age Y_OPEN\)\)"
+    ):
         eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
 
 
@@ -503,7 +613,20 @@ def test_comparison_tables(eurostat, tmp_path):
     t = comparison_tables(2021, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
     assert list(t) == ["demo_r_mlifexp", "demo_r_find2"]
     le = t["demo_r_mlifexp"]
-    assert set(le["geo"]) == {"BE", "BE10", "BE21", "BE22", "BE23", "BE24", "BE25", "BE31", "BE32", "BE33", "BE34", "BE35"}
+    assert set(le["geo"]) == {
+        "BE",
+        "BE10",
+        "BE21",
+        "BE22",
+        "BE23",
+        "BE24",
+        "BE25",
+        "BE31",
+        "BE32",
+        "BE33",
+        "BE34",
+        "BE35",
+    }
     # the same value as in the bulk TSV extract, read by the TSV reader
     src = read_eurostat(E / "demo_r_mlifexp_BE_2021.tsv.gz")
     for geo, sex, age in (("BE34", "F", "Y_LT1"), ("BE", "T", "Y65"), ("BE10", "M", "Y_LT1")):
@@ -538,8 +661,19 @@ def test_bad_parameters():
 
 
 def test_cli_fetch_prints_a_summary(eurostat, tmp_path, capsys):
-    args = ["fetch", "--base-url", eurostat.url, "--year", "2023", "--countries", "BE", "--cache-dir", str(tmp_path),
-            "--timeout", "5"]
+    args = [
+        "fetch",
+        "--base-url",
+        eurostat.url,
+        "--year",
+        "2023",
+        "--countries",
+        "BE",
+        "--cache-dir",
+        str(tmp_path),
+        "--timeout",
+        "5",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert out.startswith("eurostat-2023-be: 3 regions (1 country, 2 NUTS 2 regions), reference year 2023")
@@ -556,7 +690,9 @@ def test_cli_fetch_prints_a_summary(eurostat, tmp_path, capsys):
 
 def test_cli_fetch_errors_exit_2_with_one_line(eurostat, tmp_path, capsys):
     eurostat.stop()
-    code = main(["fetch", "--base-url", eurostat.url, "--year", "2023", "--countries", "BE", "--cache-dir", str(tmp_path)])
+    code = main(
+        ["fetch", "--base-url", eurostat.url, "--year", "2023", "--countries", "BE", "--cache-dir", str(tmp_path)]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert err.startswith("demonoise fetch: error: demo_r_d2jan: cannot connect") and eurostat.url in err
@@ -578,7 +714,10 @@ def test_fetched_dataset_flows_through_the_registry_and_compute(eurostat, tmp_pa
     names = {d.name: d for d in datasets.available()}
     assert names["eurostat-2023-be"].kind == "cached" and "be-2023" in names
     out = tmp_path / "r.csv"
-    assert main(["compute", "--dataset", "eurostat-2023-be", "--V", "1", "--indicators", "e", "tfr", "--out", str(out)]) == 0
+    assert (
+        main(["compute", "--dataset", "eurostat-2023-be", "--V", "1", "--indicators", "e", "tfr", "--out", str(out)])
+        == 0
+    )
     df = pd.read_csv(out)
     assert set(df.region) == {"BE", "BE31", "BE34"} and df.value.notna().all()
     datasets.clear_cache()

@@ -13,7 +13,16 @@ import pytest
 from _fixtures_lifetable import belgian_counts, published_e
 from demonoise.core.counts import AgeAxis, spread_unknown
 from demonoise.core.errors import ParameterError
-from demonoise.demography.indicators import asfr, asmr, life_expectancy, linearise_asfr, linearise_asmr, linearise_e, linearise_tfr, tfr
+from demonoise.demography.indicators import (
+    asfr,
+    asmr,
+    life_expectancy,
+    linearise_asfr,
+    linearise_asmr,
+    linearise_e,
+    linearise_tfr,
+    tfr,
+)
 from demonoise.core.layout import Layout, publish
 
 BIRTH_AGES = AgeAxis.from_labels(["Y_LT15"] + [f"Y{a}" for a in range(15, 50)] + ["Y_GE50", "UNK"])
@@ -83,10 +92,20 @@ def test_asmr_gradient_and_rate(be):
     lay = Layout.of(be)
     lin = linearise_asmr(lay, be.deaths, be.pop_start, be.pop_end)
     cells = {"deaths": be.deaths, "pop_start": be.pop_start, "pop_end": be.pop_end}
-    _fd_check(lambda cl: asmr(lay, cl["deaths"], cl["pop_start"], cl["pop_end"]), lin, cells, {m: [0, 40, 90, 100, 101] for m in cells})
+    _fd_check(
+        lambda cl: asmr(lay, cl["deaths"], cl["pop_start"], cl["pop_end"]),
+        lin,
+        cells,
+        {m: [0, 40, 90, 100, 101] for m in cells},
+    )
     # without UNK the relative variance is Var(D)/D^2 + Var(E)/E^2 (DESIGN section 4)
     # (an UNK cell, even a zero one, carries noise that moves every rate: drop it here)
-    c0 = be.replace(ages=be.ages.without_unknown(), deaths=be.deaths[..., :-1], pop_start=be.pop_start[..., :-1], pop_end=be.pop_end[..., :-1])
+    c0 = be.replace(
+        ages=be.ages.without_unknown(),
+        deaths=be.deaths[..., :-1],
+        pop_start=be.pop_start[..., :-1],
+        pop_end=be.pop_end[..., :-1],
+    )
     l0 = linearise_asmr(Layout.of(c0), c0.deaths, c0.pop_start, c0.pop_end)
     V = 1.0
     var = l0.variance({m: np.full(c0.deaths.shape, V) for m in cells})
@@ -168,7 +187,9 @@ def test_lean_e_path_equals_life_table(be):
         idx = [0, 1, lay.lt_lower.size - 1]
         np.testing.assert_allclose(e_only(D, E, lay.lt_lower, idx), lt.e[..., idx], rtol=1e-13)
         # with a leading replicate axis, as the Monte Carlo calls it
-        np.testing.assert_allclose(e_only(np.stack([D, D]), np.stack([E, E]), lay.lt_lower, idx)[1], lt.e[..., idx], rtol=1e-13)
+        np.testing.assert_allclose(
+            e_only(np.stack([D, D]), np.stack([E, E]), lay.lt_lower, idx)[1], lt.e[..., idx], rtol=1e-13
+        )
 
 
 @pytest.mark.parametrize("granularity", ["single", "5y"])

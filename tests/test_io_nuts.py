@@ -19,7 +19,19 @@ def test_names_levels_countries():
 
 def test_code_lists():
     # 11 Belgian NUTS 2 regions (BE10, BE21-25, BE31-35), extra-regio BEZZ excluded by default
-    assert nuts_codes(2, "BE") == ("BE10", "BE21", "BE22", "BE23", "BE24", "BE25", "BE31", "BE32", "BE33", "BE34", "BE35")
+    assert nuts_codes(2, "BE") == (
+        "BE10",
+        "BE21",
+        "BE22",
+        "BE23",
+        "BE24",
+        "BE25",
+        "BE31",
+        "BE32",
+        "BE33",
+        "BE34",
+        "BE35",
+    )
     assert "BEZZ" in nuts_codes(2, "BE", extra_regio=True)
     assert nuts_codes(0)[:3] == ("BE", "BG", "CZ")
     assert len(nuts_codes(0)) == 37

@@ -48,7 +48,10 @@ def test_template_roundtrip(example, tmp_path):
         back = read_counts_csv(p)
         _same(example, back)
         assert {k: t.status for k, t in back.provenance.tables.items()} == {
-            "population": "real", "deaths": "real", "births": "modelled"}
+            "population": "real",
+            "deaths": "real",
+            "births": "modelled",
+        }
     first = (tmp_path / "t.csv").read_text().splitlines()[:3]
     assert first == ["# a comment", "# over two lines", "region,sex,age,year,measure,value,name,status"]
 
@@ -109,10 +112,31 @@ def test_wrong_header(tmp_path, lines):
 @pytest.mark.parametrize(
     "prefix, old, new, exc, message, where",
     [
-        ("BE34,M,Y40,2023,population,", ",population,", ",populatoin,", DataError, "unknown measure 'populatoin'", ("BE34", "M", "Y40")),
+        (
+            "BE34,M,Y40,2023,population,",
+            ",population,",
+            ",populatoin,",
+            DataError,
+            "unknown measure 'populatoin'",
+            ("BE34", "M", "Y40"),
+        ),
         ("BE10,T,Y30,2023,births,", ",T,Y30,", ",F,Y30,", DataError, "births must have sex T", ("BE10", "F", "Y30")),
-        ("BE34,F,Y12,2024,population,", ",population,", ",population,x", FormatError, "non-numeric value", ("BE34", "F", "Y12")),
-        ("BE34,F,Y12,2024,population,", ",population,", ",population,-", DataError, "negative count", ("BE34", "F", "Y12")),
+        (
+            "BE34,F,Y12,2024,population,",
+            ",population,",
+            ",population,x",
+            FormatError,
+            "non-numeric value",
+            ("BE34", "F", "Y12"),
+        ),
+        (
+            "BE34,F,Y12,2024,population,",
+            ",population,",
+            ",population,-",
+            DataError,
+            "negative count",
+            ("BE34", "F", "Y12"),
+        ),
         ("BE10,M,Y70,2023,deaths,", ",deaths,", ",deaths,0.5", DataError, "non-integer count", ("BE10", "M", "Y70")),
     ],
 )
@@ -129,10 +153,16 @@ def test_bad_cell(tmp_path, lines, prefix, old, new, exc, message, where):
 
 def test_missing_age_and_missing_region(tmp_path, lines):
     i, _ = _find(lines, "BE34,F,Y57,2023,deaths,")
-    p = _edit(tmp_path, lines[:i] + lines[i + 1:])
+    p = _edit(tmp_path, lines[:i] + lines[i + 1 :])
     with pytest.raises(DataError, match="no value for this cell") as e:
         read_counts_csv(p)
-    assert (e.value.measure, e.value.region, e.value.sex, e.value.age, e.value.year) == ("deaths", "BE34", "F", "Y57", 2023)
+    assert (e.value.measure, e.value.region, e.value.sex, e.value.age, e.value.year) == (
+        "deaths",
+        "BE34",
+        "F",
+        "Y57",
+        2023,
+    )
     assert e.value.file == str(p)
     # a region with population but no deaths rows at all
     keep = [l for l in lines if not (l.startswith("BE34,") and ",deaths," in l)]
@@ -172,4 +202,11 @@ def test_unknown_age_code_names_the_line(tmp_path, lines):
     with pytest.raises(DataError, match="unknown age code") as e:
         read_counts_csv(p)
     err = e.value
-    assert (err.file, err.line, err.region, err.sex, err.age, err.measure) == (str(p), line, "BE34", "F", "Y12x", "population")
+    assert (err.file, err.line, err.region, err.sex, err.age, err.measure) == (
+        str(p),
+        line,
+        "BE34",
+        "F",
+        "Y12x",
+        "population",
+    )

@@ -52,8 +52,13 @@ def test_roundtrip_tidy_counts_frame(be10):
     out = c.to_frame()
     src = pd.concat([pop.assign(measure="population"), dea.assign(measure="deaths")])
     src = src[src["age"] != "TOTAL"].assign(age=lambda d: d["age"].replace({"Y_OPEN": "Y_GE100"}))
-    merged = out.merge(src, left_on=["region", "sex", "age", "year", "measure"],
-                       right_on=["geo", "sex", "age", "time", "measure"], how="outer", indicator=True)
+    merged = out.merge(
+        src,
+        left_on=["region", "sex", "age", "year", "measure"],
+        right_on=["geo", "sex", "age", "time", "measure"],
+        how="outer",
+        indicator=True,
+    )
     assert (merged["_merge"] == "both").all()
     assert len(merged) == 3 * 102 * 3
     np.testing.assert_array_equal(merged["value_x"].to_numpy(float), merged["value_y"].to_numpy(float))
@@ -84,8 +89,9 @@ def test_published_age_codes():
 
 def test_births_keep_published_axis(data_dir, pjangroup):
     births = read_eurostat(data_dir / E / "demo_r_fagec_sdmx_constructed.csv")
-    c = counts_from_eurostat(pjangroup, births=births, year=2023, regions=["BE10", "BE34"], name="x",
-                             check_totals="raise")
+    c = counts_from_eurostat(
+        pjangroup, births=births, year=2023, regions=["BE10", "BE34"], name="x", check_totals="raise"
+    )
     assert c.birth_ages.labels[0] == "Y_LT15" and c.birth_ages.labels[-2:] == ("Y_GE50", "UNK")
     assert c.birth_ages.size == 1 + 35 + 1 + 1
     # the file's TOTAL rows (lines 2 and 41) equal the sums of the cells
@@ -103,8 +109,9 @@ def test_national_births_from_sdmx_with_labels_and_totals_check(data_dir):
     el = bad[bad["geo"] == "EL"].iloc[0]
     assert (el["total"], el["sum_of_cells"], el["difference"]) == (71249, 70903, 346)
     assert "BE" not in set(bad["geo"])
-    pop = pd.DataFrame({"geo": "EL", "sex": np.repeat(["F", "M", "T"], 2), "age": "Y_LT5", "time": [2023, 2024] * 3,
-                        "value": 1.0})
+    pop = pd.DataFrame(
+        {"geo": "EL", "sex": np.repeat(["F", "M", "T"], 2), "age": "Y_LT5", "time": [2023, 2024] * 3, "value": 1.0}
+    )
     with pytest.warns(TotalMismatchWarning, match=r"geo EL, time 2023: TOTAL 71249 vs sum 70903"):
         counts_from_eurostat(pop, births=births, year=2023, regions=["EL"], name="x")
     with pytest.raises(DataError, match="TOTAL differs") as e:
@@ -119,7 +126,9 @@ def test_national_births_from_sdmx_with_labels_and_totals_check(data_dir):
 def test_explicit_regions_names_and_provenance(be10):
     pop, dea = be10
     prov = Provenance(TableProvenance("modelled", note="test"))
-    c = counts_from_eurostat(pop, year=2023, regions=[Region("BE10", "Brussels")], names=None, provenance=prov, name="x")
+    c = counts_from_eurostat(
+        pop, year=2023, regions=[Region("BE10", "Brussels")], names=None, provenance=prov, name="x"
+    )
     assert c.regions[0].name == "Brussels" and c.provenance is prov and c.deaths is None
     c = counts_from_eurostat(pop, year=2023, names={"BE10": "Bruxelles"}, name="x")
     assert c.regions[0].name == "Bruxelles"
@@ -173,7 +182,14 @@ def test_bad_values_are_named(be10, value, message):
     with pytest.raises(DataError, match=message) as e:
         counts_from_eurostat(bad, dea, year=2023, name="x", check_totals="ignore")
     err = e.value
-    assert (err.measure, err.region, err.sex, err.age, err.year, err.line) == ("population", "BE10", "F", "Y40", 2024, line)
+    assert (err.measure, err.region, err.sex, err.age, err.year, err.line) == (
+        "population",
+        "BE10",
+        "F",
+        "Y40",
+        2024,
+        line,
+    )
     assert "d2jan_BE10_2023_2024.csv.gz" in str(err)
 
 

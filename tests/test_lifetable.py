@@ -126,7 +126,12 @@ def chiang_max_rel_diff():
         var_m = np.where(E > 0, D / E**2, 0.0)
     ours = np.sum(g**2 * var_m, axis=-1)
     R, S, _ = D.shape
-    ref = np.array([[chiang_var_e0(D[r, s].tolist(), E[r, s].tolist(), lower.tolist(), EUROSTAT_A0) for s in range(S)] for r in range(R)])
+    ref = np.array(
+        [
+            [chiang_var_e0(D[r, s].tolist(), E[r, s].tolist(), lower.tolist(), EUROSTAT_A0) for s in range(S)]
+            for r in range(R)
+        ]
+    )
     return float(np.max(np.abs(ours / ref - 1))), ours, ref
 
 
@@ -310,7 +315,11 @@ if __name__ == "__main__":
         print(f"FD vs closed form ({name}, k = 0, 65): max rel error {rel:.2e}; max |FD| at x < k {below:.1e}")
     d0, d65 = eurostat_diffs()
     j0, j65 = eurostat_diffs(use_jan1=True)
-    print(f"vs Eurostat demo_r_mlifexp BE NUTS 2 2021 (a0 = {EUROSTAT_A0}): max |e0 diff| {d0:.4f} y, max |e65 diff| {d65:.4f} y")
+    print(
+        f"vs Eurostat demo_r_mlifexp BE NUTS 2 2021 (a0 = {EUROSTAT_A0}): max |e0 diff| {d0:.4f} y, max |e65 diff| {d65:.4f} y"
+    )
     print(f"  with 1 January population instead of the average: max |e0 diff| {j0:.4f} y, max |e65 diff| {j65:.4f} y")
     rel, ours, ref = chiang_max_rel_diff()
-    print(f"Poisson Var(e0) vs Chiang II + Silcocks: max rel diff {rel:.2e} (sd e0 range {np.sqrt(ours).min():.3f}-{np.sqrt(ours).max():.3f} y)")
+    print(
+        f"Poisson Var(e0) vs Chiang II + Silcocks: max rel diff {rel:.2e} (sd e0 range {np.sqrt(ours).min():.3f}-{np.sqrt(ours).max():.3f} y)"
+    )

@@ -76,7 +76,14 @@ def test_granularity_changes_noise_as_the_formula_says(be):
     for gran in ("single", "5y"):
         lz = linearise(region, granularity=gran, indicators=("e",), e_ages=[0])
         mc = monte_carlo(lz, g, n=N, seed=11, indicators=("e",), components=("noise",), quantiles=None, workers=1)
-        ana = np.sqrt(lz.blocks["e"].lin.variance({m: np.full(getattr(lz.counts, m).shape, g.exact_variance()) for m in ("deaths", "pop_start", "pop_end")}))
+        ana = np.sqrt(
+            lz.blocks["e"].lin.variance(
+                {
+                    m: np.full(getattr(lz.counts, m).shape, g.exact_variance())
+                    for m in ("deaths", "pop_start", "pop_end")
+                }
+            )
+        )
         sd[gran] = (ana[..., 0], mc.stats[("e", "noise")]["sd"][..., 0])
     ratio_ana = sd["single"][0] / sd["5y"][0]
     ratio_mc = sd["single"][1] / sd["5y"][1]
@@ -94,7 +101,9 @@ def test_zero_floor_is_a_different_noise_model(be):
     lz = linearise(small, indicators=("e",), e_ages=[0])
     g = GenericNoise(5.0)
     plain = monte_carlo(lz, g, n=4000, seed=3, indicators=("e",), components=("noise",), quantiles=None)
-    floor = monte_carlo(lz, g, n=4000, seed=3, indicators=("e",), components=("noise",), quantiles=None, floor_zero=True)
+    floor = monte_carlo(
+        lz, g, n=4000, seed=3, indicators=("e",), components=("noise",), quantiles=None, floor_zero=True
+    )
     sd_p, sd_f = plain.stats[("e", "noise")]["sd"], floor.stats[("e", "noise")]["sd"]
     assert np.all(sd_f < sd_p)
     df = results_table(lz, [g], mc={0: floor}, zero_floor=True)

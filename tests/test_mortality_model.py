@@ -354,7 +354,9 @@ if __name__ == "__main__":  # measured figures for the report
     e0, e65 = published_e(DATA.parent, "Y_LT1", 2019)[:, :2], published_e(DATA.parent, "Y65", 2019)[:, :2]
     al, be = calibrate(st, e0, e65)
     e = model_e(st, al, be)
-    print("BE NUTS 2 2019 calibration max |error| e0, e65:", np.abs(e[..., 0] - e0).max(), np.abs(e[..., 1] - e65).max())
+    print(
+        "BE NUTS 2 2019 calibration max |error| e0, e65:", np.abs(e[..., 0] - e0).max(), np.abs(e[..., 1] - e65).max()
+    )
     rng = np.random.default_rng(2023)
     t0 = rng.uniform(70.0, 87.0, (292, 2))
     t65 = 14.0 + (t0 - 70.0) * 0.65 + rng.uniform(-1.5, 1.5, t0.shape)
@@ -362,4 +364,6 @@ if __name__ == "__main__":  # measured figures for the report
     al, be = calibrate(st, t0, t65)
     print(f"292 x 2 random calibrations: {time.perf_counter() - t:.3f} s, beta {be.min():.3f}..{be.max():.3f}")
     share, z, sd, e0s = poisson_check(st, pooled_)
-    print(f"Poisson check: {share:.1%} of 1000 regions within 3 sd; sd(z) = {np.std(z):.3f}; max |z| = {np.abs(z).max():.2f}")
+    print(
+        f"Poisson check: {share:.1%} of 1000 regions within 3 sd; sd(z) = {np.std(z):.3f}; max |z| = {np.abs(z).max():.2f}"
+    )

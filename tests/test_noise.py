@@ -53,7 +53,7 @@ def test_generic_variance_is_exactly_V(V, truncated):
         assert k.min() == -D and k.max() == D
     # the law is a discrete Gaussian: log p(k) - log p(0) is proportional to k^2
     ratio = (np.log(p[k != 0]) - np.log(p[k == 0][0])) / k[k != 0] ** 2
-    assert np.allclose(ratio, -1 / (2 * g.scale ** 2), rtol=1e-9)
+    assert np.allclose(ratio, -1 / (2 * g.scale**2), rtol=1e-9)
     assert np.all(g.variance(np.zeros((2, 3), int)) == g.exact_variance())
     assert np.all(g.bias(np.ones(4)) == 0)
 
@@ -61,20 +61,20 @@ def test_generic_variance_is_exactly_V(V, truncated):
 def test_design_cautionary_numbers():
     # naive pmf exp(-k^2 / 2V): variance 0.21 at V = 0.25
     k = np.arange(-30, 31)
-    w = np.exp(-k ** 2 / (2 * 0.25))
-    naive = (k ** 2 * w).sum() / w.sum()
+    w = np.exp(-(k**2) / (2 * 0.25))
+    naive = (k**2 * w).sum() / w.sum()
     assert naive == pytest.approx(0.21, abs=0.006)
     assert GenericNoise(0.25).exact_variance() == pytest.approx(0.25, abs=1e-12)
     # rounding N(0, V) adds about 1/12 (Sheppard)
     from scipy.stats import norm
 
     edges = norm.cdf((k + 0.5) / 1.0) - norm.cdf((k - 0.5) / 1.0)
-    assert (k ** 2 * edges).sum() == pytest.approx(1 + 1 / 12, abs=1e-3)
+    assert (k**2 * edges).sum() == pytest.approx(1 + 1 / 12, abs=1e-3)
     # truncating the untruncated V = 5 law at D = 3 gives 2.92
     s = GenericNoise(5).scale
     k3 = np.arange(-3, 4)
-    w3 = np.exp(-k3 ** 2 / (2 * s * s))
-    assert (k3 ** 2 * w3).sum() / w3.sum() == pytest.approx(2.92, abs=0.005)
+    w3 = np.exp(-(k3**2) / (2 * s * s))
+    assert (k3**2 * w3).sum() / w3.sum() == pytest.approx(2.92, abs=0.005)
 
 
 def test_unreachable_D_raises_naming_V_and_D():
@@ -113,7 +113,7 @@ def test_generic_sampling_moments(V, D):
     assert x.dtype == np.int64
     _, _, mu4 = _moments(*g.law())
     assert abs(x.mean()) < 5 * math.sqrt(V / N)
-    assert abs(x.var() - V) < 5 * math.sqrt((mu4 - V ** 2) / N)
+    assert abs(x.var() - V) < 5 * math.sqrt((mu4 - V**2) / N)
     if D is not None:
         assert np.abs(x).max() <= D
 
@@ -156,7 +156,7 @@ def test_poisson_baseline():
     for j, lam in enumerate(c[1:], start=1):
         # Poisson: mu4 (central) = lam (1 + 3 lam)
         assert abs(x[:, j].mean() - lam) < 5 * math.sqrt(lam / N)
-        assert abs(x[:, j].var() - lam) < 5 * math.sqrt((lam * (1 + 3 * lam) - lam ** 2) / N)
+        assert abs(x[:, j].var() - lam) < 5 * math.sqrt((lam * (1 + 3 * lam) - lam**2) / N)
     assert m.nominal_variance is None and m.name == "poisson"
 
 
@@ -180,7 +180,7 @@ def test_ptable_noise_sampling_matches_exact_moments(table):
         if n == 0:
             continue
         assert abs(e[:, n].mean() - mean) < 5 * math.sqrt(var / N)
-        assert abs(e[:, n].var() - var) < 5 * math.sqrt((mu4 - var ** 2) / N)
+        assert abs(e[:, n].var() - var) < 5 * math.sqrt((mu4 - var**2) / N)
 
 
 def test_ptable_noise_by_name_and_labels():

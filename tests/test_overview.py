@@ -25,19 +25,54 @@ NOTEBOOK = ROOT / "notebooks" / "overview.ipynb"
 
 
 # --------------------------------------------------------------- hand-made frames
-def _row(region, V, indicator="e", age=0.0, sex="T", *, value=80.0, events=100.0, exposure=1000.0,
-         var_pois=1.0, var_noise=0.0, level=2, model="generic", name=None):
+def _row(
+    region,
+    V,
+    indicator="e",
+    age=0.0,
+    sex="T",
+    *,
+    value=80.0,
+    events=100.0,
+    exposure=1000.0,
+    var_pois=1.0,
+    var_noise=0.0,
+    level=2,
+    model="generic",
+    name=None,
+):
     sd_p, sd_n = math.sqrt(var_pois), math.sqrt(var_noise)
     return {
-        "dataset": "toy", "data_status": "demonstration data: toy", "noise_model": model, "ptable": "",
-        "zero_floor": False, "granularity": "single", "V": float(V), "region": region,
-        "region_name": name or f"Region {region}", "nuts_level": level, "country": region[:2], "sex": sex,
-        "indicator": indicator, "age": age, "age_group": "", "value": value, "events": events,
-        "exposure": exposure, "var_pois": var_pois, "var_noise": var_noise, "var_tot": var_pois + var_noise,
-        "sd_pois": sd_p, "sd_noise": sd_n, "sd_tot": math.sqrt(var_pois + var_noise),
-        "rel_pois": sd_p / value, "rel_noise": sd_n / value, "rel_tot": math.sqrt(var_pois + var_noise) / value,
+        "dataset": "toy",
+        "data_status": "demonstration data: toy",
+        "noise_model": model,
+        "ptable": "",
+        "zero_floor": False,
+        "granularity": "single",
+        "V": float(V),
+        "region": region,
+        "region_name": name or f"Region {region}",
+        "nuts_level": level,
+        "country": region[:2],
+        "sex": sex,
+        "indicator": indicator,
+        "age": age,
+        "age_group": "",
+        "value": value,
+        "events": events,
+        "exposure": exposure,
+        "var_pois": var_pois,
+        "var_noise": var_noise,
+        "var_tot": var_pois + var_noise,
+        "sd_pois": sd_p,
+        "sd_noise": sd_n,
+        "sd_tot": math.sqrt(var_pois + var_noise),
+        "rel_pois": sd_p / value,
+        "rel_noise": sd_n / value,
+        "rel_tot": math.sqrt(var_pois + var_noise) / value,
         "admixture": math.sqrt(1 + var_noise / var_pois) - 1 if var_pois > 0 else math.inf,
-        "bias_noise": 0.0, "small_count": events < 10,
+        "bias_noise": 0.0,
+        "small_count": events < 10,
     }
 
 
@@ -47,7 +82,11 @@ def _e0_frame():
     var_pois = 1 everywhere, so A = sqrt(1 + var_noise) - 1:
     var_noise 0.2 -> A = 0.0954; 0.44 -> 0.2; 3 -> 1; 0.96 -> 0.4; 8 -> 2; 1.25 -> 0.5."""
     rows = []
-    for region, pop, vn1, vn5 in (("AA11", 5000.0, 0.2, 1.25), ("AA12", 2000.0, 0.44, 8.0), ("BB21", 9000.0, 0.96, 3.0)):
+    for region, pop, vn1, vn5 in (
+        ("AA11", 5000.0, 0.2, 1.25),
+        ("AA12", 2000.0, 0.44, 8.0),
+        ("BB21", 9000.0, 0.96, 3.0),
+    ):
         rows.append(_row(region, 1, exposure=pop, var_noise=vn1))
         rows.append(_row(region, 5, exposure=pop, var_noise=vn5))
         # TFR: female only, its own exposure (women 15-49) is not the population shown
@@ -65,7 +104,9 @@ def test_population_from_e0_exposure_and_asmr_fallback():
     p = ov.population(ov.nuts2(df)).set_index(["region", "sex"])["population"]
     assert p[("AA11", "T")] == 5000.0 and p[("AA12", "F")] == 1000.0 and len(p) == 6
     # without e rows: the sum of the asmr exposures over ages (each age once, whatever the V)
-    a = pd.DataFrame([_row("AA11", v, "asmr", age, exposure=e) for v in (1, 5) for age, e in ((0.0, 10.0), (1.0, 30.0))])
+    a = pd.DataFrame(
+        [_row("AA11", v, "asmr", age, exposure=e) for v in (1, 5) for age, e in ((0.0, 10.0), (1.0, 30.0))]
+    )
     assert ov.population(a).set_index("region").loc["AA11", "population"] == 40.0
 
 
@@ -141,35 +182,93 @@ def test_granularity_effect_ratio_of_noise_sd():
     assert sorted(eff["region"].unique()) == ["AA11", "AA12"]
     assert eff["ratio"].to_numpy() == pytest.approx(2.0)
     row = eff[(eff["indicator"] == "e0") & (eff["region"] == "AA12") & (eff["V"] == 5.0)].iloc[0]
-    assert row["sd_noise_single"] == pytest.approx(math.sqrt(8.0)) and row["sd_noise_5y"] == pytest.approx(math.sqrt(2.0))
+    assert row["sd_noise_single"] == pytest.approx(math.sqrt(8.0)) and row["sd_noise_5y"] == pytest.approx(
+        math.sqrt(2.0)
+    )
     assert row["admixture_single"] == pytest.approx(2.0) and row["admixture_5y"] == pytest.approx(math.sqrt(3.0) - 1)
     summ = ov.granularity_summary(eff).set_index(["indicator", "V"])
     assert summ.loc[("e0", 5.0), "ratio_median"] == pytest.approx(2.0)
-    assert summ.loc[("e0", 5.0), "over_41_single"] == 2 and summ.loc[("e0", 5.0), "over_41_5y"] == 1  # sqrt(3)-1 > .414, sqrt(1.3125)-1 < .414
+    assert (
+        summ.loc[("e0", 5.0), "over_41_single"] == 2 and summ.loc[("e0", 5.0), "over_41_5y"] == 1
+    )  # sqrt(3)-1 > .414, sqrt(1.3125)-1 < .414
 
 
 def test_admixture_classes_at_the_breaks():
     A = [0.0, 4.99, 5.0, 9.99, 10.0, 41.42, 41.43, 99.9, 100.0, 330.0, np.nan]
     got = ov.admixture_class(A).tolist()
     # 41.42 < 100 (sqrt(2) - 1) = 41.421356...; 41.43 is above
-    assert got == ["< 5 %", "< 5 %", "5\u201310 %", "5\u201310 %", "10\u201320 %", "20\u201341 %", "41\u2013100 %",
-                   "41\u2013100 %", "\u2265 100 %", "\u2265 100 %", "no data"]
+    assert got == [
+        "< 5 %",
+        "< 5 %",
+        "5\u201310 %",
+        "5\u201310 %",
+        "10\u201320 %",
+        "20\u201341 %",
+        "41\u2013100 %",
+        "41\u2013100 %",
+        "\u2265 100 %",
+        "\u2265 100 %",
+        "no data",
+    ]
 
 
 # ------------------------------------------------------------------ calibration
 def _calibration_frame():
     rows = []
     v = {  # (region, threshold) -> V_max for e0, sex T
-        ("AA11", 0.1): 0.5, ("AA12", 0.1): 2.0, ("BB21", 0.1): np.nan,
-        ("AA11", 0.5): 3.0, ("AA12", 0.5): 8.0, ("BB21", 0.5): np.inf,
+        ("AA11", 0.1): 0.5,
+        ("AA12", 0.1): 2.0,
+        ("BB21", 0.1): np.nan,
+        ("AA11", 0.5): 3.0,
+        ("AA12", 0.5): 8.0,
+        ("BB21", 0.5): np.inf,
     }
     for (region, thr), vmax in v.items():
-        rows.append({"region": region, "region_name": region, "nuts_level": 2, "country": region[:2], "sex": "T",
-                     "indicator": "e", "age": 0.0, "threshold": thr, "V_max": vmax, "status": "ok", "events": 100.0})
-    rows.append({"region": "AA", "region_name": "AA", "nuts_level": 0, "country": "AA", "sex": "T", "indicator": "e",
-                 "age": 0.0, "threshold": 0.1, "V_max": 0.01, "status": "ok", "events": 1000.0})  # country: left out
-    rows.append({"region": "AA11", "region_name": "AA11", "nuts_level": 2, "country": "AA", "sex": "T", "indicator": "e",
-                 "age": 65.0, "threshold": 0.1, "V_max": 0.001, "status": "ok", "events": 10.0})  # e65: another key
+        rows.append(
+            {
+                "region": region,
+                "region_name": region,
+                "nuts_level": 2,
+                "country": region[:2],
+                "sex": "T",
+                "indicator": "e",
+                "age": 0.0,
+                "threshold": thr,
+                "V_max": vmax,
+                "status": "ok",
+                "events": 100.0,
+            }
+        )
+    rows.append(
+        {
+            "region": "AA",
+            "region_name": "AA",
+            "nuts_level": 0,
+            "country": "AA",
+            "sex": "T",
+            "indicator": "e",
+            "age": 0.0,
+            "threshold": 0.1,
+            "V_max": 0.01,
+            "status": "ok",
+            "events": 1000.0,
+        }
+    )  # country: left out
+    rows.append(
+        {
+            "region": "AA11",
+            "region_name": "AA11",
+            "nuts_level": 2,
+            "country": "AA",
+            "sex": "T",
+            "indicator": "e",
+            "age": 65.0,
+            "threshold": 0.1,
+            "V_max": 0.001,
+            "status": "ok",
+            "events": 10.0,
+        }
+    )  # e65: another key
     return pd.DataFrame(rows)
 
 
@@ -227,11 +326,19 @@ def test_outside_frame_is_the_outermost_regions():
 
 
 def test_feature_bounds_and_shipped_file_matches_geometry():
-    f = {"type": "Feature", "properties": {"NUTS_ID": "XX00"},
-         "geometry": {"type": "MultiPolygon", "coordinates": [[[[1, 2], [3, 2], [3, 5], [1, 2]]], [[[-4, 0], [-3, 1], [-4, 0]]]]}}
+    f = {
+        "type": "Feature",
+        "properties": {"NUTS_ID": "XX00"},
+        "geometry": {
+            "type": "MultiPolygon",
+            "coordinates": [[[[1, 2], [3, 2], [3, 5], [1, 2]]], [[[-4, 0], [-3, 1], [-4, 0]]]],
+        },
+    }
     assert geo.feature_bounds(f) == (-4, 0, 3, 5)
     # the packaged file is gzip of a FeatureCollection; Canarias lie south of 30 N
-    gj = json.loads(gzip.decompress((ROOT / "lib" / "demonoise" / "data" / "geo" / "nuts2_2021.geojson.gz").read_bytes()))
+    gj = json.loads(
+        gzip.decompress((ROOT / "lib" / "demonoise" / "data" / "geo" / "nuts2_2021.geojson.gz").read_bytes())
+    )
     es70 = next(x for x in gj["features"] if x["properties"]["NUTS_ID"] == "ES70")
     assert geo.feature_bounds(es70)[3] < 30
 
@@ -241,8 +348,21 @@ def test_feature_bounds_and_shipped_file_matches_geometry():
     [
         ('{"type": "Feature"}', "FeatureCollection"),
         ('{"type": "FeatureCollection", "features": [{"properties": {}, "geometry": null}]}', "NUTS_ID"),
-        ('{"type": "FeatureCollection", "features": [{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]}', "region BE10"),
-        ('{"type": "FeatureCollection", "features": [' + ",".join(['{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Polygon", "coordinates": [[[0,0],[1,0],[0,1],[0,0]]]}}'] * 2) + "]}", "duplicate"),
+        (
+            '{"type": "FeatureCollection", "features": [{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]}',
+            "region BE10",
+        ),
+        (
+            '{"type": "FeatureCollection", "features": ['
+            + ",".join(
+                [
+                    '{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Polygon", "coordinates": [[[0,0],[1,0],[0,1],[0,0]]]}}'
+                ]
+                * 2
+            )
+            + "]}",
+            "duplicate",
+        ),
         ("{not json", "invalid JSON"),
     ],
 )
@@ -255,8 +375,17 @@ def test_geojson_format_errors_name_file_and_region(text, match):
 def test_map_colours_regions_by_class_and_carries_the_credit():
     from demonoise.report.notebook import chart_bundle
 
-    values = pd.DataFrame({"region": ["BE10", "BE10", "FI20", "FI20"], "region_name": "x", "country": ["BE", "BE", "FI", "FI"],
-                           "V": [1.0, 5.0, 1.0, 5.0], "population": 1.0, "value": 80.0, "A": [2.0, 12.0, 60.0, 330.0]})
+    values = pd.DataFrame(
+        {
+            "region": ["BE10", "BE10", "FI20", "FI20"],
+            "region_name": "x",
+            "country": ["BE", "BE", "FI", "FI"],
+            "V": [1.0, 5.0, 1.0, 5.0],
+            "population": 1.0,
+            "value": 80.0,
+            "A": [2.0, 12.0, 60.0, 330.0],
+        }
+    )
     values["A_class"] = ov.admixture_class(values["A"])
     spec = ov.admixture_map(values).to_dict()
     spec.setdefault("config", {})["aria"] = True  # reports turn ARIA off; regions are identified through it here
@@ -299,9 +428,17 @@ def test_split_sections_at_level_one_headings():
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    nb = new_notebook(cells=[new_code_cell("x = 1"), new_markdown_cell("# A\ntext"), new_code_cell("a"),
-                             new_markdown_cell("## sub"), new_markdown_cell("# B"), new_code_cell("b")],
-                      metadata={"papermill": {"exception": False}})
+    nb = new_notebook(
+        cells=[
+            new_code_cell("x = 1"),
+            new_markdown_cell("# A\ntext"),
+            new_code_cell("a"),
+            new_markdown_cell("## sub"),
+            new_markdown_cell("# B"),
+            new_code_cell("b"),
+        ],
+        metadata={"papermill": {"exception": False}},
+    )
     parts = ov.split_sections(nb)
     assert [[c.source for c in p.cells] for p in parts] == [["x = 1", "# A\ntext", "a", "## sub"], ["# B", "b"]]
     assert all(p.metadata["papermill"] == {"exception": False} for p in parts)
@@ -330,9 +467,21 @@ def rendered(tmp_path_factory):
     out = tmp_path_factory.mktemp("overview")
     # a hand-made calibration table (the calibration module is built elsewhere): the
     # section must show its minimum (BE21, 0.25) and count the regions below each V
-    cal = pd.DataFrame({"region": ["BE10", "BE21", "FRY1"], "nuts_level": 2, "sex": "T", "indicator": "e", "age": 0.0,
-                        "threshold": 0.1, "V_max": [12.0, 0.25, 3.5], "status": "ok"})
-    res = ov.render_overview({"dataset": "ess-2023", "V": [1, 5], "countries": COUNTRIES}, out, pdf=False, calibration=cal)
+    cal = pd.DataFrame(
+        {
+            "region": ["BE10", "BE21", "FRY1"],
+            "nuts_level": 2,
+            "sex": "T",
+            "indicator": "e",
+            "age": 0.0,
+            "threshold": 0.1,
+            "V_max": [12.0, 0.25, 3.5],
+            "status": "ok",
+        }
+    )
+    res = ov.render_overview(
+        {"dataset": "ess-2023", "V": [1, 5], "countries": COUNTRIES}, out, pdf=False, calibration=cal
+    )
     assert res.pdf is None and res.html == out / "overview.html"
     return res
 
@@ -348,9 +497,15 @@ def test_overview_renders_offline_with_the_map(rendered):
     # the nine sections, each with the modelled-data label
     titles = re.findall(r'<h1 class="dn-section-title"><span class="dn-section-number">(\d+)</span>([^<]+)</h1>', html)
     assert [t for _, t in titles] == [
-        "About this overview", "Life expectancy at birth", "Life expectancy at 65", "Total fertility rate",
-        "Age-specific rates", "Map of the e0 admixture", "Publishing 5-year instead of single-age cells",
-        "Most affected regions", "Calibration of V",
+        "About this overview",
+        "Life expectancy at birth",
+        "Life expectancy at 65",
+        "Total fertility rate",
+        "Age-specific rates",
+        "Map of the e0 admixture",
+        "Publishing 5-year instead of single-age cells",
+        "Most affected regions",
+        "Calibration of V",
     ]
     sections = re.split(r'<section class="dn-section"', html)[1:]
     assert all("dn-data-label" in s and "demonstration data" in s for s in sections)
@@ -392,7 +547,9 @@ def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
     text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
     pages = text.split("\f")
     # cover, contents, then one page (or more) per section; the map page carries the credit
-    map_pages = [p for p in pages if "Map of the e0 admixture" in p and "EuroGeographics for the administrative boundaries" in p]
+    map_pages = [
+        p for p in pages if "Map of the e0 admixture" in p and "EuroGeographics for the administrative boundaries" in p
+    ]
     assert len(map_pages) == 1 and "FRY1" in map_pages[0]
     assert len([p for p in pages if "demonstration data" in p]) >= 9
 

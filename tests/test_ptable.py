@@ -68,9 +68,11 @@ def _slsqp_row(i: int, D: int, V: float, js: int = 0, mono: bool = True, varianc
     j = [x for x in range(max(i - D, 0), i + D + 1) if not (1 <= x <= js)]
     v = np.array([x - i for x in j], dtype=float)
     n = len(v)
-    cons = [{"type": "eq", "fun": lambda p: p.sum() - 1, "jac": lambda p: np.ones(n)},
-            {"type": "eq", "fun": lambda p: p @ v, "jac": lambda p: v}]
-    var_con = {"fun": lambda p: V - p @ v ** 2, "jac": lambda p: -v ** 2}
+    cons = [
+        {"type": "eq", "fun": lambda p: p.sum() - 1, "jac": lambda p: np.ones(n)},
+        {"type": "eq", "fun": lambda p: p @ v, "jac": lambda p: v},
+    ]
+    var_con = {"fun": lambda p: V - p @ v**2, "jac": lambda p: -(v**2)}
     cons.append({"type": "eq" if variance_equality else "ineq", **var_con})
     if mono and 0 in v:
         z = int(np.flatnonzero(v == 0)[0])
@@ -78,12 +80,19 @@ def _slsqp_row(i: int, D: int, V: float, js: int = 0, mono: bool = True, varianc
             g = np.zeros(n)
             g[k], g[k + 1] = -1.0, 1.0
             cons.append({"type": "ineq", "fun": (lambda p, g=g: g @ p), "jac": (lambda p, g=g: g)})
-    res = minimize(lambda p: np.sum(p * np.log(p)), np.full(n, 1 / n), jac=lambda p: np.log(p) + 1,
-                   bounds=[(1e-8, 1)] * n, constraints=cons, method="SLSQP", options={"ftol": 1e-12, "maxiter": 1000})
+    res = minimize(
+        lambda p: np.sum(p * np.log(p)),
+        np.full(n, 1 / n),
+        jac=lambda p: np.log(p) + 1,
+        bounds=[(1e-8, 1)] * n,
+        constraints=cons,
+        method="SLSQP",
+        options={"ftol": 1e-12, "maxiter": 1000},
+    )
     p = res.x
     # SLSQP may stop with "positive directional derivative" at the optimum; accept it if feasible
     assert res.status in (0, 8), res.message
-    assert abs(p.sum() - 1) < 1e-8 and abs(p @ v) < 1e-8 and p @ v ** 2 <= V + 1e-8
+    assert abs(p.sum() - 1) < 1e-8 and abs(p @ v) < 1e-8 and p @ v**2 <= V + 1e-8
     return v, p
 
 
@@ -184,8 +193,19 @@ def test_builder_agrees_with_independent_slsqp(D, V, js):
 
 
 # ------------------------------------------------------------------ constraints before rounding
-@pytest.mark.parametrize("D,V,js,pstay", [(2, 1, 0, None), (3, 0.5, 0, None), (3, 1, 0, None), (5, 3, 2, None),
-                                          (3, 1.08, 1, None), (4, 0.25, 0, None), (3, 1, 0, 0.45), (8, 2, 0, None)])
+@pytest.mark.parametrize(
+    "D,V,js,pstay",
+    [
+        (2, 1, 0, None),
+        (3, 0.5, 0, None),
+        (3, 1, 0, None),
+        (5, 3, 2, None),
+        (3, 1.08, 1, None),
+        (4, 0.25, 0, None),
+        (3, 1, 0, 0.45),
+        (8, 2, 0, None),
+    ],
+)
 def test_unrounded_tables_meet_their_constraints(D, V, js, pstay):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VarianceNotReachedWarning)
@@ -198,7 +218,7 @@ def test_unrounded_tables_meet_their_constraints(D, V, js, pstay):
         assert not np.any((j >= 1) & (j <= js))
         assert abs(p.sum() - 1) < 1e-9
         assert abs(p @ v) < 1e-9
-        var = p @ v ** 2
+        var = p @ v**2
         assert var <= V + 1e-9
         reached = var >= V - 1e-9
         if not reached:  # only where the entropy maximum lies inside the variance bound
@@ -248,17 +268,20 @@ def test_pstay_is_lowered_like_ptable_until_V_is_reached():
     assert t.transition(3).p[3] >= 0.75 - 1e-12
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(D=3, V=0.5, js=1), r"variance <= V.*count 1"),
-    (dict(D=1, V=1, js=2), r"mean 0.*count 1"),
-    (dict(D=2, V=1, js=2), r"variance <= V.*count 1.*variance 2"),
-    (dict(D=0, V=1), r"D \(maximum deviation\)"),
-    (dict(D=2, V=0), r"V \(noise variance\)"),
-    (dict(D=2, V=float("nan")), r"V \(noise variance\)"),
-    (dict(D=2, V=1, js=-1), r"js"),
-    (dict(D=2, V=1, pstay=1.5), r"pstay"),
-    (dict(D=2, V=1, pstay=[0.5, 0.5, 0.5]), r"pstay"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(D=3, V=0.5, js=1), r"variance <= V.*count 1"),
+        (dict(D=1, V=1, js=2), r"mean 0.*count 1"),
+        (dict(D=2, V=1, js=2), r"variance <= V.*count 1.*variance 2"),
+        (dict(D=0, V=1), r"D \(maximum deviation\)"),
+        (dict(D=2, V=0), r"V \(noise variance\)"),
+        (dict(D=2, V=float("nan")), r"V \(noise variance\)"),
+        (dict(D=2, V=1, js=-1), r"js"),
+        (dict(D=2, V=1, pstay=1.5), r"pstay"),
+        (dict(D=2, V=1, pstay=[0.5, 0.5, 0.5]), r"pstay"),
+    ],
+)
 def test_infeasible_or_invalid_parameters_raise_naming_the_constraint(kw, match):
     with pytest.raises(ParameterError, match=match):
         build_ptable(**kw)
@@ -294,15 +317,18 @@ def test_transition_reader_on_a_file_written_from_the_specification(tmp_path):
     assert t.lookup(np.zeros(6, int), keys).tolist() == [0] * 6
 
 
-@pytest.mark.parametrize("text,match,line", [
-    ("i,j,p,v\n0,0,1,0\n1,0,0.5,-1\n1,2,0.5,0\n", "v must equal j - i", 4),
-    ("i,j,p,v\n0,0,1,0\n1,0,0.5,-1\n1,2,0.4,1\n", "sum to", 3),
-    ("i,j,p,v\n0,0,1,0\n1,0,x,-1\n1,2,0.5,1\n", "non-numeric", 3),
-    ("i,j,p,v\n0,0,1,0\n1,0,0.5,-1\n1,0,0.5,-1\n", "duplicated", 4),
-    ("i,j,p\n0,0,1\n", "lacks column", 1),
-    ("i,j,p,v,type\n0,0,1,0,even\n", "type", 2),
-    ("i,j,p,v\n0,0,1,0\n\n1,0,0.5,-1\n1,2,0.5,1,7\n", "expected 4 fields", 5),
-])
+@pytest.mark.parametrize(
+    "text,match,line",
+    [
+        ("i,j,p,v\n0,0,1,0\n1,0,0.5,-1\n1,2,0.5,0\n", "v must equal j - i", 4),
+        ("i,j,p,v\n0,0,1,0\n1,0,0.5,-1\n1,2,0.4,1\n", "sum to", 3),
+        ("i,j,p,v\n0,0,1,0\n1,0,x,-1\n1,2,0.5,1\n", "non-numeric", 3),
+        ("i,j,p,v\n0,0,1,0\n1,0,0.5,-1\n1,0,0.5,-1\n", "duplicated", 4),
+        ("i,j,p\n0,0,1\n", "lacks column", 1),
+        ("i,j,p,v,type\n0,0,1,0,even\n", "type", 2),
+        ("i,j,p,v\n0,0,1,0\n\n1,0,0.5,-1\n1,2,0.5,1,7\n", "expected 4 fields", 5),
+    ],
+)
 def test_transition_reader_rejects_bad_files_naming_the_line(tmp_path, text, match, line):
     f = tmp_path / "bad.csv"
     f.write_text(text)
@@ -311,16 +337,19 @@ def test_transition_reader_rejects_bad_files_naming_the_line(tmp_path, text, mat
     assert ei.value.file == str(f) and ei.value.line == line
 
 
-@pytest.mark.parametrize("text,match", [
-    ('"pcv";"ckey";"pvalue"\n1;1;0\n1;3;1\n', "lacks cell key 2"),
-    # a stray huge cell key: a clear error, not a table of 10^10 keys in memory
-    ('"pcv";"ckey";"pvalue"\n1;1;0\n1;10000000000;1\n', "pcv 1 lacks cell key 2"),
-    ('"pcv";"ckey";"pvalue"\n1;1;0\n1;2;0\n2;1;0\n', "pcv 2 lacks cell key 2"),
-    ('"pcv";"ckey";"pvalue"\n1;1;-2\n1;2;1\n', "negative"),
-    ('"pcv";"ckey";"pvalue"\n1;1;0\n1;1;0\n', "duplicated"),
-    ('"pcv";"ckey";"pvalue"\n2;1;0\n2;2;0\n', "class 1 is missing"),
-    ('"pcv";"key";"pvalue"\n1;1;0\n', "unrecognised"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ('"pcv";"ckey";"pvalue"\n1;1;0\n1;3;1\n', "lacks cell key 2"),
+        # a stray huge cell key: a clear error, not a table of 10^10 keys in memory
+        ('"pcv";"ckey";"pvalue"\n1;1;0\n1;10000000000;1\n', "pcv 1 lacks cell key 2"),
+        ('"pcv";"ckey";"pvalue"\n1;1;0\n1;2;0\n2;1;0\n', "pcv 2 lacks cell key 2"),
+        ('"pcv";"ckey";"pvalue"\n1;1;-2\n1;2;1\n', "negative"),
+        ('"pcv";"ckey";"pvalue"\n1;1;0\n1;1;0\n', "duplicated"),
+        ('"pcv";"ckey";"pvalue"\n2;1;0\n2;2;0\n', "class 1 is missing"),
+        ('"pcv";"key";"pvalue"\n1;1;0\n', "unrecognised"),
+    ],
+)
 def test_eurostat_reader_rejects_bad_files(tmp_path, text, match):
     f = tmp_path / "bad.csv"
     f.write_text(text)

@@ -75,7 +75,12 @@ def test_html_report_is_offline_and_holds_its_charts(lu):
     assert "demonstration data: population real (Eurostat), deaths and births modelled" in html
     # charts: static SVG from vl-convert (14 in the four sections)
     assert len(re.findall(r"<svg[^>]*class=\"marks\"", html)) >= 12
-    for title in ("Age-specific fertility rates", "Total fertility rate", "Age-specific mortality rates", "Life expectancy"):
+    for title in (
+        "Age-specific fertility rates",
+        "Total fertility rate",
+        "Age-specific mortality rates",
+        "Life expectancy",
+    ):
         assert f"{title}</h1>" in html
     # formulas: typeset once for the batch and inlined as static SVG (with Chromium), else
     # left to the inlined MathJax; either way nothing is fetched
@@ -131,7 +136,9 @@ def test_index(lu):
     assert "1 reports: 1 ok, 0 up to date, 0 failed" in index
     # the index shows figures of modelled data: it carries the label too
     assert "dn-status-modelled" in index
-    assert "<strong>ess-2023</strong>: demonstration data: population real (Eurostat), deaths and births modelled" in index
+    assert (
+        "<strong>ess-2023</strong>: demonstration data: population real (Eurostat), deaths and births modelled" in index
+    )
 
 
 def test_second_run_is_up_to_date(lu):

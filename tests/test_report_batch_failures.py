@@ -62,7 +62,13 @@ def test_a_broken_notebook_is_isolated_and_reported(batch):
 def test_missing_chromium_gives_html_and_says_why(batch, broken_notebooks):
     params = parse_params({"datasets": {"ess-2023": ["MT"]}, "V": [1], "indicators": ["asmr"], "mc": 0}, source="test")
     rep = run_reports(
-        params, batch["out"], workers=1, progress=False, log=None, notebooks_dir=broken_notebooks, chromium="/nonexistent/chromium"
+        params,
+        batch["out"],
+        workers=1,
+        progress=False,
+        log=None,
+        notebooks_dir=broken_notebooks,
+        chromium="/nonexistent/chromium",
     )
     o = rep.outcomes[0]
     assert rep.ok and o.html.is_file() and o.pdf is None

@@ -21,15 +21,28 @@ def _rows(out: Path):
     for name in ("BE V1.html", "BE V1.pdf", "FR.html"):
         (reports / name).write_text("x")
     render = RenderResult(
-        html=reports / "FR.html", pdf=None, pdf_error="no PDF: chromium not found at /usr/bin/chromium; "
-        "install the Debian package chromium", html_seconds=0.3, pdf_seconds=None, html_bytes=1,
+        html=reports / "FR.html",
+        pdf=None,
+        pdf_error="no PDF: chromium not found at /usr/bin/chromium; install the Debian package chromium",
+        html_seconds=0.3,
+        pdf_seconds=None,
+        html_bytes=1,
     )
     return [
-        IndexRow("BE, V = 1", "ok", reports / "BE V1.html", reports / "BE V1.pdf",
-                 summary={"country": "BE", "V": 1, "e0 noise sd (%)": 0.033456789}),
+        IndexRow(
+            "BE, V = 1",
+            "ok",
+            reports / "BE V1.html",
+            reports / "BE V1.pdf",
+            summary={"country": "BE", "V": 1, "e0 noise sd (%)": 0.033456789},
+        ),
         IndexRow.from_render("FR, V = 5", render, summary={"country": "FR", "V": 5, "e0 noise sd (%)": float("nan")}),
-        {"name": "DE, V = 5", "status": "failed", "error": "ValueError: bad <script>alert(1)</script> & co (cell 3)",
-         "summary": {"country": "DE", "V": 5}},
+        {
+            "name": "DE, V = 5",
+            "status": "failed",
+            "error": "ValueError: bad <script>alert(1)</script> & co (cell 3)",
+            "summary": {"country": "DE", "V": 5},
+        },
         IndexRow("IT, V = 1", "skipped", reports / "BE V1.html", summary={"V": 1, "extra": True}),
     ]
 
@@ -56,7 +69,16 @@ def test_index(tmp_path):
     assert "href" not in rows[2][1]
     # summary columns in order of first appearance; numbers formatted; missing and NaN as a dash
     header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1)
-    assert re.findall(r"<th>(.*?)</th>", header) == ["Report", "Status", "HTML", "PDF", "country", "V", "e0 noise sd (%)", "extra"]
+    assert re.findall(r"<th>(.*?)</th>", header) == [
+        "Report",
+        "Status",
+        "HTML",
+        "PDF",
+        "country",
+        "V",
+        "e0 noise sd (%)",
+        "extra",
+    ]
     cells0 = re.findall(r"<td[^>]*>(.*?)</td>", rows[0][1], re.S)
     assert cells0[4:] == ["BE", "1", "0.03346", "\u2014"]
     assert re.findall(r"<td[^>]*>(.*?)</td>", rows[1][1], re.S)[6] == "\u2014"

@@ -18,7 +18,11 @@ from demonoise.report.mathsvg import MATHJAX_END, MATHJAX_START, MathCache, find
 from report_helpers import chromium, scan_html
 
 PAGE = (
-    "<!DOCTYPE html><html lang=\"en\"><head>" + MATHJAX_START + "<script>window.MathJax = {};</script>" + MATHJAX_END + "</head><body>"
+    '<!DOCTYPE html><html lang="en"><head>'
+    + MATHJAX_START
+    + "<script>window.MathJax = {};</script>"
+    + MATHJAX_END
+    + "</head><body>"
     "<p>Inline $a_x$ and display $$\\frac{1}{2}$$, a literal \\$5, \\(x\\) and \\[y\\].</p>"
     "<script>var s = '$not maths$';</script>"
     '<svg class="marks"><text>$not maths$</text></svg>'
@@ -108,7 +112,10 @@ def test_kept_open_browser_prints_pages_and_cleans_up(tmp_path):
     if shutil.which("pdftotext"):
         text = subprocess.run(["pdftotext", str(tmp_path / "late.pdf"), "-"], capture_output=True, text=True).stdout
         assert "LATE-TEXT" in text  # printed only once the page said it was ready
-        assert "PLAIN-TEXT" in subprocess.run(["pdftotext", str(tmp_path / "plain.pdf"), "-"], capture_output=True, text=True).stdout
+        assert (
+            "PLAIN-TEXT"
+            in subprocess.run(["pdftotext", str(tmp_path / "plain.pdf"), "-"], capture_output=True, text=True).stdout
+        )
     missing = tmp_path / "missing.html"
     with chrome.Browser() as b, pytest.raises(ReportError):
         b.print_pdf(missing, tmp_path / "x.pdf")

@@ -104,8 +104,15 @@ def test_setup_notebook_enables_the_renderer(df):
 
 def test_to_jsonable():
     got = to_jsonable(
-        {"a": np.float64(1.5), "b": np.int64(3), "c": np.array([1.0, np.nan]), "d": (1, math.inf), "e": np.bool_(True),
-         "f": pd.Series([1, 2]), "g": None}
+        {
+            "a": np.float64(1.5),
+            "b": np.int64(3),
+            "c": np.array([1.0, np.nan]),
+            "d": (1, math.inf),
+            "e": np.bool_(True),
+            "f": pd.Series([1, 2]),
+            "g": None,
+        }
     )
     assert got == {"a": 1.5, "b": 3, "c": [1.0, None], "d": [1, None], "e": True, "f": [1, 2], "g": None}
     assert type(got["a"]) is float and type(got["b"]) is int

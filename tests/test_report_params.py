@@ -18,7 +18,10 @@ NOTEBOOKS = ROOT / "notebooks"
 
 def test_shipped_params():
     p = load_params(PARAMS / "default.yaml")
-    assert [(s.dataset, s.countries) for s in p.selections] == [("ess-2023", ("FI", "FR", "LU", "MT")), ("be-2023", ("BE",))]
+    assert [(s.dataset, s.countries) for s in p.selections] == [
+        ("ess-2023", ("FI", "FR", "LU", "MT")),
+        ("be-2023", ("BE",)),
+    ]
     assert p.V == (1.0, 5.0) and p.indicators == INDICATORS and p.granularity == "single" and p.mc >= 500
     grid = expand(p)
     assert len(grid) == p.n_reports == 10
@@ -115,14 +118,18 @@ def test_committed_notebooks_are_clean(name):
 
 def test_no_stray_notebooks():
     # the report sections, the Europe overview and the two extras (what-if, teaching)
-    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(["cover", *INDICATORS, "overview", "teaching", "whatif"])
+    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(
+        ["cover", *INDICATORS, "overview", "teaching", "whatif"]
+    )
 
 
 def test_overview_and_extras_params():
     p = load_params(PARAMS / "ess-2023.yaml")
     assert dict(p.overview)["dataset"] == "ess-2023" and dict(p.overview)["mc"] == 0
     assert [name for name, _ in p.extras] == ["teaching"]
-    q = parse_params({**GOOD, "overview": {"dataset": "be-2023", "mc": 200}, "extras": {"whatif": {"region": "BE34", "V": [1, 3]}}})
+    q = parse_params(
+        {**GOOD, "overview": {"dataset": "be-2023", "mc": 200}, "extras": {"whatif": {"region": "BE34", "V": [1, 3]}}}
+    )
     assert dict(q.overview) == {"dataset": "be-2023", "mc": 200}
     assert q.extras == (("whatif", (("V", (1, 3)), ("region", "BE34"))),)
     assert parse_params(GOOD).overview == () and parse_params(GOOD).extras == ()

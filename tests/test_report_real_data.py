@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow
 def be(tmp_path_factory):
     out = tmp_path_factory.mktemp("be")
     params = parse_params(
-        {"datasets": {"be-2023": ["BE"]}, "V": [5], "indicators": ["life_expectancy"], "mc": 0, "pdf": False}, source="test"
+        {"datasets": {"be-2023": ["BE"]}, "V": [5], "indicators": ["life_expectancy"], "mc": 0, "pdf": False},
+        source="test",
     )
     rep = run_reports(params, out, workers=2, progress=False, log=None)
     return out, rep
@@ -37,7 +38,10 @@ def test_life_expectancy_section_on_real_belgian_data(be):
     assert m["e0_worst_region_population"] == pytest.approx(298_172, abs=1)
     html = o.html.read_text(encoding="utf-8")
     # the verdict names the smallest region with its admixture, and the real-data label shows
-    assert f"In the smallest region, BE34 Prov. Luxembourg (BE) (298\u202f172 people), it adds {fmt_pct(m['e0_admixture_worst'])}" in html
+    assert (
+        f"In the smallest region, BE34 Prov. Luxembourg (BE) (298\u202f172 people), it adds {fmt_pct(m['e0_admixture_worst'])}"
+        in html
+    )
     assert "population and deaths real (Eurostat); regional births modelled from national births" in html
     assert "Noise is at least as large as the Poisson uncertainty (A &gt;= 41 %)" in html
     # no Monte Carlo was asked for, and the section says so instead of hiding it

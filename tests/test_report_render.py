@@ -67,7 +67,9 @@ def test_assembly_structure(executed):
     assert "REMOVE-ME-MARKER" not in str(nb)
 
     with pytest.raises(ParameterError, match="duplicate anchor"):
-        assemble([Section(executed["sections"][0], anchor="a"), Section(executed["sections"][1], anchor="a")], title="t")
+        assemble(
+            [Section(executed["sections"][0], anchor="a"), Section(executed["sections"][1], anchor="a")], title="t"
+        )
     with pytest.raises(ParameterError, match="invalid anchor"):
         assemble([Section(executed["sections"][0], anchor="1 bad")], title="t")
     with pytest.raises(ParameterError, match="at least one section"):
@@ -147,7 +149,10 @@ def test_template_lookup_errors_are_specific(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ Chromium missing
 def test_no_chromium_gives_html_and_a_reason(executed, tmp_path):
     res = render_report(
-        executed["sections"][:1], tmp_path / "r.html", tmp_path / "r.pdf", title="t",
+        executed["sections"][:1],
+        tmp_path / "r.html",
+        tmp_path / "r.pdf",
+        title="t",
         chromium="/nonexistent/chromium",
     )
     assert res.html.is_file() and res.pdf is None and not (tmp_path / "r.pdf").exists()

@@ -149,7 +149,10 @@ def test_missing_kernelspec_falls_back_to_the_current_interpreter(tmp_path):
             progress=False,
         )
     assert batch.status == "ok"
-    assert sys.executable in batch.kernel_note and "ipykernel install --sys-prefix --name dn-no-such-kernel" in batch.kernel_note
+    assert (
+        sys.executable in batch.kernel_note
+        and "ipykernel install --sys-prefix --name dn-no-such-kernel" in batch.kernel_note
+    )
     assert read_metrics(tmp_path / "fb.ipynb")["sd"] == pytest.approx(2.0)
 
 
@@ -185,9 +188,7 @@ _INTERRUPT_SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_leaves_no_partial_output_and_no_kernel(tmp_path, workers):
-    slow = new_notebook(
-        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
-    )
+    slow = new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})
     params = new_code_cell('marker = "unused"')
     params.metadata["tags"] = ["parameters"]
     slow.cells = [

@@ -78,7 +78,21 @@ def frame(mc: bool = False) -> pd.DataFrame:
         rows.append(_row(code, name, level, "tfr", "F", float("nan"), 1.5, pop / 90, pop / 4, 1e-4, 0.0201, **extra))
         # mortality rates: 4 ages; the tiny region has 3 of 4 cells below 10 deaths
         for age, ev in enumerate([200.0, 50.0, 12.0, 900.0] if code != "XX03" else [2.0, 1.0, 5.0, 40.0]):
-            rows.append(_row(code, name, level, "asmr", "T", float(age), ev / pop, ev, pop, (ev / pop) ** 2 / ev, 0.21 if ev >= 10 else 3.0))
+            rows.append(
+                _row(
+                    code,
+                    name,
+                    level,
+                    "asmr",
+                    "T",
+                    float(age),
+                    ev / pop,
+                    ev,
+                    pop,
+                    (ev / pop) ** 2 / ev,
+                    0.21 if ev >= 10 else 3.0,
+                )
+            )
     df = pd.DataFrame(rows)
     if mc:
         df["z_flag"] = df["z_flag"].fillna(False).astype(bool)
@@ -95,11 +109,18 @@ def test_formatting():
     assert S.fmt_num(82.9241, 4) == "82.92"
     assert S.fmt_num(12_418_855.0) == "12\u202f418\u202f855"
     assert S.fmt_int(30123.4) == "30\u202f123"
-    assert S.region_label("FRL0", "Provence-Alpes-Côte d’Azur", width=12) == "FRL0 Provence-Al\u2026"  # 12 characters of name
-    assert S.region_label("BE10", "Région de Bruxelles-Capitale/ Brussels Hoofdstedelijk Gewest") == "BE10 Région de Bruxelles-Capitale"
+    assert (
+        S.region_label("FRL0", "Provence-Alpes-Côte d’Azur", width=12) == "FRL0 Provence-Al\u2026"
+    )  # 12 characters of name
+    assert (
+        S.region_label("BE10", "Région de Bruxelles-Capitale/ Brussels Hoofdstedelijk Gewest")
+        == "BE10 Région de Bruxelles-Capitale"
+    )
     one = pd.DataFrame({"nuts_level": [0], "region_name": ["Suomi/Finland"], "region": ["FI"], "country": ["FI"]})
     assert S.country_name(one) == "Suomi / Finland"
-    assert S.country_name(one.assign(nuts_level=2, region="MT00", country="MT", region_name="x")) == "Malta"  # NUTS names
+    assert (
+        S.country_name(one.assign(nuts_level=2, region="MT00", country="MT", region_name="x")) == "Malta"
+    )  # NUTS names
 
 
 # ------------------------------------------------------------------ verdicts
@@ -128,13 +149,17 @@ def test_scalar_verdict_all_none_and_single_region():
     df.loc[df.indicator == "e", "admixture"] = 0.05  # every region below 10 %
     assert "in all 3 NUTS 2 regions" in str(S.scalar_verdict(df, 1.0, "e", age=0))
     df.loc[df.indicator == "e", "admixture"] = 0.5
-    assert "noise adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in all 3 NUTS 2 regions" in str(
-        S.scalar_verdict(df, 1.0, "e", age=0)
+    assert (
+        "noise adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in all 3 NUTS 2 regions"
+        in str(S.scalar_verdict(df, 1.0, "e", age=0))
     )
     one = frame()
     one = one[one.region.isin(["XX", "XX03"])]
     text = str(S.scalar_verdict(one, 1.0, "e", age=0))
-    assert "adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in the country's only NUTS 2 region" in text
+    assert (
+        "adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in the country's only NUTS 2 region"
+        in text
+    )
     # TFR is about women and carries its unit
     t = str(S.scalar_verdict(frame(), 1.0, "tfr"))
     assert "uncertainty of TFR in all 3 NUTS 2 regions" in t and "children per woman" in t
@@ -149,7 +174,11 @@ def test_age_verdict_cells_and_small_counts():
     assert v.numbers["small_cells"] == 3
     assert v.numbers["max_admixture"] == pytest.approx(1.0)
     assert v.numbers["max_admixture_region"] == "XX03"
-    assert "on 2 deaths (fewer than 10 events" in text or "on 1 death (fewer than 10 events" in text or "on 5 deaths (fewer than 10 events" in text
+    assert (
+        "on 2 deaths (fewer than 10 events" in text
+        or "on 1 death (fewer than 10 events" in text
+        or "on 5 deaths (fewer than 10 events" in text
+    )
     assert "Among cells with at least 10 deaths, the largest admixture is 10 %" in text
     assert "3 cells (25 %) rest on fewer than 10 deaths" in text
 
@@ -161,7 +190,10 @@ def test_sparse_regions_and_flags():
     assert not sp[sp.region == "XX01"].iloc[0]["sparse"]
     v = S.scalar_verdict(frame(), 1.0, "e", age=0)
     assert v.numbers["sparse_regions"] == ["XX03"]
-    assert "may be unreliable in 1 region where more than half of the single-age cells rest on fewer than 10 events: XX03" in str(v)
+    assert (
+        "may be unreliable in 1 region where more than half of the single-age cells rest on fewer than 10 events: XX03"
+        in str(v)
+    )
     table = S.scalar_table(frame(), 1.0, "e", age=0)
     flagged = dict(zip(table.frame.region, table.flagged))
     assert flagged == {"XX": False, "XX01": False, "XX02": False, "XX03": True}
@@ -179,7 +211,9 @@ def test_mc_summary():
     assert (m["n"], m["cells"], m["beyond"]) == (1000, 12, 3)
     assert m["max_abs_z"] == pytest.approx(7.0)
     assert m["rse"] == pytest.approx(1 / math.sqrt(2000))
-    assert "disagrees with the analytic standard deviation beyond sampling error (|z| > 5) in 3 cells of 12" in m["text"]
+    assert (
+        "disagrees with the analytic standard deviation beyond sampling error (|z| > 5) in 3 cells of 12" in m["text"]
+    )
     none = S.mc_summary(frame(), 1.0, "e")
     assert none["n"] == 0 and "No Monte Carlo" in none["text"]
 
@@ -227,7 +261,10 @@ def test_tables_and_status_box():
     real = S.status_box("population and deaths real (Eurostat)")
     assert not real.modelled and "dn-status-real" in real._repr_html_()
     prov = {"deaths": {"status": "real", "datasets": ["demo_r_magec"], "extracted": "unknown", "source": "Eurostat"}}
-    assert "deaths: real \u2014 Eurostat demo_r_magec; extraction date unknown" in S.status_box("x", provenance=prov)._repr_html_()
+    assert (
+        "deaths: real \u2014 Eurostat demo_r_magec; extraction date unknown"
+        in S.status_box("x", provenance=prov)._repr_html_()
+    )
 
 
 def test_load_results_checks_the_table(tmp_path):

@@ -127,7 +127,18 @@ def rendered(tmp_path_factory):
 def test_notebook_checks_pass(rendered):
     _, out = rendered
     m = read_metrics(out / "teaching.ipynb")
-    print({k: m[k] for k in ("fd_max_rel_error", "count_fd_max_rel_error", "mc_max_abs_z", "V_star", "sd_noise_ratio_single_5y")})
+    print(
+        {
+            k: m[k]
+            for k in (
+                "fd_max_rel_error",
+                "count_fd_max_rel_error",
+                "mc_max_abs_z",
+                "V_star",
+                "sd_noise_ratio_single_5y",
+            )
+        }
+    )
     assert m["region"] == "BE34" and m["sex"] == "F" and m["mc_n"] == 4000
     assert m["fd_max_rel_error"] < 1e-6 and set(m["fd_steps"]) == {"dq", "dl", "dL", "dT", "de"}
     assert m["count_fd_max_rel_error"] < 1e-6

@@ -53,7 +53,9 @@ def _merge(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
 def _tiny(values) -> Counts:
     ax = AgeAxis.single(last=1, open_=True, unknown=True)  # Y_LT1, Y1, Y_GE2, UNK
     arr = np.array(values, dtype=np.int64).reshape(1, 3, 4)
-    prov = Provenance(TableProvenance("real", ("demo_r_d2jan",)), TableProvenance("real", ("demo_r_magec",)), label="tiny")
+    prov = Provenance(
+        TableProvenance("real", ("demo_r_d2jan",)), TableProvenance("real", ("demo_r_magec",)), label="tiny"
+    )
     return Counts("tiny", 2023, ("XX01",), ax, arr, arr + 1, prov, deaths=arr)
 
 
@@ -226,7 +228,9 @@ def test_headless_run_reports_the_library_figures(rendered, be):
     assert read_parameters(nb) == PARAMS
     m = read_metrics(nb)
     assert m["settings"] == ["V = 1", "V = 3", "ptable v01"] and m["scale"] == 4 and m["granularity"] == "5y"
-    direct = headline(what_if(be, "BE34", scale=4, V=[1, 3], ptable="v01", granularity="5y", indicators=("e",), e_ages=(0,)))
+    direct = headline(
+        what_if(be, "BE34", scale=4, V=[1, 3], ptable="v01", granularity="5y", indicators=("e",), e_ages=(0,))
+    )
     for _, r in direct.iterrows():
         got = m["e0"][f"{r['sex']} {r['noise']}"]
         assert got["sd_noise"] == pytest.approx(r["sd_noise"], rel=1e-12)

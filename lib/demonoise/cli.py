@@ -125,7 +125,9 @@ def cmd_compute(args) -> int:
     )
     out = write_table(df, args.out)
     dt = time.perf_counter() - t0
-    print(f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]")
+    print(
+        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]"
+    )
     summ = summarise(df)
     if len(summ):
         with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
@@ -137,8 +139,16 @@ def _download_bar(label: str, total: int | None):
     """A tqdm bar per download on stderr (hidden when stderr is not a terminal)."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=label, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=False,
-                disable=None)
+    return tqdm(
+        total=total,
+        desc=label,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        file=sys.stderr,
+        leave=False,
+        disable=None,
+    )
 
 
 def cmd_fetch(args) -> int:
@@ -147,8 +157,15 @@ def cmd_fetch(args) -> int:
     from demonoise.io.fetch import COUNT_TABLES, comparison_tables, fetch_counts
     from demonoise.core.errors import FetchError
 
-    kw = dict(cache_dir=args.cache_dir, base_url=args.base_url, refresh=args.refresh, offline=args.offline,
-              timeout=args.timeout, endpoint=args.endpoint, progress=_download_bar)
+    kw = dict(
+        cache_dir=args.cache_dir,
+        base_url=args.base_url,
+        refresh=args.refresh,
+        offline=args.offline,
+        timeout=args.timeout,
+        endpoint=args.endpoint,
+        progress=_download_bar,
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = fetch_counts(args.year, args.countries, skip_incomplete=args.skip_incomplete, **kw)
@@ -165,8 +182,10 @@ def cmd_fetch(args) -> int:
     c = res.counts
     n0 = sum(r.level == 0 for r in c.regions)
     n2 = len(c.regions) - n0
-    print(f"{c.name}: {len(c.regions)} regions ({n0} {'country' if n0 == 1 else 'countries'}, "
-          f"{n2} NUTS 2 region{'' if n2 == 1 else 's'}), reference year {c.year}")
+    print(
+        f"{c.name}: {len(c.regions)} regions ({n0} {'country' if n0 == 1 else 'countries'}, "
+        f"{n2} NUTS 2 region{'' if n2 == 1 else 's'}), reference year {c.year}"
+    )
     for measure, (rcode, ncode) in COUNT_TABLES.items():
         er, en = res.entries[rcode], res.entries[ncode]
         when = er.extracted if er.extracted == en.extracted else f"{er.extracted} / {en.extracted}"
@@ -216,6 +235,7 @@ def cmd_notebook(args) -> int:
     elif not args.no_pdf:
         print(f"{args.name}: {res.pdf_error}", file=sys.stderr)
 
+
 def cmd_overview(args) -> int:
     from demonoise.report.overview import render_overview
 
@@ -223,8 +243,13 @@ def cmd_overview(args) -> int:
     params = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
     r = render_overview(params, args.out, pdf=not args.no_pdf, force=args.force, store=args.store)
     dt = time.perf_counter() - t0
-    print(f"Europe overview -> {r.html}" + (f", {r.pdf}" if r.pdf else f" ({r.pdf_error})" if r.pdf_error else "") + f"  [{dt:.1f} s]")
+    print(
+        f"Europe overview -> {r.html}"
+        + (f", {r.pdf}" if r.pdf else f" ({r.pdf_error})" if r.pdf_error else "")
+        + f"  [{dt:.1f} s]"
+    )
     return 0
+
 
 def cmd_report(args) -> int:
     from demonoise.report.batch import load_params, run_reports
@@ -271,6 +296,7 @@ def _positive_seconds(s: str) -> float:
         raise argparse.ArgumentTypeError(f"timeout must be a finite number of seconds > 0, got {s}")
     return v
 
+
 def _resolution(table) -> float:
     """Tolerance of "V reached": the probability resolution of the table times its largest
     squared noise (key tables: 1/K; built or transition tables: 1e-8), at least 1e-6."""
@@ -300,14 +326,18 @@ def _moments_text(table, V=None) -> tuple[str, list[str]]:
             warn.append(f"V = {nominal:g} is not reached at count {label}: variance {r.variance:.6g}")
         nv = "?" if nominal is None else f"{nominal:g}"
         mean = round(float(r.mean), 12) + 0.0  # show 5.6e-17 as 0
-        rows.append(f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  {reached}")
+        rows.append(
+            f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  {reached}"
+        )
     if nominal is None:
         warn.append("nominal V unknown (the file does not store it): pass --V to check it")
     return "\n".join(rows), warn
 
 
 def _describe_table(table, V=None) -> str:
-    parts = [f"{table.label}: classes 0..{table.I} (the last stands for every count >= {table.I}), max |noise| {table.max_deviation}"]
+    parts = [
+        f"{table.label}: classes 0..{table.I} (the last stands for every count >= {table.I}), max |noise| {table.max_deviation}"
+    ]
     if table.n_keys:
         parts.append(f"K = {table.n_keys} cell keys")
     if table.D is not None:
@@ -342,10 +372,17 @@ def cmd_ptable_build(args) -> int:
     text, warn = _moments_text(table)
     print(_describe_table(table))
     print(text)
-    print(f"-> {out} ({args.format} format" + (f", K = {args.K or 100000} cell keys" if args.format == "eurostat" else "") + ")")
+    print(
+        f"-> {out} ({args.format} format"
+        + (f", K = {args.K or 100000} cell keys" if args.format == "eurostat" else "")
+        + ")"
+    )
     for w in warn:
-        print(f"WARNING: {w} -- the construction treats V as an upper bound (as the R package ptable does) and keeps "
-              "the maximum-entropy law of the other constraints, whose variance is smaller here", file=sys.stderr)
+        print(
+            f"WARNING: {w} -- the construction treats V as an upper bound (as the R package ptable does) and keeps "
+            "the maximum-entropy law of the other constraints, whose variance is smaller here",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -388,7 +425,9 @@ def cmd_compare(args) -> int:
     )  # fmt: skip
     out = write_table(df, args.out)
     dt = time.perf_counter() - t0
-    print(f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]")
+    print(
+        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]"
+    )
     summ = summarise_comparison(df)
     birth_labels = set(df.loc[(df.indicator == "e") & (df.age == 0), "age_group"])  # Y_LT1, or Y_LT5 for 5-year cells
     head = summ[(summ.indicator == "tfr") | ((summ.indicator == "e") & summ.age_group.isin(birth_labels))]
@@ -399,6 +438,7 @@ def cmd_compare(args) -> int:
     print(note)
     if args.note:
         atomic_write_text(args.note, note + "\n")
+
 
 def _select(counts, regions, countries):
     """Restrict to region codes and/or countries; unknown codes raise DataError naming them."""
@@ -440,7 +480,9 @@ def cmd_calibrate(args) -> int:
         family = "generic"
     counts = _load_counts(args)
     t0 = time.perf_counter()
-    df = calibrate(counts, thresholds, family=family, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages)
+    df = calibrate(
+        counts, thresholds, family=family, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages
+    )
     out = write_table(df, args.out)
     dt = time.perf_counter() - t0
     fam = df.attrs.get("family", "generic")
@@ -469,7 +511,9 @@ def cmd_calibrate(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from demonoise.core.version import __version__
 
-    p = argparse.ArgumentParser(prog="demonoise", description="How much noise-based disclosure control degrades demographic indicators.")
+    p = argparse.ArgumentParser(
+        prog="demonoise", description="How much noise-based disclosure control degrades demographic indicators."
+    )
     p.add_argument("--version", action="version", version=f"demonoise {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -479,15 +523,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("compute", help="analytic error propagation (+ Monte Carlo) -> tidy results table")
     _data_args(s)
-    s.add_argument("--V", nargs="+", type=_positive_float, metavar="V", help="noise variance(s) of the generic model, e.g. --V 1 5")
+    s.add_argument(
+        "--V", nargs="+", type=_positive_float, metavar="V", help="noise variance(s) of the generic model, e.g. --V 1 5"
+    )
     s.add_argument("--D", type=int, default=None, help="maximum deviation of the generic noise (default: unbounded)")
-    s.add_argument("--ptable", nargs="+", metavar="TABLE", help="p-table(s): an embedded name (v01, v03, v04) or a file")
-    s.add_argument("--granularity", default="single", choices=["single", "5y", "5y-infant"], help="publication granularity of the noised cells (default: single, Eurostat's NUTS 2 layout)")
-    s.add_argument("--indicators", nargs="+", default=["asfr", "tfr", "asmr", "e"], choices=["asfr", "tfr", "asmr", "e"])
+    s.add_argument(
+        "--ptable", nargs="+", metavar="TABLE", help="p-table(s): an embedded name (v01, v03, v04) or a file"
+    )
+    s.add_argument(
+        "--granularity",
+        default="single",
+        choices=["single", "5y", "5y-infant"],
+        help="publication granularity of the noised cells (default: single, Eurostat's NUTS 2 layout)",
+    )
+    s.add_argument(
+        "--indicators", nargs="+", default=["asfr", "tfr", "asmr", "e"], choices=["asfr", "tfr", "asmr", "e"]
+    )
     _select_args(s)
-    s.add_argument("--mc", type=_nonneg_int, default=0, metavar="N", help="Monte Carlo replicates for e and TFR (default 0: analytic only)")
+    s.add_argument(
+        "--mc",
+        type=_nonneg_int,
+        default=0,
+        metavar="N",
+        help="Monte Carlo replicates for e and TFR (default 0: analytic only)",
+    )
     s.add_argument("--seed", type=_nonneg_int, default=20230101)
-    s.add_argument("--zero-floor", action="store_true", help="Monte Carlo: floor noisy counts at zero (a different noise model)")
+    s.add_argument(
+        "--zero-floor", action="store_true", help="Monte Carlo: floor noisy counts at zero (a different noise model)"
+    )
     s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz")
     s.set_defaults(func=cmd_compute)
 
@@ -497,24 +560,57 @@ def build_parser() -> argparse.ArgumentParser:
     g = s.add_mutually_exclusive_group()
     g.add_argument("--refresh", action="store_true", help="download again even if cached")
     g.add_argument("--offline", action="store_true", help="use the cache only; fail if a table is not cached")
-    s.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default: $DEMONOISE_CACHE or ~/.cache/demonoise)")
-    s.add_argument("--base-url", default=None, help="API base URL (default: $DEMONOISE_EUROSTAT_URL or Eurostat's dissemination API)")
-    s.add_argument("--timeout", type=_positive_seconds, default=60.0, help="seconds allowed to connect and for each read (default 60)")
-    s.add_argument("--endpoint", choices=["json", "tsv"], default="json",
-                   help="json: filtered JSON-stat from the statistics API (default); tsv: full gzipped TSV datasets")
-    s.add_argument("--skip-incomplete", action="store_true", help="drop regions lacking a table or ages (listed) instead of failing")
-    s.add_argument("--no-comparison", action="store_true", help="do not fetch the comparison tables demo_r_mlifexp, demo_r_find2")
+    s.add_argument(
+        "--cache-dir", type=Path, default=None, help="cache directory (default: $DEMONOISE_CACHE or ~/.cache/demonoise)"
+    )
+    s.add_argument(
+        "--base-url",
+        default=None,
+        help="API base URL (default: $DEMONOISE_EUROSTAT_URL or Eurostat's dissemination API)",
+    )
+    s.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=60.0,
+        help="seconds allowed to connect and for each read (default 60)",
+    )
+    s.add_argument(
+        "--endpoint",
+        choices=["json", "tsv"],
+        default="json",
+        help="json: filtered JSON-stat from the statistics API (default); tsv: full gzipped TSV datasets",
+    )
+    s.add_argument(
+        "--skip-incomplete",
+        action="store_true",
+        help="drop regions lacking a table or ages (listed) instead of failing",
+    )
+    s.add_argument(
+        "--no-comparison", action="store_true", help="do not fetch the comparison tables demo_r_mlifexp, demo_r_find2"
+    )
     s.set_defaults(func=cmd_fetch)
 
     s = sub.add_parser("ptable", help="perturbation tables of the cell key method: build, show")
     psub = s.add_subparsers(dest="ptable_command", required=True)
     b = psub.add_parser("build", help="build a p-table as the R package ptable does (maximum entropy) and write it")
     b.add_argument("--D", type=int, required=True, help="maximum deviation (>= 1)")
-    b.add_argument("--V", type=_positive_float, required=True, help="noise variance (an upper bound in the construction)")
+    b.add_argument(
+        "--V", type=_positive_float, required=True, help="noise variance (an upper bound in the construction)"
+    )
     b.add_argument("--js", type=int, default=0, help="perturbed values 1..js are not allowed (default 0)")
-    b.add_argument("--pstay", type=float, nargs="+", metavar="P", help="preset probability of no change (one value, or one per count class)")
-    b.add_argument("--format", default="transition", choices=["transition", "eurostat"],
-                   help="transition: R ptable layout i,j,p,v,p_int_lb,p_int_ub,type (default); eurostat: pcv;ckey;pvalue with K integer keys")
+    b.add_argument(
+        "--pstay",
+        type=float,
+        nargs="+",
+        metavar="P",
+        help="preset probability of no change (one value, or one per count class)",
+    )
+    b.add_argument(
+        "--format",
+        default="transition",
+        choices=["transition", "eurostat"],
+        help="transition: R ptable layout i,j,p,v,p_int_lb,p_int_ub,type (default); eurostat: pcv;ckey;pvalue with K integer keys",
+    )
     b.add_argument("--K", type=int, default=None, help="number of cell keys for --format eurostat (default 100000)")
     b.add_argument("--label", default="", help="short name used in results tables")
     b.add_argument("--out", required=True, type=Path, help="output file (.gz: gzipped); written atomically")
@@ -526,66 +622,153 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("compare", help="noise sd under the generic model vs under a p-table, per region and indicator")
     _data_args(s)
-    s.add_argument("--ptable", required=True, metavar="TABLE", help="an embedded table (v01, v03, v04) or a p-table file")
-    s.add_argument("--V", type=_positive_float, default=None, help="variance of the generic model (default: the table's nominal V)")
-    s.add_argument("--granularity", default="single", choices=["single", "5y", "5y-infant"], help="publication granularity of the noised cells")
-    s.add_argument("--indicators", nargs="+", default=None, choices=["asfr", "tfr", "asmr", "e"],
-                   help="default: e and, when the dataset has births, tfr")
+    s.add_argument(
+        "--ptable", required=True, metavar="TABLE", help="an embedded table (v01, v03, v04) or a p-table file"
+    )
+    s.add_argument(
+        "--V", type=_positive_float, default=None, help="variance of the generic model (default: the table's nominal V)"
+    )
+    s.add_argument(
+        "--granularity",
+        default="single",
+        choices=["single", "5y", "5y-infant"],
+        help="publication granularity of the noised cells",
+    )
+    s.add_argument(
+        "--indicators",
+        nargs="+",
+        default=None,
+        choices=["asfr", "tfr", "asmr", "e"],
+        help="default: e and, when the dataset has births, tfr",
+    )
     s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
     _select_args(s)
     s.add_argument("--level", type=int, default=None, help="restrict to one NUTS level (0: countries, 2: NUTS 2)")
-    s.add_argument("--size-classes", nargs="+", type=_positive_float, default=[200_000, 1_000_000], metavar="POP",
-                   help="population size-class edges (default 200000 1000000)")
-    s.add_argument("--mc", type=_nonneg_int, default=0, metavar="N",
-                   help="noise-only Monte Carlo replicates: p-table and generic noise with a zero floor (default 0)")
+    s.add_argument(
+        "--size-classes",
+        nargs="+",
+        type=_positive_float,
+        default=[200_000, 1_000_000],
+        metavar="POP",
+        help="population size-class edges (default 200000 1000000)",
+    )
+    s.add_argument(
+        "--mc",
+        type=_nonneg_int,
+        default=0,
+        metavar="N",
+        help="noise-only Monte Carlo replicates: p-table and generic noise with a zero floor (default 0)",
+    )
     s.add_argument("--seed", type=_nonneg_int, default=20230101)
     s.add_argument("--out", required=True, type=Path, help="output table: .parquet, .csv or .csv.gz")
     s.add_argument("--note", type=Path, default=None, help="also write the closing note to this text file")
     s.set_defaults(func=cmd_compare)
 
-    s = sub.add_parser("calibrate", help="largest noise variance V keeping the noise admixture below thresholds -> table")
-    s.add_argument("--dataset", required=True, help="dataset name (see `demonoise datasets`) or a counts template CSV file")
-    s.add_argument("--thresholds", nargs="+", type=_number, default=[0.1, 0.5, 1.0], metavar="A",
-                   help="admixture thresholds as fractions in (0, 10] (default 0.1 0.5 1)")
-    s.add_argument("--family", choices=["generic", "ptable"], default="generic",
-                   help="generic integer noise of variance V (closed form, default) or a p-table family (numeric)")
-    s.add_argument("--ptable-D", type=int, default=None, metavar="D", help="p-table family: maximum deviation (implies --family ptable)")
-    s.add_argument("--ptable-js", type=int, default=None, metavar="JS", help="p-table family: no results in 1..js (default 0)")
+    s = sub.add_parser(
+        "calibrate", help="largest noise variance V keeping the noise admixture below thresholds -> table"
+    )
+    s.add_argument(
+        "--dataset", required=True, help="dataset name (see `demonoise datasets`) or a counts template CSV file"
+    )
+    s.add_argument(
+        "--thresholds",
+        nargs="+",
+        type=_number,
+        default=[0.1, 0.5, 1.0],
+        metavar="A",
+        help="admixture thresholds as fractions in (0, 10] (default 0.1 0.5 1)",
+    )
+    s.add_argument(
+        "--family",
+        choices=["generic", "ptable"],
+        default="generic",
+        help="generic integer noise of variance V (closed form, default) or a p-table family (numeric)",
+    )
+    s.add_argument(
+        "--ptable-D",
+        type=int,
+        default=None,
+        metavar="D",
+        help="p-table family: maximum deviation (implies --family ptable)",
+    )
+    s.add_argument(
+        "--ptable-js", type=int, default=None, metavar="JS", help="p-table family: no results in 1..js (default 0)"
+    )
     s.add_argument("--pstay", type=float, default=None, help="p-table family: preset probability of no change")
-    s.add_argument("--granularity", default="single", choices=["single", "5y", "5y-infant"], help="publication granularity of the noised cells")
-    s.add_argument("--indicators", nargs="+", default=None, choices=["asfr", "tfr", "asmr", "e"], help="default: all the dataset supports")
+    s.add_argument(
+        "--granularity",
+        default="single",
+        choices=["single", "5y", "5y-infant"],
+        help="publication granularity of the noised cells",
+    )
+    s.add_argument(
+        "--indicators",
+        nargs="+",
+        default=None,
+        choices=["asfr", "tfr", "asmr", "e"],
+        help="default: all the dataset supports",
+    )
     s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries")
     s.add_argument("--regions", nargs="+", metavar="CODE", help="restrict to these regions")
-    s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz (written atomically)")
+    s.add_argument(
+        "--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz (written atomically)"
+    )
     s.set_defaults(func=cmd_calibrate)
 
-    s = sub.add_parser("notebook", help="execute an extra notebook (whatif, teaching) with parameters and render it to HTML/PDF")
+    s = sub.add_parser(
+        "notebook", help="execute an extra notebook (whatif, teaching) with parameters and render it to HTML/PDF"
+    )
     s.add_argument("name", help="notebook name: whatif or teaching (notebooks/<name>.ipynb)")
-    s.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                   help="papermill parameter; VALUE is read as JSON if it parses (4, 0.5, [1, 5], null), else as text (BE34)")
+    s.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        help="papermill parameter; VALUE is read as JSON if it parses (4, 0.5, [1, 5], null), else as text (BE34)",
+    )
     s.add_argument("--out", type=Path, default=Path("output"), help="output directory (default: output)")
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--force", action="store_true", help="execute even if the executed notebook is up to date")
     s.set_defaults(func=cmd_notebook)
 
-    s = sub.add_parser("overview", help="the Europe overview report: every NUTS 2 region, the V's side by side -> DIR/overview.html (+ PDF)")
-    s.add_argument("--dataset", default="ess-2023", help="dataset name (default ess-2023, the Europe-wide demonstration set)")
-    s.add_argument("--V", nargs="+", type=_positive_float, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)")
+    s = sub.add_parser(
+        "overview",
+        help="the Europe overview report: every NUTS 2 region, the V's side by side -> DIR/overview.html (+ PDF)",
+    )
+    s.add_argument(
+        "--dataset", default="ess-2023", help="dataset name (default ess-2023, the Europe-wide demonstration set)"
+    )
+    s.add_argument(
+        "--V", nargs="+", type=_positive_float, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)"
+    )
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
-    s.add_argument("--sex", default="T", choices=["T", "F", "M"], help="sex shown for the mortality indicators (default T)")
-    s.add_argument("--mc", type=_nonneg_int, default=0, metavar="N", help="Monte Carlo replicates for a check of e0/TFR (default 0)")
+    s.add_argument(
+        "--sex", default="T", choices=["T", "F", "M"], help="sex shown for the mortality indicators (default T)"
+    )
+    s.add_argument(
+        "--mc",
+        type=_nonneg_int,
+        default=0,
+        metavar="N",
+        help="Monte Carlo replicates for a check of e0/TFR (default 0)",
+    )
     s.add_argument("--out", type=Path, default=Path("output"), help="output directory (default output)")
     s.add_argument("--store", type=Path, default=None, help="results store (default OUT/results)")
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--force", action="store_true", help="recompute and re-execute even if up to date")
     s.set_defaults(func=cmd_overview)
 
-    s = sub.add_parser("report", help="quality reports: notebooks per country and V -> HTML/PDF reports + output/index.html")
+    s = sub.add_parser(
+        "report", help="quality reports: notebooks per country and V -> HTML/PDF reports + output/index.html"
+    )
     s.add_argument("--params", required=True, type=Path, help="YAML params file, e.g. params/default.yaml")
     s.add_argument("--output", type=Path, default=Path("output"), help="output directory (default: output)")
     s.add_argument("--force", action="store_true", help="execute and render everything again, even if up to date")
-    s.add_argument("--workers", type=_workers, default=2, help="parallel kernels / Monte Carlo processes / renderers (default 2)")
+    s.add_argument(
+        "--workers", type=_workers, default=2, help="parallel kernels / Monte Carlo processes / renderers (default 2)"
+    )
     s.add_argument("--no-pdf", action="store_true", help="write HTML reports only")
     s.set_defaults(func=cmd_report)
     return p
@@ -594,7 +777,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _data_args(s):
     g = s.add_mutually_exclusive_group(required=True)
     g.add_argument("--dataset", help="dataset name (see `demonoise datasets`)")
-    g.add_argument("--counts", type=Path, metavar="FILE", help="counts in the CSV template layout (docs/csv_template.md)")
+    g.add_argument(
+        "--counts", type=Path, metavar="FILE", help="counts in the CSV template layout (docs/csv_template.md)"
+    )
 
 
 def _select_args(s):

@@ -253,7 +253,12 @@ def _stream(step: str, country: str) -> np.random.Generator:
 
 
 def _versions() -> dict[str, str]:
-    return {"numpy": np.__version__, "scipy": scipy.__version__, "pandas": pd.__version__, "zlib": zlib.ZLIB_RUNTIME_VERSION}
+    return {
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "pandas": pd.__version__,
+        "zlib": zlib.ZLIB_RUNTIME_VERSION,
+    }
 
 
 #: Packages whose versions decide the numbers (zlib only decides the gzip bytes).
@@ -286,18 +291,28 @@ def _group_cube(pj: pd.DataFrame, codes: Sequence[str], year: int) -> tuple[np.n
     si = pd.Index(SEXES).get_indexer(unk_rows["sex"])
     vals = unk_rows["value"].to_numpy(dtype=float)
     if np.any(~np.isfinite(vals)) or np.any(vals < 0):
-        raise DataError("missing or negative UNK population", file=df.attrs.get("file"), measure="population", age="UNK", year=year)
+        raise DataError(
+            "missing or negative UNK population", file=df.attrs.get("file"), measure="population", age="UNK", year=year
+        )
     unk[gi, si] = vals.astype(np.int64)
     no_unk = sorted(set(codes) - set(unk_rows["geo"]))
     cube = np.concatenate([known, unk[..., None]], axis=-1)
     tot = df[df["age"] == "TOTAL"]
     t = np.full(known.shape[:2], -1.0)
-    t[pd.Index(codes).get_indexer(tot["geo"]), pd.Index(SEXES).get_indexer(tot["sex"])] = tot["value"].to_numpy(dtype=float)
+    t[pd.Index(codes).get_indexer(tot["geo"]), pd.Index(SEXES).get_indexer(tot["sex"])] = tot["value"].to_numpy(
+        dtype=float
+    )
     bad = (t >= 0) & (t != cube.sum(-1))
     if bad.any():
         r, s = (int(i) for i in np.argwhere(bad)[0])
-        raise DataError(f"TOTAL {t[r, s]:g} differs from the sum of the age groups {cube[r, s].sum()}",
-                        file=df.attrs.get("file"), measure="population", region=codes[r], sex=SEXES[s], year=year)
+        raise DataError(
+            f"TOTAL {t[r, s]:g} differs from the sum of the age groups {cube[r, s].sum()}",
+            file=df.attrs.get("file"),
+            measure="population",
+            region=codes[r],
+            sex=SEXES[s],
+            year=year,
+        )
     return cube, no_unk
 
 
@@ -310,7 +325,12 @@ def _population_groups(pj: pd.DataFrame, codes: list[str]) -> tuple[np.ndarray, 
     idx = {c: i for i, c in enumerate(codes)}
     d24, no_unk24 = _group_cube(pj, direct, YEAR + 1)
     p24[[idx[c] for c in direct]] = d24
-    fb: dict = {"exact": {}, "apportioned": {}, "carried_forward": [], "unk_not_published": sorted(set(no_unk) | (set(no_unk24) & set(codes)))}
+    fb: dict = {
+        "exact": {},
+        "apportioned": {},
+        "carried_forward": [],
+        "unk_not_published": sorted(set(no_unk) | (set(no_unk24) & set(codes))),
+    }
     missing = [c for c in codes if c not in have24]
     for old, new in EXACT_2024.items():
         if old in missing:
@@ -322,7 +342,9 @@ def _population_groups(pj: pd.DataFrame, codes: list[str]) -> tuple[np.ndarray, 
         if not olds_here:
             continue
         if len(olds_here) != len(olds):
-            raise DataError("only part of a NUTS 2021 union lacks 2024 population", region=",".join(olds_here), year=YEAR + 1)
+            raise DataError(
+                "only part of a NUTS 2021 union lacks 2024 population", region=",".join(olds_here), year=YEAR + 1
+            )
         u24 = _group_cube(pj, list(news), YEAR + 1)[0].sum(axis=0)  # (3, 19)
         w = p23[[idx[c] for c in olds]][:, :2]  # F, M: (k, 2, 19)
         alloc = _apportion(u24[:2], np.moveaxis(w, 0, -1))  # (2, 19, k)
@@ -432,7 +454,9 @@ def mortality_targets(mlifexp: pd.DataFrame, codes: Sequence[str], year: int = D
                     y = int(later.min())
                     c0, c1 = get(code[:2], sex, year), get(code[:2], sex, y)
                     if c0 is None or c1 is None:
-                        raise ParameterError(f"no e0/e65 for {code} {sex} in {year}, and its country lacks {year} or {y} to shift the {y} value")
+                        raise ParameterError(
+                            f"no e0/e65 for {code} {sex} in {year}, and its country lacks {year} or {y} to shift the {y} value"
+                        )
                     v = get(code, sex, y) - (c1 - c0)
                     used["shifted"].setdefault(code, []).append(f"{sex}:{y}")
                 else:
@@ -473,7 +497,13 @@ def national_births(fordagec: pd.DataFrame, countries: Sequence[str], year: int 
             years = sorted(set(fb.loc[fb["geo"] == c, "time"]), reverse=True)
             ok = [y for y in years if y < year and complete(series(c, y))]
             if not ok:
-                raise DataError("no births by age of mother for this country", file=file, dataset="demo_fordagec", region=c, year=year)
+                raise DataError(
+                    "no births by age of mother for this country",
+                    file=file,
+                    dataset="demo_fordagec",
+                    region=c,
+                    year=year,
+                )
             used["latest_year"][c] = int(ok[0])
             s = series(c, ok[0])
         cells = np.array([s.get(a, np.nan) for a in inner], dtype=float)
@@ -482,14 +512,24 @@ def national_births(fordagec: pd.DataFrame, countries: Sequence[str], year: int 
         absent = ~np.isfinite(cells)
         rest = total - unk - np.nansum(cells)
         if rest < 0:
-            raise DataError(f"TOTAL {total:g} is below UNK + the single ages ({unk + np.nansum(cells):g})", file=file,
-                            dataset="demo_fordagec", region=c, year=year)
+            raise DataError(
+                f"TOTAL {total:g} is below UNK + the single ages ({unk + np.nansum(cells):g})",
+                file=file,
+                dataset="demo_fordagec",
+                region=c,
+                year=year,
+            )
         if absent.any():
             years = sorted(set(fb.loc[fb["geo"] == c, "time"]), reverse=True)
             ref = next((y for y in years if y < year and complete(series(c, y))), None)
             if ref is None:
-                raise DataError("absent single ages and no complete earlier year to fill them", file=file,
-                                dataset="demo_fordagec", region=c, year=year)
+                raise DataError(
+                    "absent single ages and no complete earlier year to fill them",
+                    file=file,
+                    dataset="demo_fordagec",
+                    region=c,
+                    year=year,
+                )
             r = series(c, ref)
             rc = np.array([r[a] for a in inner], dtype=float)
             r_out = float(r["TOTAL"] - r["UNK"] - rc.sum())
@@ -515,7 +555,9 @@ def _allocate_births(nat: np.ndarray, W: np.ndarray, country: str) -> np.ndarray
     tot = w.sum(axis=0)
     if np.any(tot <= 0):
         j = int(np.argwhere(tot <= 0)[0][0])
-        raise DataError("no female exposure at this age of mother", region=country, age=BIRTH_AXIS.labels[j], measure="births")
+        raise DataError(
+            "no female exposure at this age of mother", region=country, age=BIRTH_AXIS.labels[j], measure="births"
+        )
     p = (w / tot).T  # (38, R)
     return _stream("births", country).multinomial(nat, p).T.astype(np.int64)  # (R, 38)
 
@@ -550,7 +592,13 @@ def _with_countries(codes: list[str], arrays: dict[str, np.ndarray]):
 
 
 def _tp(d: TableProvenance) -> dict:
-    return {"status": d.status, "datasets": list(d.datasets), "extracted": d.extracted, "source": d.source, "note": d.note}
+    return {
+        "status": d.status,
+        "datasets": list(d.datasets),
+        "extracted": d.extracted,
+        "source": d.source,
+        "note": d.note,
+    }
 
 
 def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DEFAULT_CALIBRATION_YEAR) -> Parts:
@@ -614,7 +662,9 @@ def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DE
             old = mortality_model.split_open_age(gr[..., -1], m)  # (Rm, 2, 16)
             single = np.concatenate([gr[..., :_N_SINGLE], old, g[mi, :2, 18:19]], axis=-1)  # + UNK
             pop[key][mi, :2] = single
-        E = (spread_unknown(pop["pop_start"][mi, :2], POP_AXIS) + spread_unknown(pop["pop_end"][mi, :2], POP_AXIS)) / 2.0
+        E = (
+            spread_unknown(pop["pop_start"][mi, :2], POP_AXIS) + spread_unknown(pop["pop_end"][mi, :2], POP_AXIS)
+        ) / 2.0
         exp_d = mortality_model.expected_deaths(m, E)  # (Rm, 2, 101)
         expected[mi, :, :-1] = exp_d
         expected[mi, :, -1] = 0.0
@@ -629,9 +679,15 @@ def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DE
             "year": calibration_year,
             "standard": std_note,
             "model": "Brass relational logit Y_x = alpha + beta Y^s_x (logit with factor 1/2), calibrated per region and sex "
-                     "so that the project's life table (ages 0..84, 85+; Eurostat's method) of the model rates gives the target e0 and e65",
-            "targets": {c: {s: [round(float(e0[j, k]), 4), round(float(e65[j, k]), 4)] for k, s in enumerate(("F", "M"))} for j, c in enumerate(mcodes)},
-            "alpha_beta": {c: {s: [round(float(alpha[j, k]), 6), round(float(beta[j, k]), 6)] for k, s in enumerate(("F", "M"))} for j, c in enumerate(mcodes)},
+            "so that the project's life table (ages 0..84, 85+; Eurostat's method) of the model rates gives the target e0 and e65",
+            "targets": {
+                c: {s: [round(float(e0[j, k]), 4), round(float(e65[j, k]), 4)] for k, s in enumerate(("F", "M"))}
+                for j, c in enumerate(mcodes)
+            },
+            "alpha_beta": {
+                c: {s: [round(float(alpha[j, k]), 6), round(float(beta[j, k]), 6)] for k, s in enumerate(("F", "M"))}
+                for j, c in enumerate(mcodes)
+            },
         }
     for k in ("pop_start", "pop_end"):
         pop[k][:, 2] = pop[k][:, 0] + pop[k][:, 1]
@@ -651,8 +707,18 @@ def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DE
     order, arr, _ = _with_countries(codes, {**pop, "deaths": deaths, "births": births})
     regions = tuple(nuts_region(c) for c in order)
     meta, prov = _metadata(name, raw, codes, countries, fallbacks, meta_cal, calibration_year)
-    counts = Counts(name, YEAR, regions, POP_AXIS, arr["pop_start"], arr["pop_end"], prov, deaths=arr["deaths"],
-                    births=arr["births"], birth_ages=BIRTH_AXIS)
+    counts = Counts(
+        name,
+        YEAR,
+        regions,
+        POP_AXIS,
+        arr["pop_start"],
+        arr["pop_end"],
+        prov,
+        deaths=arr["deaths"],
+        births=arr["births"],
+        birth_ages=BIRTH_AXIS,
+    )
     return Parts(counts, meta, codes, modelled, expected, targets, groups, nat, countries)
 
 
@@ -660,40 +726,63 @@ def _fallback_note(fb: dict) -> dict[str, str]:
     """Human-readable fallback sentences per table."""
     pop, dea, bir = [], [], []
     if fb.get("population_2024_exact"):
-        pop.append("1 January 2024 population published under NUTS 2024 codes only: "
-                   + "; ".join(f"{k} = {' + '.join(v)}" for k, v in fb["population_2024_exact"].items()) + " (exact)")
+        pop.append(
+            "1 January 2024 population published under NUTS 2024 codes only: "
+            + "; ".join(f"{k} = {' + '.join(v)}" for k, v in fb["population_2024_exact"].items())
+            + " (exact)"
+        )
     if fb.get("population_2024_apportioned"):
         groups: dict = {}
         for k, v in fb["population_2024_apportioned"].items():
             groups.setdefault(tuple(v), []).append(k)
-        pop.append("1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and age group, "
-                   "shared in proportion to the 2023 population): "
-                   + "; ".join(f"{' + '.join(o)} from {' + '.join(n)}" for n, o in groups.items()))
+        pop.append(
+            "1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and age group, "
+            "shared in proportion to the 2023 population): "
+            + "; ".join(f"{' + '.join(o)} from {' + '.join(n)}" for n, o in groups.items())
+        )
     if fb.get("population_2024_carried_forward"):
-        pop.append("no 2024 population published: 2023 stock carried forward for " + ", ".join(fb["population_2024_carried_forward"]))
+        pop.append(
+            "no 2024 population published: 2023 stock carried forward for "
+            + ", ".join(fb["population_2024_carried_forward"])
+        )
     if fb.get("population_unk_not_published"):
         pop.append("UNK not published (set to 0) for " + ", ".join(fb["population_unk_not_published"]))
     if fb.get("excluded_empty_regions"):
         pop.append("regions with zero population left out: " + ", ".join(fb["excluded_empty_regions"]))
     if fb.get("mortality_target_nearest_year"):
-        dea.append("e0/e65 target from the nearest earlier year: "
-                   + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_nearest_year"].items()))
+        dea.append(
+            "e0/e65 target from the nearest earlier year: "
+            + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_nearest_year"].items())
+        )
     if fb.get("mortality_target_shifted"):
-        dea.append("e0/e65 target = later regional value shifted by the country's change since the calibration year: "
-                   + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_shifted"].items()))
+        dea.append(
+            "e0/e65 target = later regional value shifted by the country's change since the calibration year: "
+            + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_shifted"].items())
+        )
     if fb.get("births_latest_year"):
-        bir.append("no 2023 births by age of mother: latest complete year used unchanged for "
-                   + ", ".join(f"{k} ({v})" for k, v in fb["births_latest_year"].items()))
+        bir.append(
+            "no 2023 births by age of mother: latest complete year used unchanged for "
+            + ", ".join(f"{k} ({v})" for k, v in fb["births_latest_year"].items())
+        )
     if fb.get("births_missing_ages"):
-        bir.append("absent single ages filled (TOTAL - UNK - published, in proportion to the reference year) for "
-                   + "; ".join(f"{k}: {', '.join(v['ages'])} (reference {v['reference_year']})" for k, v in fb["births_missing_ages"].items()))
+        bir.append(
+            "absent single ages filled (TOTAL - UNK - published, in proportion to the reference year) for "
+            + "; ".join(
+                f"{k}: {', '.join(v['ages'])} (reference {v['reference_year']})"
+                for k, v in fb["births_missing_ages"].items()
+            )
+        )
     return {"population": "; ".join(pop), "deaths": "; ".join(dea), "births": "; ".join(bir)}
 
 
-BIRTH_RULE = ("births outside 15-49 = TOTAL - UNK - sum(Y15..Y49), split between Y_LT15 and Y_GE50 in proportion to the births "
-              "at 15 and at 49 (the TFR counts them at 15 and 49)")
-ALLOC_RULE = ("each national cell allocated to the country's NUTS 2 regions by a seeded multinomial draw in proportion to the "
-              "female exposure (P(2023) + P(2024)) / 2 at that age (Y_LT15: at 15; Y_GE50: at 49; UNK: 15-49)")
+BIRTH_RULE = (
+    "births outside 15-49 = TOTAL - UNK - sum(Y15..Y49), split between Y_LT15 and Y_GE50 in proportion to the births "
+    "at 15 and at 49 (the TFR counts them at 15 and 49)"
+)
+ALLOC_RULE = (
+    "each national cell allocated to the country's NUTS 2 regions by a seeded multinomial draw in proportion to the "
+    "female exposure (P(2023) + P(2024)) / 2 at that age (Y_LT15: at 15; Y_GE50: at 49; UNK: 15-49)"
+)
 COUNTRY_RULE = "country rows are the sums of their NUTS 2 regions (coherent with the regions)"
 T_RULE = "T = F + M (in real publications T is a published cell of its own)"
 
@@ -704,32 +793,62 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
     if name == "be-2023":
         label = LABEL_BE
         title = "Belgium, NUTS 2 regions and country, 2023 (real population and deaths)"
-        p = TableProvenance("real", ("demo_r_d2jan",), ext, "Eurostat",
-                            f"population on 1 January 2023 and 2024 by sex and single age as published (Y_LT1..Y99, Y_OPEN as Y_GE100, UNK); "
-                            f"published T equals F + M; {COUNTRY_RULE}")
-        d = TableProvenance("real", ("demo_r_magec",), ext, "Eurostat",
-                            f"deaths 2023 by sex and single age as published; published T equals F + M; {COUNTRY_RULE}")
-        b = TableProvenance("modelled", ("demo_fordagec", "demo_r_d2jan"), ext, "Eurostat",
-                            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; regional births modelled: "
-                            f"{ALLOC_RULE}; the country row is the national figure")
+        p = TableProvenance(
+            "real",
+            ("demo_r_d2jan",),
+            ext,
+            "Eurostat",
+            f"population on 1 January 2023 and 2024 by sex and single age as published (Y_LT1..Y99, Y_OPEN as Y_GE100, UNK); "
+            f"published T equals F + M; {COUNTRY_RULE}",
+        )
+        d = TableProvenance(
+            "real",
+            ("demo_r_magec",),
+            ext,
+            "Eurostat",
+            f"deaths 2023 by sex and single age as published; published T equals F + M; {COUNTRY_RULE}",
+        )
+        b = TableProvenance(
+            "modelled",
+            ("demo_fordagec", "demo_r_d2jan"),
+            ext,
+            "Eurostat",
+            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; regional births modelled: "
+            f"{ALLOC_RULE}; the country row is the national figure",
+        )
         used = [raw.files[k] for k in ("d2jan", "magec", "fordagec")]
     else:
         label = LABEL_ESS.format(year=calibration_year)
         title = f"Europe-wide demonstration set: {len(codes)} NUTS 2 regions (NUTS 2021) and {len(countries)} countries, 2023"
-        p = TableProvenance("real", ("demo_r_pjangroup", "demo_r_d2jan"), ext, "Eurostat",
-                            "real 5-year groups (demo_r_pjangroup, NUTS 2021 codes) graduated to single ages 0-84 (monotone Hyman spline of the "
-                            "cumulative, integers by largest remainder; every group total kept exactly); Y_GE85 split into 85-99 and 100+ "
-                            "in proportion to the stationary population of the region's calibrated mortality schedule (sums back exactly); "
-                            f"Belgian regions: real single ages (demo_r_d2jan); {T_RULE}; {COUNTRY_RULE}"
-                            + (f"; fallbacks: {notes['population']}" if notes["population"] else ""))
-        d = TableProvenance("modelled", ("demo_r_mlifexp", "demo_r_magec", "demo_r_d2jan"), ext, "Eurostat",
-                            f"expected deaths m_x E_x from a Brass relational logit schedule per region and sex on a Belgian standard "
-                            f"({STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]}), calibrated to the region's published e0 and e65 of {calibration_year} "
-                            f"(demo_r_mlifexp), then a seeded Poisson draw; Belgian regions: real deaths (demo_r_magec); {T_RULE}; {COUNTRY_RULE}"
-                            + (f"; fallbacks: {notes['deaths']}" if notes["deaths"] else ""))
-        b = TableProvenance("modelled", ("demo_fordagec", "demo_r_pjangroup", "demo_r_d2jan"), ext, "Eurostat",
-                            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; {ALLOC_RULE}; {COUNTRY_RULE}"
-                            + (f"; fallbacks: {notes['births']}" if notes["births"] else ""))
+        p = TableProvenance(
+            "real",
+            ("demo_r_pjangroup", "demo_r_d2jan"),
+            ext,
+            "Eurostat",
+            "real 5-year groups (demo_r_pjangroup, NUTS 2021 codes) graduated to single ages 0-84 (monotone Hyman spline of the "
+            "cumulative, integers by largest remainder; every group total kept exactly); Y_GE85 split into 85-99 and 100+ "
+            "in proportion to the stationary population of the region's calibrated mortality schedule (sums back exactly); "
+            f"Belgian regions: real single ages (demo_r_d2jan); {T_RULE}; {COUNTRY_RULE}"
+            + (f"; fallbacks: {notes['population']}" if notes["population"] else ""),
+        )
+        d = TableProvenance(
+            "modelled",
+            ("demo_r_mlifexp", "demo_r_magec", "demo_r_d2jan"),
+            ext,
+            "Eurostat",
+            f"expected deaths m_x E_x from a Brass relational logit schedule per region and sex on a Belgian standard "
+            f"({STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]}), calibrated to the region's published e0 and e65 of {calibration_year} "
+            f"(demo_r_mlifexp), then a seeded Poisson draw; Belgian regions: real deaths (demo_r_magec); {T_RULE}; {COUNTRY_RULE}"
+            + (f"; fallbacks: {notes['deaths']}" if notes["deaths"] else ""),
+        )
+        b = TableProvenance(
+            "modelled",
+            ("demo_fordagec", "demo_r_pjangroup", "demo_r_d2jan"),
+            ext,
+            "Eurostat",
+            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; {ALLOC_RULE}; {COUNTRY_RULE}"
+            + (f"; fallbacks: {notes['births']}" if notes["births"] else ""),
+        )
         used = [raw.files[k] for k in RAW_FILES]
     prov = Provenance(population=p, deaths=d, births=b, label=label)
     meta = {
@@ -744,7 +863,12 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
         "age_axis": "Y_LT1, Y1..Y99, Y_GE100 (Eurostat's Y_OPEN), UNK",
         "birth_age_axis": "Y_LT15, Y15..Y49, Y_GE50, UNK",
         "provenance": {"population": _tp(p), "deaths": _tp(d), "births": _tp(b)},
-        "rules": {"sex_total": T_RULE if name == "ess-2023" else "T as published (it equals F + M in these tables)", "country_rows": COUNTRY_RULE, "births_outside_15_49": BIRTH_RULE, "births_regions": ALLOC_RULE},
+        "rules": {
+            "sex_total": T_RULE if name == "ess-2023" else "T as published (it equals F + M in these tables)",
+            "country_rows": COUNTRY_RULE,
+            "births_outside_15_49": BIRTH_RULE,
+            "births_regions": ALLOC_RULE,
+        },
         "fallbacks": {**fallbacks, "note": "; ".join(v for v in notes.values() if v)},
         "calibration": cal or None,
         "seeds": {
@@ -761,15 +885,23 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
 
 
 def _comment(meta: dict) -> str:
-    return (f"demonoise embedded dataset {meta['name']}: {meta['title']}\n"
-            f"{meta['label']}\n"
-            f"Source: Eurostat ({', '.join(dict.fromkeys(d for t in meta['provenance'].values() for d in t['datasets']))}); "
-            f"provenance, fallbacks, seeds and versions in {meta['name']}.json\n"
-            "Rebuild: python -m demonoise_build. Columns: region,sex,age,year,measure,value,status (docs/csv_template.md)")
+    return (
+        f"demonoise embedded dataset {meta['name']}: {meta['title']}\n"
+        f"{meta['label']}\n"
+        f"Source: Eurostat ({', '.join(dict.fromkeys(d for t in meta['provenance'].values() for d in t['datasets']))}); "
+        f"provenance, fallbacks, seeds and versions in {meta['name']}.json\n"
+        "Rebuild: python -m demonoise_build. Columns: region,sex,age,year,measure,value,status (docs/csv_template.md)"
+    )
 
 
-def build(name: str, out_dir: str | Path | None = None, raw_dir: str | Path | None = None, *,
-          calibration_year: int = DEFAULT_CALIBRATION_YEAR, raw: Raw | None = None) -> dict[str, Path]:
+def build(
+    name: str,
+    out_dir: str | Path | None = None,
+    raw_dir: str | Path | None = None,
+    *,
+    calibration_year: int = DEFAULT_CALIBRATION_YEAR,
+    raw: Raw | None = None,
+) -> dict[str, Path]:
     """Build dataset ``name`` and write ``<name>.csv.gz`` and ``<name>.json`` to ``out_dir``.
 
     Parameters
@@ -809,15 +941,22 @@ def write_dataset(parts: Parts, out_dir: str | Path | None = None) -> dict[str, 
     csv_path = out_dir / f"{name}.csv.gz"
     write_counts_csv(parts.counts, csv_path, names=False, status=True, comment=_comment(meta))
     packed = csv_path.read_bytes()
-    meta["files"] = {csv_path.name: {"sha256": hashlib.sha256(packed).hexdigest(),
-                                     "content_sha256": hashlib.sha256(gzip.decompress(packed)).hexdigest(), "bytes": len(packed)}}
+    meta["files"] = {
+        csv_path.name: {
+            "sha256": hashlib.sha256(packed).hexdigest(),
+            "content_sha256": hashlib.sha256(gzip.decompress(packed)).hexdigest(),
+            "bytes": len(packed),
+        }
+    }
     json_path = out_dir / f"{name}.json"
     atomic_write_text(json_path, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
     return {"csv": csv_path, "json": json_path}
 
 
 # ----------------------------------------------------------------------------- check
-def check(names: Sequence[str] = NAMES, *, out_dir: str | Path | None = None, raw_dir: str | Path | None = None) -> tuple[int, list[str]]:
+def check(
+    names: Sequence[str] = NAMES, *, out_dir: str | Path | None = None, raw_dir: str | Path | None = None
+) -> tuple[int, list[str]]:
     """Rebuild ``names`` into a temporary directory and compare with ``out_dir``.
 
     Returns
@@ -843,7 +982,12 @@ def check(names: Sequence[str] = NAMES, *, out_dir: str | Path | None = None, ra
                 msgs.append(f"{name}: not comparable, versions differ: {'; '.join(diff)} (install constraints.txt)")
                 status = max(status, 3)
                 continue
-            new = build(name, tmp, raw=raw, calibration_year=json.loads(committed.read_text())["calibration_year"] or DEFAULT_CALIBRATION_YEAR)
+            new = build(
+                name,
+                tmp,
+                raw=raw,
+                calibration_year=json.loads(committed.read_text())["calibration_year"] or DEFAULT_CALIBRATION_YEAR,
+            )
             for kind, path in new.items():
                 old = out_dir / path.name
                 if not old.is_file() or _sha256(old) != _sha256(path):
@@ -860,7 +1004,11 @@ def main(argv=None) -> int:
     p.add_argument("--raw", type=Path, default=None, help="folder of the raw extracts (default data-raw/eurostat)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default lib/demonoise/data/datasets)")
     p.add_argument("--calibration-year", type=int, default=DEFAULT_CALIBRATION_YEAR)
-    p.add_argument("--check", action="store_true", help="rebuild into a temporary folder and compare sha256 with the committed files")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="rebuild into a temporary folder and compare sha256 with the committed files",
+    )
     a = p.parse_args(argv)
     bad = [n for n in a.names if n not in NAMES]
     if bad:
@@ -873,7 +1021,9 @@ def main(argv=None) -> int:
     for n in a.names:
         t0 = time.perf_counter()
         out = build(n, a.out, raw=raw, calibration_year=a.calibration_year)
-        print(f"{n}: {out['csv']} ({out['csv'].stat().st_size} bytes), {out['json'].name}  [{time.perf_counter() - t0:.1f} s]")
+        print(
+            f"{n}: {out['csv']} ({out['csv'].stat().st_size} bytes), {out['json'].name}  [{time.perf_counter() - t0:.1f} s]"
+        )
     return 0
 
 

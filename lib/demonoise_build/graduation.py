@@ -102,31 +102,37 @@ DEFAULT_METHOD = "mono"
 # Panels in the row-per-single-age layout: row r of a panel gives the multipliers of
 # single age r applied to the groups of its columns. Sprague's multipliers are exact
 # multiples of 1/625 (0.0016); they are kept as integer numerators.
-_SPRAGUE_FIRST = np.array(  # ages 0-9 (groups 1 and 2) from groups 1..5
-    [
-        [226, -173, 93, -21, 0],
-        [165, -60, 25, -5, 0],
-        [115, 25, -20, 5, 0],
-        [75, 85, -45, 10, 0],
-        [44, 123, -53, 11, 0],
-        [21, 142, -47, 9, 0],
-        [5, 145, -30, 5, 0],
-        [-5, 135, -5, 0, 0],
-        [-10, 115, 25, -5, 0],
-        [-11, 88, 57, -9, 0],
-    ],
-    dtype=float,
-) / 625.0
-_SPRAGUE_MIDDLE = np.array(  # group g from groups g-2..g+2
-    [
-        [-8, 53, 94, -15, 1],
-        [-1, 9, 139, -26, 4],
-        [4, -21, 159, -21, 4],
-        [4, -26, 139, 9, -1],
-        [1, -15, 94, 53, -8],
-    ],
-    dtype=float,
-) / 625.0
+_SPRAGUE_FIRST = (
+    np.array(  # ages 0-9 (groups 1 and 2) from groups 1..5
+        [
+            [226, -173, 93, -21, 0],
+            [165, -60, 25, -5, 0],
+            [115, 25, -20, 5, 0],
+            [75, 85, -45, 10, 0],
+            [44, 123, -53, 11, 0],
+            [21, 142, -47, 9, 0],
+            [5, 145, -30, 5, 0],
+            [-5, 135, -5, 0, 0],
+            [-10, 115, 25, -5, 0],
+            [-11, 88, 57, -9, 0],
+        ],
+        dtype=float,
+    )
+    / 625.0
+)
+_SPRAGUE_MIDDLE = (
+    np.array(  # group g from groups g-2..g+2
+        [
+            [-8, 53, 94, -15, 1],
+            [-1, 9, 139, -26, 4],
+            [4, -21, 159, -21, 4],
+            [4, -26, 139, 9, -1],
+            [1, -15, 94, 53, -8],
+        ],
+        dtype=float,
+    )
+    / 625.0
+)
 # Beers ordinary (minimised fifth differences), four decimals as published; each
 # group's five rows sum exactly to 1 on its own group and 0 elsewhere.
 _BEERS_FIRST = np.array(
@@ -544,7 +550,9 @@ def to_integers(values, groups_totals, *, width: int | None = None) -> np.ndarra
     G = T.shape[-1]
     w = int(width) if width is not None else (v.shape[-1] // G if G and v.shape[-1] % G == 0 else 0)
     if w < 1 or v.shape[-1] != w * G:
-        raise ParameterError(f"values (last axis {v.shape[-1]}) do not split into {G} groups" + (f" of width {width}" if width else ""))
+        raise ParameterError(
+            f"values (last axis {v.shape[-1]}) do not split into {G} groups" + (f" of width {width}" if width else "")
+        )
     if v.shape[:-1] != T.shape[:-1]:
         raise ParameterError(f"leading shapes of values {v.shape[:-1]} and totals {T.shape[:-1]} differ")
     if not np.all(np.isfinite(T)) or np.any(T != np.round(T)):

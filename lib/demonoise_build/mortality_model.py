@@ -415,7 +415,9 @@ def build_standard(
     """
     D, E = _check_counts(deaths, exposure, "build_standard")
     if D.shape[-1] != N_AGES:
-        raise DataError(f"build_standard: need ages 0..99 and 100+ ({N_AGES} cells) on the last axis, got {D.shape[-1]}")
+        raise DataError(
+            f"build_standard: need ages 0..99 and 100+ ({N_AGES} cells) on the last axis, got {D.shape[-1]}"
+        )
     k0, k1 = (int(a) for a in kannisto_ages)
     if not (1 <= k0 < k1 <= 99) or not (1 < kannisto_from < OMEGA) or kannisto_from > 100:
         raise ParameterError(f"bad Kannisto ages {kannisto_ages} / kannisto_from={kannisto_from}")
@@ -431,7 +433,10 @@ def build_standard(
     else:
         m_inner, lam = D[..., inner] / E[..., inner], np.full(lead, np.nan)
         if np.any(m_inner <= 0):
-            raise DataError("build_standard: a zero rate below the Kannisto ages makes the standard's logit undefined; use smooth=True", measure="deaths")
+            raise DataError(
+                "build_standard: a zero rate below the Kannisto ages makes the standard's logit undefined; use smooth=True",
+                measure="deaths",
+            )
     m_ext = np.concatenate(
         [D[..., :1] / E[..., :1], m_inner, kannisto_rate(kpar, np.arange(kannisto_from, OMEGA))], axis=-1
     )
@@ -442,7 +447,9 @@ def build_standard(
     m = rates_from_survivorship(l, a0=a0)
     for arr in (m, l, Y, kpar, lam):
         arr.setflags(write=False)
-    return Standard(m=m, l=l, Y=Y, kannisto=kpar, lam=np.asarray(lam), a0=float(a0), kannisto_from=int(kannisto_from), note=note)
+    return Standard(
+        m=m, l=l, Y=Y, kannisto=kpar, lam=np.asarray(lam), a0=float(a0), kannisto_from=int(kannisto_from), note=note
+    )
 
 
 # --------------------------------------------------------------------------- Brass model
@@ -456,7 +463,9 @@ def _params(standard: Standard, alpha, beta):
             f"alpha {al.shape}, beta {be.shape} and the standard's leading shape {standard.lead_shape} do not broadcast"
         ) from None
     if np.any(~np.isfinite(al)) or np.any(~np.isfinite(be)) or np.any(be <= 0):
-        raise ParameterError("alpha must be finite and beta finite and > 0 (beta <= 0 makes survivorship non-decreasing)")
+        raise ParameterError(
+            "alpha must be finite and beta finite and > 0 (beta <= 0 makes survivorship non-decreasing)"
+        )
     return np.broadcast_to(al, shape), np.broadcast_to(be, shape)
 
 
@@ -530,7 +539,9 @@ def collapse_open_age(m, *, open_age: int = EUROSTAT_OPEN_AGE, a0: float = EUROS
     return np.concatenate([m[..., :open_age], m_open[..., None]], axis=-1)
 
 
-def model_e(standard: Standard, alpha, beta, *, ages: Sequence[int] = (0, 65), open_age: int = EUROSTAT_OPEN_AGE) -> np.ndarray:
+def model_e(
+    standard: Standard, alpha, beta, *, ages: Sequence[int] = (0, 65), open_age: int = EUROSTAT_OPEN_AGE
+) -> np.ndarray:
     """Life expectancy of the Brass model with the project's (Eurostat's) life table.
 
     Rates :func:`brass_rates`, collapsed to ``0..open_age-1, open_age+``
@@ -776,13 +787,17 @@ def split_open_age(pop_open, m_model, *, open_age: int = EUROSTAT_OPEN_AGE, a0: 
     P = np.asarray(pop_open)
     if P.dtype.kind == "f":
         if np.any(~np.isfinite(P)) or np.any(P != np.round(P)):
-            raise DataError("split_open_age: population must be whole numbers", measure="population", age=f"Y_GE{open_age}")
+            raise DataError(
+                "split_open_age: population must be whole numbers", measure="population", age=f"Y_GE{open_age}"
+            )
         P = P.astype(np.int64)
     elif P.dtype.kind not in "iu":
         raise DataError(f"split_open_age: population must be numbers, got dtype {P.dtype}", measure="population")
     if np.any(P < 0):
         idx = tuple(int(i) for i in np.argwhere(P < 0)[0])
-        raise DataError(f"split_open_age: negative population {int(P[idx])}", measure="population", age=f"Y_GE{open_age}", key=idx)
+        raise DataError(
+            f"split_open_age: negative population {int(P[idx])}", measure="population", age=f"Y_GE{open_age}", key=idx
+        )
     m = np.asarray(m_model, dtype=float)
     N = m.shape[-1]
     if not (0 < open_age < N - 1):
@@ -839,7 +854,9 @@ def draw_deaths(expected, rng: np.random.Generator) -> np.ndarray:
     version it was built with (the project pins it).
     """
     if not isinstance(rng, np.random.Generator):
-        raise ParameterError(f"rng must be a numpy.random.Generator (numpy.random.default_rng(seed)), got {type(rng).__name__}")
+        raise ParameterError(
+            f"rng must be a numpy.random.Generator (numpy.random.default_rng(seed)), got {type(rng).__name__}"
+        )
     lam = np.asarray(expected, dtype=float)
     bad = ~np.isfinite(lam) | (lam < 0)
     if bad.any():

@@ -23,7 +23,9 @@ from demonoise.analysis.results import NoiseSetting, results_table
 __all__ = ["noise_settings", "compute", "check_table_path", "write_table", "read_table"]
 
 
-def noise_settings(V: Sequence[float] = (), *, D: int | None = None, ptables: Sequence = (), noised=TABLES) -> list[NoiseSetting]:
+def noise_settings(
+    V: Sequence[float] = (), *, D: int | None = None, ptables: Sequence = (), noised=TABLES
+) -> list[NoiseSetting]:
     """Noise settings for a run: the generic model at each variance ``V`` (optionally
     with maximum deviation ``D``) and one setting per p-table (a path or an embedded
     table name such as ``"v01"``)."""
@@ -61,7 +63,17 @@ def compute(
     mc_ind = [i for i in mc_indicators if i in lz.blocks]
     if mc and mc_ind:  # nothing to simulate when no Monte Carlo indicator was linearised
         for i, s in enumerate(settings):
-            runs[i] = monte_carlo(lz, s.model, n=mc, seed=seed, indicators=mc_ind, floor_zero=zero_floor, noised=s.noised, workers=workers, progress=progress)
+            runs[i] = monte_carlo(
+                lz,
+                s.model,
+                n=mc,
+                seed=seed,
+                indicators=mc_ind,
+                floor_zero=zero_floor,
+                noised=s.noised,
+                workers=workers,
+                progress=progress,
+            )
     return results_table(lz, settings, mc=runs, zero_floor=zero_floor)
 
 
@@ -83,7 +95,9 @@ def write_table(df: pd.DataFrame, path) -> Path:
     if name.endswith(".parquet"):
         writer = lambda p: df.to_parquet(p, index=False)  # noqa: E731
     else:
-        writer = lambda p: df.to_csv(p, index=False, compression="gzip" if name.endswith(".gz") else None, float_format="%.10g")  # noqa: E731
+        writer = lambda p: df.to_csv(
+            p, index=False, compression="gzip" if name.endswith(".gz") else None, float_format="%.10g"
+        )  # noqa: E731
     with atomic_path(path) as tmp:
         writer(tmp)
     return path

@@ -25,8 +25,15 @@ def embedded_ptable_names() -> tuple[str, ...]:
     return tuple(_files.EMBEDDED_PTABLES)
 
 
-def read_ptable(path: str | Path, fmt: Literal["eurostat", "transition"] | None = None, *, D: int | None = None,
-                V: float | None = None, js: int = 0, label: str = "") -> PTable:
+def read_ptable(
+    path: str | Path,
+    fmt: Literal["eurostat", "transition"] | None = None,
+    *,
+    D: int | None = None,
+    V: float | None = None,
+    js: int = 0,
+    label: str = "",
+) -> PTable:
     """Read a p-table file (Eurostat ``pcv;ckey;pvalue`` or R ptable's transition layout).
 
     The format is detected from the header unless ``fmt`` is given. Construction
@@ -55,11 +62,19 @@ def resolve_ptable(ptable) -> PTable:
         if Path(ptable).exists():
             return read_ptable(ptable, label=f"ptable {Path(ptable).name}")
         return load_ptable(str(ptable))
-    raise ParameterError(f"ptable must be a PTable, a PTableNoise, an embedded name (v01, v03, v04) or a file, got {ptable!r}")
+    raise ParameterError(
+        f"ptable must be a PTable, a PTableNoise, an embedded name (v01, v03, v04) or a file, got {ptable!r}"
+    )
 
 
-def write_ptable(table: PTable, path: str | Path, fmt: Literal["transition", "eurostat"] = "transition", *,
-                 K: int | None = None, ndigits: int = 8) -> Path:
+def write_ptable(
+    table: PTable,
+    path: str | Path,
+    fmt: Literal["transition", "eurostat"] = "transition",
+    *,
+    K: int | None = None,
+    ndigits: int = 8,
+) -> Path:
     """Write the table: R ptable layout (``fmt="transition"``) or Eurostat's ``pcv;ckey;pvalue``.
 
     The Eurostat format needs integer cell keys: a key table is written as is,
@@ -69,6 +84,10 @@ def write_ptable(table: PTable, path: str | Path, fmt: Literal["transition", "eu
     if fmt == "transition":
         return _files.write_transition_ptable(path, table.i, table.v, table.p, ndigits=ndigits)
     if fmt == "eurostat":
-        keys = table.key_table if (table.key_table is not None and K in (None, table.n_keys)) else table.to_key_table(K or 100_000)
+        keys = (
+            table.key_table
+            if (table.key_table is not None and K in (None, table.n_keys))
+            else table.to_key_table(K or 100_000)
+        )
         return _files.write_eurostat_ptable(path, keys)
     raise ParameterError(f"unknown p-table format {fmt!r} (use 'transition' or 'eurostat')")

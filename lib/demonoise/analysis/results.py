@@ -45,7 +45,14 @@ import numpy as np
 import pandas as pd
 
 from demonoise.uncertainty.montecarlo import MonteCarloResult, z_score
-from demonoise.uncertainty.propagation import TABLES, Linearised, admixture, check_noised, noise_cell_moments, poisson_cell_variance
+from demonoise.uncertainty.propagation import (
+    TABLES,
+    Linearised,
+    admixture,
+    check_noised,
+    noise_cell_moments,
+    poisson_cell_variance,
+)
 
 __all__ = ["NoiseSetting", "results_table", "COLUMNS"]
 
@@ -81,7 +88,9 @@ class NoiseSetting:
         return cls(model, kind, V, table.label if table is not None else "", check_noised(noised))
 
 
-def _block_frame(lz: Linearised, block, setting: NoiseSetting, meta: dict, mc: MonteCarloResult | None, small_events, z_bound):
+def _block_frame(
+    lz: Linearised, block, setting: NoiseSetting, meta: dict, mc: MonteCarloResult | None, small_events, z_bound
+):
     c = lz.counts
     cells_p = poisson_cell_variance(lz, block.female_only)
     var_p = block.lin.variance(cells_p)

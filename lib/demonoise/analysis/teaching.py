@@ -157,8 +157,9 @@ def finite_difference_steps(m, lower, *, ages=(0,), a=0.5, a0=None, rel_step: fl
     return {"dq": own("q"), "dl": dl, "dL": own("L"), "dT": dT, "de": np.swapaxes(de, -1, -2)}
 
 
-def count_gradients_fd(layout: Layout, deaths, pop_start, pop_end, ages=(0,), *, a=0.5, a0=None,
-                       rel_step: float = 3e-4, floor: float = 1.0) -> dict:
+def count_gradients_fd(
+    layout: Layout, deaths, pop_start, pop_end, ages=(0,), *, a=0.5, a0=None, rel_step: float = 3e-4, floor: float = 1.0
+) -> dict:
     r"""Central finite differences of ``e_k`` with respect to every *published* cell.
 
     The whole chain a statistical office runs -- published cells, ``UNK`` spread, the
@@ -184,8 +185,11 @@ def count_gradients_fd(layout: Layout, deaths, pop_start, pop_end, ages=(0,), *,
         ``pop_start``, ``pop_end``; compare with
         :func:`demonoise.demography.indicators.linearise_e` (closed form + chain rule).
     """
-    cells = {"deaths": np.asarray(deaths, dtype=float), "pop_start": np.asarray(pop_start, dtype=float),
-             "pop_end": np.asarray(pop_end, dtype=float)}
+    cells = {
+        "deaths": np.asarray(deaths, dtype=float),
+        "pop_start": np.asarray(pop_start, dtype=float),
+        "pop_end": np.asarray(pop_end, dtype=float),
+    }
     ks = np.atleast_1d(np.asarray(ages))
     out = {}
     for name, c in cells.items():
@@ -244,13 +248,15 @@ def check_steps(lt: LifeTable, ages=(0,), *, rel_step: float = 1e-5) -> list[dic
     fd = finite_difference_steps(lt.m, lt.lower, ages=ages, a=np.array(a), a0=None, rel_step=rel_step)
     rows = []
     for key, what, formula in STEPS:
-        rows.append({
-            "step": key,
-            "derivative": what,
-            "closed_form": formula,
-            "max_rel_error": max_relative_error(fd[key], cf[key]),
-            "values": int(np.size(cf[key])),
-        })
+        rows.append(
+            {
+                "step": key,
+                "derivative": what,
+                "closed_form": formula,
+                "max_rel_error": max_relative_error(fd[key], cf[key]),
+                "values": int(np.size(cf[key])),
+            }
+        )
     return rows
 
 

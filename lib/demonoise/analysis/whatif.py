@@ -114,7 +114,9 @@ def _as_list(x) -> list:
     return list(x)
 
 
-def what_if_settings(V: Sequence[float] | float | None = (1,), ptable=None, *, D: int | None = None, noised=TABLES) -> list:
+def what_if_settings(
+    V: Sequence[float] | float | None = (1,), ptable=None, *, D: int | None = None, noised=TABLES
+) -> list:
     """Noise settings of a what-if run: the generic model at each ``V`` and one setting
     per p-table.
 
@@ -226,8 +228,17 @@ def what_if(
     settings = what_if_settings(V, ptable, D=D)
     sub = scale_counts(_region_counts(counts, region), s)
     try:
-        df = compute(sub, settings, granularity=granularity, indicators=tuple(indicators), e_ages=e_ages, mc=int(mc),
-                     seed=seed, zero_floor=zero_floor, workers=workers)
+        df = compute(
+            sub,
+            settings,
+            granularity=granularity,
+            indicators=tuple(indicators),
+            e_ages=e_ages,
+            mc=int(mc),
+            seed=seed,
+            zero_floor=zero_floor,
+            workers=workers,
+        )
     except DataError as e:
         if s == 1.0:
             raise
@@ -322,7 +333,9 @@ def sensitivity(
     ind = tuple(i for i in ("e", "tfr") if i != "tfr" or counts.births is not None)
     frames = []
     for s in scales:
-        df = what_if(counts, region, scale=s, V=V, ptable=ptable, granularity=granularity, indicators=ind, e_ages=(0, 65))
+        df = what_if(
+            counts, region, scale=s, V=V, ptable=ptable, granularity=granularity, indicators=ind, e_ages=(0, 65)
+        )
         h = headline(df)
         pop = df[(df["indicator"] == "e") & (df["age"] == 0)].drop_duplicates("sex").set_index("sex")["exposure"]
         h.insert(h.columns.get_loc("scale") + 1, "population", h["sex"].map(pop).to_numpy())

@@ -323,7 +323,11 @@ class Provenance:
 
     @property
     def tables(self) -> dict[str, TableProvenance]:
-        return {k: v for k, v in (("population", self.population), ("deaths", self.deaths), ("births", self.births)) if v is not None}
+        return {
+            k: v
+            for k, v in (("population", self.population), ("deaths", self.deaths), ("births", self.births))
+            if v is not None
+        }
 
     @property
     def is_modelled(self) -> bool:
@@ -456,7 +460,9 @@ class Counts:
             if self.birth_ages is None:
                 raise DataError("births need a birth_ages axis", dataset=self.name, measure="births")
             bx = [("region", codes), ("age", self.birth_ages.labels)]
-            object.__setattr__(self, "births", _as_count_array(self.births, "births", (R, self.birth_ages.size), bx, self.name))
+            object.__setattr__(
+                self, "births", _as_count_array(self.births, "births", (R, self.birth_ages.size), bx, self.name)
+            )
         object.__setattr__(self, "year", int(self.year))
 
     # ---- labels and lookup
@@ -478,7 +484,9 @@ class Counts:
         except ValueError:
             raise DataError("unknown region code", dataset=self.name, region=code) from None
 
-    def select(self, codes: Iterable[str] | None = None, *, country: str | None = None, level: int | None = None) -> "Counts":
+    def select(
+        self, codes: Iterable[str] | None = None, *, country: str | None = None, level: int | None = None
+    ) -> "Counts":
         """A new :class:`Counts` restricted to some regions (by code, country, NUTS level)."""
         if codes is not None:
             idx = [self.region_index(c) for c in codes]
@@ -550,7 +558,11 @@ class Counts:
         ):
             if arr is None:
                 continue
-            frames.append(pd.DataFrame({"region": reg, "sex": sex, "age": age, "year": year, "measure": measure, "value": arr.ravel()}))
+            frames.append(
+                pd.DataFrame(
+                    {"region": reg, "sex": sex, "age": age, "year": year, "measure": measure, "value": arr.ravel()}
+                )
+            )
         if self.births is not None:
             B = self.birth_ages.size
             frames.append(
@@ -568,7 +580,10 @@ class Counts:
         return pd.concat(frames, ignore_index=True)
 
     def __repr__(self) -> str:
-        parts = [f"Counts({self.name!r}, year={self.year}, regions={len(self.regions)}", f"ages={self.ages.labels[0]}..{self.ages.labels[-1]} ({self.ages.size} cells)"]
+        parts = [
+            f"Counts({self.name!r}, year={self.year}, regions={len(self.regions)}",
+            f"ages={self.ages.labels[0]}..{self.ages.labels[-1]} ({self.ages.size} cells)",
+        ]
         parts.append("deaths" if self.deaths is not None else "no deaths")
         parts.append("births" if self.births is not None else "no births")
         parts.append(self.provenance.status_label)

@@ -103,7 +103,9 @@ def publish(counts: Counts, granularity: str = "single", **kw) -> Counts:
     ages, births = publication_axes(counts, granularity, **kw)
     if ages == counts.ages and births == counts.birth_ages:
         return counts
-    return counts.regroup(ages=ages if ages != counts.ages else None, birth_ages=births if births != counts.birth_ages else None)
+    return counts.regroup(
+        ages=ages if ages != counts.ages else None, birth_ages=births if births != counts.birth_ages else None
+    )
 
 
 def _group_matrix(src_lower, src_upper, tgt_lower, tgt_upper, *, clamp=False, what="age") -> np.ndarray:
@@ -223,7 +225,9 @@ class Layout:
         if not self.ages.is_open and self.ages.upper[-1] <= self.open_age:
             raise ParameterError(f"published ages end at {self.ages.upper[-1]}, below the open age {self.open_age}")
         if not (0 < self.fert_min < self.fert_max):
-            raise ParameterError(f"fertility ages must satisfy 0 < fert_min < fert_max, got {self.fert_min}..{self.fert_max}")
+            raise ParameterError(
+                f"fertility ages must satisfy 0 < fert_min < fert_max, got {self.fert_min}..{self.fert_max}"
+            )
 
     # ---- life table
     @cached_property
@@ -269,7 +273,11 @@ class Layout:
         if self.birth_ages is None:
             raise ParameterError("this dataset has no births: fertility indicators are not available")
         ba = self.birth_ages
-        inner = [(a, u) for a, u in zip(ba.lower, ba.upper) if u is not None and a >= self.fert_min and u <= self.fert_max + 1]
+        inner = [
+            (a, u)
+            for a, u in zip(ba.lower, ba.upper)
+            if u is not None and a >= self.fert_min and u <= self.fert_max + 1
+        ]
         if not inner or inner[0][0] != self.fert_min or inner[-1][1] != self.fert_max + 1:
             raise ParameterError(
                 f"published births by age of mother ({', '.join(ba.labels)}) do not cover ages {self.fert_min}..{self.fert_max} in closed intervals"
@@ -295,7 +303,9 @@ class Layout:
     @cached_property
     def births_to_fert(self) -> np.ndarray:
         lo, up = self._fert
-        return _group_matrix(self.birth_ages.lower, self.birth_ages.upper, lo.astype(int), up.astype(int), clamp=True, what="birth age")
+        return _group_matrix(
+            self.birth_ages.lower, self.birth_ages.upper, lo.astype(int), up.astype(int), clamp=True, what="birth age"
+        )
 
     @cached_property
     def pop_to_fert(self) -> np.ndarray:

@@ -184,7 +184,15 @@ class Linearisation:
         population gradients are with respect to the *female* cells.
     """
 
-    def __init__(self, value, grads: dict | None = None, *, inner: dict | None = None, maps: dict | None = None, diag: dict | None = None):
+    def __init__(
+        self,
+        value,
+        grads: dict | None = None,
+        *,
+        inner: dict | None = None,
+        maps: dict | None = None,
+        diag: dict | None = None,
+    ):
         self.value = value
         self._grads = grads
         self.inner = inner or {}

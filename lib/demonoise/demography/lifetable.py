@@ -191,7 +191,9 @@ def _broadcast_a(a, a0, lower: np.ndarray, lead_shape: tuple[int, ...]) -> np.nd
         try:
             a0_arr = np.broadcast_to(a0_arr, lead_shape)
         except ValueError:
-            raise ParameterError(f"a0 must be a scalar or broadcast to shape {lead_shape}, got shape {a0_arr.shape}") from None
+            raise ParameterError(
+                f"a0 must be a scalar or broadcast to shape {lead_shape}, got shape {a0_arr.shape}"
+            ) from None
         a_arr = a_arr.copy()
         a_arr[..., 0] = a0_arr
     if np.any(~np.isfinite(a_arr)) or np.any((a_arr < 0) | (a_arr > 1)):
@@ -219,7 +221,9 @@ def _rates(deaths: np.ndarray, exposure: np.ndarray, labels: Sequence[str], chec
                 raise DataError(f"negative {name} {v[bad][0]!r}", measure=name, **_first_bad(bad, labels))
         bad = (exposure == 0) & (deaths > 0)
         if bad.any():
-            raise DataError(f"deaths {deaths[bad][0]!r} with zero exposure", measure="exposure", **_first_bad(bad, labels))
+            raise DataError(
+                f"deaths {deaths[bad][0]!r} with zero exposure", measure="exposure", **_first_bad(bad, labels)
+            )
         bad = deaths[..., -1] == 0
         if bad.any():
             loc = _first_bad(bad[..., None], labels[-1:])
@@ -319,7 +323,9 @@ def life_table(deaths, exposure, lower, *, a=0.5, a0=None, check: bool = True) -
     except ValueError:
         raise DataError(f"deaths {D.shape} and exposure {E.shape} do not have matching shapes") from None
     if D.ndim == 0 or D.shape[-1] != lo.size:
-        raise DataError(f"deaths/exposure have {D.shape[-1] if D.ndim else 0} ages on the last axis, the life table has {lo.size}")
+        raise DataError(
+            f"deaths/exposure have {D.shape[-1] if D.ndim else 0} ages on the last axis, the life table has {lo.size}"
+        )
     m = _rates(D, E, _labels(lo), check)
     return _build(m, lo, a, a0, check)
 
@@ -334,15 +340,25 @@ def life_table_from_rates(m, lower, *, a=0.5, a0=None, check: bool = True) -> Li
     lo = _check_lower(lower)
     m = np.asarray(m, dtype=float)
     if m.ndim == 0 or m.shape[-1] != lo.size:
-        raise DataError(f"rates have {m.shape[-1] if m.ndim else 0} ages on the last axis, the life table has {lo.size}")
+        raise DataError(
+            f"rates have {m.shape[-1] if m.ndim else 0} ages on the last axis, the life table has {lo.size}"
+        )
     labels = _labels(lo)
     if check:
         bad = ~np.isfinite(m) | (m < 0)
         if bad.any():
-            raise DataError(f"death rate {m[bad][0]!r} is not a finite non-negative number", measure="rate", **_first_bad(bad, labels))
+            raise DataError(
+                f"death rate {m[bad][0]!r} is not a finite non-negative number",
+                measure="rate",
+                **_first_bad(bad, labels),
+            )
         bad = m[..., -1] == 0
         if bad.any():
-            raise DataError("empty open age group: m = 0 makes L = l / m infinite", measure="rate", **_first_bad(bad[..., None], labels[-1:]))
+            raise DataError(
+                "empty open age group: m = 0 makes L = l / m infinite",
+                measure="rate",
+                **_first_bad(bad[..., None], labels[-1:]),
+            )
     return _build(m, lo, a, a0, check)
 
 

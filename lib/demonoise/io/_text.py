@@ -51,19 +51,31 @@ def csv_frame(text: str, path: Path, *, sep: str = ",", comments: bool = False) 
         raise FormatError("empty file", file=str(path))
     body = "\n".join(lines[i] for i in keep)
     try:
-        df = pd.read_csv(io.StringIO(body), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
-                         skipinitialspace=False, engine="c")
+        df = pd.read_csv(
+            io.StringIO(body),
+            sep=sep,
+            dtype=str,
+            keep_default_na=False,
+            na_filter=False,
+            skipinitialspace=False,
+            engine="c",
+        )
     except pd.errors.ParserError as e:
         m = re.search(r"line (\d+)", str(e))
         line = keep[int(m[1]) - 1] + 1 if m and int(m[1]) - 1 < len(keep) else None
         raise FormatError(f"malformed delimited text ({e})", file=str(path), line=line) from e
     df.index = pd.Index(np.array(keep[1:], dtype=np.int64) + 1, name="line")
     # pandas pads short rows silently: count the fields of every row
-    n = np.fromiter((len(r) for r in csv.reader((lines[i] for i in keep[1:]), delimiter=sep)), dtype=np.int64,
-                    count=len(keep) - 1)
+    n = np.fromiter(
+        (len(r) for r in csv.reader((lines[i] for i in keep[1:]), delimiter=sep)), dtype=np.int64, count=len(keep) - 1
+    )
     short = n < df.shape[1]
     if short.any():
         i = int(np.flatnonzero(short)[0])
-        raise FormatError(f"expected {df.shape[1]} fields, found {int(n[i])} (truncated line?)", file=str(path),
-                          line=int(df.index[i]), key=lines[int(df.index[i]) - 1][:80])
+        raise FormatError(
+            f"expected {df.shape[1]} fields, found {int(n[i])} (truncated line?)",
+            file=str(path),
+            line=int(df.index[i]),
+            key=lines[int(df.index[i]) - 1][:80],
+        )
     return df

@@ -44,7 +44,16 @@ from demonoise.core.counts import Counts, Provenance, TableProvenance
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.io.template import read_counts_csv
 
-__all__ = ["DatasetInfo", "EMBEDDED_DIR", "available", "embedded_names", "metadata", "load", "fingerprint", "clear_cache"]
+__all__ = [
+    "DatasetInfo",
+    "EMBEDDED_DIR",
+    "available",
+    "embedded_names",
+    "metadata",
+    "load",
+    "fingerprint",
+    "clear_cache",
+]
 
 #: Folder of the embedded datasets inside the package.
 EMBEDDED_DIR = ("data", "datasets")
@@ -98,7 +107,9 @@ def _meta(name: str) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise DataError(f"cannot read the metadata of embedded dataset {name!r}: {e}", file=str(path), dataset=name) from None
+        raise DataError(
+            f"cannot read the metadata of embedded dataset {name!r}: {e}", file=str(path), dataset=name
+        ) from None
 
 
 def metadata(name: str) -> dict:
@@ -108,7 +119,13 @@ def metadata(name: str) -> dict:
 
 
 def _table_provenance(d: dict) -> TableProvenance:
-    return TableProvenance(d["status"], tuple(d.get("datasets", ())), d.get("extracted", "unknown"), d.get("source", "Eurostat"), d.get("note", ""))
+    return TableProvenance(
+        d["status"],
+        tuple(d.get("datasets", ())),
+        d.get("extracted", "unknown"),
+        d.get("source", "Eurostat"),
+        d.get("note", ""),
+    )
 
 
 def _provenance(meta: dict) -> Provenance:
@@ -126,7 +143,9 @@ def _details(meta: dict) -> list[str]:
     for table, d in meta["provenance"].items():
         if not d:
             continue
-        out.append(f"{table}: {d['status']} ({d.get('source', '')} {', '.join(d.get('datasets', []))}; extracted {d.get('extracted', 'unknown')})")
+        out.append(
+            f"{table}: {d['status']} ({d.get('source', '')} {', '.join(d.get('datasets', []))}; extracted {d.get('extracted', 'unknown')})"
+        )
     if meta.get("calibration_year"):
         out.append(f"mortality calibrated to published e0/e65 of {meta['calibration_year']}")
     note = (meta.get("fallbacks") or {}).get("note")
@@ -139,7 +158,8 @@ def _details(meta: dict) -> list[str]:
     v = meta.get("versions") or {}
     if seeds or v:
         out.append(
-            "built by " + meta.get("build", "?")
+            "built by "
+            + meta.get("build", "?")
             + (f" with seed {seeds['root']}" if "root" in seeds else "")
             + (", " + ", ".join(f"{k} {x}" for k, x in v.items()) if v else "")
         )
@@ -148,7 +168,14 @@ def _details(meta: dict) -> list[str]:
 
 def _embedded_info(name: str) -> DatasetInfo:
     m = _meta(name)
-    return DatasetInfo(name=name, kind="embedded", year=int(m["year"]), regions=int(m["regions"]), label=m["label"], details=_details(m))
+    return DatasetInfo(
+        name=name,
+        kind="embedded",
+        year=int(m["year"]),
+        regions=int(m["regions"]),
+        label=m["label"],
+        details=_details(m),
+    )
 
 
 def available() -> list[DatasetInfo]:
@@ -178,7 +205,9 @@ def _check_name(name: str) -> str:
     if name in cached:
         return "cached"
     hint = " -- real Eurostat data: run `demonoise fetch --year YEAR` first" if name.startswith("eurostat-") else ""
-    raise ParameterError(f"unknown dataset {name!r}; available: {', '.join(list(names) + cached) or 'none'} (see `demonoise datasets`){hint}")
+    raise ParameterError(
+        f"unknown dataset {name!r}; available: {', '.join(list(names) + cached) or 'none'} (see `demonoise datasets`){hint}"
+    )
 
 
 _lock = threading.Lock()

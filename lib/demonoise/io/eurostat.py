@@ -82,8 +82,18 @@ KNOWN_FLAGS = frozenset("bcdefimnprsuz") | frozenset("CNP")
 
 _FRONT = ("geo", "sex", "age", "time", "value", "flag")
 _MISSING = {"", ":", "NA", "NaN", "nan"}
-_SDMX_SPECIAL = {"STRUCTURE", "STRUCTURE_ID", "STRUCTURE_NAME", "ACTION", "DATAFLOW", "LAST UPDATE",
-                 "TIME_PERIOD", "OBS_VALUE", "OBS_FLAG", "CONF_STATUS"}
+_SDMX_SPECIAL = {
+    "STRUCTURE",
+    "STRUCTURE_ID",
+    "STRUCTURE_NAME",
+    "ACTION",
+    "DATAFLOW",
+    "LAST UPDATE",
+    "TIME_PERIOD",
+    "OBS_VALUE",
+    "OBS_FLAG",
+    "CONF_STATUS",
+}
 _RE_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _RE_STRUCT = re.compile(r"^(?:[A-Za-z0-9_.]+:)?([A-Za-z0-9_]+)(?:\$[A-Za-z0-9_]+)?(?:\([^)]*\))?$")
 _FILENAME_STOP = {"sample", "sdmx", "jsonstat", "json", "tsv", "csv", "constructed", "example", "bulk", "api"}
@@ -190,8 +200,18 @@ def _to_years(t) -> tuple[np.ndarray, np.ndarray]:
     return u[codes], ok[codes]
 
 
-def _finish(df: pd.DataFrame, dims: list[str], *, path: Path, fmt: str, dataset: str | None, extracted: str,
-            line_label: str = "line", check_duplicates: bool = True, **attrs) -> pd.DataFrame:
+def _finish(
+    df: pd.DataFrame,
+    dims: list[str],
+    *,
+    path: Path,
+    fmt: str,
+    dataset: str | None,
+    extracted: str,
+    line_label: str = "line",
+    check_duplicates: bool = True,
+    **attrs,
+) -> pd.DataFrame:
     """Check time, duplicates; order columns; set attrs."""
     file = str(path)
     # time must be annual
@@ -201,7 +221,8 @@ def _finish(df: pd.DataFrame, dims: list[str], *, path: Path, fmt: str, dataset:
         row = df.iloc[i]
         raise FormatError(
             f"time period {str(row['time']).strip()!r} is not a year (only annual data are supported)",
-            file=file, line=_line_of(df, i, line_label),
+            file=file,
+            line=_line_of(df, i, line_label),
             key=_key_text({d: row[d] for d in dims if d != "time"}),
         )
     df["time"] = ti.astype(np.int64)
@@ -216,7 +237,10 @@ def _finish(df: pd.DataFrame, dims: list[str], *, path: Path, fmt: str, dataset:
         key = {d: first[d] for d in keycols}
         raise FormatError(
             f"duplicated key ({line_label}s {', '.join(lines)})",
-            file=file, line=_line_of(df, int(same[1]), line_label), key=_key_text(key), **_loc(key),
+            file=file,
+            line=_line_of(df, int(same[1]), line_label),
+            key=_key_text(key),
+            **_loc(key),
         )
     front = [c for c in _FRONT if c in df.columns]
     rest = [c for c in dims if c not in front]
@@ -237,9 +261,13 @@ def _raise_bad_cells(df: pd.DataFrame, raw: pd.Series, bad_num, bad_flag, dims: 
             key = {d: row[d] for d in dims}
             line = int(df.index[i]) if df.index.name == "line" else None
             raise FormatError(
-                f"{what} {str(raw.iloc[i]).strip()!r} (known flags: {''.join(sorted(KNOWN_FLAGS))})" if what == "unknown flag"
+                f"{what} {str(raw.iloc[i]).strip()!r} (known flags: {''.join(sorted(KNOWN_FLAGS))})"
+                if what == "unknown flag"
                 else f"{what} {str(raw.iloc[i]).strip()!r}",
-                file=str(path), line=line, key=_key_text(key), **_loc(key),
+                file=str(path),
+                line=line,
+                key=_key_text(key),
+                **_loc(key),
             )
 
 
@@ -268,10 +296,14 @@ def _parse_tsv(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
     header = lines[0].split("\t")
     first = header[0].strip()
     if "\\" not in first:
-        raise FormatError(f"not a Eurostat TSV header: first cell {first!r} has no 'dim\\time' part", file=str(path), line=1)
+        raise FormatError(
+            f"not a Eurostat TSV header: first cell {first!r} has no 'dim\\time' part", file=str(path), line=1
+        )
     dims_part, time_name = first.rsplit("\\", 1)
     if time_name.strip().lower() not in ("time", "time_period"):
-        raise FormatError(f"not a Eurostat TSV header: expected '\\time' or '\\TIME_PERIOD', got {first!r}", file=str(path), line=1)
+        raise FormatError(
+            f"not a Eurostat TSV header: expected '\\time' or '\\TIME_PERIOD', got {first!r}", file=str(path), line=1
+        )
     dims = [d.strip().lower() for d in dims_part.split(",")]
     if len(set(dims)) != len(dims) or not all(_RE_IDENT.match(d) for d in dims):
         raise FormatError(f"bad dimension list in TSV header {first!r}", file=str(path), line=1)
@@ -285,25 +317,36 @@ def _parse_tsv(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
             continue
         parts = line.split("\t")
         if len(parts) != ncol:
-            raise FormatError(f"expected {ncol} tab-separated fields, found {len(parts)} (truncated line?)",
-                              file=str(path), line=i, key=parts[0])
+            raise FormatError(
+                f"expected {ncol} tab-separated fields, found {len(parts)} (truncated line?)",
+                file=str(path),
+                line=i,
+                key=parts[0],
+            )
         k = parts[0].split(",")
         if len(k) != len(dims):
-            raise FormatError(f"series key has {len(k)} parts, header names {len(dims)} dimensions",
-                              file=str(path), line=i, key=parts[0])
+            raise FormatError(
+                f"series key has {len(k)} parts, header names {len(dims)} dimensions",
+                file=str(path),
+                line=i,
+                key=parts[0],
+            )
         keys.append(k)
         cells.append(parts[1:])
         line_no.append(i)
     if len(set(times)) != len(times):
         dup_t = next(t for t in times if times.count(t) > 1)
-        raise FormatError(f"time column {dup_t!r} appears twice in the TSV header", file=str(path), line=1, key=f"time={dup_t}")
+        raise FormatError(
+            f"time column {dup_t!r} appears twice in the TSV header", file=str(path), line=1, key=f"time={dup_t}"
+        )
     seen: dict[tuple, int] = {}
     for k, ln in zip(keys, line_no):
         tk = tuple(k)
         if tk in seen:
             key = dict(zip(dims, k))
-            raise FormatError(f"duplicated key (lines {seen[tk]}, {ln})", file=str(path), line=ln,
-                              key=_key_text(key), **_loc(key))
+            raise FormatError(
+                f"duplicated key (lines {seen[tk]}, {ln})", file=str(path), line=ln, key=_key_text(key), **_loc(key)
+            )
         seen[tk] = ln
     n, T = len(keys), len(times)
     key_arr = np.array(keys, dtype=object).reshape(n, len(dims))
@@ -315,8 +358,15 @@ def _parse_tsv(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
     val, flag, bad_num, bad_flag = _parse_values(raw, allow_flags=True)
     df["value"], df["flag"] = val, flag
     _raise_bad_cells(df, raw, bad_num, bad_flag, dims + ["time"], path)
-    return _finish(df, dims + ["time"], path=path, fmt="tsv", dataset=dataset or _guess_dataset(path), extracted="unknown",
-                   check_duplicates=False)
+    return _finish(
+        df,
+        dims + ["time"],
+        path=path,
+        fmt="tsv",
+        dataset=dataset or _guess_dataset(path),
+        extracted="unknown",
+        check_duplicates=False,
+    )
 
 
 # -------------------------------------------------------------------------- SDMX-CSV
@@ -353,7 +403,9 @@ def _parse_sdmx(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
     df = _csv_frame(text, path)
     cols = list(df.columns)
     if cols[0] not in ("DATAFLOW", "STRUCTURE"):
-        raise FormatError(f"not SDMX-CSV: first column is {cols[0]!r}, expected DATAFLOW or STRUCTURE", file=str(path), line=1)
+        raise FormatError(
+            f"not SDMX-CSV: first column is {cols[0]!r}, expected DATAFLOW or STRUCTURE", file=str(path), line=1
+        )
     for need in ("TIME_PERIOD", "OBS_VALUE"):
         if need not in cols:
             raise FormatError(f"SDMX-CSV header lacks {need}", file=str(path), line=1)
@@ -410,7 +462,9 @@ def _parse_json(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
     try:
         d = json.loads(text)
     except json.JSONDecodeError as e:
-        raise FormatError(f"invalid or truncated JSON ({e.msg}, column {e.colno})", file=str(path), line=e.lineno) from e
+        raise FormatError(
+            f"invalid or truncated JSON ({e.msg}, column {e.colno})", file=str(path), line=e.lineno
+        ) from e
     return jsonstat_to_frame(d, file=str(path), dataset=dataset)
 
 
@@ -491,12 +545,26 @@ def jsonstat_to_frame(d: dict, *, file: str = "<json-stat>", dataset: str | None
     flag = flag.where(flag != ":", "")
     bad_flag = _bad_flags(flag.to_numpy(dtype=object))
     df["value"], df["flag"] = val, flag.to_numpy(dtype=object)
-    _raise_bad_cells(df, pd.Series(np.where(bad_flag, status, raw_val), index=df.index), bad_num, bad_flag, low, Path(file))
+    _raise_bad_cells(
+        df, pd.Series(np.where(bad_flag, status, raw_val), index=df.index), bad_num, bad_flag, low, Path(file)
+    )
     ext = d.get("extension") or {}
-    ds = dataset or (str(ext["id"]).lower() if isinstance(ext, dict) and ext.get("id") else None) or _guess_dataset(Path(file))
+    ds = (
+        dataset
+        or (str(ext["id"]).lower() if isinstance(ext, dict) and ext.get("id") else None)
+        or _guess_dataset(Path(file))
+    )
     extracted = str(d.get("updated") or "unknown")
-    return _finish(df, low, path=Path(file), fmt="json", dataset=ds, extracted=extracted, line_label="position",
-                   label=d.get("label", ""))
+    return _finish(
+        df,
+        low,
+        path=Path(file),
+        fmt="json",
+        dataset=ds,
+        extracted=extracted,
+        line_label="position",
+        label=d.get("label", ""),
+    )
 
 
 # -------------------------------------------------------------------------- long CSV
@@ -521,8 +589,9 @@ def _parse_long(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
     tcol = "time" if "time" in cols else "year" if "year" in cols else None
     fcol = "flags" if "flags" in cols else "flag" if "flag" in cols else None
     if vcol is None or tcol is None or "geo" not in cols:
-        raise FormatError(f"long CSV header needs 'values', 'geo' and 'time' (or 'year') columns, got {cols}",
-                          file=str(path), line=1)
+        raise FormatError(
+            f"long CSV header needs 'values', 'geo' and 'time' (or 'year') columns, got {cols}", file=str(path), line=1
+        )
     dims = [c for c in cols if c not in (vcol, tcol, fcol)]
     bad = [c for c in dims if not re.match(r"^[a-z][a-z0-9_]*$", c)]
     if bad or len(set(cols)) != len(cols):
@@ -536,8 +605,12 @@ def _parse_long(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
     flag = df[fcol].str.strip() if fcol else pd.Series("", index=df.index)
     bad_flag = _bad_flags(flag.to_numpy(dtype=object))
     out["value"], out["flag"] = val, flag.to_numpy(dtype=object)
-    _raise_bad_cells(out, pd.Series(np.where(bad_flag, flag, raw), index=df.index), bad_num, bad_flag, dims + ["time"], path)
-    return _finish(out, dims + ["time"], path=path, fmt="long", dataset=dataset or _guess_dataset(path), extracted="unknown")
+    _raise_bad_cells(
+        out, pd.Series(np.where(bad_flag, flag, raw), index=df.index), bad_num, bad_flag, dims + ["time"], path
+    )
+    return _finish(
+        out, dims + ["time"], path=path, fmt="long", dataset=dataset or _guess_dataset(path), extracted="unknown"
+    )
 
 
 # ---------------------------------------------------------------------------- sniffer

@@ -204,7 +204,9 @@ def _check_countries(countries) -> tuple[str, ...] | None:
     known = nuts_codes(level=0)
     for c in wanted:
         if c not in known:
-            hint = {"GR": " (Eurostat writes Greece as EL)", "GB": " (Eurostat writes the United Kingdom as UK)"}.get(c, "")
+            hint = {"GR": " (Eurostat writes Greece as EL)", "GB": " (Eurostat writes the United Kingdom as UK)"}.get(
+                c, ""
+            )
             raise ParameterError(f"unknown country code {c!r}{hint}; NUTS 2021 countries: {', '.join(known)}")
     return tuple(c for c in known if c in wanted)
 
@@ -285,7 +287,9 @@ def _get_once(dataset: str, url: str, dest: Path, timeout: float, progress) -> d
     :class:`_Transient` for what a retry may cure and :class:`FetchError` otherwise."""
     from demonoise.core.version import __version__
 
-    req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip", "User-Agent": f"demonoise/{__version__} (python urllib)"})
+    req = urllib.request.Request(
+        url, headers={"Accept-Encoding": "gzip", "User-Agent": f"demonoise/{__version__} (python urllib)"}
+    )
     try:
         resp = _opener(url).open(req, timeout=timeout)
     except urllib.error.HTTPError as e:
@@ -300,7 +304,9 @@ def _get_once(dataset: str, url: str, dest: Path, timeout: float, progress) -> d
             if e.headers and e.headers.get("Retry-After", "").strip().isdigit():
                 ra = float(e.headers["Retry-After"].strip())
             raise _Transient(cause, ra, e.code) from None
-        raise _fetch_error(f"{dataset}: {cause} from {url}", dataset=dataset, url=url, cause=cause, status=e.code) from None
+        raise _fetch_error(
+            f"{dataset}: {cause} from {url}", dataset=dataset, url=url, cause=cause, status=e.code
+        ) from None
     except urllib.error.URLError as e:
         r = e.reason
         if isinstance(r, TimeoutError):
@@ -336,10 +342,14 @@ def _get_once(dataset: str, url: str, dest: Path, timeout: float, progress) -> d
                         chunk = resp.read(_CHUNK)
                     except TimeoutError:
                         cause = f"timed out after {timeout:g} s (the server stalled after {n} bytes)"
-                        raise _fetch_error(f"{dataset}: {cause} at {url}", dataset=dataset, url=url, cause=cause) from None
+                        raise _fetch_error(
+                            f"{dataset}: {cause} at {url}", dataset=dataset, url=url, cause=cause
+                        ) from None
                     except http.client.IncompleteRead as e:
                         got = n + len(e.partial or b"")
-                        raise _Transient(f"transfer cut short after {got} of {total if total is not None else '?'} bytes") from None
+                        raise _Transient(
+                            f"transfer cut short after {got} of {total if total is not None else '?'} bytes"
+                        ) from None
                     except (ConnectionResetError, ConnectionAbortedError) as e:
                         raise _Transient(f"connection reset after {n} bytes ({type(e).__name__})") from None
                     if not chunk:
@@ -376,9 +386,10 @@ def _get(dataset: str, url: str, dest: Path, *, timeout: float, retries: int, ba
         except _Transient as e:
             if attempt >= retries:
                 tries = f" (after {attempt + 1} attempts)" if attempt else ""
-                raise _fetch_error(f"{dataset}: {e.cause}{tries} from {url}", dataset=dataset, url=url, cause=e.cause,
-                                   status=e.status) from None
-            delay = e.retry_after if e.retry_after is not None else backoff * (2 ** attempt)
+                raise _fetch_error(
+                    f"{dataset}: {e.cause}{tries} from {url}", dataset=dataset, url=url, cause=e.cause, status=e.status
+                ) from None
+            delay = e.retry_after if e.retry_after is not None else backoff * (2**attempt)
             time.sleep(min(max(delay, 0.0), _MAX_RETRY_AFTER))
             attempt += 1
 
@@ -391,6 +402,7 @@ def _is_gzip(path: Path) -> bool:
 
 def _validate(path: Path, fmt: str, dataset: str, url: str) -> dict:
     """Check a downloaded payload before it may enter the cache; returns facts for the sidecar."""
+
     def fail(cause):
         return _fetch_error(f"{dataset}: {cause} in the response from {url}", dataset=dataset, url=url, cause=cause)
 
@@ -399,7 +411,7 @@ def _validate(path: Path, fmt: str, dataset: str, url: str) -> dict:
     gz = _is_gzip(path)
     try:
         if fmt == "json":
-            with (gzip.open(path, "rb") if gz else open(path, "rb")) as f:
+            with gzip.open(path, "rb") if gz else open(path, "rb") as f:
                 raw = f.read()
             try:
                 d = json.loads(raw)
@@ -409,7 +421,11 @@ def _validate(path: Path, fmt: str, dataset: str, url: str) -> dict:
                 raise fail(f"invalid JSON (not UTF-8 text, byte {e.start})") from None
             del raw
             return _check_jsonstat(d, fail)
-        with (gzip.open(path, "rt", encoding="utf-8-sig", newline="") if gz else open(path, encoding="utf-8-sig", newline="")) as f:
+        with (
+            gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+            if gz
+            else open(path, encoding="utf-8-sig", newline="")
+        ) as f:
             header = f.readline()
             first = header.split("\t", 1)[0]
             if "\\" not in first or first.rsplit("\\", 1)[1].strip().lower() not in ("time", "time_period"):
@@ -438,8 +454,12 @@ def _check_jsonstat(d: Any, fail) -> dict:
         raise fail("not a JSON-stat 2.0 dataset ('id' and 'size' disagree)")
     if not d["value"]:
         raise fail("empty dataset (no values for this query)")
-    return {"updated": d.get("updated"), "label": d.get("label"), "values": len(d["value"]),
-            "size": dict(zip(d["id"], d["size"]))}
+    return {
+        "updated": d.get("updated"),
+        "label": d.get("label"),
+        "values": len(d["value"]),
+        "size": dict(zip(d["id"], d["size"])),
+    }
 
 
 # ---------------------------------------------------------------------------------- cache
@@ -528,7 +548,9 @@ def _lookup(root: Path, dataset: str, key: str, *, verify: bool = True) -> tuple
     return CacheEntry(dataset, payload, meta, downloaded=False), None
 
 
-def _store(root: Path, dataset: str, key: str, endpoint: str, url: str, query, *, timeout, retries, backoff, progress) -> CacheEntry:
+def _store(
+    root: Path, dataset: str, key: str, endpoint: str, url: str, query, *, timeout, retries, backoff, progress
+) -> CacheEntry:
     """Download into a temporary file next to the entry, validate, then move into place."""
     fmt = "tsv" if endpoint == "tsv" else "json"
     d = root / "eurostat" / dataset
@@ -665,7 +687,11 @@ def fetch_table(
     query = list(query)
     if endpoint == "json":
         names = {k.lower() for k, _ in query}
-        query = ([("format", "JSON")] if "format" not in names else []) + ([("lang", "EN")] if "lang" not in names else []) + query
+        query = (
+            ([("format", "JSON")] if "format" not in names else [])
+            + ([("lang", "EN")] if "lang" not in names else [])
+            + query
+        )
     key = _query_key(endpoint, query)
     tsv_key = _query_key("tsv", ())
     keys = [key] + ([tsv_key] if endpoint == "json" else [])  # a TSV fallback may be what the cache holds
@@ -694,9 +720,15 @@ def fetch_table(
         except FetchError as e:
             if getattr(e, "status", None) != 413:
                 raise
-            warnings.warn(f"{dataset}: the statistics API refused the query as too big ({e.cause}); "
-                          f"downloading the full dataset as TSV instead", RuntimeWarning, stacklevel=2)
-    return _store(root, dataset, tsv_key, "tsv", _tsv_url(base, dataset), [("format", "TSV"), ("compressed", "true")], **kw)
+            warnings.warn(
+                f"{dataset}: the statistics API refused the query as too big ({e.cause}); "
+                f"downloading the full dataset as TSV instead",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    return _store(
+        root, dataset, tsv_key, "tsv", _tsv_url(base, dataset), [("format", "TSV"), ("compressed", "true")], **kw
+    )
 
 
 # ------------------------------------------------------------------------------ reading
@@ -713,10 +745,15 @@ def _read_tsv_filtered(entry: CacheEntry, geo_levels, years) -> pd.DataFrame:
             header = f.readline().rstrip("\r\n").split("\t")
             dims = header[0].split("\\")[0].split(",")
             gi = dims.index("geo") if "geo" in dims else len(dims) - 1
-            cols = [0] + [i for i, t in enumerate(header) if i and (years is None or t.strip() in {str(y) for y in years})]
+            cols = [0] + [
+                i for i, t in enumerate(header) if i and (years is None or t.strip() in {str(y) for y in years})
+            ]
             if len(cols) == 1:
-                raise DataError(f"none of the years {', '.join(map(str, years))} is in the table", file=str(entry.path),
-                                dataset=entry.dataset)
+                raise DataError(
+                    f"none of the years {', '.join(map(str, years))} is in the table",
+                    file=str(entry.path),
+                    dataset=entry.dataset,
+                )
             out = ["\t".join(header[i] for i in cols)]
             for line in f:
                 parts = line.rstrip("\r\n").split("\t")
@@ -727,12 +764,17 @@ def _read_tsv_filtered(entry: CacheEntry, geo_levels, years) -> pd.DataFrame:
                     continue
                 out.append("\t".join(parts[i] if i < len(parts) else "" for i in cols))
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise DataError(f"cached TSV is corrupt ({type(e).__name__}: {e}); fetch again with refresh",
-                        file=str(entry.path), dataset=entry.dataset) from None
+        raise DataError(
+            f"cached TSV is corrupt ({type(e).__name__}: {e}); fetch again with refresh",
+            file=str(entry.path),
+            dataset=entry.dataset,
+        ) from None
     return _parse_tsv("\n".join(out) + "\n", entry.path, entry.dataset)
 
 
-def read_table(entry: CacheEntry, *, geo_levels: Iterable[int] | None = None, years: Iterable[int] | None = None) -> pd.DataFrame:
+def read_table(
+    entry: CacheEntry, *, geo_levels: Iterable[int] | None = None, years: Iterable[int] | None = None
+) -> pd.DataFrame:
     """The tidy table of a cached entry (see :mod:`demonoise.io.eurostat`), restricted to
     NUTS levels (``0`` countries, ``2`` NUTS 2; by code length) and years.
 
@@ -754,8 +796,9 @@ def read_table(entry: CacheEntry, *, geo_levels: Iterable[int] | None = None, ye
     attrs = dict(df.attrs)
     df = df[keep]
     df.attrs.update(attrs)
-    df.attrs.update(dataset=entry.dataset, extracted=entry.extracted, updated=entry.updated, url=entry.url,
-                    file=str(entry.path))
+    df.attrs.update(
+        dataset=entry.dataset, extracted=entry.extracted, updated=entry.updated, url=entry.url, file=str(entry.path)
+    )
     return df
 
 
@@ -772,8 +815,13 @@ def _reduce(df: pd.DataFrame, measure: str, keep_sex: bool) -> pd.DataFrame:
             continue
         pick = "NR" if col == "unit" and "NR" in cats else "TOTAL" if "TOTAL" in cats else None
         if pick is None:
-            raise DataError(f"dimension '{col}' has several categories ({', '.join(map(str, cats[:6]))})", file=file,
-                            dataset=ds, table=ds, measure=measure)
+            raise DataError(
+                f"dimension '{col}' has several categories ({', '.join(map(str, cats[:6]))})",
+                file=file,
+                dataset=ds,
+                table=ds,
+                measure=measure,
+            )
         out = out[out[col] == pick]
     if "sex" in out.columns and not keep_sex:
         out = out[out["sex"] == "T"]
@@ -815,7 +863,7 @@ def _missing_cells(df: pd.DataFrame, regions: Sequence[str], ages: Sequence[str]
         got = set(zip(*(have[c] for c in (["time"] + (["sex"] if sexes is not None else []) + ["age"]))))
         first = None
         for y in years:
-            for s in (sexes if sexes is not None else [None]):
+            for s in sexes if sexes is not None else [None]:
                 for a in ages:
                     k = (y, s, a) if sexes is not None else (y, a)
                     if k not in got:
@@ -892,13 +940,19 @@ def _build(year: int, countries: tuple[str, ...] | None, entries: dict[str, Cach
     pop_r, pop_n = frames["population"]
     order = [c for c in nuts_codes() if c in level0 or c in level2]
     has = set(pop_r.loc[(pop_r["time"] == year) & pop_r["value"].notna(), "geo"]) | set(
-        pop_n.loc[(pop_n["time"] == year) & pop_n["value"].notna(), "geo"])
+        pop_n.loc[(pop_n["time"] == year) & pop_n["value"].notna(), "geo"]
+    )
     if want_cc is not None:
         has |= want_cc  # a requested country must be there; if its table lacks it, say so
         for cc in countries:
             if not any(c[:2] == cc for c in has if c != cc) and cc not in set(pop_n["geo"]):
-                raise DataError(f"no population data for this country in {COUNT_TABLES['population'][0]} or "
-                                f"{COUNT_TABLES['population'][1]} for {year}", dataset=name, region=cc, year=year)
+                raise DataError(
+                    f"no population data for this country in {COUNT_TABLES['population'][0]} or "
+                    f"{COUNT_TABLES['population'][1]} for {year}",
+                    dataset=name,
+                    region=cc,
+                    year=year,
+                )
     candidates = [c for c in order if c in has]
     if not candidates:
         raise DataError(f"no region has population data for {year}", dataset=name, year=year)
@@ -920,7 +974,7 @@ def _build(year: int, countries: tuple[str, ...] | None, entries: dict[str, Cach
         years = [year, year + 1] if measure == "population" else [year]
         sexes = ["F", "M", "T"] if measure != "births" else None
         codes_ = ages[measure]
-        for (df, cands, code) in ((frames[measure][0], reg_c, rcode), (frames[measure][1], nat_c, ncode)):
+        for df, cands, code in ((frames[measure][0], reg_c, rcode), (frames[measure][1], nat_c, ncode)):
             if not cands:
                 continue
             if not codes_:
@@ -937,8 +991,13 @@ def _build(year: int, countries: tuple[str, ...] | None, entries: dict[str, Cach
         if not skip_incomplete:
             first = next(iter(skipped))
             table = skipped[first][0].split(":", 1)[0]
-            raise DataError(msg + " -- use skip_incomplete (--skip-incomplete) to drop them", dataset=name, table=table,
-                            region=first, year=year)
+            raise DataError(
+                msg + " -- use skip_incomplete (--skip-incomplete) to drop them",
+                dataset=name,
+                table=table,
+                region=first,
+                year=year,
+            )
         warnings.warn(msg + " -- dropped", IncompleteRegionWarning, stacklevel=3)
     final = [c for c in candidates if c not in skipped]
     if not final:
@@ -954,19 +1013,36 @@ def _build(year: int, countries: tuple[str, ...] | None, entries: dict[str, Cach
         df.attrs.update(file=" + ".join(str(entries[c].path) for c in (rcode, ncode)), dataset=rcode)
         tidy[measure] = df
         er, en = entries[rcode], entries[ncode]
-        note = [f"{rcode} (NUTS 2): downloaded {er.extracted}, Eurostat update {er.updated or 'unknown'}, {er.url}",
-                f"{ncode} (countries): downloaded {en.extracted}, Eurostat update {en.updated or 'unknown'}, {en.url}"]
+        note = [
+            f"{rcode} (NUTS 2): downloaded {er.extracted}, Eurostat update {er.updated or 'unknown'}, {er.url}",
+            f"{ncode} (countries): downloaded {en.extracted}, Eurostat update {en.updated or 'unknown'}, {en.url}",
+        ]
         if measure == "births":
-            note.append(f"age-of-mother cells of {rcode}: {', '.join(ages[measure][:2])} .. {', '.join(ages[measure][-2:])}"
-                        f" (the country table restricted to the same codes)")
-        sk = [f"{c} ({'; '.join(w for w in skipped[c] if w.startswith((rcode, ncode)))})" for c in skipped
-              if any(w.startswith((rcode, ncode)) for w in skipped[c])]
+            note.append(
+                f"age-of-mother cells of {rcode}: {', '.join(ages[measure][:2])} .. {', '.join(ages[measure][-2:])}"
+                f" (the country table restricted to the same codes)"
+            )
+        sk = [
+            f"{c} ({'; '.join(w for w in skipped[c] if w.startswith((rcode, ncode)))})"
+            for c in skipped
+            if any(w.startswith((rcode, ncode)) for w in skipped[c])
+        ]
         if sk:
             note.append("regions skipped as incomplete: " + ", ".join(sk))
-        provs[measure] = TableProvenance("real", (rcode, ncode), min(er.extracted, en.extracted), "Eurostat", "; ".join(note))
+        provs[measure] = TableProvenance(
+            "real", (rcode, ncode), min(er.extracted, en.extracted), "Eurostat", "; ".join(note)
+        )
     prov = Provenance(population=provs["population"], deaths=provs["deaths"], births=provs["births"])
-    counts = counts_from_eurostat(tidy["population"], tidy["deaths"], tidy["births"], year=year, regions=final,
-                                  provenance=prov, name=name, check_totals="warn")
+    counts = counts_from_eurostat(
+        tidy["population"],
+        tidy["deaths"],
+        tidy["births"],
+        year=year,
+        regions=final,
+        provenance=prov,
+        name=name,
+        check_totals="warn",
+    )
     return counts, skipped, sorted(ignored), absent
 
 
@@ -982,8 +1058,10 @@ def _details(counts: Counts, entries: dict[str, CacheEntry], skipped, root: Path
     lines = []
     for measure, (rcode, ncode) in COUNT_TABLES.items():
         er, en = entries[rcode], entries[ncode]
-        lines.append(f"{measure}: {rcode} + {ncode} (Eurostat, real), downloaded {er.extracted} / {en.extracted}, "
-                     f"Eurostat update {er.updated or 'unknown'} / {en.updated or 'unknown'}")
+        lines.append(
+            f"{measure}: {rcode} + {ncode} (Eurostat, real), downloaded {er.extracted} / {en.extracted}, "
+            f"Eurostat update {er.updated or 'unknown'} / {en.updated or 'unknown'}"
+        )
     if skipped:
         lines.append("skipped as incomplete: " + ", ".join(skipped))
     lines.append(f"cache: {root}")
@@ -1005,10 +1083,20 @@ def _write_manifest(root: Path, res: FetchResult, params: dict) -> Path:
         "ignored_codes": res.ignored_codes,
         "absent": res.absent,
         "label": f"Eurostat {c.year}: {_plural(n0, 'country', 'countries')} and "
-                 f"{_plural(len(c.regions) - n0, 'NUTS 2 region', 'NUTS 2 regions')}, real tables downloaded {extracted[:10]}",
+        f"{_plural(len(c.regions) - n0, 'NUTS 2 region', 'NUTS 2 regions')}, real tables downloaded {extracted[:10]}",
         "details": _details(c, res.entries, res.skipped, root),
-        "entries": {k: {"file": str(e.path.relative_to(root)), "sidecar": str((e.path.parent / (e.meta.get("key") or "")).relative_to(root)) + ".meta.json", "sha256": e.meta.get("sha256"), "size": e.meta.get("size"),
-                        "extracted": e.extracted, "updated": e.updated, "url": e.url} for k, e in res.entries.items()},
+        "entries": {
+            k: {
+                "file": str(e.path.relative_to(root)),
+                "sidecar": str((e.path.parent / (e.meta.get("key") or "")).relative_to(root)) + ".meta.json",
+                "sha256": e.meta.get("sha256"),
+                "size": e.meta.get("size"),
+                "extracted": e.extracted,
+                "updated": e.updated,
+                "url": e.url,
+            }
+            for k, e in res.entries.items()
+        },
     }
     path = _manifest_path(root, c.name)
     atomic_write_text(path, json.dumps(man, indent=1, ensure_ascii=False) + "\n")
@@ -1037,8 +1125,17 @@ def fetch_counts(
     ctry = _check_countries(countries)
     _check_endpoint(endpoint)
     root = cache_root(cache_dir)
-    kw = dict(endpoint=endpoint, cache_dir=root, base_url=base_url, refresh=refresh, offline=offline, timeout=timeout,
-              retries=retries, backoff=backoff, progress=progress)
+    kw = dict(
+        endpoint=endpoint,
+        cache_dir=root,
+        base_url=base_url,
+        refresh=refresh,
+        offline=offline,
+        timeout=timeout,
+        retries=retries,
+        backoff=backoff,
+        progress=progress,
+    )
     entries: dict[str, CacheEntry] = {}
     for measure, (rcode, ncode) in COUNT_TABLES.items():
         years = [year, year + 1] if measure == "population" else [year]
@@ -1047,8 +1144,12 @@ def fetch_counts(
     counts, skipped, ignored, absent = _build(year, ctry, entries, skip_incomplete)
     res = FetchResult(counts, entries, skipped, ignored, root, absent=absent)
     if write_manifest:
-        params = {"year": year, "countries": list(ctry) if ctry else None, "skip_incomplete": bool(skip_incomplete),
-                  "endpoint": endpoint}
+        params = {
+            "year": year,
+            "countries": list(ctry) if ctry else None,
+            "skip_incomplete": bool(skip_incomplete),
+            "endpoint": endpoint,
+        }
         res.manifest = _write_manifest(root, res, params)
     return res
 
@@ -1111,9 +1212,20 @@ def eurostat_counts(
     ParameterError
         Unknown country code, bad year, timeout or endpoint.
     """
-    return fetch_counts(year, countries, cache_dir=cache_dir, base_url=base_url, refresh=refresh, offline=offline,
-                        progress=progress, timeout=timeout, retries=retries, backoff=backoff,
-                        skip_incomplete=skip_incomplete, endpoint=endpoint).counts
+    return fetch_counts(
+        year,
+        countries,
+        cache_dir=cache_dir,
+        base_url=base_url,
+        refresh=refresh,
+        offline=offline,
+        progress=progress,
+        timeout=timeout,
+        retries=retries,
+        backoff=backoff,
+        skip_incomplete=skip_incomplete,
+        endpoint=endpoint,
+    ).counts
 
 
 def comparison_tables(
@@ -1147,9 +1259,19 @@ def comparison_tables(
     keep = set(nuts_codes(level=0)) | set(nuts_codes(level=2))
     out = {}
     for code in tables:
-        entry = fetch_table(code, _statistics_query([year], [0, 2]), endpoint=endpoint, cache_dir=cache_dir,
-                            base_url=base_url, refresh=refresh, offline=offline, timeout=timeout, retries=retries,
-                            backoff=backoff, progress=progress)
+        entry = fetch_table(
+            code,
+            _statistics_query([year], [0, 2]),
+            endpoint=endpoint,
+            cache_dir=cache_dir,
+            base_url=base_url,
+            refresh=refresh,
+            offline=offline,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            progress=progress,
+        )
         df = read_table(entry, geo_levels=(0, 2), years=[year])
         m = df["geo"].isin(keep) & df["value"].notna()
         if ctry:
@@ -1193,8 +1315,16 @@ def cached_datasets(cache_dir=None) -> list[dict]:
                 ok = False
                 break
         if ok:
-            out.append({"name": man["name"], "kind": "cached", "year": int(man["year"]), "regions": len(man["regions"]),
-                        "label": man.get("label", ""), "details": list(man.get("details", []))})
+            out.append(
+                {
+                    "name": man["name"],
+                    "kind": "cached",
+                    "year": int(man["year"]),
+                    "regions": len(man["regions"]),
+                    "label": man.get("label", ""),
+                    "details": list(man.get("details", [])),
+                }
+            )
     return out
 
 
@@ -1208,7 +1338,16 @@ def load_cached(name: str, cache_dir=None) -> Counts:
     man = _read_manifest(_manifest_path(root, str(name)))
     if man is None:
         have = ", ".join(d["name"] for d in cached_datasets(root)) or "none"
-        raise ParameterError(f"no cached dataset named {name!r} in {root} (cached: {have}); run `demonoise fetch` first")
+        raise ParameterError(
+            f"no cached dataset named {name!r} in {root} (cached: {have}); run `demonoise fetch` first"
+        )
     p = man["params"]
-    return fetch_counts(p["year"], p.get("countries"), cache_dir=root, offline=True, skip_incomplete=p.get("skip_incomplete", False),
-                        endpoint=p.get("endpoint", "json"), write_manifest=False).counts
+    return fetch_counts(
+        p["year"],
+        p.get("countries"),
+        cache_dir=root,
+        offline=True,
+        skip_incomplete=p.get("skip_incomplete", False),
+        endpoint=p.get("endpoint", "json"),
+        write_manifest=False,
+    ).counts

@@ -69,7 +69,11 @@ def _validate(gj, file: str) -> dict:
         seen.add(code)
         geom = f.get("geometry") or {}
         if geom.get("type") not in _GEOMETRIES or not geom.get("coordinates"):
-            raise FormatError(f"geometry must be a non-empty Polygon or MultiPolygon, got {geom.get('type')!r}", file=file, region=code)
+            raise FormatError(
+                f"geometry must be a non-empty Polygon or MultiPolygon, got {geom.get('type')!r}",
+                file=file,
+                region=code,
+            )
     return gj
 
 

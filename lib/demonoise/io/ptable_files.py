@@ -56,12 +56,27 @@ __all__ = [
 #: ``D`` is the maximum deviation; ``V`` the nominal variance (Eurostat's label for
 #: the large-count rows); ``note`` what the rows for small counts do.
 EMBEDDED_PTABLES: dict[str, dict] = {
-    "v01": dict(file="eurostat_census_ptable_v01.csv.gz", D=3, V=1.0, js=0,
-                note="variance 1 for every count, unbiased, K = 100000 keys"),
-    "v03": dict(file="eurostat_census_ptable_v03.csv", D=1, V=0.5, js=0,
-                note="variance ~0.5 for n >= 2; biased for n = 1; K = 1000 keys"),
-    "v04": dict(file="eurostat_census_ptable_v04.csv", D=2, V=1.0, js=0,
-                note="variance ~1 for n >= 3; biased for n = 1, 2; K = 1000 keys"),
+    "v01": dict(
+        file="eurostat_census_ptable_v01.csv.gz",
+        D=3,
+        V=1.0,
+        js=0,
+        note="variance 1 for every count, unbiased, K = 100000 keys",
+    ),
+    "v03": dict(
+        file="eurostat_census_ptable_v03.csv",
+        D=1,
+        V=0.5,
+        js=0,
+        note="variance ~0.5 for n >= 2; biased for n = 1; K = 1000 keys",
+    ),
+    "v04": dict(
+        file="eurostat_census_ptable_v04.csv",
+        D=2,
+        V=1.0,
+        js=0,
+        note="variance ~1 for n >= 3; biased for n = 1, 2; K = 1000 keys",
+    ),
 }
 
 
@@ -138,12 +153,20 @@ def sniff_ptable_format(path: str | Path) -> Literal["eurostat", "transition"]:
         return "eurostat"
     if {"i", "j", "p", "v"} <= set(cols):
         return "transition"
-    raise FormatError(f"unrecognised p-table header {first.strip()!r} (expected pcv;ckey;pvalue or i,j,p,v,...)",
-                      file=str(path), line=1)
+    raise FormatError(
+        f"unrecognised p-table header {first.strip()!r} (expected pcv;ckey;pvalue or i,j,p,v,...)",
+        file=str(path),
+        line=1,
+    )
 
 
-def _parse_columns(text: str, path: str, required: tuple[str, ...], optional: tuple[str, ...] = (),
-                   numeric: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+def _parse_columns(
+    text: str,
+    path: str,
+    required: tuple[str, ...],
+    optional: tuple[str, ...] = (),
+    numeric: tuple[str, ...] | None = None,
+) -> dict[str, np.ndarray]:
     """Split a delimited text table into named columns (numeric ones as float); check the header.
 
     A fast path parses clean files with pandas; any irregularity falls back to a
@@ -191,7 +214,9 @@ def _parse_columns(text: str, path: str, required: tuple[str, ...], optional: tu
                 try:
                     float(s)
                 except ValueError:
-                    raise FormatError(f"non-numeric value {s!r} in column {c}", file=path, line=int(linenos[k])) from None
+                    raise FormatError(
+                        f"non-numeric value {s!r} in column {c}", file=path, line=int(linenos[k])
+                    ) from None
         bad = ~np.isfinite(out[c])
         if bad.any():
             k = int(np.argmax(bad))
@@ -213,8 +238,16 @@ def _parse_columns_fast(text: str, required, optional, numeric) -> dict[str, np.
     numeric = required if numeric is None else numeric
     dtypes = {c: (np.float64 if c in numeric else str) for c in cols}
     try:
-        df = pd.read_csv(io.StringIO(text), sep=sep if sep else r"\s+", header=0, names=cols, dtype=dtypes,
-                         quotechar='"', engine="c" if sep else "python", skipinitialspace=True)
+        df = pd.read_csv(
+            io.StringIO(text),
+            sep=sep if sep else r"\s+",
+            header=0,
+            names=cols,
+            dtype=dtypes,
+            quotechar='"',
+            engine="c" if sep else "python",
+            skipinitialspace=True,
+        )
     except (ValueError, TypeError, pd.errors.ParserError):
         return None  # e.g. a non-numeric value: the slow path names its line
     if len(df) != n_rows or df.isna().any().any():
@@ -263,15 +296,21 @@ def read_eurostat_ptable(path: str | Path, *, source: str | None = None) -> PTab
     pv = _as_int(cols["pvalue"], "pvalue", spath, lines)
     if (pcv < 1).any():
         k = int(np.argmax(pcv < 1))
-        raise FormatError(f"pcv must be >= 1 (zero counts are not perturbed), found {pcv[k]}", file=spath, line=int(lines[k]))
+        raise FormatError(
+            f"pcv must be >= 1 (zero counts are not perturbed), found {pcv[k]}", file=spath, line=int(lines[k])
+        )
     if (ckey < 1).any():
         k = int(np.argmax(ckey < 1))
         raise FormatError(f"ckey must be >= 1, found {ckey[k]}", file=spath, line=int(lines[k]))
     neg = pcv + pv < 0
     if neg.any():
         k = int(np.argmax(neg))
-        raise FormatError(f"noise {pv[k]} would make count {pcv[k]} negative", file=spath, line=int(lines[k]),
-                          key=f"pcv={pcv[k]}, ckey={ckey[k]}")
+        raise FormatError(
+            f"noise {pv[k]} would make count {pcv[k]} negative",
+            file=spath,
+            line=int(lines[k]),
+            key=f"pcv={pcv[k]}, ckey={ckey[k]}",
+        )
     I = int(pcv.max())
     present = np.unique(pcv)
     if len(present) != I:
@@ -279,7 +318,7 @@ def read_eurostat_ptable(path: str | Path, *, source: str | None = None) -> PTab
         raise FormatError(f"pcv classes must run over 1..{I} without gaps; class {gap} is missing", file=spath)
     K = int(ckey.max())
     # duplicates: same (pcv, ckey) twice
-    flat = (pcv.astype(np.int64) * (K + 1) + ckey)
+    flat = pcv.astype(np.int64) * (K + 1) + ckey
     order = np.argsort(flat, kind="stable")
     dup = np.flatnonzero(np.diff(flat[order]) == 0)
     if len(dup):
@@ -293,8 +332,9 @@ def read_eurostat_ptable(path: str | Path, *, source: str | None = None) -> PTab
             if keys.size < K:
                 gap = np.flatnonzero(keys != np.arange(1, keys.size + 1))
                 c = int(gap[0]) + 1 if gap.size else keys.size + 1
-                raise FormatError(f"pcv {r} lacks cell key {c} (every class needs keys 1..{K})", file=spath,
-                                  key=f"pcv={r}, ckey={c}")
+                raise FormatError(
+                    f"pcv {r} lacks cell key {c} (every class needs keys 1..{K})", file=spath, key=f"pcv={r}, ckey={c}"
+                )
     table = np.empty((I + 1, K), dtype=np.int64)  # every (pcv, ckey) is present exactly once (checked above)
     table[pcv, ckey - 1] = pv
     table[0, :] = 0
@@ -325,8 +365,13 @@ def read_transition_ptable(path: str | Path, *, source: str | None = None, sum_t
     cumulative sums of ``p`` within ``sum_tol``; ``type`` is ``all``.
     """
     spath = str(path)
-    cols = _parse_columns(_read_text(path), spath, ("i", "j", "p", "v"), ("p_int_lb", "p_int_ub", "type"),
-                          numeric=("i", "j", "p", "v", "p_int_lb", "p_int_ub"))
+    cols = _parse_columns(
+        _read_text(path),
+        spath,
+        ("i", "j", "p", "v"),
+        ("p_int_lb", "p_int_ub", "type"),
+        numeric=("i", "j", "p", "v", "p_int_lb", "p_int_ub"),
+    )
     lines = cols["_line"]
     i = _as_int(cols["i"], "i", spath, lines)
     j = _as_int(cols["j"], "j", spath, lines)
@@ -336,8 +381,11 @@ def read_transition_ptable(path: str | Path, *, source: str | None = None, sum_t
         bad = np.array([str(t).lower() != "all" for t in cols["type"]])
         if bad.any():
             k = int(np.argmax(bad))
-            raise FormatError(f"only count p-tables (type 'all') are supported, found type {cols['type'][k]!r}",
-                              file=spath, line=int(lines[k]))
+            raise FormatError(
+                f"only count p-tables (type 'all') are supported, found type {cols['type'][k]!r}",
+                file=spath,
+                line=int(lines[k]),
+            )
     for name, cond, msg in (
         ("i", i < 0, "original count i must be >= 0"),
         ("j", j < 0, "perturbed count j must be >= 0"),
@@ -372,21 +420,30 @@ def read_transition_ptable(path: str | Path, *, source: str | None = None, sum_t
     bad = np.abs(sums - 1.0) > sum_tol
     if bad.any():
         r = int(np.argmax(bad))
-        raise FormatError(f"probabilities for i = {i[starts[r]]} sum to {sums[r]!r}, not 1", file=spath,
-                          line=int(lines[starts[r]]), key=f"i={i[starts[r]]}")
+        raise FormatError(
+            f"probabilities for i = {i[starts[r]]} sum to {sums[r]!r}, not 1",
+            file=spath,
+            line=int(lines[starts[r]]),
+            key=f"i={i[starts[r]]}",
+        )
     if ub is not None:
         cum = np.concatenate([np.cumsum(p[s:e]) for s, e in zip(starts, ends)])
         bad = np.abs(ub - cum) > sum_tol
         if bad.any():
             k = int(np.argmax(bad))
-            raise FormatError(f"p_int_ub {ub[k]!r} disagrees with the cumulative probability {cum[k]!r}",
-                              file=spath, line=int(lines[k]), key=f"i={i[k]}, j={j[k]}")
+            raise FormatError(
+                f"p_int_ub {ub[k]!r} disagrees with the cumulative probability {cum[k]!r}",
+                file=spath,
+                line=int(lines[k]),
+                key=f"i={i[k]}, j={j[k]}",
+            )
         if lb is not None:
             bad = np.abs(ub - lb - p) > sum_tol
             if bad.any():
                 k = int(np.argmax(bad))
-                raise FormatError("p_int_ub - p_int_lb differs from p", file=spath, line=int(lines[k]),
-                                  key=f"i={i[k]}, j={j[k]}")
+                raise FormatError(
+                    "p_int_ub - p_int_lb differs from p", file=spath, line=int(lines[k]), key=f"i={i[k]}, j={j[k]}"
+                )
     return PTableData(i=i, v=v, p=p.astype(np.float64), fmt="transition", source=source or spath)
 
 

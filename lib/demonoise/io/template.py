@@ -90,11 +90,21 @@ def read_counts_csv(
     missing = [c for c in TEMPLATE_COLUMNS if c not in cols]
     unknown = [c for c in cols if c not in TEMPLATE_COLUMNS + OPTIONAL_COLUMNS]
     if missing or unknown or len(set(cols)) != len(cols):
-        what = "; ".join(x for x in (f"missing column(s) {missing}" if missing else "",
-                                     f"unknown column(s) {unknown}" if unknown else "",
-                                     "duplicated column names" if len(set(cols)) != len(cols) else "") if x)
-        raise FormatError(f"not a counts template: {what}; expected {','.join(TEMPLATE_COLUMNS)} "
-                          f"plus optional {','.join(OPTIONAL_COLUMNS)}", file=file, line=1)
+        what = "; ".join(
+            x
+            for x in (
+                f"missing column(s) {missing}" if missing else "",
+                f"unknown column(s) {unknown}" if unknown else "",
+                "duplicated column names" if len(set(cols)) != len(cols) else "",
+            )
+            if x
+        )
+        raise FormatError(
+            f"not a counts template: {what}; expected {','.join(TEMPLATE_COLUMNS)} "
+            f"plus optional {','.join(OPTIONAL_COLUMNS)}",
+            file=file,
+            line=1,
+        )
     if df.empty:
         raise FormatError("the file has a header but no rows", file=file, line=1)
     for c in cols:
@@ -103,8 +113,16 @@ def read_counts_csv(
     def fail(mask: np.ndarray, msg: str, exc=DataError):
         i = int(np.flatnonzero(mask)[0])
         r = df.iloc[i]
-        raise exc(msg.format(**r.to_dict()), file=file, line=int(df.index[i]), measure=r["measure"] or None,
-                  region=r["region"] or None, sex=r["sex"] or None, age=r["age"] or None, year=r["year"] or None)
+        raise exc(
+            msg.format(**r.to_dict()),
+            file=file,
+            line=int(df.index[i]),
+            measure=r["measure"] or None,
+            region=r["region"] or None,
+            sex=r["sex"] or None,
+            age=r["age"] or None,
+            year=r["year"] or None,
+        )
 
     empty_key = (df[["region", "sex", "age", "measure"]] == "").any(axis=1).to_numpy()
     if empty_key.any():
@@ -139,8 +157,11 @@ def read_counts_csv(
         elif not ev_years and len(pop_years) == 2 and pop_years[1] == pop_years[0] + 1:
             year = pop_years[0]
         else:
-            raise DataError(f"cannot tell the reference year (deaths/births years {ev_years}, population years "
-                            f"{pop_years}); pass year=", file=file)
+            raise DataError(
+                f"cannot tell the reference year (deaths/births years {ev_years}, population years "
+                f"{pop_years}); pass year=",
+                file=file,
+            )
     year = int(year)
 
     # provenance status per measure
@@ -159,11 +180,16 @@ def read_counts_csv(
             if bad.any():
                 sub = df[df["measure"] == m]
                 i = int(np.flatnonzero(bad)[0])
-                raise DataError(f"status must be 'real' or 'modelled', got {s.iloc[i]!r}", file=file,
-                                line=int(sub.index[i]), measure=m)
+                raise DataError(
+                    f"status must be 'real' or 'modelled', got {s.iloc[i]!r}",
+                    file=file,
+                    line=int(sub.index[i]),
+                    measure=m,
+                )
             if len(vals) > 1:
-                raise DataError(f"mixed status {vals} within one measure; a table is either real or modelled",
-                                file=file, measure=m)
+                raise DataError(
+                    f"mixed status {vals} within one measure; a table is either real or modelled", file=file, measure=m
+                )
             statuses[m] = vals[0] if vals else "real"
         else:
             statuses[m] = "real"
@@ -174,9 +200,17 @@ def read_counts_csv(
         m = (df["measure"] == measure).to_numpy()
         if not m.any():
             return None
-        out = pd.DataFrame({"geo": df["region"].to_numpy()[m], "sex": df["sex"].to_numpy()[m],
-                            "age": df["age"].to_numpy()[m], "time": years[m], "value": val[m], "flag": ""},
-                           index=df.index[m])
+        out = pd.DataFrame(
+            {
+                "geo": df["region"].to_numpy()[m],
+                "sex": df["sex"].to_numpy()[m],
+                "age": df["age"].to_numpy()[m],
+                "time": years[m],
+                "value": val[m],
+                "flag": "",
+            },
+            index=df.index[m],
+        )
         out.attrs.update(file=file, format="template", dataset=None, extracted="unknown")
         return out
 
@@ -192,18 +226,24 @@ def read_counts_csv(
         reg = nuts_region(c) if is_nuts_code(c) else Region(c)
         regions.append(Region(c, nm.get(c, reg.name), reg.level, reg.country))
 
-    prov = Provenance(**{
-        m: TableProvenance(statuses[m], (), "unknown", source, f"read from {path.name}") for m in present
-    })
+    prov = Provenance(
+        **{m: TableProvenance(statuses[m], (), "unknown", source, f"read from {path.name}") for m in present}
+    )
     return counts_from_eurostat(
-        tidy("population"), tidy("deaths"), tidy("births"),
-        year=year, regions=regions, provenance=prov,
-        name=name or path.name.split(".")[0], check_totals=check_totals,
+        tidy("population"),
+        tidy("deaths"),
+        tidy("births"),
+        year=year,
+        regions=regions,
+        provenance=prov,
+        name=name or path.name.split(".")[0],
+        check_totals=check_totals,
     )
 
 
-def write_counts_csv(counts: Counts, path: str | Path, *, names: bool = True, status: bool = True,
-                     comment: str | None = None) -> Path:
+def write_counts_csv(
+    counts: Counts, path: str | Path, *, names: bool = True, status: bool = True, comment: str | None = None
+) -> Path:
     """Write :class:`~demonoise.core.counts.Counts` as a counts template CSV (inverse of
     :func:`read_counts_csv`), via :meth:`Counts.to_frame`.
 

@@ -154,8 +154,11 @@ def _prepare(df: pd.DataFrame, measure: str, need_sex: bool) -> pd.DataFrame:
             continue
         pick = "NR" if col == "unit" and "NR" in cats else "TOTAL" if "TOTAL" in cats else None
         if pick is None:
-            raise DataError(f"dimension '{col}' has several categories ({', '.join(map(str, cats[:6]))}); "
-                            f"filter the table to one", file=file, measure=measure)
+            raise DataError(
+                f"dimension '{col}' has several categories ({', '.join(map(str, cats[:6]))}); filter the table to one",
+                file=file,
+                measure=measure,
+            )
         out = out[out[col] == pick]
     return out
 
@@ -164,8 +167,16 @@ def _line(df: pd.DataFrame, pos) -> int | None:
     return int(df.index[pos]) if df.index.name == "line" else None
 
 
-def table_to_array(df: pd.DataFrame, *, measure: str, regions: Sequence[str], sexes: Sequence[str] | None,
-                   ages: AgeAxis, year: int, file: str | None = None) -> np.ndarray:
+def table_to_array(
+    df: pd.DataFrame,
+    *,
+    measure: str,
+    regions: Sequence[str],
+    sexes: Sequence[str] | None,
+    ages: AgeAxis,
+    year: int,
+    file: str | None = None,
+) -> np.ndarray:
     """Dense ``int64`` array (regions x sexes x ages, or regions x ages if ``sexes`` is None)
     from the tidy rows of one measure and one year, validating every cell.
 
@@ -206,8 +217,14 @@ def table_to_array(df: pd.DataFrame, *, measure: str, regions: Sequence[str], se
         cell = int(sf[dup[0]])
         r1, r2 = rows[order[dup[0]]], rows[order[dup[0] + 1]]
         l1, l2 = _line(df, r1), _line(df, r2)
-        raise DataError("duplicated cell" + (f" (lines {l1} and {l2})" if l1 else ""), file=file, line=l2,
-                        measure=measure, year=year, **where(cell))
+        raise DataError(
+            "duplicated cell" + (f" (lines {l1} and {l2})" if l1 else ""),
+            file=file,
+            line=l2,
+            measure=measure,
+            year=year,
+            **where(cell),
+        )
     N = int(np.prod(shape))
     arr = np.full(N, np.nan)
     arr[flat] = values
@@ -217,8 +234,13 @@ def table_to_array(df: pd.DataFrame, *, measure: str, regions: Sequence[str], se
     if absent.any():
         cell = int(np.flatnonzero(absent)[0])
         n_abs = int(absent.sum())
-        raise DataError(f"no value for this cell ({n_abs} cell(s) absent from the table)", file=file,
-                        measure=measure, year=year, **where(cell))
+        raise DataError(
+            f"no value for this cell ({n_abs} cell(s) absent from the table)",
+            file=file,
+            measure=measure,
+            year=year,
+            **where(cell),
+        )
     for mask, what in (
         (np.isnan(arr), lambda v: "missing value (':' or empty in the file)"),
         (arr < 0, lambda v: f"negative count {v:g}"),
@@ -226,8 +248,9 @@ def table_to_array(df: pd.DataFrame, *, measure: str, regions: Sequence[str], se
     ):
         if mask.any():
             cell = int(np.flatnonzero(mask)[0])
-            raise DataError(what(arr[cell]), file=file, line=_line(df, int(src[cell])), measure=measure, year=year,
-                            **where(cell))
+            raise DataError(
+                what(arr[cell]), file=file, line=_line(df, int(src[cell])), measure=measure, year=year, **where(cell)
+            )
     return np.round(arr).astype(np.int64).reshape(shape)
 
 
@@ -238,10 +261,16 @@ def _axis(df: pd.DataFrame, measure: str) -> tuple[AgeAxis, list[str]]:
     except DataError as e:
         rows = np.flatnonzero((df["age"].astype(str) == str(e.age)).to_numpy()) if e.age else []
         first = df.iloc[rows[0]] if len(rows) else None
-        raise DataError(e.reason, file=_file(df), line=_line(df, rows[0]) if len(rows) else None, measure=measure,
-                        region=None if first is None else first["geo"],
-                        sex=None if first is None or "sex" not in df.columns else first["sex"],
-                        age=e.age, year=None if first is None else first["time"]) from None
+        raise DataError(
+            e.reason,
+            file=_file(df),
+            line=_line(df, rows[0]) if len(rows) else None,
+            measure=measure,
+            region=None if first is None else first["geo"],
+            sex=None if first is None or "sex" not in df.columns else first["sex"],
+            age=e.age,
+            year=None if first is None else first["time"],
+        ) from None
     return axis, [d for d in dropped if d != "TOTAL"]
 
 
@@ -252,14 +281,21 @@ def _check_totals(df: pd.DataFrame, measure: str, mode: str) -> None:
     if bad.empty:
         return
     cols = [c for c in ("geo", "sex", "time") if c in bad.columns]
-    items = [", ".join(f"{c} {r[c]}" for c in cols) + f": TOTAL {r['total']:g} vs sum {r['sum_of_cells']:g}"
-             for _, r in bad.head(8).iterrows()]
+    items = [
+        ", ".join(f"{c} {r[c]}" for c in cols) + f": TOTAL {r['total']:g} vs sum {r['sum_of_cells']:g}"
+        for _, r in bad.head(8).iterrows()
+    ]
     more = f" (and {len(bad) - 8} more)" if len(bad) > 8 else ""
-    msg = f"{measure}: TOTAL differs from the sum of the published age cells in {len(bad)} case(s): " + "; ".join(items) + more
+    msg = (
+        f"{measure}: TOTAL differs from the sum of the published age cells in {len(bad)} case(s): "
+        + "; ".join(items)
+        + more
+    )
     if mode == "raise":
         first = bad.iloc[0]
-        raise DataError(msg, file=_file(df), measure=measure, region=first.get("geo"), sex=first.get("sex"),
-                        year=first.get("time"))
+        raise DataError(
+            msg, file=_file(df), measure=measure, region=first.get("geo"), sex=first.get("sex"), year=first.get("time")
+        )
     warnings.warn(msg + (f" [file {_file(df)}]" if _file(df) else ""), TotalMismatchWarning, stacklevel=3)
 
 
@@ -276,7 +312,9 @@ def _default_provenance(tables: Mapping[str, pd.DataFrame | None], notes: Mappin
     return Provenance(population=one("population"), deaths=one("deaths"), births=one("births"))
 
 
-def _region_objects(codes: Sequence[str], given: Mapping[str, Region], names: Mapping[str, str] | None) -> tuple[Region, ...]:
+def _region_objects(
+    codes: Sequence[str], given: Mapping[str, Region], names: Mapping[str, str] | None
+) -> tuple[Region, ...]:
     out = []
     for c in codes:
         if c in given:
@@ -355,8 +393,12 @@ def counts_from_eurostat(
     pop_file = _file(population)
     for t in (year, year + 1):
         if not (pop["time"] == t).any():
-            raise DataError(f"population on 1 January {t} is not in the table (the exposure needs "
-                            f"P({year}) and P({year + 1}))", file=pop_file, measure="population", year=t)
+            raise DataError(
+                f"population on 1 January {t} is not in the table (the exposure needs P({year}) and P({year + 1}))",
+                file=pop_file,
+                measure="population",
+                year=t,
+            )
     if dea is not None:
         dea = dea[dea["time"] == year]
         if dea.empty:
@@ -367,8 +409,9 @@ def counts_from_eurostat(
             raise DataError(f"no births for {year} in the table", file=_file(births), measure="births", year=year)
         if "sex" in bir.columns:
             if not (bir["sex"] == "T").any():
-                raise DataError("births table has no sex 'T' (all live births) rows", file=_file(births),
-                                measure="births", sex="T")
+                raise DataError(
+                    "births table has no sex 'T' (all live births) rows", file=_file(births), measure="births", sex="T"
+                )
             bir = bir[bir["sex"] == "T"]
 
     # regions
@@ -394,16 +437,31 @@ def counts_from_eurostat(
             if c not in have:
                 hint = ""
                 if not is_nuts_code(c):
-                    hint = " (not a NUTS 2021 code either" + ("; Eurostat writes Greece as EL" if c.startswith("GR") else "") + ")"
-                raise DataError(f"unknown region code: not in the {label} table{hint}", file=_file(src), measure=label,
-                                region=c, year=year)
+                    hint = (
+                        " (not a NUTS 2021 code either"
+                        + ("; Eurostat writes Greece as EL" if c.startswith("GR") else "")
+                        + ")"
+                    )
+                raise DataError(
+                    f"unknown region code: not in the {label} table{hint}",
+                    file=_file(src),
+                    measure=label,
+                    region=c,
+                    year=year,
+                )
         if label == "population":
             for t in (year, year + 1):
                 have_t = set(pd.unique(df.loc[df["time"] == t, "geo"].astype(str)))
                 for c in codes:
                     if c not in have_t:
-                        raise DataError(f"no population on 1 January {t} for this region (the exposure needs "
-                                        f"P({year}) and P({year + 1}))", file=_file(src), measure=label, region=c, year=t)
+                        raise DataError(
+                            f"no population on 1 January {t} for this region (the exposure needs "
+                            f"P({year}) and P({year + 1}))",
+                            file=_file(src),
+                            measure=label,
+                            region=c,
+                            year=t,
+                        )
 
     # age axes (aggregates and TOTAL dropped)
     sel = lambda d: d[d["geo"].astype(str).isin(codes)]  # noqa: E731
@@ -416,9 +474,12 @@ def counts_from_eurostat(
         _check_totals(dea, "deaths", check_totals)
         d_ages, d_dropped = _axis(dea, "deaths")
         if d_ages != ages:
-            raise DataError(f"deaths are published on another age axis ({d_ages.labels[0]}..{d_ages.labels[-1]}, "
-                            f"{d_ages.size} cells) than population ({ages.labels[0]}..{ages.labels[-1]}, {ages.size} cells)",
-                            file=_file(deaths), measure="deaths")
+            raise DataError(
+                f"deaths are published on another age axis ({d_ages.labels[0]}..{d_ages.labels[-1]}, "
+                f"{d_ages.size} cells) than population ({ages.labels[0]}..{ages.labels[-1]}, {ages.size} cells)",
+                file=_file(deaths),
+                measure="deaths",
+            )
         notes["deaths"] = f"aggregate age codes dropped: {', '.join(d_dropped)}" if d_dropped else ""
     birth_ages = None
     if bir is not None:
@@ -437,10 +498,18 @@ def counts_from_eurostat(
 
     p0 = table_to_array(pop, measure="population", regions=codes, sexes=sexes, ages=ages, year=year, file=pop_file)
     p1 = table_to_array(pop, measure="population", regions=codes, sexes=sexes, ages=ages, year=year + 1, file=pop_file)
-    d = None if dea is None else table_to_array(dea, measure="deaths", regions=codes, sexes=sexes, ages=ages, year=year,
-                                                file=_file(deaths))
-    b = None if bir is None else table_to_array(bir, measure="births", regions=codes, sexes=None, ages=birth_ages,
-                                                year=year, file=_file(births))
+    d = (
+        None
+        if dea is None
+        else table_to_array(dea, measure="deaths", regions=codes, sexes=sexes, ages=ages, year=year, file=_file(deaths))
+    )
+    b = (
+        None
+        if bir is None
+        else table_to_array(
+            bir, measure="births", regions=codes, sexes=None, ages=birth_ages, year=year, file=_file(births)
+        )
+    )
     if provenance is None:
         provenance = _default_provenance({"population": population, "deaths": deaths, "births": births}, notes)
     return Counts(

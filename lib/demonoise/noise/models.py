@@ -179,7 +179,8 @@ def discrete_gaussian(V: float, D: int | None = None) -> tuple[np.ndarray, np.nd
         if V > sup * (1 + 1e-12):
             raise ParameterError(
                 f"V={V:g} is unreachable with maximum deviation D={D}: integer noise on -{D}..{D} has variance "
-                f"at most D(D+1)/3 = {sup:g} (the uniform law); raise D or lower V")
+                f"at most D(D+1)/3 = {sup:g} (the uniform law); raise D or lower V"
+            )
         if V >= sup * (1 - 1e-14):
             k = np.arange(-D, D + 1, dtype=np.int64)
             return k, np.full(k.size, 1.0 / k.size), math.inf
@@ -248,8 +249,10 @@ class GenericNoise(NoiseModel):
 
     def describe(self) -> str:
         law = "uniform" if math.isinf(self._scale) else f"discrete Gaussian, scale s={self._scale:.6g}"
-        return (f"{self.name}: independent integer noise, mean 0, variance {self.exact_variance():.12g} "
-                f"({law}, support {self._support[0]}..{self._support[-1]})")
+        return (
+            f"{self.name}: independent integer noise, mean 0, variance {self.exact_variance():.12g} "
+            f"({law}, support {self._support[0]}..{self._support[-1]})"
+        )
 
     @property
     def scale(self) -> float:
@@ -268,7 +271,7 @@ class GenericNoise(NoiseModel):
     def fourth_moment(self) -> float:
         """:math:`\\sum_k k^4 p(k)` (sampling error of a variance estimate)."""
         k = self._support.astype(np.float64)
-        return float((k ** 4 * self._probs).sum())
+        return float((k**4 * self._probs).sum())
 
     def variance(self, counts) -> np.ndarray:
         return np.full(np.shape(counts), self.exact_variance())

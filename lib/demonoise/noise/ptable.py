@@ -130,7 +130,9 @@ class PTable:
         v = np.asarray(self.v)
         p = np.asarray(self.p, dtype=np.float64)
         if not (i.shape == v.shape == p.shape) or i.ndim != 1 or i.size == 0:
-            raise DataError("p-table entries i, v, p must be 1-D arrays of equal, non-zero length", table=self.source or None)
+            raise DataError(
+                "p-table entries i, v, p must be 1-D arrays of equal, non-zero length", table=self.source or None
+            )
         for name, a in (("i", i), ("v", v)):
             if a.dtype.kind == "f" and np.any(a != np.round(a)):
                 raise DataError(f"p-table column {name} must hold integers", table=self.source or None)
@@ -152,7 +154,9 @@ class PTable:
             raise DataError(f"p-table classes must run over 0..{I} without gaps", table=self.source or None)
         row0 = i == 0
         if not (row0.sum() == 1 and v[row0][0] == 0 and p[row0][0] == 1.0):
-            raise DataError("p-table row for count 0 must leave zeros unchanged (v = 0 with p = 1)", table=self.source or None)
+            raise DataError(
+                "p-table row for count 0 must leave zeros unchanged (v = 0 with p = 1)", table=self.source or None
+            )
         starts = np.flatnonzero(np.r_[True, np.diff(i) != 0])
         sums = np.add.reduceat(p, starts)
         if np.any(np.abs(sums - 1) > 1e-6):
@@ -167,10 +171,10 @@ class PTable:
         # pad with the row's last noise so that an index can never leave the row
         last = v[starts + counts - 1]
         for r in np.flatnonzero(counts < W):
-            vals[r, counts[r]:] = last[r]
+            vals[r, counts[r] :] = last[r]
         # cumulative bounds, rounded to 12 decimals so that decimal bounds (p_int_ub in
         # files, ptable's 8-decimal rounding) are reproduced exactly: 0.1 + 0.2 -> 0.3
-        cs = np.round(np.concatenate([np.cumsum(p[s:s + c]) for s, c in zip(starts, counts)]), _CUM_DECIMALS)
+        cs = np.round(np.concatenate([np.cumsum(p[s : s + c]) for s, c in zip(starts, counts)]), _CUM_DECIMALS)
         cum[i, col] = cs
         cum[np.arange(I + 1), counts - 1] = np.inf  # last interval closes the row
         mean = np.bincount(i, weights=p * v, minlength=I + 1)
@@ -255,13 +259,15 @@ class PTable:
         stay = np.zeros(I + 1)
         z = self.v == 0
         stay[self.i[z]] = self.p[z]
-        df = pd.DataFrame({
-            "i": np.arange(I + 1),
-            "mean": self._mean,
-            "variance": self._var,
-            "second_moment": self._m2,
-            "p_stay": stay,
-        })
+        df = pd.DataFrame(
+            {
+                "i": np.arange(I + 1),
+                "mean": self._mean,
+                "variance": self._var,
+                "second_moment": self._m2,
+                "p_stay": stay,
+            }
+        )
         nominal = np.nan if self.V is None else float(self.V)
         df["nominal_V"] = nominal
         df["variance_minus_V"] = df["variance"] - nominal
@@ -386,7 +392,7 @@ def _row_problem(v: np.ndarray, V: float, lb: np.ndarray, mono: bool):
     n = len(v)
     A = np.vstack([np.ones(n), v])
     b = np.array([1.0, 0.0])
-    G = [v ** 2]
+    G = [v**2]
     h = [float(V)]
     names = ["variance"]
     if mono and np.any(v == 0):
@@ -445,22 +451,29 @@ def _max_entropy_row(v: np.ndarray, V: float, lb: np.ndarray, mono: bool, tol: f
     if n == 2:  # sum and mean fix the law
         a, c = -v[0], v[1]
         p = np.array([c / (a + c), a / (a + c)])
-        if p @ v ** 2 > V * (1 + 1e-12):
-            raise _Infeasible("variance <= V", f"the only law with mean 0 on noises {v.tolist()} has variance {p @ v ** 2:.6g}")
+        if p @ v**2 > V * (1 + 1e-12):
+            raise _Infeasible(
+                "variance <= V", f"the only law with mean 0 on noises {v.tolist()} has variance {p @ v**2:.6g}"
+            )
         if np.any(p < lb):
-            raise _Infeasible("lower bound", f"the only law with mean 0 on noises {v.tolist()} violates the lower bounds")
+            raise _Infeasible(
+                "lower bound", f"the only law with mean 0 on noises {v.tolist()} violates the lower bounds"
+            )
         return p, {"iterations": 0, "residual": 0.0}
     m = len(h)
     # phase I: max tau s.t. G x + tau <= h, A x = b, tau <= 1
     c = np.zeros(n + 1)
     c[-1] = -1.0
-    res = _lp(c, np.hstack([G, np.ones((m, 1))]), h, np.hstack([A, np.zeros((2, 1))]), b,
-              [(None, None)] * n + [(None, 1.0)])
+    res = _lp(
+        c, np.hstack([G, np.ones((m, 1))]), h, np.hstack([A, np.zeros((2, 1))]), b, [(None, None)] * n + [(None, 1.0)]
+    )
     tau = res.x[-1] if res.status == 0 else -np.inf
     if not tau > 1e-11:
         vmin, _ = _variance_range(A, b, G, h)
         if vmin is None:
-            raise _Infeasible("lower bound", "no law with mean 0 satisfies the lower bounds (epsilon / pstay) and monotonicity")
+            raise _Infeasible(
+                "lower bound", "no law with mean 0 satisfies the lower bounds (epsilon / pstay) and monotonicity"
+            )
         if vmin >= V - 1e-11:
             why = " (just above V: every probability must be at least epsilon)" if vmin - V < 1e-6 else ""
             raise _Infeasible("variance <= V", f"the smallest variance the other constraints allow is {vmin:.10g}{why}")
@@ -487,13 +500,13 @@ def _max_entropy_row(v: np.ndarray, V: float, lb: np.ndarray, mono: bool, tol: f
             break
         K = np.zeros((n + m + 2, n + m + 2))
         K[:n, :n] = np.diag(1.0 / x)
-        K[:n, n:n + m] = G.T
-        K[:n, n + m:] = A.T
-        K[n:n + m, :n] = -lam[:, None] * G
-        K[n:n + m, n:n + m] = -np.diag(fx)
-        K[n + m:, :n] = A
+        K[:n, n : n + m] = G.T
+        K[:n, n + m :] = A.T
+        K[n : n + m, :n] = -lam[:, None] * G
+        K[n : n + m, n : n + m] = -np.diag(fx)
+        K[n + m :, :n] = A
         d = np.linalg.solve(K, -np.concatenate([rd, rc, rp]))
-        dx, dl, dn = d[:n], d[n:n + m], d[n + m:]
+        dx, dl, dn = d[:n], d[n : n + m], d[n + m :]
         neg = dl < 0
         s = min(1.0, 0.99 * float(np.min(-lam[neg] / dl[neg]))) if neg.any() else 1.0
         while s > 1e-16 and (np.any(G @ (x + s * dx) - h >= 0) or np.any(x + s * dx <= 0)):
@@ -520,8 +533,18 @@ def _round_row(p: np.ndarray, ndigits: int) -> np.ndarray:
     return np.round(ub, ndigits) - np.round(lb, ndigits)
 
 
-def build_ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] | None = None, *, mono: bool = True,
-                 epsilon: float = 1e-8, ndigits: int | None = 8, label: str = "", warn: bool = True) -> PTable:
+def build_ptable(
+    D: int,
+    V: float,
+    js: int = 0,
+    pstay: float | Sequence[float] | None = None,
+    *,
+    mono: bool = True,
+    epsilon: float = 1e-8,
+    ndigits: int | None = 8,
+    label: str = "",
+    warn: bool = True,
+) -> PTable:
     """Build a count p-table as the R package ptable does (``create_cnt_ptable``).
 
     For every original count ``i = 1..I`` (``I = D`` if ``js = 0``, else ``D + js + 1``;
@@ -602,15 +625,26 @@ def build_ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] |
         if arr.size == 1:
             arr = np.repeat(arr, ncat)
         if arr.size != ncat:
-            raise ParameterError(f"pstay must be a scalar or have {ncat} values (one per count 1..{ncat}), got {arr.size}")
+            raise ParameterError(
+                f"pstay must be a scalar or have {ncat} values (one per count 1..{ncat}), got {arr.size}"
+            )
         if np.any(~((arr > 0) & (arr < 1))):
             raise ParameterError(f"pstay must lie strictly between 0 and 1, got {arr.tolist()}")
         pst = arr.tolist()
     blocking = set(range(1, js + 1))
 
     ii, vv, pp = [np.array([0])], [np.array([0])], [np.array([1.0])]
-    info_rows = [dict(i=0, variance_unrounded=0.0, max_variance=0.0, pstay_bound=np.nan, iterations=0, residual=0.0,
-                      note="zeros stay zero")]
+    info_rows = [
+        dict(
+            i=0,
+            variance_unrounded=0.0,
+            max_variance=0.0,
+            pstay_bound=np.nan,
+            iterations=0,
+            residual=0.0,
+            note="zeros stay zero",
+        )
+    ]
     short = []
     for i in range(1, ncat + 1):
         j = np.arange(max(i - D_int, 0), i + D_int + 1)
@@ -632,7 +666,7 @@ def build_ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] |
                 if pst[i - 1] is None or lb0 <= epsilon or e.constraint == "mean 0":
                     break
                 continue
-            if i in blocking or round(float(p @ v ** 2), 3) == V or pst[i - 1] is None:
+            if i in blocking or round(float(p @ v**2), 3) == V or pst[i - 1] is None:
                 break
         if last_err is not None or p is None:
             e = last_err
@@ -642,15 +676,23 @@ def build_ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] |
                 + f": constraint '{e.constraint}' cannot hold at original count {i} "
                 f"(perturbed values {j.tolist()}): {e.detail}"
             )
-        var = float(p @ v ** 2)
+        var = float(p @ v**2)
         vmax = np.nan
         if var < V - 1e-9:  # record how far the constraints would have allowed
             A, b, G, h, _ = _row_problem(v, V, lb, mono)
             vmax = _variance_range(A, b, G, h)[1] if len(v) > 2 and "note" not in sinfo else var
             short.append((i, var, vmax))
-        info_rows.append(dict(i=i, variance_unrounded=var, max_variance=vmax,
-                              pstay_bound=(lb0 if pst[i - 1] is not None else np.nan),
-                              iterations=sinfo["iterations"], residual=sinfo["residual"], note=sinfo.get("note", "")))
+        info_rows.append(
+            dict(
+                i=i,
+                variance_unrounded=var,
+                max_variance=vmax,
+                pstay_bound=(lb0 if pst[i - 1] is not None else np.nan),
+                iterations=sinfo["iterations"],
+                residual=sinfo["residual"],
+                note=sinfo.get("note", ""),
+            )
+        )
         if ndigits is not None:
             p = _round_row(p, ndigits)
         ii.append(np.full(len(v), i))
@@ -658,18 +700,33 @@ def build_ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] |
         pp.append(p)
     if short and warn:
         det = "; ".join(
-            f"count {i}: {var:.4g}" + (f" (the other constraints allow up to {vmax:.4g})" if vmax > V else
-                                       f" (the other constraints allow at most {vmax:.4g})")
-            for i, var, vmax in short)
+            f"count {i}: {var:.4g}"
+            + (
+                f" (the other constraints allow up to {vmax:.4g})"
+                if vmax > V
+                else f" (the other constraints allow at most {vmax:.4g})"
+            )
+            for i, var, vmax in short
+        )
         warnings.warn(
             f"p-table D={D_int}, V={V:g}, js={js}: variance below V at small counts -- {det}. ptable's "
             "construction treats V as an upper bound and keeps the entropy maximum.",
-            VarianceNotReachedWarning, stacklevel=2)
+            VarianceNotReachedWarning,
+            stacklevel=2,
+        )
     import pandas as pd
 
     return PTable(
-        i=np.concatenate(ii), v=np.concatenate(vv), p=np.concatenate(pp), D=D_int, V=V, js=js,
+        i=np.concatenate(ii),
+        v=np.concatenate(vv),
+        p=np.concatenate(pp),
+        D=D_int,
+        V=V,
+        js=js,
         pstay=None if pstay is None else tuple(x for x in pst),
-        source=f"build_ptable(D={D_int}, V={V:g}, js={js}" + (f", pstay={pstay}" if pstay is not None else "")
+        source=f"build_ptable(D={D_int}, V={V:g}, js={js}"
+        + (f", pstay={pstay}" if pstay is not None else "")
         + f", mono={mono}, epsilon={epsilon:g}, ndigits={ndigits})",
-        label=label, build_info=pd.DataFrame(info_rows))
+        label=label,
+        build_info=pd.DataFrame(info_rows),
+    )

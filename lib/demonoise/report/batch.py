@@ -219,13 +219,19 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
     # datasets and countries
     ds = data.get("datasets")
     if not ds or not isinstance(ds, Mapping):
-        raise ParameterError(f"{w}'datasets' must map each dataset to its countries, e.g. {{ess-2023: [FI, LU]}} or {{ess-2023: all}}")
+        raise ParameterError(
+            f"{w}'datasets' must map each dataset to its countries, e.g. {{ess-2023: [FI, LU]}} or {{ess-2023: all}}"
+        )
     names = [d.name for d in reg.available()]
     selections = []
     for name, countries in ds.items():
         name = str(name)
         if name not in names:
-            hint = " -- real Eurostat data: run `demonoise fetch --year YEAR` first" if name.startswith("eurostat-") else ""
+            hint = (
+                " -- real Eurostat data: run `demonoise fetch --year YEAR` first"
+                if name.startswith("eurostat-")
+                else ""
+            )
             raise ParameterError(f"{w}unknown dataset {name!r}; available: {', '.join(names) or 'none'}{hint}")
         have = _available_countries(name)
         if countries in ("all", "ALL", None):
@@ -240,7 +246,9 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
                 )
             dup = sorted({c for c in chosen if chosen.count(c) > 1})
             if dup:
-                raise ParameterError(f"{w}countr{'y' if len(dup) == 1 else 'ies'} {', '.join(dup)} listed twice for {name!r}")
+                raise ParameterError(
+                    f"{w}countr{'y' if len(dup) == 1 else 'ies'} {', '.join(dup)} listed twice for {name!r}"
+                )
         if not chosen:
             raise ParameterError(f"{w}no countries given for dataset {name!r}")
         selections.append(Selection(name, tuple(chosen)))
@@ -298,14 +306,20 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
     elif isinstance(ov, Mapping):
         bad = sorted(set(ov) - {"dataset", "mc", "countries", "sex"})
         if bad:
-            raise ParameterError(f"{w}overview: unknown key(s) {', '.join(map(str, bad))}; allowed: dataset, mc, countries, sex")
+            raise ParameterError(
+                f"{w}overview: unknown key(s) {', '.join(map(str, bad))}; allowed: dataset, mc, countries, sex"
+            )
         od = str(ov.get("dataset", "ess-2023"))
         if od not in names:
             raise ParameterError(f"{w}overview: unknown dataset {od!r}; available: {', '.join(names)}")
         omc = _replicates(ov.get("mc", 0), f"{w}overview: mc")
-        overview = tuple(sorted({**{k: v for k, v in ov.items() if k != "countries"}, "dataset": od, "mc": int(omc)}.items()))
+        overview = tuple(
+            sorted({**{k: v for k, v in ov.items() if k != "countries"}, "dataset": od, "mc": int(omc)}.items())
+        )
         if ov.get("countries") is not None:
-            overview += (("countries", tuple(str(c).upper() for c in _as_list(ov["countries"], "overview countries", w))),)
+            overview += (
+                ("countries", tuple(str(c).upper() for c in _as_list(ov["countries"], "overview countries", w))),
+            )
             known = _available_countries(od)
             unknown = [c for c in dict(overview)["countries"] if c not in known]
             if unknown:
@@ -330,9 +344,22 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
             opts = {}
         if not isinstance(opts, Mapping):
             raise ParameterError(f"{w}extras: the parameters of {name} must be a mapping, got {opts!r}")
-        extras.append((name, tuple(sorted((str(k), v if not isinstance(v, list) else tuple(v)) for k, v in opts.items()))))
+        extras.append(
+            (name, tuple(sorted((str(k), v if not isinstance(v, list) else tuple(v)) for k, v in opts.items())))
+        )
     return ReportParams(
-        tuple(selections), tuple(Vs), tuple(inds), granularity, noise, int(mc), int(seed), title, pdf, source, overview, tuple(extras)
+        tuple(selections),
+        tuple(Vs),
+        tuple(inds),
+        granularity,
+        noise,
+        int(mc),
+        int(seed),
+        title,
+        pdf,
+        source,
+        overview,
+        tuple(extras),
     )
 
 
@@ -426,7 +453,9 @@ def find_notebooks_dir(notebooks_dir: str | os.PathLike | None = None) -> Path:
         tried.append(f"  {origin}: {d}")
         if origin == "argument":
             break
-    raise ReportError("report notebooks not found (no cover.ipynb); tried:\n" + "\n".join(tried) + f"\nSet {NOTEBOOKS_ENV}.")
+    raise ReportError(
+        "report notebooks not found (no cover.ipynb); tried:\n" + "\n".join(tried) + f"\nSet {NOTEBOOKS_ENV}."
+    )
 
 
 def provenance_dict(dataset: str) -> dict:
@@ -450,7 +479,13 @@ def provenance_dict(dataset: str) -> dict:
         return out
     prov = reg.load(dataset).provenance
     return {
-        name: {"status": t.status, "datasets": list(t.datasets), "extracted": t.extracted, "source": t.source, "note": t.note}
+        name: {
+            "status": t.status,
+            "datasets": list(t.datasets),
+            "extracted": t.extracted,
+            "source": t.source,
+            "note": t.note,
+        }
         for name, t in prov.tables.items()
     }
 
@@ -536,8 +571,12 @@ def _index_summary(spec: ReportSpec, m: Mapping[str, Any]) -> dict:
         "country": spec.country,
         "V": f"{spec.V:g}",
         "regions": m.get("regions"),
-        "worst region (e0)": f"{worst} ({fmt_num(pop, 3)} people)" if worst and isinstance(pop, (int, float)) else worst,
-        "e0 noise sd, worst": f"{fmt_num(m['e0_sd_noise_worst'], 2)} y" if isinstance(m.get("e0_sd_noise_worst"), (int, float)) else None,
+        "worst region (e0)": f"{worst} ({fmt_num(pop, 3)} people)"
+        if worst and isinstance(pop, (int, float))
+        else worst,
+        "e0 noise sd, worst": f"{fmt_num(m['e0_sd_noise_worst'], 2)} y"
+        if isinstance(m.get("e0_sd_noise_worst"), (int, float))
+        else None,
         "e0 rel. noise sd, worst": pct("e0_rel_noise_worst"),
         "e0 A, worst": pct("e0_admixture_worst"),
         "e0 A, median": pct("e0_admixture_median"),
@@ -644,11 +683,16 @@ def run_reports(
     t0 = time.perf_counter()
     results_of: dict[tuple[str, str], tuple[Path, str]] = {}
     pairs = [(s.dataset, c) for s in params.selections for c in s.countries]
-    _say(log, f"demonoise report: {len(specs)} reports ({len(pairs)} countries x {len(params.V)} V); results in {output / 'results'}")
+    _say(
+        log,
+        f"demonoise report: {len(specs)} reports ({len(pairs)} countries x {len(params.V)} V); results in {output / 'results'}",
+    )
     bar = tqdm(pairs, desc="results", unit="country", disable=(not show) if show is not None else None, file=sys.stderr)
     for dataset, country in bar:
         bar.set_postfix_str(f"{dataset} {country}", refresh=True)
-        spec = ResultsSpec(dataset, V=params.V, granularity=params.granularity, countries=(country,), mc=params.mc, seed=params.seed)
+        spec = ResultsSpec(
+            dataset, V=params.V, granularity=params.granularity, countries=(country,), mc=params.mc, seed=params.seed
+        )
         try:
             _, path = results(spec, output / "results", workers=workers)
             results_of[(dataset, country)] = (path.resolve(), spec.key())
@@ -694,9 +738,18 @@ def run_reports(
                 )
             job_of[(s, n)] = len(jobs)
             jobs.append(
-                Job(nbdir / f"{n}.ipynb", s.build_dir(output) / f"{n}.ipynb", p, name=f"{s.dataset}/{s.stem}/{n}", data_fingerprint=key)
+                Job(
+                    nbdir / f"{n}.ipynb",
+                    s.build_dir(output) / f"{n}.ipynb",
+                    p,
+                    name=f"{s.dataset}/{s.stem}/{n}",
+                    data_fingerprint=key,
+                )
             )
-    _say(log, f"demonoise report: executing {len(jobs)} notebooks ({workers} worker{'s' if workers != 1 else ''}, kernels reused)")
+    _say(
+        log,
+        f"demonoise report: executing {len(jobs)} notebooks ({workers} worker{'s' if workers != 1 else ''}, kernels reused)",
+    )
     batch = run_jobs(jobs, workers=workers, force=force, progress=show)
     if batch.kernel_note:
         notes.append(batch.kernel_note)
@@ -721,7 +774,13 @@ def run_reports(
     library = library_fingerprint()
     template = _template_fingerprint()
     todo = [s for s in specs if outcomes[s].status != "failed"]
-    bar = tqdm(total=len(todo), desc="reports", unit="report", disable=(not show) if show is not None else None, file=sys.stderr)
+    bar = tqdm(
+        total=len(todo),
+        desc="reports",
+        unit="report",
+        disable=(not show) if show is not None else None,
+        file=sys.stderr,
+    )
     lock = threading.Lock()
     # formulas: typeset once for the whole batch and inlined as SVG (needs Chromium)
     math_cache = None
@@ -808,7 +867,10 @@ def run_reports(
             title = f"{metrics.get('country_name') or s.country} ({s.country}), V = {s.V:g}: noise and demographic indicators"
             t0 = time.perf_counter()
             res = render_report(
-                [Section(nb_paths[n], title=INDICATOR_TITLES[n], anchor=n.replace("_", "-")) for n in params.indicators],
+                [
+                    Section(nb_paths[n], title=INDICATOR_TITLES[n], anchor=n.replace("_", "-"))
+                    for n in params.indicators
+                ],
                 html,
                 None,
                 title=title,
@@ -878,11 +940,18 @@ def run_reports(
         from demonoise.report.overview import OverviewParams, render_overview
 
         opts = dict(params.overview)
-        _say(log, f"demonoise report: Europe overview of {opts['dataset']} (V = {', '.join(f'{v:g}' for v in params.V)})")
+        _say(
+            log, f"demonoise report: Europe overview of {opts['dataset']} (V = {', '.join(f'{v:g}' for v in params.V)})"
+        )
         try:
             ov = render_overview(
-                OverviewParams.of({**opts, "V": params.V}), output, store=output / "results", pdf=pdf_ok, force=force,
-                chromium=chromium if pdf_ok else None, workers=workers,
+                OverviewParams.of({**opts, "V": params.V}),
+                output,
+                store=output / "results",
+                pdf=pdf_ok,
+                force=force,
+                chromium=chromium if pdf_ok else None,
+                workers=workers,
             )
             further.append(
                 IndexRow(
@@ -891,7 +960,11 @@ def run_reports(
                     html=ov.html,
                     pdf=ov.pdf,
                     pdf_reason=None if ov.pdf is not None else (ov.pdf_error or pdf_reason),
-                    summary={"dataset": opts["dataset"], "country": "all NUTS 2 regions", "V": ", ".join(f"{v:g}" for v in params.V)},
+                    summary={
+                        "dataset": opts["dataset"],
+                        "country": "all NUTS 2 regions",
+                        "V": ", ".join(f"{v:g}" for v in params.V),
+                    },
                 )
             )
         except Exception as e:  # recorded in the index; the batch goes on
@@ -902,10 +975,24 @@ def run_reports(
 
         _say(log, f"demonoise report: extra notebook {name}")
         try:
-            res = render_notebook(name, {k: list(v) if isinstance(v, tuple) else v for k, v in opts}, output / "extras",
-                                  pdf=pdf_ok, force=force, chromium=chromium if pdf_ok else None)
-            further.append(IndexRow(name=f"{name} notebook", status="ok", html=res.html, pdf=res.pdf,
-                                    pdf_reason=None if res.pdf is not None else (res.pdf_error or pdf_reason), summary={"country": name}))
+            res = render_notebook(
+                name,
+                {k: list(v) if isinstance(v, tuple) else v for k, v in opts},
+                output / "extras",
+                pdf=pdf_ok,
+                force=force,
+                chromium=chromium if pdf_ok else None,
+            )
+            further.append(
+                IndexRow(
+                    name=f"{name} notebook",
+                    status="ok",
+                    html=res.html,
+                    pdf=res.pdf,
+                    pdf_reason=None if res.pdf is not None else (res.pdf_error or pdf_reason),
+                    summary={"country": name},
+                )
+            )
         except Exception as e:
             why = str(e) if isinstance(e, DemonoiseError) else f"{type(e).__name__}: {e}"
             further.append(IndexRow(name=f"{name} notebook", status="failed", error=why))
@@ -940,9 +1027,15 @@ def run_reports(
         if lab:
             data_status[ov_dataset] = lab
             prov.setdefault(ov_dataset, provenance_dict(ov_dataset))
-    index = write_index(rows + further, output / "index.html", title=params.title, columns=list(INDEX_COLUMNS), intro=intro,
-                        data_status=data_status,
-                        modelled=any(t.get("status") == "modelled" for d in prov.values() for t in d.values()))
+    index = write_index(
+        rows + further,
+        output / "index.html",
+        title=params.title,
+        columns=list(INDEX_COLUMNS),
+        intro=intro,
+        data_status=data_status,
+        modelled=any(t.get("status") == "modelled" for d in prov.values() for t in d.values()),
+    )
     timings["total"] = time.perf_counter() - t_start
     if any(r.status == "failed" for r in further):
         notes.append("; ".join(f"{r.name} failed: {r.error}" for r in further if r.status == "failed"))

@@ -92,7 +92,15 @@ def _facet_layout(n: int) -> tuple[int, int, int]:
     return 4, 150, 95
 
 
-def uncertainty_by_age(df: pd.DataFrame, *, title: str = "", columns: int | None = None, width: int | None = None, height: int | None = None, log: bool = True):
+def uncertainty_by_age(
+    df: pd.DataFrame,
+    *,
+    title: str = "",
+    columns: int | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    log: bool = True,
+):
     """Relative uncertainty (Poisson, noise, total; %) by age, one panel per region.
 
     ``df``: rows of one indicator, one sex, one noise setting. Cells flagged
@@ -121,16 +129,25 @@ def uncertainty_by_age(df: pd.DataFrame, *, title: str = "", columns: int | None
             "component:N", scale=alt.Scale(domain=list(COMPONENT_COLOURS), range=[[1, 0], [1, 0], [4, 2]]), legend=None
         )
     )
-    small = base.transform_filter("datum.small_count && datum.component == 'total'").mark_point(size=12, filled=False, opacity=0.7)
+    small = base.transform_filter("datum.small_count && datum.component == 'total'").mark_point(
+        size=12, filled=False, opacity=0.7
+    )
     return (
         alt.layer(lines, small, data=d)
         .properties(width=width, height=height)
         .facet(
-            facet=alt.Facet("region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, labelLimit=width + 40)),
+            facet=alt.Facet(
+                "region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, labelLimit=width + 40)
+            ),
             columns=columns,
         )
         .resolve_scale(y="shared")
-        .properties(title=_title(title, "relative uncertainty in % (log scale); hollow points: fewer than 10 events (first order unreliable)"))
+        .properties(
+            title=_title(
+                title,
+                "relative uncertainty in % (log scale); hollow points: fewer than 10 events (first order unreliable)",
+            )
+        )
     )
 
 
@@ -141,7 +158,9 @@ def _title(text, subtitle: str | None = None):
         return text
     if not text and not subtitle:
         return ""
-    return alt.TitleParams(text or "", subtitle=subtitle or "", anchor="start", subtitleColor="#5b6570", subtitleFontSize=10)
+    return alt.TitleParams(
+        text or "", subtitle=subtitle or "", anchor="start", subtitleColor="#5b6570", subtitleFontSize=10
+    )
 
 
 def _order_by_population(df: pd.DataFrame) -> list[str]:
@@ -153,7 +172,9 @@ def _order_by_population(df: pd.DataFrame) -> list[str]:
     d = df[[c for c in ("region", "region_name", "nuts_level", "exposure", "indicator") if c in df]].copy()
     d["region_label"] = _region_label(d)
     how = "max" if "indicator" in d and (d["indicator"] == "e").all() else "sum"
-    key = d.groupby("region_label").agg(level=("nuts_level", "first") if "nuts_level" in d else ("region", "size"), exposure=("exposure", how))
+    key = d.groupby("region_label").agg(
+        level=("nuts_level", "first") if "nuts_level" in d else ("region", "size"), exposure=("exposure", how)
+    )
     key = key.sort_values(["level", "exposure"], ascending=[True, False], kind="stable")
     return key.index.tolist()
 
@@ -174,7 +195,11 @@ def admixture_by_age(df: pd.DataFrame, *, title: str = "", width: int = 560, hei
         )
     )
     ref = alt.Chart(_ADMIX_REF).mark_rule(strokeDash=[4, 3], color="#888").encode(y="A:Q")
-    ref_text = alt.Chart(_ADMIX_REF).mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#666").encode(y="A:Q", x=alt.value(2), text="label:N")
+    ref_text = (
+        alt.Chart(_ADMIX_REF)
+        .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#666")
+        .encode(y="A:Q", x=alt.value(2), text="label:N")
+    )
     return alt.layer(lines, ref, ref_text).properties(width=width, height=height, title=title or "")
 
 
@@ -213,7 +238,9 @@ def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
     d["A"] = 100.0 * d["admixture"]
     d["region_label"] = _region_label(d)
     labels = [c[2] for c in A_CLASSES] + [NO_EVENTS]
-    d["A_class"] = pd.cut(d["A"], bins=[c[0] for c in A_CLASSES] + [np.inf], labels=labels[:-1], right=False).astype(str)
+    d["A_class"] = pd.cut(d["A"], bins=[c[0] for c in A_CLASSES] + [np.inf], labels=labels[:-1], right=False).astype(
+        str
+    )
     d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS  # no events: no Poisson variance, A undefined
     ages = np.sort(d["age"].dropna().unique())
     steps = np.diff(ages)
@@ -237,15 +264,28 @@ def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
                 scale=alt.Scale(domain=labels, range=[*A_CLASS_COLOURS, "#e6e6e6"]),
                 legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
             ),
-            tooltip=["region_label:N", "age:Q", "age_end:Q", "A_class:N", alt.Tooltip("A_min:Q", format=".3g"), alt.Tooltip("A_max:Q", format=".3g")],
+            tooltip=[
+                "region_label:N",
+                "age:Q",
+                "age_end:Q",
+                "A_class:N",
+                alt.Tooltip("A_min:Q", format=".3g"),
+                alt.Tooltip("A_max:Q", format=".3g"),
+            ],
         )
     )
     d["small"] = d["small_count"].astype(bool) & np.isfinite(d["A"])
     small = _runs(d, "small")
     small = small[small["small"].astype(bool)]
-    lines = alt.Chart(small).mark_rule(color="#222222", strokeWidth=1.2, opacity=0.75).encode(x="age:Q", x2="age_end:Q", y=y)
+    lines = (
+        alt.Chart(small)
+        .mark_rule(color="#222222", strokeWidth=1.2, opacity=0.75)
+        .encode(x="age:Q", x2="age_end:Q", y=y)
+    )
     return alt.layer(rect, lines).properties(
-        width=width, height=row * len(order), title=_title(title, "black line: fewer than 10 events (first order unreliable)")
+        width=width,
+        height=row * len(order),
+        title=_title(title, "black line: fewer than 10 events (first order unreliable)"),
     )
 
 
@@ -258,7 +298,16 @@ def admixture_chart(df: pd.DataFrame, *, title: str = "", max_lines: int = MAX_L
     return admixture_heatmap(df, title=title)
 
 
-def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: bool = False, width: int = 560, height: int = 240, max_lines: int = MAX_LINES):
+def value_by_age(
+    df: pd.DataFrame,
+    *,
+    title: str = "",
+    y_title: str = "",
+    log: bool = False,
+    width: int = 560,
+    height: int = 240,
+    max_lines: int = MAX_LINES,
+):
     """The indicator itself by age, one line per region.
 
     With more than ``max_lines`` regions, every region is a thin grey line and only
@@ -284,7 +333,12 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: b
             .encode(
                 x=alt.X("age:Q", title="age"),
                 y=y,
-                color=alt.Color("region_label:N", title="region", sort=_order_by_population(df), legend=alt.Legend(orient="right", labelLimit=180)),
+                color=alt.Color(
+                    "region_label:N",
+                    title="region",
+                    sort=_order_by_population(df),
+                    legend=alt.Legend(orient="right", labelLimit=180),
+                ),
                 tooltip=tip,
             )
             .properties(width=width, height=height, title=title or "")
@@ -296,7 +350,11 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: b
     d["role"] = "other NUTS 2 regions"
     d.loc[d["region_label"] == smallest, "role"] = f"smallest: {smallest}"
     d.loc[d["region_label"].isin(country), "role"] = "country: " + (country[0] if country else "")
-    roles = [r for r in ["country: " + (country[0] if country else ""), f"smallest: {smallest}", "other NUTS 2 regions"] if r in set(d["role"])]
+    roles = [
+        r
+        for r in ["country: " + (country[0] if country else ""), f"smallest: {smallest}", "other NUTS 2 regions"]
+        if r in set(d["role"])
+    ]
     colours = {"other NUTS 2 regions": "#b8c2cc"}
     colours[f"smallest: {smallest}"] = "#d62728"
     if country:
@@ -309,7 +367,12 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: b
             x=alt.X("age:Q", title="age"),
             y=y,
             detail="region_label:N",
-            color=alt.Color("role:N", title=None, scale=alt.Scale(domain=roles, range=[colours[r] for r in roles]), legend=alt.Legend(orient="top", labelLimit=320)),
+            color=alt.Color(
+                "role:N",
+                title=None,
+                scale=alt.Scale(domain=roles, range=[colours[r] for r in roles]),
+                legend=alt.Legend(orient="top", labelLimit=320),
+            ),
             strokeWidth=alt.condition(alt.datum.role == "other NUTS 2 regions", alt.value(0.8), alt.value(1.8)),
             order="order:Q",
             tooltip=tip,
@@ -328,19 +391,36 @@ def regional_intervals(df: pd.DataFrame, *, title: str = "", x_title: str = "", 
         d[f"hi_{name}"] = d["value"] + 1.96 * d[col]
     order = d.sort_values("exposure", ascending=False)["region_label"].tolist()
     y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
-    tot = alt.Chart(d).mark_rule(color=COMPONENT_COLOURS["total"], strokeWidth=5, opacity=0.25).encode(
-        y=y, x=alt.X("lo_tot:Q", title=x_title or "value", scale=alt.Scale(zero=False)), x2="hi_tot:Q"
+    tot = (
+        alt.Chart(d)
+        .mark_rule(color=COMPONENT_COLOURS["total"], strokeWidth=5, opacity=0.25)
+        .encode(y=y, x=alt.X("lo_tot:Q", title=x_title or "value", scale=alt.Scale(zero=False)), x2="hi_tot:Q")
     )
-    pois = alt.Chart(d).mark_rule(color=COMPONENT_COLOURS["Poisson"], strokeWidth=2).encode(y=y, x="lo_pois:Q", x2="hi_pois:Q")
-    pt = alt.Chart(d).mark_point(filled=True, color="black", size=25).encode(
-        y=y,
-        x="value:Q",
-        tooltip=["region_label:N", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("sd_pois:Q", format=".3g"), alt.Tooltip("sd_tot:Q", format=".3g")],
+    pois = (
+        alt.Chart(d)
+        .mark_rule(color=COMPONENT_COLOURS["Poisson"], strokeWidth=2)
+        .encode(y=y, x="lo_pois:Q", x2="hi_pois:Q")
+    )
+    pt = (
+        alt.Chart(d)
+        .mark_point(filled=True, color="black", size=25)
+        .encode(
+            y=y,
+            x="value:Q",
+            tooltip=[
+                "region_label:N",
+                alt.Tooltip("value:Q", format=".4g"),
+                alt.Tooltip("sd_pois:Q", format=".3g"),
+                alt.Tooltip("sd_tot:Q", format=".3g"),
+            ],
+        )
     )
     return alt.layer(tot, pois, pt).properties(
         width=width,
         height=max(60, 18 * len(order)),
-        title=_title(title, "dot: value; blue: 95 % interval from Poisson alone; grey band: Poisson and noise together"),
+        title=_title(
+            title, "dot: value; blue: 95 % interval from Poisson alone; grey band: Poisson and noise together"
+        ),
     )
 
 
@@ -349,10 +429,15 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
     Points outside the sampling-error bound (``z_flag``) are drawn in red. Returns
     ``None`` (nothing to draw) when the table holds no Monte Carlo results."""
     parts = []
-    for col, mc, z, label in (("sd_noise", "mc_sd_noise", "z_noise", "noise"), ("sd_tot", "mc_sd_tot", "z_tot", "total")):
+    for col, mc, z, label in (
+        ("sd_noise", "mc_sd_noise", "z_noise", "noise"),
+        ("sd_tot", "mc_sd_tot", "z_tot", "total"),
+    ):
         if mc not in df:
             continue
-        p = df[["region", "region_name", "sex", "age_group", col, mc, z]].rename(columns={col: "analytic", mc: "mc", z: "z"})
+        p = df[["region", "region_name", "sex", "age_group", col, mc, z]].rename(
+            columns={col: "analytic", mc: "mc", z: "z"}
+        )
         p["component"] = label
         parts.append(p)
     if not parts or df[[c for c in ("mc_sd_noise", "mc_sd_tot") if c in df]].isna().all().all():
@@ -366,16 +451,37 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
         alt.Chart(d)
         .mark_point(filled=True, size=30, opacity=0.8)
         .encode(
-            x=alt.X("analytic:Q", title="analytic sd (first order)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=4)),
-            y=alt.Y("mc:Q", title="Monte Carlo sd", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=4)),
+            x=alt.X(
+                "analytic:Q",
+                title="analytic sd (first order)",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(format="~g", tickCount=4),
+            ),
+            y=alt.Y(
+                "mc:Q", title="Monte Carlo sd", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=4)
+            ),
             shape=alt.Shape("component:N", legend=alt.Legend(title=None, orient="top")),
-            color=alt.Color("outside:N", scale=alt.Scale(domain=[False, True], range=["#4c78a8", "#d62728"]), legend=alt.Legend(title="|z| > 5")),
-            tooltip=["region:N", "sex:N", "age_group:N", "component:N", alt.Tooltip("analytic:Q", format=".3g"), alt.Tooltip("mc:Q", format=".3g"), alt.Tooltip("z:Q", format=".2f")],
+            color=alt.Color(
+                "outside:N",
+                scale=alt.Scale(domain=[False, True], range=["#4c78a8", "#d62728"]),
+                legend=alt.Legend(title="|z| > 5"),
+            ),
+            tooltip=[
+                "region:N",
+                "sex:N",
+                "age_group:N",
+                "component:N",
+                alt.Tooltip("analytic:Q", format=".3g"),
+                alt.Tooltip("mc:Q", format=".3g"),
+                alt.Tooltip("z:Q", format=".2f"),
+            ],
         )
     )
     line = alt.Chart(diag).mark_line(color="#999", strokeDash=[3, 3]).encode(x="analytic:Q", y="mc:Q")
     return alt.layer(line, pts).properties(
-        width=width, height=height, title=_title(title, "dashed: Monte Carlo = analytic; red: |z| > 5 (beyond sampling error)")
+        width=width,
+        height=height,
+        title=_title(title, "dashed: Monte Carlo = analytic; red: |z| > 5 (beyond sampling error)"),
     )
 
 
@@ -406,11 +512,25 @@ def uncertainty_vs_population(
         .mark_point(size=40, opacity=0.85, strokeWidth=1.2)
         .encode(
             x=alt.X("exposure:Q", title=x_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~s", tickCount=5)),
-            y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=5)),
-            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(orient="top")),
-            shape=alt.Shape("series:N", scale=alt.Scale(domain=domain, range=["cross"] + ["circle"] * len(Vs)), legend=None),
+            y=alt.Y(
+                "rel:Q",
+                title="relative uncertainty (%)",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(format="~g", tickCount=5),
+            ),
+            color=alt.Color(
+                "series:N", title=None, scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(orient="top")
+            ),
+            shape=alt.Shape(
+                "series:N", scale=alt.Scale(domain=domain, range=["cross"] + ["circle"] * len(Vs)), legend=None
+            ),
             fill=alt.Fill("series:N", scale=alt.Scale(domain=domain, range=["transparent"] + colours[1:]), legend=None),
-            tooltip=["region_label:N", "series:N", alt.Tooltip("exposure:Q", format=",.0f"), alt.Tooltip("rel:Q", format=".3g")],
+            tooltip=[
+                "region_label:N",
+                "series:N",
+                alt.Tooltip("exposure:Q", format=",.0f"),
+                alt.Tooltip("rel:Q", format=".3g"),
+            ],
         )
         .properties(width=width, height=height, title=title or "")
     )

@@ -231,9 +231,7 @@ def dump_dom(
     timeout: float = 180.0,
 ) -> str:
     """The DOM of ``html`` after its scripts ran (``--dump-dom``), as HTML text."""
-    res = run_chromium(
-        html, ["--dump-dom"], chromium=chromium, budget_ms=budget_ms, net_log=net_log, timeout=timeout
-    )
+    res = run_chromium(html, ["--dump-dom"], chromium=chromium, budget_ms=budget_ms, net_log=net_log, timeout=timeout)
     return res.stdout.decode("utf-8", "replace")
 
 
@@ -401,7 +399,9 @@ class Browser:
         raw, self._buf = self._buf.split(b"\0", 1)
         return json.loads(raw)
 
-    def call(self, method: str, params: dict | None = None, *, session: str | None = None, events: list | None = None) -> dict:
+    def call(
+        self, method: str, params: dict | None = None, *, session: str | None = None, events: list | None = None
+    ) -> dict:
         """Send one command and wait for its result (events seen meanwhile go to ``events``)."""
         import time
 

@@ -45,7 +45,10 @@ def title(text: str, data_label: str | None = None) -> alt.TitleParams:
 def setting_label(df: pd.DataFrame) -> pd.Series:
     """``"V = 1"`` for generic noise, the p-table name otherwise; with the granularity
     and scale appended when they vary within ``df``."""
-    lab = pd.Series(np.where(df["noise_model"] == "ptable", df["ptable"].astype(str), "V = " + df["V"].map(lambda v: f"{v:g}")), index=df.index)
+    lab = pd.Series(
+        np.where(df["noise_model"] == "ptable", df["ptable"].astype(str), "V = " + df["V"].map(lambda v: f"{v:g}")),
+        index=df.index,
+    )
     if "granularity" in df and df["granularity"].nunique() > 1:
         lab = lab + ", " + df["granularity"].astype(str)
     if "scale" in df and df["scale"].nunique() > 1:
@@ -53,7 +56,9 @@ def setting_label(df: pd.DataFrame) -> pd.Series:
     return lab
 
 
-def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None, log: bool = True, width: int = 230, height: int = 150, columns: int = 3):
+def uncertainty_by_setting(
+    df: pd.DataFrame, *, chart_title=None, log: bool = True, width: int = 230, height: int = 150, columns: int = 3
+):
     """Relative uncertainty (%) by age -- Poisson, noise, total -- one panel per noise
     setting (one region, one sex, one indicator). Hollow points: fewer than 10 events
     (first order unreliable)."""
@@ -67,11 +72,16 @@ def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None, log: bool = Tr
         parts.append(p)
     d = pd.concat(parts, ignore_index=True)
     d = d[d["rel"] > 0] if log else d
-    colour = alt.Color("component:N", scale=alt.Scale(domain=list(COMPONENT_COLOURS), range=list(COMPONENT_COLOURS.values())),
-                       legend=alt.Legend(title=None, orient="top"))
+    colour = alt.Color(
+        "component:N",
+        scale=alt.Scale(domain=list(COMPONENT_COLOURS), range=list(COMPONENT_COLOURS.values())),
+        legend=alt.Legend(title=None, orient="top"),
+    )
     base = alt.Chart(d).encode(
         x=alt.X("age:Q", title="age"),
-        y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log") if log else alt.Scale(zero=True)),
+        y=alt.Y(
+            "rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log") if log else alt.Scale(zero=True)
+        ),
         color=colour,
         tooltip=["setting:N", "age_group:N", "component:N", alt.Tooltip("rel:Q", format=".3g"), "events:Q"],
     )
@@ -98,7 +108,9 @@ def _log_ticks(values) -> list[float]:
     return ticks if len(ticks) >= 2 else sorted({float(v.min()), float(v.max())})
 
 
-def sensitivity_chart(sens: pd.DataFrame, *, indicator: str = "e0", sex: str = "F", chart_title=None, width: int = 300, height: int = 220):
+def sensitivity_chart(
+    sens: pd.DataFrame, *, indicator: str = "e0", sex: str = "F", chart_title=None, width: int = 300, height: int = 220
+):
     """Two panels over a scale grid (:func:`demonoise.analysis.whatif.sensitivity`): the relative
     noise sd (%) of one indicator per noise setting, with the Poisson sd (dashed), and
     the admixture (%) with its 10 % and 41 % reference lines; population on a log axis."""
@@ -106,14 +118,25 @@ def sensitivity_chart(sens: pd.DataFrame, *, indicator: str = "e0", sex: str = "
     d["rel_noise_pc"] = 100.0 * d["rel_noise"]
     d["rel_pois_pc"] = 100.0 * d["rel_pois"]
     d["A"] = 100.0 * d["admixture"]
-    x = alt.X("population:Q", title="population (average, exposure)", scale=alt.Scale(type="log", nice=False, padding=12),
-              axis=alt.Axis(format="~s", values=_log_ticks(d["population"])))
+    x = alt.X(
+        "population:Q",
+        title="population (average, exposure)",
+        scale=alt.Scale(type="log", nice=False, padding=12),
+        axis=alt.Axis(format="~s", values=_log_ticks(d["population"])),
+    )
     ylog = alt.Scale(type="log", nice=False, padding=10)
     colour = alt.Color("noise:N", title="noise", legend=alt.Legend(orient="top"))
-    tip = ["noise:N", alt.Tooltip("scale:Q", format="g"), alt.Tooltip("population:Q", format=",.0f"),
-           alt.Tooltip("rel_noise_pc:Q", format=".3g", title="noise sd (%)"), alt.Tooltip("A:Q", format=".3g", title="A (%)")]
+    tip = [
+        "noise:N",
+        alt.Tooltip("scale:Q", format="g"),
+        alt.Tooltip("population:Q", format=",.0f"),
+        alt.Tooltip("rel_noise_pc:Q", format=".3g", title="noise sd (%)"),
+        alt.Tooltip("A:Q", format=".3g", title="A (%)"),
+    ]
     base = alt.Chart(d).encode(x=x, color=colour, tooltip=tip)
-    sd = base.mark_line(point=True).encode(y=alt.Y("rel_noise_pc:Q", title=f"relative sd of {indicator} (%)", scale=ylog))
+    sd = base.mark_line(point=True).encode(
+        y=alt.Y("rel_noise_pc:Q", title=f"relative sd of {indicator} (%)", scale=ylog)
+    )
     pois = (
         alt.Chart(d.drop_duplicates("scale"))
         .mark_line(strokeDash=[5, 3], color=COMPONENT_COLOURS["Poisson"])
@@ -127,19 +150,35 @@ def sensitivity_chart(sens: pd.DataFrame, *, indicator: str = "e0", sex: str = "
     left = alt.layer(pois, sd, pois_text).properties(width=width, height=height, title="noise sd and Poisson sd")
     adm = base.mark_line(point=True).encode(y=alt.Y("A:Q", title="noise admixture A (%)", scale=ylog))
     ref = alt.Chart(_ADMIX_REF).mark_rule(strokeDash=[4, 3], color="#888").encode(y="A:Q")
-    ref_text = alt.Chart(_ADMIX_REF).mark_text(align="right", dy=-5, fontSize=9, color="#666").encode(y="A:Q", x=alt.value(width - 2), text="label:N")
+    ref_text = (
+        alt.Chart(_ADMIX_REF)
+        .mark_text(align="right", dy=-5, fontSize=9, color="#666")
+        .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
+    )
     right = alt.layer(adm, ref, ref_text).properties(width=width, height=height, title="admixture")
     return alt.hconcat(left, right).properties(title=chart_title or "")
 
 
-def derivative_check_chart(ages: Sequence[float], closed: Mapping[str, np.ndarray], fd: Mapping[str, np.ndarray], *,
-                           chart_title=None, y_title: str = "|d e / d m_x|", width: int = 520, height: int = 220):
+def derivative_check_chart(
+    ages: Sequence[float],
+    closed: Mapping[str, np.ndarray],
+    fd: Mapping[str, np.ndarray],
+    *,
+    chart_title=None,
+    y_title: str = "|d e / d m_x|",
+    width: int = 520,
+    height: int = 220,
+):
     """Closed-form derivatives (lines) and their finite-difference twins (points) by age,
     ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``). Differences
     where the closed form is exactly 0 are not drawn (rounding noise on a log axis)."""
     rows = []
     for name, v in closed.items():
-        rows.append(pd.DataFrame({"age": ages, "series": name, "how": "closed form", "value": np.abs(np.asarray(v, dtype=float))}))
+        rows.append(
+            pd.DataFrame(
+                {"age": ages, "series": name, "how": "closed form", "value": np.abs(np.asarray(v, dtype=float))}
+            )
+        )
     for name, v in fd.items():
         v = np.abs(np.asarray(v, dtype=float))
         if name in closed:  # where the closed form is exactly 0 (x < k) a difference is rounding only
@@ -150,13 +189,30 @@ def derivative_check_chart(ages: Sequence[float], closed: Mapping[str, np.ndarra
     colour = alt.Color("series:N", title=None, legend=alt.Legend(orient="top"))
     y = alt.Y("value:Q", title=y_title, scale=alt.Scale(type="log"))
     tip = ["series:N", "how:N", "age:Q", alt.Tooltip("value:Q", format=".6g")]
-    line = alt.Chart(d).transform_filter("datum.how == 'closed form'").mark_line(strokeWidth=1.4).encode(x=alt.X("age:Q", title="age x"), y=y, color=colour, tooltip=tip)
-    pts = alt.Chart(d).transform_filter("datum.how == 'finite difference'").mark_point(size=18, filled=False).encode(x="age:Q", y=y, color=colour, tooltip=tip)
+    line = (
+        alt.Chart(d)
+        .transform_filter("datum.how == 'closed form'")
+        .mark_line(strokeWidth=1.4)
+        .encode(x=alt.X("age:Q", title="age x"), y=y, color=colour, tooltip=tip)
+    )
+    pts = (
+        alt.Chart(d)
+        .transform_filter("datum.how == 'finite difference'")
+        .mark_point(size=18, filled=False)
+        .encode(x="age:Q", y=y, color=colour, tooltip=tip)
+    )
     return alt.layer(line, pts).properties(width=width, height=height, title=chart_title or "")
 
 
-def variance_by_age_chart(ages: Sequence[float], terms: Mapping[str, np.ndarray], *, chart_title=None,
-                          y_title: str = "contribution to Var(e0) (years^2)", width: int = 520, height: int = 230):
+def variance_by_age_chart(
+    ages: Sequence[float],
+    terms: Mapping[str, np.ndarray],
+    *,
+    chart_title=None,
+    y_title: str = "contribution to Var(e0) (years^2)",
+    width: int = 520,
+    height: int = 230,
+):
     """Per-age terms of a variance sum (e.g. Poisson, noise at V = 1 and V = 5), log axis."""
     colours = {"Poisson": COMPONENT_COLOURS["Poisson"]}
     rows = [pd.DataFrame({"age": ages, "component": k, "value": np.asarray(v, dtype=float)}) for k, v in terms.items()]
@@ -171,7 +227,9 @@ def variance_by_age_chart(ages: Sequence[float], terms: Mapping[str, np.ndarray]
         .encode(
             x=alt.X("age:Q", title="age x (85 = open group 85+)"),
             y=alt.Y("value:Q", title=y_title, scale=alt.Scale(type="log")),
-            color=alt.Color("component:N", title=None, scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(orient="top")),
+            color=alt.Color(
+                "component:N", title=None, scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(orient="top")
+            ),
             tooltip=["component:N", "age:Q", alt.Tooltip("value:Q", format=".3g")],
         )
         .properties(width=width, height=height, title=chart_title or "")
@@ -215,4 +273,6 @@ def solution(summary: str, *parts) -> "object":
             body.append(p.to_html())
         else:
             body.append(f"<p>{p}</p>")
-    return HTML(f'{SOLUTION_CSS}<details class="dn-solution"><summary>{_html.escape(summary)}</summary>{"".join(body)}</details>')
+    return HTML(
+        f'{SOLUTION_CSS}<details class="dn-solution"><summary>{_html.escape(summary)}</summary>{"".join(body)}</details>'
+    )

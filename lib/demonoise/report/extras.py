@@ -72,7 +72,9 @@ def find_notebook(name: str, notebook_dir: str | os.PathLike | None = None) -> P
 def _subtitle(parameters: Mapping[str, Any]) -> str | None:
     if not parameters:
         return None
-    return "Parameters: " + ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in parameters.items())
+    return "Parameters: " + ", ".join(
+        f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in parameters.items()
+    )
 
 
 def render_notebook(

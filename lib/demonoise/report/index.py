@@ -204,9 +204,9 @@ def write_index(
 <body class="dn-body">
 <main class="dn-report">
 <h1>{esc(title)}</h1>
-{f'<p>{esc(intro)}</p>' if intro else ''}
+{f"<p>{esc(intro)}</p>" if intro else ""}
 {status_box}
-<p class="dn-muted">{len(items)} reports: {counts['ok']} ok, {counts['skipped']} up to date, {counts['failed']} failed. Generated {when}.</p>
+<p class="dn-muted">{len(items)} reports: {counts["ok"]} ok, {counts["skipped"]} up to date, {counts["failed"]} failed. Generated {when}.</p>
 <table class="dn-index">
 <thead><tr><th>Report</th><th>Status</th><th>HTML</th><th>PDF</th>{head}</tr></thead>
 <tbody>

@@ -253,7 +253,7 @@ class MathCache:
         css = _CSS_RE.search(dom)
         if css is None or len(got) != len(items):
             raise ReportError(f"MathJax typeset {len(got)} of {len(items)} formulas")
-        bad = [items[k].tex for k, c in got.items() if "<mjx-merror" in c or 'data-mjx-error' in c]
+        bad = [items[k].tex for k, c in got.items() if "<mjx-merror" in c or "data-mjx-error" in c]
         if bad:
             raise ReportError(f"MathJax could not typeset {bad[0]!r}")
         for k, c in got.items():

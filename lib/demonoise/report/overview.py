@@ -105,7 +105,13 @@ KEY_TITLES = {
     "asmr": "age-specific mortality rates (median over ages)",
     "asfr": "age-specific fertility rates (median over ages)",
 }
-SHORT_NAMES = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asmr": "ASMR (median over ages)", "asfr": "ASFR (median over ages)"}
+SHORT_NAMES = {
+    "e0": "e0",
+    "e65": "e65",
+    "tfr": "TFR",
+    "asmr": "ASMR (median over ages)",
+    "asfr": "ASFR (median over ages)",
+}
 _FEMALE_ONLY = ("tfr", "asfr")
 
 # V colours: ordered light -> dark (a larger V is a darker red); Poisson in the
@@ -165,7 +171,21 @@ def population(df: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns={"exposure": "population"})
 
 
-_ROW_COLS = ["region", "region_name", "country", "sex", "V", "value", "events", "rel_pois", "rel_noise", "rel_tot", "admixture", "sd_noise", "sd_pois"]
+_ROW_COLS = [
+    "region",
+    "region_name",
+    "country",
+    "sex",
+    "V",
+    "value",
+    "events",
+    "rel_pois",
+    "rel_noise",
+    "rel_tot",
+    "admixture",
+    "sd_noise",
+    "sd_pois",
+]
 
 
 def age_summary(df: pd.DataFrame, indicator: str, *, sex: str = "T", stat: str = "median") -> pd.DataFrame:
@@ -250,23 +270,40 @@ def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: s
         r = indicator_rows(df, key, sex=sex)
         for v, g in r.groupby("V", sort=True):
             a = g["admixture"]
-            rows.append({
-                "indicator": key,
-                "V": float(v),
-                "regions": int(g["region"].nunique()),
-                "rel_noise_median": float(g["rel_noise"].median()),
-                "rel_noise_max": float(g["rel_noise"].max()),
-                "admixture_median": float(a.median()),
-                "admixture_max": float(a.max()),
-                "over_10": int((a > 0.10).sum()),
-                "over_41": int((a > A_EQUAL).sum()),
-            })
-    return pd.DataFrame(rows, columns=["indicator", "V", "regions", "rel_noise_median", "rel_noise_max", "admixture_median", "admixture_max", "over_10", "over_41"])
+            rows.append(
+                {
+                    "indicator": key,
+                    "V": float(v),
+                    "regions": int(g["region"].nunique()),
+                    "rel_noise_median": float(g["rel_noise"].median()),
+                    "rel_noise_max": float(g["rel_noise"].max()),
+                    "admixture_median": float(a.median()),
+                    "admixture_max": float(a.max()),
+                    "over_10": int((a > 0.10).sum()),
+                    "over_41": int((a > A_EQUAL).sum()),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "indicator",
+            "V",
+            "regions",
+            "rel_noise_median",
+            "rel_noise_max",
+            "admixture_median",
+            "admixture_max",
+            "over_10",
+            "over_41",
+        ],
+    )
 
 
 def _wide(rows: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
     """Rows per region x V -> one row per region, ``<col>_V<v>`` per V."""
-    base = rows.drop_duplicates("region")[["region", "region_name", "country", "sex", "population", "value", "events", "rel_pois"]]
+    base = rows.drop_duplicates("region")[
+        ["region", "region_name", "country", "sex", "population", "value", "events", "rel_pois"]
+    ]
     out = base.set_index("region")
     for v, g in rows.groupby("V", sort=True):
         g = g.set_index("region")
@@ -275,7 +312,9 @@ def _wide(rows: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
     return out.reset_index()
 
 
-def most_affected(df: pd.DataFrame, n: int = 20, *, key: str = "e0", sex: str = "T", by: float | None = None) -> pd.DataFrame:
+def most_affected(
+    df: pd.DataFrame, n: int = 20, *, key: str = "e0", sex: str = "T", by: float | None = None
+) -> pd.DataFrame:
     """The ``n`` NUTS 2 regions with the largest noise admixture of an indicator.
 
     Parameters
@@ -311,7 +350,9 @@ def most_affected(df: pd.DataFrame, n: int = 20, *, key: str = "e0", sex: str = 
     return w.head(n).reset_index(drop=True)
 
 
-def granularity_effect(df_single: pd.DataFrame, df_5y: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", "tfr"), sex: str = "T") -> pd.DataFrame:
+def granularity_effect(
+    df_single: pd.DataFrame, df_5y: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", "tfr"), sex: str = "T"
+) -> pd.DataFrame:
     """Noise of an indicator published from single-age cells vs from 5-year cells.
 
     Per NUTS 2 region, V and indicator: ``ratio = sd_noise(single) / sd_noise(5y)``,
@@ -336,7 +377,23 @@ def granularity_effect(df_single: pd.DataFrame, df_5y: pd.DataFrame, *, keys: Se
         with np.errstate(divide="ignore", invalid="ignore"):
             m["ratio"] = m["sd_noise_single"] / m["sd_noise_5y"]
         m.insert(0, "indicator", key)
-        frames.append(m[["indicator", "region", "region_name", "country", "population", "V", "sd_noise_single", "sd_noise_5y", "ratio", "admixture_single", "admixture_5y"]])
+        frames.append(
+            m[
+                [
+                    "indicator",
+                    "region",
+                    "region_name",
+                    "country",
+                    "population",
+                    "V",
+                    "sd_noise_single",
+                    "sd_noise_5y",
+                    "ratio",
+                    "admixture_single",
+                    "admixture_5y",
+                ]
+            ]
+        )
     if not frames:
         raise ParameterError(f"no common rows for {', '.join(keys)} in the two results tables")
     return pd.concat(frames, ignore_index=True)
@@ -359,7 +416,9 @@ def granularity_summary(effect: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def outside_frame(geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME, codes: Iterable[str] | None = None) -> list[str]:
+def outside_frame(
+    geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME, codes: Iterable[str] | None = None
+) -> list[str]:
     """Codes of the regions whose bounding box lies entirely outside ``frame``
     (``lon_min, lat_min, lon_max, lat_max``): not drawn on the map, listed in a table.
 
@@ -387,7 +446,9 @@ def drawn_codes(geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRA
     return sorted(f["properties"]["NUTS_ID"] for f in _in_frame(nuts2_features(geojson=geojson), frame))
 
 
-def no_data_on_map(values: pd.DataFrame, geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME) -> dict[str, list[str]]:
+def no_data_on_map(
+    values: pd.DataFrame, geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME
+) -> dict[str, list[str]]:
     """Regions drawn on the map without a value (grey), by country code."""
     have = set(values["region"])
     out: dict[str, list[str]] = {}
@@ -459,7 +520,9 @@ def _cal_rows(cal: pd.DataFrame, key: str, sex: str) -> pd.DataFrame:
     return d
 
 
-def calibration_table(cal: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", "tfr"), sex: str = "T", V: Sequence[float] = (1.0, 5.0)) -> pd.DataFrame:
+def calibration_table(
+    cal: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", "tfr"), sex: str = "T", V: Sequence[float] = (1.0, 5.0)
+) -> pd.DataFrame:
     """Overview of a calibration: per indicator and admixture threshold, over NUTS 2 regions.
 
     ``V_max`` is the largest noise variance that keeps the admixture of a region at or
@@ -482,13 +545,19 @@ def calibration_table(cal: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", 
             row: dict[str, Any] = {"indicator": key, "threshold": float(thr), "regions": int(g["region"].nunique())}
             if len(has):
                 k = has["V_max"].idxmin()
-                row.update(V_max_min=float(has["V_max"].min()), region_min=str(has.at[k, "region"]), V_max_median=float(has["V_max"].median()))
+                row.update(
+                    V_max_min=float(has["V_max"].min()),
+                    region_min=str(has.at[k, "region"]),
+                    V_max_median=float(has["V_max"].median()),
+                )
             else:
                 row.update(V_max_min=np.nan, region_min="", V_max_median=np.nan)
             for v in V:
                 row[f"below_{_v_tag(v)}"] = int((has["V_max"] < v).sum())
             rows.append(row)
-    cols = ["indicator", "threshold", "regions", "V_max_min", "region_min", "V_max_median"] + [f"below_{_v_tag(v)}" for v in V]
+    cols = ["indicator", "threshold", "regions", "V_max_min", "region_min", "V_max_median"] + [
+        f"below_{_v_tag(v)}" for v in V
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -499,7 +568,16 @@ def _threshold_label(t: float) -> str:
     return f"A \u2264 {100 * float(t):g} %"
 
 
-def calibration_chart(cal: pd.DataFrame, pop: pd.DataFrame | None = None, *, keys: Sequence[str] = ("e0", "tfr"), sex: str = "T", V: Sequence[float] = (1.0, 5.0), width: int = 330, height: int = 240):
+def calibration_chart(
+    cal: pd.DataFrame,
+    pop: pd.DataFrame | None = None,
+    *,
+    keys: Sequence[str] = ("e0", "tfr"),
+    sex: str = "T",
+    V: Sequence[float] = (1.0, 5.0),
+    width: int = 330,
+    height: int = 240,
+):
     """``V_max`` against population (log-log), one panel per indicator, one colour per
     admixture threshold, with horizontal rules at the V's of the run.
 
@@ -522,17 +600,35 @@ def calibration_chart(cal: pd.DataFrame, pop: pd.DataFrame | None = None, *, key
         d["threshold_label"] = d["threshold"].map(_threshold_label)
         d = d[["region", xcol, "V_max", "threshold_label"]]
         colours = _THRESHOLD_COLOURS[: len(order)] if len(order) <= len(_THRESHOLD_COLOURS) else None
-        pts = alt.Chart(d).mark_point(filled=True, size=16, opacity=0.7).encode(
-            x=_log_x(d[xcol], xtitle, xcol),
-            y=_log_y(pd.concat([d["V_max"], pd.Series([float(v) for v in V])]), "V_max", "largest V keeping A at or below the threshold"),
-            color=alt.Color("threshold_label:N", title="threshold", sort=order,
-                            scale=alt.Scale(domain=order, range=colours) if colours else alt.Scale(domain=order, scheme="blues"),
-                            legend=alt.Legend(orient="top")),
-            tooltip=["region:N", alt.Tooltip("V_max:Q", format=".3g"), "threshold_label:N"],
+        pts = (
+            alt.Chart(d)
+            .mark_point(filled=True, size=16, opacity=0.7)
+            .encode(
+                x=_log_x(d[xcol], xtitle, xcol),
+                y=_log_y(
+                    pd.concat([d["V_max"], pd.Series([float(v) for v in V])]),
+                    "V_max",
+                    "largest V keeping A at or below the threshold",
+                ),
+                color=alt.Color(
+                    "threshold_label:N",
+                    title="threshold",
+                    sort=order,
+                    scale=alt.Scale(domain=order, range=colours)
+                    if colours
+                    else alt.Scale(domain=order, scheme="blues"),
+                    legend=alt.Legend(orient="top"),
+                ),
+                tooltip=["region:N", alt.Tooltip("V_max:Q", format=".3g"), "threshold_label:N"],
+            )
         )
         ref = pd.DataFrame({"V": [float(v) for v in V], "label": [f"V = {v:g}" for v in V]})
         rule = alt.Chart(ref).mark_rule(color="#444", strokeDash=[4, 3]).encode(y="V:Q")
-        text = alt.Chart(ref).mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444").encode(y="V:Q", x=alt.value(2), text="label:N")
+        text = (
+            alt.Chart(ref)
+            .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444")
+            .encode(y="V:Q", x=alt.value(2), text="label:N")
+        )
         panels.append(alt.layer(pts, rule, text).properties(width=width, height=height, title=KEY_TITLES[key]))
     return alt.hconcat(*panels).resolve_scale(color="shared")
 
@@ -564,8 +660,12 @@ def _log_x(pop, title: str = "population (average)", field: str = "population"):
     import altair as alt
 
     lo, hi = _log_domain(pop)
-    return alt.X(f"{field}:Q", title=title, scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
-                 axis=alt.Axis(values=_ticks(lo, hi, (1.0, 3.0)), format="~s", grid=True))
+    return alt.X(
+        f"{field}:Q",
+        title=title,
+        scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+        axis=alt.Axis(values=_ticks(lo, hi, (1.0, 3.0)), format="~s", grid=True),
+    )
 
 
 def _log_y(values, field: str, title: str):
@@ -576,8 +676,12 @@ def _log_y(values, field: str, title: str):
     ticks = _ticks(lo, hi)
     if len(ticks) < 3:
         ticks = _ticks(lo, hi, (1.0, 2.0, 5.0))
-    return alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
-                 axis=alt.Axis(values=ticks, format="~g"))
+    return alt.Y(
+        f"{field}:Q",
+        title=title,
+        scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+        axis=alt.Axis(values=ticks, format="~g"),
+    )
 
 
 def _v_label(v: float) -> str:
@@ -612,22 +716,39 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     ref = pd.DataFrame({"A": [10.0, 100.0 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 
     x = _log_x(rows["population"])
-    colour = alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), legend=alt.Legend(title=None, orient="top"))
+    colour = alt.Color(
+        "series:N", scale=alt.Scale(domain=series, range=colours), legend=alt.Legend(title=None, orient="top")
+    )
     shape = alt.Shape("series:N", scale=alt.Scale(domain=series, range=shapes), legend=None)
     tip = ["region:N", "region_name:N", alt.Tooltip("population:Q", format=",.0f"), "series:N"]
     left = (
         alt.Chart(u)
         .mark_point(size=18, opacity=0.55, filled=True, strokeWidth=1, aria=False)
-        .encode(x=x, y=_log_y(u["rel"], "rel", "relative uncertainty (%)"), color=colour, shape=shape,
-                tooltip=tip + [alt.Tooltip("rel:Q", format=".3g")])
+        .encode(
+            x=x,
+            y=_log_y(u["rel"], "rel", "relative uncertainty (%)"),
+            color=colour,
+            shape=shape,
+            tooltip=tip + [alt.Tooltip("rel:Q", format=".3g")],
+        )
         .properties(width=width, height=height, title="relative uncertainty")
     )
-    right_pts = alt.Chart(a).mark_point(size=18, opacity=0.55, filled=True, aria=False).encode(
-        x=x, y=_log_y(pd.concat([a["A"], ref["A"]]), "A", "noise admixture A (%)"), color=colour,
-        tooltip=tip + [alt.Tooltip("A:Q", format=".3g")],
+    right_pts = (
+        alt.Chart(a)
+        .mark_point(size=18, opacity=0.55, filled=True, aria=False)
+        .encode(
+            x=x,
+            y=_log_y(pd.concat([a["A"], ref["A"]]), "A", "noise admixture A (%)"),
+            color=colour,
+            tooltip=tip + [alt.Tooltip("A:Q", format=".3g")],
+        )
     )
     rule = alt.Chart(ref).mark_rule(strokeDash=[4, 3], color="#666", aria=False).encode(y="A:Q")
-    text = alt.Chart(ref).mark_text(align="right", dy=-5, fontSize=9, color="#555", aria=False).encode(y="A:Q", x=alt.value(width - 2), text="label:N")
+    text = (
+        alt.Chart(ref)
+        .mark_text(align="right", dy=-5, fontSize=9, color="#555", aria=False)
+        .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
+    )
     right = alt.layer(right_pts, rule, text).properties(width=width, height=height, title="noise admixture")
     chart = alt.hconcat(left, right).resolve_scale(color="shared", shape="shared")
     return chart.properties(title=title) if title else chart
@@ -664,10 +785,22 @@ def _fit_points(features: list[dict], frame: Sequence[float]) -> dict:
         for key in (lambda p: p[0], lambda p: p[1]):
             pts.add(tuple(min(ps, key=key)[:2]))
             pts.add(tuple(max(ps, key=key)[:2]))
-    return {"type": "Feature", "properties": {}, "geometry": {"type": "MultiPoint", "coordinates": sorted([list(p) for p in pts])}}
+    return {
+        "type": "Feature",
+        "properties": {},
+        "geometry": {"type": "MultiPoint", "coordinates": sorted([list(p) for p in pts])},
+    }
 
 
-def admixture_map(values: pd.DataFrame, geojson: dict | None = None, *, title: str = "noise admixture A (%)", width: int = 380, height: int = 380, frame: Sequence[float] = EUROPE_FRAME):
+def admixture_map(
+    values: pd.DataFrame,
+    geojson: dict | None = None,
+    *,
+    title: str = "noise admixture A (%)",
+    width: int = 380,
+    height: int = 380,
+    frame: Sequence[float] = EUROPE_FRAME,
+):
     """Choropleth of the admixture (``values["A"]``, %), one panel per V.
 
     Azimuthal equal-area projection centred on 10 E, 52 N (the data README's), fitted
@@ -689,24 +822,43 @@ def admixture_map(values: pd.DataFrame, geojson: dict | None = None, *, title: s
     geo = alt.Data(name=_GEO_DATASET)
     proj = dict(type="azimuthalEqualArea", rotate=[-10, -52, 0])
     scale = alt.Scale(domain=list(MAP_CLASSES) + [NO_DATA], range=_MAP_COLOURS + [_NO_DATA])
-    legend = alt.Legend(orient="bottom", direction="horizontal", titleLimit=500, symbolType="square", symbolSize=140, columns=7, labelLimit=120)
+    legend = alt.Legend(
+        orient="bottom",
+        direction="horizontal",
+        titleLimit=500,
+        symbolType="square",
+        symbolSize=140,
+        columns=7,
+        labelLimit=120,
+    )
     panels = []
     for v in sorted(values["V"].unique()):
         lk = values.loc[values["V"] == v, ["region", "A", "A_class"]]
         panel = (
             alt.Chart(geo)
             .mark_geoshape(clip=True, stroke="white", strokeWidth=0.25)
-            .transform_lookup(lookup="properties.NUTS_ID", from_=alt.LookupData(lk, "region", ["A", "A_class"]), default=NO_DATA)
+            .transform_lookup(
+                lookup="properties.NUTS_ID", from_=alt.LookupData(lk, "region", ["A", "A_class"]), default=NO_DATA
+            )
             .encode(
                 color=alt.Color("A_class:N", scale=scale, title=title, legend=legend),
-                tooltip=[alt.Tooltip("properties.NUTS_ID:N", title="region"), alt.Tooltip("properties.NAME_LATN:N", title="name"), alt.Tooltip("A:Q", format=".3g")],
+                tooltip=[
+                    alt.Tooltip("properties.NUTS_ID:N", title="region"),
+                    alt.Tooltip("properties.NAME_LATN:N", title="name"),
+                    alt.Tooltip("A:Q", format=".3g"),
+                ],
             )
             .project(**proj)
             .properties(width=width, height=height, title=f"V = {float(v):g}")
         )
         panels.append(panel)
     credit = alt.TitleParams(CREDIT, orient="bottom", anchor="end", fontSize=9, fontWeight="normal", color="#555")
-    chart = alt.hconcat(*panels, spacing=10).resolve_scale(color="shared").properties(title=credit).configure_view(stroke=None)
+    chart = (
+        alt.hconcat(*panels, spacing=10)
+        .resolve_scale(color="shared")
+        .properties(title=credit)
+        .configure_view(stroke=None)
+    )
     spec = chart.to_dict()
     spec.setdefault("datasets", {})[_GEO_DATASET] = feats
     fit = _fit_points(feats, frame)
@@ -741,7 +893,9 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
     import altair as alt
 
     v0 = sorted(effect["V"].unique())[0]
-    d = effect[(effect["V"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][["indicator", "region", "region_name", "population", "ratio"]].copy()
+    d = effect[(effect["V"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
+        ["indicator", "region", "region_name", "population", "ratio"]
+    ].copy()
     names = {"e0": "e0", "e65": "e65", "tfr": "TFR"}
     d["indicator"] = d["indicator"].map(lambda k: names.get(k, k))
     order = [names.get(k, k) for k in dict.fromkeys(effect["indicator"])]
@@ -751,7 +905,9 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
         .encode(
             x=_log_x(d["population"]),
             y=alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False)),
-            color=alt.Color("indicator:N", title=None, sort=order, scale=alt.Scale(domain=order), legend=alt.Legend(orient="top")),
+            color=alt.Color(
+                "indicator:N", title=None, sort=order, scale=alt.Scale(domain=order), legend=alt.Legend(orient="top")
+            ),
             tooltip=["region:N", "region_name:N", "indicator:N", alt.Tooltip("ratio:Q", format=".3f")],
         )
         .properties(width=width, height=height)
@@ -817,7 +973,14 @@ def _count(x) -> str:
     return "\u2014" if pd.isna(x) else f"{x:,.0f}"
 
 
-def display_table(df: pd.DataFrame, *, value_format: str = "{:.2f}", value_name: str = "value", population_name: str = "population", name_width: int = 32):
+def display_table(
+    df: pd.DataFrame,
+    *,
+    value_format: str = "{:.2f}",
+    value_name: str = "value",
+    population_name: str = "population",
+    name_width: int = 32,
+):
     """A results table for the report. Percentages for ``rel_*``/``admixture*``/
     ``threshold`` columns (3 significant digits), thousands separators for counts,
     readable column names; columns of one V (``..._V<v>``) grouped under a ``V = v``
@@ -857,13 +1020,15 @@ def display_table(df: pd.DataFrame, *, value_format: str = "{:.2f}", value_name:
     cols = list(names)
     if grouped:  # the "V = v" group headers: centred over their columns, underlined
         styler = styler.set_table_styles(
-            [{"selector": "th.col_heading.level0", "props": "text-align: center; border-bottom: 1px solid #c5ccd3;"}], overwrite=False
+            [{"selector": "th.col_heading.level0", "props": "text-align: center; border-bottom: 1px solid #c5ccd3;"}],
+            overwrite=False,
         )
     left = [c for c in ("region", "region_name", "indicator") if c in names]
     if left:
         styler = styler.set_properties(subset=[key(c) for c in left], **{"text-align": "left"})
         styler = styler.set_table_styles(
-            [{"selector": f"th.col_heading.col{cols.index(c)}", "props": "text-align: left;"} for c in left], overwrite=False
+            [{"selector": f"th.col_heading.col{cols.index(c)}", "props": "text-align: left;"} for c in left],
+            overwrite=False,
         )
     return styler
 
@@ -889,7 +1054,15 @@ def banner(label: str, *, what: str = ""):
 
 
 # ============================================================ the report
-def load_inputs(dataset: str, V: Sequence[float], results_single: str = "", results_5y: str = "", calibration: str = "", *, store="output/results"):
+def load_inputs(
+    dataset: str,
+    V: Sequence[float],
+    results_single: str = "",
+    results_5y: str = "",
+    calibration: str = "",
+    *,
+    store="output/results",
+):
     """What the overview notebook reads: the two results tables (restricted to the
     V's asked for) and the calibration table (``None`` if ``calibration`` is empty).
 
@@ -909,7 +1082,9 @@ def load_inputs(dataset: str, V: Sequence[float], results_single: str = "", resu
             df, _ = results(ResultsSpec(dataset, V=tuple(V), granularity=gran, e_ages=(0, 65)), store)
         missing = sorted(set(V) - set(v_values(df)))
         if missing:
-            raise ParameterError(f"results table {path or gran} has no rows for V = {', '.join(f'{v:g}' for v in missing)}")
+            raise ParameterError(
+                f"results table {path or gran} has no rows for V = {', '.join(f'{v:g}' for v in missing)}"
+            )
         tables.append(df[df["V"].isin(V) | (df["noise_model"] != "generic")])
     cal = read_table(calibration) if calibration else None
     return tables[0], tables[1], cal
@@ -972,7 +1147,9 @@ def find_notebook(name: str = "overview.ipynb", notebook_dir: str | os.PathLike 
     for c in cands:
         if (c / name).is_file():
             return (c / name).resolve()
-    raise ReportError(f"notebook {name} not found; tried: " + ", ".join(str(c) for c in cands) + " (set DEMONOISE_NOTEBOOKS)")
+    raise ReportError(
+        f"notebook {name} not found; tried: " + ", ".join(str(c) for c in cands) + " (set DEMONOISE_NOTEBOOKS)"
+    )
 
 
 @dataclass(frozen=True)
@@ -1059,7 +1236,9 @@ class OverviewResult:
         """A row for :func:`demonoise.report.index.write_index`."""
         from demonoise.report.index import IndexRow
 
-        return IndexRow(name=name, status="ok", html=self.html, pdf=self.pdf, pdf_reason=self.pdf_error, summary=dict(self.summary))
+        return IndexRow(
+            name=name, status="ok", html=self.html, pdf=self.pdf, pdf_reason=self.pdf_error, summary=dict(self.summary)
+        )
 
 
 def _file_hash(path: Path) -> str:
@@ -1150,7 +1329,14 @@ def render_overview(
     paths = {}
     for gran in ("single", "5y"):
         # the Monte Carlo check (if any) is for the published layout, single ages
-        spec = ResultsSpec(p.dataset, V=p.V, granularity=gran, countries=p.countries, mc=p.mc if gran == "single" else 0, e_ages=(0, 65))
+        spec = ResultsSpec(
+            p.dataset,
+            V=p.V,
+            granularity=gran,
+            countries=p.countries,
+            mc=p.mc if gran == "single" else 0,
+            e_ages=(0, 65),
+        )
         df, path = results(spec, store, force=force, workers=workers)
         paths[gran] = path.resolve()
         if gran == "single":
@@ -1194,7 +1380,10 @@ def render_overview(
     res = batch.results[0]
     seconds["notebook"] = time.perf_counter() - t
     if res.status == "failed":
-        raise ReportError(f"overview notebook failed: {res.error}" + (f" (kept as {res.failed_notebook})" if res.failed_notebook else ""))
+        raise ReportError(
+            f"overview notebook failed: {res.error}"
+            + (f" (kept as {res.failed_notebook})" if res.failed_notebook else "")
+        )
 
     import nbformat
 

@@ -289,9 +289,7 @@ def assemble(
 
     toc_cells = []
     if toc:
-        items = "\n".join(
-            f'<li><a href="#{e["anchor"]}">{_html.escape(e["title"])}</a></li>' for e in entries
-        )
+        items = "\n".join(f'<li><a href="#{e["anchor"]}">{_html.escape(e["title"])}</a></li>' for e in entries)
         toc_cells = [_raw(f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>\n{items}\n</ol>\n</nav>')]
 
     meta = {k: v for k, v in first_meta.items() if k in ("kernelspec", "language_info")}
@@ -386,7 +384,9 @@ def _exporter_class():
             lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
             highlight_code = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
             resources = self._init_resources(resources)
-            filter_data_type = WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources)
+            filter_data_type = WidgetsDataTypeFilter(
+                notebook_metadata=self._nb_metadata, parent=self, resources=resources
+            )
             self.register_filter("highlight_code", highlight_code)
             self.register_filter("filter_data_type", filter_data_type)
             return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
@@ -443,9 +443,7 @@ def render_html(
         exclude_output_prompt=True,
     )
     tags = frozenset(remove_tags)
-    exporter.register_preprocessor(
-        TagRemovePreprocessor(remove_cell_tags=set(tags), enabled=True), enabled=True
-    )
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(tags), enabled=True), enabled=True)
     vega_js = None
     if _uses_interactive_charts(node):
         import vl_convert as vlc

@@ -111,16 +111,16 @@ class Job:
         if self.cwd is not None:
             object.__setattr__(self, "cwd", Path(self.cwd))
         if not isinstance(self.parameters, Mapping):
-            raise ParameterError(f"job {self.label}: parameters must be a mapping, got {type(self.parameters).__name__}")
+            raise ParameterError(
+                f"job {self.label}: parameters must be a mapping, got {type(self.parameters).__name__}"
+            )
         for k, v in self.parameters.items():
             if not isinstance(k, str) or not k.isidentifier():
                 raise ParameterError(f"job {self.label}: parameter name {k!r} is not a Python identifier")
             try:
                 json.dumps(v, allow_nan=False)
             except (TypeError, ValueError) as e:
-                raise ParameterError(
-                    f"job {self.label}: parameter {k}={v!r} is not JSON-serialisable ({e})"
-                ) from None
+                raise ParameterError(f"job {self.label}: parameter {k}={v!r} is not JSON-serialisable ({e})") from None
         if self.output.suffix != ".ipynb":
             raise ParameterError(f"job {self.label}: output must be an .ipynb file, got {self.output}")
         if self.output.resolve() == self.input.resolve():

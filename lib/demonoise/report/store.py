@@ -113,7 +113,9 @@ def results_path(spec: ResultsSpec, store="output/results") -> Path:
     return Path(store) / spec.dataset / f"{tag}-{spec.granularity}-{spec.key()}.parquet"
 
 
-def results(spec: ResultsSpec, store="output/results", *, force: bool = False, progress=None, workers=None) -> tuple[pd.DataFrame, Path]:
+def results(
+    spec: ResultsSpec, store="output/results", *, force: bool = False, progress=None, workers=None
+) -> tuple[pd.DataFrame, Path]:
     """The results table of ``spec``: read from the store if up to date, else computed
     and stored (atomically). Returns the table and its path."""
     from demonoise.io.datasets import load

@@ -91,7 +91,12 @@ INDICATOR_NAMES = {
 }
 _UNITS = {"e": "years", "tfr": "children per woman"}
 _SEX_WORDS = {"F": "women", "M": "men", "T": "both sexes"}
-_EVENT_WORDS = {"asfr": ("birth", "births"), "tfr": ("birth", "births"), "asmr": ("death", "deaths"), "e": ("death", "deaths")}
+_EVENT_WORDS = {
+    "asfr": ("birth", "births"),
+    "tfr": ("birth", "births"),
+    "asmr": ("death", "deaths"),
+    "e": ("death", "deaths"),
+}
 
 
 # ============================================================ formatting helpers
@@ -102,7 +107,7 @@ def fmt_pct(x: float, digits: int = 2) -> str:
     v = 100.0 * float(x)
     if v == 0:
         return "0 %"
-    if abs(v) >= 10 ** digits:
+    if abs(v) >= 10**digits:
         return f"{v:,.0f} %"
     return f"{float(f'{v:.{digits}g}'):g} %"
 
@@ -113,7 +118,7 @@ def fmt_num(x: float, digits: int = 3) -> str:
     if x is None or not np.isfinite(x):
         return "\u2014"
     x = float(x)
-    if x != 0 and abs(x) >= 10 ** digits:
+    if x != 0 and abs(x) >= 10**digits:
         return fmt_int(x)
     if x == 0:
         return "0"
@@ -191,7 +196,9 @@ def load_results(
 
         from demonoise.report.store import ResultsSpec, results
 
-        spec = ResultsSpec(dataset, V=(float(V),), granularity=granularity or "single", countries=(country,), mc=int(mc))
+        spec = ResultsSpec(
+            dataset, V=(float(V),), granularity=granularity or "single", countries=(country,), mc=int(mc)
+        )
         _, path = results(spec, Path(tempfile.gettempdir()) / "demonoise-results")
     path = Path(path)
     if not path.exists():
@@ -236,7 +243,9 @@ def _read_cached(path: Path, reader) -> pd.DataFrame:
     return _CACHE[key].copy()
 
 
-def at(df: pd.DataFrame, V: float, indicator: str | None = None, *, sex: str | None = None, age: float | None = None) -> pd.DataFrame:
+def at(
+    df: pd.DataFrame, V: float, indicator: str | None = None, *, sex: str | None = None, age: float | None = None
+) -> pd.DataFrame:
     """Generic-noise rows at variance ``V`` (optionally one indicator, sex and age)."""
     m = (df["noise_model"] == "generic") & np.isclose(df["V"].astype(float), float(V), rtol=1e-12, atol=0)
     if indicator is not None:
@@ -266,7 +275,9 @@ def drop_duplicate_country(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def scalar_rows(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None) -> pd.DataFrame:
+def scalar_rows(
+    df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None
+) -> pd.DataFrame:
     """One row per region (country first, then NUTS 2 regions by falling population) for
     an indicator at one age (``e``) or without age (``tfr``). Adds ``label`` and ``population``."""
     if indicator == "tfr":
@@ -406,7 +417,14 @@ def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
-def status_box(df_or_label, details: Sequence[str] = (), *, V: float | None = None, granularity: str | None = None, provenance: Mapping[str, Any] | None = None) -> StatusBox:
+def status_box(
+    df_or_label,
+    details: Sequence[str] = (),
+    *,
+    V: float | None = None,
+    granularity: str | None = None,
+    provenance: Mapping[str, Any] | None = None,
+) -> StatusBox:
     """The data-status box of a results table (its ``data_status`` column) or a label.
 
     A label mentioning "modelled" or "demonstration" is shown as modelled data. With
@@ -466,7 +484,9 @@ def cover_heading(df: pd.DataFrame, V: float, *, title: str = "", dataset: str =
     )
 
 
-def run_parameters(df: pd.DataFrame, *, V: float, dataset: str, granularity: str, noise: str, mc: int, seed: int | None = None) -> HtmlTable:
+def run_parameters(
+    df: pd.DataFrame, *, V: float, dataset: str, granularity: str, noise: str, mc: int, seed: int | None = None
+) -> HtmlTable:
     """The parameters of the run, as a two-column table for the cover."""
     n_mc = int(df["mc_n"].dropna().iloc[0]) if "mc_n" in df and df["mc_n"].notna().any() else 0
     rows = [
@@ -474,7 +494,12 @@ def run_parameters(df: pd.DataFrame, *, V: float, dataset: str, granularity: str
         ("noise model", f"{noise}: independent integer noise, mean 0, variance V on every published cell"),
         ("V (variance)", f"{V:g} (standard deviation {math.sqrt(V):.3g})"),
         ("publication granularity", GRANULARITY_WORDS.get(granularity, granularity)),
-        ("Monte Carlo", f"{fmt_int(n_mc)} replicates for e and the TFR" + (f", seed {seed}" if seed is not None else "") if n_mc else "not run"),
+        (
+            "Monte Carlo",
+            f"{fmt_int(n_mc)} replicates for e and the TFR" + (f", seed {seed}" if seed is not None else "")
+            if n_mc
+            else "not run",
+        ),
         ("small cells", "fewer than 10 events (first order unreliable)"),
         ("disagreement flag", "|z| > 5, z = (sd_MC / sd_analytic - 1) sqrt(2N)"),
     ]
@@ -499,7 +524,12 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
             }
         )
     frame = pd.DataFrame(rows, columns=["table", "status", "Eurostat datasets", "extracted", "note"])
-    return HtmlTable(frame, frame, caption="Data provenance (Source: Eurostat)", note="" if rows else "No provenance details were passed.")
+    return HtmlTable(
+        frame,
+        frame,
+        caption="Data provenance (Source: Eurostat)",
+        note="" if rows else "No provenance details were passed.",
+    )
 
 
 def _flag_text(row) -> str:
@@ -559,7 +589,9 @@ def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
     )
 
 
-def scalar_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None, digits: int = 4) -> HtmlTable:
+def scalar_table(
+    df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None, digits: int = 4
+) -> HtmlTable:
     """One row per region: value, Poisson / noise / total sd, relative uncertainties,
     admixture, Monte Carlo sd (if run) and flags, for ``e`` at ``age`` or ``tfr``."""
     d = scalar_rows(df, V, indicator, sex=sex, age=age)
@@ -594,7 +626,8 @@ def scalar_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", 
     return HtmlTable(
         d,
         shown,
-        caption=f"{what.capitalize()} at V = {V:g}" + (f" (value and sd in {unit})" if unit else "")
+        caption=f"{what.capitalize()} at V = {V:g}"
+        + (f" (value and sd in {unit})" if unit else "")
         + ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise standard deviation"
         + (", and the Monte Carlo total sd over the analytic one (MC/analytic)" if "MC/analytic" in shown else "")
         + ". Flags (first order may be unreliable): sparse = more than half of the single-age cells rest on fewer "
@@ -680,7 +713,9 @@ def age_profile_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str | 
     frame = pd.DataFrame(rows)
     if frame.empty:
         return HtmlTable(frame, frame, caption="(no rows)")
-    frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable").reset_index(drop=True)
+    frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable").reset_index(
+        drop=True
+    )
     frame["sparse"] = frame["small_share"] > SPARSE_SHARE
     ev = _EVENT_WORDS[indicator][1]
     shown = pd.DataFrame(
@@ -693,7 +728,8 @@ def age_profile_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str | 
             "median A": [fmt_pct(x) for x in frame["A_median"]],
             "largest A (age)": [f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"])],
             f"largest A, >= 10 {ev}": [
-                f"{fmt_pct(a)} ({g})" if g else "\u2014" for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"])
+                f"{fmt_pct(a)} ({g})" if g else "\u2014"
+                for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"])
             ],
         }
     )
@@ -725,7 +761,9 @@ def sparse_regions(df: pd.DataFrame, V: float, indicator: str) -> pd.DataFrame:
     return out
 
 
-def flag_table(df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[float] | None = None, limit: int = 25) -> HtmlTable:
+def flag_table(
+    df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[float] | None = None, limit: int = 25
+) -> HtmlTable:
     """Where the first-order result is unreliable, for one indicator at ``V``: sparse
     regions (share of cells with < 10 events above :data:`SPARSE_SHARE`) and cells whose
     Monte Carlo sd disagrees with the analytic one (``z_flag``). At most ``limit`` rows
@@ -771,7 +809,9 @@ def flag_table(df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[flo
 
 
 # ============================================================ Monte Carlo check
-def mc_summary(df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[float] | None = None, z_bound: float = 5.0) -> dict:
+def mc_summary(
+    df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[float] | None = None, z_bound: float = 5.0
+) -> dict:
     """Agreement of the Monte Carlo and analytic standard deviations at ``V``.
 
     Returns a dict with ``n`` (replicates, 0 if no Monte Carlo), ``cells`` compared
@@ -783,8 +823,14 @@ def mc_summary(df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[flo
     if ages is not None and indicator == "e":
         d = d[np.isin(d["age"].astype(float), np.asarray(ages, float))]
     if "mc_n" not in d or d["mc_n"].isna().all():
-        return {"n": 0, "cells": 0, "beyond": 0, "max_abs_z": float("nan"), "rse": float("nan"),
-                "text": f"No Monte Carlo check was run for {INDICATOR_NAMES[indicator]}."}
+        return {
+            "n": 0,
+            "cells": 0,
+            "beyond": 0,
+            "max_abs_z": float("nan"),
+            "rse": float("nan"),
+            "text": f"No Monte Carlo check was run for {INDICATOR_NAMES[indicator]}.",
+        }
     n = int(d["mc_n"].dropna().iloc[0])
     z = d[["z_noise", "z_pois", "z_tot"]].abs()
     finite = np.isfinite(z).any(axis=1)
@@ -1033,7 +1079,9 @@ def index_metrics(df: pd.DataFrame, V: float, indicator: str = "e") -> dict:
     return out
 
 
-def across_V(df: pd.DataFrame, indicator: str, *, sex: str = "T", age: float | None = None, nuts_level: int | None = 2) -> pd.DataFrame:
+def across_V(
+    df: pd.DataFrame, indicator: str, *, sex: str = "T", age: float | None = None, nuts_level: int | None = 2
+) -> pd.DataFrame:
     """Rows of one indicator (one sex, one age) for every ``V`` of the generic model:
     what :func:`demonoise.report.charts.uncertainty_vs_population` draws."""
     if indicator in ("tfr", "asfr"):

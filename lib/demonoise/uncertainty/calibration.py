@@ -78,7 +78,14 @@ import pandas as pd
 from demonoise.core.counts import Counts
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.demography.indicators import INDICATORS
-from demonoise.uncertainty.propagation import TABLES, Linearised, admixture, check_noised, linearise, poisson_cell_variance
+from demonoise.uncertainty.propagation import (
+    TABLES,
+    Linearised,
+    admixture,
+    check_noised,
+    linearise,
+    poisson_cell_variance,
+)
 from demonoise.noise.ptable import PTable, build_ptable
 
 __all__ = [
@@ -114,7 +121,7 @@ STATUSES = {
     "saturates": "p-table family: every table of the family keeps A <= threshold, V_max = inf",
     "infeasible": "p-table family: already the smallest table of the family exceeds the threshold, V_max = nan",
     "undefined": "A is not defined: the indicator is not finite, or it has neither Poisson nor noise "
-                 "variance (e.g. a rate from a zero count under a p-table, whose zeros stay zero): V_max = nan",
+    "variance (e.g. a rate from a zero count under a p-table, whose zeros stay zero): V_max = nan",
 }
 
 
@@ -149,12 +156,15 @@ def check_thresholds(thresholds) -> np.ndarray:
     out: list[float] = []
     for t in vals:
         if isinstance(t, (bool, np.bool_)) or not isinstance(t, (Real, np.number)):
-            raise ParameterError(f"threshold {t!r} is not a number; thresholds are admixture fractions in (0, {THRESHOLD_MAX:g}]")
+            raise ParameterError(
+                f"threshold {t!r} is not a number; thresholds are admixture fractions in (0, {THRESHOLD_MAX:g}]"
+            )
         x = float(t)
         if not (math.isfinite(x) and 0.0 < x <= THRESHOLD_MAX):
             raise ParameterError(
                 f"threshold {t!r} is outside (0, {THRESHOLD_MAX:g}]: thresholds are admixture fractions "
-                f"(0.1 = 10 %, 1 = noise sd adds 100 % to the Poisson sd)")
+                f"(0.1 = 10 %, 1 = noise sd adds 100 % to the Poisson sd)"
+            )
         if x not in out:
             out.append(x)
     return np.array(out)
@@ -308,7 +318,9 @@ class PTableFamily:
         try:
             D, js = int(self.D), int(self.js)
         except (TypeError, ValueError):
-            raise ParameterError(f"p-table family: D and js must be integers, got D={self.D!r}, js={self.js!r}") from None
+            raise ParameterError(
+                f"p-table family: D and js must be integers, got D={self.D!r}, js={self.js!r}"
+            ) from None
         if D != self.D or D < 1:
             raise ParameterError(f"p-table family: D (maximum deviation) must be a positive integer, got {self.D!r}")
         if js != self.js or js < 0:
@@ -388,7 +400,9 @@ class PTableFamily:
         try:
             self.table(top)
         except ParameterError as e:
-            raise ParameterError(f"{self.label}: no p-table exists for any V (not even V = D^2 = {top:g}): {e}") from None
+            raise ParameterError(
+                f"{self.label}: no p-table exists for any V (not even V = D^2 = {top:g}): {e}"
+            ) from None
         probe = min(1e-2, top)
         if self.feasible(probe):
             return 0.0
@@ -453,13 +467,17 @@ class PTableFamily:
             warnings.warn(
                 f"{self.label}: the variance of row {bad[1]} decreases between V={xs[bad[0]]:g} and V={xs[bad[0] + 1]:g}; "
                 "A(V) may not be monotone -- V_max is the largest V of the tabulated curve meeting the bound",
-                CalibrationWarning, stacklevel=2)
+                CalibrationWarning,
+                stacklevel=2,
+            )
         if unresolved:
             a, b, err = unresolved[0]
             warnings.warn(
                 f"{self.label}: row variances not linear to {tol:g} on [{a:.9g}, {b:.9g}] (error {err:.3g}); "
                 "a jump in V -- V_max near it is accurate to the interval width only",
-                CalibrationWarning, stacklevel=2)
+                CalibrationWarning,
+                stacklevel=2,
+            )
         return VarianceCurve(xs, rows, monotone, lo, v_sat, builds)
 
 
@@ -496,7 +514,9 @@ def noise_weights(lz: Linearised, block, classes: int | None = None, noised=TABL
     if classes is None:
         return lin.variance({m: np.ones(v.shape) for m, v in cells.items()})
     cls = {m: np.minimum(v, classes) for m, v in cells.items()}
-    return np.stack([lin.variance({m: (c == i).astype(float) for m, c in cls.items()}) for i in range(classes + 1)], axis=-1)
+    return np.stack(
+        [lin.variance({m: (c == i).astype(float) for m, c in cls.items()}) for i in range(classes + 1)], axis=-1
+    )
 
 
 # --------------------------------------------------------------------------- calibration
@@ -585,22 +605,24 @@ def calibrate_linearised(
         T = thr.size
         shape = (R, S, K, T)
         rep = lambda a: np.broadcast_to(np.asarray(a)[..., None], shape).ravel()  # noqa: E731
-        df = pd.DataFrame({
-            "region": np.repeat(np.array(c.codes), S * K * T),
-            "region_name": np.repeat(np.array([r.name for r in c.regions], dtype=object), S * K * T),
-            "nuts_level": np.repeat(np.array([r.level for r in c.regions]), S * K * T),
-            "country": np.repeat(np.array([r.country for r in c.regions], dtype=object), S * K * T),
-            "sex": np.tile(np.repeat(np.array(block.sexes), K * T), R),
-            "indicator": block.indicator,
-            "age": np.tile(np.repeat(block.age_lower, T), R * S),
-            "age_group": np.tile(np.repeat(np.array(block.age_labels, dtype=object), T), R * S),
-            "value": rep(value),
-            "events": rep(np.broadcast_to(block.events, value.shape)),
-            "var_pois": rep(vp),
-            "threshold": np.tile(thr, R * S * K),
-            "V_max": vmax.ravel(),
-            "status": status.ravel(),
-        })
+        df = pd.DataFrame(
+            {
+                "region": np.repeat(np.array(c.codes), S * K * T),
+                "region_name": np.repeat(np.array([r.name for r in c.regions], dtype=object), S * K * T),
+                "nuts_level": np.repeat(np.array([r.level for r in c.regions]), S * K * T),
+                "country": np.repeat(np.array([r.country for r in c.regions], dtype=object), S * K * T),
+                "sex": np.tile(np.repeat(np.array(block.sexes), K * T), R),
+                "indicator": block.indicator,
+                "age": np.tile(np.repeat(block.age_lower, T), R * S),
+                "age_group": np.tile(np.repeat(np.array(block.age_labels, dtype=object), T), R * S),
+                "value": rep(value),
+                "events": rep(np.broadcast_to(block.events, value.shape)),
+                "var_pois": rep(vp),
+                "threshold": np.tile(thr, R * S * K),
+                "V_max": vmax.ravel(),
+                "status": status.ravel(),
+            }
+        )
         for v, a in ctx.items():
             df[f"admixture_V{v:g}"] = rep(a)
         frames.append(df)
@@ -615,7 +637,9 @@ def calibrate_linearised(
         out.insert(0, k, v)
     out.attrs["family"] = label
     if curve is not None:
-        out.attrs.update(v_lo=curve.v_lo, v_sat=curve.v_sat, v_top=fam.v_top, monotone=curve.monotone, builds=curve.builds)
+        out.attrs.update(
+            v_lo=curve.v_lo, v_sat=curve.v_sat, v_top=fam.v_top, monotone=curve.monotone, builds=curve.builds
+        )
     return out
 
 
@@ -723,8 +747,19 @@ def calibration_summary(df: pd.DataFrame, indicators=(("e", 0), ("tfr", None))) 
         table exceeds the threshold), the first of them named; ``saturates`` counts
         items no table of the family brings to the threshold.
     """
-    cols = ["indicator", "threshold", "items", "V_max_min", "region", "sex", "V_max_median",
-            "infeasible", "infeasible_region", "infeasible_sex", "saturates"]
+    cols = [
+        "indicator",
+        "threshold",
+        "items",
+        "V_max_min",
+        "region",
+        "sex",
+        "V_max_median",
+        "infeasible",
+        "infeasible_region",
+        "infeasible_sex",
+        "saturates",
+    ]
     rows = []
     for ind, age in indicators:
         sel = df[df.indicator == ind]
@@ -734,12 +769,27 @@ def calibration_summary(df: pd.DataFrame, indicators=(("e", 0), ("tfr", None))) 
             name = ind if age is None else f"{ind}{age:g}"
             has = g[g.V_max.notna()]
             inf = g[g.status == "infeasible"]
-            row = {"indicator": name, "threshold": thr, "items": len(g), "V_max_min": np.nan, "region": "", "sex": "",
-                   "V_max_median": np.nan, "infeasible": len(inf), "infeasible_region": "", "infeasible_sex": "",
-                   "saturates": int((g.status == "saturates").sum())}
+            row = {
+                "indicator": name,
+                "threshold": thr,
+                "items": len(g),
+                "V_max_min": np.nan,
+                "region": "",
+                "sex": "",
+                "V_max_median": np.nan,
+                "infeasible": len(inf),
+                "infeasible_region": "",
+                "infeasible_sex": "",
+                "saturates": int((g.status == "saturates").sum()),
+            }
             if not has.empty:
                 k = has.V_max.idxmin()
-                row.update(V_max_min=has.V_max.min(), region=has.at[k, "region"], sex=has.at[k, "sex"], V_max_median=has.V_max.median())
+                row.update(
+                    V_max_min=has.V_max.min(),
+                    region=has.at[k, "region"],
+                    sex=has.at[k, "sex"],
+                    V_max_median=has.V_max.median(),
+                )
             if not inf.empty:
                 row.update(infeasible_region=inf.iloc[0]["region"], infeasible_sex=inf.iloc[0]["sex"])
             rows.append(row)

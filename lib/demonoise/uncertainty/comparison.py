@@ -125,7 +125,9 @@ def _nominal_V(table: PTable, V: float | None) -> tuple[float, str]:
         return V, "given"
     if table.V is not None:
         return float(table.V), "nominal"
-    return float(table.variance()[-1]), f"variance of the table's last class (i >= {table.I}); the table carries no nominal V"
+    return float(
+        table.variance()[-1]
+    ), f"variance of the table's last class (i >= {table.I}); the table carries no nominal V"
 
 
 def compare_noise(
@@ -227,7 +229,13 @@ def compare_noise(
     V, V_source = _nominal_V(table, V)
     pt_noise = PTableNoise(table)
     gen_noise = GenericNoise(V)
-    lz = linearise(counts, granularity=granularity, indicators=tuple(indicators), e_ages=None if e_ages is None else list(e_ages), **layout_kw)
+    lz = linearise(
+        counts,
+        granularity=granularity,
+        indicators=tuple(indicators),
+        e_ages=None if e_ages is None else list(e_ages),
+        **layout_kw,
+    )
     pub = lz.counts
     I = table.I
     pop = pub.pop_start[:, 2].sum(-1).astype(float)  # sex T, every age cell (UNK included)
@@ -235,7 +243,16 @@ def compare_noise(
     runs = {}
     if mc:
         mc_ind = [i for i in indicators if i in ("e", "tfr", "asfr", "asmr")]
-        kw = dict(n=int(mc), seed=seed, indicators=mc_ind, components=("noise",), noised=tuple(noised), quantiles=None, workers=workers, progress=progress)
+        kw = dict(
+            n=int(mc),
+            seed=seed,
+            indicators=mc_ind,
+            components=("noise",),
+            noised=tuple(noised),
+            quantiles=None,
+            workers=workers,
+            progress=progress,
+        )
         runs["ptable"] = monte_carlo(lz, pt_noise, floor_zero=False, **kw)
         runs["generic_floor"] = monte_carlo(lz, gen_noise, floor_zero=True, **kw)
 
@@ -361,12 +378,26 @@ def summarise_comparison(df: pd.DataFrame, *, by_sex: bool = True) -> pd.DataFra
     return out.sort_values(keys[:-1] + ["_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
-def smallest_regions(df: pd.DataFrame, k: int = 5, *, indicator: str = "e", age: float | None = 0, sex: str = "T") -> pd.DataFrame:
+def smallest_regions(
+    df: pd.DataFrame, k: int = 5, *, indicator: str = "e", age: float | None = 0, sex: str = "T"
+) -> pd.DataFrame:
     """The ``k`` smallest regions (by population) for one indicator row: ratio, bias, shares."""
     sel = df[(df.indicator == indicator) & (df.sex == sex)]
     if age is not None and indicator in ("e", "asmr", "asfr"):
         sel = sel[sel.age == age]
-    cols = ["region", "region_name", "population", "value", "sd_pois", "sd_generic", "sd_ptable", "ratio", "bias_ptable", "small_cell_share", "small_var_share"]
+    cols = [
+        "region",
+        "region_name",
+        "population",
+        "value",
+        "sd_pois",
+        "sd_generic",
+        "sd_ptable",
+        "ratio",
+        "bias_ptable",
+        "small_cell_share",
+        "small_var_share",
+    ]
     cols += [c for c in ("mc_sd_ptable", "mc_sd_generic_floor", "mc_ratio") if c in sel]
     return sel.nsmallest(k, "population")[cols].reset_index(drop=True)
 
@@ -416,12 +447,15 @@ def comparison_note(df: pd.DataFrame, *, k: int = 5, level: int | None = None, f
             continue
         parts = []
         for cls, g in sorted(sel.groupby("size_class"), key=lambda t: t[1].population.min()):
-            parts.append(f"{cls}: median {g.ratio.median():.3f} (range {g.ratio.min():.3f}-{g.ratio.max():.3f}, {len(g)} regions)")
+            parts.append(
+                f"{cls}: median {g.ratio.median():.3f} (range {g.ratio.min():.3f}-{g.ratio.max():.3f}, {len(g)} regions)"
+            )
         lines.append(f"{label}, noise sd p-table / generic by population: " + "; ".join(parts) + ".")
         small = sel.nsmallest(k, "population")
         has_mc = "mc_ratio" in sel and small.mc_ratio.notna().any()
         figs = ", ".join(
-            f"{r.region} ({r.population / 1000:.0f}k) {r.ratio:.3f}" + (f" [MC vs generic with zero floor {r.mc_ratio:.3f}]" if has_mc else "")
+            f"{r.region} ({r.population / 1000:.0f}k) {r.ratio:.3f}"
+            + (f" [MC vs generic with zero floor {r.mc_ratio:.3f}]" if has_mc else "")
             for r in small.itertuples()
         )
         worst = sel.loc[(sel.ratio - 1).abs().idxmax()]
@@ -429,7 +463,9 @@ def comparison_note(df: pd.DataFrame, *, k: int = 5, level: int | None = None, f
             how = f"the generic model overstates the p-table's noise sd {1 / worst.ratio:.2f}-fold"
         else:
             how = f"the generic model understates the p-table's noise sd by {(worst.ratio - 1) * 100:.1f} %"
-        lines.append(f"  The {len(small)} smallest: {figs}. Furthest from 1: {worst.region} ({worst.population / 1000:.0f}k), ratio {worst.ratio:.3f}: {how}.")
+        lines.append(
+            f"  The {len(small)} smallest: {figs}. Furthest from 1: {worst.region} ({worst.population / 1000:.0f}k), ratio {worst.ratio:.3f}: {how}."
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             bsd = float((small.bias_ptable.abs() / small.sd_ptable).max())
         lines.append(

@@ -133,14 +133,25 @@ def _chunk(job):
     size, seed_seq = job
     sh = _SHARED
     c, lay, noise, indicators, components = sh["counts"], sh["layout"], sh["noise"], sh["indicators"], sh["components"]
-    e_idx, floor_zero, noised, refs, keep, lt_kw = sh["e_idx"], sh["floor_zero"], sh["noised"], sh["refs"], sh["keep"], sh["lt_kw"]
+    e_idx, floor_zero, noised, refs, keep, lt_kw = (
+        sh["e_idx"],
+        sh["floor_zero"],
+        sh["noised"],
+        sh["refs"],
+        sh["keep"],
+        sh["lt_kw"],
+    )
     base = {"deaths": c.deaths, "births": c.births, "pop_start": c.pop_start, "pop_end": c.pop_end}
     base = {k: v for k, v in base.items() if v is not None}
     s_noise, s_pois = seed_seq.spawn(2)
     g_noise, g_pois = np.random.default_rng(s_noise), np.random.default_rng(s_pois)
     noisy_needed = "noise" in components or "total" in components
     # uniforms for the noise, shared by the 'noise' and 'total' components (CRN)
-    u = {m: g_noise.random((size,) + base[m].shape) for m in TABLES if m in base and m in noised} if noisy_needed else {}
+    u = (
+        {m: g_noise.random((size,) + base[m].shape) for m in TABLES if m in base and m in noised}
+        if noisy_needed
+        else {}
+    )
     indep = bool(getattr(noise, "count_independent", False))
     eps = {m: noise.noise_from_uniform(v) for m, v in u.items()} if indep else {}
 
@@ -163,7 +174,11 @@ def _chunk(job):
             else:
                 pois[m] = g_pois.poisson(np.broadcast_to(base[m], (size,) + base[m].shape))
     E_orig = exposure(base["pop_start"], base["pop_end"], lay.ages)  # no replicate axis: broadcasts
-    E_noisy = exposure(noisy("pop_start", base["pop_start"]), noisy("pop_end", base["pop_end"]), lay.ages) if noisy_needed else None
+    E_noisy = (
+        exposure(noisy("pop_start", base["pop_start"]), noisy("pop_end", base["pop_end"]), lay.ages)
+        if noisy_needed
+        else None
+    )
 
     out = {}
     for comp in components:
@@ -313,7 +328,11 @@ def monte_carlo(
             vals = np.concatenate(a["values"], axis=0)
             with np.errstate(invalid="ignore"):
                 # np.quantile is vectorised; nanquantile falls back to a Python loop per cell
-                q = np.quantile(vals, quantiles, axis=0) if not np.isnan(vals).any() else np.nanquantile(vals, quantiles, axis=0)
+                q = (
+                    np.quantile(vals, quantiles, axis=0)
+                    if not np.isnan(vals).any()
+                    else np.nanquantile(vals, quantiles, axis=0)
+                )
             st["q_lo"], st["q_hi"] = q[0], q[-1]
         res.stats[(ind, comp)] = st
     return res

@@ -29,10 +29,26 @@ import numpy as np
 
 from demonoise.core.counts import Counts
 from demonoise.core.errors import DataError, ParameterError
-from demonoise.demography.indicators import INDICATORS, Linearisation, linearise_asfr, linearise_asmr, linearise_e, linearise_tfr
+from demonoise.demography.indicators import (
+    INDICATORS,
+    Linearisation,
+    linearise_asfr,
+    linearise_asmr,
+    linearise_e,
+    linearise_tfr,
+)
 from demonoise.core.layout import Layout, publish
 
-__all__ = ["TABLES", "IndicatorBlock", "Linearised", "linearise", "check_noised", "noise_cell_moments", "poisson_cell_variance", "admixture"]
+__all__ = [
+    "TABLES",
+    "IndicatorBlock",
+    "Linearised",
+    "linearise",
+    "check_noised",
+    "noise_cell_moments",
+    "poisson_cell_variance",
+    "admixture",
+]
 
 #: Published tables noise can sit on.
 TABLES = ("deaths", "births", "pop_start", "pop_end")
@@ -105,7 +121,11 @@ def _check_exposure(counts: Counts, layout: Layout):
     if bad.any():
         r, s, x = (int(i) for i in np.argwhere(bad)[0])
         raise DataError(
-            f"{D[r, s, x]:g} deaths with zero exposure", dataset=counts.name, region=counts.codes[r], sex=counts.sexes[s], age=layout.lt_labels[x]
+            f"{D[r, s, x]:g} deaths with zero exposure",
+            dataset=counts.name,
+            region=counts.codes[r],
+            sex=counts.sexes[s],
+            age=layout.lt_labels[x],
         )
     empty = D[..., -1] <= 0
     if empty.any():
@@ -192,7 +212,9 @@ def linearise(
             for k in e_ages:
                 hit = np.nonzero(lower == k)[0]
                 if not hit.size:
-                    raise ParameterError(f"e_{k}: age {k} is not a life-table interval start ({', '.join(str(int(x)) for x in lower)})")
+                    raise ParameterError(
+                        f"e_{k}: age {k} is not a life-table interval start ({', '.join(str(int(x)) for x in lower)})"
+                    )
                 idx.append(int(hit[0]))
             idx = np.array(idx)
         lin = linearise_e(layout, pub.deaths, pub.pop_start, pub.pop_end, ages=idx, a=a, a0=a0)
@@ -207,7 +229,9 @@ def linearise(
         if "asfr" in fert:
             lin = linearise_asfr(layout, pub.births, pf0, pf1)
             lin = _add_sex_axis(lin)
-            blocks["asfr"] = IndicatorBlock("asfr", ("F",), layout.fert_lower, layout.fert_labels, lin, b[:, None], W[:, None], True)
+            blocks["asfr"] = IndicatorBlock(
+                "asfr", ("F",), layout.fert_lower, layout.fert_labels, lin, b[:, None], W[:, None], True
+            )
         if "tfr" in fert:
             lin = _add_sex_axis(linearise_tfr(layout, pub.births, pf0, pf1))
             blocks["tfr"] = IndicatorBlock(
@@ -259,4 +283,6 @@ def admixture(var_pois, var_noise):
     """Noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (nan where Var_pois = 0)."""
     var_pois = np.asarray(var_pois, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(var_pois > 0, np.sqrt(1.0 + np.asarray(var_noise) / np.where(var_pois > 0, var_pois, 1.0)) - 1.0, np.nan)
+        return np.where(
+            var_pois > 0, np.sqrt(1.0 + np.asarray(var_noise) / np.where(var_pois > 0, var_pois, 1.0)) - 1.0, np.nan
+        )

@@ -91,7 +91,9 @@ def filter_jsonstat(src: Path, dst: Path, geos: list[str], times: list[str]) -> 
     if "positions-with-no-data" in ext:
         ext["positions-with-no-data"] = {k: [] for k in ids}
     dst.write_text(json.dumps(d, ensure_ascii=False), encoding="utf-8")
-    print(f"{dst.name}: size {new_size}, {len(d['value'])} values, {len(d['status'])} statuses, {dst.stat().st_size} bytes")
+    print(
+        f"{dst.name}: size {new_size}, {len(d['value'])} values, {len(d['status'])} statuses, {dst.stat().st_size} bytes"
+    )
 
 
 def construct_fagec_sdmx(src: Path, dst: Path) -> None:
@@ -131,7 +133,9 @@ def main(src: Path) -> None:
     filter_csv(
         src / "demo_r_pjangroup_2019_2024.csv.gz",
         HERE / "demo_r_pjangroup_sample.csv.gz",
-        lambda r: r["geo"] in {"BE", "BE10", "BE34", "EL30", "LU00", "NL35", "EFTA"} and r["year"] in {"2022", "2023", "2024"},
+        lambda r: (
+            r["geo"] in {"BE", "BE10", "BE34", "EL30", "LU00", "NL35", "EFTA"} and r["year"] in {"2022", "2023", "2024"}
+        ),
     )
     filter_csv(
         src / "demo_r_d2jan_BE_2015_2025.csv.gz",

@@ -74,7 +74,10 @@ _LABELS = {
     "freq": ("Time frequency", {"A": "Annual"}),
     "unit": ("Unit of measure", {"NR": "Number", "YR": "Year"}),
     "sex": ("Sex", {"T": "Total", "M": "Males", "F": "Females"}),
-    "indic_de": ("Demographic indicator", {"TOTFERRT": "Total fertility rate", "AGEMOTH": "Mean age of women at childbirth"}),
+    "indic_de": (
+        "Demographic indicator",
+        {"TOTFERRT": "Total fertility rate", "AGEMOTH": "Mean age of women at childbirth"},
+    ),
 }
 
 
@@ -163,11 +166,15 @@ def main() -> None:
         orders = {"freq": ["A"], "unit": ["NR"], "sex": SEX_ORDER, "age": ages, "geo": REGIONS, "time": years}
         write_json_gz(jsonstat(code, label, reg, dims, orders), f"{code}_nuts2_{'-'.join(years)}.json.gz")
         # the country: sum over the 11 regions of the same extract
-        nat = df.groupby(["freq", "unit", "sex", "age", "time"], as_index=False)["value"].sum().assign(geo="BE", flag="")
+        nat = (
+            df.groupby(["freq", "unit", "sex", "age", "time"], as_index=False)["value"].sum().assign(geo="BE", flag="")
+        )
         orders_n = dict(orders, geo=["BE"])
         nat_label = "Population on 1 January by age and sex" if national == "demo_pjan" else "Deaths by age and sex"
         ndims = ["freq", "unit", "age", "sex", "geo", "time"] if national == "demo_pjan" else dims
-        write_json_gz(jsonstat(national, nat_label, nat, ndims, orders_n), f"{national}_country_{'-'.join(years)}.json.gz")
+        write_json_gz(
+            jsonstat(national, nat_label, nat, ndims, orders_n), f"{national}_country_{'-'.join(years)}.json.gz"
+        )
 
     # births: national real cells + constructed split of the residual; regional constructed
     b = bir[(bir["geo"] == "BE") & (bir["time"] == 2023)]
@@ -178,37 +185,76 @@ def main() -> None:
     cells["Y_LT15"] = resid // 3
     cells["Y_GE50"] = resid - resid // 3
     ages = ["TOTAL", "Y_LT15"] + [f"Y{a}" for a in range(15, 50)] + ["Y_GE50", "UNK"]
-    nat = pd.DataFrame({"freq": "A", "unit": "NR", "sex": "T", "age": ages, "geo": "BE", "time": "2023",
-                        "value": [total] + [cells[a] for a in ages[1:]], "flag": ""})
+    nat = pd.DataFrame(
+        {
+            "freq": "A",
+            "unit": "NR",
+            "sex": "T",
+            "age": ages,
+            "geo": "BE",
+            "time": "2023",
+            "value": [total] + [cells[a] for a in ages[1:]],
+            "flag": "",
+        }
+    )
     orders = {"freq": ["A"], "unit": ["NR"], "age": ages, "sex": ["T"], "geo": ["BE"], "time": ["2023"]}
-    write_json_gz(jsonstat("demo_fagec", "Live births by mother's age and newborn's sex", nat,
-                           ["freq", "unit", "age", "sex", "geo", "time"], orders), "demo_fagec_country_2023.json.gz")
+    write_json_gz(
+        jsonstat(
+            "demo_fagec",
+            "Live births by mother's age and newborn's sex",
+            nat,
+            ["freq", "unit", "age", "sex", "geo", "time"],
+            orders,
+        ),
+        "demo_fagec_country_2023.json.gz",
+    )
     women = pop[(pop["sex"] == "F") & (pop["time"] == 2023) & pop["age"].isin([f"Y{a}" for a in range(15, 50)])]
     w = women.groupby("geo")["value"].sum()
     rows = []
     for g in REGIONS:
         share = w[g] / w.sum()
         c = {a: int(round(cells[a] * share)) for a in ages[1:]}
-        rows += [("A", "NR", "TOTAL", g, "2023", sum(c.values()), "")] + [("A", "NR", a, g, "2023", v, "") for a, v in c.items()]
+        rows += [("A", "NR", "TOTAL", g, "2023", sum(c.values()), "")] + [
+            ("A", "NR", a, g, "2023", v, "") for a, v in c.items()
+        ]
     reg = pd.DataFrame(rows, columns=["freq", "unit", "age", "geo", "time", "value", "flag"])
     orders = {"freq": ["A"], "unit": ["NR"], "age": ages, "geo": REGIONS, "time": ["2023"]}
-    write_json_gz(jsonstat("demo_r_fagec", "Live births by age of mother and NUTS 2 region", reg,
-                           ["freq", "unit", "age", "geo", "time"], orders), "demo_r_fagec_nuts2_2023.json.gz")
+    write_json_gz(
+        jsonstat(
+            "demo_r_fagec",
+            "Live births by age of mother and NUTS 2 region",
+            reg,
+            ["freq", "unit", "age", "geo", "time"],
+            orders,
+        ),
+        "demo_r_fagec_nuts2_2023.json.gz",
+    )
 
     # comparison tables (2021): real life expectancy, constructed fertility indicators
     le = read_eurostat(SRC / "demo_r_mlifexp_BE_2021.tsv.gz").reset_index(drop=True)
     le = le[(le["time"] == 2021) & (le["geo"].str.len().isin([2, 4]))].assign(time="2021", freq="A")
     geos = list(dict.fromkeys(le["geo"]))
     orders = {"freq": ["A"], "unit": ["YR"], "sex": SEX_ORDER, "age": ["Y_LT1", "Y65"], "geo": geos, "time": ["2021"]}
-    write_json_gz(jsonstat("demo_r_mlifexp", "Life expectancy by age, sex and NUTS 2 region", le, dims, orders),
-                  "demo_r_mlifexp_country-nuts2_2021.json.gz")
-    fr = pd.DataFrame([("A", "NR", "TOTFERRT", g, "2021", v, "") for g, v in (("BE", 1.11), ("BE31", 1.22), ("BE34", 1.33))]
-                      + [("A", "YR", "AGEMOTH", g, "2021", v, "") for g, v in (("BE", 30.1), ("BE31", 30.2), ("BE34", 30.3))],
-                      columns=["freq", "unit", "indic_de", "geo", "time", "value", "flag"])
+    write_json_gz(
+        jsonstat("demo_r_mlifexp", "Life expectancy by age, sex and NUTS 2 region", le, dims, orders),
+        "demo_r_mlifexp_country-nuts2_2021.json.gz",
+    )
+    fr = pd.DataFrame(
+        [("A", "NR", "TOTFERRT", g, "2021", v, "") for g, v in (("BE", 1.11), ("BE31", 1.22), ("BE34", 1.33))]
+        + [("A", "YR", "AGEMOTH", g, "2021", v, "") for g, v in (("BE", 30.1), ("BE31", 30.2), ("BE34", 30.3))],
+        columns=["freq", "unit", "indic_de", "geo", "time", "value", "flag"],
+    )
     # unit differs by indicator: keep it as a dimension the way Eurostat publishes (NR / YR)
-    orders = {"freq": ["A"], "unit": ["NR", "YR"], "indic_de": ["TOTFERRT", "AGEMOTH"], "geo": ["BE", "BE31", "BE34"],
-              "time": ["2021"]}
-    d = jsonstat("demo_r_find2", "Fertility indicators by NUTS 2 region", fr, ["freq", "unit", "indic_de", "geo", "time"], orders)
+    orders = {
+        "freq": ["A"],
+        "unit": ["NR", "YR"],
+        "indic_de": ["TOTFERRT", "AGEMOTH"],
+        "geo": ["BE", "BE31", "BE34"],
+        "time": ["2021"],
+    }
+    d = jsonstat(
+        "demo_r_find2", "Fertility indicators by NUTS 2 region", fr, ["freq", "unit", "indic_de", "geo", "time"], orders
+    )
     d["value"] = {k: float(v) for k, v in d["value"].items()}
     write_json_gz(d, "demo_r_find2_country-nuts2_2021.json.gz")
 
@@ -216,9 +262,16 @@ def main() -> None:
     # plus the country BE and the NUTS 1 region BE3 (both must be ignored by the NUTS 2 reader)
     p = pop.assign(time=pop["time"].astype(str))
     be = p.groupby(["freq", "unit", "sex", "age", "time"], as_index=False)["value"].sum().assign(geo="BE")
-    be3 = p[p["geo"].str.startswith("BE3")].groupby(["freq", "unit", "sex", "age", "time"], as_index=False)["value"].sum().assign(geo="BE3")
+    be3 = (
+        p[p["geo"].str.startswith("BE3")]
+        .groupby(["freq", "unit", "sex", "age", "time"], as_index=False)["value"]
+        .sum()
+        .assign(geo="BE3")
+    )
     allp = pd.concat([be, be3, p[p["geo"].isin(REGIONS)]])
-    wide = allp.pivot_table(index=["freq", "unit", "sex", "age", "geo"], columns="time", values="value", aggfunc="first")
+    wide = allp.pivot_table(
+        index=["freq", "unit", "sex", "age", "geo"], columns="time", values="value", aggfunc="first"
+    )
     age_rank = {a: i for i, a in enumerate(_ages(p))}
     keys = sorted(wide.index, key=lambda k: (k[2], age_rank[k[3]], k[4]))
     lines = ["freq,unit,sex,age,geo\\TIME_PERIOD\t" + "\t".join(f"{t} " for t in wide.columns) + "\n"]
