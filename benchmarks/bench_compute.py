@@ -45,11 +45,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
-    from demonoise.io.datasets import load
-    from demonoise.uncertainty.montecarlo import monte_carlo
-    from demonoise.noise.models import GenericNoise
-    from demonoise.uncertainty.propagation import linearise, noise_cell_moments, poisson_cell_variance
     from demonoise.analysis.results import results_table
+    from demonoise.io.datasets import load
+    from demonoise.noise.models import GenericNoise
+    from demonoise.uncertainty.montecarlo import monte_carlo
+    from demonoise.uncertainty.propagation import linearise, noise_cell_moments, poisson_cell_variance
 
     print(f"load average before: {os.getloadavg()[0]:.2f} (cpus: {os.cpu_count()})")
     t = time.perf_counter()

@@ -23,10 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _fixtures_lifetable import belgian_counts  # noqa: E402
-
+from demonoise.noise.models import GenericNoise  # noqa: E402
 from demonoise.uncertainty.calibration import calibrate_linearised  # noqa: E402
 from demonoise.uncertainty.montecarlo import monte_carlo  # noqa: E402
-from demonoise.noise.models import GenericNoise  # noqa: E402
 from demonoise.uncertainty.propagation import linearise  # noqa: E402
 
 THRESHOLDS = (0.1, 0.5, 1.0)

@@ -22,12 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import _fixtures_datasets as fx  # noqa: E402
-
 from demonoise.core.counts import AgeAxis  # noqa: E402
-from demonoise.demography.indicators import life_expectancy, tfr  # noqa: E402
-from demonoise_build import build as bd  # noqa: E402
 from demonoise.core.layout import Layout  # noqa: E402
+from demonoise.demography.indicators import life_expectancy, tfr  # noqa: E402
 from demonoise.uncertainty.propagation import linearise, poisson_cell_variance  # noqa: E402
+from demonoise_build import build as bd  # noqa: E402
 
 
 def calibration_errors(parts):

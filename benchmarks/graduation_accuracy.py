@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _fixtures_graduation import load_be_d2jan, load_fordagec, load_pjan  # noqa: E402
-
 from demonoise_build.graduation import METHODS, graduate, group_sums  # noqa: E402
 
 LOWER = np.arange(0, 85, 5)

@@ -21,8 +21,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from demonoise.noise.models import GenericNoise  # noqa: E402
 from demonoise.analysis.ptables import load_ptable
+from demonoise.noise.models import GenericNoise  # noqa: E402
 from demonoise.noise.ptable import VarianceNotReachedWarning, build_ptable  # noqa: E402
 from test_ptable import _slsqp_row  # noqa: E402 (the tests' independent solver)
 

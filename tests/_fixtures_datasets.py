@@ -32,7 +32,7 @@ INNER = [f"Y{a}" for a in range(15, 50)]
 
 
 # ------------------------------------------------------------------ raw tables (plain pandas)
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pjangroup() -> pd.DataFrame:
     """Long CSV freq,unit,sex,age,geo,values,year -> columns geo, sex, age, year, value."""
     df = pd.read_csv(PJANGROUP, dtype={"geo": str, "sex": str, "age": str})
@@ -62,7 +62,7 @@ def long_be(path: Path, year: int, codes, sexes=("F", "M", "T")) -> np.ndarray:
     return piv.to_numpy().reshape(len(codes), len(sexes), len(ages))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fordagec() -> pd.DataFrame:
     """SDMX-CSV -> columns geo, age, year, value (birth order TOTAL)."""
     df = pd.read_csv(FORDAGEC, dtype=str)
@@ -101,7 +101,7 @@ def national_births_rule(country: str, year: int = 2023) -> np.ndarray | None:
     return np.concatenate([[lt15], cells, [ge50, unk]]).astype(np.int64)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mlifexp() -> pd.DataFrame:
     """Bulk TSV (unit,sex,age,geo\\time; values like '79.2 e', ':') -> geo, sex, age, year, value."""
     with gzip.open(MLIFEXP, "rt", encoding="utf-8") as f:

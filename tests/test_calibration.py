@@ -22,6 +22,12 @@ import pytest
 from scipy.optimize import brentq
 
 from _fixtures_lifetable import belgian_counts
+from demonoise.analysis.results import results_table
+from demonoise.cli import main
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.io.template import read_counts_csv, write_counts_csv
+from demonoise.noise.models import GenericNoise, PTableNoise
+from demonoise.noise.ptable import build_ptable
 from demonoise.uncertainty.calibration import (
     PTableFamily,
     calibrate,
@@ -31,14 +37,8 @@ from demonoise.uncertainty.calibration import (
     generic_v_max,
     invert_piecewise_linear,
 )
-from demonoise.cli import main
-from demonoise.core.errors import DataError, ParameterError
-from demonoise.io.template import read_counts_csv, write_counts_csv
 from demonoise.uncertainty.montecarlo import monte_carlo
-from demonoise.noise.models import GenericNoise, PTableNoise
 from demonoise.uncertainty.propagation import TABLES, admixture, linearise, noise_cell_moments, poisson_cell_variance
-from demonoise.noise.ptable import build_ptable
-from demonoise.analysis.results import results_table
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "counts_template.csv"
 

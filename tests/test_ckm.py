@@ -27,7 +27,15 @@ import pandas as pd
 import pytest
 
 from _fixtures_lifetable import belgian_counts
+from demonoise.analysis.compute import read_table
+from demonoise.analysis.ptables import load_ptable, read_ptable, write_ptable
+from demonoise.analysis.results import results_table
 from demonoise.cli import main
+from demonoise.core.errors import ParameterError
+from demonoise.demography.indicators import life_expectancy
+from demonoise.io.template import read_counts_csv
+from demonoise.noise.models import GenericNoise, PTableNoise
+from demonoise.noise.ptable import build_ptable
 from demonoise.uncertainty.comparison import (
     compare_noise,
     comparison_note,
@@ -35,16 +43,8 @@ from demonoise.uncertainty.comparison import (
     smallest_regions,
     summarise_comparison,
 )
-from demonoise.analysis.compute import read_table
-from demonoise.core.errors import ParameterError
-from demonoise.demography.indicators import life_expectancy
-from demonoise.io.template import read_counts_csv
 from demonoise.uncertainty.montecarlo import monte_carlo, z_score
-from demonoise.noise.models import GenericNoise, PTableNoise
 from demonoise.uncertainty.propagation import linearise, noise_cell_moments
-from demonoise.analysis.ptables import load_ptable, read_ptable, write_ptable
-from demonoise.noise.ptable import build_ptable
-from demonoise.analysis.results import results_table
 
 N = 10_000
 ROOT = Path(__file__).resolve().parents[1]

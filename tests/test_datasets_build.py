@@ -20,11 +20,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import _fixtures_datasets as fx  # noqa: E402
-
-from demonoise.demography.indicators import life_expectancy  # noqa: E402
-from demonoise_build import build as bd  # noqa: E402
 from demonoise.core.layout import Layout  # noqa: E402
+from demonoise.demography.indicators import life_expectancy  # noqa: E402
 from demonoise.uncertainty.propagation import linearise, poisson_cell_variance  # noqa: E402
+from demonoise_build import build as bd  # noqa: E402
 
 COMMITTED = bd.default_out_dir()
 

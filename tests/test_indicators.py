@@ -13,6 +13,7 @@ import pytest
 from _fixtures_lifetable import belgian_counts, published_e
 from demonoise.core.counts import AgeAxis, spread_unknown
 from demonoise.core.errors import ParameterError
+from demonoise.core.layout import Layout, publish
 from demonoise.demography.indicators import (
     asfr,
     asmr,
@@ -23,7 +24,6 @@ from demonoise.demography.indicators import (
     linearise_tfr,
     tfr,
 )
-from demonoise.core.layout import Layout, publish
 
 BIRTH_AGES = AgeAxis.from_labels(["Y_LT15"] + [f"Y{a}" for a in range(15, 50)] + ["Y_GE50", "UNK"])
 

@@ -18,7 +18,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _fixtures_lifetable import belgian_counts, published_e, to_lifetable_axis  # noqa: E402
-
 from demonoise.core.errors import DataError, ParameterError  # noqa: E402
 from demonoise.demography.lifetable import (  # noqa: E402
     EUROSTAT_A0,

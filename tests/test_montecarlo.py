@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from _fixtures_lifetable import belgian_counts
-from demonoise.core.errors import DataError, ParameterError
-from demonoise.uncertainty.montecarlo import monte_carlo
-from demonoise.noise.models import GenericNoise
-from demonoise.uncertainty.propagation import linearise
 from demonoise.analysis.results import results_table
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.noise.models import GenericNoise
+from demonoise.uncertainty.montecarlo import monte_carlo
+from demonoise.uncertainty.propagation import linearise
 
 N = 10_000
 

@@ -26,7 +26,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _fixtures_lifetable import BE_NUTS2, published_e  # noqa: E402
-
 from demonoise.core.errors import DataError, ParameterError  # noqa: E402
 from demonoise.demography.lifetable import e_derivative, life_table, life_table_from_rates, lifetable_lower  # noqa: E402
 from demonoise_build.mortality_model import (  # noqa: E402

@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
+from demonoise.analysis.ptables import load_ptable
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.noise.models import GenericNoise, NoiseModel, PoissonNoise, PTableNoise, discrete_gaussian, zero_floor
-from demonoise.analysis.ptables import load_ptable
 from demonoise.noise.ptable import build_ptable
 
 VS = [0.1, 0.25, 0.5, 1, 2, 3, 5, 10]

@@ -17,7 +17,6 @@ import pytest
 from demonoise.core.errors import FormatError, ParameterError
 from demonoise.io import geo
 from demonoise.report import overview as ov
-
 from report_helpers import chromium, scan_html
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from demonoise.analysis.ptables import load_ptable, read_ptable, write_ptable
 from demonoise.core.errors import DataError, FormatError, ParameterError
 from demonoise.io.ptable_files import embedded_ptable_path, read_transition_ptable, sniff_ptable_format
-from demonoise.analysis.ptables import load_ptable, read_ptable, write_ptable
 from demonoise.noise.cellkey import cell_keys, perturb_table
 from demonoise.noise.ptable import PTable, VarianceNotReachedWarning, build_ptable
 

@@ -6,11 +6,11 @@ base; they are rounded to 3 decimals (sd, %) and 1 decimal (A, %)."""
 
 import pytest
 
+from demonoise.analysis.results import results_table
 from demonoise.core.counts import AgeAxis
 from demonoise.io.datasets import load
 from demonoise.noise.models import GenericNoise
 from demonoise.uncertainty.propagation import linearise
-from demonoise.analysis.results import results_table
 
 # region, sex, exposure, {V: (noise sd %, A %)}, Poisson sd %
 REFERENCE = [

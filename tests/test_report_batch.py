@@ -17,7 +17,6 @@ import pytest
 from demonoise.report import chromium as chrome
 from demonoise.report.batch import INDICATORS, parse_params, run_reports
 from demonoise.report.render import read_metrics
-
 from report_helpers import CHROMIUM, chromium, no_tmp_files, scan_html
 
 pytestmark = pytest.mark.slow

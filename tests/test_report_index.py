@@ -11,7 +11,6 @@ import pytest
 from demonoise.core.errors import ParameterError
 from demonoise.report.index import IndexRow, write_index
 from demonoise.report.render import RenderResult
-
 from report_helpers import no_tmp_files, scan_html
 
 

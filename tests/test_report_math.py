@@ -14,7 +14,6 @@ import pytest
 from demonoise.core.errors import ReportError
 from demonoise.report import chromium as chrome
 from demonoise.report.mathsvg import MATHJAX_END, MATHJAX_START, MathCache, find_math, inline_math
-
 from report_helpers import chromium, scan_html
 
 PAGE = (

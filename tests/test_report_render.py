@@ -15,7 +15,6 @@ from demonoise.report.notebook import METRICS_MIME
 from demonoise.report.render import Section, assemble, render_html, render_report
 from demonoise.report.run import Job, run_jobs
 from demonoise.report.templates import ENV_VAR, find_template_dir
-
 from report_helpers import COVER, GOOD, chromium, no_tmp_files, scan_html
 
 TITLE = "Fixture quality report"

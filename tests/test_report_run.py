@@ -21,7 +21,6 @@ from nbformat.v4 import new_code_cell, new_notebook
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.render import assemble, read_metrics, read_parameters
 from demonoise.report.run import Job, failed_path, run_jobs
-
 from report_helpers import BROKEN, GOOD, no_tmp_files
 
 LIB = Path(__file__).resolve().parents[1] / "lib"

@@ -16,18 +16,17 @@ import subprocess
 import numpy as np
 import pytest
 
+from demonoise.analysis import teaching as tc
+from demonoise.analysis.results import results_table
 from demonoise.core.errors import ParameterError
-from demonoise.demography.indicators import life_expectancy, lifetable_inputs, linearise_e
-from demonoise.io.datasets import load
 from demonoise.core.layout import Layout, publish
+from demonoise.demography.indicators import life_expectancy, lifetable_inputs, linearise_e
 from demonoise.demography.lifetable import e_derivative, life_table_from_rates, lifetable_lower
+from demonoise.io.datasets import load
 from demonoise.noise.models import GenericNoise
-from demonoise.uncertainty.propagation import linearise
 from demonoise.report import chromium as chrome
 from demonoise.report.render import read_metrics
-from demonoise.analysis.results import results_table
-from demonoise.analysis import teaching as tc
-
+from demonoise.uncertainty.propagation import linearise
 from report_helpers import chromium, scan_html
 
 

@@ -20,18 +20,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from demonoise.analysis.ptables import load_ptable
+from demonoise.analysis.results import results_table
+from demonoise.analysis.whatif import headline, scale_counts, sensitivity, what_if, what_if_settings
 from demonoise.cli import _parameter_value, main
 from demonoise.core.counts import AgeAxis, Counts, Provenance, TableProvenance
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.io.datasets import load
-from demonoise.analysis.ptables import load_ptable
 from demonoise.noise.models import GenericNoise, PTableNoise
-from demonoise.uncertainty.propagation import linearise
 from demonoise.report import chromium as chrome
 from demonoise.report.render import read_metrics, read_parameters
-from demonoise.analysis.results import results_table
-from demonoise.analysis.whatif import headline, scale_counts, sensitivity, what_if, what_if_settings
-
+from demonoise.uncertainty.propagation import linearise
 from report_helpers import chromium, scan_html
 
 NOTEBOOKS = __import__("pathlib").Path(__file__).resolve().parents[1] / "notebooks"
@@ -92,7 +91,6 @@ def test_scale_one_reproduces_the_plain_results(be):
     got = what_if(be, "BE34", V=[1, 5], ptable="v01")
     assert (got["scale"] == 1.0).all()
     lz = linearise(be.select(["BE34"]))
-    from demonoise.noise.models import PTableNoise
 
     want = results_table(lz, [GenericNoise(1), GenericNoise(5), PTableNoise(load_ptable("v01"))])
     pd.testing.assert_frame_equal(got.drop(columns="scale"), want)

@@ -154,8 +154,8 @@ def _download_bar(label: str, total: int | None):
 def cmd_fetch(args) -> int:
     import warnings
 
-    from demonoise.io.fetch import COUNT_TABLES, comparison_tables, fetch_counts
     from demonoise.core.errors import FetchError
+    from demonoise.io.fetch import COUNT_TABLES, comparison_tables, fetch_counts
 
     kw = dict(
         cache_dir=args.cache_dir,
@@ -356,8 +356,8 @@ def _describe_table(table, V=None) -> str:
 def cmd_ptable_build(args) -> int:
     import warnings
 
-    from demonoise.core.atomic import atomic_path
     from demonoise.analysis.ptables import write_ptable
+    from demonoise.core.atomic import atomic_path
     from demonoise.noise.ptable import VarianceNotReachedWarning, build_ptable
 
     pstay = None
@@ -410,9 +410,9 @@ def cmd_ptable_show(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from demonoise.analysis.compute import check_table_path, write_table
     from demonoise.core.atomic import atomic_write_text
     from demonoise.uncertainty.comparison import compare_noise, comparison_note, summarise_comparison
-    from demonoise.analysis.compute import check_table_path, write_table
 
     check_table_path(args.out)
     counts = _load_counts(args)
@@ -460,9 +460,9 @@ def _select(counts, regions, countries):
 
 
 def cmd_calibrate(args) -> int:
-    from demonoise.uncertainty.calibration import calibrate, calibration_summary, check_thresholds
     from demonoise.analysis.compute import check_table_path, write_table
     from demonoise.core.errors import ParameterError
+    from demonoise.uncertainty.calibration import calibrate, calibration_summary, check_thresholds
 
     # every parameter is checked before any data are read or anything is written
     thresholds = check_thresholds(args.thresholds)

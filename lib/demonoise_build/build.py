@@ -109,16 +109,14 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import scipy
 
-from demonoise_build import graduation
-from demonoise_build import mortality_model
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.counts import SEXES, AgeAxis, Counts, Provenance, TableProvenance, spread_unknown
 from demonoise.core.errors import DataError, ParameterError
@@ -126,6 +124,7 @@ from demonoise.io.eurostat import read_eurostat
 from demonoise.io.nuts import nuts_codes, nuts_region
 from demonoise.io.template import write_counts_csv
 from demonoise.io.tidy import table_to_array
+from demonoise_build import graduation, mortality_model
 
 __all__ = [
     "NAMES",

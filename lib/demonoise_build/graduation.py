@@ -76,7 +76,7 @@ accuracy. See ``tests/test_graduation.py`` and ``benchmarks/graduation_accuracy.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

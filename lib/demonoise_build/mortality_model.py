@@ -79,15 +79,15 @@ ch. "Introduction to model life tables" -- the relational logit model in practic
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy.special import expit
 
 from demonoise.core.errors import DataError, ParameterError
-from demonoise_build.graduation import to_integers
 from demonoise.demography.lifetable import EUROSTAT_A0, EUROSTAT_OPEN_AGE, life_table_from_rates, lifetable_lower
+from demonoise_build.graduation import to_integers
 
 __all__ = [
     "N_AGES",

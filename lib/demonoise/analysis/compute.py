@@ -6,19 +6,19 @@ This is what ``demonoise compute`` runs and what the report notebooks read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
+from demonoise.analysis.results import NoiseSetting, results_table
 from demonoise.core.atomic import atomic_path
 from demonoise.core.counts import Counts
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import INDICATORS
 from demonoise.uncertainty.montecarlo import monte_carlo
 from demonoise.uncertainty.propagation import TABLES, linearise
-from demonoise.analysis.results import NoiseSetting, results_table
 
 __all__ = ["noise_settings", "compute", "check_table_path", "write_table", "read_table"]
 
@@ -29,8 +29,8 @@ def noise_settings(
     """Noise settings for a run: the generic model at each variance ``V`` (optionally
     with maximum deviation ``D``) and one setting per p-table (a path or an embedded
     table name such as ``"v01"``)."""
-    from demonoise.noise.models import GenericNoise, PTableNoise
     from demonoise.analysis.ptables import resolve_ptable
+    from demonoise.noise.models import GenericNoise, PTableNoise
 
     out = [NoiseSetting.of(GenericNoise(float(v), D=D), noised) for v in V]
     for p in ptables:

@@ -80,7 +80,7 @@ class NoiseSetting:
     noised: tuple = TABLES
 
     @classmethod
-    def of(cls, model, noised=TABLES) -> "NoiseSetting":
+    def of(cls, model, noised=TABLES) -> NoiseSetting:
         table = getattr(model, "table", None)
         kind = "ptable" if table is not None else "generic"
         V = getattr(model, "nominal_variance", None)

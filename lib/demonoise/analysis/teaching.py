@@ -33,8 +33,8 @@ from __future__ import annotations
 import numpy as np
 
 from demonoise.core.errors import ParameterError
-from demonoise.demography.indicators import life_expectancy
 from demonoise.core.layout import Layout
+from demonoise.demography.indicators import life_expectancy
 from demonoise.demography.lifetable import LifeTable, e_derivative, life_table_from_rates
 
 __all__ = [

@@ -34,8 +34,8 @@ deaths the relative Poisson variance is exactly ``1 / D'_x`` (the scaled deaths)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -141,9 +141,9 @@ def what_if_settings(
         No noise at all, or an invalid ``V``/``D``.
     """
     from demonoise.analysis.compute import noise_settings
+    from demonoise.analysis.results import NoiseSetting
     from demonoise.noise.models import PTableNoise
     from demonoise.noise.ptable import PTable
-    from demonoise.analysis.results import NoiseSetting
 
     Vs = [float(v) for v in _as_list(V)]
     tables = _as_list(ptable)

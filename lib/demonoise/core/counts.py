@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -99,7 +100,7 @@ class AgeAxis:
 
     # ---- constructors
     @classmethod
-    def single(cls, last: int = 99, open_: bool = True, unknown: bool = True, first: int = 0) -> "AgeAxis":
+    def single(cls, last: int = 99, open_: bool = True, unknown: bool = True, first: int = 0) -> AgeAxis:
         """Single ages ``first..last`` plus, if ``open_``, the open interval ``last+1``+.
 
         The default is Eurostat's NUTS 2 layout: ``Y_LT1, Y1..Y99, Y_OPEN (100+), UNK``.
@@ -112,7 +113,7 @@ class AgeAxis:
         return cls(tuple(lo), tuple(up), unknown)
 
     @classmethod
-    def five_year(cls, open_at: int = 85, unknown: bool = True, infant: bool = False) -> "AgeAxis":
+    def five_year(cls, open_at: int = 85, unknown: bool = True, infant: bool = False) -> AgeAxis:
         """5-year groups ``0-4, 5-9, ..., (open_at-5)-(open_at-1)`` and ``open_at``+.
 
         With ``infant=True`` age 0 is published apart: ``Y_LT1, Y1-4, Y5-9, ...``.
@@ -125,7 +126,7 @@ class AgeAxis:
         return cls(tuple(lo), tuple(up), unknown)
 
     @classmethod
-    def from_labels(cls, labels: Sequence[str], *, source: str | None = None) -> "AgeAxis":
+    def from_labels(cls, labels: Sequence[str], *, source: str | None = None) -> AgeAxis:
         """Parse Eurostat age codes, in any order, into an axis.
 
         ``TOTAL`` is not an age interval and must be removed by the caller. Raises
@@ -230,10 +231,10 @@ class AgeAxis:
         except ValueError:
             raise DataError("age code not on this axis", age=label) from None
 
-    def without_unknown(self) -> "AgeAxis":
+    def without_unknown(self) -> AgeAxis:
         return dataclasses.replace(self, unknown=False)
 
-    def regroup_matrix(self, target: "AgeAxis") -> np.ndarray:
+    def regroup_matrix(self, target: AgeAxis) -> np.ndarray:
         """0/1 matrix ``G`` (``self.size x target.size``) with ``counts @ G`` the counts on ``target``.
 
         Each interval of ``self`` must lie inside one interval of ``target`` (nested
@@ -486,7 +487,7 @@ class Counts:
 
     def select(
         self, codes: Iterable[str] | None = None, *, country: str | None = None, level: int | None = None
-    ) -> "Counts":
+    ) -> Counts:
         """A new :class:`Counts` restricted to some regions (by code, country, NUTS level)."""
         if codes is not None:
             idx = [self.region_index(c) for c in codes]
@@ -515,7 +516,7 @@ class Counts:
         """Average population ``(P(t) + P(t+1)) / 2``, float, shape (R, 3, A)."""
         return (self.pop_start + self.pop_end) / 2.0
 
-    def regroup(self, ages: AgeAxis | None = None, birth_ages: AgeAxis | None = None) -> "Counts":
+    def regroup(self, ages: AgeAxis | None = None, birth_ages: AgeAxis | None = None) -> Counts:
         """Aggregate to coarser published intervals (e.g. single ages -> 5-year groups).
 
         Used to ask "what if the same counts had been published in 5-year groups?".
@@ -532,7 +533,7 @@ class Counts:
             kw.update(birth_ages=birth_ages, births=self.births @ self.birth_ages.regroup_matrix(birth_ages))
         return dataclasses.replace(self, **kw)
 
-    def replace(self, **changes) -> "Counts":
+    def replace(self, **changes) -> Counts:
         """A copy with some fields replaced (validated again)."""
         return dataclasses.replace(self, **changes)
 

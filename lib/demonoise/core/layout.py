@@ -213,7 +213,7 @@ class Layout:
     fert_max: int = 49
 
     @classmethod
-    def of(cls, counts: Counts, **kw) -> "Layout":
+    def of(cls, counts: Counts, **kw) -> Layout:
         return cls(counts.ages, counts.birth_ages, **kw)
 
     def __post_init__(self):

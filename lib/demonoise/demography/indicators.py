@@ -25,7 +25,6 @@ weight they have in the indicator.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from demonoise.core.counts import AgeAxis, spread_unknown
@@ -83,7 +82,7 @@ class CellMap:
         self.M = M  # (A_known, X) 0/1
         self.n_per_inner = M.sum(axis=0)
 
-    def with_axis(self, axis_pos: int) -> "CellMap":
+    def with_axis(self, axis_pos: int) -> CellMap:
         """The same map with a new length-1 axis inserted in the cells' leading axes."""
         return CellMap(self.grp, self.n_inner, np.expand_dims(self.cells, axis_pos), self.axis, self.scale)
 
@@ -212,7 +211,7 @@ class Linearisation:
             self._grads = {m: self.maps[m].expand(_diag(g) if self.diag[m] else g) for m, g in self.inner.items()}
         return self._grads
 
-    def with_axis(self, axis_pos: int = 1) -> "Linearisation":
+    def with_axis(self, axis_pos: int = 1) -> Linearisation:
         """The same linearisation with a length-1 axis inserted (e.g. a sex axis)."""
         value = np.expand_dims(self.value, axis_pos)
         if self._grads is not None and not self.inner:

@@ -28,8 +28,8 @@ annex (and of the project's DESIGN notes, section 2).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

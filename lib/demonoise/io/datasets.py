@@ -101,7 +101,7 @@ def embedded_names() -> list[str]:
     return sorted(n for n in names if folder.joinpath(f"{n}.csv.gz").is_file())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _meta(name: str) -> dict:
     path = _folder().joinpath(f"{name}.json")
     try:

@@ -86,9 +86,10 @@ import urllib.parse
 import urllib.request
 import warnings
 import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -218,7 +219,7 @@ def _check_endpoint(endpoint: str) -> str:
 
 
 def _utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _http_date_to_iso(value: str | None) -> str | None:
@@ -229,8 +230,8 @@ def _http_date_to_iso(value: str | None) -> str | None:
     except (TypeError, ValueError, IndexError):
         return None
     if d.tzinfo is None:
-        d = d.replace(tzinfo=_dt.timezone.utc)
-    return d.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        d = d.replace(tzinfo=_dt.UTC)
+    return d.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ------------------------------------------------------------------------------- errors

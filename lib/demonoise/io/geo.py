@@ -21,8 +21,8 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+from collections.abc import Iterable
 from importlib import resources
-from typing import Iterable
 
 from demonoise.core.errors import FormatError
 

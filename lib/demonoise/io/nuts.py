@@ -15,8 +15,8 @@ from __future__ import annotations
 import csv
 import functools
 import io
+from collections.abc import Iterable
 from importlib import resources
-from typing import Iterable
 
 from demonoise.core.counts import Region
 from demonoise.core.errors import DataError

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd

@@ -40,8 +40,9 @@ References
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -118,7 +119,7 @@ class PTable:
     source: str = ""
     label: str = ""
     key_table: np.ndarray | None = None
-    build_info: "pd.DataFrame | None" = None
+    build_info: pd.DataFrame | None = None
     _vals: np.ndarray = field(init=False, repr=False)
     _cum: np.ndarray = field(init=False, repr=False)
     _mean: np.ndarray = field(init=False, repr=False)
@@ -206,7 +207,7 @@ class PTable:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_data(cls, data, **meta) -> "PTable":
+    def from_data(cls, data, **meta) -> PTable:
         """Build from parsed file contents: any object with ``i``, ``v``, ``p``, ``key_table``
         and ``source`` (as :class:`demonoise.io.ptable_files.PTableData` has)."""
         return cls(i=data.i, v=data.v, p=data.p, key_table=data.key_table, source=data.source, **meta)
@@ -357,7 +358,7 @@ class PTable:
         rows = np.repeat(np.arange(self.I + 1), K)
         return self._interval_view().lookup(rows, np.tile(u, self.I + 1)).reshape(self.I + 1, K)
 
-    def _interval_view(self) -> "PTable":
+    def _interval_view(self) -> PTable:
         if self.key_table is None:
             return self
         return PTable(self.i, self.v, self.p, D=self.D, V=self.V, js=self.js, source=self.source, label=self.label)

@@ -61,9 +61,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import DemonoiseError, ParameterError, ReportError

@@ -36,11 +36,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from demonoise.core.errors import ReportError
 from demonoise.core.atomic import atomic_path
+from demonoise.core.errors import ReportError
 
 __all__ = [
     "DEFAULT_CHROMIUM",
@@ -510,7 +510,7 @@ class Browser:
                 break
             time.sleep(0.05)
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc) -> None:

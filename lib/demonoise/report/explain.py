@@ -10,7 +10,7 @@ cent; the same component colours as the reports (:data:`~.charts.COMPONENT_COLOU
 from __future__ import annotations
 
 import html as _html
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import numpy as np
@@ -248,7 +248,7 @@ SOLUTION_CSS = (
 )
 
 
-def solution(summary: str, *parts) -> "object":
+def solution(summary: str, *parts) -> object:
     """A collapsible solution block (``<details>``), for Jupyter and for the HTML report.
 
     Parameters

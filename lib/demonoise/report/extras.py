@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.render import RenderResult, load_notebook, render_report

@@ -13,13 +13,14 @@ import html as _html
 import math
 import os
 import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from demonoise.core.errors import ParameterError, ReportError
 from demonoise.core.atomic import atomic_write_text
+from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
 
 __all__ = ["IndexRow", "write_index", "STATUSES"]
@@ -67,7 +68,7 @@ class IndexRow:
                 object.__setattr__(self, attr, Path(v))
 
     @classmethod
-    def from_render(cls, name: str, result, *, summary: Mapping[str, Any] | None = None) -> "IndexRow":
+    def from_render(cls, name: str, result, *, summary: Mapping[str, Any] | None = None) -> IndexRow:
         """Row for a :class:`~demonoise.report.render.RenderResult`."""
         return cls(
             name=name,
@@ -187,7 +188,7 @@ def write_index(
     if data_status:
         lines = "".join(f"<li><strong>{esc(k)}</strong>: {esc(v)}</li>" for k, v in data_status.items())
         status_box = f'<div class="dn-status{" dn-status-modelled" if modelled else ""}"><strong>Data status</strong><ul>{lines}</ul></div>'
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     from demonoise.core.version import __version__
 
     page = f"""<!DOCTYPE html>

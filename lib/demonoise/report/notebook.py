@@ -29,7 +29,8 @@ import html
 import json
 import math
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = [
     "RENDERER_NAME",

@@ -31,13 +31,14 @@ Presentation layer.
 from __future__ import annotations
 
 import math
-import re
 import os
+import re
 import sys
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -1203,7 +1204,7 @@ class OverviewParams:
             raise ParameterError("mc must be >= 0 and n_most >= 1")
 
     @classmethod
-    def of(cls, params: Any) -> "OverviewParams":
+    def of(cls, params: Any) -> OverviewParams:
         """From an ``OverviewParams``, a mapping, or any object with such attributes
         (unknown keys are ignored)."""
         if isinstance(params, cls):
@@ -1251,9 +1252,9 @@ def _calibration_results(p: OverviewParams, out: Path) -> Path:
     """The calibration table of the overview's dataset
     (``calibrate(counts, thresholds, granularity="single", e_ages=(0, 65))``), written
     to ``out`` (Parquet)."""
-    from demonoise.uncertainty.calibration import calibrate
     from demonoise.analysis.compute import write_table
     from demonoise.io.datasets import load
+    from demonoise.uncertainty.calibration import calibrate
 
     counts = load(p.dataset)
     if p.countries is not None:

@@ -39,14 +39,15 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from demonoise.core.errors import ParameterError, ReportError
 from demonoise.core.atomic import atomic_write_text
-from demonoise.report.chromium import ChromiumNotFoundError, DEFAULT_BUDGET_MS, print_pdf
+from demonoise.core.errors import ParameterError, ReportError
+from demonoise.report.chromium import DEFAULT_BUDGET_MS, ChromiumNotFoundError, print_pdf
 from demonoise.report.notebook import METRICS_MIME, VEGA_SPEC_CLASS
 from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
 

@@ -49,13 +49,14 @@ import sys
 import time
 import uuid
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from demonoise.core.errors import ParameterError, ReportError
 from demonoise.core.atomic import atomic_path
+from demonoise.core.errors import ParameterError, ReportError
 
 __all__ = [
     "DEFAULT_KERNEL",
@@ -505,7 +506,7 @@ def _stamp(nb, job: Job, key: str, options: _Options, seconds: float, reused: bo
             "kernel": options.choice.name,
             "kernel_reused": reused,
             "seconds": round(seconds, 3),
-            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         }
     }
 

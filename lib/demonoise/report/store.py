@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from demonoise.core.atomic import atomic_write_text
 from demonoise.analysis.compute import compute, noise_settings, write_table
+from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import INDICATORS
 

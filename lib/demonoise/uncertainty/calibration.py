@@ -78,6 +78,7 @@ import pandas as pd
 from demonoise.core.counts import Counts
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.demography.indicators import INDICATORS
+from demonoise.noise.ptable import PTable, build_ptable
 from demonoise.uncertainty.propagation import (
     TABLES,
     Linearised,
@@ -86,7 +87,6 @@ from demonoise.uncertainty.propagation import (
     linearise,
     poisson_cell_variance,
 )
-from demonoise.noise.ptable import PTable, build_ptable
 
 __all__ = [
     "THRESHOLDS",
@@ -246,7 +246,7 @@ def invert_piecewise_linear(nodes, F, target) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- p-tables
-_TABLES: "OrderedDict[tuple, PTable | ParameterError]" = OrderedDict()
+_TABLES: OrderedDict[tuple, PTable | ParameterError] = OrderedDict()
 _TABLES_MAX = 512
 #: Row variances may dip by this much where the variance bound is (nearly) slack: the
 #: solver's optimum there is within ~3e-7 of the uniform law (measured for D = 3), and the
@@ -481,7 +481,7 @@ class PTableFamily:
         return VarianceCurve(xs, rows, monotone, lo, v_sat, builds)
 
 
-def _family(family) -> "str | PTableFamily":
+def _family(family) -> str | PTableFamily:
     """``"generic"``, a :class:`PTableFamily`, or ``("ptable", D[, js[, pstay]])``."""
     if isinstance(family, PTableFamily):
         return family

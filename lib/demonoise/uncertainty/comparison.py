@@ -40,17 +40,17 @@ disclosure risk estimation for additive noise. PSD 2016, LNCS 9867 -- p-tables.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from demonoise.core.counts import Counts
 from demonoise.core.errors import ParameterError
-from demonoise.uncertainty.montecarlo import monte_carlo, z_score
 from demonoise.noise.models import GenericNoise, PTableNoise
-from demonoise.uncertainty.propagation import TABLES, linearise, noise_cell_moments, poisson_cell_variance
 from demonoise.noise.ptable import PTable
+from demonoise.uncertainty.montecarlo import monte_carlo, z_score
+from demonoise.uncertainty.propagation import TABLES, linearise, noise_cell_moments, poisson_cell_variance
 
 __all__ = [
     "SIZE_EDGES",

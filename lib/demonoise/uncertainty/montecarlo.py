@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from demonoise.core.errors import ParameterError
 from demonoise.core.counts import spread_unknown
+from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import exposure
 from demonoise.demography.lifetable import e_only
 from demonoise.uncertainty.propagation import TABLES, Linearised, check_noised

@@ -29,6 +29,7 @@ import numpy as np
 
 from demonoise.core.counts import Counts
 from demonoise.core.errors import DataError, ParameterError
+from demonoise.core.layout import Layout, publish
 from demonoise.demography.indicators import (
     INDICATORS,
     Linearisation,
@@ -37,7 +38,6 @@ from demonoise.demography.indicators import (
     linearise_e,
     linearise_tfr,
 )
-from demonoise.core.layout import Layout, publish
 
 __all__ = [
     "TABLES",
