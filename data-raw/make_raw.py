@@ -70,35 +70,44 @@ def _gz_lines(path: Path) -> list[str]:
         return f.read().splitlines(keepends=True)
 
 
-def _write_gz(path: Path, lines: list[str]) -> None:
+def _lines(path: Path) -> list[str]:
+    """The lines of a text extract, gzipped (``.gz``) or plain, line endings kept."""
+    if path.name.endswith(".gz"):
+        return _gz_lines(path)
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read().splitlines(keepends=True)
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    """Write the kept lines: gzip (``mtime = 0``, no file name) for a ``.gz`` name, else plain."""
     data = "".join(lines).encode("utf-8")
-    path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0) if path.name.endswith(".gz") else data)
     print(f"{path.name}: {len(lines) - 1} data lines, {path.stat().st_size} bytes")
 
 
 def filter_csv(src: Path, dst: Path, keep) -> None:
     """Keep the header and the rows for which ``keep(dict_of_fields)`` is true."""
-    lines = _gz_lines(src)
+    lines = _lines(src)
     header = next(csv.reader([lines[0].rstrip("\r\n")]))
     out = [lines[0]]
     for line in lines[1:]:
         fields = next(csv.reader([line.rstrip("\r\n")]))
-        if keep(dict(zip(header, fields))):
+        if keep(dict(zip(header, fields, strict=True))):
             out.append(line)
-    _write_gz(dst, out)
+    _write(dst, out)
 
 
 def filter_tsv(src: Path, dst: Path, keep) -> None:
     """Eurostat TSV: keep the rows whose key (first field, comma separated) passes ``keep``."""
-    lines = _gz_lines(src)
+    lines = _lines(src)
     dims = lines[0].split("\t", 1)[0].split(",")
     dims[-1] = dims[-1].split("\\")[0]
     out = [lines[0]]
     for line in lines[1:]:
         key = line.split("\t", 1)[0].split(",")
-        if keep(dict(zip(dims, key))):
+        if keep(dict(zip(dims, key, strict=True))):
             out.append(line)
-    _write_gz(dst, out)
+    _write(dst, out)
 
 
 def main(src: Path) -> None:
@@ -134,6 +143,21 @@ def main(src: Path) -> None:
         src / "demo_r_mlifexp_1990_2021.tsv.gz",
         OUT / "demo_r_mlifexp_Y_LT1_Y65_FM_1990_2021.tsv.gz",
         lambda k: k["age"] in ("Y_LT1", "Y65") and k["sex"] in ("F", "M") and len(k["geo"]) in (2, 4),
+    )
+    # Total fertility rate 2013-2022 of the ess-2023 countries and their NUTS 2 regions
+    # (the extract holds only TOTFERRT rows of NUTS 0 and NUTS 2; this drops the UK row).
+    filter_tsv(
+        src / "demo_r_find3_TFR_nuts0_nuts2_2013_2022.tsv",
+        OUT / "demo_r_find3_TFR_NUTS0_NUTS2_2013_2022.tsv",
+        lambda k: k["geo"][:2] in COUNTRIES,
+    )
+    # Female population of the ess-2023 countries (NUTS 0) on 1 January 2019-2023, 5-year
+    # groups: the exposure of the national TFR cross-check of demo_r_find3 (2022, and the
+    # years before it for context).
+    filter_csv(
+        src / "demo_r_pjangroup_2019_2024.csv.gz",
+        OUT / "demo_r_pjangroup_NUTS0_F_2019_2023.csv.gz",
+        lambda r: r["year"] in {str(y) for y in range(2019, 2024)} and r["geo"] in COUNTRIES and r["sex"] == "F",
     )
 
 
