@@ -75,6 +75,8 @@ def cmd_datasets(args) -> int:
     w = max(len(r.name) for r in rows)
     for r in rows:
         print(f"{r.name:<{w}}  {r.kind:<8}  {r.year}  {r.regions:>4} regions  {r.label}")
+        if r.implications:
+            print(f"{'':<{w}}    what it means: {r.implications}")
         if args.verbose:
             for line in r.details:
                 print(f"{'':<{w}}    {line}")

@@ -10,19 +10,26 @@ committed under ``data-raw/eurostat/`` and writes, per dataset,
   (``region,sex,age,year,measure,value,status``; read back with
   :func:`demonoise.io.template.read_counts_csv`, the reader users use), integer
   values, deterministic row order, gzip with ``mtime = 0``;
-* ``<name>.json`` -- metadata: provenance per table, the label, the calibration
-  year, the regions carrying each fallback, calibration targets and parameters,
-  seeds, the versions of numpy / scipy / pandas / zlib used, and the sha256 of every
-  input and output file.
+* ``<name>.npz`` -- the same counts packed for fast loading
+  (:mod:`demonoise.io.packed`), made from the CSV as read back by the users' reader
+  and checked equal to it; the registry verifies it against the CSV and the JSON
+  before use;
+* ``<name>.json`` -- metadata: provenance per table, the label and its
+  ``implications`` (what the modelled parts mean for reading results), the
+  calibration year, the regions carrying each fallback, calibration targets and
+  parameters, the regional fertility targets and the national TFR cross-check, seeds,
+  the versions of numpy / scipy / pandas / zlib used, and the sha256 of every input
+  and output file.
 
 Usage::
 
     python -m demonoise_build [--raw DIR] [--out DIR] [--check] [NAME ...]
 
 ``--check`` rebuilds into a temporary directory and compares sha256 with the
-committed files (exit status 1 on a difference, 3 if the running numpy / scipy /
-pandas versions differ from the recorded ones, so that a comparison would be
-meaningless).
+committed files, the packed ``.npz`` by content (exit status 1 on a difference, 3
+if the running numpy / scipy / pandas versions differ from the recorded ones, so
+that a comparison would be meaningless). A build prints the national TFR
+cross-check of demo_r_find3 per country (:func:`cross_check_lines`).
 
 What is real and what is modelled
 ---------------------------------
@@ -31,8 +38,8 @@ What is real and what is modelled
     (demo_r_magec) by sex and single age as published (``Y_LT1 .. Y99``, the open
     group, ``UNK``; sex ``T`` as published, which equals ``F + M`` in these
     tables). Births 2023 by age of mother: the real national births (demo_fordagec)
-    after the boundary rule below; their split among the regions is *modelled*
-    (multinomial, female exposure).
+    after the boundary rule below; their split among the regions is *modelled* by the
+    regional fertility rule below.
 ``ess-2023`` (every NUTS 2 region, NUTS 2021 codes, with a 2023 population in
 demo_r_pjangroup, except empty ones, and the country totals)
     * Population: the real 5-year groups graduated to single ages ``0..84`` with
@@ -50,8 +57,7 @@ demo_r_pjangroup, except empty ones, and the country totals)
       seeded Poisson draw. Belgian regions keep their real deaths (demo_r_magec).
     * Births: *modelled*. The real national births of each age of mother
       (demo_fordagec, after the boundary rule) allocated to the country's regions
-      by a seeded multinomial draw in proportion to their female exposure at that
-      age.
+      by the regional fertility rule below.
 
 Rules common to both
 --------------------
@@ -65,11 +71,23 @@ Rules common to both
   at 49 (largest remainder, ties to ``Y_LT15``; an even split if both are 0). The
   TFR then counts them at 15 and 49 (:mod:`demonoise.core.layout`), so the split only
   moves a few births between the two boundary rates.
-* Regional allocation of births: cell ``j`` of the country goes to its regions by
-  a multinomial draw with probabilities proportional to the female exposure
-  ``W_r(x) = (P^F_{r,x}(2023) + P^F_{r,x}(2024)) / 2`` at that age (``Y_LT15``:
-  exposure at 15, ``Y_GE50``: at 49, ``UNK``: summed over 15-49); the regional
-  cells sum exactly to the national ones.
+* Regional fertility rule (:func:`fertility_rule`, :func:`expected_births`,
+  :func:`round_births`): each region's target TFR is its published 2022 TFR
+  (demo_r_find3) times its country's ratio ``TFR_c(2023) / TFR_c(2022)``, with
+  ``TFR_c(2023)`` the TFR of the real national births over the dataset's exposure and
+  ``TFR_c(2022)`` the published national value. The region's births follow the
+  national 2023 age pattern scaled to that target, raked to the national births of
+  each age: ``e_{r,x} = B_x s_r W_r(x) / sum_q s_q W_q(x)`` with ``s_r = TFR_r(2022)
+  / TFR_c(2022)`` and the female exposure ``W_r(x) = (P^F_{r,x}(2023) +
+  P^F_{r,x}(2024)) / 2`` (``Y_LT15``: exposure at 15, ``Y_GE50``: at 49; ``UNK`` in
+  proportion to the region's expected births of known age). Integers by a seeded
+  randomised (systematic) rounding per cell, so the regional cells sum exactly to the
+  national ones and each is within one birth of ``e`` (a multinomial draw would add
+  noise of Poisson size, sd 2.2 % of the TFR at 2 000 births, to every region). The
+  2022 national TFR of the
+  file is cross-checked against demo_fordagec and demo_r_pjangroup
+  (:func:`tfr_cross_check`; the build fails on a country outside
+  :data:`TFR_CHECK_TOL` without a stated reason in :data:`TFR_CHECK_EXCEPTIONS`).
 
 Fallbacks (all labelled in the JSON under ``fallbacks`` and in the table notes)
 ------------------------------------------------------------------------------
@@ -83,6 +101,9 @@ Fallbacks (all labelled in the JSON under ``fallbacks`` and in the table notes)
 * Calibration targets: a region without published e0/e65 in the calibration year
   takes the nearest earlier year that has both; else the first later year,
   shifted by its country's change between the calibration year and that year.
+* Regions without a published 2022 TFR (or whose country has none) keep the national
+  fertility (``s_r = 1``: births in proportion to female exposure); they are listed
+  under ``births_regional_tfr_missing`` (none in these datasets).
 * Births without usable data for 2023: a country with a 2023 ``TOTAL`` but absent
   single ages gets ``TOTAL - UNK - published`` spread over the absent ages and
   the births outside 15-49 in proportion to the latest year in which all of them
@@ -122,7 +143,9 @@ from demonoise.core.counts import SEXES, AgeAxis, Counts, Provenance, TableProve
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.io.eurostat import read_eurostat
 from demonoise.io.nuts import nuts_codes, nuts_region
-from demonoise.io.template import write_counts_csv
+from demonoise.io.packed import FORMAT as PACKED_FORMAT
+from demonoise.io.packed import read_packed, write_packed
+from demonoise.io.template import read_counts_csv, write_counts_csv
 from demonoise.io.tidy import table_to_array
 from demonoise_build import graduation, mortality_model
 
@@ -142,6 +165,15 @@ __all__ = [
     "Parts",
     "build_parts",
     "write_dataset",
+    "national_tfr",
+    "published_tfr",
+    "Fertility",
+    "fertility_rule",
+    "expected_births",
+    "round_births",
+    "tfr_cross_check",
+    "check_tfr_file",
+    "cross_check_lines",
     "build",
     "check",
     "default_raw_dir",
@@ -168,6 +200,35 @@ RAW_FILES: dict[str, tuple[str, str]] = {
     "magec": ("demo_r_magec_BE_2015_2019_2023.csv.gz", "demo_r_magec"),
     "fordagec": ("demo_fordagec_sdmx_2015_2023.csv.gz", "demo_fordagec"),
     "mlifexp": ("demo_r_mlifexp_Y_LT1_Y65_FM_1990_2021.tsv.gz", "demo_r_mlifexp"),
+    "find3": ("demo_r_find3_TFR_NUTS0_NUTS2_2013_2022.tsv", "demo_r_find3"),
+    "pjangroup0": ("demo_r_pjangroup_NUTS0_F_2019_2023.csv.gz", "demo_r_pjangroup"),
+}
+#: Raw inputs of each dataset (recorded with their sha256 in its JSON).
+INPUTS: dict[str, tuple[str, ...]] = {
+    "be-2023": ("d2jan", "magec", "fordagec", "find3", "pjangroup0"),
+    "ess-2023": tuple(RAW_FILES),
+}
+
+#: Year of the published regional TFR (demo_r_find3) that sets the regional fertility levels.
+TFR_YEAR: int = 2022
+#: Years of the national cross-check of demo_r_find3 (the rule uses TFR_YEAR; the others give context).
+TFR_CHECK_YEARS: tuple[int, ...] = (2019, 2020, 2021, 2022)
+#: Largest accepted |computed - published| national TFR of TFR_YEAR in the cross-check.
+TFR_CHECK_TOL: float = 0.03
+#: Countries outside TFR_CHECK_TOL in TFR_YEAR, with the reason (the build fails on any other).
+TFR_CHECK_EXCEPTIONS: dict[str, str] = {
+    "BG": (
+        "the published 2022 TFR (1.65, down from 1.79 in 2021) falls 8 % while the births fall 3.5 % and the women "
+        "aged 15-49 of demo_r_pjangroup 1.7 %; the computed value agrees within 0.006 in 2019-2021, so the 2022 "
+        "value rests on other population figures than this extract's (a post-census revision is the likely cause). "
+        "The rule takes from the file only each region's ratio to the national value, which a level shift common "
+        "to the regions leaves unchanged"
+    ),
+    "CY": (
+        "one region (CY00 = CY); the computed value agrees within 0.005 in 2019-2021 but exceeds the published 2022 "
+        "value (1.38) by 0.036: the 2022 value rests on other population figures than this extract's. The rule "
+        "gives CY00 the national 2023 TFR of the dataset whatever the 2022 level"
+    ),
 }
 
 #: Eurostat's NUTS 2 single-age layout: Y_LT1, Y1..Y99, the open 100+ (Y_OPEN), UNK.
@@ -186,7 +247,10 @@ UNIONS_2024: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
 )
 
 LABEL_ESS = "demonstration data: population real (Eurostat), deaths and births modelled (calibration year {year})"
-LABEL_BE = "population and deaths real (Eurostat); regional births modelled from national births (demo_fordagec)"
+LABEL_BE = (
+    "population and deaths real (Eurostat); regional births modelled from national births (demo_fordagec) "
+    "and regional 2022 TFR (demo_r_find3)"
+)
 
 _N_SINGLE = 85  # graduated single ages 0..84
 _OPEN = 85
@@ -401,7 +465,10 @@ def belgian_standard(raw: Raw) -> mortality_model.Standard:
     D = sum(cube(mg, y, "deaths") for y in STANDARD_YEARS)
     P = {y: cube(d2, y, "population") for y in (*STANDARD_YEARS, STANDARD_YEARS[-1] + 1)}
     E = sum((P[y] + P[y + 1]) / 2.0 for y in STANDARD_YEARS)
-    note = f"Belgium (sum of its NUTS 2 regions), deaths and exposure pooled {STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]} (demo_r_magec, demo_r_d2jan)"
+    note = (
+        f"Belgium (sum of its NUTS 2 regions), deaths and exposure pooled {STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]} "
+        "(demo_r_magec, demo_r_d2jan)"
+    )
     return mortality_model.build_standard(D, E, note=note)
 
 
@@ -454,7 +521,8 @@ def mortality_targets(mlifexp: pd.DataFrame, codes: Sequence[str], year: int = D
                     c0, c1 = get(code[:2], sex, year), get(code[:2], sex, y)
                     if c0 is None or c1 is None:
                         raise ParameterError(
-                            f"no e0/e65 for {code} {sex} in {year}, and its country lacks {year} or {y} to shift the {y} value"
+                            f"no e0/e65 for {code} {sex} in {year}, and its country lacks {year} or {y} "
+                            f"to shift the {y} value"
                         )
                     v = get(code, sex, y) - (c1 - c0)
                     used["shifted"].setdefault(code, []).append(f"{sex}:{y}")
@@ -536,7 +604,10 @@ def national_births(fordagec: pd.DataFrame, countries: Sequence[str], year: int 
             fill = _apportion(np.array(rest), w)
             cells = np.where(absent, fill[:-1], cells)
             rest = float(fill[-1])
-            used["missing_ages"][c] = {"ages": [a for a, m in zip(inner, absent) if m], "reference_year": int(ref)}
+            used["missing_ages"][c] = {
+                "ages": [a for a, m in zip(inner, absent, strict=True) if m],
+                "reference_year": int(ref),
+            }
         lt15, ge50 = _apportion(np.array(rest), np.array([cells[0], cells[-1]]))
         out[i] = np.concatenate([[lt15], cells, [ge50, unk]]).astype(np.int64)
     return out, used
@@ -548,17 +619,256 @@ def _birth_weights(W: np.ndarray) -> np.ndarray:
     return np.concatenate([W[:, 15:16], w15_49, W[:, 49:50], w15_49.sum(axis=1, keepdims=True)], axis=1)
 
 
-def _allocate_births(nat: np.ndarray, W: np.ndarray, country: str) -> np.ndarray:
-    """Multinomial allocation of one country's births (38,) to its regions, W (R, A)."""
-    w = _birth_weights(W)  # (R, 38)
+def national_tfr(births: np.ndarray, W: np.ndarray) -> np.ndarray:
+    r"""TFR of births on :data:`BIRTH_AXIS` over the female exposure ``W`` (single ages).
+
+    ``TFR = sum_{x=15}^{49} B*_x / W_x``, where ``B*`` counts the births under 15 at 15
+    and those of 50 and over at 49, and spreads the births of unknown age in proportion
+    to the known ones -- the convention of :mod:`demonoise.core.layout` (Eurostat's).
+
+    ``births`` (..., 38), ``W`` (..., >= 50) -> (...,).
+    """
+    b = np.asarray(births, dtype=float)
+    inner = b[..., 1:36].copy()
+    inner[..., 0] += b[..., 0]
+    inner[..., -1] += b[..., 36]
+    known = inner.sum(axis=-1, keepdims=True)
+    inner *= np.where(known > 0, (known + b[..., 37:38]) / np.where(known > 0, known, 1.0), 1.0)
+    return (inner / np.asarray(W, dtype=float)[..., 15:50]).sum(axis=-1)
+
+
+def published_tfr(find3: pd.DataFrame, codes: Sequence[str], year: int = TFR_YEAR) -> np.ndarray:
+    """The published total fertility rate (demo_r_find3, ``indic_de = TOTFERRT``) of
+    ``codes`` in ``year``; NaN where not published."""
+    df = find3
+    if "indic_de" in df.columns:
+        df = df[df["indic_de"] == "TOTFERRT"]
+    s = df[df["time"] == year].drop_duplicates("geo").set_index("geo")["value"]
+    return s.reindex(list(codes)).to_numpy(dtype=float)
+
+
+@dataclass
+class Fertility:
+    r"""The regional fertility rule of one dataset (module notes).
+
+    ``scale[r] = TFR_r(2022) / TFR_c(2022)`` (published, demo_r_find3; 1 where either
+    is not published: the region keeps the national fertility), the target
+    ``target[r] = TFR_r(2022) * ratio[c]`` with ``ratio[c] = TFR_c(2023) / TFR_c(2022)``,
+    ``TFR_c(2023)`` the TFR of the dataset's national births over its exposure.
+    """
+
+    codes: list[str]
+    countries: list[str]
+    published: np.ndarray  # (R,) published regional TFR of TFR_YEAR (nan: not published)
+    published_national: np.ndarray  # (C,)
+    tfr_national: np.ndarray  # (C,) TFR of YEAR from the dataset's national births and exposure
+    scale: np.ndarray  # (R,)
+    target: np.ndarray  # (R,)
+    missing: list[str]  # regions that keep the national fertility (no published value)
+
+    @property
+    def ratio(self) -> np.ndarray:
+        """``TFR_c(2023) / TFR_c(2022)`` per country (nan where the 2022 value is missing)."""
+        return self.tfr_national / self.published_national
+
+
+def fertility_rule(find3: pd.DataFrame, codes: Sequence[str], nat: np.ndarray, W: np.ndarray) -> Fertility:
+    """Regional fertility scales and targets (:class:`Fertility`).
+
+    Parameters
+    ----------
+    find3 : DataFrame
+        demo_r_find3 as read by :func:`demonoise.io.eurostat.read_eurostat`.
+    codes : sequence of str
+        NUTS 2 codes of the dataset (countries are their first two letters).
+    nat : ndarray (C, 38)
+        National births of :data:`YEAR` (:func:`national_births`), countries in order of
+        first appearance in ``codes``.
+    W : ndarray (R, A_known)
+        Female exposure ``(P(t) + P(t+1)) / 2`` by single age, per region.
+    """
+    codes = list(codes)
+    countries = list(dict.fromkeys(c[:2] for c in codes))
+    ci = np.array([countries.index(c[:2]) for c in codes])
+    pub_r = published_tfr(find3, codes)
+    pub_c = published_tfr(find3, countries)
+    W_c = np.stack([W[ci == k].sum(axis=0) for k in range(len(countries))])
+    t23 = national_tfr(nat, W_c)
+    ok = np.isfinite(pub_r) & np.isfinite(pub_c[ci]) & (pub_r > 0) & (pub_c[ci] > 0)
+    scale = np.where(ok, pub_r / np.where(ok, pub_c[ci], 1.0), 1.0)
+    target = scale * t23[ci]
+    missing = [c for c, k in zip(codes, ok, strict=True) if not k]
+    return Fertility(codes, countries, pub_r, pub_c, t23, scale, target, missing)
+
+
+def expected_births(nat: np.ndarray, W: np.ndarray, scale: np.ndarray, *, country: str = "") -> np.ndarray:
+    r"""Expected regional births of one country, raked to its national births.
+
+    The national age pattern scaled to each region's level, ``e_{r,j} \propto s_r
+    f_j W_{r,j}``, raked so that ``sum_r e_{r,j} = B_j`` for every cell ``j``:
+
+    .. math:: e_{r,j} = B_j \frac{s_r W_{r,j}}{\sum_q s_q W_{q,j}}
+
+    (the national rate ``f_j`` cancels); ``W_{r,j}`` is the female exposure at age
+    ``j`` (``Y_LT15``: at 15, ``Y_GE50``: at 49). Births of unknown age go in
+    proportion to each region's expected births of known age. With ``s = 1`` this is
+    allocation in proportion to female exposure (the rule for regions without a
+    published TFR).
+
+    ``nat`` (38,), ``W`` (R, A_known), ``scale`` (R,) -> float (R, 38).
+    """
+    w = _birth_weights(W)[:, :-1] * np.asarray(scale, dtype=float)[:, None]  # (R, 37)
     tot = w.sum(axis=0)
-    if np.any(tot <= 0):
-        j = int(np.argwhere(tot <= 0)[0][0])
+    need = (tot <= 0) & (nat[:-1] > 0)
+    if need.any():
+        j = int(np.flatnonzero(need)[0])
         raise DataError(
             "no female exposure at this age of mother", region=country, age=BIRTH_AXIS.labels[j], measure="births"
         )
-    p = (w / tot).T  # (38, R)
-    return _stream("births", country).multinomial(nat, p).T.astype(np.int64)  # (R, 38)
+    e = nat[:-1] * w / np.where(tot > 0, tot, 1.0)
+    known = e.sum(axis=1)
+    share = known / known.sum() if known.sum() > 0 else np.full(len(known), 1.0 / len(known))
+    return np.concatenate([e, (nat[-1] * share)[:, None]], axis=1)
+
+
+def round_births(expected: np.ndarray, nat: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    r"""Integer births with exact national totals: randomised (systematic) rounding per cell.
+
+    For each cell ``j``, with cumulative expected births ``C_r = sum_{q<=r} e_{q,j}``
+    (``C_R = B_j``) and one uniform random start ``u_j`` in ``[0, 1)``,
+
+    .. math:: n_{r,j} = \lfloor C_r + u_j \rfloor - \lfloor C_{r-1} + u_j \rfloor,
+
+    systematic sampling with a random start (Madow 1949, *Ann. Math. Statist.* 20,
+    333-354). Then ``sum_r n_{r,j} = B_j`` exactly, each ``n_{r,j}`` is
+    ``floor(e_{r,j})`` or ``ceil(e_{r,j})`` and ``E[n_{r,j}] = e_{r,j}`` (unbiased). A
+    multinomial draw would keep the totals too, but add a noise of Poisson size to
+    every region (sd 2 % of the TFR at 2 000 births), hiding the published levels the
+    rule transfers; the rounding adds at most one birth per cell.
+
+    ``expected`` (R, J), ``nat`` (J,) integers -> int64 (R, J).
+    """
+    C = np.cumsum(np.asarray(expected, dtype=float), axis=0)
+    C[-1] = nat  # exact: no floating-point shortfall at the end
+    u = rng.random(C.shape[1])
+    F = np.floor(C + u).astype(np.int64)
+    return np.diff(F, axis=0, prepend=np.zeros((1, C.shape[1]), np.int64))
+
+
+def _allocate_births(nat: np.ndarray, W: np.ndarray, scale: np.ndarray, country: str) -> np.ndarray:
+    """One country's births (38,) to its regions: :func:`expected_births` then :func:`round_births`."""
+    e = expected_births(nat, W, scale, country=country)
+    return round_births(e, nat, _stream("births", country))
+
+
+def tfr_cross_check(raw: Raw, countries: Sequence[str], years: Sequence[int] = (TFR_YEAR,)) -> dict:
+    r"""The national TFR of demo_r_find3 against the one computed from the real tables.
+
+    Per country and year ``y``: ``TFR = 5 sum_g B_g / E_g`` over the 5-year groups
+    ``g = 15-19, ..., 45-49``, with ``B`` the births of ``y`` by age of mother
+    (demo_fordagec, after :func:`national_births`; under 15 counted in 15-19, 50 and
+    over in 45-49, unknown age spread in proportion) and ``E_g = (P_g(y) + P_g(y+1)) /
+    2`` the female population on 1 January (NUTS 0 rows of demo_r_pjangroup, ``UNK``
+    spread in proportion).
+
+    Returns
+    -------
+    dict
+        ``{country: {year: {"computed", "published", "diff"}}}`` (rounded to 4 decimals;
+        ``None`` where an input is missing).
+    """
+    pj = raw.tables["pjangroup0"]
+    axis = AgeAxis.five_year(85)
+    out: dict = {c: {} for c in countries}
+    for y in years:
+        B, notes = _births_5y(raw.tables["fordagec"], countries, y)
+        P = [_female_groups(pj, countries, t, axis) for t in (y, y + 1)]
+        E = (spread_unknown(P[0], axis) + spread_unknown(P[1], axis))[:, 3:10] / 2.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            computed = 5.0 * (B / E).sum(axis=1)
+        published = published_tfr(raw.tables["find3"], countries, y)
+        for c, t, p in zip(countries, computed, published, strict=True):
+            entry = {
+                "computed": _num(t, 4),
+                "published": _num(p),
+                "diff": _num(t - p, 4),
+            }
+            if c in notes:
+                entry["births"] = notes[c]
+            out[c][str(y)] = entry
+    return out
+
+
+def _births_5y(fordagec: pd.DataFrame, countries: Sequence[str], year: int) -> tuple[np.ndarray, dict[str, str]]:
+    """Births of ``year`` in the groups 15-19..45-49 (under 15 in 15-19, 50+ in 45-49, UNK
+    spread in proportion), (C, 7); NaN for a country without births of ``year``. The notes
+    name the countries whose absent single ages were filled (:func:`national_births`)."""
+    out = np.full((len(countries), 7), np.nan)
+    notes = {}
+    for i, c in enumerate(countries):
+        try:
+            nat, used = national_births(fordagec, [c], year)
+        except DataError:
+            notes[c] = f"no births by age of mother for {year}"
+            continue
+        if used["latest_year"]:
+            notes[c] = f"no births by age of mother for {year}"
+            continue
+        if used["missing_ages"]:
+            m = used["missing_ages"][c]
+            notes[c] = f"absent ages {', '.join(m['ages'])} filled in proportion to {m['reference_year']}"
+        b = nat[0]
+        inner = b[1:36].astype(float)
+        inner[0] += b[0]
+        inner[-1] += b[36]
+        inner *= (inner.sum() + b[37]) / inner.sum()
+        out[i] = inner.reshape(7, 5).sum(axis=-1)
+    return out, notes
+
+
+def _female_groups(pj: pd.DataFrame, countries: Sequence[str], year: int, axis: AgeAxis) -> np.ndarray:
+    """Female population by 5-year group (``axis``, ``UNK`` 0 where not published), (C, 19)."""
+    df = pj[pj["geo"].isin(countries) & (pj["time"] == year) & (pj["sex"] == "F")]
+    known = table_to_array(
+        df, measure="population", regions=countries, sexes=("F",), ages=axis.without_unknown(), year=year
+    )[:, 0]
+    unk = df[df["age"] == "UNK"].set_index("geo")["value"].reindex(list(countries)).fillna(0.0)
+    return np.concatenate([known, unk.to_numpy(dtype=float)[:, None]], axis=1)
+
+
+def check_tfr_file(cross: dict, year: int = TFR_YEAR) -> dict[str, str]:
+    """Countries whose computed and published TFR of ``year`` differ by more than
+    :data:`TFR_CHECK_TOL`, with their reason (:data:`TFR_CHECK_EXCEPTIONS`).
+
+    Raises :class:`~demonoise.core.errors.DataError` for a country outside the tolerance
+    without a stated reason, or one with a stated reason that is within it (the list is
+    kept exact), or a country the check cannot compute.
+    """
+    out = {}
+    for c, by_year in cross.items():
+        d = by_year[str(year)]["diff"]
+        if d is None:
+            raise DataError("national TFR cross-check not computable", dataset="demo_r_find3", region=c, year=year)
+        outside = abs(d) > TFR_CHECK_TOL
+        if outside and c not in TFR_CHECK_EXCEPTIONS:
+            raise DataError(
+                f"published TFR {by_year[str(year)]['published']} differs from the computed "
+                f"{by_year[str(year)]['computed']} by {d:+.3f} (tolerance {TFR_CHECK_TOL}); state the reason in "
+                "TFR_CHECK_EXCEPTIONS",
+                dataset="demo_r_find3",
+                region=c,
+                year=year,
+            )
+        if not outside and c in TFR_CHECK_EXCEPTIONS:
+            raise DataError(
+                f"listed as an exception but within {TFR_CHECK_TOL} ({d:+.3f}); remove it from TFR_CHECK_EXCEPTIONS",
+                dataset="demo_r_find3",
+                region=c,
+                year=year,
+            )
+        if outside:
+            out[c] = TFR_CHECK_EXCEPTIONS[c]
+    return out
 
 
 # ----------------------------------------------------------------------------- assembly
@@ -575,6 +885,8 @@ class Parts:
     groups: tuple[np.ndarray, np.ndarray] | None = None  # 5-year groups 2023, 2024 (R2, 3, 19), after fallbacks
     national_births: np.ndarray | None = None  # (C, 38)
     countries: list[str] = field(default_factory=list)
+    fertility: Fertility | None = None  # the regional fertility rule (scales, targets)
+    tfr_cross_check: dict | None = None  # tfr_cross_check() of the dataset's countries
 
 
 def _with_countries(codes: list[str], arrays: dict[str, np.ndarray]):
@@ -677,8 +989,9 @@ def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DE
         meta_cal = {
             "year": calibration_year,
             "standard": std_note,
-            "model": "Brass relational logit Y_x = alpha + beta Y^s_x (logit with factor 1/2), calibrated per region and sex "
-            "so that the project's life table (ages 0..84, 85+; Eurostat's method) of the model rates gives the target e0 and e65",
+            "model": "Brass relational logit Y_x = alpha + beta Y^s_x (logit with factor 1/2), calibrated per region "
+            "and sex so that the project's life table (ages 0..84, 85+; Eurostat's method) of the model rates gives "
+            "the target e0 and e65",
             "targets": {
                 c: {s: [round(float(e0[j, k]), 4), round(float(e65[j, k]), 4)] for k, s in enumerate(("F", "M"))}
                 for j, c in enumerate(mcodes)
@@ -698,14 +1011,18 @@ def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DE
     fallbacks["births_latest_year"] = used_b["latest_year"]
     fallbacks["births_missing_ages"] = used_b["missing_ages"]
     W = (spread_unknown(pop["pop_start"][:, 0], POP_AXIS) + spread_unknown(pop["pop_end"][:, 0], POP_AXIS)) / 2.0
+    fert = fertility_rule(raw.tables["find3"], codes, nat, W)
+    fallbacks["births_regional_tfr_missing"] = fert.missing
     births = np.zeros((R, BIRTH_AXIS.size), np.int64)
     for ci, cc in enumerate(countries):
         rows = [i for i, c in enumerate(codes) if c[:2] == cc]
-        births[rows] = _allocate_births(nat[ci], W[rows], cc)
+        births[rows] = _allocate_births(nat[ci], W[rows], fert.scale[rows], cc)
+    cross = tfr_cross_check(raw, countries, TFR_CHECK_YEARS)
+    meta_fert = _fertility_meta(fert, cross)
 
     order, arr, _ = _with_countries(codes, {**pop, "deaths": deaths, "births": births})
     regions = tuple(nuts_region(c) for c in order)
-    meta, prov = _metadata(name, raw, codes, countries, fallbacks, meta_cal, calibration_year)
+    meta, prov = _metadata(name, raw, codes, countries, fallbacks, meta_cal, meta_fert, calibration_year)
     counts = Counts(
         name,
         YEAR,
@@ -718,7 +1035,7 @@ def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DE
         births=arr["births"],
         birth_ages=BIRTH_AXIS,
     )
-    return Parts(counts, meta, codes, modelled, expected, targets, groups, nat, countries)
+    return Parts(counts, meta, codes, modelled, expected, targets, groups, nat, countries, fert, cross)
 
 
 def _fallback_note(fb: dict) -> dict[str, str]:
@@ -735,8 +1052,8 @@ def _fallback_note(fb: dict) -> dict[str, str]:
         for k, v in fb["population_2024_apportioned"].items():
             groups.setdefault(tuple(v), []).append(k)
         pop.append(
-            "1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and age group, "
-            "shared in proportion to the 2023 population): "
+            "1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and age "
+            "group, shared in proportion to the 2023 population): "
             + "; ".join(f"{' + '.join(o)} from {' + '.join(n)}" for n, o in groups.items())
         )
     if fb.get("population_2024_carried_forward"):
@@ -771,6 +1088,11 @@ def _fallback_note(fb: dict) -> dict[str, str]:
                 for k, v in fb["births_missing_ages"].items()
             )
         )
+    if fb.get("births_regional_tfr_missing"):
+        bir.append(
+            "no published 2022 TFR (demo_r_find3): births in proportion to female exposure (national fertility) for "
+            + ", ".join(fb["births_regional_tfr_missing"])
+        )
     return {"population": "; ".join(pop), "deaths": "; ".join(dea), "births": "; ".join(bir)}
 
 
@@ -779,14 +1101,71 @@ BIRTH_RULE = (
     "at 15 and at 49 (the TFR counts them at 15 and 49)"
 )
 ALLOC_RULE = (
-    "each national cell allocated to the country's NUTS 2 regions by a seeded multinomial draw in proportion to the "
-    "female exposure (P(2023) + P(2024)) / 2 at that age (Y_LT15: at 15; Y_GE50: at 49; UNK: 15-49)"
+    "each region's births follow the national 2023 age pattern scaled to its level: the national births of each age "
+    "of mother shared among the country's NUTS 2 regions in proportion to s_r W_r(x), with W_r(x) = (P(2023) + "
+    "P(2024)) / 2 the female exposure at that age (Y_LT15: at 15; Y_GE50: at 49) and s_r = TFR_r(2022) / TFR_c(2022) "
+    "the region's published 2022 TFR over its country's (demo_r_find3), so that each region's TFR is its target "
+    "TFR_r(2022) x TFR_c(2023) / TFR_c(2022) and the regional births of each age sum exactly to the national ones "
+    "(raking); UNK in proportion to each region's births of known age; integers by a seeded randomised rounding "
+    "(systematic sampling with a random start per age: every cell the floor or ceiling of its expected value, "
+    "unbiased, national totals exact)"
 )
+#: What the modelled parts mean for reading results (the JSON's ``implications``; short: it
+#: travels in the ``data_status`` of every results row).
+IMPLICATIONS_BIRTHS = (
+    "regional births modelled: the national 2023 age pattern scaled to each region's published 2022 TFR -- "
+    "regional ASFR shapes are the national shape; regional TFR levels are real to within the 2022-2023 change"
+)
+IMPLICATIONS = {
+    "be-2023": IMPLICATIONS_BIRTHS,
+    "ess-2023": IMPLICATIONS_BIRTHS
+    + "; deaths modelled (outside Belgium): a Belgian age pattern fitted to each region's published "
+    "{year} e0 and e65 -- regional mortality levels are those of {year}, the age shapes Belgium's",
+}
 COUNTRY_RULE = "country rows are the sums of their NUTS 2 regions (coherent with the regions)"
 T_RULE = "T = F + M (in real publications T is a published cell of its own)"
 
 
-def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
+def _fertility_meta(fert: Fertility, cross: dict) -> dict:
+    """The ``fertility`` section of the JSON: the rule's inputs and targets, the cross-check."""
+    ratio = fert.ratio
+    return {
+        "rule": ALLOC_RULE,
+        "published_year": TFR_YEAR,
+        "countries": {
+            c: {
+                f"tfr_{TFR_YEAR}_published": _num(fert.published_national[k]),
+                f"tfr_{YEAR}": _num(fert.tfr_national[k], 4),
+                "ratio": _num(ratio[k], 6),
+            }
+            for k, c in enumerate(fert.countries)
+        },
+        "regions": {
+            c: {f"tfr_{TFR_YEAR}_published": _num(fert.published[i]), f"target_{YEAR}": _num(fert.target[i], 4)}
+            for i, c in enumerate(fert.codes)
+        },
+        "regions_without_published_tfr": fert.missing,
+        "cross_check": {
+            "method": "national TFR = 5 sum_g B_g / E_g over 15-19..45-49: births of the year (demo_fordagec, under 15 "
+            "in 15-19, 50+ in 45-49, UNK spread) over the mean female population of 1 January of the year and the next "
+            "(NUTS 0 rows of demo_r_pjangroup, UNK spread), against the published national TFR of demo_r_find3",
+            "year": TFR_YEAR,
+            "tolerance": TFR_CHECK_TOL,
+            "outside_tolerance": check_tfr_file(cross),
+            "countries": cross,
+        },
+    }
+
+
+def _num(x, digits: int | None = None):
+    """A JSON number (``None`` for NaN), rounded to ``digits`` if given."""
+    x = float(x)
+    if not np.isfinite(x):
+        return None
+    return round(x, digits) if digits is not None else x
+
+
+def _metadata(name, raw, codes, countries, fallbacks, cal, fert, calibration_year):
     notes = _fallback_note(fallbacks)
     ext = "unknown"
     if name == "be-2023":
@@ -797,8 +1176,8 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
             ("demo_r_d2jan",),
             ext,
             "Eurostat",
-            f"population on 1 January 2023 and 2024 by sex and single age as published (Y_LT1..Y99, Y_OPEN as Y_GE100, UNK); "
-            f"published T equals F + M; {COUNTRY_RULE}",
+            "population on 1 January 2023 and 2024 by sex and single age as published (Y_LT1..Y99, Y_OPEN as "
+            f"Y_GE100, UNK); published T equals F + M; {COUNTRY_RULE}",
         )
         d = TableProvenance(
             "real",
@@ -809,24 +1188,27 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
         )
         b = TableProvenance(
             "modelled",
-            ("demo_fordagec", "demo_r_d2jan"),
+            ("demo_fordagec", "demo_r_find3", "demo_r_d2jan"),
             ext,
             "Eurostat",
-            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; regional births modelled: "
-            f"{ALLOC_RULE}; the country row is the national figure",
+            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; "
+            f"regional births modelled: {ALLOC_RULE}; the country row is the national figure",
         )
-        used = [raw.files[k] for k in ("d2jan", "magec", "fordagec")]
     else:
         label = LABEL_ESS.format(year=calibration_year)
-        title = f"Europe-wide demonstration set: {len(codes)} NUTS 2 regions (NUTS 2021) and {len(countries)} countries, 2023"
+        title = (
+            f"Europe-wide demonstration set: {len(codes)} NUTS 2 regions (NUTS 2021) and "
+            f"{len(countries)} countries, 2023"
+        )
         p = TableProvenance(
             "real",
             ("demo_r_pjangroup", "demo_r_d2jan"),
             ext,
             "Eurostat",
-            "real 5-year groups (demo_r_pjangroup, NUTS 2021 codes) graduated to single ages 0-84 (monotone Hyman spline of the "
-            "cumulative, integers by largest remainder; every group total kept exactly); Y_GE85 split into 85-99 and 100+ "
-            "in proportion to the stationary population of the region's calibrated mortality schedule (sums back exactly); "
+            "real 5-year groups (demo_r_pjangroup, NUTS 2021 codes) graduated to single ages 0-84 (monotone Hyman "
+            "spline of the cumulative, integers by largest remainder; every group total kept exactly); Y_GE85 split "
+            "into 85-99 and 100+ in proportion to the stationary population of the region's calibrated mortality "
+            "schedule (sums back exactly); "
             f"Belgian regions: real single ages (demo_r_d2jan); {T_RULE}; {COUNTRY_RULE}"
             + (f"; fallbacks: {notes['population']}" if notes["population"] else ""),
         )
@@ -836,25 +1218,27 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
             ext,
             "Eurostat",
             f"expected deaths m_x E_x from a Brass relational logit schedule per region and sex on a Belgian standard "
-            f"({STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]}), calibrated to the region's published e0 and e65 of {calibration_year} "
-            f"(demo_r_mlifexp), then a seeded Poisson draw; Belgian regions: real deaths (demo_r_magec); {T_RULE}; {COUNTRY_RULE}"
+            f"({STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]}), calibrated to the region's published e0 and e65 of "
+            f"{calibration_year} (demo_r_mlifexp), then a seeded Poisson draw; Belgian regions: real deaths "
+            f"(demo_r_magec); {T_RULE}; {COUNTRY_RULE}"
             + (f"; fallbacks: {notes['deaths']}" if notes["deaths"] else ""),
         )
         b = TableProvenance(
             "modelled",
-            ("demo_fordagec", "demo_r_pjangroup", "demo_r_d2jan"),
+            ("demo_fordagec", "demo_r_find3", "demo_r_pjangroup", "demo_r_d2jan"),
             ext,
             "Eurostat",
-            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; {ALLOC_RULE}; {COUNTRY_RULE}"
-            + (f"; fallbacks: {notes['births']}" if notes["births"] else ""),
+            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; {ALLOC_RULE}; "
+            f"{COUNTRY_RULE}" + (f"; fallbacks: {notes['births']}" if notes["births"] else ""),
         )
-        used = [raw.files[k] for k in RAW_FILES]
-    prov = Provenance(population=p, deaths=d, births=b, label=label)
+    implications = IMPLICATIONS[name].format(year=calibration_year)
+    prov = Provenance(population=p, deaths=d, births=b, label=label, implications=implications)
     meta = {
         "name": name,
         "title": title,
         "year": YEAR,
         "label": label,
+        "implications": implications,
         "calibration_year": calibration_year if name == "ess-2023" else None,
         "regions": len(codes) + len(countries),
         "nuts2_regions": len(codes),
@@ -870,6 +1254,7 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
         },
         "fallbacks": {**fallbacks, "note": "; ".join(v for v in notes.values() if v)},
         "calibration": cal or None,
+        "fertility": fert,
         "seeds": {
             "root": ROOT_SEED,
             "bit_generator": "PCG64",
@@ -877,7 +1262,7 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
             "steps": STEPS,
         },
         "versions": _versions(),
-        "inputs": {f: raw.sha256[f] for f in used},
+        "inputs": {raw.files[k]: raw.sha256[raw.files[k]] for k in INPUTS[name]},
         "build": "python -m demonoise_build",
     }
     return meta, prov
@@ -887,7 +1272,8 @@ def _comment(meta: dict) -> str:
     return (
         f"demonoise embedded dataset {meta['name']}: {meta['title']}\n"
         f"{meta['label']}\n"
-        f"Source: Eurostat ({', '.join(dict.fromkeys(d for t in meta['provenance'].values() for d in t['datasets']))}); "
+        f"Source: Eurostat ({', '.join(dict.fromkeys(d for t in meta['provenance'].values() for d in t['datasets']))}"
+        "); "
         f"provenance, fallbacks, seeds and versions in {meta['name']}.json\n"
         "Rebuild: python -m demonoise_build. Columns: region,sex,age,year,measure,value,status (docs/csv_template.md)"
     )
@@ -901,7 +1287,7 @@ def build(
     calibration_year: int = DEFAULT_CALIBRATION_YEAR,
     raw: Raw | None = None,
 ) -> dict[str, Path]:
-    """Build dataset ``name`` and write ``<name>.csv.gz`` and ``<name>.json`` to ``out_dir``.
+    """Build dataset ``name`` and write ``<name>.csv.gz``, ``<name>.npz`` and ``<name>.json`` to ``out_dir``.
 
     Parameters
     ----------
@@ -918,20 +1304,25 @@ def build(
     Returns
     -------
     dict
-        ``{"csv": path, "json": path}``.
+        ``{"csv": path, "npz": path, "json": path}``.
     """
     parts = build_parts(name, raw if raw is not None else read_raw(raw_dir), calibration_year=calibration_year)
     return write_dataset(parts, out_dir)
 
 
 def write_dataset(parts: Parts, out_dir: str | Path | None = None) -> dict[str, Path]:
-    """Write a built dataset (:func:`build_parts`) as ``<name>.csv.gz`` and ``<name>.json``.
+    """Write a built dataset (:func:`build_parts`) as ``<name>.csv.gz``, ``<name>.npz`` and
+    ``<name>.json``.
 
     The CSV is :func:`demonoise.io.template.write_counts_csv` (no region names --
     :mod:`demonoise.io.nuts` supplies them on reading -- and the ``status`` column),
     integer values, rows in the order of :meth:`~demonoise.core.counts.Counts.to_frame`,
-    gzip level 9 with ``mtime = 0``. The JSON records the sha256 of the gzip file and
-    of its content.
+    gzip level 9 with ``mtime = 0``. It is read back with
+    :func:`~demonoise.io.template.read_counts_csv` (the users' reader, full validation)
+    and checked equal to the built counts; the packed form (:mod:`demonoise.io.packed`)
+    is made from what was read back, read again and checked equal. The JSON records the
+    sha256 of the gzip file and of its content, and the content digest of the packed
+    form (what the loader checks; its bytes also depend on the zip writer).
     """
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -940,16 +1331,43 @@ def write_dataset(parts: Parts, out_dir: str | Path | None = None) -> dict[str, 
     csv_path = out_dir / f"{name}.csv.gz"
     write_counts_csv(parts.counts, csv_path, names=False, status=True, comment=_comment(meta))
     packed = csv_path.read_bytes()
+    csv_sha = hashlib.sha256(packed).hexdigest()
+    read_back = read_counts_csv(csv_path, name=name, year=parts.counts.year)
+    _check_same(parts.counts, read_back, f"{csv_path.name} read back")
+    npz_path = out_dir / f"{name}.npz"
+    digest = write_packed(read_back, npz_path, source_sha256=csv_sha)
+    unpacked, _ = read_packed(npz_path, provenance=read_back.provenance, name=name)
+    _check_same(read_back, unpacked, f"{npz_path.name} read back")
     meta["files"] = {
         csv_path.name: {
-            "sha256": hashlib.sha256(packed).hexdigest(),
+            "sha256": csv_sha,
             "content_sha256": hashlib.sha256(gzip.decompress(packed)).hexdigest(),
             "bytes": len(packed),
-        }
+        },
+        npz_path.name: {"content_sha256": digest, "format": PACKED_FORMAT, "source": csv_path.name},
     }
     json_path = out_dir / f"{name}.json"
     atomic_write_text(json_path, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
-    return {"csv": csv_path, "json": json_path}
+    return {"csv": csv_path, "npz": npz_path, "json": json_path}
+
+
+def _check_same(a: Counts, b: Counts, what: str) -> None:
+    """Raise :class:`DataError` unless ``a`` and ``b`` hold the same regions, axes and counts."""
+    same = (
+        a.codes == b.codes
+        and a.year == b.year
+        and a.ages == b.ages
+        and a.birth_ages == b.birth_ages
+        and all(
+            (getattr(a, k) is None and getattr(b, k) is None)
+            or (
+                getattr(a, k) is not None and getattr(b, k) is not None and np.array_equal(getattr(a, k), getattr(b, k))
+            )
+            for k in ("pop_start", "pop_end", "deaths", "births")
+        )
+    )
+    if not same:
+        raise DataError(f"{what} differs from the built counts", dataset=a.name)
 
 
 # ----------------------------------------------------------------------------- check
@@ -989,12 +1407,32 @@ def check(
             )
             for kind, path in new.items():
                 old = out_dir / path.name
-                if not old.is_file() or _sha256(old) != _sha256(path):
+                if kind == "npz":
+                    same, how = _same_packed(old, path)
+                else:
+                    same, how = old.is_file() and _sha256(old) == _sha256(path), f"sha256 {_sha256(path)[:16]}..."
+                if not same:
                     msgs.append(f"{name}: {path.name} differs from the committed file")
                     status = max(status, 1)
                 else:
-                    msgs.append(f"{name}: {path.name} identical (sha256 {_sha256(path)[:16]}...)")
+                    msgs.append(f"{name}: {path.name} identical ({how})")
     return status, msgs
+
+
+def _same_packed(old: Path, new: Path) -> tuple[bool, str]:
+    """Packed forms compared by content (:func:`demonoise.io.packed.content_digest`, which
+    the header records and :func:`~demonoise.io.packed.read_packed` verifies): their bytes
+    also depend on the zip writer."""
+    if not old.is_file():
+        return False, "missing"
+    prov = Provenance(TableProvenance("real"))
+    try:
+        _, h_old = read_packed(old, provenance=prov)
+    except DataError:
+        return False, "damaged"
+    _, h_new = read_packed(new, provenance=prov)
+    same = h_old["content_sha256"] == h_new["content_sha256"] and h_old["source_sha256"] == h_new["source_sha256"]
+    return same, f"content sha256 {h_new['content_sha256'][:16]}..."
 
 
 def main(argv=None) -> int:
@@ -1006,7 +1444,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--check",
         action="store_true",
-        help="rebuild into a temporary folder and compare sha256 with the committed files",
+        help="rebuild into a temporary folder and compare with the committed files (sha256; the .npz by content)",
     )
     a = p.parse_args(argv)
     bad = [n for n in a.names if n not in NAMES]
@@ -1021,9 +1459,38 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         out = build(n, a.out, raw=raw, calibration_year=a.calibration_year)
         print(
-            f"{n}: {out['csv']} ({out['csv'].stat().st_size} bytes), {out['json'].name}  [{time.perf_counter() - t0:.1f} s]"
+            f"{n}: {out['csv']} ({out['csv'].stat().st_size} bytes), {out['npz'].name} "
+            f"({out['npz'].stat().st_size} bytes), {out['json'].name}  [{time.perf_counter() - t0:.1f} s]"
         )
+        meta = json.loads(out["json"].read_text(encoding="utf-8"))
+        print("\n".join(f"  {line}" for line in cross_check_lines(meta["fertility"]["cross_check"])))
     return 0
+
+
+def cross_check_lines(cross: dict) -> list[str]:
+    """The national TFR cross-check (the JSON's ``fertility.cross_check``) as printed lines:
+    one per country (computed, published, difference in the rule's year; the other
+    years' differences in brackets), then the countries outside the tolerance with their reason."""
+    year, tol = str(cross["year"]), cross["tolerance"]
+    out = [f"national TFR {year}: computed from demo_fordagec and demo_r_pjangroup (NUTS 0) vs demo_r_find3"]
+    for c, by_year in cross["countries"].items():
+        e = by_year[year]
+        other = ", ".join(
+            f"{y} {v['diff']:+.3f}" if v["diff"] is not None else f"{y} n/a" for y, v in by_year.items() if y != year
+        )
+        mark = "  OUTSIDE" if abs(e["diff"]) > tol else ""
+        note = f"; births: {e['births']}" if e.get("births") else ""
+        out.append(
+            f"{c}: computed {e['computed']:.3f} published {e['published']:.2f} diff {e['diff']:+.3f}{mark}  "
+            f"[{other}]{note}"
+        )
+    outside = cross["outside_tolerance"]
+    out.append(
+        f"within {tol}: {len(cross['countries']) - len(outside)} of {len(cross['countries'])} countries"
+        + (f"; outside: {', '.join(outside)}" if outside else "")
+    )
+    out += [f"{c}: {why}" for c, why in outside.items()]
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,9 @@ Columns (all rows)
 ------------------
 dataset, data_status
     Dataset name and its provenance label ("real", or "demonstration data: population
-    real (Eurostat), deaths and births modelled, ...").
+    real (Eurostat), deaths and births modelled, ...") followed by what that status means
+    for reading the results, if the data say (``Provenance.data_status``: label ``; what it
+    means: `` implications).
 noise_model, ptable, zero_floor, granularity, V
     The noise: ``generic`` (integer noise of variance ``V`` on every published cell) or
     ``ptable`` (Cell Key Method, ``ptable`` names the table; ``V`` its nominal
@@ -183,7 +185,7 @@ def results_table(
         s = s if isinstance(s, NoiseSetting) else NoiseSetting.of(s)
         meta = {
             "dataset": dataset or lz.counts.name,
-            "data_status": data_status or lz.counts.provenance.status_label,
+            "data_status": data_status or lz.counts.provenance.data_status,
             "noise_model": s.kind,
             "ptable": s.ptable,
             "zero_floor": bool(zero_floor and i in mc),

@@ -101,7 +101,7 @@ def scale_counts(counts: Counts, scale: float) -> Counts:
         pop_end=_scaled(counts.pop_end, s),
         deaths=_scaled(counts.deaths, s),
         births=_scaled(counts.births, s),
-        provenance=Provenance(p.population, p.deaths, p.births, label=label),
+        provenance=Provenance(p.population, p.deaths, p.births, label=label, implications=p.implications),
     )
 
 

@@ -42,11 +42,14 @@ __all__ = [
     "Provenance",
     "Counts",
     "spread_unknown",
+    "DATA_STATUS_SEP",
 ]
 
 SEXES: tuple[str, ...] = ("F", "M", "T")
 MEASURES: tuple[str, ...] = ("pop_start", "pop_end", "deaths", "births")
 UNKNOWN_LABEL = "UNK"
+#: Separates the label from the implications in :attr:`Provenance.data_status`.
+DATA_STATUS_SEP = "; what it means: "
 
 _RE_SINGLE = re.compile(r"^Y(\d+)$")
 _RE_RANGE = re.compile(r"^Y(\d+)-(\d+)$")
@@ -315,12 +318,15 @@ class TableProvenance:
 @dataclass(frozen=True)
 class Provenance:
     """Provenance of a whole :class:`Counts`: one :class:`TableProvenance` per table,
-    and a label shown on every report page that uses the data."""
+    a label shown on every report page that uses the data, and ``implications``: what
+    the data's status means for reading results computed from it (e.g. which regional
+    patterns are modelled), shown with the label (:attr:`data_status`)."""
 
     population: TableProvenance
     deaths: TableProvenance | None = None
     births: TableProvenance | None = None
     label: str = ""
+    implications: str = ""
 
     @property
     def tables(self) -> dict[str, TableProvenance]:
@@ -345,6 +351,12 @@ class Provenance:
         for name, t in self.tables.items():
             parts.append(f"{name} {t.status}" + (f" ({t.source})" if t.status == "real" and t.source else ""))
         return ", ".join(parts)
+
+    @property
+    def data_status(self) -> str:
+        """:attr:`status_label` followed by ``implications`` (if any): the ``data_status``
+        of results tables."""
+        return f"{self.status_label}{DATA_STATUS_SEP}{self.implications}" if self.implications else self.status_label
 
     @property
     def datasets(self) -> tuple[str, ...]:

@@ -3,15 +3,18 @@
 Two kinds of dataset answer to ``--dataset NAME``:
 
 * **embedded** -- shipped with the package in ``demonoise/data/datasets/``:
-  ``<name>.csv.gz`` in the project's counts template layout (read with
-  :func:`demonoise.io.template.read_counts_csv`, the reader users use for their own
-  files) and ``<name>.json`` with the metadata (provenance per table, label,
-  calibration year, fallbacks, seeds, versions, input hashes). They are built by
-  :mod:`demonoise_build.build` from the raw extracts in ``data-raw/``:
+  ``<name>.csv.gz`` in the project's counts template layout (the documented exchange
+  format, read with :func:`demonoise.io.template.read_counts_csv`, the reader users
+  use for their own files), ``<name>.json`` with the metadata (provenance per table,
+  label and its implications, calibration year, fallbacks, seeds, versions, input and
+  output hashes) and ``<name>.npz``, the same counts packed for fast loading
+  (:mod:`demonoise.io.packed`). They are built by :mod:`demonoise_build.build` from
+  the raw extracts in ``data-raw/``:
 
   ``be-2023``
       Belgium, 11 NUTS 2 regions and the country: population and deaths real
-      (Eurostat), regional births modelled from the real national births.
+      (Eurostat), regional births modelled from the real national births and the
+      regions' published 2022 TFR.
   ``ess-2023``
       292 NUTS 2 regions (NUTS 2021) and 36 countries: *demonstration data* --
       population real (Eurostat; 5-year groups graduated to single ages), deaths and
@@ -19,6 +22,18 @@ Two kinds of dataset answer to ``--dataset NAME``:
 
 * **cached** -- downloaded from Eurostat's API and kept in the local cache
   (:mod:`demonoise.io.fetch`, wired in where marked below).
+
+Loading an embedded dataset
+---------------------------
+:func:`load` reads the packed ``<name>.npz`` (tens of milliseconds instead of the
+seconds the CSV reader's parsing and cell-by-cell checks take) after checking that it
+is the one the build derived from the CSV: its arrays match the digest recorded in
+``<name>.json``, and the sha256 of the CSV it was derived from (in its header) is the
+sha256 of the installed ``<name>.csv.gz``. A missing, damaged or stale packed file is
+never used: the counts are read from the CSV with full validation, packed again into
+the user cache (``<cache>/embedded/<name>-<csv sha256>.npz``, never into the installed
+package) and one line on stderr says so; later loads use that copy after the same
+checks (again with one line).
 
 I/O layer: imports only the data model and the other I/O modules (never the
 computation modules).
@@ -29,19 +44,23 @@ Examples
 >>> [d.name for d in available() if d.kind == "embedded"]   # doctest: +SKIP
 ['be-2023', 'ess-2023']
 >>> load("be-2023").provenance.label                         # doctest: +SKIP
-'population and deaths real (Eurostat); regional births modelled from national births (demo_fordagec)'
+'population and deaths real (Eurostat); regional births modelled from national births (demo_fordagec) and ...'
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import sys
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 
 from demonoise.core.counts import Counts, Provenance, TableProvenance
 from demonoise.core.errors import DataError, ParameterError
+from demonoise.io.packed import read_packed, write_packed
 from demonoise.io.template import read_counts_csv
 
 __all__ = [
@@ -78,6 +97,9 @@ class DatasetInfo:
     details : list of str
         Provenance lines: one per table (status, Eurostat datasets, extraction date,
         note), the calibration year, the fallbacks, seeds and versions.
+    implications : str
+        What the data's status means for reading results (``""`` if the data do not
+        say); also ``load(name).provenance.implications``.
     """
 
     name: str
@@ -86,6 +108,7 @@ class DatasetInfo:
     regions: int
     label: str
     details: list[str] = field(default_factory=list)
+    implications: str = ""
 
 
 def _folder():
@@ -135,6 +158,7 @@ def _provenance(meta: dict) -> Provenance:
         deaths=_table_provenance(p["deaths"]) if p.get("deaths") else None,
         births=_table_provenance(p["births"]) if p.get("births") else None,
         label=meta.get("label", ""),
+        implications=meta.get("implications", ""),
     )
 
 
@@ -144,7 +168,8 @@ def _details(meta: dict) -> list[str]:
         if not d:
             continue
         out.append(
-            f"{table}: {d['status']} ({d.get('source', '')} {', '.join(d.get('datasets', []))}; extracted {d.get('extracted', 'unknown')})"
+            f"{table}: {d['status']} ({d.get('source', '')} {', '.join(d.get('datasets', []))}; "
+            f"extracted {d.get('extracted', 'unknown')})"
         )
     if meta.get("calibration_year"):
         out.append(f"mortality calibrated to published e0/e65 of {meta['calibration_year']}")
@@ -175,6 +200,7 @@ def _embedded_info(name: str) -> DatasetInfo:
         regions=int(m["regions"]),
         label=m["label"],
         details=_details(m),
+        implications=m.get("implications", ""),
     )
 
 
@@ -206,7 +232,8 @@ def _check_name(name: str) -> str:
         return "cached"
     hint = " -- real Eurostat data: run `demonoise fetch --year YEAR` first" if name.startswith("eurostat-") else ""
     raise ParameterError(
-        f"unknown dataset {name!r}; available: {', '.join(list(names) + cached) or 'none'} (see `demonoise datasets`){hint}"
+        f"unknown dataset {name!r}; available: {', '.join(list(names) + cached) or 'none'} "
+        f"(see `demonoise datasets`){hint}"
     )
 
 
@@ -217,9 +244,12 @@ _loaded: dict[str, Counts] = {}
 def load(name: str) -> Counts:
     """The :class:`~demonoise.core.counts.Counts` of dataset ``name`` (memoised per process).
 
-    Embedded datasets are read with :func:`~demonoise.io.template.read_counts_csv`
-    and carry the provenance of their metadata (per-table status, Eurostat dataset
-    codes, notes; ``provenance.label`` is the label to show on every page).
+    Embedded datasets are read from their packed form (checked against the CSV and
+    the JSON; the module notes say what happens when it does not check out), which
+    holds the counts :func:`~demonoise.io.template.read_counts_csv` reads from the
+    CSV, and carry the provenance of their metadata (per-table status, Eurostat
+    dataset codes, notes; ``provenance.label`` is the label to show on every page,
+    ``provenance.implications`` what it means for reading results).
 
     Raises
     ------
@@ -235,13 +265,70 @@ def load(name: str) -> Counts:
         counts = load_cached(name)
         with _lock:
             return _loaded.setdefault(name, counts)
-    meta = _meta(name)
-    with resources.as_file(_folder().joinpath(f"{name}.csv.gz")) as path:
-        counts = read_counts_csv(path, name=name, year=int(meta["year"]))
-    counts = counts.replace(provenance=_provenance(meta))
+    counts = _load_embedded(name)
     with _lock:
         _loaded.setdefault(name, counts)
         return _loaded[name]
+
+
+def _say(name: str, msg: str) -> None:
+    print(f"demonoise: embedded dataset {name}: {msg}", file=sys.stderr, flush=True)
+
+
+def _load_embedded(name: str) -> Counts:
+    """The packed form if it checks out against the JSON and the CSV, else the CSV
+    (module notes: packed again into the user cache, one line on stderr)."""
+    meta = _meta(name)
+    prov = _provenance(meta)
+    folder = _folder()
+    csv_name, npz_name = f"{name}.csv.gz", f"{name}.npz"
+    csv_sha = hashlib.sha256(folder.joinpath(csv_name).read_bytes()).hexdigest()
+    recorded = (meta.get("files") or {}).get(npz_name, {}).get("content_sha256")
+    resource = folder.joinpath(npz_name)
+    if not resource.is_file():
+        problem = "missing"
+    else:
+        with resources.as_file(resource) as path:
+            counts, problem = _checked_packed(path, name, prov, csv_sha, recorded)
+        if problem is None:
+            return counts
+    cached = _packed_cache_path(name, csv_sha)
+    if cached.is_file():
+        counts, cache_problem = _checked_packed(cached, name, prov, csv_sha, None)
+        if cache_problem is None:
+            _say(name, f"{npz_name} in the package is {problem}; using the copy rebuilt from {csv_name} in {cached}")
+            return counts
+    with resources.as_file(folder.joinpath(csv_name)) as path:
+        counts = read_counts_csv(path, name=name, year=int(meta["year"]))
+    counts = counts.replace(provenance=prov)
+    try:
+        write_packed(counts, cached, source_sha256=csv_sha)
+        _say(name, f"{npz_name} in the package is {problem}; read {csv_name} and rebuilt the packed form into {cached}")
+    except OSError as e:
+        _say(name, f"{npz_name} in the package is {problem}; read {csv_name} (could not write {cached}: {e})")
+    return counts
+
+
+def _checked_packed(path, name: str, prov: Provenance, csv_sha: str, recorded: str | None):
+    """``(counts, None)`` if the packed file at ``path`` is intact and derived from the CSV
+    of sha256 ``csv_sha`` (and has the content digest ``recorded``, if given), else
+    ``(None, what is wrong)``."""
+    try:
+        counts, header = read_packed(path, provenance=prov, name=name)
+    except DataError as e:
+        return None, f"damaged ({e.args[0] if e.args else e})"
+    if header.get("source_sha256") != csv_sha:
+        return None, f"stale (derived from another {name}.csv.gz)"
+    if recorded is not None and header.get("content_sha256") != recorded:
+        return None, f"stale (its content is not the one recorded in {name}.json)"
+    return counts, None
+
+
+def _packed_cache_path(name: str, csv_sha: str) -> Path:
+    """Where a packed form rebuilt from the CSV is kept: the user cache, keyed by the CSV's sha256."""
+    from demonoise.io.fetch import cache_root
+
+    return cache_root() / "embedded" / f"{name}-{csv_sha[:16]}.npz"
 
 
 def fingerprint(name: str) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from demonoise.core.counts import DATA_STATUS_SEP
 from demonoise.core.errors import ParameterError, ReportError
 
 __all__ = [
@@ -1356,7 +1357,8 @@ def render_overview(
         cal_path = _calibration_results(p, out / "notebooks" / "overview-calibration.parquet")
     seconds["calibration"] = time.perf_counter() - t
 
-    label = p.label or str(single["data_status"].iloc[0])
+    # the banner of every page shows the label; the implications follow it in data_status
+    label = p.label or str(single["data_status"].iloc[0]).split(DATA_STATUS_SEP)[0]
     nb_in = Path(notebook) if notebook is not None else find_notebook("overview.ipynb")
     nb_out = out / "notebooks" / "overview.ipynb"
     job = Job(

@@ -152,7 +152,7 @@ def results(
         "key": spec.key(),
         "rows": len(df),
         "regions": len(counts.regions),
-        "data_status": counts.provenance.status_label,
+        "data_status": counts.provenance.data_status,
         "datasets": list(counts.provenance.datasets),
         "seconds": round(seconds, 3),
     }

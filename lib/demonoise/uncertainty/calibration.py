@@ -629,7 +629,7 @@ def calibrate_linearised(
     out = pd.concat(frames, ignore_index=True)
     meta = {
         "dataset": dataset or c.name,
-        "data_status": data_status or c.provenance.status_label,
+        "data_status": data_status or c.provenance.data_status,
         "family": label,
         "granularity": lz.granularity,
     }

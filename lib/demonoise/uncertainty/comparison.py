@@ -332,7 +332,7 @@ def compare_noise(
     out = pd.concat(frames, ignore_index=True)
     meta = {
         "dataset": counts.name,
-        "data_status": counts.provenance.status_label,
+        "data_status": counts.provenance.data_status,
         "granularity": granularity,
         "ptable": table.label,
         "V": V,
