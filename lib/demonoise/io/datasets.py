@@ -326,7 +326,7 @@ def _checked_packed(path, name: str, prov: Provenance, csv_sha: str, recorded: s
 
 def _packed_cache_path(name: str, csv_sha: str) -> Path:
     """Where a packed form rebuilt from the CSV is kept: the user cache, keyed by the CSV's sha256."""
-    from demonoise.io.fetch import cache_root
+    from demonoise.io.options import cache_root
 
     return cache_root() / "embedded" / f"{name}-{csv_sha[:16]}.npz"
 
