@@ -63,6 +63,7 @@ _PUBLIC = {
     "read_ptable": "demonoise.analysis.ptables",
     "write_ptable": "demonoise.analysis.ptables",
     "what_if": "demonoise.analysis.whatif",
+    "decision_report": "demonoise.analysis.decision",
 }
 
 __all__ = ["__version__", *_PUBLIC]

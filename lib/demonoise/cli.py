@@ -109,8 +109,10 @@ def _load_counts(args):
 
 def cmd_compute(args) -> int:
     from demonoise.analysis.compute import check_table_path, compute, noise_settings, summarise, write_table
+    from demonoise.analysis.results import check_confidence
 
     check_table_path(args.out)
+    check_confidence(args.confidence)
     counts = _load_counts(args)
     settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
     t0 = time.perf_counter()
@@ -123,6 +125,7 @@ def cmd_compute(args) -> int:
         mc=args.mc,
         seed=args.seed,
         zero_floor=args.zero_floor,
+        confidence=args.confidence,
         progress=progress,
     )
     out = write_table(df, args.out)
@@ -554,6 +557,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=_nonneg_int, default=20230101)
     s.add_argument(
         "--zero-floor", action="store_true", help="Monte Carlo: floor noisy counts at zero (a different noise model)"
+    )
+    s.add_argument(
+        "--confidence",
+        nargs="+",
+        type=_number,
+        default=[0.95],
+        metavar="C",
+        help="Monte Carlo: levels of the quantile intervals kept, in (0, 1) (default 0.95)",
     )
     s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz")
     s.set_defaults(func=cmd_compute)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.results import NoiseSetting, results_table
+from demonoise.analysis.results import CONFIDENCE, NoiseSetting, mc_quantiles, results_table
 from demonoise.core.atomic import atomic_path
 from demonoise.core.counts import Counts
 from demonoise.core.errors import ParameterError
@@ -52,12 +52,18 @@ def compute(
     mc_indicators=("e", "tfr"),
     seed: int = 20230101,
     zero_floor: bool = False,
+    confidence=CONFIDENCE,
     workers: int | None = None,
     progress=None,
     **layout_kw,
 ) -> pd.DataFrame:
     """Analytic propagation (and, with ``mc > 0``, a Monte Carlo check) for every noise
-    setting; returns the tidy results table (:mod:`demonoise.analysis.results`)."""
+    setting; returns the tidy results table (:mod:`demonoise.analysis.results`).
+
+    ``confidence`` (levels in (0, 1), default 0.95) sets the Monte Carlo quantiles kept
+    (:func:`~demonoise.analysis.results.mc_quantiles`): columns
+    ``mc_lo_<component>_<level>`` and ``mc_hi_<component>_<level>``."""
+    quantiles = mc_quantiles(confidence)
     lz = linearise(counts, granularity=granularity, indicators=indicators, e_ages=e_ages, **layout_kw)
     runs = {}
     mc_ind = [i for i in mc_indicators if i in lz.blocks]
@@ -71,6 +77,7 @@ def compute(
                 indicators=mc_ind,
                 floor_zero=zero_floor,
                 noised=s.noised,
+                quantiles=quantiles,
                 workers=workers,
                 progress=progress,
             )

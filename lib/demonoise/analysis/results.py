@@ -33,7 +33,15 @@ Columns when a Monte Carlo was run
 ----------------------------------
 mc_n, mc_sd_{noise,pois,tot}, mc_mean_tot, mc_q_lo, mc_q_hi, mc_invalid,
 z_{noise,pois,tot}
+    ``mc_q_lo``, ``mc_q_hi``: the 2.5 % and 97.5 % quantiles of the indicator's
+    replicate values under the ``total`` component (Poisson and noise);
     ``z = (sd_MC / sd_analytic - 1) sqrt(2N)``;
+mc_lo_{noise,pois,tot}_<level>, mc_hi_{noise,pois,tot}_<level>
+    For every confidence level ``c`` of the run (:func:`mc_quantiles`; ``<level>`` is
+    ``100 c`` as in ``95``, :func:`level_tag`): the ``(1 - c) / 2`` and ``(1 + c) / 2``
+    quantiles of the replicate values under each component -- the Monte Carlo
+    counterpart of the analytic error bands (``nan`` where the replicate values were
+    too many to keep);
 z_flag
     ``|z| > z_bound`` (default 5) in any component: analytic and Monte Carlo disagree
     beyond sampling error.
@@ -46,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from demonoise.core.errors import ParameterError
 from demonoise.uncertainty.montecarlo import MonteCarloResult, z_score
 from demonoise.uncertainty.propagation import (
     TABLES,
@@ -56,7 +65,16 @@ from demonoise.uncertainty.propagation import (
     poisson_cell_variance,
 )
 
-__all__ = ["NoiseSetting", "results_table", "COLUMNS"]
+__all__ = [
+    "NoiseSetting",
+    "results_table",
+    "COLUMNS",
+    "CONFIDENCE",
+    "check_confidence",
+    "level_tag",
+    "mc_quantiles",
+    "mc_band_columns",
+]
 
 COLUMNS = [
     "dataset", "data_status", "noise_model", "ptable", "zero_floor", "granularity", "V",
@@ -69,6 +87,77 @@ MC_COLUMNS = [
     "mc_n", "mc_sd_noise", "mc_sd_pois", "mc_sd_tot", "mc_mean_tot", "mc_q_lo", "mc_q_hi", "mc_invalid",
     "z_noise", "z_pois", "z_tot", "z_flag",
 ]  # fmt: skip
+
+
+#: Default confidence level(s) of the error bands and of the Monte Carlo quantiles.
+CONFIDENCE: tuple[float, ...] = (0.95,)
+#: Monte Carlo components and the suffix of their columns.
+_MC_COMPONENTS = (("noise", "noise"), ("poisson", "pois"), ("total", "tot"))
+
+
+def check_confidence(confidence) -> tuple[float, ...]:
+    """Validate confidence levels: each a number strictly between 0 and 1.
+
+    Parameters
+    ----------
+    confidence : float or sequence of float
+        Levels such as 0.95; duplicates are dropped, the order is kept.
+
+    Returns
+    -------
+    tuple of float
+
+    Raises
+    ------
+    ParameterError
+        Naming the first bad value (not a number, outside (0, 1)) or an empty list.
+    """
+    if isinstance(confidence, (str, bytes)):
+        raise ParameterError(f"confidence must be numbers in (0, 1), got {confidence!r}")
+    vals = [confidence] if np.ndim(confidence) == 0 else list(np.asarray(confidence, dtype=object).ravel())
+    if not vals:
+        raise ParameterError("no confidence level given: pass at least one level in (0, 1), e.g. 0.95")
+    out: list[float] = []
+    for c in vals:
+        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, float, np.number)):
+            raise ParameterError(f"confidence {c!r} is not a number; levels lie in (0, 1), e.g. 0.95")
+        x = float(c)
+        if not (0.0 < x < 1.0):
+            raise ParameterError(f"confidence {c!r} is outside (0, 1): levels are probabilities, e.g. 0.95")
+        if x not in out:
+            out.append(x)
+    return tuple(out)
+
+
+def level_tag(level: float) -> str:
+    """The level as it appears in column names: ``100 c`` (``0.95 -> "95"``, ``0.995 -> "99.5"``)."""
+    return f"{100.0 * float(level):.10g}"
+
+
+def _tails(level: float) -> tuple[float, float]:
+    """The quantiles ``(1 - c) / 2`` and ``(1 + c) / 2`` of a central interval (rounded to 12 digits)."""
+    return round((1.0 - level) / 2.0, 12), round((1.0 + level) / 2.0, 12)
+
+
+def mc_quantiles(confidence=CONFIDENCE) -> tuple[float, ...]:
+    """Quantiles the Monte Carlo must keep for the levels ``confidence``: ``(1 -+ c) / 2``
+    for each level, and always 2.5 % and 97.5 % (``mc_q_lo``, ``mc_q_hi``); sorted."""
+    qs = {0.025, 0.975}
+    for c in check_confidence(confidence):
+        qs.update(_tails(c))
+    return tuple(sorted(qs))
+
+
+def _mc_levels(quantiles) -> list[float]:
+    """Confidence levels whose two tails are among ``quantiles`` (ascending)."""
+    have = {round(float(q), 12) for q in quantiles}
+    return sorted(round(1.0 - 2.0 * q, 12) for q in have if q < 0.5 and round(1.0 - q, 12) in have)
+
+
+def mc_band_columns(level: float) -> list[str]:
+    """Columns of the Monte Carlo interval at ``level``: ``mc_lo_noise_95, mc_hi_noise_95, ...``."""
+    t = level_tag(level)
+    return [f"mc_{side}_{col}_{t}" for _, col in _MC_COMPONENTS for side in ("lo", "hi")]
 
 
 @dataclass(frozen=True)
@@ -149,6 +238,14 @@ def _block_frame(
         df["mc_q_lo"] = tot["q_lo"].ravel() if tot is not None and "q_lo" in tot else np.nan
         df["mc_q_hi"] = tot["q_hi"].ravel() if tot is not None and "q_hi" in tot else np.nan
         df["mc_invalid"] = (n - tot["n_valid"]).ravel() if tot is not None else 0
+        for level in _mc_levels(mc.quantiles):
+            p_lo, p_hi = _tails(level)
+            for comp, col in _MC_COMPONENTS:
+                q = (got[comp] or {}).get("quantiles", {})
+                q = {round(k, 12): v for k, v in q.items()}
+                t = level_tag(level)
+                df[f"mc_lo_{col}_{t}"] = q[p_lo].ravel() if p_lo in q else np.nan
+                df[f"mc_hi_{col}_{t}"] = q[p_hi].ravel() if p_hi in q else np.nan
         z = df[["z_noise", "z_pois", "z_tot"]].abs()
         df["z_flag"] = (z > z_bound).any(axis=1)
     for k, v in reversed(list(meta.items())):
@@ -201,4 +298,9 @@ def results_table(
         if col not in df:
             df[col] = np.nan
     df["z_flag"] = df["z_flag"].fillna(False).astype(bool)
-    return df[COLUMNS + MC_COLUMNS]
+    levels = sorted({lv for r in mc.values() for lv in _mc_levels(r.quantiles)})
+    bands = [c for lv in levels for c in mc_band_columns(lv)]
+    for col in bands:
+        if col not in df:
+            df[col] = np.nan
+    return df[COLUMNS + MC_COLUMNS + bands]

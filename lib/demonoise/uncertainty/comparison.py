@@ -74,7 +74,7 @@ COMPARISON_COLUMNS = [
     "region", "region_name", "nuts_level", "country", "population", "size_class",
     "sex", "indicator", "age", "age_group", "value", "events",
     "sd_pois", "sd_generic", "sd_ptable", "ratio", "bias_ptable", "rmse_ptable",
-    "n_cells", "small_cell_share", "small_var_share", "flag",
+    "n_cells", "small_cell_share", "small_var_share", "zero_var_share", "small_ptable_var_share", "flag",
 ]  # fmt: skip
 
 MC_COMPARISON_COLUMNS = [
@@ -198,6 +198,14 @@ def compare_noise(
             derivative) and the share of them with a count below ``I``;
         ``small_var_share``
             share of the generic noise variance coming from those small cells;
+        ``zero_var_share``
+            share of the generic noise variance coming from cells with count 0, which
+            the table leaves alone (they add nothing to ``sd_ptable``);
+        ``small_ptable_var_share``
+            p-table noise variance of the cells with ``0 < n_c < I`` (count-dependent
+            variance), as a share of the *generic* noise variance. With ``V_I`` the
+            variance of the last class,
+            ``ratio^2 = (1 - small_var_share) V_I / V + small_ptable_var_share``;
         ``flag``
             ``|ratio - 1| > flag_at``;
         ``population``, ``size_class``
@@ -265,9 +273,12 @@ def compare_noise(
         if fo:
             cells = {m: v[:, None] for m, v in cells.items()}
         small_var = {m: np.where(cells[m] < I, var_gen[m], 0.0) for m in var_gen}
+        zero_var = {m: np.where(cells[m] == 0, var_gen[m], 0.0) for m in var_gen}
+        small_pt = {m: np.where((cells[m] > 0) & (cells[m] < I), var_pt[m], 0.0) for m in var_pt}
         lin = block.lin
         v_pt, v_gen = lin.variance(var_pt), lin.variance(var_gen)
         v_small = lin.variance(small_var)
+        v_zero, v_small_pt = lin.variance(zero_var), lin.variance(small_pt)
         bias = lin.shift(bias_pt)
         v_pois = lin.variance(poisson_cell_variance(lz, fo))
         n_cells = np.zeros(lin.value.shape)
@@ -292,6 +303,8 @@ def compare_noise(
                 "n_cells": n_cells.astype(np.int64),
                 "small_cell_share": np.where(n_cells > 0, n_small / np.where(n_cells > 0, n_cells, 1), np.nan),
                 "small_var_share": v_small / v_gen,
+                "zero_var_share": v_zero / v_gen,
+                "small_ptable_var_share": v_small_pt / v_gen,
                 "flag": np.abs(ratio - 1.0) > flag_at,
             }
         if mc:

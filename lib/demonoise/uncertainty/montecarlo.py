@@ -68,7 +68,9 @@ class MonteCarloResult:
         Replicates per random-number block (each block has its own stream).
     stats : dict[(str, str), dict[str, ndarray]]
         ``stats[(indicator, component)]`` has ``mean``, ``sd``, ``n_valid``
-        (replicates with a finite value) and, where stored, ``q_lo``/``q_hi``.
+        (replicates with a finite value) and, where the values were stored,
+        ``q_lo``/``q_hi`` (the first and last of ``quantiles``) and ``quantiles``
+        (``{probability: array}`` for every requested quantile).
     quantiles : tuple of float
     """
 
@@ -334,5 +336,6 @@ def monte_carlo(
                     else np.nanquantile(vals, quantiles, axis=0)
                 )
             st["q_lo"], st["q_hi"] = q[0], q[-1]
+            st["quantiles"] = {float(p): q[i] for i, p in enumerate(quantiles)}
         res.stats[(ind, comp)] = st
     return res
