@@ -2,7 +2,7 @@
 
 Independent truths used here:
 * the generic closed form against a numeric root of A(V) = A* found by brentq on the
-  first-order variance (Linearisation.variance) evaluated at each trial V, and against
+  first-order variance (IndicatorLinearisation.variance) evaluated at each trial V, and against
   the results table built with the noise model GenericNoise(V*) itself;
 * the p-table V* against the admixture of a table built directly at V*
   (build_ptable -> PTableNoise -> noise_cell_moments), and A(V) on a grid of built tables;

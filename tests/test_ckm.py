@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 
 from _fixtures_lifetable import belgian_counts
-from demonoise.analysis.compute import read_table
+from demonoise.analysis.compute import read_results
 from demonoise.analysis.ptables import load_ptable, read_ptable, write_ptable
 from demonoise.analysis.results import results_table
 from demonoise.cli import main
@@ -398,7 +398,7 @@ def test_cli_compute_with_ptables_end_to_end(tmp_path, capsys, template):
         out,
     )
     assert code == 0, err
-    df = read_table(out).fillna({"ptable": "", "age_group": ""})  # empty strings come back from CSV as missing
+    df = read_results(out).fillna({"ptable": "", "age_group": ""})  # empty strings come back from CSV as missing
     assert set(df.ptable) == {"", "ptable v01", "ptable mytable.csv"}
     # the p-table rows carry the count-dependent analytic sd of the comparison
     cmp = compare_noise(template, load_ptable("v01"), e_ages=None)
@@ -411,7 +411,7 @@ def test_cli_compare_writes_table_and_note(tmp_path, capsys, template):
     out, note = tmp_path / "cmp.parquet", tmp_path / "note.md"
     code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v04", "--out", out, "--note", note)
     assert code == 0, err
-    df = read_table(out)
+    df = read_results(out)
     ref = compare_noise(template, load_ptable("v04"))
     pd.testing.assert_frame_equal(df.reset_index(drop=True), ref.reset_index(drop=True), check_dtype=False)
     written = note.read_text()

@@ -3,7 +3,7 @@
 Truths used: central finite differences of the life table itself (no closed form
 involved), on the real Belgian NUTS 2 counts of be-2023 for the complete table and for
 the abridged table of 5-year publication; the library's own variance
-(:meth:`Linearisation.variance`), an independent path through the published cells; the
+(:meth:`IndicatorLinearisation.variance`), an independent path through the published cells; the
 closed form sqrt(2) - 1 of the admixture at equal variances; Monte Carlo judged by
 z = (sd_MC / sd_analytic - 1) sqrt(2N).
 """

@@ -106,7 +106,7 @@ def _load_counts(args):
 
 
 def cmd_compute(args) -> int:
-    from demonoise.analysis.compute import check_table_path, compute, noise_settings, summarise, write_table
+    from demonoise.analysis.compute import check_table_path, compute, noise_settings, summarise, write_results
 
     check_table_path(args.out)
     counts = _load_counts(args)
@@ -123,7 +123,7 @@ def cmd_compute(args) -> int:
         zero_floor=args.zero_floor,
         progress=progress,
     )
-    out = write_table(df, args.out)
+    out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(
         f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]"
@@ -410,7 +410,7 @@ def cmd_ptable_show(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from demonoise.analysis.compute import check_table_path, write_table
+    from demonoise.analysis.compute import check_table_path, write_results
     from demonoise.core.atomic import atomic_write_text
     from demonoise.uncertainty.comparison import compare_noise, comparison_note, summarise_comparison
 
@@ -423,7 +423,7 @@ def cmd_compare(args) -> int:
         counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
         mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes,
     )  # fmt: skip
-    out = write_table(df, args.out)
+    out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(
         f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]"
@@ -460,7 +460,7 @@ def _select(counts, regions, countries):
 
 
 def cmd_calibrate(args) -> int:
-    from demonoise.analysis.compute import check_table_path, write_table
+    from demonoise.analysis.compute import check_table_path, write_results
     from demonoise.core.errors import ParameterError
     from demonoise.uncertainty.calibration import calibrate, calibration_summary, check_thresholds
 
@@ -483,7 +483,7 @@ def cmd_calibrate(args) -> int:
     df = calibrate(
         counts, thresholds, family=family, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages
     )
-    out = write_table(df, args.out)
+    out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     fam = df.attrs.get("family", "generic")
     extra = ""
@@ -510,6 +510,7 @@ def cmd_calibrate(args) -> int:
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     from demonoise.core.version import __version__
+    from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, GRANULARITIES, INDICATORS, SEXES
 
     p = argparse.ArgumentParser(
         prog="demonoise", description="How much noise-based disclosure control degrades demographic indicators."
@@ -533,12 +534,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--granularity",
         default="single",
-        choices=["single", "5y", "5y-infant"],
+        choices=GRANULARITIES,
         help="publication granularity of the noised cells (default: single, Eurostat's NUTS 2 layout)",
     )
-    s.add_argument(
-        "--indicators", nargs="+", default=["asfr", "tfr", "asmr", "e"], choices=["asfr", "tfr", "asmr", "e"]
-    )
+    s.add_argument("--indicators", nargs="+", default=list(INDICATORS), choices=INDICATORS)
     _select_args(s)
     s.add_argument(
         "--mc",
@@ -631,14 +630,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--granularity",
         default="single",
-        choices=["single", "5y", "5y-infant"],
+        choices=GRANULARITIES,
         help="publication granularity of the noised cells",
     )
     s.add_argument(
         "--indicators",
         nargs="+",
         default=None,
-        choices=["asfr", "tfr", "asmr", "e"],
+        choices=INDICATORS,
         help="default: e and, when the dataset has births, tfr",
     )
     s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
@@ -674,9 +673,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--thresholds",
         nargs="+",
         type=_number,
-        default=[0.1, 0.5, 1.0],
+        default=list(CALIBRATION_THRESHOLDS),
         metavar="A",
-        help="admixture thresholds as fractions in (0, 10] (default 0.1 0.5 1)",
+        help=f"admixture thresholds as fractions in (0, 10] (default {' '.join(f'{a:g}' for a in CALIBRATION_THRESHOLDS)})",
     )
     s.add_argument(
         "--family",
@@ -698,14 +697,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--granularity",
         default="single",
-        choices=["single", "5y", "5y-infant"],
+        choices=GRANULARITIES,
         help="publication granularity of the noised cells",
     )
     s.add_argument(
         "--indicators",
         nargs="+",
         default=None,
-        choices=["asfr", "tfr", "asmr", "e"],
+        choices=INDICATORS,
         help="default: all the dataset supports",
     )
     s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
@@ -744,9 +743,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--V", nargs="+", type=_positive_float, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)"
     )
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
-    s.add_argument(
-        "--sex", default="T", choices=["T", "F", "M"], help="sex shown for the mortality indicators (default T)"
-    )
+    s.add_argument("--sex", default="T", choices=SEXES, help="sex shown for the mortality indicators (default T)")
     s.add_argument(
         "--mc",
         type=_nonneg_int,

@@ -25,7 +25,8 @@ admixture
 bias_noise
     First-order bias of the indicator due to biased noise (p-tables; 0 for generic).
 small_count
-    ``events < small_events`` (default 10): the first-order result is unreliable here.
+    ``events < small_events`` (default :data:`~demonoise.core.vocabulary.SMALL_EVENTS`, 10):
+    the first-order result is unreliable here.
 
 Columns when a Monte Carlo was run
 ----------------------------------
@@ -33,7 +34,7 @@ mc_n, mc_sd_{noise,pois,tot}, mc_mean_tot, mc_q_lo, mc_q_hi, mc_invalid,
 z_{noise,pois,tot}
     ``z = (sd_MC / sd_analytic - 1) sqrt(2N)``;
 z_flag
-    ``|z| > z_bound`` (default 5) in any component: analytic and Monte Carlo disagree
+    ``|z| > z_bound`` (default :data:`~demonoise.core.vocabulary.Z_BOUND`, 5) in any component: analytic and Monte Carlo disagree
     beyond sampling error.
 """
 
@@ -44,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from demonoise.core.vocabulary import SMALL_EVENTS, Z_BOUND
 from demonoise.uncertainty.montecarlo import MonteCarloResult, z_score
 from demonoise.uncertainty.propagation import (
     TABLES,
@@ -162,8 +164,8 @@ def results_table(
     data_status: str | None = None,
     mc: dict | None = None,
     zero_floor: bool = False,
-    small_events: float = 10,
-    z_bound: float = 5.0,
+    small_events: float = SMALL_EVENTS,
+    z_bound: float = Z_BOUND,
 ) -> pd.DataFrame:
     """Assemble the tidy results table for one linearised dataset.
 

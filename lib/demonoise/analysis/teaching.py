@@ -181,7 +181,7 @@ def count_gradients_fd(
     Returns
     -------
     dict of ndarray (..., K, A)
-        Keyed like :attr:`demonoise.demography.indicators.Linearisation.grads`: ``deaths``,
+        Keyed like :attr:`demonoise.demography.indicators.IndicatorLinearisation.grads`: ``deaths``,
         ``pop_start``, ``pop_end``; compare with
         :func:`demonoise.demography.indicators.linearise_e` (closed form + chain rule).
     """
@@ -288,7 +288,7 @@ def variance_terms(de_dm, D, E, cells, V: float = 1.0) -> tuple[np.ndarray, np.n
     (poisson, noise) : two ndarrays (..., K, X)
         ``(de/dm_x)^2 D_x / E_x^2`` and ``(de/dm_x)^2 (c_x V + m_x^2 c_x V / 2) / E_x^2``;
         summed over ``x`` they are the Poisson and noise variances of ``e_k`` (equal to
-        the library's :meth:`~demonoise.demography.indicators.Linearisation.variance` when no age
+        the library's :meth:`~demonoise.demography.indicators.IndicatorLinearisation.variance` when no age
         is unknown).
     """
     D = np.asarray(D, dtype=float)[..., None, :]
@@ -325,7 +325,7 @@ def unknown_cell_variance(de_dm, D, E, P0, P1, V: float = 1.0) -> np.ndarray:
     -------
     ndarray (..., K)
         Added to ``variance_terms(...)[1].sum(-1)`` it gives the library's noise variance
-        (:meth:`demonoise.demography.indicators.Linearisation.variance`) when the ``UNK`` cells hold 0.
+        (:meth:`demonoise.demography.indicators.IndicatorLinearisation.variance`) when the ``UNK`` cells hold 0.
     """
     g = np.asarray(de_dm, dtype=float)
     D, E, P0, P1 = (np.asarray(v, dtype=float)[..., None, :] for v in (D, E, P0, P1))

@@ -40,15 +40,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from demonoise.core.counts import SEXES, Counts, Provenance
+from demonoise.core.counts import Counts, Provenance
 from demonoise.core.errors import DataError, ParameterError
-from demonoise.demography.indicators import INDICATORS
+from demonoise.core.vocabulary import HEADLINES, INDICATORS, SEXES
 from demonoise.uncertainty.propagation import TABLES
 
 __all__ = ["scale_counts", "what_if_settings", "what_if", "sensitivity", "headline", "HEADLINE"]
 
-#: The indicators of the compact tables: (label, indicator, age).
-HEADLINE = (("e0", "e", 0.0), ("e65", "e", 65.0), ("TFR", "tfr", float("nan")))
+#: The indicators of the compact tables: (label, indicator, age), from the vocabulary's
+#: headline indicators (e0, e65, TFR; the TFR's age is nan).
+HEADLINE = tuple((h.label, h.indicator, float("nan") if h.age is None else float(h.age)) for h in HEADLINES.values())
 
 
 # ------------------------------------------------------------------------- scaling

@@ -32,6 +32,7 @@ from typing import Literal
 import numpy as np
 
 from demonoise.core.errors import DataError, ParameterError
+from demonoise.core.vocabulary import SEXES
 
 __all__ = [
     "SEXES",
@@ -44,7 +45,7 @@ __all__ = [
     "spread_unknown",
 ]
 
-SEXES: tuple[str, ...] = ("F", "M", "T")
+# SEXES (Eurostat's sex codes F, M, T) is defined in the vocabulary.
 MEASURES: tuple[str, ...] = ("pop_start", "pop_end", "deaths", "births")
 UNKNOWN_LABEL = "UNK"
 

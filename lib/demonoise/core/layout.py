@@ -38,11 +38,10 @@ import numpy as np
 
 from demonoise.core.counts import AgeAxis, Counts
 from demonoise.core.errors import ParameterError
+from demonoise.core.vocabulary import GRANULARITIES
 
+# GRANULARITIES (the granularities :func:`publish` understands) is defined in the vocabulary.
 __all__ = ["GRANULARITIES", "publication_axes", "publish", "Layout", "Grouping"]
-
-#: Publication granularities understood by :func:`publish`.
-GRANULARITIES = ("single", "5y", "5y-infant")
 
 
 def _five_year_births(native: AgeAxis, fert_min: int, fert_max: int) -> AgeAxis:

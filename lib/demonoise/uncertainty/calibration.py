@@ -77,7 +77,7 @@ import pandas as pd
 
 from demonoise.core.counts import Counts
 from demonoise.core.errors import DataError, ParameterError
-from demonoise.demography.indicators import INDICATORS
+from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, INDICATORS
 from demonoise.noise.ptable import PTable, build_ptable
 from demonoise.uncertainty.propagation import (
     TABLES,
@@ -106,8 +106,9 @@ __all__ = [
     "calibration_summary",
 ]
 
-#: Default admixture thresholds (fractions: 0.1 = 10 %).
-THRESHOLDS = (0.1, 0.5, 1.0)
+#: Default admixture thresholds (fractions: 0.1 = 10 %, the upper bound of the vocabulary's
+#: "small" admixture class).
+THRESHOLDS = CALIBRATION_THRESHOLDS
 #: Thresholds must lie in (0, THRESHOLD_MAX].
 THRESHOLD_MAX = 10.0
 #: Variances at which the admixture is reported for context.
