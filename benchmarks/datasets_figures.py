@@ -7,26 +7,21 @@ prints: coverage; 5-year sums vs demo_r_pjangroup; calibration errors of the exp
 2019 target; births sums against demo_fordagec; the national TFR over graduated vs
 real single-age exposure; file sizes.
 
-    PYTHONPATH=lib:tests python benchmarks/datasets_figures.py
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/datasets_figures.py
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import _fixtures_datasets as fx  # noqa: E402
-from demonoise.core.counts import AgeAxis  # noqa: E402
-from demonoise.core.layout import Layout  # noqa: E402
-from demonoise.demography.indicators import life_expectancy, tfr  # noqa: E402
-from demonoise.uncertainty.propagation import linearise, poisson_cell_variance  # noqa: E402
-from demonoise_build import build as bd  # noqa: E402
+import _fixtures_datasets as fx
+from demonoise.core.counts import AgeAxis
+from demonoise.core.layout import Layout
+from demonoise.demography.indicators import life_expectancy, tfr
+from demonoise.uncertainty.propagation import linearise, poisson_cell_variance
+from demonoise_build import build as bd
 
 
 def calibration_errors(parts):
@@ -77,7 +72,8 @@ def main():
     # calibration
     err, how = calibration_errors(ess)
     print(
-        f"calibration (expected schedule vs target), max |e0 err| F {np.abs(err[:, 0, 0]).max():.4f} M {np.abs(err[:, 1, 0]).max():.4f}; "
+        f"calibration (expected schedule vs target), max |e0 err| F {np.abs(err[:, 0, 0]).max():.4f} M "
+        f"{np.abs(err[:, 1, 0]).max():.4f}; "
         f"max |e65 err| F {np.abs(err[:, 0, 1]).max():.4f} M {np.abs(err[:, 1, 1]).max():.4f}  (targets: {how})"
     )
 
@@ -85,13 +81,15 @@ def main():
     z, sd, codes = poisson_z(ess)
     a = np.abs(z)
     print(
-        f"Poisson check e0 (drawn vs expected), {z.size} region-sexes: within 3 sd {100 * np.mean(a < 3):.2f} %, within 2 sd "
+        f"Poisson check e0 (drawn vs expected), {z.size} region-sexes: within 3 sd {100 * np.mean(a < 3):.2f} %, "
+        "within 2 sd "
         f"{100 * np.mean(a < 2):.2f} %, within 1 sd {100 * np.mean(a < 1):.2f} % (normal: 99.73 / 95.45 / 68.27)"
     )
     print(
         "  z quantiles 1/5/25/50/75/95/99 %:",
         " ".join(f"{q:+.2f}" for q in np.percentile(z, [1, 5, 25, 50, 75, 95, 99])),
-        f"mean {z.mean():+.3f} sd {z.std():.3f}; max |z| {a.max():.2f} at {codes[np.unravel_index(a.argmax(), a.shape)[0]]}",
+        f"mean {z.mean():+.3f} sd {z.std():.3f}; max |z| {a.max():.2f} at "
+        f"{codes[np.unravel_index(a.argmax(), a.shape)[0]]}",
     )
     print(f"  Poisson sd of e0: median {np.median(sd):.3f} y, range {sd.min():.3f}..{sd.max():.3f} y")
 
@@ -109,9 +107,8 @@ def main():
 
     # births
     print("births: regional sums vs demo_fordagec 2023 after the rule:")
-    nat_rows = [c.region_index(cc) for cc in ess.countries]
     bad = []
-    for cc, r in zip(ess.countries, nat_rows):
+    for cc in ess.countries:
         rule = fx.national_births_rule(cc)
         regs = [i for i, code in enumerate(c.codes) if code[:2] == cc and len(code) == 4]
         s = c.births[regs].sum(axis=0)

@@ -83,7 +83,7 @@ def filter_csv(src: Path, dst: Path, keep) -> None:
     out = [lines[0]]
     for line in lines[1:]:
         fields = next(csv.reader([line.rstrip("\r\n")]))
-        if keep(dict(zip(header, fields))):
+        if keep(dict(zip(header, fields, strict=True))):
             out.append(line)
     _write_gz(dst, out)
 
@@ -96,7 +96,7 @@ def filter_tsv(src: Path, dst: Path, keep) -> None:
     out = [lines[0]]
     for line in lines[1:]:
         key = line.split("\t", 1)[0].split(",")
-        if keep(dict(zip(dims, key))):
+        if keep(dict(zip(dims, key, strict=True))):
             out.append(line)
     _write_gz(dst, out)
 

@@ -107,7 +107,10 @@ def test_generic_closed_form_equals_numeric_root(be):
             if not vp[r, s, k] > 0:
                 continue
             for a in thr:
-                f = lambda V: admixture(vp[r, s, k], _noise_var(lz, block, V)[r, s, k]) - a  # noqa: E731
+
+                def f(V, block=block, cell=(r, s, k), var_pois=vp[r, s, k], a=a):
+                    return admixture(var_pois, _noise_var(lz, block, V)[cell]) - a
+
                 hi = 1.0
                 while f(hi) < 0:
                     hi *= 4
@@ -233,8 +236,8 @@ def test_ptable_admixture_is_monotone_in_v_on_a_grid(lz_e, pt3, be):
     for _, row in e0.iterrows():
         r, s = be.codes.index(row.region), "FMT".index(row.sex)
         a = A[:, r, s, 0]
-        below = [V for V, x in zip(grid, a) if x <= row.threshold]
-        above = [V for V, x in zip(grid, a) if x > row.threshold]
+        below = [V for V, x in zip(grid, a, strict=True) if x <= row.threshold]
+        above = [V for V, x in zip(grid, a, strict=True) if x > row.threshold]
         assert max(below) <= row.V_max <= min(above)
 
 

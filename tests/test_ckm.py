@@ -14,6 +14,7 @@ runs on the CSV template counts (``templates/counts_template.csv``: BE10 and BE3
 population and deaths 2023, births modelled from Belgium's births by age of mother).
 """
 
+# ruff: noqa: E741 -- I is the p-table's largest count class, as Eurostat and the R package ptable name it
 from __future__ import annotations
 
 import csv
@@ -124,7 +125,8 @@ def test_ptable_monte_carlo_agrees_for_tfr_on_template_counts(template, name):
     tfr = df[df.indicator == "tfr"]
     assert len(tfr) == 2
     print(
-        f"{name}: |z| TFR {tfr.z_noise.abs().round(2).tolist()}, e0 max {df[df.indicator == 'e'].z_noise.abs().max():.2f}"
+        f"{name}: |z| TFR {tfr.z_noise.abs().round(2).tolist()}, e0 max "
+        f"{df[df.indicator == 'e'].z_noise.abs().max():.2f}"
     )
     assert df.z_noise.abs().max() < 5
 
@@ -243,7 +245,7 @@ def test_comparison_table_summary_and_note(be):
     np.testing.assert_allclose(df.ratio, df.sd_ptable / df.sd_generic)
     np.testing.assert_allclose(df.rmse_ptable, np.hypot(df.sd_ptable, df.bias_ptable))
     assert (df.flag == ((df.ratio - 1).abs() > 0.10)).all()
-    pop = dict(zip(be.codes, be.pop_start[:, 2].sum(-1)))
+    pop = dict(zip(be.codes, be.pop_start[:, 2].sum(-1), strict=True))
     assert (df.population == df.region.map(pop)).all()
     # analytic sds are those of the results table for each model
     lz = linearise(be, indicators=("e",), e_ages=[0, 65])

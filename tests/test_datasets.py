@@ -16,16 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _fixtures_datasets as fx  # noqa: E402
-from demonoise import cli  # noqa: E402
-from demonoise.core.counts import AgeAxis, Counts  # noqa: E402
-from demonoise.core.errors import ParameterError  # noqa: E402
-from demonoise.core.layout import Layout  # noqa: E402
-from demonoise.demography.indicators import tfr  # noqa: E402
-from demonoise.io import datasets  # noqa: E402
-from demonoise.io.nuts import is_nuts_code, nuts_region  # noqa: E402
-from demonoise_build.graduation import graduate  # noqa: E402
+import _fixtures_datasets as fx
+from demonoise import cli
+from demonoise.core.counts import AgeAxis, Counts
+from demonoise.core.errors import ParameterError
+from demonoise.core.layout import Layout
+from demonoise.demography.indicators import tfr
+from demonoise.io import datasets
+from demonoise.io.nuts import is_nuts_code, nuts_region
+from demonoise_build.graduation import graduate
 
 ESS_LABEL = "demonstration data: population real (Eurostat), deaths and births modelled (calibration year 2019)"
 
@@ -142,7 +141,7 @@ def test_ess_5y_sums_2024_with_the_stated_fallbacks(ess):
     real = fx.pjangroup_cube(codes, 2024)
     direct = ~np.isnan(real).any(axis=(1, 2))
     assert np.array_equal(g[direct], real[direct])
-    missing = sorted(c for c, d in zip(codes, direct) if not d)
+    missing = sorted(c for c, d in zip(codes, direct, strict=True) if not d)
     assert missing == ["AL01", "AL02", "AL03", "MK00", "NL31", "NL33", "PT16", "PT17", "PT18"]
     idx = {c: i for i, c in enumerate(codes)}
 
@@ -283,7 +282,8 @@ def test_registry_does_not_import_computation():
 
     code = (
         "import sys; from demonoise.io.datasets import load, available; available(); load('be-2023'); "
-        "bad = [m for m in ('demonoise_build.graduation', 'demonoise_build.mortality_model', 'demonoise.demography.lifetable', "
+        "bad = [m for m in ('demonoise_build.graduation', 'demonoise_build.mortality_model', "
+        "'demonoise.demography.lifetable', "
         "'demonoise.demography.indicators', 'demonoise_build.build', 'scipy') if m in sys.modules]; print(bad)"
     )
     lib = str(Path(__file__).resolve().parents[1] / "lib")

@@ -451,7 +451,8 @@ def test_413_falls_back_to_the_full_tsv(eurostat, tmp_path, truth):
         content_type="text/xml",
         body=(
             b'<S:Fault xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><faultcode>413</faultcode><faultstring>'
-            b"EXTRACTION_TOO_BIG: The requested extraction is too big, estimated 420709314 rows, max authorised is 5000000"
+            b"EXTRACTION_TOO_BIG: The requested extraction is too big, estimated 420709314 rows, max authorised is "
+            b"5000000"
             b"</faultstring></S:Fault>"
         ),
     )

@@ -11,12 +11,11 @@ checked against independent truth:
   split by the model;
 * Poisson draws against the analytic Poisson sd of e0 (closed-form derivatives).
 
-``python tests/test_mortality_model.py`` (with PYTHONPATH=lib) prints the measured figures.
+``PYTHONPATH=lib:tests .venv/bin/python tests/test_mortality_model.py`` prints the measured figures.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -24,11 +23,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _fixtures_lifetable import BE_NUTS2, published_e  # noqa: E402
-from demonoise.core.errors import DataError, ParameterError  # noqa: E402
-from demonoise.demography.lifetable import e_derivative, life_table, life_table_from_rates, lifetable_lower  # noqa: E402
-from demonoise_build.mortality_model import (  # noqa: E402
+from _fixtures_lifetable import BE_NUTS2, published_e
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.demography.lifetable import e_derivative, life_table, life_table_from_rates, lifetable_lower
+from demonoise_build.mortality_model import (
     N_AGES,
     brass_rates,
     brass_survivorship,
@@ -364,5 +362,6 @@ if __name__ == "__main__":  # measured figures for the report
     print(f"292 x 2 random calibrations: {time.perf_counter() - t:.3f} s, beta {be.min():.3f}..{be.max():.3f}")
     share, z, sd, e0s = poisson_check(st, pooled_)
     print(
-        f"Poisson check: {share:.1%} of 1000 regions within 3 sd; sd(z) = {np.std(z):.3f}; max |z| = {np.abs(z).max():.2f}"
+        f"Poisson check: {share:.1%} of 1000 regions within 3 sd; sd(z) = {np.std(z):.3f}; max |z| = "
+        f"{np.abs(z).max():.2f}"
     )

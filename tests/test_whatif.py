@@ -173,7 +173,7 @@ def test_sensitivity_grid(be):
     pop = e0[(e0.noise == "V = 1") & (e0.sex == "T")].set_index("scale")["population"]
     np.testing.assert_allclose(pop.loc[4] / pop.loc[1], 4.0)
     # relative noise sd ~ 1/s, Poisson ~ 1/sqrt(s) (exact for whole numbers)
-    for (noise, sex, item), g in sens.groupby(["noise", "sex", "indicator"]):
+    for _, g in sens.groupby(["noise", "sex", "indicator"]):
         g = g.set_index("scale")
         np.testing.assert_allclose(g["rel_noise"] * g.index, g["rel_noise"].loc[1], rtol=1e-9)
         np.testing.assert_allclose(g["rel_pois"] * np.sqrt(g.index), g["rel_pois"].loc[1], rtol=1e-9)

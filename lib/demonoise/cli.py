@@ -3,7 +3,8 @@
 ::
 
     demonoise datasets
-    demonoise compute --dataset be-2023 --V 1 5 [--ptable v01 FILE] [--granularity single|5y] [--mc 10000] --out results.parquet
+    demonoise compute --dataset be-2023 --V 1 5 [--ptable v01 FILE] [--granularity single|5y] [--mc 10000]
+                      --out results.parquet
     demonoise compute --counts my_counts.csv --ptable v01 --out results.csv
     demonoise ptable build --D 3 --V 1 --js 0 [--pstay 0.5] --out ptable.csv [--format transition|eurostat] [--K 100000]
     demonoise ptable show v01|FILE [--V 1]
@@ -126,7 +127,8 @@ def cmd_compute(args) -> int:
     out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(
-        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]"
+        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  "
+        f"[{dt:.1f} s]"
     )
     summ = summarise(df)
     if len(summ):
@@ -327,7 +329,8 @@ def _moments_text(table, V=None) -> tuple[str, list[str]]:
         nv = "?" if nominal is None else f"{nominal:g}"
         mean = round(float(r.mean), 12) + 0.0  # show 5.6e-17 as 0
         rows.append(
-            f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  {reached}"
+            f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  "
+            f"{reached}"
         )
     if nominal is None:
         warn.append("nominal V unknown (the file does not store it): pass --V to check it")
@@ -336,7 +339,8 @@ def _moments_text(table, V=None) -> tuple[str, list[str]]:
 
 def _describe_table(table, V=None) -> str:
     parts = [
-        f"{table.label}: classes 0..{table.I} (the last stands for every count >= {table.I}), max |noise| {table.max_deviation}"
+        f"{table.label}: classes 0..{table.I} (the last stands for every count >= {table.I}), max |noise| "
+        f"{table.max_deviation}"
     ]
     if table.n_keys:
         parts.append(f"K = {table.n_keys} cell keys")
@@ -426,7 +430,8 @@ def cmd_compare(args) -> int:
     out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(
-        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]"
+        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  "
+        f"[{dt:.1f} s]"
     )
     summ = summarise_comparison(df)
     birth_labels = set(df.loc[(df.indicator == "e") & (df.age == 0), "age_group"])  # Y_LT1, or Y_LT5 for 5-year cells
@@ -488,7 +493,10 @@ def cmd_calibrate(args) -> int:
     fam = df.attrs.get("family", "generic")
     extra = ""
     if "v_top" in df.attrs:
-        extra = f"; family V range [{df.attrs['v_lo']:.6g}, {df.attrs['v_top']:g}], tables constant from V = {df.attrs['v_sat']:.6g}"
+        extra = (
+            f"; family V range [{df.attrs['v_lo']:.6g}, {df.attrs['v_top']:g}], "
+            f"tables constant from V = {df.attrs['v_sat']:.6g}"
+        )
     print(f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {fam}{extra}) -> {out}  [{dt:.1f} s]")
     summ = calibration_summary(df)
     for ind, g in summ.groupby("indicator", sort=False):
@@ -501,7 +509,10 @@ def cmd_calibrate(args) -> int:
             else:
                 txt = f"A<={r.threshold:g}: {r.V_max_min:.4g} ({r.region} {r.sex})"
             if r.infeasible:
-                txt += f", no table of the family meets it for {r.infeasible} of {r.items} (e.g. {r.infeasible_region} {r.infeasible_sex})"
+                txt += (
+                    f", no table of the family meets it for {r.infeasible} of {r.items} "
+                    f"(e.g. {r.infeasible_region} {r.infeasible_sex})"
+                )
             parts.append(txt)
         print(f"{ind}: smallest V_max by threshold -- " + "; ".join(parts))
     return 0
@@ -608,7 +619,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         default="transition",
         choices=["transition", "eurostat"],
-        help="transition: R ptable layout i,j,p,v,p_int_lb,p_int_ub,type (default); eurostat: pcv;ckey;pvalue with K integer keys",
+        help="transition: R ptable layout i,j,p,v,p_int_lb,p_int_ub,type (default); "
+        "eurostat: pcv;ckey;pvalue with K integer keys",
     )
     b.add_argument("--K", type=int, default=None, help="number of cell keys for --format eurostat (default 100000)")
     b.add_argument("--label", default="", help="short name used in results tables")
@@ -675,7 +687,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_number,
         default=list(CALIBRATION_THRESHOLDS),
         metavar="A",
-        help=f"admixture thresholds as fractions in (0, 10] (default {' '.join(f'{a:g}' for a in CALIBRATION_THRESHOLDS)})",
+        help="admixture thresholds as fractions in (0, 10] "
+        f"(default {' '.join(f'{a:g}' for a in CALIBRATION_THRESHOLDS)})",
     )
     s.add_argument(
         "--family",

@@ -401,7 +401,10 @@ def belgian_standard(raw: Raw) -> mortality_model.Standard:
     D = sum(cube(mg, y, "deaths") for y in STANDARD_YEARS)
     P = {y: cube(d2, y, "population") for y in (*STANDARD_YEARS, STANDARD_YEARS[-1] + 1)}
     E = sum((P[y] + P[y + 1]) / 2.0 for y in STANDARD_YEARS)
-    note = f"Belgium (sum of its NUTS 2 regions), deaths and exposure pooled {STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]} (demo_r_magec, demo_r_d2jan)"
+    note = (
+        "Belgium (sum of its NUTS 2 regions), deaths and exposure pooled "
+        f"{STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]} (demo_r_magec, demo_r_d2jan)"
+    )
     return mortality_model.build_standard(D, E, note=note)
 
 
@@ -454,7 +457,8 @@ def mortality_targets(mlifexp: pd.DataFrame, codes: Sequence[str], year: int = D
                     c0, c1 = get(code[:2], sex, year), get(code[:2], sex, y)
                     if c0 is None or c1 is None:
                         raise ParameterError(
-                            f"no e0/e65 for {code} {sex} in {year}, and its country lacks {year} or {y} to shift the {y} value"
+                            f"no e0/e65 for {code} {sex} in {year}, and its country lacks {year} or {y} to shift the "
+                            f"{y} value"
                         )
                     v = get(code, sex, y) - (c1 - c0)
                     used["shifted"].setdefault(code, []).append(f"{sex}:{y}")
@@ -536,7 +540,10 @@ def national_births(fordagec: pd.DataFrame, countries: Sequence[str], year: int 
             fill = _apportion(np.array(rest), w)
             cells = np.where(absent, fill[:-1], cells)
             rest = float(fill[-1])
-            used["missing_ages"][c] = {"ages": [a for a, m in zip(inner, absent) if m], "reference_year": int(ref)}
+            used["missing_ages"][c] = {
+                "ages": [a for a, m in zip(inner, absent, strict=True) if m],
+                "reference_year": int(ref),
+            }
         lt15, ge50 = _apportion(np.array(rest), np.array([cells[0], cells[-1]]))
         out[i] = np.concatenate([[lt15], cells, [ge50, unk]]).astype(np.int64)
     return out, used
@@ -677,8 +684,10 @@ def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DE
         meta_cal = {
             "year": calibration_year,
             "standard": std_note,
-            "model": "Brass relational logit Y_x = alpha + beta Y^s_x (logit with factor 1/2), calibrated per region and sex "
-            "so that the project's life table (ages 0..84, 85+; Eurostat's method) of the model rates gives the target e0 and e65",
+            "model": "Brass relational logit Y_x = alpha + beta Y^s_x (logit with factor 1/2), "
+            "calibrated per region and sex "
+            "so that the project's life table (ages 0..84, 85+; Eurostat's method) of the model rates gives the target "
+            "e0 and e65",
             "targets": {
                 c: {s: [round(float(e0[j, k]), 4), round(float(e65[j, k]), 4)] for k, s in enumerate(("F", "M"))}
                 for j, c in enumerate(mcodes)
@@ -735,7 +744,8 @@ def _fallback_note(fb: dict) -> dict[str, str]:
         for k, v in fb["population_2024_apportioned"].items():
             groups.setdefault(tuple(v), []).append(k)
         pop.append(
-            "1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and age group, "
+            "1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and age "
+            "group, "
             "shared in proportion to the 2023 population): "
             + "; ".join(f"{' + '.join(o)} from {' + '.join(n)}" for n, o in groups.items())
         )
@@ -797,7 +807,8 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
             ("demo_r_d2jan",),
             ext,
             "Eurostat",
-            f"population on 1 January 2023 and 2024 by sex and single age as published (Y_LT1..Y99, Y_OPEN as Y_GE100, UNK); "
+            "population on 1 January 2023 and 2024 by sex and single age as published (Y_LT1..Y99, Y_OPEN as Y_GE100, "
+            "UNK); "
             f"published T equals F + M; {COUNTRY_RULE}",
         )
         d = TableProvenance(
@@ -812,21 +823,28 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
             ("demo_fordagec", "demo_r_d2jan"),
             ext,
             "Eurostat",
-            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; regional births modelled: "
+            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; regional births "
+            "modelled: "
             f"{ALLOC_RULE}; the country row is the national figure",
         )
         used = [raw.files[k] for k in ("d2jan", "magec", "fordagec")]
     else:
         label = LABEL_ESS.format(year=calibration_year)
-        title = f"Europe-wide demonstration set: {len(codes)} NUTS 2 regions (NUTS 2021) and {len(countries)} countries, 2023"
+        title = (
+            f"Europe-wide demonstration set: {len(codes)} NUTS 2 regions (NUTS 2021) "
+            f"and {len(countries)} countries, 2023"
+        )
         p = TableProvenance(
             "real",
             ("demo_r_pjangroup", "demo_r_d2jan"),
             ext,
             "Eurostat",
-            "real 5-year groups (demo_r_pjangroup, NUTS 2021 codes) graduated to single ages 0-84 (monotone Hyman spline of the "
-            "cumulative, integers by largest remainder; every group total kept exactly); Y_GE85 split into 85-99 and 100+ "
-            "in proportion to the stationary population of the region's calibrated mortality schedule (sums back exactly); "
+            "real 5-year groups (demo_r_pjangroup, NUTS 2021 codes) graduated to single ages 0-84 (monotone Hyman "
+            "spline of the "
+            "cumulative, integers by largest remainder; every group total kept exactly); Y_GE85 split into 85-99 and "
+            "100+ "
+            "in proportion to the stationary population of the region's calibrated mortality schedule (sums back "
+            "exactly); "
             f"Belgian regions: real single ages (demo_r_d2jan); {T_RULE}; {COUNTRY_RULE}"
             + (f"; fallbacks: {notes['population']}" if notes["population"] else ""),
         )
@@ -836,17 +854,18 @@ def _metadata(name, raw, codes, countries, fallbacks, cal, calibration_year):
             ext,
             "Eurostat",
             f"expected deaths m_x E_x from a Brass relational logit schedule per region and sex on a Belgian standard "
-            f"({STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]}), calibrated to the region's published e0 and e65 of {calibration_year} "
-            f"(demo_r_mlifexp), then a seeded Poisson draw; Belgian regions: real deaths (demo_r_magec); {T_RULE}; {COUNTRY_RULE}"
-            + (f"; fallbacks: {notes['deaths']}" if notes["deaths"] else ""),
+            f"({STANDARD_YEARS[0]}-{STANDARD_YEARS[-1]}), calibrated to the region's published e0 and e65 of "
+            f"{calibration_year} "
+            f"(demo_r_mlifexp), then a seeded Poisson draw; Belgian regions: real deaths (demo_r_magec); {T_RULE}; "
+            f"{COUNTRY_RULE}" + (f"; fallbacks: {notes['deaths']}" if notes["deaths"] else ""),
         )
         b = TableProvenance(
             "modelled",
             ("demo_fordagec", "demo_r_pjangroup", "demo_r_d2jan"),
             ext,
             "Eurostat",
-            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; {ALLOC_RULE}; {COUNTRY_RULE}"
-            + (f"; fallbacks: {notes['births']}" if notes["births"] else ""),
+            f"national births 2023 by single age of mother real (demo_fordagec); {BIRTH_RULE}; {ALLOC_RULE}; "
+            f"{COUNTRY_RULE}" + (f"; fallbacks: {notes['births']}" if notes["births"] else ""),
         )
         used = [raw.files[k] for k in RAW_FILES]
     prov = Provenance(population=p, deaths=d, births=b, label=label)
@@ -887,7 +906,8 @@ def _comment(meta: dict) -> str:
     return (
         f"demonoise embedded dataset {meta['name']}: {meta['title']}\n"
         f"{meta['label']}\n"
-        f"Source: Eurostat ({', '.join(dict.fromkeys(d for t in meta['provenance'].values() for d in t['datasets']))}); "
+        "Source: Eurostat "
+        f"({', '.join(dict.fromkeys(d for t in meta['provenance'].values() for d in t['datasets']))}); "
         f"provenance, fallbacks, seeds and versions in {meta['name']}.json\n"
         "Rebuild: python -m demonoise_build. Columns: region,sex,age,year,measure,value,status (docs/csv_template.md)"
     )
@@ -987,7 +1007,7 @@ def check(
                 raw=raw,
                 calibration_year=json.loads(committed.read_text())["calibration_year"] or DEFAULT_CALIBRATION_YEAR,
             )
-            for kind, path in new.items():
+            for path in new.values():
                 old = out_dir / path.name
                 if not old.is_file() or _sha256(old) != _sha256(path):
                     msgs.append(f"{name}: {path.name} differs from the committed file")
@@ -1021,7 +1041,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         out = build(n, a.out, raw=raw, calibration_year=a.calibration_year)
         print(
-            f"{n}: {out['csv']} ({out['csv'].stat().st_size} bytes), {out['json'].name}  [{time.perf_counter() - t0:.1f} s]"
+            f"{n}: {out['csv']} ({out['csv'].stat().st_size} bytes), {out['json'].name}  "
+            f"[{time.perf_counter() - t0:.1f} s]"
         )
     return 0
 

@@ -77,6 +77,7 @@ Moultrie, T. et al. (eds.) (2013). *Tools for Demographic Estimation*, IUSSP,
 ch. "Introduction to model life tables" -- the relational logit model in practice.
 """
 
+# ruff: noqa: E741 -- l is the life table's survivorship l_x, as demographers write it
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -434,7 +435,8 @@ def build_standard(
         m_inner, lam = D[..., inner] / E[..., inner], np.full(lead, np.nan)
         if np.any(m_inner <= 0):
             raise DataError(
-                "build_standard: a zero rate below the Kannisto ages makes the standard's logit undefined; use smooth=True",
+                "build_standard: a zero rate below the Kannisto ages makes the standard's logit undefined; use "
+                "smooth=True",
                 measure="deaths",
             )
     m_ext = np.concatenate(

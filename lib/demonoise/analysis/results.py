@@ -34,8 +34,8 @@ mc_n, mc_sd_{noise,pois,tot}, mc_mean_tot, mc_q_lo, mc_q_hi, mc_invalid,
 z_{noise,pois,tot}
     ``z = (sd_MC / sd_analytic - 1) sqrt(2N)``;
 z_flag
-    ``|z| > z_bound`` (default :data:`~demonoise.core.vocabulary.Z_BOUND`, 5) in any component: analytic and Monte Carlo disagree
-    beyond sampling error.
+    ``|z| > z_bound`` (default :data:`~demonoise.core.vocabulary.Z_BOUND`, 5) in any
+    component: analytic and Monte Carlo disagree beyond sampling error.
 """
 
 from __future__ import annotations

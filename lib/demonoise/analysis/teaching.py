@@ -197,15 +197,18 @@ def count_gradients_fd(
         typical = np.maximum(np.abs(c).mean(axis=-1, keepdims=True), floor)
         h = rel_step * np.maximum(np.abs(c), typical)
         bump = h[..., :, None] * np.eye(A)
-
-        def e_at(sign):
-            args = {k: (v[..., None, :] if k != name else v[..., None, :] + sign * bump) for k, v in cells.items()}
-            lt = life_expectancy(layout, args["deaths"], args["pop_start"], args["pop_end"], a=a, a0=a0, check=False)
-            return lt.e[..., ks]  # (..., A, K)
-
-        g = (e_at(+1.0) - e_at(-1.0)) / (2.0 * h[..., :, None])
-        out[name] = np.swapaxes(g, -1, -2)
+        up = _e_with_one_table_moved(layout, cells, name, +bump, ks, a, a0)
+        down = _e_with_one_table_moved(layout, cells, name, -bump, ks, a, a0)
+        out[name] = np.swapaxes((up - down) / (2.0 * h[..., :, None]), -1, -2)
     return out
+
+
+def _e_with_one_table_moved(layout, cells: dict, name: str, shift, ks, a, a0) -> np.ndarray:
+    """``e_k`` with table ``name`` moved by each row of ``shift`` (..., A, A) in turn,
+    the other tables as published; shape (..., A, K)."""
+    args = {k: v[..., None, :] + shift if k == name else v[..., None, :] for k, v in cells.items()}
+    lt = life_expectancy(layout, args["deaths"], args["pop_start"], args["pop_end"], a=a, a0=a0, check=False)
+    return lt.e[..., ks]
 
 
 def max_relative_error(approx, exact, *, rtol_zero: float = 1e-12) -> float:

@@ -27,6 +27,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 import numpy as np
@@ -91,7 +92,7 @@ class AgeAxis:
         object.__setattr__(self, "upper", up)
         if len(lo) == 0 or len(lo) != len(up):
             raise ParameterError("an age axis needs at least one interval and as many upper as lower bounds")
-        for i, (a, b) in enumerate(zip(lo, up)):
+        for i, (a, b) in enumerate(zip(lo, up, strict=True)):
             if b is None and i != len(lo) - 1:
                 raise ParameterError(f"only the last age interval may be open (interval {i} starting at {a})")
             if b is not None and b <= a:
@@ -168,7 +169,7 @@ class AgeAxis:
             intervals.append((intervals[-1][1], None, "Y_OPEN"))
         if not intervals:
             raise DataError("no age intervals", file=source)
-        for (a0, b0, l0), (a1, b1, l1) in zip(intervals, intervals[1:]):
+        for (_, b0, l0), (a1, _, l1) in pairwise(intervals):
             if b0 is None or b0 > a1:
                 raise DataError(f"overlapping age intervals {l0} and {l1}", file=source, age=l1)
             if b0 < a1:
@@ -197,7 +198,9 @@ class AgeAxis:
     @property
     def widths(self) -> np.ndarray:
         """Interval widths ``n_x`` of the known intervals (``inf`` for an open one)."""
-        return np.array([np.inf if u is None else u - a for a, u in zip(self.lower, self.upper)], dtype=float)
+        return np.array(
+            [np.inf if u is None else u - a for a, u in zip(self.lower, self.upper, strict=True)], dtype=float
+        )
 
     @property
     def is_single(self) -> bool:
@@ -209,7 +212,7 @@ class AgeAxis:
     def labels(self) -> tuple[str, ...]:
         """Canonical Eurostat codes of every cell (``UNK`` last if present)."""
         out = []
-        for a, u in zip(self.lower, self.upper):
+        for a, u in zip(self.lower, self.upper, strict=True):
             if u is None:
                 out.append(f"Y_GE{a}")
             elif a == 0:
@@ -247,7 +250,7 @@ class AgeAxis:
             raise ParameterError("source and target age axes must cover the same age range")
         G = np.zeros((self.size, target.size), dtype=np.int64)
         t_lo = np.array(target.lower)
-        for i, (a, u) in enumerate(zip(self.lower, self.upper)):
+        for i, (a, u) in enumerate(zip(self.lower, self.upper, strict=True)):
             j = int(np.searchsorted(t_lo, a, side="right") - 1)
             tu = target.upper[j]
             if j < 0 or (tu is not None and (u is None or u > tu)):
@@ -364,7 +367,7 @@ def _as_count_array(arr, name: str, shape: tuple[int, ...], axes_labels, dataset
 
     def where(idx) -> dict:
         loc = {}
-        for lab, i in zip(axes_labels, idx):
+        for lab, i in zip(axes_labels, idx, strict=True):
             loc[lab[0]] = lab[1][i]
         return loc
 

@@ -144,7 +144,8 @@ def _details(meta: dict) -> list[str]:
         if not d:
             continue
         out.append(
-            f"{table}: {d['status']} ({d.get('source', '')} {', '.join(d.get('datasets', []))}; extracted {d.get('extracted', 'unknown')})"
+            f"{table}: {d['status']} ({d.get('source', '')} {', '.join(d.get('datasets', []))}; extracted "
+            f"{d.get('extracted', 'unknown')})"
         )
     if meta.get("calibration_year"):
         out.append(f"mortality calibrated to published e0/e65 of {meta['calibration_year']}")
@@ -206,7 +207,8 @@ def _check_name(name: str) -> str:
         return "cached"
     hint = " -- real Eurostat data: run `demonoise fetch --year YEAR` first" if name.startswith("eurostat-") else ""
     raise ParameterError(
-        f"unknown dataset {name!r}; available: {', '.join(list(names) + cached) or 'none'} (see `demonoise datasets`){hint}"
+        f"unknown dataset {name!r}; available: {', '.join(list(names) + cached) or 'none'} (see `demonoise "
+        f"datasets`){hint}"
     )
 
 

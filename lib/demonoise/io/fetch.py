@@ -459,7 +459,7 @@ def _check_jsonstat(d: Any, fail) -> dict:
         "updated": d.get("updated"),
         "label": d.get("label"),
         "values": len(d["value"]),
-        "size": dict(zip(d["id"], d["size"])),
+        "size": dict(zip(d["id"], d["size"], strict=True)),
     }
 
 
@@ -861,7 +861,7 @@ def _missing_cells(df: pd.DataFrame, regions: Sequence[str], ages: Sequence[str]
         if len(have) == 0:
             out[code] = f"no values for {', '.join(map(str, years))}"
             continue
-        got = set(zip(*(have[c] for c in (["time"] + (["sex"] if sexes is not None else []) + ["age"]))))
+        got = set(zip(*(have[c] for c in (["time"] + (["sex"] if sexes is not None else []) + ["age"])), strict=True))
         first = None
         for y in years:
             for s in sexes if sexes is not None else [None]:
@@ -1307,7 +1307,7 @@ def cached_datasets(cache_dir=None) -> list[dict]:
         if man is None:
             continue
         ok = True
-        for code, info in man["entries"].items():
+        for info in man["entries"].values():
             p = root / info.get("file", "")
             if not p.is_file() or p.stat().st_size != info.get("size"):
                 ok = False

@@ -70,6 +70,7 @@ import math
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
+from itertools import pairwise
 from numbers import Real
 
 import numpy as np
@@ -445,7 +446,7 @@ class PTableFamily:
         vals = {x: self.row_variance(x) for x in nodes}
         builds = len(nodes)
         unresolved = []
-        stack = list(zip(nodes[:-1], nodes[1:]))
+        stack = list(pairwise(nodes))
         while stack:
             a, b = stack.pop()
             m = 0.5 * (a + b)
@@ -466,7 +467,8 @@ class PTableFamily:
         if not monotone:
             bad = np.argwhere(np.diff(rows, axis=0) < -_MONO_TOL)[0]
             warnings.warn(
-                f"{self.label}: the variance of row {bad[1]} decreases between V={xs[bad[0]]:g} and V={xs[bad[0] + 1]:g}; "
+                f"{self.label}: the variance of row {bad[1]} decreases between V={xs[bad[0]]:g} and "
+                f"V={xs[bad[0] + 1]:g}; "
                 "A(V) may not be monotone -- V_max is the largest V of the tabulated curve meeting the bound",
                 CalibrationWarning,
                 stacklevel=2,
@@ -605,7 +607,10 @@ def calibrate_linearised(
         R, S, K = value.shape
         T = thr.size
         shape = (R, S, K, T)
-        rep = lambda a: np.broadcast_to(np.asarray(a)[..., None], shape).ravel()  # noqa: E731
+
+        def rep(a, shape=shape):
+            return np.broadcast_to(np.asarray(a)[..., None], shape).ravel()
+
         df = pd.DataFrame(
             {
                 "region": np.repeat(np.array(c.codes), S * K * T),

@@ -282,10 +282,11 @@ def monte_carlo(
     # barring unknown sex): then the Poisson draw of T is the sum of those of F and M
     t_is_sum = c.deaths is not None and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
     sizes = [block] * (n // block) + ([n % block] if n % block else [])
-    jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes))))
+    jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes)), strict=True))
     shared = {
-        "counts": c, "layout": lz.layout, "noise": noise, "indicators": tuple(indicators), "components": tuple(components),
-        "e_idx": e_idx, "t_is_sum": t_is_sum, "floor_zero": floor_zero, "noised": tuple(noised), "refs": refs, "keep": keep, "lt_kw": lz.lifetable_kw,
+        "counts": c, "layout": lz.layout, "noise": noise, "indicators": tuple(indicators),
+        "components": tuple(components), "e_idx": e_idx, "t_is_sum": t_is_sum, "floor_zero": floor_zero,
+        "noised": tuple(noised), "refs": refs, "keep": keep, "lt_kw": lz.lifetable_kw,
     }  # fmt: skip
     workers = workers or min(2, os.cpu_count() or 1)
     acc: dict = {}
@@ -308,7 +309,7 @@ def monte_carlo(
         ex = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(shared,))
         parts = ex.map(_chunk, jobs)
     try:
-        for (size, _), part in zip(jobs, parts):
+        for (size, _), part in zip(jobs, parts, strict=True):
             absorb(part)
             done += size
             if progress:
