@@ -4,7 +4,7 @@ p-table comparison, and the ``ptable`` / ``compare`` / ``compute --ptable`` comm
 Independent truths used here:
 * Monte Carlo through the p-table (every cell perturbed by a cell-key lookup, every
   indicator recomputed exactly) against the count-dependent first-order sd, judged by
-  ``z = (sd_MC / sd - 1) sqrt(2N)`` (DESIGN.md section 5) -- on real Belgian counts;
+  ``z = (sd_MC / sd - 1) sqrt(2N)`` (docs/design.md, "Monte Carlo and the z-score") -- on real Belgian counts;
 * moments computed by hand from the rows of Eurostat's p-table files (csv module);
 * finite-difference derivatives of e0 through the life table;
 * the generic model (discrete Gaussian of variance exactly V, a separate code path).

@@ -2,7 +2,7 @@
 
 Independent truth: the Monte Carlo recomputes every indicator exactly from perturbed
 published cells; the analytic side is the delta method. Agreement is judged against
-sampling error, z = (sd_MC / sd_analytic - 1) sqrt(2N) (DESIGN.md section 5).
+sampling error, z = (sd_MC / sd_analytic - 1) sqrt(2N) (docs/design.md, section "Monte Carlo and the z-score").
 """
 
 import numpy as np
@@ -90,7 +90,7 @@ def test_granularity_changes_noise_as_the_formula_says(be):
     # relative standard error of a ratio of two independent sds: sqrt(2 / (2N))
     z = (ratio_mc / ratio_ana - 1) / np.sqrt(2 / (2 * N))
     print("noise sd of e0, single/5-year: analytic", ratio_ana.round(3), "MC", ratio_mc.round(3))
-    assert np.all(ratio_ana > 1.8)  # single ages carry clearly more noise (DESIGN: variance ~5x)
+    assert np.all(ratio_ana > 1.8)  # single ages carry clearly more noise (design notes: variance ~5x)
     assert np.all(np.abs(z) < 5)
 
 

@@ -170,7 +170,8 @@ def test_built_D3_V1_reproduces_eurostat_v01():
 
 
 def test_mono_constraint_is_what_reproduces_v01():
-    """DESIGN: plain max entropy with exact variance gives P(-1) = 0.381 at count 1, ptable 0.370."""
+    """docs/design.md (Noise models): plain max entropy with exact variance gives P(-1) = 0.381
+    at count 1, ptable 0.370."""
     v, p_plain = _slsqp_row(1, 3, 1.0, mono=False, variance_equality=True)
     assert p_plain[list(v).index(-1)] == pytest.approx(0.381, abs=1e-3)
     built = build_ptable(3, 1).transition(1)

@@ -1,7 +1,7 @@
 """Verdicts, tables and flags of the quality reports, on small hand-made results frames.
 
 The frames are built here with chosen variances, so the expected admixtures follow from
-the definition A = sqrt(1 + Var_noise / Var_pois) - 1 (DESIGN.md section 4), not from
+the definition A = sqrt(1 + Var_noise / Var_pois) - 1 (docs/design.md, section "Admixture"), not from
 the code under test: Var_noise / Var_pois = 0.21 gives A = 10 % exactly (1.1^2 = 1.21),
 3 gives A = 100 %, 0.0201 gives A = 1 %.
 """

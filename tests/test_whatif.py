@@ -4,7 +4,7 @@ the `demonoise notebook` command.
 Truths used: the scaling rule written out independently (exact integer arithmetic); the
 homogeneity of every indicator in the counts (degree 0), which makes the first-order
 Poisson variance scale by exactly 1/s and the noise variance by 1/s^2 for a whole-number
-s; Var(m_x)/m_x^2 = 1/D_x for Poisson deaths without unknown ages; the DESIGN notes'
+s; Var(m_x)/m_x^2 = 1/D_x for Poisson deaths without unknown ages; docs/design.md's
 "5-year cells: noise variance of e0 about 5 times smaller".
 """
 

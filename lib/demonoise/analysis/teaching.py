@@ -3,8 +3,9 @@ r"""The variance of life expectancy, step by step, each step with a numerical tw
 Computation layer (numpy only, no I/O, no plotting): the teaching notebook
 (``notebooks/teaching.ipynb``) calls these functions and shows what they return.
 
-The derivation (DESIGN.md sections 2 and 4; :func:`demonoise.demography.lifetable.e_derivative`)
-goes through the life table one column at a time. For a closed interval ``x`` of width
+The derivation (docs/design.md, sections "The life table" and "First-order propagation";
+:func:`demonoise.demography.lifetable.e_derivative`) goes through the life table one column
+at a time. For a closed interval ``x`` of width
 ``n`` (``n = 1`` in the complete table), ``b = 1 - a_x``:
 
 1. ``q_x = n m / (1 + n b m)``                       ->  ``dq_x/dm_x = n / (1 + n b m)^2``

@@ -20,7 +20,7 @@ the published total ``T``, the unknown-age cells included) becomes
 so every rate ``D/E`` or ``b/W`` changes only by the rounding, at most by a relative
 ``1/(2 s n)`` per cell, and not at all when ``s`` is a whole number.
 
-Consequences of the first-order formulas (DESIGN.md section 4), exact when ``s`` is a
+Consequences of the first-order formulas (docs/design.md, section "First-order propagation"), exact when ``s`` is a
 whole number (no rounding), up to the rounding otherwise: every indicator is a function
 of ratios of counts, hence homogeneous of degree 0 in the cells; its gradient with
 respect to a cell is homogeneous of degree ``-1``. So the Poisson variance

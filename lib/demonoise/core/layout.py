@@ -1,7 +1,7 @@
 """Publication layouts: which cells are published, and how indicators are built from them.
 
 The noise of the Cell Key Method sits on every *published* cell, before any
-aggregation (DESIGN.md section 3). How cells are published -- single ages as in
+aggregation (docs/design.md, section "Noise models"). How cells are published -- single ages as in
 Eurostat's NUTS 2 tables, or 5-year groups as in its NUTS 3 tables -- therefore
 changes the noise an indicator carries: the life table's open group 85+ built from
 16 published single-age cells carries 16 V of death noise, one built from a single

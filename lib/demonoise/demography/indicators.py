@@ -17,7 +17,7 @@ part. The conventions (``UNK`` spread in proportion after noise; births below 15
 The ``linearise_*`` functions return the value together with its gradient with
 respect to *every published cell* (:class:`IndicatorLinearisation`), which is what the
 first-order (delta-method) propagation of :mod:`demonoise.uncertainty.propagation` needs:
-``Var f = sum_cells (df/dc)^2 Var(c)`` (DESIGN.md section 4). The gradient goes
+``Var f = sum_cells (df/dc)^2 Var(c)`` (docs/design.md, section "First-order propagation"). The gradient goes
 through the exact chain: published cells -> ``UNK`` spread -> grouping -> rates ->
 life table, so ``UNK`` cells, grouped cells and the open age group get exactly the
 weight they have in the indicator.
@@ -336,7 +336,7 @@ def linearise_e(layout: Layout, deaths, pop_start, pop_end, *, ages=None, a=0.5,
     """``e_k`` and its gradient with respect to every published cell.
 
     ``d e_k / d D_x = (d e_k / d m_x) / E_x`` and ``d e_k / d E_x = -(d e_k / d m_x) m_x / E_x``
-    on the life-table groups (closed form of ``d e_k / d m_x``: DESIGN.md section 4,
+    on the life-table groups (closed form of ``d e_k / d m_x`` and its derivation:
     :func:`demonoise.demography.lifetable.e_derivative`), then mapped to the published cells of
     each group, through the ``UNK`` spread, and ``d E / d P(t) = d E / d P(t+1) = 1/2``.
 

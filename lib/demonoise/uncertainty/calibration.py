@@ -1,7 +1,7 @@
 """Calibration of the noise parameter: the largest variance ``V`` that keeps the noise
 admixture of every indicator below chosen thresholds.
 
-The admixture of an indicator ``f`` (DESIGN.md section 4) is
+The admixture of an indicator ``f`` (docs/design.md, section "Admixture") is
 
 .. math::  A(V) = \\sqrt{1 + \\mathrm{Var}_\\mathrm{noise}(V) / \\mathrm{Var}_\\mathrm{pois}} - 1 ,
 

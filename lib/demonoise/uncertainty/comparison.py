@@ -4,7 +4,7 @@ The reference study models noise as independent integer noise of variance ``V`` 
 published cell (:class:`~demonoise.noise.models.GenericNoise`). Real CKM publication uses a
 perturbation table (:class:`~demonoise.noise.models.PTableNoise`): zeros stay zero, results are
 never negative, and for counts below the table's last class ``I`` the noise has a
-count-dependent variance ``V_i`` and mean ``b_i`` (DESIGN.md section 3). For every region,
+count-dependent variance ``V_i`` and mean ``b_i`` (docs/design.md, section "Noise models"). For every region,
 sex, indicator and age this module puts the two side by side at the table's nominal
 variance ``V``:
 
@@ -15,9 +15,10 @@ variance ``V``:
     \\mathrm{bias}_{pt} = \\sum_c g_c\\, b_{\\min(n_c, I)},
 
 with ``g_c`` the first-order derivative of the indicator with respect to published cell
-``c`` of count ``n_c`` (DESIGN.md section 4; :mod:`demonoise.uncertainty.propagation`). The two models
-coincide wherever every cell the indicator depends on has ``n_c >= I`` and the table's
-last class has variance ``V`` and mean 0; they part where small cells -- above all zeros,
+``c`` of count ``n_c`` (docs/design.md, section "First-order propagation";
+:mod:`demonoise.uncertainty.propagation`). The two models coincide wherever every cell
+the indicator depends on has ``n_c >= I`` and the table's last class has variance ``V``
+and mean 0; they part where small cells -- above all zeros,
 which the table leaves alone and the generic model perturbs -- carry weight. The table
 reports, per row, the share of the indicator's cells below ``I`` and the share of the
 generic noise variance that comes from them, so that the ratio can be read.

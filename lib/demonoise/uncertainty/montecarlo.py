@@ -18,7 +18,7 @@ block size only -- not on the number of worker processes or their scheduling.
 Agreement with the analytic standard deviation is judged against sampling error:
 the relative standard error of an sd estimated from ``N`` replicates is about
 ``1/sqrt(2N)`` (0.71 % at N = 10 000), hence ``z = (sd_MC / sd_analytic - 1) sqrt(2N)``
-(DESIGN.md section 5).
+(docs/design.md, section "Monte Carlo and the z-score").
 
 A *zero floor* (``max(0, noisy count)``) is an option: it is a different noise model
 (closer to the Cell Key Method, which never publishes negative counts), not a

@@ -1,6 +1,6 @@
 """Analytic (first-order) error propagation: Poisson, noise and total variance, admixture.
 
-For an indicator ``f`` of independent published cells ``c`` (DESIGN.md section 4)::
+For an indicator ``f`` of independent published cells ``c`` (docs/design.md, section "First-order propagation")::
 
     Var_noise f = sum_c (df/dc)^2 V_c          (V_c: noise variance of cell c)
     Var_pois  f = sum_{event cells} (df/dc)^2 c  (events Poisson with lambda = observed count)
