@@ -255,6 +255,7 @@ def test_ptable_variance_curve_interpolates_built_tables():
         assert np.allclose(built, np.minimum(V, u), rtol=0, atol=2e-6), V
 
 
+@pytest.mark.slow
 def test_ptable_family_with_js_has_a_smallest_v(be):
     """js = 2, D = 3: the count-1 row (noises -1, 2, 3) has variance at least 2, so the
     family starts at V = 2; items the smallest table already pushes over the threshold
@@ -305,6 +306,7 @@ def _scaled(counts, f):
 MC_CASES = [("BE10", 1.0, "T", "5y"), ("BE34", 1.0, "F", "5y"), ("BE34", 0.1, "T", "single")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code,factor,sex,granularity", MC_CASES, ids=["BE10-T", "BE34-F", "BE34x0.1-T"])
 def test_monte_carlo_at_calibrated_v_reproduces_the_target(be, code, factor, sex, granularity):
     target, n = 0.5, 100_000

@@ -87,6 +87,7 @@ def hand_moments(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------ Monte Carlo
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["v01", "v04"])
 def test_ptable_monte_carlo_agrees_with_count_dependent_sd_for_e0(be, name):
     """Done-when criterion: noise-only MC with p-table noise vs the count-dependent

@@ -47,6 +47,7 @@ def rebuilt(parts, tmp_path_factory):
 
 
 # ------------------------------------------------------------------ reproducibility (CI hash check)
+@pytest.mark.slow
 @pytest.mark.parametrize("name", bd.NAMES)
 def test_rebuild_is_byte_identical(name, rebuilt):
     meta = json.loads((COMMITTED / f"{name}.json").read_text(encoding="utf-8"))

@@ -31,6 +31,7 @@ def mc_table(be):
     return results_table(lz, [g], mc={0: mc})
 
 
+@pytest.mark.slow
 def test_e0_analytic_matches_monte_carlo(mc_table, be):
     df = mc_table
     pop = be.pop_start.sum(-1)  # every Belgian region has > 100 000 inhabitants
@@ -45,6 +46,7 @@ def test_e0_analytic_matches_monte_carlo(mc_table, be):
     assert width.between(0.93, 1.07).all()
 
 
+@pytest.mark.slow
 def test_asmr_cells_with_20_events_match(mc_table):
     df = mc_table
     cells = df[(df.indicator == "asmr") & (df.events >= 20)]
@@ -56,6 +58,7 @@ def test_asmr_cells_with_20_events_match(mc_table):
     assert df.z_flag.sum() == (df[["z_noise", "z_pois", "z_tot"]].abs() > 5).any(axis=1).sum()
 
 
+@pytest.mark.slow
 def test_first_order_breaks_down_for_tiny_counts_and_is_flagged(mc_table):
     """Rates from zero or a handful of deaths: the first-order result is not trusted
     (small_count), and the results table shows why (MC and analytic disagree)."""

@@ -487,6 +487,7 @@ def rendered(tmp_path_factory):
     return res
 
 
+@pytest.mark.slow
 def test_overview_renders_offline_with_the_map(rendered):
     html = rendered.html.read_text(encoding="utf-8")
     c = scan_html(html)
@@ -520,6 +521,7 @@ def test_overview_renders_offline_with_the_map(rendered):
     assert "Traceback" not in body and "application/vnd.jupyter.stderr" not in body
 
 
+@pytest.mark.slow
 def test_overview_numbers_come_from_the_results(rendered):
     import nbformat
 
@@ -534,6 +536,7 @@ def test_overview_numbers_come_from_the_results(rendered):
     assert m["e0_over41_V5"] == int((e0[e0.V == 5].admixture > math.sqrt(2) - 1).sum())
 
 
+@pytest.mark.slow
 @chromium
 def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
     import shutil
@@ -555,6 +558,7 @@ def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
     assert len([p for p in pages if "demonstration data" in p]) >= 9
 
 
+@pytest.mark.slow
 def test_calibration_section_shows_the_table_passed(rendered):
     html = rendered.html.read_text(encoding="utf-8")
     cal = re.split(r'<section class="dn-section"', html)[9]
@@ -565,6 +569,7 @@ def test_calibration_section_shows_the_table_passed(rendered):
     assert cells == ["e0", "10", "3", "0.25", "BE21", "3.5", "1", "2"]
 
 
+@pytest.mark.slow
 def test_index_row_links_the_overview(rendered):
     from demonoise.report.index import write_index
 

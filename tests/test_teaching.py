@@ -124,6 +124,7 @@ def rendered(tmp_path_factory):
     return res, out
 
 
+@pytest.mark.slow
 def test_notebook_checks_pass(rendered):
     _, out = rendered
     m = read_metrics(out / "teaching.ipynb")
@@ -154,6 +155,7 @@ def test_notebook_checks_pass(rendered):
     assert m["A_at_scale"] == pytest.approx(0.10, abs=0.002)
 
 
+@pytest.mark.slow
 def test_rendered_html(rendered):
     res, _ = rendered
     text = res.html.read_text(encoding="utf-8")
@@ -166,6 +168,7 @@ def test_rendered_html(rendered):
     assert "import numpy" not in text and "display_metrics" not in text
 
 
+@pytest.mark.slow
 @chromium
 def test_maths_charts_and_solutions_in_chromium_and_pdf(rendered, tmp_path):
     res, _ = rendered

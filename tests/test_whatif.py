@@ -220,6 +220,7 @@ def rendered(tmp_path_factory):
     return res, out
 
 
+@pytest.mark.slow
 def test_headless_run_reports_the_library_figures(rendered, be):
     res, out = rendered
     nb = out / "whatif.ipynb"
@@ -237,6 +238,7 @@ def test_headless_run_reports_the_library_figures(rendered, be):
     assert res.pdf is None and res.pdf_error is None
 
 
+@pytest.mark.slow
 def test_rendered_html(rendered):
     res, _ = rendered
     text = res.html.read_text(encoding="utf-8")
@@ -252,6 +254,7 @@ def test_rendered_html(rendered):
     assert "Largest |z|" in text
 
 
+@pytest.mark.slow
 @chromium
 def test_rendered_html_in_chromium(rendered, tmp_path):
     res, _ = rendered
@@ -269,6 +272,7 @@ def test_parameter_values():
     assert _parameter_value("BE34") == "BE34" and _parameter_value("5y") == "5y"
 
 
+@pytest.mark.slow
 def test_cli_notebook(rendered, tmp_path, capsys):
     assert main(["notebook", "nosuch", "--out", str(tmp_path)]) == 2
     assert "notebook 'nosuch' not found" in capsys.readouterr().err
