@@ -23,17 +23,11 @@ import pytest
 
 from demonoise.cli import main
 from demonoise.core.errors import DataError, FetchError, ParameterError
+from demonoise.io.assemble import IncompleteRegionWarning
 from demonoise.io.eurostat import read_eurostat
-from demonoise.io.fetch import (
-    IncompleteRegionWarning,
-    cache_root,
-    cached_datasets,
-    comparison_tables,
-    eurostat_counts,
-    fetch_counts,
-    fetch_table,
-    load_cached,
-)
+from demonoise.io.eurostat_api import fetch_table
+from demonoise.io.fetch import cached_datasets, comparison_tables, eurostat_counts, fetch_counts, load_cached
+from demonoise.io.options import FetchOptions, cache_root
 from demonoise.io.tidy import counts_from_eurostat
 
 FIX = Path(__file__).parent / "data" / "fetch"
@@ -198,7 +192,7 @@ def truth():
 # ---------------------------------------------------------------------------- happy path
 def test_fetch_builds_real_counts(eurostat, tmp_path, truth):
     t0 = time.time()
-    res = fetch_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    res = fetch_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     t1 = time.time()
     c = res.counts
     assert c.name == "eurostat-2023-be" and c.year == 2023
@@ -263,10 +257,10 @@ def test_fetch_builds_real_counts(eurostat, tmp_path, truth):
 
 
 def test_cache_reused_without_network(eurostat, tmp_path):
-    first = eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    first = eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     before = {p: p.read_bytes() for p in files_under(tmp_path) if "eurostat" in p.parts}
     eurostat.stop()  # any network access would now fail
-    res = fetch_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    res = fetch_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     assert res.downloaded == [] and len(eurostat.hits) == 6
     second = res.counts
     assert second.codes == first.codes
@@ -274,27 +268,27 @@ def test_cache_reused_without_network(eurostat, tmp_path):
         np.testing.assert_array_equal(getattr(second, m), getattr(first, m))
     assert second.provenance == first.provenance
     # offline mode gives the same, too
-    third = eurostat_counts(2023, ["BE"], cache_dir=tmp_path, offline=True)
+    third = eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, offline=True))
     np.testing.assert_array_equal(third.deaths, first.deaths)
     # --refresh with the server gone fails clearly and keeps the old entries intact
     with pytest.raises(
         FetchError,
         match=r"demo_r_d2jan: cannot connect .* to http://127\.0\.0\.1:\d+/statistics/1\.0/data/demo_r_d2jan\?",
     ):
-        eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, refresh=True, **FAST)
+        eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, refresh=True, **FAST))
     after = {p: p.read_bytes() for p in files_under(tmp_path) if "eurostat" in p.parts}
     assert after == before
 
 
 def test_offline_with_empty_cache_fails_clearly(tmp_path):
     with pytest.raises(FetchError, match=r"demo_r_d2jan: not in the cache .* offline mode forbids downloading"):
-        eurostat_counts(2023, ["BE"], cache_dir=tmp_path, offline=True)
+        eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, offline=True))
     assert files_under(tmp_path) == []
 
 
 def test_selection_is_local_one_download_serves_every_selection(eurostat, tmp_path):
-    eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
-    c = eurostat_counts(2023, None, cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
+    c = eurostat_counts(2023, None, FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     assert c.name == "eurostat-2023" and c.codes == ("BE", "BE31", "BE34") and len(eurostat.hits) == 6
 
 
@@ -382,7 +376,7 @@ def test_failure_raises_fetch_error_and_leaves_no_entry(case, tmp_path):
     srv = FakeEurostat(routes)
     try:
         with pytest.raises(FetchError, match=pattern) as ei:
-            eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=srv.url, **FAST)
+            eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=srv.url, **FAST))
         assert ei.value.dataset == "demo_r_d2jan" and ei.value.url.startswith(srv.url + STAT + "demo_r_d2jan?")
         assert "\n" not in str(ei.value)
         n = sum(1 for h in srv.hits if h == key)
@@ -406,11 +400,7 @@ def test_stalled_server_fails_within_the_timeout(after, tmp_path):
             fetch_table(
                 "demo_r_d2jan",
                 [("geoLevel", "nuts2"), ("time", "2023"), ("time", "2024")],
-                cache_dir=tmp_path,
-                base_url=srv.url,
-                timeout=0.5,
-                retries=2,
-                backoff=0.01,
+                FetchOptions(cache_dir=tmp_path, base_url=srv.url, timeout=0.5, retries=2, backoff=0.01),
             )
         dt = time.perf_counter() - t0
     finally:
@@ -430,11 +420,7 @@ def test_transient_errors_are_retried_with_backoff(tmp_path):
         e = fetch_table(
             "demo_r_magec",
             [("geoLevel", "nuts2"), ("time", "2023")],
-            cache_dir=tmp_path,
-            base_url=srv.url,
-            timeout=5,
-            retries=3,
-            backoff=0.05,
+            FetchOptions(cache_dir=tmp_path, base_url=srv.url, timeout=5, retries=3, backoff=0.05),
         )
         dt = time.perf_counter() - t0
     finally:
@@ -451,13 +437,13 @@ def test_413_falls_back_to_the_full_tsv(eurostat, tmp_path, truth):
         content_type="text/xml",
         body=(
             b'<S:Fault xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><faultcode>413</faultcode><faultstring>'
-            b"EXTRACTION_TOO_BIG: The requested extraction is too big, estimated 420709314 rows, max authorised is "
-            b"5000000"
+            b"EXTRACTION_TOO_BIG: The requested extraction is too big, estimated 420709314 rows, "
+            b"max authorised is 5000000"
             b"</faultstring></S:Fault>"
         ),
     )
     with pytest.warns(RuntimeWarning, match="EXTRACTION_TOO_BIG"):
-        res = fetch_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+        res = fetch_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     e = res.entries["demo_r_d2jan"]
     assert e.path.name == "tsv_full.tsv.gz" and e.format == "tsv" and e.meta["rows"] == 1236
     ref, _ = truth
@@ -468,7 +454,7 @@ def test_413_falls_back_to_the_full_tsv(eurostat, tmp_path, truth):
         np.testing.assert_array_equal(c.pop_end[c.region_index(code)], ref.pop_end[ref.region_index(code)])
     # offline, the TSV entry is what the cache holds for that table
     eurostat.stop()
-    again = eurostat_counts(2023, ["BE"], cache_dir=tmp_path, offline=True)
+    again = eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, offline=True))
     np.testing.assert_array_equal(again.pop_start, c.pop_start)
 
 
@@ -483,7 +469,7 @@ def test_truncated_tsv_gzip(tmp_path):
             FetchError,
             match=r"demo_r_d2jan: truncated or corrupt gzip .* from http://127.*/sdmx/2\.1/data/demo_r_d2jan\?format=TSV&compressed=true",
         ):
-            fetch_table("demo_r_d2jan", endpoint="tsv", cache_dir=tmp_path, base_url=srv.url, **FAST)
+            fetch_table("demo_r_d2jan", (), FetchOptions(endpoint="tsv", cache_dir=tmp_path, base_url=srv.url, **FAST))
     finally:
         srv.stop()
     assert files_under(tmp_path) == []
@@ -535,7 +521,7 @@ def test_codes_of_other_nuts_versions_are_ignored_and_listed(eurostat, tmp_path)
         ("demo_r_magec", "demo_r_magec_nuts2_2023.json.gz", 2023),
     ):
         eurostat.routes[(STAT + code, _q(geoLevel="nuts2", time=years))] = _with_copied_geo(name, "BE34", "NL35")
-    res = fetch_counts(2023, None, cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    res = fetch_counts(2023, None, FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     assert res.ignored_codes == ["NL35"] and res.counts.codes == ("BE", "BE31", "BE34")
     np.testing.assert_array_equal(
         res.counts.pop_start[2],
@@ -555,10 +541,12 @@ def test_region_lacking_a_table_is_named_or_skipped(eurostat, tmp_path):
     with pytest.raises(
         DataError, match=r"1 region\(s\) lack a table or some ages: BE31 \(demo_r_fagec: no values for 2023\)"
     ) as ei:
-        eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+        eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     assert ei.value.region == "BE31" and ei.value.table == "demo_r_fagec"
     with pytest.warns(IncompleteRegionWarning, match="BE31"):
-        res = fetch_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, skip_incomplete=True, **FAST)
+        res = fetch_counts(
+            2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST), skip_incomplete=True
+        )
     assert res.counts.codes == ("BE", "BE34") and list(res.skipped) == ["BE31"]
     assert "regions skipped as incomplete: BE31" in res.counts.provenance.births.note
     assert res.downloaded == []  # the first attempt had cached every table
@@ -571,13 +559,13 @@ def test_region_lacking_an_age_is_named(eurostat, tmp_path):
     with pytest.raises(
         DataError, match=r"BE34 \(demo_r_magec: 3 of 306 cells missing \(first: 2023 sex F age Y_OPEN\)\)"
     ):
-        eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+        eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
 
 
 # ----------------------------------------------------------------------- registry hooks
 def test_registry_hooks_rebuild_from_cache(eurostat, tmp_path):
     assert cached_datasets(tmp_path) == []
-    c = eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    c = eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     eurostat.stop()
     rows = cached_datasets(tmp_path)
     assert len(rows) == 1
@@ -598,20 +586,22 @@ def test_registry_hooks_rebuild_from_cache(eurostat, tmp_path):
 
 
 def test_corrupted_cache_entry_is_not_used(eurostat, tmp_path):
-    eurostat_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     p = next((tmp_path / "eurostat" / "demo_r_magec").glob("*.json.gz"))
     data = bytearray(p.read_bytes())
     data[-10] ^= 0xFF
     p.write_bytes(bytes(data))
     with pytest.raises(FetchError, match="does not match its sha256"):
-        eurostat_counts(2023, ["BE"], cache_dir=tmp_path, offline=True)
-    res = fetch_counts(2023, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)  # downloads that one again
+        eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, offline=True))
+    res = fetch_counts(
+        2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    )  # downloads that one again
     assert res.downloaded == ["demo_r_magec"]
 
 
 # ---------------------------------------------------------------------- comparison tables
 def test_comparison_tables(eurostat, tmp_path):
-    t = comparison_tables(2021, ["BE"], cache_dir=tmp_path, base_url=eurostat.url, **FAST)
+    t = comparison_tables(2021, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=eurostat.url, **FAST))
     assert list(t) == ["demo_r_mlifexp", "demo_r_find2"]
     le = t["demo_r_mlifexp"]
     assert set(le["geo"]) == {
@@ -637,7 +627,7 @@ def test_comparison_tables(eurostat, tmp_path):
     assert le.attrs["dataset"] == "demo_r_mlifexp" and le.attrs["updated"] == "2025-10-14T23:00:00+0200"
     assert set(t["demo_r_find2"]["indic_de"]) == {"TOTFERRT", "AGEMOTH"}
     eurostat.stop()
-    again = comparison_tables(2021, ["BE"], cache_dir=tmp_path, offline=True)
+    again = comparison_tables(2021, ["BE"], FetchOptions(cache_dir=tmp_path, offline=True))
     pd.testing.assert_frame_equal(again["demo_r_mlifexp"], le)
 
 
@@ -646,19 +636,19 @@ def test_environment_variables(eurostat, tmp_path, monkeypatch):
     monkeypatch.setenv("DEMONOISE_EUROSTAT_URL", eurostat.url)
     monkeypatch.setenv("DEMONOISE_CACHE", str(tmp_path / "c"))
     assert cache_root() == tmp_path / "c"
-    c = eurostat_counts(2023, ["BE"], **FAST)
+    c = eurostat_counts(2023, ["BE"], FetchOptions(**FAST))
     assert c.codes == ("BE", "BE31", "BE34") and (tmp_path / "c" / "datasets" / "eurostat-2023-be.json").exists()
 
 
 def test_bad_parameters():
     with pytest.raises(ParameterError, match="http"):
-        fetch_table("demo_r_d2jan", base_url="ftp://example.org")
+        fetch_table("demo_r_d2jan", (), FetchOptions(base_url="ftp://example.org"))
     with pytest.raises(ParameterError, match="Eurostat writes Greece as EL"):
         eurostat_counts(2023, ["GR"])
     with pytest.raises(ParameterError, match="timeout"):
-        fetch_table("demo_r_d2jan", timeout=0)
+        fetch_table("demo_r_d2jan", (), FetchOptions(timeout=0))
     with pytest.raises(ParameterError, match="endpoint"):
-        fetch_table("demo_r_d2jan", endpoint="xml")
+        fetch_table("demo_r_d2jan", (), FetchOptions(endpoint="xml"))
 
 
 def test_cli_fetch_prints_a_summary(eurostat, tmp_path, capsys):
@@ -709,7 +699,7 @@ def test_fetched_dataset_flows_through_the_registry_and_compute(eurostat, tmp_pa
     from demonoise.io import datasets
 
     monkeypatch.setenv("DEMONOISE_CACHE", str(tmp_path / "cache"))
-    eurostat_counts(2023, ["BE"], base_url=eurostat.url, **FAST)
+    eurostat_counts(2023, ["BE"], FetchOptions(base_url=eurostat.url, **FAST))
     eurostat.stop()
     datasets.clear_cache()
     names = {d.name: d for d in datasets.available()}
@@ -722,3 +712,132 @@ def test_fetched_dataset_flows_through_the_registry_and_compute(eurostat, tmp_pa
     df = pd.read_csv(out)
     assert set(df.region) == {"BE", "BE31", "BE34"} and df.value.notna().all()
     datasets.clear_cache()
+
+
+# ------------------------------------------------ the reader decides what enters the cache
+def _inconsistent_sizes(name: str) -> bytes:
+    """A served cube whose ``size`` says one more geo than its categories list: the kind of
+    answer a structural check lets through and the reader refuses."""
+    d = json.loads(gzip.decompress((FIX / "statistics" / name).read_bytes()))
+    d["size"][d["id"].index("geo")] += 1
+    return gzip.compress(json.dumps(d).encode(), mtime=0)
+
+
+def test_answer_the_reader_refuses_never_enters_the_cache(tmp_path):
+    routes = default_routes()
+    key = (STAT + "demo_r_magec", _q(geoLevel="nuts2", time=2023))
+    routes[key] = Reply(body=_inconsistent_sizes("demo_r_magec_nuts2_2023.json.gz"), gzip_encoded=True)
+    srv = FakeEurostat(routes)
+    try:
+        with pytest.raises(FetchError) as ei:
+            eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, base_url=srv.url, **FAST))
+    finally:
+        srv.stop()
+    msg = str(ei.value)
+    assert msg.startswith("demo_r_magec: JSON-stat dimension 'geo' has 2 categories but size 3 in the response from ")
+    assert ei.value.url.startswith(srv.url + STAT + "demo_r_magec?") and "\n" not in msg
+    assert not (tmp_path / "eurostat" / "demo_r_magec").exists()  # the tables before it are cached, this one not
+    assert (tmp_path / "eurostat" / "demo_r_d2jan").is_dir()
+    with pytest.raises(FetchError, match="demo_r_magec: not in the cache"):
+        eurostat_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path, offline=True))
+
+
+# ---------------------------------------------------- caches written by earlier versions
+OLD_CACHE = FIX / "cache-0.2.0.dev0"  # written by demonoise 0.2.0.dev0 (urllib client), see tests/data/README.md
+
+
+@pytest.fixture
+def old_cache(tmp_path):
+    import shutil
+
+    root = tmp_path / "cache"
+    shutil.copytree(OLD_CACHE, root)
+    return root
+
+
+def test_cache_of_the_previous_version_is_read_as_it_is(old_cache, eurostat, tmp_path, capsys, monkeypatch):
+    before = {p: p.read_bytes() for p in files_under(old_cache)}
+    assert all("schema" not in json.loads(p.read_text()) for p in old_cache.rglob("*.meta.json"))
+    rows = cached_datasets(old_cache)
+    assert [(r["name"], r["regions"]) for r in rows] == [("eurostat-2023-be", 3)]
+    # the registry lists it, as `demonoise datasets` shows it
+    monkeypatch.setenv("DEMONOISE_CACHE", str(old_cache))
+    from demonoise.io import datasets
+
+    datasets.clear_cache()
+    assert main(["datasets"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("eurostat-2023-be")]
+    assert len(listed) == 1 and "cached" in listed[0] and "1 country and 2 NUTS 2 regions" in listed[0]
+    datasets.clear_cache()
+    # rebuilt offline from the old entries: the same counts as a fresh fetch by this version
+    old = load_cached("eurostat-2023-be", old_cache)
+    new = fetch_counts(2023, ["BE"], FetchOptions(cache_dir=tmp_path / "new", base_url=eurostat.url, **FAST)).counts
+    assert old.codes == new.codes and old.ages == new.ages and old.birth_ages == new.birth_ages
+    for m in ("pop_start", "pop_end", "deaths", "births"):
+        np.testing.assert_array_equal(getattr(old, m), getattr(new, m))
+    assert old.provenance.population.extracted.startswith("2026-")  # the old download time, kept
+    # the comparison tables and the full-dataset TSV entry of the old cache, too
+    t = comparison_tables(2021, ["BE"], FetchOptions(cache_dir=old_cache, offline=True))
+    assert set(t) == {"demo_r_mlifexp", "demo_r_find2"} and len(t["demo_r_mlifexp"]) > 0
+    e = fetch_table("demo_r_d2jan", (), FetchOptions(cache_dir=old_cache, endpoint="tsv", offline=True))
+    assert e.format == "tsv" and e.written_by == "0.2.0.dev0 or earlier"
+    # nothing was rewritten: no migration was needed
+    assert {p: p.read_bytes() for p in files_under(old_cache)} == before
+
+
+def _plant(root: Path, code: str, payload: bytes) -> Path:
+    """Replace a cached payload as if the previous version had accepted it: the sidecar's
+    and the manifest's size and sha256 follow it."""
+    side = next((root / "eurostat" / code).glob("json_*.meta.json"))
+    meta = json.loads(side.read_text())
+    path = side.parent / meta["file"]
+    path.write_bytes(payload)
+    meta["size"], meta["sha256"] = len(payload), hashlib.sha256(payload).hexdigest()
+    side.write_text(json.dumps(meta))
+    for man_path in (root / "datasets").glob("*.json"):
+        man = json.loads(man_path.read_text())
+        if code in man["entries"]:
+            man["entries"][code].update(size=meta["size"], sha256=meta["sha256"])
+            man_path.write_text(json.dumps(man))
+    return path
+
+
+def test_cache_entry_the_reader_refuses_says_how_to_refresh(old_cache, eurostat, capsys):
+    bad = _plant(old_cache, "demo_r_magec", _inconsistent_sizes("demo_r_magec_nuts2_2023.json.gz"))
+    assert [r["name"] for r in cached_datasets(old_cache)] == ["eurostat-2023-be"]  # listed: complete on disk
+    with pytest.raises(FetchError) as ei:
+        load_cached("eurostat-2023-be", old_cache)
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith(f"demo_r_magec: the cached table {bad} cannot be read (")
+    assert msg.endswith("download it again with `demonoise fetch --year 2023 --refresh`")
+    # the CLI says the same in one line and exits 2
+    args = ["fetch", "--year", "2023", "--countries", "BE", "--cache-dir", str(old_cache), "--base-url", eurostat.url]
+    assert main(args + ["--no-comparison"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--refresh`" in err
+    # and the command it names replaces the entry with a readable one (of this version)
+    assert main(args + ["--refresh", "--no-comparison", "--timeout", "5"]) == 0
+    capsys.readouterr()
+    side = json.loads(next((old_cache / "eurostat" / "demo_r_magec").glob("json_*.meta.json")).read_text())
+    from demonoise.core.version import __version__
+
+    assert side["schema"] == 2 and side["demonoise"] == __version__
+    assert load_cached("eurostat-2023-be", old_cache).codes == ("BE", "BE31", "BE34")
+
+
+@pytest.mark.slow  # a fresh interpreter importing pandas: a few seconds on a loaded machine
+def test_listing_and_loading_cached_datasets_does_not_import_the_http_client(old_cache):
+    """The registry reads the cache on every load; requests is imported only to download."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from demonoise.io import datasets\n"
+        "names = [d.name for d in datasets.available()]\n"
+        "c = datasets.load('eurostat-2023-be')\n"
+        "print(names.count('eurostat-2023-be'), c.codes, 'requests' in sys.modules, 'urllib3' in sys.modules)\n"
+    )
+    env = {**__import__("os").environ, "DEMONOISE_CACHE": str(old_cache)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "1 ('BE', 'BE31', 'BE34') False False"

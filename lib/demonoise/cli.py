@@ -157,9 +157,11 @@ def cmd_fetch(args) -> int:
     import warnings
 
     from demonoise.core.errors import FetchError
-    from demonoise.io.fetch import COUNT_TABLES, comparison_tables, fetch_counts
+    from demonoise.io.eurostat_api import COMPARISON_TABLES, COUNT_TABLES
+    from demonoise.io.fetch import comparison_tables, fetch_counts
+    from demonoise.io.options import FetchOptions
 
-    kw = dict(
+    options = FetchOptions(
         cache_dir=args.cache_dir,
         base_url=args.base_url,
         refresh=args.refresh,
@@ -170,12 +172,12 @@ def cmd_fetch(args) -> int:
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = fetch_counts(args.year, args.countries, skip_incomplete=args.skip_incomplete, **kw)
+        res = fetch_counts(args.year, args.countries, options, skip_incomplete=args.skip_incomplete)
         comp: dict[str, str] = {}
         if not args.no_comparison:
-            for code in ("demo_r_mlifexp", "demo_r_find2"):
+            for code in COMPARISON_TABLES:
                 try:
-                    df = comparison_tables(args.year, args.countries, tables=(code,), **kw)[code]
+                    df = comparison_tables(args.year, args.countries, options, tables=(code,))[code]
                     comp[code] = f"{len(df)} values, downloaded {df.attrs.get('extracted', 'unknown')}"
                 except FetchError as e:  # the counts are fetched; a missing comparison table is not fatal
                     comp[code] = f"not available ({e})"

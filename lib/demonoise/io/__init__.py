@@ -10,7 +10,10 @@ Layer 2. Imports only the data model (:mod:`demonoise.core`).
 * :mod:`demonoise.io.datasets` -- the dataset registry (``available``, ``load``) of the
   embedded datasets ``be-2023`` and ``ess-2023``
 * :mod:`demonoise.io.ptable_files` -- p-table files (Eurostat's census format, R ptable's layout)
-* :mod:`demonoise.io.fetch` -- Eurostat's dissemination API and the local cache
+* :mod:`demonoise.io.fetch` -- ``fetch_counts``: real Eurostat counts for a year, in named steps over
+  :mod:`~demonoise.io.options` (``FetchOptions``), :mod:`~demonoise.io.http` (the client),
+  :mod:`~demonoise.io.cache` (entries and manifests), :mod:`~demonoise.io.eurostat_api` (queries,
+  one table, reading it back) and :mod:`~demonoise.io.assemble` (tidy tables -> ``eurostat-<t>``)
 
 The embedded datasets are built by the separate tool :mod:`demonoise_build`.
 """
