@@ -14,7 +14,7 @@ all indicators:
 
 Usage::
 
-    PYTHONPATH=lib python benchmarks/bench_compute.py [--n 10000] [--workers 2] [--repeat 3]
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/bench_compute.py [--n 10000] [--workers 2] [--repeat 3]
 
 Timings depend on what else runs on the machine: the script prints the load average.
 """
@@ -71,7 +71,8 @@ def main():
     t_an, (lz, out) = _best(analytic, args.repeat)
     cells = sum(v[0].size for v in out.values()) // len(noises)
     print(
-        f"analytic pass, V in {{1, 5}}: {t_an:.3f} s (best of {args.repeat}) -- {cells} indicator values x 2 V  [goal < 0.5 s]"
+        f"analytic pass, V in {{1, 5}}: {t_an:.3f} s (best of {args.repeat}) -- {cells} indicator values x 2 V  [goal "
+        "< 0.5 s]"
     )
     t_tab, df = _best(lambda: results_table(lz, noises), 1)
     print(f"tidy results table ({len(df)} rows): {t_tab:.3f} s")
@@ -86,15 +87,18 @@ def main():
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     peak = self_mb + args.workers * child_mb
     print(
-        f"Monte Carlo e0 + TFR, V = 1, N = {args.n}, components noise/poisson/total, {args.workers} workers: {t_mc:.1f} s  [goal < 120 s]; "
+        f"Monte Carlo e0 + TFR, V = 1, N = {args.n}, components noise/poisson/total, {args.workers} workers: "
+        f"{t_mc:.1f} s  [goal < 120 s]; "
         f"block {mc.block} replicates"
     )
     print(
-        f"peak memory: main {self_mb:.0f} MB, largest worker {child_mb:.0f} MB, bound on total {peak:.0f} MB  [goal < 4096 MB]"
+        f"peak memory: main {self_mb:.0f} MB, largest worker {child_mb:.0f} MB, bound on total {peak:.0f} MB  [goal < "
+        "4096 MB]"
     )
     t_an_mc, _ = _best(lambda: linearise(counts, indicators=("e", "tfr"), e_ages=[0]), args.repeat)
     print(
-        f"speed ratio, same indicators (e0 + TFR): analytic {t_an_mc:.3f} s : Monte Carlo {t_mc:.1f} s = 1 : {t_mc / t_an_mc:.0f}"
+        f"speed ratio, same indicators (e0 + TFR): analytic {t_an_mc:.3f} s : Monte Carlo {t_mc:.1f} s = 1 : "
+        f"{t_mc / t_an_mc:.0f}"
     )
     t = time.perf_counter()
     monte_carlo(
@@ -109,7 +113,8 @@ def main():
     )
     t_noise = time.perf_counter() - t
     print(
-        f"Monte Carlo e0 + TFR, noise component only (the check of the noise sd), N = {args.n}: {t_noise:.1f} s  [goal < 120 s]"
+        f"Monte Carlo e0 + TFR, noise component only (the check of the noise sd), N = {args.n}: {t_noise:.1f} s  [goal "
+        "< 120 s]"
     )
     t = time.perf_counter()
     monte_carlo(
@@ -124,7 +129,8 @@ def main():
     )
     t_total = time.perf_counter() - t
     print(
-        f"Monte Carlo e0 + TFR, total component only (noise and Poisson on the same draws), N = {args.n}: {t_total:.1f} s  [goal < 120 s]"
+        f"Monte Carlo e0 + TFR, total component only (noise and Poisson on the same draws), N = {args.n}: "
+        f"{t_total:.1f} s  [goal < 120 s]"
     )
     res = results_table(lz_mc, [noises[0]], mc={0: mc})
     sel = res[(res.exposure >= 100_000)]

@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    PYTHONPATH=lib python benchmarks/bench_report_machinery.py [--n 8] [--repeat 3]
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/bench_report_machinery.py [--n 8] [--repeat 3]
 
 Measures, for ``n`` executions of ``tests/notebooks/report_good.ipynb`` (two Altair
 charts via vl-convert, a LaTeX output, a table, a metrics payload):
@@ -22,17 +22,15 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "lib"))
+from demonoise.report.chromium import ChromiumNotFoundError, print_pdf
+from demonoise.report.render import assemble, render_html
+from demonoise.report.run import Job, run_jobs
 
-from demonoise.report.chromium import ChromiumNotFoundError, print_pdf  # noqa: E402
-from demonoise.report.render import assemble, render_html  # noqa: E402
-from demonoise.report.run import Job, run_jobs  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 NB = ROOT / "tests" / "notebooks"
 
@@ -115,7 +113,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for r in runs:
         print(
-            f"| {r['workers']} | {r['kernel']} | {r['notebooks']} | {r['wall_s']} | {r['per_notebook_s']} | {r['median_job_s']} |"
+            f"| {r['workers']} | {r['kernel']} | {r['notebooks']} | {r['wall_s']} | {r['per_notebook_s']} | "
+            f"{r['median_job_s']} |"
         )
     print()
     print(

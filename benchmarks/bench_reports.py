@@ -2,9 +2,9 @@
 
 Run from the repository root::
 
-    PYTHONPATH=lib python benchmarks/bench_reports.py                 # default + ess-2023
-    PYTHONPATH=lib python benchmarks/bench_reports.py --only default  # just the showcase
-    PYTHONPATH=lib python benchmarks/bench_reports.py --workers 2 --keep /tmp/bench
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/bench_reports.py                 # default + ess-2023
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/bench_reports.py --only default  # just the showcase
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/bench_reports.py --workers 2 --keep /tmp/bench
 
 For each params file (``params/default.yaml``, ``params/ess-2023.yaml``) the batch runs
 from scratch into a fresh temporary output directory (results computed, notebooks
@@ -31,10 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "lib"))
+from demonoise.report.batch import load_params, run_reports
 
-from demonoise.report.batch import load_params, run_reports  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _stats(values):
@@ -110,7 +109,8 @@ def main() -> int:
         results["runs"][name] = r
         s, w = r["stages_s"], r["work_s"]
         print(
-            f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {args.workers}"
+            f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers "
+            f"{args.workers}"
         )
         print("| stage | wall (s) |\n|---|---|")
         print(f"| total | {r['wall_s']} |")
@@ -121,8 +121,10 @@ def main() -> int:
         pr = r["per_report_s"]
         print(
             "per report (median / max): notebooks "
-            f"{pr['notebooks']['median']} / {pr['notebooks']['max']} s, HTML {pr['html']['median']} / {pr['html']['max']} s, "
-            f"PDF {pr['pdf']['median']} / {pr['pdf']['max']} s; HTML {r['html_mb']['median']} / {r['html_mb']['max']} MB, "
+            f"{pr['notebooks']['median']} / {pr['notebooks']['max']} s, HTML {pr['html']['median']} / "
+            f"{pr['html']['max']} s, "
+            f"PDF {pr['pdf']['median']} / {pr['pdf']['max']} s; HTML {r['html_mb']['median']} / {r['html_mb']['max']} "
+            "MB, "
             f"PDF {r['pdf_mb']['median']} / {r['pdf_mb']['max']} MB"
         )
         print(f"load average before {r['loadavg_before']}, after {r['loadavg_after']}")

@@ -8,7 +8,7 @@ at V* with N replicates (common random numbers: the 'poisson' and 'total' compon
 share the Poisson draws) then gives A_MC = sd_total / sd_poisson - 1. The test suite
 runs the threshold 0.5 only (tests/test_calibration.py).
 
-    PYTHONPATH=lib:tests python benchmarks/calibration_mc.py [N]
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/calibration_mc.py [N]
 """
 
 from __future__ import annotations
@@ -19,17 +19,19 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _fixtures_lifetable import belgian_counts
+from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS
+from demonoise.noise.models import GenericNoise
+from demonoise.uncertainty.calibration import calibrate_linearised
+from demonoise.uncertainty.montecarlo import monte_carlo
+from demonoise.uncertainty.propagation import linearise
 
-from _fixtures_lifetable import belgian_counts  # noqa: E402
-from demonoise.noise.models import GenericNoise  # noqa: E402
-from demonoise.uncertainty.calibration import calibrate_linearised  # noqa: E402
-from demonoise.uncertainty.montecarlo import monte_carlo  # noqa: E402
-from demonoise.uncertainty.propagation import linearise  # noqa: E402
-
-THRESHOLDS = (0.1, 0.5, 1.0)
+THRESHOLDS = CALIBRATION_THRESHOLDS
 CASES = [("BE10", 1.0, "T"), ("BE34", 1.0, "F"), ("BE34", 0.1, "T")]
+
+
+def _scaled(a, factor: float):
+    return np.rint(a * factor).astype(np.int64)
 
 
 def main(n: int = 100_000) -> None:
@@ -40,8 +42,11 @@ def main(n: int = 100_000) -> None:
     for code, factor, sex in CASES:
         c = be.select([code])
         if factor != 1.0:
-            r = lambda a: np.rint(a * factor).astype(np.int64)  # noqa: E731
-            c = c.replace(pop_start=r(c.pop_start), pop_end=r(c.pop_end), deaths=r(c.deaths))
+            c = c.replace(
+                pop_start=_scaled(c.pop_start, factor),
+                pop_end=_scaled(c.pop_end, factor),
+                deaths=_scaled(c.deaths, factor),
+            )
         s = "FMT".index(sex)
         for gran in ("single", "5y"):
             lz = linearise(c, granularity=gran, indicators=("e",), e_ages=[0])

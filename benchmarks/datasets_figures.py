@@ -9,26 +9,21 @@ real single-age exposure; the regional fertility rule (modelled 2023 TFR against
 target and the published 2022 TFR, Spearman correlation, Mayotte and Guyane) and the
 national TFR cross-check of demo_r_find3; file sizes.
 
-    PYTHONPATH=lib:tests python benchmarks/datasets_figures.py
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/datasets_figures.py
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import _fixtures_datasets as fx  # noqa: E402
-from demonoise.core.counts import AgeAxis  # noqa: E402
-from demonoise.core.layout import Layout  # noqa: E402
-from demonoise.demography.indicators import life_expectancy, tfr  # noqa: E402
-from demonoise.uncertainty.propagation import linearise, poisson_cell_variance  # noqa: E402
-from demonoise_build import build as bd  # noqa: E402
+import _fixtures_datasets as fx
+from demonoise.core.counts import AgeAxis
+from demonoise.core.layout import Layout
+from demonoise.demography.indicators import life_expectancy, tfr
+from demonoise.uncertainty.propagation import linearise, poisson_cell_variance
+from demonoise_build import build as bd
 
 
 def calibration_errors(parts):

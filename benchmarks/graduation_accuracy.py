@@ -7,21 +7,15 @@ graduates them back to single ages 0..84 with every method, rounds to integers
 (MAPE, %) against the real single ages. Then the national TFR 2023 check on real,
 graduated and uniformly split female exposure.
 
-    PYTHONPATH=lib:tests python benchmarks/graduation_accuracy.py
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/graduation_accuracy.py
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from _fixtures_graduation import load_be_d2jan, load_fordagec, load_pjan  # noqa: E402
-from demonoise_build.graduation import METHODS, graduate, group_sums  # noqa: E402
+from _fixtures_graduation import load_be_d2jan, load_fordagec, load_pjan
+from demonoise_build.graduation import METHODS, graduate, group_sums
 
 LOWER = np.arange(0, 85, 5)
 AGES = slice(5, 80)
@@ -64,7 +58,7 @@ def main():
     for s, sex in enumerate("FMT"):
         real = be.year(2023)[:, s, :85]
         a, b, u = (mape(grad(real, m), real) for m in ("mono", "sprague", "uniform"))
-        print(sex, " ".join(f"{c}:{x:.2f}/{y:.2f}/{z:.2f}" for c, x, y, z in zip(be.codes, a, b, u)))
+        print(sex, " ".join(f"{c}:{x:.2f}/{y:.2f}/{z:.2f}" for c, x, y, z in zip(be.codes, a, b, u, strict=True)))
 
     print("\nTFR 2023 on real vs graduated female exposure W_x = (P_x(2023)+P_x(2024))/2, ages 15-49")
     codes = ("BE",) + cc.codes

@@ -2,7 +2,7 @@
 
 Usage::
 
-    PYTHONPATH=lib python benchmarks/io_read.py DIR
+    PYTHONPATH=lib:tests .venv/bin/python benchmarks/io_read.py DIR
 
 Not part of the tests (the files are large); prints one line per file.
 """
@@ -27,7 +27,10 @@ def main(folder: Path) -> None:
             print(f"{f.name}: not read ({e.reason})")
             continue
         dt = time.perf_counter() - t0
-        line = f"{f.name}: {df.attrs['format']}, {len(df):,} rows, {dt:.2f} s, dataset {df.attrs['dataset']}, extracted {df.attrs['extracted']}"
+        line = (
+            f"{f.name}: {df.attrs['format']}, {len(df):,} rows, {dt:.2f} s, "
+            f"dataset {df.attrs['dataset']}, extracted {df.attrs['extracted']}"
+        )
         if "age" in df.columns and (df["age"] == "TOTAL").any() and "unit" in df.columns and (df["unit"] == "NR").all():
             bad = total_mismatches(df)
             line += f"; TOTAL rows differing from their cells: {len(bad)}"

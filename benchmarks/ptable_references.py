@@ -1,6 +1,6 @@
 """Deviations of the noise models and p-table builder from their references.
 
-Run: PYTHONPATH=lib python benchmarks/ptable_references.py
+Run: PYTHONPATH=lib:tests .venv/bin/python benchmarks/ptable_references.py
 
 Prints the largest per-probability deviation of ``build_ptable`` from the R package
 ptable's outputs (tests/data/ptables) and from Eurostat's census table v01, the agreement
@@ -11,20 +11,18 @@ exact-variance error of ``GenericNoise``, and timings.
 from __future__ import annotations
 
 import csv
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
 from demonoise.analysis.ptables import load_ptable
-from demonoise.noise.models import GenericNoise  # noqa: E402
-from demonoise.noise.ptable import VarianceNotReachedWarning, build_ptable  # noqa: E402
-from test_ptable import _slsqp_row  # noqa: E402 (the tests' independent solver)
+from demonoise.noise.models import GenericNoise
+from demonoise.noise.ptable import VarianceNotReachedWarning, build_ptable
+from test_ptable import _slsqp_row
+
+ROOT = Path(__file__).resolve().parents[1]
 
 warnings.simplefilter("ignore", VarianceNotReachedWarning)
 
@@ -53,7 +51,7 @@ for D, V, name in ((2, 1, "rptable_D2_V1_js0.csv"), (3, 0.5, "rptable_D3_V0.5_js
     )
 
 v01 = load_ptable("v01")
-ref = {(int(i), int(v)): float(p) for i, v, p in zip(v01.i, v01.v, v01.p) if i > 0}
+ref = {(int(i), int(v)): float(p) for i, v, p in zip(v01.i, v01.v, v01.p, strict=True) if i > 0}
 print(f"Eurostat v01 vs build_ptable(3, 1): max |dp| {max_dev(build_ptable(3, 1), ref):.3g}")
 
 worst_slsqp = worst_con = 0.0

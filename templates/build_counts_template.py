@@ -42,12 +42,17 @@ from demonoise.io.tidy import counts_from_eurostat, table_to_array  # noqa: E402
 REGIONS = ("BE10", "BE34")
 YEAR = 2023
 
-COMMENT = """\
-demonoise counts template -- example for Belgian NUTS 2 regions BE10 (Brussels) and BE34 (Luxembourg), reference year 2023.
-population (1 January 2023 and 2024) and deaths (2023): real values, Source: Eurostat (demo_r_d2jan, demo_r_magec; extraction date unknown).
-births (2023, by age of mother): MODELLED (status column) -- Belgium's 2023 births by age of mother (Eurostat demo_fordagec)
-shared out by each region's female exposure at that age; not published figures.
-Columns region,sex,age,year,measure,value[,name][,status]: see docs/csv_template.md. Lines starting with # are comments."""
+COMMENT = (
+    "demonoise counts template -- example for Belgian NUTS 2 regions BE10 (Brussels) and BE34 (Luxembourg), "
+    "reference year 2023.\n"
+    "population (1 January 2023 and 2024) and deaths (2023): real values, Source: Eurostat "
+    "(demo_r_d2jan, demo_r_magec; extraction date unknown).\n"
+    "births (2023, by age of mother): MODELLED (status column) -- Belgium's 2023 births by age of mother "
+    "(Eurostat demo_fordagec)\n"
+    "shared out by each region's female exposure at that age; not published figures.\n"
+    "Columns region,sex,age,year,measure,value[,name][,status]: see docs/csv_template.md. "
+    "Lines starting with # are comments."
+)
 
 
 def main(pop_file: str, deaths_file: str, births_file: str, out: str) -> None:

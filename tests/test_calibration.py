@@ -2,7 +2,7 @@
 
 Independent truths used here:
 * the generic closed form against a numeric root of A(V) = A* found by brentq on the
-  first-order variance (Linearisation.variance) evaluated at each trial V, and against
+  first-order variance (IndicatorLinearisation.variance) evaluated at each trial V, and against
   the results table built with the noise model GenericNoise(V*) itself;
 * the p-table V* against the admixture of a table built directly at V*
   (build_ptable -> PTableNoise -> noise_cell_moments), and A(V) on a grid of built tables;
@@ -107,7 +107,10 @@ def test_generic_closed_form_equals_numeric_root(be):
             if not vp[r, s, k] > 0:
                 continue
             for a in thr:
-                f = lambda V: admixture(vp[r, s, k], _noise_var(lz, block, V)[r, s, k]) - a  # noqa: E731
+
+                def f(V, block=block, cell=(r, s, k), var_pois=vp[r, s, k], a=a):
+                    return admixture(var_pois, _noise_var(lz, block, V)[cell]) - a
+
                 hi = 1.0
                 while f(hi) < 0:
                     hi *= 4
@@ -233,8 +236,8 @@ def test_ptable_admixture_is_monotone_in_v_on_a_grid(lz_e, pt3, be):
     for _, row in e0.iterrows():
         r, s = be.codes.index(row.region), "FMT".index(row.sex)
         a = A[:, r, s, 0]
-        below = [V for V, x in zip(grid, a) if x <= row.threshold]
-        above = [V for V, x in zip(grid, a) if x > row.threshold]
+        below = [V for V, x in zip(grid, a, strict=True) if x <= row.threshold]
+        above = [V for V, x in zip(grid, a, strict=True) if x > row.threshold]
         assert max(below) <= row.V_max <= min(above)
 
 
@@ -252,6 +255,7 @@ def test_ptable_variance_curve_interpolates_built_tables():
         assert np.allclose(built, np.minimum(V, u), rtol=0, atol=2e-6), V
 
 
+@pytest.mark.slow
 def test_ptable_family_with_js_has_a_smallest_v(be):
     """js = 2, D = 3: the count-1 row (noises -1, 2, 3) has variance at least 2, so the
     family starts at V = 2; items the smallest table already pushes over the threshold
@@ -302,6 +306,7 @@ def _scaled(counts, f):
 MC_CASES = [("BE10", 1.0, "T", "5y"), ("BE34", 1.0, "F", "5y"), ("BE34", 0.1, "T", "single")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code,factor,sex,granularity", MC_CASES, ids=["BE10-T", "BE34-F", "BE34x0.1-T"])
 def test_monte_carlo_at_calibrated_v_reproduces_the_target(be, code, factor, sex, granularity):
     target, n = 0.5, 100_000

@@ -4,7 +4,7 @@ p-table comparison, and the ``ptable`` / ``compare`` / ``compute --ptable`` comm
 Independent truths used here:
 * Monte Carlo through the p-table (every cell perturbed by a cell-key lookup, every
   indicator recomputed exactly) against the count-dependent first-order sd, judged by
-  ``z = (sd_MC / sd - 1) sqrt(2N)`` (DESIGN.md section 5) -- on real Belgian counts;
+  ``z = (sd_MC / sd - 1) sqrt(2N)`` (docs/design.md, "Monte Carlo and the z-score") -- on real Belgian counts;
 * moments computed by hand from the rows of Eurostat's p-table files (csv module);
 * finite-difference derivatives of e0 through the life table;
 * the generic model (discrete Gaussian of variance exactly V, a separate code path).
@@ -14,6 +14,7 @@ runs on the CSV template counts (``templates/counts_template.csv``: BE10 and BE3
 population and deaths 2023, births modelled from Belgium's births by age of mother).
 """
 
+# ruff: noqa: E741 -- I is the p-table's largest count class, as Eurostat and the R package ptable name it
 from __future__ import annotations
 
 import csv
@@ -27,7 +28,7 @@ import pandas as pd
 import pytest
 
 from _fixtures_lifetable import belgian_counts
-from demonoise.analysis.compute import read_table
+from demonoise.analysis.compute import read_results
 from demonoise.analysis.ptables import load_ptable, read_ptable, write_ptable
 from demonoise.analysis.results import results_table
 from demonoise.cli import main
@@ -86,6 +87,7 @@ def hand_moments(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------ Monte Carlo
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["v01", "v04"])
 def test_ptable_monte_carlo_agrees_with_count_dependent_sd_for_e0(be, name):
     """Done-when criterion: noise-only MC with p-table noise vs the count-dependent
@@ -124,7 +126,8 @@ def test_ptable_monte_carlo_agrees_for_tfr_on_template_counts(template, name):
     tfr = df[df.indicator == "tfr"]
     assert len(tfr) == 2
     print(
-        f"{name}: |z| TFR {tfr.z_noise.abs().round(2).tolist()}, e0 max {df[df.indicator == 'e'].z_noise.abs().max():.2f}"
+        f"{name}: |z| TFR {tfr.z_noise.abs().round(2).tolist()}, e0 max "
+        f"{df[df.indicator == 'e'].z_noise.abs().max():.2f}"
     )
     assert df.z_noise.abs().max() < 5
 
@@ -243,7 +246,7 @@ def test_comparison_table_summary_and_note(be):
     np.testing.assert_allclose(df.ratio, df.sd_ptable / df.sd_generic)
     np.testing.assert_allclose(df.rmse_ptable, np.hypot(df.sd_ptable, df.bias_ptable))
     assert (df.flag == ((df.ratio - 1).abs() > 0.10)).all()
-    pop = dict(zip(be.codes, be.pop_start[:, 2].sum(-1)))
+    pop = dict(zip(be.codes, be.pop_start[:, 2].sum(-1), strict=True))
     assert (df.population == df.region.map(pop)).all()
     # analytic sds are those of the results table for each model
     lz = linearise(be, indicators=("e",), e_ages=[0, 65])
@@ -398,7 +401,7 @@ def test_cli_compute_with_ptables_end_to_end(tmp_path, capsys, template):
         out,
     )
     assert code == 0, err
-    df = read_table(out).fillna({"ptable": "", "age_group": ""})  # empty strings come back from CSV as missing
+    df = read_results(out).fillna({"ptable": "", "age_group": ""})  # empty strings come back from CSV as missing
     assert set(df.ptable) == {"", "ptable v01", "ptable mytable.csv"}
     # the p-table rows carry the count-dependent analytic sd of the comparison
     cmp = compare_noise(template, load_ptable("v01"), e_ages=None)
@@ -411,7 +414,7 @@ def test_cli_compare_writes_table_and_note(tmp_path, capsys, template):
     out, note = tmp_path / "cmp.parquet", tmp_path / "note.md"
     code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v04", "--out", out, "--note", note)
     assert code == 0, err
-    df = read_table(out)
+    df = read_results(out)
     ref = compare_noise(template, load_ptable("v04"))
     pd.testing.assert_frame_equal(df.reset_index(drop=True), ref.reset_index(drop=True), check_dtype=False)
     written = note.read_text()

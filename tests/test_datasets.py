@@ -16,16 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _fixtures_datasets as fx  # noqa: E402
-from demonoise import cli  # noqa: E402
-from demonoise.core.counts import AgeAxis, Counts  # noqa: E402
-from demonoise.core.errors import ParameterError  # noqa: E402
-from demonoise.core.layout import Layout  # noqa: E402
-from demonoise.demography.indicators import tfr  # noqa: E402
-from demonoise.io import datasets  # noqa: E402
-from demonoise.io.nuts import is_nuts_code, nuts_region  # noqa: E402
-from demonoise_build.graduation import graduate  # noqa: E402
+import _fixtures_datasets as fx
+from demonoise import cli
+from demonoise.core.counts import AgeAxis, Counts
+from demonoise.core.errors import ParameterError
+from demonoise.core.layout import Layout
+from demonoise.demography.indicators import tfr
+from demonoise.io import datasets
+from demonoise.io.nuts import is_nuts_code, nuts_region
+from demonoise_build.graduation import graduate
 
 ESS_LABEL = "demonstration data: population real (Eurostat), deaths and births modelled (calibration year 2019)"
 

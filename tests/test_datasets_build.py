@@ -11,20 +11,18 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _fixtures_datasets as fx  # noqa: E402
-from demonoise.core.layout import Layout  # noqa: E402
-from demonoise.demography.indicators import life_expectancy  # noqa: E402
-from demonoise.io.packed import read_packed, write_packed  # noqa: E402
-from demonoise.uncertainty.propagation import linearise, poisson_cell_variance  # noqa: E402
-from demonoise_build import build as bd  # noqa: E402
+import _fixtures_datasets as fx
+from demonoise.core.layout import Layout
+from demonoise.demography.indicators import life_expectancy
+from demonoise.io.packed import read_packed, write_packed
+from demonoise.uncertainty.propagation import linearise, poisson_cell_variance
+from demonoise_build import build as bd
 
 COMMITTED = bd.default_out_dir()
 
@@ -50,6 +48,7 @@ def rebuilt(parts, tmp_path_factory):
 
 
 # ------------------------------------------------------------------ reproducibility (CI hash check)
+@pytest.mark.slow
 @pytest.mark.parametrize("name", bd.NAMES)
 def test_rebuild_is_byte_identical(name, rebuilt):
     meta = json.loads((COMMITTED / f"{name}.json").read_text(encoding="utf-8"))

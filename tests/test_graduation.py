@@ -328,7 +328,7 @@ def test_tfr_real_exposure_is_plausible(tfr_case):
 def test_tfr_on_graduated_exposure_within_0002(method, tfr_case):
     _, real, grad = tfr_case
     diff = np.abs(grad[method] - real)
-    assert np.all(diff < 0.002), dict(zip(("BE", "DE", "ES", "FR", "IT", "PL"), diff.round(5)))
+    assert np.all(diff < 0.002), dict(zip(("BE", "DE", "ES", "FR", "IT", "PL"), diff.round(5), strict=True))
 
 
 def test_tfr_uniform_split_is_worse_than_default(tfr_case):

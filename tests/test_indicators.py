@@ -98,7 +98,7 @@ def test_asmr_gradient_and_rate(be):
         cells,
         {m: [0, 40, 90, 100, 101] for m in cells},
     )
-    # without UNK the relative variance is Var(D)/D^2 + Var(E)/E^2 (DESIGN section 4)
+    # without UNK the relative variance is Var(D)/D^2 + Var(E)/E^2 (docs/design.md, First-order propagation)
     # (an UNK cell, even a zero one, carries noise that moves every rate: drop it here)
     c0 = be.replace(
         ages=be.ages.without_unknown(),

@@ -237,7 +237,7 @@ def test_non_numeric_value_long_csv(data_dir, tmp_path):
 
 def test_non_numeric_value_tsv(data_dir, tmp_path):
     lines = _lines(data_dir, "demo_mlexpec_sample.tsv.gz")
-    i = next(i for i, l in enumerate(lines) if l.startswith("A,YR,F,Y_LT1,FR\t"))
+    i = next(i for i, line in enumerate(lines) if line.startswith("A,YR,F,Y_LT1,FR\t"))
     lines[i] = lines[i].replace("85.1 p", "85,1 p")
     p = _write(tmp_path, "mlexpec.tsv.gz", lines, gz=True)
     with pytest.raises(FormatError, match="non-numeric value") as e:
@@ -259,7 +259,7 @@ def test_non_numeric_value_jsonstat(data_dir, tmp_path):
 
 def test_unknown_flag(data_dir, tmp_path):
     lines = _lines(data_dir, "demo_r_mlifexp_sample.tsv.gz")
-    i = next(i for i, l in enumerate(lines) if l.startswith("YR,F,Y_LT1,AL\t"))
+    i = next(i for i, line in enumerate(lines) if line.startswith("YR,F,Y_LT1,AL\t"))
     lines[i] = lines[i].replace("79.7 e", "79.7 q", 1)
     p = _write(tmp_path, "mlifexp.tsv.gz", lines, gz=True)
     with pytest.raises(FormatError, match="unknown flag '79.7 q'") as e:
@@ -270,14 +270,14 @@ def test_unknown_flag(data_dir, tmp_path):
 @pytest.mark.parametrize(
     "name, pick",
     [
-        ("demo_r_magec_BE10_2023.csv.gz", lambda l: l.startswith("36.0,A,NR,T,Y_LT1,BE10,2023")),
-        ("demo_fordagec_sdmx_sample.csv.gz", lambda l: ",Y30,30 years,TOTAL,Total,BE,Belgium,2018," in l),
-        ("demo_r_mlifexp_sample.tsv.gz", lambda l: l.startswith("YR,T,Y_LT1,BE10\t")),
+        ("demo_r_magec_BE10_2023.csv.gz", lambda line: line.startswith("36.0,A,NR,T,Y_LT1,BE10,2023")),
+        ("demo_fordagec_sdmx_sample.csv.gz", lambda line: ",Y30,30 years,TOTAL,Total,BE,Belgium,2018," in line),
+        ("demo_r_mlifexp_sample.tsv.gz", lambda line: line.startswith("YR,T,Y_LT1,BE10\t")),
     ],
 )
 def test_duplicated_key(data_dir, tmp_path, name, pick):
     lines = _lines(data_dir, name)
-    i = next(i for i, l in enumerate(lines) if pick(l))
+    i = next(i for i, line in enumerate(lines) if pick(line))
     lines.append(lines[i])
     p = _write(tmp_path, name, lines, gz=True)
     with pytest.raises(FormatError, match="duplicated key") as e:

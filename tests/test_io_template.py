@@ -95,7 +95,7 @@ def lines():
 
 
 def _find(lines, prefix):
-    i = next(i for i, l in enumerate(lines) if l.startswith(prefix))
+    i = next(i for i, line in enumerate(lines) if line.startswith(prefix))
     return i, i + 1  # list index, file line
 
 
@@ -165,7 +165,7 @@ def test_missing_age_and_missing_region(tmp_path, lines):
     )
     assert e.value.file == str(p)
     # a region with population but no deaths rows at all
-    keep = [l for l in lines if not (l.startswith("BE34,") and ",deaths," in l)]
+    keep = [line for line in lines if not (line.startswith("BE34,") and ",deaths," in line)]
     p = _edit(tmp_path, keep, "no_deaths.csv")
     with pytest.raises(DataError, match="unknown region code: not in the deaths table") as e:
         read_counts_csv(p)

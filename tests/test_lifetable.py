@@ -5,21 +5,20 @@
 * an independent loop implementation of the life table and of Chiang's method II
   variance (q-based, plus Silcocks et al. 2001's open-interval term).
 
-``python tests/test_lifetable.py`` (with PYTHONPATH=lib) prints the measured figures.
+``PYTHONPATH=lib:tests .venv/bin/python tests/test_lifetable.py`` prints the measured figures.
 """
 
+# ruff: noqa: E741 -- l is the life table's survivorship l_x, as demographers write it
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _fixtures_lifetable import belgian_counts, published_e, to_lifetable_axis  # noqa: E402
-from demonoise.core.errors import DataError, ParameterError  # noqa: E402
-from demonoise.demography.lifetable import (  # noqa: E402
+from _fixtures_lifetable import belgian_counts, published_e, to_lifetable_axis
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.demography.lifetable import (
     EUROSTAT_A0,
     e_derivative,
     life_table,
@@ -315,10 +314,12 @@ if __name__ == "__main__":
     d0, d65 = eurostat_diffs()
     j0, j65 = eurostat_diffs(use_jan1=True)
     print(
-        f"vs Eurostat demo_r_mlifexp BE NUTS 2 2021 (a0 = {EUROSTAT_A0}): max |e0 diff| {d0:.4f} y, max |e65 diff| {d65:.4f} y"
+        f"vs Eurostat demo_r_mlifexp BE NUTS 2 2021 (a0 = {EUROSTAT_A0}): max |e0 diff| {d0:.4f} y, max |e65 diff| "
+        f"{d65:.4f} y"
     )
     print(f"  with 1 January population instead of the average: max |e0 diff| {j0:.4f} y, max |e65 diff| {j65:.4f} y")
     rel, ours, ref = chiang_max_rel_diff()
     print(
-        f"Poisson Var(e0) vs Chiang II + Silcocks: max rel diff {rel:.2e} (sd e0 range {np.sqrt(ours).min():.3f}-{np.sqrt(ours).max():.3f} y)"
+        f"Poisson Var(e0) vs Chiang II + Silcocks: max rel diff {rel:.2e} (sd e0 range "
+        f"{np.sqrt(ours).min():.3f}-{np.sqrt(ours).max():.3f} y)"
     )

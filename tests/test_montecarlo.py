@@ -2,7 +2,7 @@
 
 Independent truth: the Monte Carlo recomputes every indicator exactly from perturbed
 published cells; the analytic side is the delta method. Agreement is judged against
-sampling error, z = (sd_MC / sd_analytic - 1) sqrt(2N) (DESIGN.md section 5).
+sampling error, z = (sd_MC / sd_analytic - 1) sqrt(2N) (docs/design.md, section "Monte Carlo and the z-score").
 """
 
 import numpy as np
@@ -31,6 +31,7 @@ def mc_table(be):
     return results_table(lz, [g], mc={0: mc})
 
 
+@pytest.mark.slow
 def test_e0_analytic_matches_monte_carlo(mc_table, be):
     df = mc_table
     pop = be.pop_start.sum(-1)  # every Belgian region has > 100 000 inhabitants
@@ -45,6 +46,7 @@ def test_e0_analytic_matches_monte_carlo(mc_table, be):
     assert width.between(0.93, 1.07).all()
 
 
+@pytest.mark.slow
 def test_asmr_cells_with_20_events_match(mc_table):
     df = mc_table
     cells = df[(df.indicator == "asmr") & (df.events >= 20)]
@@ -56,6 +58,7 @@ def test_asmr_cells_with_20_events_match(mc_table):
     assert df.z_flag.sum() == (df[["z_noise", "z_pois", "z_tot"]].abs() > 5).any(axis=1).sum()
 
 
+@pytest.mark.slow
 def test_first_order_breaks_down_for_tiny_counts_and_is_flagged(mc_table):
     """Rates from zero or a handful of deaths: the first-order result is not trusted
     (small_count), and the results table shows why (MC and analytic disagree)."""
@@ -90,7 +93,7 @@ def test_granularity_changes_noise_as_the_formula_says(be):
     # relative standard error of a ratio of two independent sds: sqrt(2 / (2N))
     z = (ratio_mc / ratio_ana - 1) / np.sqrt(2 / (2 * N))
     print("noise sd of e0, single/5-year: analytic", ratio_ana.round(3), "MC", ratio_mc.round(3))
-    assert np.all(ratio_ana > 1.8)  # single ages carry clearly more noise (DESIGN: variance ~5x)
+    assert np.all(ratio_ana > 1.8)  # single ages carry clearly more noise (design notes: variance ~5x)
     assert np.all(np.abs(z) < 5)
 
 

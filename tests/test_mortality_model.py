@@ -11,12 +11,11 @@ checked against independent truth:
   split by the model;
 * Poisson draws against the analytic Poisson sd of e0 (closed-form derivatives).
 
-``python tests/test_mortality_model.py`` (with PYTHONPATH=lib) prints the measured figures.
+``PYTHONPATH=lib:tests .venv/bin/python tests/test_mortality_model.py`` prints the measured figures.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -24,16 +23,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _fixtures_lifetable import BE_NUTS2, published_e  # noqa: E402
-from demonoise.core.errors import DataError, ParameterError  # noqa: E402
-from demonoise.demography.lifetable import e_derivative, life_table, life_table_from_rates, lifetable_lower  # noqa: E402
-from demonoise_build.mortality_model import (  # noqa: E402
+from _fixtures_lifetable import BE_NUTS2, published_e
+from demonoise.core.errors import DataError, ParameterError
+from demonoise.demography.lifetable import e_derivative, life_table, life_table_from_rates, lifetable_lower
+from demonoise_build.mortality_model import (
     N_AGES,
     brass_rates,
     brass_survivorship,
     build_standard,
-    calibrate,
+    calibrate_brass,
     collapse_open_age,
     draw_deaths,
     expected_deaths,
@@ -215,7 +213,7 @@ def test_collapse_open_age_keeps_e0_to_e85(std):
 # ----------------------------------------------------------------- calibration
 def test_calibration_reproduces_belgian_regions_2019(std):
     e0, e65 = published_e(DATA.parent, "Y_LT1", 2019)[:, :2], published_e(DATA.parent, "Y65", 2019)[:, :2]
-    al, be = calibrate(std, e0, e65, regions=BE_NUTS2, sexes=SEX_FM)
+    al, be = calibrate_brass(std, e0, e65, regions=BE_NUTS2, sexes=SEX_FM)
     e = model_e(std, al, be)
     assert np.max(np.abs(e[..., 0] - e0)) < 0.05 and np.max(np.abs(e[..., 1] - e65)) < 0.05
 
@@ -225,7 +223,7 @@ def test_expected_deaths_on_real_exposure_give_the_targets(std):
     population (85+ collapsed, then split by the calibrated model), expected deaths,
     the project's 85+ life table -> published 2019 e0, e65 within 0.05 y."""
     e0, e65 = published_e(DATA.parent, "Y_LT1", 2019)[:, :2], published_e(DATA.parent, "Y65", 2019)[:, :2]
-    al, be = calibrate(std, e0, e65, regions=BE_NUTS2, sexes=SEX_FM)
+    al, be = calibrate_brass(std, e0, e65, regions=BE_NUTS2, sexes=SEX_FM)
     m = brass_rates(std, al, be)  # (11, 2, 101)
     P = _spread_unk(_long_cube(DATA / "demo_r_d2jan_BE_2021_2022.csv.gz", (2021, 2022))).round()  # (2, 2, 11, 101)
     P = np.moveaxis(P, 2, 0)  # (11, sex, year, 101)
@@ -245,7 +243,7 @@ def test_calibration_random_targets_292_regions_fast(std):
     e0 = rng.uniform(70.0, 87.0, (292, 2))
     e65 = 14.0 + (e0 - 70.0) * 0.65 + rng.uniform(-1.5, 1.5, e0.shape)
     t = time.perf_counter()
-    al, be = calibrate(std, e0, e65)
+    al, be = calibrate_brass(std, e0, e65)
     elapsed = time.perf_counter() - t
     e = model_e(std, al, be)
     assert np.max(np.abs(e[..., 0] - e0)) < 0.05 and np.max(np.abs(e[..., 1] - e65)) < 0.05
@@ -254,7 +252,7 @@ def test_calibration_random_targets_292_regions_fast(std):
 
 @pytest.mark.parametrize("e0,e65", [(70, 14), (87, 25), (70, 16.5), (87, 22.5), (78, 14), (76, 20), (84, 25)])
 def test_calibration_extreme_targets(std, e0, e65):
-    al, be = calibrate(std, e0, e65)
+    al, be = calibrate_brass(std, e0, e65)
     e = model_e(std, al, be)
     assert np.max(np.abs(e[..., 0] - e0)) < 0.05 and np.max(np.abs(e[..., 1] - e65)) < 0.05
 
@@ -263,11 +261,11 @@ def test_unreachable_targets_raise_naming_region_and_sex(std):
     e0 = np.array([[80.0, 78.0], [81.0, 87.0]])
     e65 = np.array([[20.0, 18.0], [21.0, 14.0]])  # XX02 M: e0 > 65 + e65 is impossible
     with pytest.raises(ParameterError, match=r"region XX02, sex M"):
-        calibrate(std, e0, e65, regions=["XX01", "XX02"], sexes=SEX_FM)
+        calibrate_brass(std, e0, e65, regions=["XX01", "XX02"], sexes=SEX_FM)
     with pytest.raises(ParameterError, match=r"region XX01, sex F.*beta"):
-        calibrate(std, [[86.0, 80.0]], [[60.0, 18.0]], regions=["XX01"], sexes=SEX_FM)
+        calibrate_brass(std, [[86.0, 80.0]], [[60.0, 18.0]], regions=["XX01"], sexes=SEX_FM)
     with pytest.raises(ParameterError):
-        calibrate(std, np.nan, 20.0)
+        calibrate_brass(std, np.nan, 20.0)
 
 
 # ----------------------------------------------------------------- open age split
@@ -351,7 +349,7 @@ if __name__ == "__main__":  # measured figures for the report
     print("raw pooled single-age table e0, e65              :", raw.e[:, 0].round(3), raw.e[:, 65].round(3))
     print("smoothing lambda F/M:", st.lam, " Kannisto (c, b):", st.kannisto.round(4).tolist())
     e0, e65 = published_e(DATA.parent, "Y_LT1", 2019)[:, :2], published_e(DATA.parent, "Y65", 2019)[:, :2]
-    al, be = calibrate(st, e0, e65)
+    al, be = calibrate_brass(st, e0, e65)
     e = model_e(st, al, be)
     print(
         "BE NUTS 2 2019 calibration max |error| e0, e65:", np.abs(e[..., 0] - e0).max(), np.abs(e[..., 1] - e65).max()
@@ -360,9 +358,10 @@ if __name__ == "__main__":  # measured figures for the report
     t0 = rng.uniform(70.0, 87.0, (292, 2))
     t65 = 14.0 + (t0 - 70.0) * 0.65 + rng.uniform(-1.5, 1.5, t0.shape)
     t = time.perf_counter()
-    al, be = calibrate(st, t0, t65)
+    al, be = calibrate_brass(st, t0, t65)
     print(f"292 x 2 random calibrations: {time.perf_counter() - t:.3f} s, beta {be.min():.3f}..{be.max():.3f}")
     share, z, sd, e0s = poisson_check(st, pooled_)
     print(
-        f"Poisson check: {share:.1%} of 1000 regions within 3 sd; sd(z) = {np.std(z):.3f}; max |z| = {np.abs(z).max():.2f}"
+        f"Poisson check: {share:.1%} of 1000 regions within 3 sd; sd(z) = {np.std(z):.3f}; max |z| = "
+        f"{np.abs(z).max():.2f}"
     )

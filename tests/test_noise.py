@@ -1,4 +1,5 @@
-"""Noise models: exact variance of the generic law, DESIGN's cautionary numbers, sampling.
+"""Noise models: exact variance of the generic law, the cautionary numbers of docs/design.md
+(section "Noise models"), sampling.
 
 Sampling checks are judged against sampling error: a mean within 5 standard errors
 (``sqrt(V / N)``) of its expectation, a variance within 5 standard errors

@@ -348,14 +348,16 @@ def test_feature_bounds_and_shipped_file_matches_geometry():
         ('{"type": "Feature"}', "FeatureCollection"),
         ('{"type": "FeatureCollection", "features": [{"properties": {}, "geometry": null}]}', "NUTS_ID"),
         (
-            '{"type": "FeatureCollection", "features": [{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]}',
+            '{"type": "FeatureCollection", "features": [{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": '
+            '"Point", "coordinates": [1, 2]}}]}',
             "region BE10",
         ),
         (
             '{"type": "FeatureCollection", "features": ['
             + ",".join(
                 [
-                    '{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Polygon", "coordinates": [[[0,0],[1,0],[0,1],[0,0]]]}}'
+                    '{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Polygon", "coordinates": '
+                    "[[[0,0],[1,0],[0,1],[0,0]]]}}"
                 ]
                 * 2
             )
@@ -395,7 +397,7 @@ def test_map_colours_regions_by_class_and_carries_the_credit():
     fills: dict[str, list[str]] = {}
     for code, fill in paths:
         fills.setdefault(code, []).append(fill)
-    colours = dict(zip(ov.MAP_CLASSES, ov._MAP_COLOURS))
+    colours = dict(zip(ov.MAP_CLASSES, ov._MAP_COLOURS, strict=True))
     assert fills["BE10"] == [colours["< 5 %"], colours["10\u201320 %"]]  # V = 1, V = 5
     assert fills["FI20"] == [colours["41\u2013100 %"], colours["\u2265 100 %"]]
     assert fills["DE30"] == [ov._NO_DATA] * 2 and fills["UKI3"] == [ov._NO_DATA] * 2
@@ -485,6 +487,7 @@ def rendered(tmp_path_factory):
     return res
 
 
+@pytest.mark.slow
 def test_overview_renders_offline_with_the_map(rendered):
     html = rendered.html.read_text(encoding="utf-8")
     c = scan_html(html)
@@ -518,6 +521,7 @@ def test_overview_renders_offline_with_the_map(rendered):
     assert "Traceback" not in body and "application/vnd.jupyter.stderr" not in body
 
 
+@pytest.mark.slow
 def test_overview_numbers_come_from_the_results(rendered):
     import nbformat
 
@@ -532,6 +536,7 @@ def test_overview_numbers_come_from_the_results(rendered):
     assert m["e0_over41_V5"] == int((e0[e0.V == 5].admixture > math.sqrt(2) - 1).sum())
 
 
+@pytest.mark.slow
 @chromium
 def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
     import shutil
@@ -553,6 +558,7 @@ def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
     assert len([p for p in pages if "demonstration data" in p]) >= 9
 
 
+@pytest.mark.slow
 def test_calibration_section_shows_the_table_passed(rendered):
     html = rendered.html.read_text(encoding="utf-8")
     cal = re.split(r'<section class="dn-section"', html)[9]
@@ -563,6 +569,7 @@ def test_calibration_section_shows_the_table_passed(rendered):
     assert cells == ["e0", "10", "3", "0.25", "BE21", "3.5", "1", "2"]
 
 
+@pytest.mark.slow
 def test_index_row_links_the_overview(rendered):
     from demonoise.report.index import write_index
 

@@ -156,7 +156,7 @@ def test_reader_on_r_reference_files_matches_csv_module():
         assert sniff_ptable_format(REF / name) == "transition"
         for i, law in ref.items():
             tr = t.transition(i)
-            assert dict(zip(tr.v.tolist(), tr.p.tolist())) == law
+            assert dict(zip(tr.v.tolist(), tr.p.tolist(), strict=True)) == law
 
 
 def test_built_D3_V1_reproduces_eurostat_v01():
@@ -170,7 +170,8 @@ def test_built_D3_V1_reproduces_eurostat_v01():
 
 
 def test_mono_constraint_is_what_reproduces_v01():
-    """DESIGN: plain max entropy with exact variance gives P(-1) = 0.381 at count 1, ptable 0.370."""
+    """docs/design.md (Noise models): plain max entropy with exact variance gives P(-1) = 0.381
+    at count 1, ptable 0.370."""
     v, p_plain = _slsqp_row(1, 3, 1.0, mono=False, variance_equality=True)
     assert p_plain[list(v).index(-1)] == pytest.approx(0.381, abs=1e-3)
     built = build_ptable(3, 1).transition(1)
@@ -369,8 +370,8 @@ def test_round_trips(tmp_path):
     q = read_ptable(write_ptable(built, tmp_path / "q.csv", "eurostat", K=1000))
     assert q.n_keys == 1000
     for i in range(1, 4):  # quantised to 1/K (a tail below 1/K may vanish)
-        a = dict(zip(q.transition(i).v.tolist(), q.transition(i).p))
-        b = dict(zip(built.transition(i).v.tolist(), built.transition(i).p))
+        a = dict(zip(q.transition(i).v.tolist(), q.transition(i).p, strict=True))
+        b = dict(zip(built.transition(i).v.tolist(), built.transition(i).p, strict=True))
         assert set(a) <= set(b)
         assert max(abs(a.get(v, 0.0) - p) for v, p in b.items()) <= 1 / 1000
 
@@ -383,7 +384,7 @@ def test_eurostat_key_lookup_matches_the_file():
     counts = np.array([1, 2, 3, 3, 17, 2, 1])
     ckeys = np.array([1, 500, 1000, 37, 999, 2, 1000])
     keys = (ckeys - 1) / K  # keys on the bin edges, as integer record keys give them
-    expect = [noise[(min(n, 3), c)] for n, c in zip(counts, ckeys)]
+    expect = [noise[(min(n, 3), c)] for n, c in zip(counts, ckeys, strict=True)]
     assert v04.lookup(counts, keys).tolist() == expect
     assert v04.lookup(counts, keys + 0.5 / K).tolist() == expect
 

@@ -1,6 +1,6 @@
 """The analysis on real Belgian 2023 counts against the reference figures of the project's
-design notes (DESIGN.md section 1: Belgian NUTS 2, 2023; single-age cells with 85+ as one
-published cell, noise on deaths and on both 1 January stocks; relative noise sd of e0 and
+design document (docs/design.md, section "The problem": Belgian NUTS 2, 2023; single-age
+cells with 85+ as one published cell, noise on deaths and on both 1 January stocks; relative noise sd of e0 and
 admixture A, and the Poisson sd). Those figures were computed independently of this code
 base; they are rounded to 3 decimals (sd, %) and 1 decimal (A, %)."""
 
@@ -41,14 +41,14 @@ def test_design_reference_figures(e0_85, region, sex, exposure, noise, pois):
     assert 100 * rows.rel_pois.iloc[0] == pytest.approx(pois, abs=0.0005 + 1e-9)
     for V, (sd, A) in noise.items():
         assert 100 * rows.loc[V, "rel_noise"] == pytest.approx(sd, abs=0.0005 + 1e-9)
-        # DESIGN lists A = 9.3 % for BE31 at V = 1, but its own rounded sds imply
+        # docs/design.md lists A = 9.3 % for BE31 at V = 1, but its own rounded sds imply
         # sqrt(1 + (0.113 / 0.255)^2) - 1 = 9.4 %; we get 9.36 %: allow that one entry 0.1
         tol = 0.1 if (region, V) == ("BE31", 1) else 0.05
         assert 100 * rows.loc[V, "admixture"] == pytest.approx(A, abs=tol + 1e-9)
 
 
 def test_sixteen_cells_in_85_plus_raise_e0_noise_by_under_one_percent(e0_85, e0_16):
-    """DESIGN.md: with 85+ carrying its 16 published cells the noise sd of e0 rises by under
+    """docs/design.md: with 85+ carrying its 16 published cells the noise sd of e0 rises by under
     1 % (for the rows of its table; over all Belgian regions and sexes we measure at most 1.12 %,
     BE10 men)."""
     a = e0_85.set_index(["region", "sex", "V"]).rel_noise

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from demonoise.report.batch import parse_params, run_reports
 
 
+@pytest.mark.slow
 def test_overview_and_extras_in_the_index(tmp_path):
     params = parse_params(
         {

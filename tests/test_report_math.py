@@ -61,6 +61,7 @@ def test_inline_math_replaces_formulas_and_drops_mathjax():
         inline_math("<html><p>$x$</p></html>", svgs, "")
 
 
+@pytest.mark.slow
 @chromium
 def test_math_cache_typesets_once_and_pages_render_offline(tmp_path):
     cache = tmp_path / "math.json"

@@ -39,8 +39,8 @@ def test_life_expectancy_section_on_real_belgian_data(be):
     html = o.html.read_text(encoding="utf-8")
     # the verdict names the smallest region with its admixture, and the real-data label shows
     assert (
-        f"In the smallest region, BE34 Prov. Luxembourg (BE) (298\u202f172 people), it adds {fmt_pct(m['e0_admixture_worst'])}"
-        in html
+        "In the smallest region, BE34 Prov. Luxembourg (BE) (298\u202f172 people), it adds "
+        f"{fmt_pct(m['e0_admixture_worst'])}" in html
     )
     assert "population and deaths real (Eurostat); regional births modelled from national births" in html
     assert "Noise is at least as large as the Poisson uncertainty (A &gt;= 41 %)" in html

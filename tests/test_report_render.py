@@ -47,6 +47,7 @@ def report(executed, tmp_path_factory):
 
 
 # ------------------------------------------------------------------ assembly
+@pytest.mark.slow
 def test_assembly_structure(executed):
     nb = assemble(executed["sections"], title=TITLE, cover=executed["cover"])
     secs = nb.metadata["demonoise"]["sections"]
@@ -91,6 +92,7 @@ def test_untagged_metrics_never_render(tmp_path):
 
 
 # ------------------------------------------------------------------ static HTML
+@pytest.mark.slow
 def test_html_is_self_contained(report):
     text = report.html.read_text(encoding="utf-8")
     scan = scan_html(text)
@@ -112,6 +114,7 @@ def test_the_offline_checker_catches_external_loads():
     assert len(v) == 5, v  # link href, @import, url(//...), script src, img src; not <a href>
 
 
+@pytest.mark.slow
 def test_html_content(report):
     text = report.html.read_text(encoding="utf-8")
     scan = scan_html(text)
@@ -146,6 +149,7 @@ def test_template_lookup_errors_are_specific(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ Chromium missing
+@pytest.mark.slow
 def test_no_chromium_gives_html_and_a_reason(executed, tmp_path):
     res = render_report(
         executed["sections"][:1],
@@ -162,6 +166,7 @@ def test_no_chromium_gives_html_and_a_reason(executed, tmp_path):
 
 
 # ------------------------------------------------------------------ headless Chromium
+@pytest.mark.slow
 @chromium
 def test_chromium_renders_maths_and_charts_with_no_network_request(report, tmp_path):
     net = tmp_path / "net.json"
@@ -189,6 +194,7 @@ def test_the_network_probe_sees_a_page_request(tmp_path):
     assert all(r["net_error"] is not None and r["net_error"] < 0 for r in chrome.page_requests(net))
 
 
+@pytest.mark.slow
 @chromium
 def test_pdf(report):
     assert report.pdf_error is None and report.pdf.is_file()
@@ -222,6 +228,7 @@ def test_printing_waits_for_late_scripts(tmp_path):
     assert "LATE-MARKER" not in printed(None)  # control: without the budget it is printed too early
 
 
+@pytest.mark.slow
 @chromium
 def test_screenshot(report, tmp_path):
     png = chrome.screenshot(report.html, tmp_path / "shot.png", width=1000, height=1400)

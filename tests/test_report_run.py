@@ -36,6 +36,7 @@ def _is_running(pid: int) -> bool:
 
 
 # ------------------------------------------------------------------- kernel reuse
+@pytest.mark.slow
 def test_reused_kernel_reads_back_parameters_and_metrics_without_leaks(tmp_path):
     p1 = {"region": "BE10", "V": 1.0, "set_probe": True}
     p2 = {"region": "BE34", "V": 5.0, "set_probe": False}
@@ -64,6 +65,7 @@ def test_reused_kernel_reads_back_parameters_and_metrics_without_leaks(tmp_path)
     assert no_tmp_files(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_without_the_reset_the_probe_does_leak(tmp_path):
     """Control for the test above: the reset is what keeps runs apart."""
     jobs = [
@@ -76,6 +78,7 @@ def test_without_the_reset_the_probe_does_leak(tmp_path):
 
 
 # --------------------------------------------------------- failures, pool, atomicity
+@pytest.mark.slow
 def test_a_broken_notebook_is_isolated_in_a_pool_of_two(tmp_path):
     out_broken = tmp_path / "broken.ipynb"
     # An older, valid-looking output of the broken job must not survive the failure.
@@ -185,6 +188,7 @@ _INTERRUPT_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_leaves_no_partial_output_and_no_kernel(tmp_path, workers):
     slow = new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})

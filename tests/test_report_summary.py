@@ -1,7 +1,7 @@
 """Verdicts, tables and flags of the quality reports, on small hand-made results frames.
 
 The frames are built here with chosen variances, so the expected admixtures follow from
-the definition A = sqrt(1 + Var_noise / Var_pois) - 1 (DESIGN.md section 4), not from
+the definition A = sqrt(1 + Var_noise / Var_pois) - 1 (docs/design.md, section "Admixture"), not from
 the code under test: Var_noise / Var_pois = 0.21 gives A = 10 % exactly (1.1^2 = 1.21),
 3 gives A = 100 %, 0.0201 gives A = 1 %.
 """
@@ -157,8 +157,8 @@ def test_scalar_verdict_all_none_and_single_region():
     one = one[one.region.isin(["XX", "XX03"])]
     text = str(S.scalar_verdict(one, 1.0, "e", age=0))
     assert (
-        "adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in the country's only NUTS 2 region"
-        in text
+        "adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in the country's only NUTS 2 "
+        "region" in text
     )
     # TFR is about women and carries its unit
     t = str(S.scalar_verdict(frame(), 1.0, "tfr"))
@@ -195,7 +195,7 @@ def test_sparse_regions_and_flags():
         in str(v)
     )
     table = S.scalar_table(frame(), 1.0, "e", age=0)
-    flagged = dict(zip(table.frame.region, table.flagged))
+    flagged = dict(zip(table.frame.region, table.flagged, strict=True))
     assert flagged == {"XX": False, "XX01": False, "XX02": False, "XX03": True}
     html = table.to_html()
     assert html.count('class="dn-flagged"') == 1 and "sparse (75 %)" in html

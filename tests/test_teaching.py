@@ -3,7 +3,7 @@
 Truths used: central finite differences of the life table itself (no closed form
 involved), on the real Belgian NUTS 2 counts of be-2023 for the complete table and for
 the abridged table of 5-year publication; the library's own variance
-(:meth:`Linearisation.variance`), an independent path through the published cells; the
+(:meth:`IndicatorLinearisation.variance`), an independent path through the published cells; the
 closed form sqrt(2) - 1 of the admixture at equal variances; Monte Carlo judged by
 z = (sd_MC / sd_analytic - 1) sqrt(2N).
 """
@@ -63,11 +63,12 @@ def test_steps_on_a_schedule_with_zero_rates():
 
 
 def test_closed_forms_are_those_of_the_design_notes(be):
-    """Step 6 assembled from steps 2-5 by hand equals lifetable.e_derivative (DESIGN section 4)."""
+    """Step 6 assembled from steps 2-5 by hand equals lifetable.e_derivative (docs/design.md,
+    First-order propagation)."""
     _, _, lt = _table(be)
     cf = tc.closed_form_steps(lt, ages=(0,))
     b = 1 - lt.a[..., :-1]
-    # dT_k/dm_x = -l_x (b + e_{x+1}) / (1 + b m)^2, the DESIGN formula times l_k
+    # dT_k/dm_x = -l_x (b + e_{x+1}) / (1 + b m)^2, the closed form of docs/design.md times l_k
     want = -lt.l[..., :-1] * (b + lt.e[..., 1:]) / (1 + b * lt.m[..., :-1]) ** 2
     np.testing.assert_allclose(cf["dT"][..., :-1], want, rtol=1e-13)
     np.testing.assert_allclose(cf["dT"][..., -1], -lt.l[..., -1] / lt.m[..., -1] ** 2, rtol=1e-13)
@@ -123,6 +124,7 @@ def rendered(tmp_path_factory):
     return res, out
 
 
+@pytest.mark.slow
 def test_notebook_checks_pass(rendered):
     _, out = rendered
     m = read_metrics(out / "teaching.ipynb")
@@ -145,7 +147,7 @@ def test_notebook_checks_pass(rendered):
     assert m["mc_max_abs_z"] < 4  # 36 comparisons (2 V x 3 sexes x e0, e65 x 3 components)
     # exercise 1: at V* noise equals Poisson, so A = sqrt(2) - 1
     assert m["A_at_V_star"] == pytest.approx(np.sqrt(2) - 1, abs=1e-12)
-    # DESIGN: BE34 women, single ages, A = 26.2 % at V = 1 -> V* = 1 / ((1.262)^2 - 1) ~ 1.69
+    # docs/design.md (The problem): BE34 women, single ages, A = 26.2 % at V = 1 -> V* = 1 / ((1.262)^2 - 1) ~ 1.69
     assert 1.5 < m["V_star"] < 1.9
     # exercise 2: 5-year cells, noise variance of e0 about 5 times smaller
     assert 2.0 < m["sd_noise_ratio_single_5y"] < 2.5
@@ -153,6 +155,7 @@ def test_notebook_checks_pass(rendered):
     assert m["A_at_scale"] == pytest.approx(0.10, abs=0.002)
 
 
+@pytest.mark.slow
 def test_rendered_html(rendered):
     res, _ = rendered
     text = res.html.read_text(encoding="utf-8")
@@ -165,6 +168,7 @@ def test_rendered_html(rendered):
     assert "import numpy" not in text and "display_metrics" not in text
 
 
+@pytest.mark.slow
 @chromium
 def test_maths_charts_and_solutions_in_chromium_and_pdf(rendered, tmp_path):
     res, _ = rendered

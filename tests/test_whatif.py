@@ -4,7 +4,7 @@ the `demonoise notebook` command.
 Truths used: the scaling rule written out independently (exact integer arithmetic); the
 homogeneity of every indicator in the counts (degree 0), which makes the first-order
 Poisson variance scale by exactly 1/s and the noise variance by 1/s^2 for a whole-number
-s; Var(m_x)/m_x^2 = 1/D_x for Poisson deaths without unknown ages; the DESIGN notes'
+s; Var(m_x)/m_x^2 = 1/D_x for Poisson deaths without unknown ages; docs/design.md's
 "5-year cells: noise variance of e0 about 5 times smaller".
 """
 
@@ -173,7 +173,7 @@ def test_sensitivity_grid(be):
     pop = e0[(e0.noise == "V = 1") & (e0.sex == "T")].set_index("scale")["population"]
     np.testing.assert_allclose(pop.loc[4] / pop.loc[1], 4.0)
     # relative noise sd ~ 1/s, Poisson ~ 1/sqrt(s) (exact for whole numbers)
-    for (noise, sex, item), g in sens.groupby(["noise", "sex", "indicator"]):
+    for _, g in sens.groupby(["noise", "sex", "indicator"]):
         g = g.set_index("scale")
         np.testing.assert_allclose(g["rel_noise"] * g.index, g["rel_noise"].loc[1], rtol=1e-9)
         np.testing.assert_allclose(g["rel_pois"] * np.sqrt(g.index), g["rel_pois"].loc[1], rtol=1e-9)
@@ -220,6 +220,7 @@ def rendered(tmp_path_factory):
     return res, out
 
 
+@pytest.mark.slow
 def test_headless_run_reports_the_library_figures(rendered, be):
     res, out = rendered
     nb = out / "whatif.ipynb"
@@ -237,6 +238,7 @@ def test_headless_run_reports_the_library_figures(rendered, be):
     assert res.pdf is None and res.pdf_error is None
 
 
+@pytest.mark.slow
 def test_rendered_html(rendered):
     res, _ = rendered
     text = res.html.read_text(encoding="utf-8")
@@ -252,6 +254,7 @@ def test_rendered_html(rendered):
     assert "Largest |z|" in text
 
 
+@pytest.mark.slow
 @chromium
 def test_rendered_html_in_chromium(rendered, tmp_path):
     res, _ = rendered
@@ -269,6 +272,7 @@ def test_parameter_values():
     assert _parameter_value("BE34") == "BE34" and _parameter_value("5y") == "5y"
 
 
+@pytest.mark.slow
 def test_cli_notebook(rendered, tmp_path, capsys):
     assert main(["notebook", "nosuch", "--out", str(tmp_path)]) == 2
     assert "notebook 'nosuch' not found" in capsys.readouterr().err

@@ -4,8 +4,14 @@ The public API, importable from the top level (loaded on first use, so that
 ``import demonoise`` stays cheap)::
 
     import demonoise as dn
-    counts = dn.load("be-2023")
-    df = dn.compute(counts, dn.noise_settings(V=[1, 5]))
+
+    counts = dn.load("be-2023")                            # an embedded dataset
+    df = dn.compute(counts, dn.noise_settings(V=[1, 5]))   # the tidy results table
+    dn.what_if(counts, "BE34", scale=4, V=[1, 5])          # one region, scaled
+
+Everything else lives in its layer's module (e.g. :mod:`demonoise.core.vocabulary` for
+indicator titles, thresholds and colours); the flat modules of 0.1 (``demonoise.counts``,
+``demonoise.lifetable``, ...) are gone -- the README's "Upgrading from 0.1" maps them.
 
 Layers, lowest first; each imports only those below it (an import-linter contract in
 ``pyproject.toml`` keeps it so; ``docs/design.md`` explains why):
@@ -25,20 +31,27 @@ import importlib
 
 from demonoise.core.version import __version__
 
-#: Public name -> module that defines it.
+#: Public name -> module that defines it. Nothing is imported until a name is used.
 _PUBLIC = {
-    # data
+    # data model and errors
     "Counts": "demonoise.core.counts",
     "AgeAxis": "demonoise.core.counts",
+    "Region": "demonoise.core.counts",
+    "Provenance": "demonoise.core.counts",
+    "publish": "demonoise.core.layout",
     "DemonoiseError": "demonoise.core.errors",
     "DataError": "demonoise.core.errors",
+    "FormatError": "demonoise.core.errors",
     "ParameterError": "demonoise.core.errors",
+    # data in
     "load": "demonoise.io.datasets",
     "available": "demonoise.io.datasets",
     "read_counts_csv": "demonoise.io.template",
+    "write_counts_csv": "demonoise.io.template",
     "read_eurostat": "demonoise.io.eurostat",
     # demography
     "life_table": "demonoise.demography.lifetable",
+    "e_derivative": "demonoise.demography.lifetable",
     "asfr": "demonoise.demography.indicators",
     "tfr": "demonoise.demography.indicators",
     "asmr": "demonoise.demography.indicators",
@@ -49,21 +62,29 @@ _PUBLIC = {
     "PTableNoise": "demonoise.noise.models",
     "PTable": "demonoise.noise.ptable",
     "build_ptable": "demonoise.noise.ptable",
+    "cell_keys": "demonoise.noise.cellkey",
+    "perturb_table": "demonoise.noise.cellkey",
     # uncertainty
     "linearise": "demonoise.uncertainty.propagation",
     "admixture": "demonoise.uncertainty.propagation",
     "monte_carlo": "demonoise.uncertainty.montecarlo",
     "calibrate": "demonoise.uncertainty.calibration",
+    "calibration_summary": "demonoise.uncertainty.calibration",
     "compare_noise": "demonoise.uncertainty.comparison",
     # application
     "compute": "demonoise.analysis.compute",
     "noise_settings": "demonoise.analysis.compute",
+    "read_results": "demonoise.analysis.compute",
+    "write_results": "demonoise.analysis.compute",
     "results_table": "demonoise.analysis.results",
     "load_ptable": "demonoise.analysis.ptables",
     "read_ptable": "demonoise.analysis.ptables",
     "write_ptable": "demonoise.analysis.ptables",
     "what_if": "demonoise.analysis.whatif",
     "decision_report": "demonoise.analysis.decision",
+    "sensitivity": "demonoise.analysis.whatif",
+    "scale_counts": "demonoise.analysis.whatif",
+    "headline": "demonoise.analysis.whatif",
 }
 
 __all__ = ["__version__", *_PUBLIC]

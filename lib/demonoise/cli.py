@@ -3,7 +3,8 @@
 ::
 
     demonoise datasets
-    demonoise compute --dataset be-2023 --V 1 5 [--ptable v01 FILE] [--granularity single|5y] [--mc 10000] --out results.parquet
+    demonoise compute --dataset be-2023 --V 1 5 [--ptable v01 FILE] [--granularity single|5y] [--mc 10000]
+                      --out results.parquet
     demonoise compute --counts my_counts.csv --ptable v01 --out results.csv
     demonoise ptable build --D 3 --V 1 --js 0 [--pstay 0.5] --out ptable.csv [--format transition|eurostat] [--K 100000]
     demonoise ptable show v01|FILE [--V 1]
@@ -108,7 +109,7 @@ def _load_counts(args):
 
 
 def cmd_compute(args) -> int:
-    from demonoise.analysis.compute import check_table_path, compute, noise_settings, summarise, write_table
+    from demonoise.analysis.compute import check_table_path, compute, noise_settings, summarise, write_results
     from demonoise.analysis.results import check_confidence
 
     check_table_path(args.out)
@@ -128,10 +129,11 @@ def cmd_compute(args) -> int:
         confidence=args.confidence,
         progress=progress,
     )
-    out = write_table(df, args.out)
+    out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(
-        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]"
+        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  "
+        f"[{dt:.1f} s]"
     )
     summ = summarise(df)
     if len(summ):
@@ -334,7 +336,8 @@ def _moments_text(table, V=None) -> tuple[str, list[str]]:
         nv = "?" if nominal is None else f"{nominal:g}"
         mean = round(float(r.mean), 12) + 0.0  # show 5.6e-17 as 0
         rows.append(
-            f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  {reached}"
+            f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  "
+            f"{reached}"
         )
     if nominal is None:
         warn.append("nominal V unknown (the file does not store it): pass --V to check it")
@@ -343,7 +346,8 @@ def _moments_text(table, V=None) -> tuple[str, list[str]]:
 
 def _describe_table(table, V=None) -> str:
     parts = [
-        f"{table.label}: classes 0..{table.I} (the last stands for every count >= {table.I}), max |noise| {table.max_deviation}"
+        f"{table.label}: classes 0..{table.I} (the last stands for every count >= {table.I}), max |noise| "
+        f"{table.max_deviation}"
     ]
     if table.n_keys:
         parts.append(f"K = {table.n_keys} cell keys")
@@ -417,7 +421,7 @@ def cmd_ptable_show(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from demonoise.analysis.compute import check_table_path, write_table
+    from demonoise.analysis.compute import check_table_path, write_results
     from demonoise.core.atomic import atomic_write_text
     from demonoise.uncertainty.comparison import compare_noise, comparison_note, summarise_comparison
 
@@ -430,10 +434,11 @@ def cmd_compare(args) -> int:
         counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
         mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes,
     )  # fmt: skip
-    out = write_table(df, args.out)
+    out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(
-        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  [{dt:.1f} s]"
+        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  "
+        f"[{dt:.1f} s]"
     )
     summ = summarise_comparison(df)
     birth_labels = set(df.loc[(df.indicator == "e") & (df.age == 0), "age_group"])  # Y_LT1, or Y_LT5 for 5-year cells
@@ -467,7 +472,7 @@ def _select(counts, regions, countries):
 
 
 def cmd_calibrate(args) -> int:
-    from demonoise.analysis.compute import check_table_path, write_table
+    from demonoise.analysis.compute import check_table_path, write_results
     from demonoise.core.errors import ParameterError
     from demonoise.uncertainty.calibration import calibrate, calibration_summary, check_thresholds
 
@@ -490,12 +495,15 @@ def cmd_calibrate(args) -> int:
     df = calibrate(
         counts, thresholds, family=family, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages
     )
-    out = write_table(df, args.out)
+    out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     fam = df.attrs.get("family", "generic")
     extra = ""
     if "v_top" in df.attrs:
-        extra = f"; family V range [{df.attrs['v_lo']:.6g}, {df.attrs['v_top']:g}], tables constant from V = {df.attrs['v_sat']:.6g}"
+        extra = (
+            f"; family V range [{df.attrs['v_lo']:.6g}, {df.attrs['v_top']:g}], "
+            f"tables constant from V = {df.attrs['v_sat']:.6g}"
+        )
     print(f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {fam}{extra}) -> {out}  [{dt:.1f} s]")
     summ = calibration_summary(df)
     for ind, g in summ.groupby("indicator", sort=False):
@@ -508,7 +516,10 @@ def cmd_calibrate(args) -> int:
             else:
                 txt = f"A<={r.threshold:g}: {r.V_max_min:.4g} ({r.region} {r.sex})"
             if r.infeasible:
-                txt += f", no table of the family meets it for {r.infeasible} of {r.items} (e.g. {r.infeasible_region} {r.infeasible_sex})"
+                txt += (
+                    f", no table of the family meets it for {r.infeasible} of {r.items} "
+                    f"(e.g. {r.infeasible_region} {r.infeasible_sex})"
+                )
             parts.append(txt)
         print(f"{ind}: smallest V_max by threshold -- " + "; ".join(parts))
     return 0
@@ -517,6 +528,7 @@ def cmd_calibrate(args) -> int:
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     from demonoise.core.version import __version__
+    from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, GRANULARITIES, INDICATORS, SEXES
 
     p = argparse.ArgumentParser(
         prog="demonoise", description="How much noise-based disclosure control degrades demographic indicators."
@@ -540,12 +552,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--granularity",
         default="single",
-        choices=["single", "5y", "5y-infant"],
+        choices=GRANULARITIES,
         help="publication granularity of the noised cells (default: single, Eurostat's NUTS 2 layout)",
     )
-    s.add_argument(
-        "--indicators", nargs="+", default=["asfr", "tfr", "asmr", "e"], choices=["asfr", "tfr", "asmr", "e"]
-    )
+    s.add_argument("--indicators", nargs="+", default=list(INDICATORS), choices=INDICATORS)
     _select_args(s)
     s.add_argument(
         "--mc",
@@ -624,7 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         default="transition",
         choices=["transition", "eurostat"],
-        help="transition: R ptable layout i,j,p,v,p_int_lb,p_int_ub,type (default); eurostat: pcv;ckey;pvalue with K integer keys",
+        help="transition: R ptable layout i,j,p,v,p_int_lb,p_int_ub,type (default); "
+        "eurostat: pcv;ckey;pvalue with K integer keys",
     )
     b.add_argument("--K", type=int, default=None, help="number of cell keys for --format eurostat (default 100000)")
     b.add_argument("--label", default="", help="short name used in results tables")
@@ -646,14 +657,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--granularity",
         default="single",
-        choices=["single", "5y", "5y-infant"],
+        choices=GRANULARITIES,
         help="publication granularity of the noised cells",
     )
     s.add_argument(
         "--indicators",
         nargs="+",
         default=None,
-        choices=["asfr", "tfr", "asmr", "e"],
+        choices=INDICATORS,
         help="default: e and, when the dataset has births, tfr",
     )
     s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
@@ -689,9 +700,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--thresholds",
         nargs="+",
         type=_number,
-        default=[0.1, 0.5, 1.0],
+        default=list(CALIBRATION_THRESHOLDS),
         metavar="A",
-        help="admixture thresholds as fractions in (0, 10] (default 0.1 0.5 1)",
+        help="admixture thresholds as fractions in (0, 10] "
+        f"(default {' '.join(f'{a:g}' for a in CALIBRATION_THRESHOLDS)})",
     )
     s.add_argument(
         "--family",
@@ -713,14 +725,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--granularity",
         default="single",
-        choices=["single", "5y", "5y-infant"],
+        choices=GRANULARITIES,
         help="publication granularity of the noised cells",
     )
     s.add_argument(
         "--indicators",
         nargs="+",
         default=None,
-        choices=["asfr", "tfr", "asmr", "e"],
+        choices=INDICATORS,
         help="default: all the dataset supports",
     )
     s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
@@ -759,9 +771,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--V", nargs="+", type=_positive_float, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)"
     )
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
-    s.add_argument(
-        "--sex", default="T", choices=["T", "F", "M"], help="sex shown for the mortality indicators (default T)"
-    )
+    s.add_argument("--sex", default="T", choices=SEXES, help="sex shown for the mortality indicators (default T)")
     s.add_argument(
         "--mc",
         type=_nonneg_int,

@@ -50,7 +50,7 @@ demo_r_pjangroup, except empty ones, and the country totals)
       calibrated schedule (integers, summing back exactly); ``UNK`` as published
       (0 where not published). Belgian regions: real single ages (demo_r_d2jan).
     * Deaths: *modelled*. A Brass relational logit schedule per region and sex
-      (:func:`~demonoise_build.mortality_model.calibrate` on a Belgian 2015-2019
+      (:func:`~demonoise_build.mortality_model.calibrate_brass` on a Belgian 2015-2019
       standard, :func:`~demonoise_build.mortality_model.build_standard`) reproducing the
       region's published e0 and e65 (demo_r_mlifexp) of the calibration year;
       expected deaths ``m_x E_x`` with ``E_x = (P_x(2023) + P_x(2024)) / 2``; a
@@ -965,7 +965,7 @@ def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DE
         e0, e65, used = mortality_targets(raw.tables["mlifexp"], mcodes, calibration_year)
         fallbacks["mortality_target_nearest_year"] = used["nearest_year"]
         fallbacks["mortality_target_shifted"] = used["shifted"]
-        alpha, beta = mortality_model.calibrate(std, e0, e65, regions=mcodes, sexes=("F", "M"))
+        alpha, beta = mortality_model.calibrate_brass(std, e0, e65, regions=mcodes, sexes=("F", "M"))
         m = mortality_model.brass_rates(std, alpha, beta)  # (Rm, 2, 101)
         lower = np.arange(0, 90, 5)
         for key, g in (("pop_start", p23), ("pop_end", p24)):

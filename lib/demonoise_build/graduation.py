@@ -222,7 +222,8 @@ def _check_lower(lower, n: int, open_last: bool) -> np.ndarray:
     if np.any(steps != WIDTH):
         k = int(np.flatnonzero(steps != WIDTH)[0])
         raise ParameterError(
-            f"graduation needs contiguous 5-year groups; group starting at {lo[k]} is followed by one starting at {lo[k + 1]}"
+            f"graduation needs contiguous 5-year groups; group starting at {lo[k]} is followed by one starting at "
+            f"{lo[k + 1]}"
         )
     if lo[0] < 0:
         raise ParameterError(f"negative lower age {lo[0]}")

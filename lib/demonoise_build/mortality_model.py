@@ -20,7 +20,7 @@ Pipeline
    over ``80..99`` from age 95 up (Thatcher, Kannisto & Vaupel 1998).
 2. :func:`brass_survivorship`, :func:`brass_rates` -- Brass's (1971) relational
    logit model ``Y_x = alpha + beta Y^s_x``.
-3. :func:`calibrate` -- ``(alpha, beta)`` per region and sex such that the
+3. :func:`calibrate_brass` -- ``(alpha, beta)`` per region and sex such that the
    project's life table (:mod:`demonoise.demography.lifetable`, ages ``0..84, 85+``, exactly
    Eurostat's method) of the modelled rates gives the target ``e0`` and ``e65``.
 4. :func:`split_open_age` -- a population aged 85+ split into ``85..99, 100+`` in
@@ -77,6 +77,7 @@ Moultrie, T. et al. (eds.) (2013). *Tools for Demographic Estimation*, IUSSP,
 ch. "Introduction to model life tables" -- the relational logit model in practice.
 """
 
+# ruff: noqa: E741 -- l is the life table's survivorship l_x, as demographers write it
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -102,7 +103,7 @@ __all__ = [
     "rates_from_survivorship",
     "collapse_open_age",
     "model_e",
-    "calibrate",
+    "calibrate_brass",
     "split_open_age",
     "expected_deaths",
     "draw_deaths",
@@ -434,7 +435,8 @@ def build_standard(
         m_inner, lam = D[..., inner] / E[..., inner], np.full(lead, np.nan)
         if np.any(m_inner <= 0):
             raise DataError(
-                "build_standard: a zero rate below the Kannisto ages makes the standard's logit undefined; use smooth=True",
+                "build_standard: a zero rate below the Kannisto ages makes the standard's logit undefined; use "
+                "smooth=True",
                 measure="deaths",
             )
     m_ext = np.concatenate(
@@ -603,7 +605,7 @@ def _name(idx: tuple[int, ...], shape, regions, sexes) -> str:
     return ", ".join(parts)
 
 
-def calibrate(
+def calibrate_brass(
     standard: Standard,
     e0_target,
     e65_target,

@@ -30,7 +30,7 @@ def _filter_csv_gz(src: Path, dst: Path, keep) -> int:
     header = next(csv.reader([lines[0]]))
     out = [lines[0]]
     for line in lines[1:]:
-        row = dict(zip(header, next(csv.reader([line]))))
+        row = dict(zip(header, next(csv.reader([line])), strict=True))
         if keep(row):
             out.append(line)
     with open(dst, "wb") as raw:  # mtime=0: reproducible bytes
@@ -43,7 +43,7 @@ def _filter_jsonstat(src: Path, dst: Path, keep: dict[str, list[str]]) -> int:
     d = json.loads(src.read_text(encoding="utf-8"))
     ids, size = d["id"], d["size"]
     kept_pos = []
-    for dim, n in zip(ids, size):
+    for dim, n in zip(ids, size, strict=True):
         cat = d["dimension"][dim]["category"]
         codes = sorted(cat["index"], key=cat["index"].get)
         if dim in keep:
@@ -58,7 +58,7 @@ def _filter_jsonstat(src: Path, dst: Path, keep: dict[str, list[str]]) -> int:
     old_flat = np.ravel_multi_index(np.ix_(*kept_pos), size).ravel()
     new_flat = np.arange(int(np.prod(new_size)))
     value, status = {}, {}
-    for o, n in zip(old_flat.tolist(), new_flat.tolist()):
+    for o, n in zip(old_flat.tolist(), new_flat.tolist(), strict=True):
         if str(o) in d["value"]:
             value[str(n)] = d["value"][str(o)]
         if str(o) in d.get("status", {}):

@@ -16,11 +16,11 @@ from demonoise.analysis.results import CONFIDENCE, NoiseSetting, mc_quantiles, r
 from demonoise.core.atomic import atomic_path
 from demonoise.core.counts import Counts
 from demonoise.core.errors import ParameterError
-from demonoise.demography.indicators import INDICATORS
+from demonoise.core.vocabulary import INDICATORS
 from demonoise.uncertainty.montecarlo import monte_carlo
 from demonoise.uncertainty.propagation import TABLES, linearise
 
-__all__ = ["noise_settings", "compute", "check_table_path", "write_table", "read_table"]
+__all__ = ["noise_settings", "compute", "check_table_path", "write_results", "read_results", "summarise"]
 
 
 def noise_settings(
@@ -94,28 +94,31 @@ def check_table_path(path) -> Path:
     return path
 
 
-def write_table(df: pd.DataFrame, path) -> Path:
+def write_results(df: pd.DataFrame, path) -> Path:
     """Write a results table atomically as Parquet (``.parquet``) or CSV (``.csv``,
     ``.csv.gz``); the format follows the extension."""
     path = check_table_path(path)
     name = path.name.lower()
-    if name.endswith(".parquet"):
-        writer = lambda p: df.to_parquet(p, index=False)  # noqa: E731
-    else:
-        writer = lambda p: df.to_csv(
-            p, index=False, compression="gzip" if name.endswith(".gz") else None, float_format="%.10g"
-        )  # noqa: E731
     with atomic_path(path) as tmp:
-        writer(tmp)
+        if name.endswith(".parquet"):
+            df.to_parquet(tmp, index=False)
+        else:
+            compression = "gzip" if name.endswith(".gz") else None
+            df.to_csv(tmp, index=False, compression=compression, float_format="%.10g")
     return path
 
 
-def read_table(path) -> pd.DataFrame:
-    """Read a results table written by :func:`write_table`."""
+def read_results(path) -> pd.DataFrame:
+    """Read a results table written by :func:`write_results`."""
     path = Path(path)
     if path.name.lower().endswith(".parquet"):
         return pd.read_parquet(path)
     return pd.read_csv(path)
+
+
+# The former names, still called by demonoise.report until its rewrite; not public.
+write_table = write_results
+read_table = read_results
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:

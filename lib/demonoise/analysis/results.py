@@ -27,7 +27,8 @@ admixture
 bias_noise
     First-order bias of the indicator due to biased noise (p-tables; 0 for generic).
 small_count
-    ``events < small_events`` (default 10): the first-order result is unreliable here.
+    ``events < small_events`` (default :data:`~demonoise.core.vocabulary.SMALL_EVENTS`, 10):
+    the first-order result is unreliable here.
 
 Columns when a Monte Carlo was run
 ----------------------------------
@@ -43,8 +44,8 @@ mc_lo_{noise,pois,tot}_<level>, mc_hi_{noise,pois,tot}_<level>
     counterpart of the analytic error bands (``nan`` where the replicate values were
     too many to keep);
 z_flag
-    ``|z| > z_bound`` (default 5) in any component: analytic and Monte Carlo disagree
-    beyond sampling error.
+    ``|z| > z_bound`` (default :data:`~demonoise.core.vocabulary.Z_BOUND`, 5) in any
+    component: analytic and Monte Carlo disagree beyond sampling error.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from demonoise.core.errors import ParameterError
+from demonoise.core.vocabulary import SMALL_EVENTS, Z_BOUND
 from demonoise.uncertainty.montecarlo import MonteCarloResult, z_score
 from demonoise.uncertainty.propagation import (
     TABLES,
@@ -261,8 +263,8 @@ def results_table(
     data_status: str | None = None,
     mc: dict | None = None,
     zero_floor: bool = False,
-    small_events: float = 10,
-    z_bound: float = 5.0,
+    small_events: float = SMALL_EVENTS,
+    z_bound: float = Z_BOUND,
 ) -> pd.DataFrame:
     """Assemble the tidy results table for one linearised dataset.
 

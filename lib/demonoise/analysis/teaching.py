@@ -3,8 +3,9 @@ r"""The variance of life expectancy, step by step, each step with a numerical tw
 Computation layer (numpy only, no I/O, no plotting): the teaching notebook
 (``notebooks/teaching.ipynb``) calls these functions and shows what they return.
 
-The derivation (DESIGN.md sections 2 and 4; :func:`demonoise.demography.lifetable.e_derivative`)
-goes through the life table one column at a time. For a closed interval ``x`` of width
+The derivation (docs/design.md, sections "The life table" and "First-order propagation";
+:func:`demonoise.demography.lifetable.e_derivative`) goes through the life table one column
+at a time. For a closed interval ``x`` of width
 ``n`` (``n = 1`` in the complete table), ``b = 1 - a_x``:
 
 1. ``q_x = n m / (1 + n b m)``                       ->  ``dq_x/dm_x = n / (1 + n b m)^2``
@@ -181,7 +182,7 @@ def count_gradients_fd(
     Returns
     -------
     dict of ndarray (..., K, A)
-        Keyed like :attr:`demonoise.demography.indicators.Linearisation.grads`: ``deaths``,
+        Keyed like :attr:`demonoise.demography.indicators.IndicatorLinearisation.grads`: ``deaths``,
         ``pop_start``, ``pop_end``; compare with
         :func:`demonoise.demography.indicators.linearise_e` (closed form + chain rule).
     """
@@ -197,15 +198,18 @@ def count_gradients_fd(
         typical = np.maximum(np.abs(c).mean(axis=-1, keepdims=True), floor)
         h = rel_step * np.maximum(np.abs(c), typical)
         bump = h[..., :, None] * np.eye(A)
-
-        def e_at(sign):
-            args = {k: (v[..., None, :] if k != name else v[..., None, :] + sign * bump) for k, v in cells.items()}
-            lt = life_expectancy(layout, args["deaths"], args["pop_start"], args["pop_end"], a=a, a0=a0, check=False)
-            return lt.e[..., ks]  # (..., A, K)
-
-        g = (e_at(+1.0) - e_at(-1.0)) / (2.0 * h[..., :, None])
-        out[name] = np.swapaxes(g, -1, -2)
+        up = _e_with_one_table_moved(layout, cells, name, +bump, ks, a, a0)
+        down = _e_with_one_table_moved(layout, cells, name, -bump, ks, a, a0)
+        out[name] = np.swapaxes((up - down) / (2.0 * h[..., :, None]), -1, -2)
     return out
+
+
+def _e_with_one_table_moved(layout, cells: dict, name: str, shift, ks, a, a0) -> np.ndarray:
+    """``e_k`` with table ``name`` moved by each row of ``shift`` (..., A, A) in turn,
+    the other tables as published; shape (..., A, K)."""
+    args = {k: v[..., None, :] + shift if k == name else v[..., None, :] for k, v in cells.items()}
+    lt = life_expectancy(layout, args["deaths"], args["pop_start"], args["pop_end"], a=a, a0=a0, check=False)
+    return lt.e[..., ks]
 
 
 def max_relative_error(approx, exact, *, rtol_zero: float = 1e-12) -> float:
@@ -288,7 +292,7 @@ def variance_terms(de_dm, D, E, cells, V: float = 1.0) -> tuple[np.ndarray, np.n
     (poisson, noise) : two ndarrays (..., K, X)
         ``(de/dm_x)^2 D_x / E_x^2`` and ``(de/dm_x)^2 (c_x V + m_x^2 c_x V / 2) / E_x^2``;
         summed over ``x`` they are the Poisson and noise variances of ``e_k`` (equal to
-        the library's :meth:`~demonoise.demography.indicators.Linearisation.variance` when no age
+        the library's :meth:`~demonoise.demography.indicators.IndicatorLinearisation.variance` when no age
         is unknown).
     """
     D = np.asarray(D, dtype=float)[..., None, :]
@@ -325,7 +329,7 @@ def unknown_cell_variance(de_dm, D, E, P0, P1, V: float = 1.0) -> np.ndarray:
     -------
     ndarray (..., K)
         Added to ``variance_terms(...)[1].sum(-1)`` it gives the library's noise variance
-        (:meth:`demonoise.demography.indicators.Linearisation.variance`) when the ``UNK`` cells hold 0.
+        (:meth:`demonoise.demography.indicators.IndicatorLinearisation.variance`) when the ``UNK`` cells hold 0.
     """
     g = np.asarray(de_dm, dtype=float)
     D, E, P0, P1 = (np.asarray(v, dtype=float)[..., None, :] for v in (D, E, P0, P1))

@@ -20,7 +20,7 @@ the published total ``T``, the unknown-age cells included) becomes
 so every rate ``D/E`` or ``b/W`` changes only by the rounding, at most by a relative
 ``1/(2 s n)`` per cell, and not at all when ``s`` is a whole number.
 
-Consequences of the first-order formulas (DESIGN.md section 4), exact when ``s`` is a
+Consequences of the first-order formulas (docs/design.md, section "First-order propagation"), exact when ``s`` is a
 whole number (no rounding), up to the rounding otherwise: every indicator is a function
 of ratios of counts, hence homogeneous of degree 0 in the cells; its gradient with
 respect to a cell is homogeneous of degree ``-1``. So the Poisson variance
@@ -40,15 +40,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from demonoise.core.counts import SEXES, Counts, Provenance
+from demonoise.core.counts import Counts, Provenance
 from demonoise.core.errors import DataError, ParameterError
-from demonoise.demography.indicators import INDICATORS
+from demonoise.core.vocabulary import HEADLINES, INDICATORS, SEXES
 from demonoise.uncertainty.propagation import TABLES
 
 __all__ = ["scale_counts", "what_if_settings", "what_if", "sensitivity", "headline", "HEADLINE"]
 
-#: The indicators of the compact tables: (label, indicator, age).
-HEADLINE = (("e0", "e", 0.0), ("e65", "e", 65.0), ("TFR", "tfr", float("nan")))
+#: The indicators of the compact tables: (label, indicator, age), from the vocabulary's
+#: headline indicators (e0, e65, TFR; the TFR's age is nan).
+HEADLINE = tuple((h.label, h.indicator, float("nan") if h.age is None else float(h.age)) for h in HEADLINES.values())
 
 
 # ------------------------------------------------------------------------- scaling

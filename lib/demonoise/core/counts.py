@@ -27,11 +27,13 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 import numpy as np
 
 from demonoise.core.errors import DataError, ParameterError
+from demonoise.core.vocabulary import SEXES
 
 __all__ = [
     "SEXES",
@@ -45,7 +47,7 @@ __all__ = [
     "DATA_STATUS_SEP",
 ]
 
-SEXES: tuple[str, ...] = ("F", "M", "T")
+# SEXES (Eurostat's sex codes F, M, T) is defined in the vocabulary.
 MEASURES: tuple[str, ...] = ("pop_start", "pop_end", "deaths", "births")
 UNKNOWN_LABEL = "UNK"
 #: Separates the label from the implications in :attr:`Provenance.data_status`.
@@ -93,7 +95,7 @@ class AgeAxis:
         object.__setattr__(self, "upper", up)
         if len(lo) == 0 or len(lo) != len(up):
             raise ParameterError("an age axis needs at least one interval and as many upper as lower bounds")
-        for i, (a, b) in enumerate(zip(lo, up)):
+        for i, (a, b) in enumerate(zip(lo, up, strict=True)):
             if b is None and i != len(lo) - 1:
                 raise ParameterError(f"only the last age interval may be open (interval {i} starting at {a})")
             if b is not None and b <= a:
@@ -170,7 +172,7 @@ class AgeAxis:
             intervals.append((intervals[-1][1], None, "Y_OPEN"))
         if not intervals:
             raise DataError("no age intervals", file=source)
-        for (a0, b0, l0), (a1, b1, l1) in zip(intervals, intervals[1:]):
+        for (_, b0, l0), (a1, _, l1) in pairwise(intervals):
             if b0 is None or b0 > a1:
                 raise DataError(f"overlapping age intervals {l0} and {l1}", file=source, age=l1)
             if b0 < a1:
@@ -199,7 +201,9 @@ class AgeAxis:
     @property
     def widths(self) -> np.ndarray:
         """Interval widths ``n_x`` of the known intervals (``inf`` for an open one)."""
-        return np.array([np.inf if u is None else u - a for a, u in zip(self.lower, self.upper)], dtype=float)
+        return np.array(
+            [np.inf if u is None else u - a for a, u in zip(self.lower, self.upper, strict=True)], dtype=float
+        )
 
     @property
     def is_single(self) -> bool:
@@ -211,7 +215,7 @@ class AgeAxis:
     def labels(self) -> tuple[str, ...]:
         """Canonical Eurostat codes of every cell (``UNK`` last if present)."""
         out = []
-        for a, u in zip(self.lower, self.upper):
+        for a, u in zip(self.lower, self.upper, strict=True):
             if u is None:
                 out.append(f"Y_GE{a}")
             elif a == 0:
@@ -249,7 +253,7 @@ class AgeAxis:
             raise ParameterError("source and target age axes must cover the same age range")
         G = np.zeros((self.size, target.size), dtype=np.int64)
         t_lo = np.array(target.lower)
-        for i, (a, u) in enumerate(zip(self.lower, self.upper)):
+        for i, (a, u) in enumerate(zip(self.lower, self.upper, strict=True)):
             j = int(np.searchsorted(t_lo, a, side="right") - 1)
             tu = target.upper[j]
             if j < 0 or (tu is not None and (u is None or u > tu)):
@@ -375,7 +379,7 @@ def _as_count_array(arr, name: str, shape: tuple[int, ...], axes_labels, dataset
 
     def where(idx) -> dict:
         loc = {}
-        for lab, i in zip(axes_labels, idx):
+        for lab, i in zip(axes_labels, idx, strict=True):
             loc[lab[0]] = lab[1][i]
         return loc
 

@@ -1,7 +1,7 @@
 """Publication layouts: which cells are published, and how indicators are built from them.
 
 The noise of the Cell Key Method sits on every *published* cell, before any
-aggregation (DESIGN.md section 3). How cells are published -- single ages as in
+aggregation (docs/design.md, section "Noise models"). How cells are published -- single ages as in
 Eurostat's NUTS 2 tables, or 5-year groups as in its NUTS 3 tables -- therefore
 changes the noise an indicator carries: the life table's open group 85+ built from
 16 published single-age cells carries 16 V of death noise, one built from a single
@@ -38,25 +38,24 @@ import numpy as np
 
 from demonoise.core.counts import AgeAxis, Counts
 from demonoise.core.errors import ParameterError
+from demonoise.core.vocabulary import GRANULARITIES
 
+# GRANULARITIES (the granularities :func:`publish` understands) is defined in the vocabulary.
 __all__ = ["GRANULARITIES", "publication_axes", "publish", "Layout", "Grouping"]
-
-#: Publication granularities understood by :func:`publish`.
-GRANULARITIES = ("single", "5y", "5y-infant")
 
 
 def _five_year_births(native: AgeAxis, fert_min: int, fert_max: int) -> AgeAxis:
     """Birth axis with the fertility ages grouped in 5 years, the outer cells kept."""
     lo: list[int] = []
     up: list[int | None] = []
-    for a, u in zip(native.lower, native.upper):
+    for a, u in zip(native.lower, native.upper, strict=True):
         if u is not None and u <= fert_min:
             lo.append(a), up.append(u)
         elif a > fert_max:
             lo.append(a), up.append(u)
     inner = list(range(fert_min, fert_max + 1, 5))
     groups = [(a, min(a + 5, fert_max + 1)) for a in inner]
-    pairs = sorted(list(zip(lo, up)) + groups, key=lambda t: t[0])
+    pairs = sorted(list(zip(lo, up, strict=True)) + groups, key=lambda t: t[0])
     return AgeAxis(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), native.unknown)
 
 
@@ -118,7 +117,7 @@ def _group_matrix(src_lower, src_upper, tgt_lower, tgt_upper, *, clamp=False, wh
     M = np.zeros((S, T))
     t_lo = np.asarray(tgt_lower, dtype=float)
     t_up = np.asarray([np.inf if u is None else u for u in tgt_upper], dtype=float)
-    for i, (a, u) in enumerate(zip(src_lower, src_upper)):
+    for i, (a, u) in enumerate(zip(src_lower, src_upper, strict=True)):
         uu = np.inf if u is None else u
         inside = np.nonzero((t_lo <= a) & (uu <= t_up))[0]
         if inside.size:
@@ -275,12 +274,13 @@ class Layout:
         ba = self.birth_ages
         inner = [
             (a, u)
-            for a, u in zip(ba.lower, ba.upper)
+            for a, u in zip(ba.lower, ba.upper, strict=True)
             if u is not None and a >= self.fert_min and u <= self.fert_max + 1
         ]
         if not inner or inner[0][0] != self.fert_min or inner[-1][1] != self.fert_max + 1:
             raise ParameterError(
-                f"published births by age of mother ({', '.join(ba.labels)}) do not cover ages {self.fert_min}..{self.fert_max} in closed intervals"
+                f"published births by age of mother ({', '.join(ba.labels)}) do not cover ages "
+                f"{self.fert_min}..{self.fert_max} in closed intervals"
             )
         lower = np.array([a for a, _ in inner], dtype=float)
         upper = np.array([u for _, u in inner], dtype=float)

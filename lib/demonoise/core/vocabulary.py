@@ -48,6 +48,7 @@ __all__ = [
     "GRANULARITY_WORDS",
     "A_SMALL",
     "A_EQUAL",
+    "CALIBRATION_THRESHOLDS",
     "ADMIXTURE_CLASSES",
     "AdmixtureClass",
     "admixture_class",
@@ -102,7 +103,10 @@ EVENT_WORDS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class Headline:
-    """A scalar indicator of the decision tables: ``indicator`` at ``age`` (``None`` for the TFR)."""
+    """A scalar indicator of the decision tables: ``indicator`` at ``age`` (``None`` for the TFR).
+
+    ``label`` is how a table names it (``e0``, ``e65``, ``TFR``).
+    """
 
     key: str
     indicator: str
@@ -110,13 +114,16 @@ class Headline:
     title: str
     unit: str
     female_only: bool = False
+    label: str = ""
 
 
 #: The scalar indicators every decision view shows, by key.
 HEADLINES: dict[str, Headline] = {
-    "e0": Headline("e0", "e", 0.0, "life expectancy at birth (e0)", "years"),
-    "e65": Headline("e65", "e", 65.0, "life expectancy at 65 (e65)", "years"),
-    "tfr": Headline("tfr", "tfr", None, "total fertility rate (TFR)", "children per woman", female_only=True),
+    "e0": Headline("e0", "e", 0.0, "life expectancy at birth (e0)", "years", label="e0"),
+    "e65": Headline("e65", "e", 65.0, "life expectancy at 65 (e65)", "years", label="e65"),
+    "tfr": Headline(
+        "tfr", "tfr", None, "total fertility rate (TFR)", "children per woman", female_only=True, label="TFR"
+    ),
 }
 
 # ------------------------------------------------------------------------ sexes, layouts
@@ -137,6 +144,10 @@ GRANULARITY_WORDS: dict[str, str] = {
 A_SMALL: float = 0.10
 #: Admixture at which the noise variance equals the Poisson variance: ``sqrt(2) - 1``.
 A_EQUAL: float = math.sqrt(2.0) - 1.0
+
+#: Default admixture thresholds of a calibration (fractions): the upper bound of the
+#: "small" class, noise widening the Poisson sd by half, and doubling it.
+CALIBRATION_THRESHOLDS: tuple[float, ...] = (A_SMALL, 0.5, 1.0)
 
 #: Fewer events than this: the first-order result is unreliable (``small_count``).
 SMALL_EVENTS: int = 10

@@ -15,9 +15,9 @@ part. The conventions (``UNK`` spread in proportion after noise; births below 15
 :mod:`demonoise.core.layout`.
 
 The ``linearise_*`` functions return the value together with its gradient with
-respect to *every published cell* (:class:`Linearisation`), which is what the
+respect to *every published cell* (:class:`IndicatorLinearisation`), which is what the
 first-order (delta-method) propagation of :mod:`demonoise.uncertainty.propagation` needs:
-``Var f = sum_cells (df/dc)^2 Var(c)`` (DESIGN.md section 4). The gradient goes
+``Var f = sum_cells (df/dc)^2 Var(c)`` (docs/design.md, section "First-order propagation"). The gradient goes
 through the exact chain: published cells -> ``UNK`` spread -> grouping -> rates ->
 life table, so ``UNK`` cells, grouped cells and the open age group get exactly the
 weight they have in the indicator.
@@ -29,10 +29,12 @@ import numpy as np
 
 from demonoise.core.counts import AgeAxis, spread_unknown
 from demonoise.core.layout import Layout
+from demonoise.core.vocabulary import INDICATORS
 from demonoise.demography.lifetable import e_derivative, life_table
 
+# INDICATORS (the indicator codes of results tables) is defined in the vocabulary.
 __all__ = [
-    "Linearisation",
+    "IndicatorLinearisation",
     "INDICATORS",
     "exposure",
     "lifetable_inputs",
@@ -47,9 +49,6 @@ __all__ = [
     "spread_gradient",
     "CellMap",
 ]
-
-#: Indicator codes used in results tables.
-INDICATORS = ("asfr", "tfr", "asmr", "e")
 
 
 class CellMap:
@@ -165,7 +164,7 @@ class CellMap:
         return out
 
 
-class Linearisation:
+class IndicatorLinearisation:
     """An indicator and its gradient with respect to the published cells.
 
     The gradient is held in structured form -- per table an *inner* gradient on the
@@ -199,7 +198,7 @@ class Linearisation:
         self.diag = diag or {m: False for m in self.inner}
         self._shared: dict = {}
         if grads is None and not self.inner:
-            raise ValueError("a Linearisation needs materialised grads or inner gradients with cell maps")
+            raise ValueError("an IndicatorLinearisation needs materialised grads or inner gradients with cell maps")
 
     @property
     def tables(self) -> tuple:
@@ -211,12 +210,12 @@ class Linearisation:
             self._grads = {m: self.maps[m].expand(_diag(g) if self.diag[m] else g) for m, g in self.inner.items()}
         return self._grads
 
-    def with_axis(self, axis_pos: int = 1) -> Linearisation:
+    def with_axis(self, axis_pos: int = 1) -> IndicatorLinearisation:
         """The same linearisation with a length-1 axis inserted (e.g. a sex axis)."""
         value = np.expand_dims(self.value, axis_pos)
         if self._grads is not None and not self.inner:
-            return Linearisation(value, {m: np.expand_dims(g, axis_pos) for m, g in self._grads.items()})
-        return Linearisation(
+            return IndicatorLinearisation(value, {m: np.expand_dims(g, axis_pos) for m, g in self._grads.items()})
+        return IndicatorLinearisation(
             value,
             inner={m: np.expand_dims(g, axis_pos) for m, g in self.inner.items()},
             maps={m: mp.with_axis(axis_pos) for m, mp in self.maps.items()},
@@ -333,11 +332,11 @@ def life_expectancy(layout: Layout, deaths, pop_start, pop_end, *, a=0.5, a0=Non
     return life_table(D, E, layout.lt_lower, a=a, a0=a0, check=check)
 
 
-def linearise_e(layout: Layout, deaths, pop_start, pop_end, *, ages=None, a=0.5, a0=None) -> Linearisation:
+def linearise_e(layout: Layout, deaths, pop_start, pop_end, *, ages=None, a=0.5, a0=None) -> IndicatorLinearisation:
     """``e_k`` and its gradient with respect to every published cell.
 
     ``d e_k / d D_x = (d e_k / d m_x) / E_x`` and ``d e_k / d E_x = -(d e_k / d m_x) m_x / E_x``
-    on the life-table groups (closed form of ``d e_k / d m_x``: DESIGN.md section 4,
+    on the life-table groups (closed form of ``d e_k / d m_x`` and its derivation:
     :func:`demonoise.demography.lifetable.e_derivative`), then mapped to the published cells of
     each group, through the ``UNK`` spread, and ``d E / d P(t) = d E / d P(t+1) = 1/2``.
 
@@ -361,7 +360,7 @@ def linearise_e(layout: Layout, deaths, pop_start, pop_end, *, ages=None, a=0.5,
         "pop_start": CellMap(grp, X, pop_start, layout.ages, 0.5),
         "pop_end": CellMap(grp, X, pop_end, layout.ages, 0.5),
     }
-    return Linearisation(lt.e[..., idx], inner={"deaths": gD, "pop_start": gE, "pop_end": gE}, maps=maps)
+    return IndicatorLinearisation(lt.e[..., idx], inner={"deaths": gD, "pop_start": gE, "pop_end": gE}, maps=maps)
 
 
 def asmr(layout: Layout, deaths, pop_start, pop_end) -> np.ndarray:
@@ -375,7 +374,7 @@ def asmr(layout: Layout, deaths, pop_start, pop_end) -> np.ndarray:
         return np.where(E > 0, D / np.where(E > 0, E, 1.0), np.nan)
 
 
-def linearise_asmr(layout: Layout, deaths, pop_start, pop_end) -> Linearisation:
+def linearise_asmr(layout: Layout, deaths, pop_start, pop_end) -> IndicatorLinearisation:
     """ASMR and gradient: ``d m_x / d D_x = 1/E_x``, ``d m_x / d E_x = -m_x / E_x``
     (so ``Var(m_x)/m_x^2 = Var(D_x)/D_x^2 + Var(E_x)/E_x^2`` without ``UNK``)."""
     E = exposure(pop_start, pop_end, layout.ages)
@@ -390,7 +389,7 @@ def linearise_asmr(layout: Layout, deaths, pop_start, pop_end) -> Linearisation:
     }
     gE = -m * inv_e
     inner = {"deaths": inv_e, "pop_start": gE, "pop_end": gE}
-    return Linearisation(m, inner=inner, maps=maps, diag={k: True for k in inner})
+    return IndicatorLinearisation(m, inner=inner, maps=maps, diag={k: True for k in inner})
 
 
 # ------------------------------------------------------------------- fertility
@@ -418,7 +417,7 @@ def tfr(layout: Layout, births, popf_start, popf_end) -> np.ndarray:
     return asfr(layout, births, popf_start, popf_end) @ layout.fert_width
 
 
-def linearise_asfr(layout: Layout, births, popf_start, popf_end) -> Linearisation:
+def linearise_asfr(layout: Layout, births, popf_start, popf_end) -> IndicatorLinearisation:
     """ASFR and gradient: ``d f_x / d b_x = 1 / W_x``, ``d f_x / d W_x = -f_x / W_x``."""
     _, W = _fert_inputs(layout, births, popf_start, popf_end)
     f = asfr(layout, births, popf_start, popf_end)
@@ -435,13 +434,13 @@ def linearise_asfr(layout: Layout, births, popf_start, popf_end) -> Linearisatio
     }
     gW = -f * inv_w
     inner = {"births": inv_w, "pop_start": gW, "pop_end": gW}
-    return Linearisation(f, inner=inner, maps=maps, diag={k: True for k in inner})
+    return IndicatorLinearisation(f, inner=inner, maps=maps, diag={k: True for k in inner})
 
 
-def linearise_tfr(layout: Layout, births, popf_start, popf_end) -> Linearisation:
+def linearise_tfr(layout: Layout, births, popf_start, popf_end) -> IndicatorLinearisation:
     """TFR and gradient: the width-weighted sum of the ASFR gradients."""
     lin = linearise_asfr(layout, births, popf_start, popf_end)
     w = layout.fert_width
     value = (lin.value @ w)[..., None]
     inner = {m: (g * w)[..., None, :] for m, g in lin.inner.items()}  # (..., 1, F): one dense row
-    return Linearisation(value, inner=inner, maps=lin.maps)
+    return IndicatorLinearisation(value, inner=inner, maps=lin.maps)

@@ -23,7 +23,7 @@ to interval widths ``n_x`` as in Chiang 1984 / Preston et al. 2001, ch. 3)::
 
 ``a_x`` is the *fraction of the interval* lived by those dying in it (so
 ``n_x a_x`` years). With ``n_x = 1`` these are exactly the formulas of Eurostat's
-annex (and of the project's DESIGN notes, section 2).
+annex (docs/design.md, section "The life table").
 """
 
 from __future__ import annotations
@@ -425,7 +425,7 @@ def e_derivative(lt: LifeTable, ages=None) -> np.ndarray:
         d e_k / d m_w = -(l_w / l_k) / m_w^2
 
     and exactly 0 for ``x < k`` (``e_k`` does not depend on rates below ``k``).
-    With ``n_x = 1`` this is the formula of the DESIGN notes (section 4); the
+    With ``n_x = 1`` this is the formula of docs/design.md, section "First-order propagation"; the
     weight ``l_x (n_x b_x + e_{x+n})`` is Chiang's (1984, ch. 10).
 
     *Derivation.* ``m_x`` (``x >= k``) does not change ``l_k``, so

@@ -46,7 +46,7 @@ def csv_frame(text: str, path: Path, *, sep: str = ",", comments: bool = False) 
     counted, so the index stays the true line number.
     """
     lines = text.splitlines()
-    keep = [i for i, l in enumerate(lines) if l.strip() and not (comments and l.lstrip().startswith("#"))]
+    keep = [i for i, line in enumerate(lines) if line.strip() and not (comments and line.lstrip().startswith("#"))]
     if not keep:
         raise FormatError("empty file", file=str(path))
     body = "\n".join(lines[i] for i in keep)

@@ -340,10 +340,10 @@ def _parse_tsv(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
             f"time column {dup_t!r} appears twice in the TSV header", file=str(path), line=1, key=f"time={dup_t}"
         )
     seen: dict[tuple, int] = {}
-    for k, ln in zip(keys, line_no):
+    for k, ln in zip(keys, line_no, strict=True):
         tk = tuple(k)
         if tk in seen:
-            key = dict(zip(dims, k))
+            key = dict(zip(dims, k, strict=True))
             raise FormatError(
                 f"duplicated key (lines {seen[tk]}, {ln})", file=str(path), line=ln, key=_key_text(key), **_loc(key)
             )
@@ -479,7 +479,7 @@ def jsonstat_to_frame(d: dict, *, file: str = "<json-stat>", dataset: str | None
     if len(ids) != len(size):
         raise FormatError(f"JSON-stat 'id' has {len(ids)} dimensions but 'size' has {len(size)}", file=file)
     codes = []
-    for k, n in zip(ids, size):
+    for k, n in zip(ids, size, strict=True):
         try:
             idx = d["dimension"][k]["category"]["index"]
         except (KeyError, TypeError):

@@ -26,6 +26,7 @@ This module is I/O only: it parses and validates files into plain arrays
 Errors name the file and line (:class:`demonoise.core.errors.FormatError`).
 """
 
+# ruff: noqa: E741 -- I is the p-table's largest count class, as Eurostat and the R package ptable name it
 from __future__ import annotations
 
 import gzip
@@ -386,7 +387,7 @@ def read_transition_ptable(path: str | Path, *, source: str | None = None, sum_t
                 file=spath,
                 line=int(lines[k]),
             )
-    for name, cond, msg in (
+    for _column, cond, msg in (
         ("i", i < 0, "original count i must be >= 0"),
         ("j", j < 0, "perturbed count j must be >= 0"),
         ("v", v != j - i, "noise v must equal j - i"),
@@ -427,7 +428,7 @@ def read_transition_ptable(path: str | Path, *, source: str | None = None, sum_t
             key=f"i={i[starts[r]]}",
         )
     if ub is not None:
-        cum = np.concatenate([np.cumsum(p[s:e]) for s, e in zip(starts, ends)])
+        cum = np.concatenate([np.cumsum(p[s:e]) for s, e in zip(starts, ends, strict=True)])
         bad = np.abs(ub - cum) > sum_tol
         if bad.any():
             k = int(np.argmax(bad))
@@ -485,7 +486,7 @@ def write_eurostat_ptable(path: str | Path, key_table: np.ndarray) -> Path:
     I, K = t.shape[0] - 1, t.shape[1]
     pcv = np.repeat(np.arange(1, I + 1), K)
     ck = np.tile(np.arange(1, K + 1), I)
-    body = "\n".join(f"{a};{b};{c}" for a, b, c in zip(pcv.tolist(), ck.tolist(), t[1:].ravel().tolist()))
+    body = "\n".join(f"{a};{b};{c}" for a, b, c in zip(pcv.tolist(), ck.tolist(), t[1:].ravel().tolist(), strict=True))
     with _open_write(path) as fh:
         fh.write('"pcv";"ckey";"pvalue"\n')
         fh.write(body + "\n")
@@ -503,12 +504,12 @@ def write_transition_ptable(path: str | Path, i: np.ndarray, v: np.ndarray, p: n
     i, v, p = (np.asarray(a) for a in (i, v, p))
     starts = np.flatnonzero(np.r_[True, np.diff(i) != 0])
     ends = np.r_[starts[1:], len(i)]
-    ub = np.concatenate([np.cumsum(p[s:e]) for s, e in zip(starts, ends)])
+    ub = np.concatenate([np.cumsum(p[s:e]) for s, e in zip(starts, ends, strict=True)])
     lb = ub - p
     ub, lb = np.round(ub, ndigits), np.round(lb, ndigits)
     rows = ["i,j,p,v,p_int_lb,p_int_ub,type"]
-    for a, vv, pp, l, u in zip(i.tolist(), v.tolist(), p.tolist(), lb.tolist(), ub.tolist()):
-        rows.append(f"{a},{a + vv},{pp!r},{vv},{l!r},{u!r},all")
+    for a, vv, pp, lo, up in zip(i.tolist(), v.tolist(), p.tolist(), lb.tolist(), ub.tolist(), strict=True):
+        rows.append(f"{a},{a + vv},{pp!r},{vv},{lo!r},{up!r},all")
     with _open_write(path) as fh:
         fh.write("\n".join(rows) + "\n")
     return path

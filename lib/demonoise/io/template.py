@@ -219,7 +219,7 @@ def read_counts_csv(
     regions = []
     nm = {}
     if "name" in cols:
-        for c, n in zip(df["region"], df["name"]):
+        for c, n in zip(df["region"], df["name"], strict=True):
             if n and c not in nm:
                 nm[c] = n
     for c in codes:

@@ -21,7 +21,8 @@ Models
     zeros stay zero, never negative.
 
 A zero floor ``max(0, n')`` is not part of any model; the Monte Carlo applies it as an
-option (:func:`zero_floor`), which makes it a different noise model (DESIGN section 4).
+option (:func:`zero_floor`), which makes it a different noise model (docs/design.md,
+section "Noise models", "A zero floor is a different model").
 """
 
 from __future__ import annotations
@@ -337,7 +338,8 @@ class GenericNoise(NoiseModel):
 
 # ----------------------------------------------------------------------------- Poisson
 class PoissonNoise(NoiseModel):
-    """Poisson baseline for events: ``n' ~ Poisson(lambda = n)``, variance ``n`` (DESIGN section 3).
+    """Poisson baseline for events: ``n' ~ Poisson(lambda = n)``, variance ``n``
+    (docs/design.md, section "The Poisson baseline").
 
     Stocks (population) carry no intrinsic variance; apply this model to births and
     deaths only.

@@ -37,6 +37,7 @@ References
    (primal-dual interior-point method). Cambridge University Press.
 """
 
+# ruff: noqa: E741 -- I is the p-table's largest count class, as Eurostat and the R package ptable name it
 from __future__ import annotations
 
 import warnings
@@ -175,7 +176,9 @@ class PTable:
             vals[r, counts[r] :] = last[r]
         # cumulative bounds, rounded to 12 decimals so that decimal bounds (p_int_ub in
         # files, ptable's 8-decimal rounding) are reproduced exactly: 0.1 + 0.2 -> 0.3
-        cs = np.round(np.concatenate([np.cumsum(p[s : s + c]) for s, c in zip(starts, counts)]), _CUM_DECIMALS)
+        cs = np.round(
+            np.concatenate([np.cumsum(p[s : s + c]) for s, c in zip(starts, counts, strict=True)]), _CUM_DECIMALS
+        )
         cum[i, col] = cs
         cum[np.arange(I + 1), counts - 1] = np.inf  # last interval closes the row
         mean = np.bincount(i, weights=p * v, minlength=I + 1)
@@ -491,8 +494,9 @@ def _max_entropy_row(v: np.ndarray, V: float, lb: np.ndarray, mono: bool, tol: f
         rp = A @ x - b
         return rd, rc, rp
 
-    it = 0
-    for it in range(1, maxiter + 1):
+    iterations = 0
+    for _ in range(maxiter):
+        iterations += 1
         fx = G @ x - h
         eta = -fx @ lam
         t = mu * m / eta
@@ -524,7 +528,7 @@ def _max_entropy_row(v: np.ndarray, V: float, lb: np.ndarray, mono: bool, tol: f
     fx = G @ x - h
     rd = np.log(x) + 1.0 + G.T @ lam + A.T @ nu
     resid = float(max(np.abs(rd).max(), np.abs(A @ x - b).max(), -fx @ lam))
-    return x, {"iterations": it, "residual": resid}
+    return x, {"iterations": iterations, "residual": resid}
 
 
 def _round_row(p: np.ndarray, ndigits: int) -> np.ndarray:

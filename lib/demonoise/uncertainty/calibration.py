@@ -1,7 +1,7 @@
 """Calibration of the noise parameter: the largest variance ``V`` that keeps the noise
 admixture of every indicator below chosen thresholds.
 
-The admixture of an indicator ``f`` (DESIGN.md section 4) is
+The admixture of an indicator ``f`` (docs/design.md, section "Admixture") is
 
 .. math::  A(V) = \\sqrt{1 + \\mathrm{Var}_\\mathrm{noise}(V) / \\mathrm{Var}_\\mathrm{pois}} - 1 ,
 
@@ -70,6 +70,7 @@ import math
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
+from itertools import pairwise
 from numbers import Real
 
 import numpy as np
@@ -77,7 +78,7 @@ import pandas as pd
 
 from demonoise.core.counts import Counts
 from demonoise.core.errors import DataError, ParameterError
-from demonoise.demography.indicators import INDICATORS
+from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, INDICATORS
 from demonoise.noise.ptable import PTable, build_ptable
 from demonoise.uncertainty.propagation import (
     TABLES,
@@ -106,8 +107,9 @@ __all__ = [
     "calibration_summary",
 ]
 
-#: Default admixture thresholds (fractions: 0.1 = 10 %).
-THRESHOLDS = (0.1, 0.5, 1.0)
+#: Default admixture thresholds (fractions: 0.1 = 10 %, the upper bound of the vocabulary's
+#: "small" admixture class).
+THRESHOLDS = CALIBRATION_THRESHOLDS
 #: Thresholds must lie in (0, THRESHOLD_MAX].
 THRESHOLD_MAX = 10.0
 #: Variances at which the admixture is reported for context.
@@ -444,7 +446,7 @@ class PTableFamily:
         vals = {x: self.row_variance(x) for x in nodes}
         builds = len(nodes)
         unresolved = []
-        stack = list(zip(nodes[:-1], nodes[1:]))
+        stack = list(pairwise(nodes))
         while stack:
             a, b = stack.pop()
             m = 0.5 * (a + b)
@@ -465,7 +467,8 @@ class PTableFamily:
         if not monotone:
             bad = np.argwhere(np.diff(rows, axis=0) < -_MONO_TOL)[0]
             warnings.warn(
-                f"{self.label}: the variance of row {bad[1]} decreases between V={xs[bad[0]]:g} and V={xs[bad[0] + 1]:g}; "
+                f"{self.label}: the variance of row {bad[1]} decreases between V={xs[bad[0]]:g} and "
+                f"V={xs[bad[0] + 1]:g}; "
                 "A(V) may not be monotone -- V_max is the largest V of the tabulated curve meeting the bound",
                 CalibrationWarning,
                 stacklevel=2,
@@ -604,7 +607,10 @@ def calibrate_linearised(
         R, S, K = value.shape
         T = thr.size
         shape = (R, S, K, T)
-        rep = lambda a: np.broadcast_to(np.asarray(a)[..., None], shape).ravel()  # noqa: E731
+
+        def rep(a, shape=shape):
+            return np.broadcast_to(np.asarray(a)[..., None], shape).ravel()
+
         df = pd.DataFrame(
             {
                 "region": np.repeat(np.array(c.codes), S * K * T),

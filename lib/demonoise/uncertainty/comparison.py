@@ -4,7 +4,7 @@ The reference study models noise as independent integer noise of variance ``V`` 
 published cell (:class:`~demonoise.noise.models.GenericNoise`). Real CKM publication uses a
 perturbation table (:class:`~demonoise.noise.models.PTableNoise`): zeros stay zero, results are
 never negative, and for counts below the table's last class ``I`` the noise has a
-count-dependent variance ``V_i`` and mean ``b_i`` (DESIGN.md section 3). For every region,
+count-dependent variance ``V_i`` and mean ``b_i`` (docs/design.md, section "Noise models"). For every region,
 sex, indicator and age this module puts the two side by side at the table's nominal
 variance ``V``:
 
@@ -15,9 +15,10 @@ variance ``V``:
     \\mathrm{bias}_{pt} = \\sum_c g_c\\, b_{\\min(n_c, I)},
 
 with ``g_c`` the first-order derivative of the indicator with respect to published cell
-``c`` of count ``n_c`` (DESIGN.md section 4; :mod:`demonoise.uncertainty.propagation`). The two models
-coincide wherever every cell the indicator depends on has ``n_c >= I`` and the table's
-last class has variance ``V`` and mean 0; they part where small cells -- above all zeros,
+``c`` of count ``n_c`` (docs/design.md, section "First-order propagation";
+:mod:`demonoise.uncertainty.propagation`). The two models coincide wherever every cell
+the indicator depends on has ``n_c >= I`` and the table's last class has variance ``V``
+and mean 0; they part where small cells -- above all zeros,
 which the table leaves alone and the generic model perturbs -- carry weight. The table
 reports, per row, the share of the indicator's cells below ``I`` and the share of the
 generic noise variance that comes from them, so that the ratio can be read.
@@ -37,10 +38,12 @@ Giessing, S. (2016). Computational issues in the design of transition probabilit
 disclosure risk estimation for additive noise. PSD 2016, LNCS 9867 -- p-tables.
 """
 
+# ruff: noqa: E741 -- I is the p-table's largest count class, as Eurostat and the R package ptable name it
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -97,10 +100,10 @@ def size_class(population, edges: Sequence[float] = SIZE_EDGES) -> np.ndarray:
     Classes are ``[0, e_1), [e_1, e_2), ..., [e_last, inf)``.
     """
     edges = [float(e) for e in edges]
-    if not edges or any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] <= 0:
+    if not edges or any(b <= a for a, b in pairwise(edges)) or edges[0] <= 0:
         raise ParameterError(f"size-class edges must be positive and increasing, got {edges}")
     labels = [f"<{_fmt_pop(edges[0])}"]
-    labels += [f"{_fmt_pop(a)}-{_fmt_pop(b)}" for a, b in zip(edges, edges[1:])]
+    labels += [f"{_fmt_pop(a)}-{_fmt_pop(b)}" for a, b in pairwise(edges)]
     labels += [f">={_fmt_pop(edges[-1])}"]
     idx = np.searchsorted(np.asarray(edges), np.asarray(population, dtype=float), side="right")
     return np.asarray(labels, dtype=object)[idx]
@@ -112,7 +115,8 @@ def _resolve_table(ptable) -> PTable:
     if isinstance(ptable, PTable):
         return ptable
     raise ParameterError(
-        f"ptable must be a PTable or a PTableNoise (resolve names with demonoise.analysis.ptables.resolve_ptable), got {ptable!r}"
+        "ptable must be a PTable or a PTableNoise (resolve names with demonoise.analysis.ptables.resolve_ptable), got "
+        f"{ptable!r}"
     )
 
 
@@ -319,7 +323,9 @@ def compare_noise(
                         "mc_sd_ptable": st_pt["sd"],
                         "mc_shift_ptable": shift_pt,
                         "z_ptable": z_score(st_pt["sd"], np.sqrt(v_pt), nv),
-                        "z_bias_ptable": np.where(st_pt["sd"] > 0, (shift_pt - bias) * np.sqrt(nv) / st_pt["sd"], np.nan),
+                        "z_bias_ptable": np.where(
+                            st_pt["sd"] > 0, (shift_pt - bias) * np.sqrt(nv) / st_pt["sd"], np.nan
+                        ),
                         "mc_sd_generic_floor": st_gf["sd"],
                         "mc_shift_generic_floor": st_gf["mean"] - lin.value,
                         "mc_ratio": st_pt["sd"] / st_gf["sd"],
@@ -363,7 +369,8 @@ def summarise_comparison(df: pd.DataFrame, *, by_sex: bool = True) -> pd.DataFra
     """Ratio p-table / generic of the noise sd by indicator, age and population size class.
 
     One row per ``(indicator, age_group, sex, size_class)`` (``sex`` pooled when
-    ``by_sex`` is false; ``nuts_level`` added when the table holds several levels): ``regions``, ``ratio_median``, ``ratio_min``, ``ratio_max``,
+    ``by_sex`` is false; ``nuts_level`` added when the table holds several levels):
+    ``regions``, ``ratio_median``, ``ratio_min``, ``ratio_max``,
     ``flagged`` (share of rows with ``|ratio - 1| > 10 %``), ``small_cell_share_median``,
     ``bias_over_sd_max`` (largest ``|bias_ptable| / sd_ptable``) and, when a Monte Carlo
     was run, ``mc_ratio_median`` and ``mc_ratio_max``.
@@ -461,7 +468,8 @@ def comparison_note(df: pd.DataFrame, *, k: int = 5, level: int | None = None, f
         parts = []
         for cls, g in sorted(sel.groupby("size_class"), key=lambda t: t[1].population.min()):
             parts.append(
-                f"{cls}: median {g.ratio.median():.3f} (range {g.ratio.min():.3f}-{g.ratio.max():.3f}, {len(g)} regions)"
+                f"{cls}: median {g.ratio.median():.3f} (range {g.ratio.min():.3f}-{g.ratio.max():.3f}, {len(g)} "
+                "regions)"
             )
         lines.append(f"{label}, noise sd p-table / generic by population: " + "; ".join(parts) + ".")
         small = sel.nsmallest(k, "population")
@@ -477,22 +485,23 @@ def comparison_note(df: pd.DataFrame, *, k: int = 5, level: int | None = None, f
         else:
             how = f"the generic model understates the p-table's noise sd by {(worst.ratio - 1) * 100:.1f} %"
         lines.append(
-            f"  The {len(small)} smallest: {figs}. Furthest from 1: {worst.region} ({worst.population / 1000:.0f}k), ratio {worst.ratio:.3f}: {how}."
+            f"  The {len(small)} smallest: {figs}. Furthest from 1: {worst.region} ({worst.population / 1000:.0f}k), "
+            f"ratio {worst.ratio:.3f}: {how}."
         )
         with np.errstate(divide="ignore", invalid="ignore"):
             bsd = float((small.bias_ptable.abs() / small.sd_ptable).max())
         lines.append(
             f"  In these regions the p-table's first-order bias reaches {small.bias_ptable.abs().max():.3g}{unit} "
             f"({bsd * 100:.0f} % of its noise sd; the generic model has none); cells below {first.I} are "
-            f"{small.small_cell_share.min() * 100:.0f}-{small.small_cell_share.max() * 100:.0f} % of the cells the indicator "
+            f"{small.small_cell_share.min() * 100:.0f}-{small.small_cell_share.max() * 100:.0f} % of the cells the "
+            "indicator "
             f"depends on and carry {small.small_var_share.min() * 100:.0f}-{small.small_var_share.max() * 100:.0f} % "
             f"of its generic noise variance."
         )
     flagged = df[(df.ratio - 1).abs() > flag_at]
     by = flagged.groupby("indicator").size().to_dict()
     lines.append(
-        f"Rows where the two models part by more than {flag_at * 100:g} % (|ratio - 1| > {flag_at:g}): {len(flagged)} of {len(df)}"
-        + (f" ({', '.join(f'{a}: {b}' for a, b in by.items())})" if by else "")
-        + "."
+        f"Rows where the two models part by more than {flag_at * 100:g} % (|ratio - 1| > {flag_at:g}): {len(flagged)} "
+        f"of {len(df)}" + (f" ({', '.join(f'{a}: {b}' for a, b in by.items())})" if by else "") + "."
     )
     return "\n".join(lines)

@@ -18,7 +18,7 @@ block size only -- not on the number of worker processes or their scheduling.
 Agreement with the analytic standard deviation is judged against sampling error:
 the relative standard error of an sd estimated from ``N`` replicates is about
 ``1/sqrt(2N)`` (0.71 % at N = 10 000), hence ``z = (sd_MC / sd_analytic - 1) sqrt(2N)``
-(DESIGN.md section 5).
+(docs/design.md, section "Monte Carlo and the z-score").
 
 A *zero floor* (``max(0, noisy count)``) is an option: it is a different noise model
 (closer to the Cell Key Method, which never publishes negative counts), not a
@@ -284,10 +284,11 @@ def monte_carlo(
     # barring unknown sex): then the Poisson draw of T is the sum of those of F and M
     t_is_sum = c.deaths is not None and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
     sizes = [block] * (n // block) + ([n % block] if n % block else [])
-    jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes))))
+    jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes)), strict=True))
     shared = {
-        "counts": c, "layout": lz.layout, "noise": noise, "indicators": tuple(indicators), "components": tuple(components),
-        "e_idx": e_idx, "t_is_sum": t_is_sum, "floor_zero": floor_zero, "noised": tuple(noised), "refs": refs, "keep": keep, "lt_kw": lz.lifetable_kw,
+        "counts": c, "layout": lz.layout, "noise": noise, "indicators": tuple(indicators),
+        "components": tuple(components), "e_idx": e_idx, "t_is_sum": t_is_sum, "floor_zero": floor_zero,
+        "noised": tuple(noised), "refs": refs, "keep": keep, "lt_kw": lz.lifetable_kw,
     }  # fmt: skip
     workers = workers or min(2, os.cpu_count() or 1)
     acc: dict = {}
@@ -310,7 +311,7 @@ def monte_carlo(
         ex = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(shared,))
         parts = ex.map(_chunk, jobs)
     try:
-        for (size, _), part in zip(jobs, parts):
+        for (size, _), part in zip(jobs, parts, strict=True):
             absorb(part)
             done += size
             if progress:

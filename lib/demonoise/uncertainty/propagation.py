@@ -1,6 +1,6 @@
 """Analytic (first-order) error propagation: Poisson, noise and total variance, admixture.
 
-For an indicator ``f`` of independent published cells ``c`` (DESIGN.md section 4)::
+For an indicator ``f`` of independent published cells ``c`` (docs/design.md, section "First-order propagation")::
 
     Var_noise f = sum_c (df/dc)^2 V_c          (V_c: noise variance of cell c)
     Var_pois  f = sum_{event cells} (df/dc)^2 c  (events Poisson with lambda = observed count)
@@ -32,7 +32,7 @@ from demonoise.core.errors import DataError, ParameterError
 from demonoise.core.layout import Layout, publish
 from demonoise.demography.indicators import (
     INDICATORS,
-    Linearisation,
+    IndicatorLinearisation,
     linearise_asfr,
     linearise_asmr,
     linearise_e,
@@ -68,7 +68,7 @@ class IndicatorBlock:
         Lower bound of each age (interval start; ``nan`` for TFR).
     age_labels : tuple of str
         Eurostat-style labels (``"Y_LT1"``, ``"Y65"``, ``"Y15-19"``; ``""`` for TFR).
-    lin : Linearisation
+    lin : IndicatorLinearisation
         Values (R, S, K) and gradients.
     events : ndarray (R, S, K)
         Events behind each value: deaths of the interval (ASMR), deaths at ages >= k
@@ -83,7 +83,7 @@ class IndicatorBlock:
     sexes: tuple
     age_lower: np.ndarray
     age_labels: tuple
-    lin: Linearisation
+    lin: IndicatorLinearisation
     events: np.ndarray
     exposure: np.ndarray
     female_only: bool = False
@@ -240,7 +240,7 @@ def linearise(
     return Linearised(pub, layout, granularity, blocks, {"a": a, "a0": a0})
 
 
-def _add_sex_axis(lin: Linearisation) -> Linearisation:
+def _add_sex_axis(lin: IndicatorLinearisation) -> IndicatorLinearisation:
     """Fertility results get a sex axis of length 1 (women) so that every block is (R, S, K)."""
     return lin.with_axis(1)
 

@@ -46,7 +46,7 @@ def filter_csv(src: Path, dst: Path, keep) -> None:
     out = [lines[0]]
     for line in lines[1:]:
         fields = next(csv.reader([line.rstrip("\r\n")]))
-        if keep(dict(zip(header, fields))):
+        if keep(dict(zip(header, fields, strict=True))):
             out.append(line)
     _write_gz(dst, out)
 
@@ -59,7 +59,7 @@ def filter_tsv(src: Path, dst: Path, keep) -> None:
     out = [lines[0]]
     for line in lines[1:]:
         key = line.split("\t", 1)[0].split(",")
-        if keep(dict(zip(dims, key))):
+        if keep(dict(zip(dims, key, strict=True))):
             out.append(line)
     _write_gz(dst, out)
 
@@ -69,7 +69,7 @@ def filter_jsonstat(src: Path, dst: Path, geos: list[str], times: list[str]) -> 
     ids, size = d["id"], d["size"]
     old_size = list(size)
     keep_pos = []
-    for k, n in zip(ids, old_size):
+    for k in ids:
         cat = d["dimension"][k]["category"]
         order = sorted(cat["index"], key=cat["index"].get)
         want = {"geo": geos, "time": times}.get(k)
@@ -92,7 +92,8 @@ def filter_jsonstat(src: Path, dst: Path, geos: list[str], times: list[str]) -> 
         ext["positions-with-no-data"] = {k: [] for k in ids}
     dst.write_text(json.dumps(d, ensure_ascii=False), encoding="utf-8")
     print(
-        f"{dst.name}: size {new_size}, {len(d['value'])} values, {len(d['status'])} statuses, {dst.stat().st_size} bytes"
+        f"{dst.name}: size {new_size}, {len(d['value'])} values, {len(d['status'])} statuses, {dst.stat().st_size} "
+        "bytes"
     )
 
 
@@ -111,7 +112,7 @@ def construct_fagec_sdmx(src: Path, dst: Path) -> None:
 
     births = pd.read_csv(src / "demo_fordagec_sdmx_2015_2023.csv.gz", dtype=str, keep_default_na=False)
     births = births[(births["geo"] == "BE") & (births["TIME_PERIOD"] == "2023") & (births["age"] != "TOTAL")]
-    b = dict(zip(births["age"], births["OBS_VALUE"].astype(int)))
+    b = dict(zip(births["age"], births["OBS_VALUE"].astype(int), strict=True))
     pop = pd.read_csv(src / "demo_r_d2jan_BE_2015_2025.csv.gz", dtype=str, keep_default_na=False)
     pop = pop[(pop["time"] == "2023") & (pop["sex"] == "F") & pop["age"].isin([f"Y{a}" for a in range(15, 50)])]
     w = pop.assign(v=pop["values"].astype(float)).groupby("geo")["v"].sum()

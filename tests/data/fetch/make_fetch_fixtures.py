@@ -87,7 +87,7 @@ def jsonstat(code: str, label: str, frame: pd.DataFrame, dims: list[str], orders
     size = [len(orders[d]) for d in dims]
     index = {d: {c: i for i, c in enumerate(orders[d])} for d in dims}
     pos = np.zeros(len(frame), dtype=np.int64)
-    for d, n in zip(dims, size):
+    for d, n in zip(dims, size, strict=True):
         pos = pos * n + frame[d].map(index[d]).to_numpy(dtype=np.int64)
     order = np.argsort(pos)
     value, status = {}, {}
@@ -178,7 +178,7 @@ def main() -> None:
 
     # births: national real cells + constructed split of the residual; regional constructed
     b = bir[(bir["geo"] == "BE") & (bir["time"] == 2023)]
-    cells = dict(zip(b["age"], b["value"].astype(int)))
+    cells = dict(zip(b["age"], b["value"].astype(int), strict=True))
     total = cells.pop("TOTAL")
     resid = total - sum(cells.values())
     assert resid >= 0, resid
