@@ -110,7 +110,8 @@ def read_counts_csv(
         raise FormatError("the file has a header but no rows", file=file, line=1)
     for c in cols:
         df[c] = df[c].str.strip()
-    _check_codes(df, cols, file)  # a NUL or zero-width space would make a phantom region
+    # a NUL or zero-width space in a code would make a phantom region (value and year are parsed as numbers)
+    _check_codes(df, [c for c in cols if c not in ("value", "year")], file)
 
     def fail(mask: np.ndarray, msg: str, exc=DataError):
         i = int(np.flatnonzero(mask)[0])
