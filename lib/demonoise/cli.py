@@ -22,6 +22,7 @@ one-line message naming what is wrong), 1 on a failed batch.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -31,14 +32,55 @@ from demonoise.core.errors import DemonoiseError
 __all__ = ["main", "build_parser"]
 
 
-def _positive_float(s: str) -> float:
+def _float(s: str) -> float:
     try:
-        v = float(s)
+        return float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not v > 0 or v != v or v == float("inf"):
+
+
+def _variance(s: str) -> float:
+    """A noise variance: finite, > 0 and at most 10^12 (the library's limit, with its reason)."""
+    from demonoise.core.errors import ParameterError
+    from demonoise.noise.ptable import check_variance_limit
+
+    v = _float(s)
+    if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"V is a variance and must be a finite number > 0, got {s}")
+    try:
+        check_variance_limit(v, "V")
+    except ParameterError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return v
+
+
+def _population(s: str) -> float:
+    """A population size-class edge: a finite number of people > 0, at most 10^10."""
+    v = _float(s)
+    if not (math.isfinite(v) and 0 < v <= 1e10):
+        raise argparse.ArgumentTypeError(
+            f"a size-class edge is a population and must be a finite number in (0, 10^10], got {s}"
+        )
+    return v
+
+
+def _int_option(lo: int, hi: int | None = None, why: str = ""):
+    """An argparse type: an integer in ``lo..hi`` (argparse names the option in its message)."""
+
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
+        if hi is not None and v > hi:
+            k = len(str(hi)) - 1
+            limit = f"10^{k}" if hi == 10**k and k > 2 else str(hi)
+            raise argparse.ArgumentTypeError(f"must be at most {limit}{why}, got {s}")
+        return v
+
+    return parse
 
 
 def _progress(total: int, label: str):
@@ -224,7 +266,7 @@ def _parameter_value(text: str):
 
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to be a parameter value
         return text
 
 
@@ -293,6 +335,10 @@ def _workers(s: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"workers must be >= 1, got {v}")
+    if v > _MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"workers must be <= {_MAX_WORKERS}: each worker is a process with its own Python and data, got {v}"
+        )
     return v
 
 
@@ -301,8 +347,8 @@ def _positive_seconds(s: str) -> float:
         v = float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"timeout must be a finite number of seconds > 0, got {s}")
+    if not (0 < v <= 3600):  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"timeout must be a number of seconds in (0, 3600], got {s}")
     return v
 
 
@@ -543,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("compute", help="analytic error propagation (+ Monte Carlo) -> tidy results table")
     _data_args(s)
     s.add_argument(
-        "--V", nargs="+", type=_positive_float, metavar="V", help="noise variance(s) of the generic model, e.g. --V 1 5"
+        "--V", nargs="+", type=_variance, metavar="V", help="noise variance(s) of the generic model, e.g. --V 1 5"
     )
     s.add_argument("--D", type=int, default=None, help="maximum deviation of the generic noise (default: unbounded)")
     s.add_argument(
@@ -559,7 +605,7 @@ def build_parser() -> argparse.ArgumentParser:
     _select_args(s)
     s.add_argument(
         "--mc",
-        type=_nonneg_int,
+        type=_mc_replicates,
         default=0,
         metavar="N",
         help="Monte Carlo replicates for e and TFR (default 0: analytic only)",
@@ -618,10 +664,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ptable", help="perturbation tables of the cell key method: build, show")
     psub = s.add_subparsers(dest="ptable_command", required=True)
     b = psub.add_parser("build", help="build a p-table as the R package ptable does (maximum entropy) and write it")
-    b.add_argument("--D", type=int, required=True, help="maximum deviation (>= 1)")
-    b.add_argument(
-        "--V", type=_positive_float, required=True, help="noise variance (an upper bound in the construction)"
-    )
+    b.add_argument("--D", type=int, required=True, help="maximum deviation (1 to 10^4)")
+    b.add_argument("--V", type=_variance, required=True, help="noise variance (an upper bound in the construction)")
     b.add_argument("--js", type=int, default=0, help="perturbed values 1..js are not allowed (default 0)")
     b.add_argument(
         "--pstay",
@@ -637,13 +681,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="transition: R ptable layout i,j,p,v,p_int_lb,p_int_ub,type (default); "
         "eurostat: pcv;ckey;pvalue with K integer keys",
     )
-    b.add_argument("--K", type=int, default=None, help="number of cell keys for --format eurostat (default 100000)")
+    b.add_argument(
+        "--K", type=_cell_keys, default=None, help="number of cell keys for --format eurostat (default 100000)"
+    )
     b.add_argument("--label", default="", help="short name used in results tables")
     b.add_argument("--out", required=True, type=Path, help="output file (.gz: gzipped); written atomically")
     b.set_defaults(func=cmd_ptable_build)
     w = psub.add_parser("show", help="per-count moments of a p-table: bias, variance, nominal V, reached?")
     w.add_argument("table", help="an embedded table (v01, v03, v04) or a p-table file (either format)")
-    w.add_argument("--V", type=_positive_float, default=None, help="nominal V to check against (files do not store it)")
+    w.add_argument("--V", type=_variance, default=None, help="nominal V to check against (files do not store it)")
     w.set_defaults(func=cmd_ptable_show)
 
     s = sub.add_parser("compare", help="noise sd under the generic model vs under a p-table, per region and indicator")
@@ -652,7 +698,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ptable", required=True, metavar="TABLE", help="an embedded table (v01, v03, v04) or a p-table file"
     )
     s.add_argument(
-        "--V", type=_positive_float, default=None, help="variance of the generic model (default: the table's nominal V)"
+        "--V", type=_variance, default=None, help="variance of the generic model (default: the table's nominal V)"
     )
     s.add_argument(
         "--granularity",
@@ -669,18 +715,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
     _select_args(s)
-    s.add_argument("--level", type=int, default=None, help="restrict to one NUTS level (0: countries, 2: NUTS 2)")
+    s.add_argument(
+        "--level",
+        type=int,
+        choices=[0, 1, 2, 3],
+        default=None,
+        help="restrict to one NUTS level (0: countries, 2: NUTS 2)",
+    )
     s.add_argument(
         "--size-classes",
         nargs="+",
-        type=_positive_float,
+        type=_population,
         default=[200_000, 1_000_000],
         metavar="POP",
         help="population size-class edges (default 200000 1000000)",
     )
     s.add_argument(
         "--mc",
-        type=_nonneg_int,
+        type=_mc_replicates,
         default=0,
         metavar="N",
         help="noise-only Monte Carlo replicates: p-table and generic noise with a zero floor (default 0)",
@@ -719,7 +771,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="p-table family: maximum deviation (implies --family ptable)",
     )
     s.add_argument(
-        "--ptable-js", type=int, default=None, metavar="JS", help="p-table family: no results in 1..js (default 0)"
+        "--ptable-js",
+        type=_nonneg_int,
+        default=None,
+        metavar="JS",
+        help="p-table family: no results in 1..js (default 0)",
     )
     s.add_argument("--pstay", type=float, default=None, help="p-table family: preset probability of no change")
     s.add_argument(
@@ -768,13 +824,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--dataset", default="ess-2023", help="dataset name (default ess-2023, the Europe-wide demonstration set)"
     )
     s.add_argument(
-        "--V", nargs="+", type=_positive_float, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)"
+        "--V", nargs="+", type=_variance, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)"
     )
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
     s.add_argument("--sex", default="T", choices=SEXES, help="sex shown for the mortality indicators (default T)")
     s.add_argument(
         "--mc",
-        type=_nonneg_int,
+        type=_mc_replicates,
         default=0,
         metavar="N",
         help="Monte Carlo replicates for a check of e0/TFR (default 0)",
@@ -812,14 +868,12 @@ def _select_args(s):
     s.add_argument("--regions", nargs="+", metavar="CODE", help="restrict to these regions")
 
 
-def _nonneg_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
+_nonneg_int = _int_option(0)
+#: More replicates than this are refused before any work (a Monte Carlo check needs 10^3-10^5).
+_mc_replicates = _int_option(0, 10**9, " replicates (a Monte Carlo check needs 10^3 to 10^5)")
+#: Cell keys of a Eurostat-format p-table: the key table holds K integers per count class.
+_cell_keys = _int_option(1, 10**7, " cell keys (Eurostat's tables use 10^5; the table holds K per count class)")
+_MAX_WORKERS = 64
 
 
 def main(argv=None) -> int:

@@ -87,7 +87,7 @@ def write_ptable(
         keys = (
             table.key_table
             if (table.key_table is not None and K in (None, table.n_keys))
-            else table.to_key_table(K or 100_000)
+            else table.to_key_table(100_000 if K is None else K)
         )
         return _files.write_eurostat_ptable(path, keys)
     raise ParameterError(f"unknown p-table format {fmt!r} (use 'transition' or 'eurostat')")

@@ -45,6 +45,11 @@ __all__ = [
     "Counts",
     "spread_unknown",
     "DATA_STATUS_SEP",
+    "MAX_COUNT",
+    "MAX_EXACT",
+    "MAX_AGE",
+    "first_bad_count",
+    "control_characters",
 ]
 
 # SEXES (Eurostat's sex codes F, M, T) is defined in the vocabulary.
@@ -53,10 +58,83 @@ UNKNOWN_LABEL = "UNK"
 #: Separates the label from the implications in :attr:`Provenance.data_status`.
 DATA_STATUS_SEP = "; what it means: "
 
+#: Largest count a published cell may hold. The largest cells Eurostat publishes (a
+#: country's population at one age or in one 5-year group) are a few million; a cell
+#: above 10^9 is a unit or typing error, and its indicators would be absurd (10^15 people
+#: in a cell give a life expectancy of 10^12 years).
+MAX_COUNT = 10**9
+#: Integers above 2^53 have no exact float64 representation: a value read as a number
+#: beyond it is not the count that was written.
+MAX_EXACT = 2**53
+#: Oldest plausible age, in years: age codes above it (``Y400``) and life expectancies
+#: reaching beyond it are refused.
+MAX_AGE = 130
+
+# Characters that have no place in a code: C0/C1 controls (NUL, tab, ...), and the
+# invisible format characters (zero-width space and joiners, bidirectional marks, BOM).
+_RE_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+
 _RE_SINGLE = re.compile(r"^Y(\d+)$")
 _RE_RANGE = re.compile(r"^Y(\d+)-(\d+)$")
 _RE_LT = re.compile(r"^Y_LT(\d+)$")
 _RE_GE = re.compile(r"^Y_GE(\d+)$")
+
+
+def control_characters(text: str) -> str | None:
+    """The first control or invisible format character of ``text`` as ``U+XXXX``, or ``None``.
+
+    A NUL byte or a zero-width space in a region code would otherwise make a second,
+    phantom region that prints like the real one.
+    """
+    m = _RE_CONTROL.search(str(text))
+    return None if m is None else f"U+{ord(m[0]):04X}"
+
+
+_TYPO = " (a unit or typing error?)"
+
+
+def first_bad_count(values) -> tuple[int, str, str] | None:
+    """The first cell of ``values`` that cannot be a published count, as ``(flat index,
+    kind, reason)``, or ``None`` if every cell can.
+
+    ``kind`` is checked in this order over the whole array: ``"missing"`` (NaN),
+    ``"infinite"``, ``"negative"``, ``"fraction"`` (not a whole number), ``"inexact"``
+    (above ``2^53``, where a number read as text is no longer exact) and ``"large"``
+    (above :data:`MAX_COUNT`). Readers call it on the values as read, before any cast to
+    integers, so that an overflow never turns into a wrapped-around number.
+    """
+    v = np.asarray(values)
+    if v.dtype.kind in "iu":  # exact integers: only the sign and the size can be wrong
+        tests = (
+            ("negative", lambda: v < 0, lambda x: f"negative count {x}"),
+            ("large", lambda: v > MAX_COUNT, lambda x: f"count {x} is above 10^9, more than any cell holds{_TYPO}"),
+        )
+    else:
+        v = v.astype(float, copy=False)
+        tests = (
+            ("missing", lambda: np.isnan(v), lambda x: "missing value"),
+            ("infinite", lambda: np.isinf(v), lambda x: f"infinite count {x:g}"),
+            ("negative", lambda: v < 0, lambda x: f"negative count {x:g}"),
+            ("fraction", lambda: np.isfinite(v) & (v != np.round(v)), lambda x: f"non-integer count {x:g}"),
+            (
+                "inexact",
+                lambda: np.isfinite(v) & (v > MAX_EXACT),
+                lambda x: f"count {x:g} is above 2^53, beyond which a number is not held exactly",
+            ),
+            (
+                "large",
+                lambda: v > MAX_COUNT,
+                lambda x: f"count {x:.10g} is above 10^9, more than any cell holds{_TYPO}",
+            ),
+        )
+    flat = v.ravel()
+    with np.errstate(invalid="ignore"):
+        for kind, mask, what in tests:
+            m = mask().ravel()
+            if m.any():
+                i = int(np.flatnonzero(m)[0])
+                return i, kind, what(flat[i])
+    return None
 
 
 # --------------------------------------------------------------------------- ages
@@ -165,6 +243,8 @@ class AgeAxis:
                 intervals.append((int(m[1]), None, lab))
             else:
                 raise DataError("unknown age code", file=source, age=lab)
+        for iv in intervals:
+            _check_interval(iv, source)
         intervals.sort(key=lambda t: (t[0], np.inf if t[1] is None else t[1]))
         if has_open_code:
             if not intervals or intervals[-1][1] is None:
@@ -268,6 +348,15 @@ class AgeAxis:
         return G
 
 
+def _check_interval(interval: tuple[int, int | None, str], source: str | None) -> None:
+    """An age code's interval must be non-empty and start at a plausible age."""
+    a, b, lab = interval
+    if b is not None and b <= a:
+        raise DataError("empty age interval", file=source, age=lab)
+    if a > MAX_AGE or (b is not None and b - 1 > MAX_AGE):
+        raise DataError(f"implausible age code: ages above {MAX_AGE} years do not occur", file=source, age=lab)
+
+
 # ------------------------------------------------------------------ regions, provenance
 @dataclass(frozen=True)
 class Region:
@@ -283,6 +372,9 @@ class Region:
         object.__setattr__(self, "code", code)
         if not code:
             raise DataError("empty region code")
+        bad = control_characters(code)
+        if bad:
+            raise DataError(f"control character {bad} in region code", region=code.encode("unicode_escape").decode())
         if not self.country:
             object.__setattr__(self, "country", code[:2])
         if self.level is None:
@@ -383,24 +475,13 @@ def _as_count_array(arr, name: str, shape: tuple[int, ...], axes_labels, dataset
             loc[lab[0]] = lab[1][i]
         return loc
 
-    if a.dtype.kind == "f":
-        bad = ~np.isfinite(a)
-        if bad.any():
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise DataError("missing value", dataset=dataset, measure=name, **where(idx))
-        frac = a != np.round(a)
-        if frac.any():
-            idx = tuple(int(i) for i in np.argwhere(frac)[0])
-            raise DataError(f"non-integer count {a[idx]!r}", dataset=dataset, measure=name, **where(idx))
-        a = np.round(a).astype(np.int64)
-    elif a.dtype.kind in "iu":
-        a = a.astype(np.int64)
-    else:
+    if a.dtype.kind not in "fiu":
         raise DataError(f"{name} must hold numbers, got dtype {a.dtype}", dataset=dataset, measure=name)
-    neg = a < 0
-    if neg.any():
-        idx = tuple(int(i) for i in np.argwhere(neg)[0])
-        raise DataError(f"negative count {int(a[idx])}", dataset=dataset, measure=name, **where(idx))
+    bad = first_bad_count(a)  # before the cast: a value beyond int64 must not wrap around
+    if bad is not None:
+        idx = tuple(int(i) for i in np.unravel_index(bad[0], a.shape))
+        raise DataError(bad[2], dataset=dataset, measure=name, **where(idx))
+    a = np.round(a).astype(np.int64) if a.dtype.kind == "f" else a.astype(np.int64)
     a = a.copy()
     a.setflags(write=False)
     return a

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import re
 import zlib
 from pathlib import Path
@@ -12,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from demonoise.core.counts import control_characters
 from demonoise.core.errors import FormatError
 
-__all__ = ["read_bytes", "read_text", "csv_frame"]
+__all__ = ["read_bytes", "read_text", "csv_frame", "parse_json", "check_codes"]
 
 
 def read_bytes(path: Path) -> bytes:
@@ -79,3 +81,52 @@ def csv_frame(text: str, path: Path, *, sep: str = ",", comments: bool = False) 
             key=lines[int(df.index[i]) - 1][:80],
         )
     return df
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str | bytes, file) -> object:
+    """Parsed JSON, or a one-line :class:`FormatError` naming ``file``.
+
+    Besides malformed or truncated text this refuses what :func:`json.loads` would
+    otherwise raise as something else or accept silently: nesting deep enough to
+    exhaust the recursion limit (``RecursionError``), integers of more than 4300 digits,
+    and the non-standard constants ``NaN`` and ``Infinity``.
+    """
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise FormatError(
+            f"invalid or truncated JSON ({e.msg}, column {e.colno})", file=str(file), line=e.lineno
+        ) from None
+    except UnicodeDecodeError as e:
+        raise FormatError(f"not UTF-8 text (byte {e.start})", file=str(file)) from None
+    except RecursionError:
+        raise FormatError(
+            "JSON nested too deeply to read (arrays or objects inside each other)", file=str(file)
+        ) from None
+    except ValueError as e:  # too many digits, NaN or Infinity
+        raise FormatError(f"invalid JSON value ({e})", file=str(file)) from None
+
+
+def check_codes(df: pd.DataFrame, columns, file) -> None:
+    """Refuse control and invisible characters (NUL, tab, zero-width space, ...) in code
+    columns: such a code would make a second, phantom region, sex or age that prints
+    like the real one. Works on the distinct values of each column; the error names
+    the file, the line (the frame's ``line`` index) and the column."""
+    for col in columns:
+        if col not in df.columns:
+            continue
+        codes, uniq = pd.factorize(df[col].to_numpy(dtype=object), use_na_sentinel=False)
+        bad = [i for i, u in enumerate(uniq) if control_characters(str(u))]
+        if not bad:
+            continue
+        row = int(np.flatnonzero(codes == bad[0])[0])
+        value = str(uniq[bad[0]])
+        raise FormatError(
+            f"control character {control_characters(value)} in {col} code '{value.encode('unicode_escape').decode()}'",
+            file=str(file),
+            line=int(df.index[row]) if df.index.name == "line" else None,
+        )

@@ -129,7 +129,7 @@ def _meta(name: str) -> dict:
     path = _folder().joinpath(f"{name}.json")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # RecursionError: nested too deeply
         raise DataError(
             f"cannot read the metadata of embedded dataset {name!r}: {e}", file=str(path), dataset=name
         ) from None

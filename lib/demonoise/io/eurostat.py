@@ -49,7 +49,7 @@ flags (observation and confidentiality status, 2025 code lists).
 from __future__ import annotations
 
 import csv
-import json
+import math
 import re
 from datetime import datetime
 from pathlib import Path
@@ -58,7 +58,9 @@ import numpy as np
 import pandas as pd
 
 from demonoise.core.errors import FormatError, ParameterError
+from demonoise.io._text import check_codes as _check_codes
 from demonoise.io._text import csv_frame as _csv_frame
+from demonoise.io._text import parse_json as _parse_json_text
 from demonoise.io._text import read_text as _read_text
 
 __all__ = [
@@ -214,6 +216,7 @@ def _finish(
 ) -> pd.DataFrame:
     """Check time, duplicates; order columns; set attrs."""
     file = str(path)
+    _check_codes(df, [d for d in dims if d != "time"], file)
     # time must be annual
     ti, ok = _to_years(df["time"].to_numpy(dtype=object))
     if not ok.all():
@@ -348,6 +351,8 @@ def _parse_tsv(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
                 f"duplicated key (lines {seen[tk]}, {ln})", file=str(path), line=ln, key=_key_text(key), **_loc(key)
             )
         seen[tk] = ln
+    if not keys:
+        raise FormatError("TSV file has a header but no data rows", file=str(path), line=1)
     n, T = len(keys), len(times)
     key_arr = np.array(keys, dtype=object).reshape(n, len(dims))
     cell_arr = np.array(cells, dtype=object).reshape(n, T)
@@ -459,31 +464,65 @@ def read_jsonstat(path: str | Path, *, dataset: str | None = None) -> pd.DataFra
 
 
 def _parse_json(text: str, path: Path, dataset: str | None) -> pd.DataFrame:
+    return jsonstat_to_frame(_parse_json_text(text, path), file=str(path), dataset=dataset)
+
+
+#: Largest JSON-stat cube read: every cell becomes a row of the tidy table (about 80
+#: bytes each), and a sparse ``value`` of a few entries can declare any number of cells.
+#: Eurostat's largest demographic cubes (demo_r_d2jan, every region and year) hold about
+#: 2 x 10^7 cells.
+MAX_JSONSTAT_CELLS = 50_000_000
+
+
+def _get(obj, key):
+    return obj.get(key) if isinstance(obj, dict) else None
+
+
+def _as_float(v) -> float:
+    """A JSON number as float; an integer beyond the float range becomes +-inf (refused later)."""
     try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def _jsonstat_shape(d: dict, file: str) -> tuple[list[str], list[int], int]:
+    """``id``, ``size`` and the number of cells of a JSON-stat dataset, checked."""
+    for k in ("id", "size", "dimension", "value"):
+        if k not in d:
+            raise FormatError(f"JSON-stat dataset lacks '{k}'", file=file)
+    ids, size = d["id"], d["size"]
+    if not isinstance(ids, list) or not all(isinstance(k, str) for k in ids) or len(set(ids)) != len(ids):
+        raise FormatError("JSON-stat 'id' must be a list of distinct dimension names", file=file)
+    if not isinstance(size, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in size):
+        raise FormatError("JSON-stat 'size' must be a list of non-negative integers", file=file)
+    if len(ids) != len(size):
+        raise FormatError(f"JSON-stat 'id' has {len(ids)} dimensions but 'size' has {len(size)}", file=file)
+    if not isinstance(d["dimension"], dict):
+        raise FormatError("JSON-stat 'dimension' must be an object", file=file)
+    N = math.prod(size)
+    if N == 0:
+        raise FormatError("JSON-stat dataset has no cells (a dimension of size 0)", file=file)
+    if N > MAX_JSONSTAT_CELLS:
         raise FormatError(
-            f"invalid or truncated JSON ({e.msg}, column {e.colno})", file=str(path), line=e.lineno
-        ) from e
-    return jsonstat_to_frame(d, file=str(path), dataset=dataset)
+            f"JSON-stat cube of {N:.3g} cells ({' x '.join(map(str, size))}) is larger than the "
+            f"{MAX_JSONSTAT_CELLS:.0e} cells this reader turns into table rows; filter the query",
+            file=file,
+        )
+    return ids, size, N
 
 
 def jsonstat_to_frame(d: dict, *, file: str = "<json-stat>", dataset: str | None = None) -> pd.DataFrame:
     """Tidy table from a parsed JSON-stat 2.0 dataset (see :func:`read_jsonstat`)."""
     if not isinstance(d, dict) or d.get("class", "dataset") != "dataset":
         raise FormatError("not a JSON-stat 2.0 dataset (class must be 'dataset')", file=file)
-    for k in ("id", "size", "dimension", "value"):
-        if k not in d:
-            raise FormatError(f"JSON-stat dataset lacks '{k}'", file=file)
-    ids, size = list(d["id"]), [int(s) for s in d["size"]]
-    if len(ids) != len(size):
-        raise FormatError(f"JSON-stat 'id' has {len(ids)} dimensions but 'size' has {len(size)}", file=file)
+    ids, size, N = _jsonstat_shape(d, file)
     codes = []
     for k, n in zip(ids, size, strict=True):
         try:
             idx = d["dimension"][k]["category"]["index"]
         except (KeyError, TypeError):
-            lab = d.get("dimension", {}).get(k, {}).get("category", {}).get("label")
+            lab = _get(_get(_get(d["dimension"], k), "category"), "label")
             if isinstance(lab, dict) and len(lab) == 1:
                 idx = {next(iter(lab)): 0}
             else:
@@ -501,7 +540,6 @@ def jsonstat_to_frame(d: dict, *, file: str = "<json-stat>", dataset: str | None
         if len(order) != n:
             raise FormatError(f"JSON-stat dimension {k!r} has {len(order)} categories but size {n}", file=file)
         codes.append(np.array(order, dtype=object))
-    N = int(np.prod(size)) if size else 0
     low = [k.lower() for k in ids]
     if "time" not in low:
         raise FormatError("JSON-stat dataset has no 'time' dimension", file=file)
@@ -519,7 +557,7 @@ def jsonstat_to_frame(d: dict, *, file: str = "<json-stat>", dataset: str | None
         if isinstance(obj, dict):
             try:
                 pos = np.fromiter((int(p) for p in obj.keys()), dtype=np.int64, count=len(obj))
-            except ValueError:
+            except (ValueError, OverflowError):
                 raise FormatError(f"JSON-stat '{name}' has a non-integer position", file=file) from None
             if len(pos) and (pos.min() < 0 or pos.max() >= N):
                 bad = int(pos[(pos < 0) | (pos >= N)][0])
@@ -540,7 +578,7 @@ def jsonstat_to_frame(d: dict, *, file: str = "<json-stat>", dataset: str | None
     isnone = np.array([v is None for v in raw_val])
     bad_num = ~(isnum | isnone)
     val = np.full(N, np.nan)
-    val[isnum] = np.array([float(v) for v in raw_val[isnum]], dtype=float)
+    val[isnum] = np.array([_as_float(v) for v in raw_val[isnum]], dtype=float)
     flag = pd.Series([str(s).strip() for s in status], index=df.index, dtype=object)
     flag = flag.where(flag != ":", "")
     bad_flag = _bad_flags(flag.to_numpy(dtype=object))

@@ -106,6 +106,8 @@ def load_nuts2_geojson(text: str | None = None, *, file: str | None = None) -> d
         gj = json.loads(raw)
     except ValueError as e:
         raise FormatError(f"invalid JSON: {e}", file=name) from None
+    except RecursionError:
+        raise FormatError("invalid JSON: arrays or objects nested too deeply to read", file=name) from None
     return _validate(gj, name)
 
 

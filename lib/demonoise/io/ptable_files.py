@@ -39,6 +39,7 @@ from typing import Literal
 
 import numpy as np
 
+from demonoise.core.counts import MAX_EXACT
 from demonoise.core.errors import FormatError, ParameterError
 
 __all__ = [
@@ -272,6 +273,14 @@ def _as_int(col: np.ndarray, name: str, path: str, lines: np.ndarray) -> np.ndar
     if frac.any():
         k = int(np.argmax(frac))
         raise FormatError(f"column {name} must hold integers, found {col[k]!r}", file=path, line=int(lines[k]))
+    big = np.abs(col) > MAX_EXACT  # checked before the cast, which would wrap around
+    if big.any():
+        k = int(np.argmax(big))
+        raise FormatError(
+            f"column {name}: {col[k]:g} is beyond 2^53, the range of exactly held integers",
+            file=path,
+            line=int(lines[k]),
+        )
     return np.round(col).astype(np.int64)
 
 

@@ -32,6 +32,7 @@ import pandas as pd
 from demonoise.core.atomic import atomic_write_bytes
 from demonoise.core.counts import Counts, Provenance, Region, TableProvenance
 from demonoise.core.errors import DataError, FormatError, ParameterError
+from demonoise.io._text import check_codes as _check_codes
 from demonoise.io._text import csv_frame as _csv_frame
 from demonoise.io._text import read_text as _read_text
 from demonoise.io.nuts import is_nuts_code, nuts_region
@@ -109,6 +110,8 @@ def read_counts_csv(
         raise FormatError("the file has a header but no rows", file=file, line=1)
     for c in cols:
         df[c] = df[c].str.strip()
+    # a NUL or zero-width space in a code would make a phantom region (value and year are parsed as numbers)
+    _check_codes(df, [c for c in cols if c not in ("value", "year")], file)
 
     def fail(mask: np.ndarray, msg: str, exc=DataError):
         i = int(np.flatnonzero(mask)[0])
@@ -140,6 +143,9 @@ def read_counts_csv(
     bad = ~np.isfinite(yr) | (yr != np.round(yr))
     if bad.any():
         fail(bad, "year {year!r} is not a whole number", FormatError)
+    bad = (yr < 1000) | (yr > 9999)  # checked before the cast to integers
+    if bad.any():
+        fail(bad, "year {year!r} is not a four-digit year", FormatError)
     missing_val = df["value"].isin(("", ":", "NA", "NaN", "nan")).to_numpy()
     val = pd.to_numeric(df["value"].where(~missing_val, "nan"), errors="coerce").to_numpy(dtype=float)
     bad = np.isnan(val) & ~missing_val

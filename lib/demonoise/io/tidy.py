@@ -37,8 +37,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from demonoise.core.counts import SEXES, AgeAxis, Counts, Provenance, Region, TableProvenance
-from demonoise.core.errors import DataError, ParameterError
+from demonoise.core.counts import SEXES, AgeAxis, Counts, Provenance, Region, TableProvenance, first_bad_count
+from demonoise.core.errors import DataError, FormatError, ParameterError
 from demonoise.io.nuts import is_nuts_code, nuts_region
 
 __all__ = ["TotalMismatchWarning", "published_age_codes", "total_mismatches", "counts_from_eurostat", "table_to_array"]
@@ -241,16 +241,13 @@ def table_to_array(
             year=year,
             **where(cell),
         )
-    for mask, what in (
-        (np.isnan(arr), lambda v: "missing value (':' or empty in the file)"),
-        (arr < 0, lambda v: f"negative count {v:g}"),
-        (np.isfinite(arr) & (arr != np.round(arr)), lambda v: f"non-integer count {v:g}"),
-    ):
-        if mask.any():
-            cell = int(np.flatnonzero(mask)[0])
-            raise DataError(
-                what(arr[cell]), file=file, line=_line(df, int(src[cell])), measure=measure, year=year, **where(cell)
-            )
+    bad = first_bad_count(arr)  # before the cast: inf or 1e30 must not wrap around to a negative int64
+    if bad is not None:
+        cell, kind, why = bad
+        if kind == "missing":
+            why = "missing value (':' or empty in the file)"
+        exc = FormatError if kind in ("infinite", "inexact") else DataError  # not a count as written
+        raise exc(why, file=file, line=_line(df, int(src[cell])), measure=measure, year=year, **where(cell))
     return np.round(arr).astype(np.int64).reshape(shape)
 
 

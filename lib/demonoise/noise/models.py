@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from demonoise.core.errors import DataError, ParameterError
-from demonoise.noise.ptable import PTable
+from demonoise.noise.ptable import PTable, check_variance_limit
 
 __all__ = [
     "NoiseModel",
@@ -171,6 +171,7 @@ def discrete_gaussian(V: float, D: int | None = None) -> tuple[np.ndarray, np.nd
         raise ParameterError(f"V (noise variance) must be a number, got {V!r}") from None
     if not (math.isfinite(V) and V > 0):
         raise ParameterError(f"V (noise variance) must be finite and > 0, got {V!r}")
+    check_variance_limit(V)
     K_auto = int(math.ceil(9 * (math.sqrt(V) + 1)))
     if D is not None:
         if int(D) != D or D < 1:

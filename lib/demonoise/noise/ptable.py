@@ -57,11 +57,45 @@ __all__ = [
     "Transition",
     "VarianceNotReachedWarning",
     "build_ptable",
+    "V_MAX",
+    "D_MAX",
+    "check_variance_limit",
+    "check_deviation_limit",
 ]
+
+#: Largest noise variance accepted anywhere. A noise sd above 10^6 swamps every published
+#: count (cells hold at most 10^9, and national single-age cells about 10^6), and the
+#: generic noise law lives on about 18 sqrt(V) integers: 2.3 GB of arrays at V = 10^15.
+V_MAX = 1e12
+#: Largest maximum deviation of a built p-table: each of the D (or D + js + 1) rows is an
+#: optimisation over 2D + 1 perturbed values, so memory grows like D^2 (74.5 GiB at
+#: D = 10^5) and time faster still; Eurostat's tables use D <= 5.
+D_MAX = 10_000
+
+
+def check_deviation_limit(D: int, what: str = "D (maximum deviation)") -> None:
+    """Refuse a p-table's ``D`` above :data:`D_MAX` with a message saying the limit and why."""
+    if D > D_MAX:
+        raise ParameterError(
+            f"{what} = {D} is above the limit 10^4: building the p-table takes memory growing like D^2 "
+            "(74.5 GiB at D = 10^5) and time faster still; Eurostat's tables use D <= 5"
+        )
+
+
+def check_variance_limit(V: float, what: str = "V (noise variance)") -> None:
+    """Refuse ``V`` above :data:`V_MAX` with a message saying the limit and why."""
+    if V > V_MAX:
+        raise ParameterError(
+            f"{what} = {V:g} is above the limit 10^12: a noise sd above 10^6 swamps every published count, "
+            "and the noise law on 18 sqrt(V) integers would not fit in memory"
+        )
+
 
 #: Tolerance (bin fraction) when turning a key in [0, 1) into one of K integer keys:
 #: keys made from integer record keys, m / K, may round just below the bin edge.
 _KEY_EDGE_EPS = 1e-9
+#: Largest key table (count classes x cell keys) built by :meth:`PTable.to_key_table`.
+_MAX_KEY_CELLS = 10**8
 #: Decimals of the cumulative interval bounds used by interval lookups.
 _CUM_DECIMALS = 12
 
@@ -355,6 +389,11 @@ class PTable:
         K = int(K)
         if K < 1:
             raise ParameterError(f"number of cell keys K must be >= 1, got {K}")
+        if (self.I + 1) * K > _MAX_KEY_CELLS:
+            raise ParameterError(
+                f"a key table of {self.I + 1} count classes x K = {K} keys has more than 10^8 entries "
+                "(800 MB); use fewer keys (Eurostat's tables use 10^5)"
+            )
         if self.key_table is not None and self.key_table.shape[1] == K:
             return np.array(self.key_table)
         u = (np.arange(K) + 0.5) / K
@@ -614,9 +653,11 @@ def build_ptable(
         raise ParameterError(f"D must be a positive integer, got {D!r}") from None
     if D_int != D or D_int < 1:
         raise ParameterError(f"D (maximum deviation) must be a positive integer, got {D!r}")
+    check_deviation_limit(D_int)
     if not (isinstance(V, (int, float, np.floating, np.integer)) and np.isfinite(V) and V > 0):
         raise ParameterError(f"V (noise variance) must be a finite number > 0, got {V!r}")
     V = float(V)
+    check_variance_limit(V)
     if int(js) != js or js < 0:
         raise ParameterError(f"js must be a non-negative integer, got {js!r}")
     js = int(js)

@@ -140,6 +140,73 @@ def _check_exposure(counts: Counts, layout: Layout):
         )
 
 
+def _located(err: DataError, counts: Counts) -> DataError:
+    """The same error with a ``key`` of (region index, sex index) -- how the life table
+    names a cell of its leading axes -- replaced by the region code and the sex."""
+    key = err.location.get("key")
+    if not (isinstance(key, tuple) and len(key) == 2):
+        return err
+    r, s = key
+    loc = {k: v for k, v in err.location.items() if k != "key"}
+    loc.update(dataset=counts.name, region=counts.codes[r], sex=counts.sexes[s])
+    return type(err)(err.reason, **loc)
+
+
+def _check_asmr_defined(counts: Counts, layout: Layout) -> None:
+    """Deaths in a published age interval of zero exposure: ``m_x = D_x / 0`` is undefined."""
+    from demonoise.core.counts import spread_unknown
+    from demonoise.demography.indicators import exposure
+
+    D = spread_unknown(counts.deaths, layout.ages)
+    E = exposure(counts.pop_start, counts.pop_end, layout.ages)
+    bad = (E <= 0) & (D > 0)
+    if bad.any():
+        r, s, x = (int(i) for i in np.argwhere(bad)[0])
+        raise DataError(
+            f"{D[r, s, x]:g} deaths with zero exposure: the mortality rate is undefined",
+            dataset=counts.name,
+            region=counts.codes[r],
+            sex=counts.sexes[s],
+            age=layout.ages.labels[x],
+        )
+
+
+def _check_fertility_defined(counts: Counts, layout: Layout, births, women) -> None:
+    """Zero female exposure at a fertility age: ``f_x = b_x / 0`` is undefined, and so is
+    the TFR that sums it (with or without births there)."""
+    bad = women <= 0
+    if bad.any():
+        r, x = (int(i) for i in np.argwhere(bad)[0])
+        what = f"{births[r, x]:.6g} births with" if births[r, x] > 0 else "no births and"
+        raise DataError(
+            f"{what} zero female exposure: the fertility rate of this age, and the TFR, are undefined",
+            dataset=counts.name,
+            region=counts.codes[r],
+            sex="F",
+            age=layout.fert_labels[x],
+        )
+
+
+def _check_life_expectancy(counts: Counts, lin, lower) -> None:
+    """A life expectancy ``e_k`` that is negative, or reaches past :data:`MAX_AGE`
+    (``k + e_k``), comes from counts that cannot be right (e.g. 10^15 people in a cell
+    give ``e_0 = 4 x 10^12`` years)."""
+    from demonoise.core.counts import MAX_AGE
+
+    e = lin.value
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(e) | (e < 0) | (lower + e > MAX_AGE)
+    if bad.any():
+        r, s, k = (int(i) for i in np.argwhere(bad)[0])
+        raise DataError(
+            f"life expectancy at age {lower[k]:g} of {e[r, s, k]:.4g} years is outside 0-{MAX_AGE - lower[k]:g} "
+            f"(no one lives past {MAX_AGE}): check this region's deaths and population",
+            dataset=counts.name,
+            region=counts.codes[r],
+            sex=counts.sexes[s],
+        )
+
+
 def linearise(
     counts: Counts,
     *,
@@ -191,6 +258,7 @@ def linearise(
     from demonoise.demography.indicators import lifetable_inputs
 
     if "asmr" in indicators:
+        _check_asmr_defined(pub, layout)
         lin = linearise_asmr(layout, pub.deaths, pub.pop_start, pub.pop_end)
         ax = pub.ages
         blocks["asmr"] = IndicatorBlock(
@@ -217,7 +285,11 @@ def linearise(
                     )
                 idx.append(int(hit[0]))
             idx = np.array(idx)
-        lin = linearise_e(layout, pub.deaths, pub.pop_start, pub.pop_end, ages=idx, a=a, a0=a0)
+        try:
+            lin = linearise_e(layout, pub.deaths, pub.pop_start, pub.pop_end, ages=idx, a=a, a0=a0)
+        except DataError as e:
+            raise _located(e, pub) from None
+        _check_life_expectancy(pub, lin, lower[idx])
         D, E = lifetable_inputs(layout, pub.deaths, pub.pop_start, pub.pop_end)
         Dk = np.flip(np.cumsum(np.flip(D, -1), -1), -1)[..., idx]
         Ek = np.flip(np.cumsum(np.flip(E, -1), -1), -1)[..., idx]
@@ -226,6 +298,7 @@ def linearise(
         pf0, pf1 = pub.pop_start[:, 0], pub.pop_end[:, 0]
         b = spread_unknown(pub.births, pub.birth_ages) @ layout.births_to_fert
         W = _exposure(pf0, pf1, pub.ages) @ layout.pop_to_fert
+        _check_fertility_defined(pub, layout, b, W)
         if "asfr" in fert:
             lin = linearise_asfr(layout, pub.births, pf0, pf1)
             lin = _add_sex_axis(lin)
