@@ -12,7 +12,7 @@ Conventions
   variances ``V``; every function selects the generic-noise rows of the ``V`` it is
   given.
 * Noise admixture ``A = sd_tot / sd_pois - 1 = sqrt(1 + Var_noise / Var_pois) - 1``
-  (DESIGN.md section 4): "noise adds ``A`` to the statistical (Poisson) uncertainty".
+  (docs/design.md, "Admixture"): "noise adds ``A`` to the statistical (Poisson) uncertainty".
   The thresholds used in the sentences are ``A = 10 %`` (noise adds a tenth) and
   ``A = sqrt(2) - 1 = 41.4 %`` (noise as large as Poisson).
 * First-order results are unreliable where a rate rests on few events: cells with
@@ -39,10 +39,17 @@ import numpy as np
 import pandas as pd
 
 from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.vocabulary import (
+    A_EQUAL,
+    A_SMALL,
+    EVENT_WORDS,
+    GRANULARITY_WORDS,
+    INDICATOR_PHRASES,
+    INDICATOR_UNITS,
+    SEX_WORDS,
+)
 
 __all__ = [
-    "A_SMALL",
-    "A_EQUAL",
     "SPARSE_SHARE",
     "INDICATOR_NAMES",
     "load_results",
@@ -50,13 +57,27 @@ __all__ = [
     "scalar_rows",
     "drop_duplicate_country",
     "region_label",
+    "setting_label",
+    "setting_mask",
+    "row_setting_labels",
     "HtmlTable",
     "Verdict",
     "StatusBox",
     "status_box",
+    "noise_note",
+    "setting_colour",
+    "implications_for",
     "provenance_lines",
     "provenance_notes",
     "run_parameters",
+    "settings_table",
+    "calibration_view",
+    "comparison_view",
+    "summary_metrics",
+    "load_calibration",
+    "read_comparison",
+    "comparison_text",
+    "calibration_table",
     "cover_heading",
     "country_name",
     "regions_overview",
@@ -69,35 +90,24 @@ __all__ = [
     "scalar_verdict",
     "age_verdict",
     "index_metrics",
-    "across_V",
+    "across_settings",
+    "noise_words",
     "fmt_pct",
     "fmt_num",
     "fmt_int",
+    "fmt_fixed",
+    "fmt_fixed_column",
+    "fmt_percent_column",
 ]
 
-#: Admixture below which noise "adds little" (a tenth of the Poisson uncertainty).
-A_SMALL = 0.10
-#: Admixture at which noise equals Poisson: ``sqrt(2) - 1``.
-A_EQUAL = math.sqrt(2.0) - 1.0
 #: A region is *sparse* for an indicator when more than this share of the single-age
 #: cells behind it rest on fewer than 10 events.
 SPARSE_SHARE = 0.5
 
-#: How indicators are named in sentences.
-INDICATOR_NAMES = {
-    "asfr": "the age-specific fertility rates",
-    "tfr": "the TFR",
-    "asmr": "the age-specific mortality rates",
-    "e": "life expectancy",
-}
-_UNITS = {"e": "years", "tfr": "children per woman"}
-_SEX_WORDS = {"F": "women", "M": "men", "T": "both sexes"}
-_EVENT_WORDS = {
-    "asfr": ("birth", "births"),
-    "tfr": ("birth", "births"),
-    "asmr": ("death", "deaths"),
-    "e": ("death", "deaths"),
-}
+INDICATOR_NAMES = INDICATOR_PHRASES
+_UNITS = {"e": INDICATOR_UNITS["e"], "tfr": INDICATOR_UNITS["tfr"]}
+_SEX_WORDS = SEX_WORDS
+_EVENT_WORDS = EVENT_WORDS
 
 
 # ============================================================ formatting helpers
@@ -126,6 +136,29 @@ def fmt_num(x: float, digits: int = 3) -> str:
     return np.format_float_positional(x, precision=digits, unique=False, fractional=False, trim="-")
 
 
+def fmt_fixed(x: float, decimals: int) -> str:
+    """A number with a fixed number of decimals and narrow-space thousands."""
+    if x is None or not np.isfinite(x):
+        return "\u2014" if x is None or not np.isinf(x) else ("> range" if x > 0 else "\u2014")
+    return f"{float(x):,.{int(decimals)}f}".replace(",", "\u202f")
+
+
+def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
+    """A column of numbers with one number of decimals for all (:func:`~.theme.column_decimals`)."""
+    from demonoise.report.theme import column_decimals
+
+    vals = list(values)
+    k = column_decimals(vals, significant=significant)
+    return [fmt_fixed(v, k) for v in vals]
+
+
+def fmt_percent_column(values, *, significant: int = 2) -> list[str]:
+    """Proportions as per cent with one number of decimals for the column."""
+    return [
+        v if v == "\u2014" else v for v in fmt_fixed_column([100.0 * float(x) for x in values], significant=significant)
+    ]
+
+
 def fmt_int(x: float) -> str:
     """A rounded count with thin-space thousands (``30123.4`` -> ``"30 123"``)."""
     if x is None or not np.isfinite(x):
@@ -151,9 +184,8 @@ def load_results(
     *,
     dataset: str,
     country: str,
-    V: float,
+    setting,
     granularity: str | None = None,
-    noise: str = "generic",
     mc: int = 0,
     dedupe: bool = True,
 ) -> pd.DataFrame:
@@ -165,11 +197,10 @@ def load_results(
         Parquet (or CSV) file written by :func:`demonoise.report.store.results` (what
         the batch passes). Empty: the library computes the table now (through the
         store, in ``<tmp>/demonoise-results``) -- for running a notebook by hand.
-    dataset, country, V, granularity
-        What the report shows; the table must hold the generic-noise rows of ``V`` for
-        that dataset, country and granularity.
-    noise : {"generic"}
-        Noise model (the reports show the generic model).
+    dataset, country, setting, granularity
+        What the report shows; the table must hold the rows of the noise setting (a
+        variance, ``{"V": v}`` or ``{"ptable": name}``) for that dataset, country and
+        granularity.
     mc : int
         Monte Carlo replicates, only used when computing.
     dedupe : bool
@@ -182,23 +213,25 @@ def load_results(
 
     Raises
     ------
-    ParameterError
-        Unknown noise model.
     ReportError
-        Missing file, or a table without the requested dataset/country/V/granularity
+        Missing file, or a table without the requested dataset/country/setting/granularity
         (naming what is missing).
     """
     from demonoise.analysis.compute import read_table
 
-    if noise != "generic":
-        raise ParameterError(f"noise model {noise!r} is not supported by the reports (only 'generic')")
     if not path:
         import tempfile
 
         from demonoise.report.store import ResultsSpec, results
 
+        kind, x = _setting(setting)
         spec = ResultsSpec(
-            dataset, V=(float(V),), granularity=granularity or "single", countries=(country,), mc=int(mc)
+            dataset,
+            V=(x,) if kind == "generic" else (),
+            ptables=(x,) if kind == "ptable" else (),
+            granularity=granularity or "single",
+            countries=(country,),
+            mc=int(mc),
         )
         _, path = results(spec, Path(tempfile.gettempdir()) / "demonoise-results")
     path = Path(path)
@@ -213,8 +246,8 @@ def load_results(
         problems.append(f"country {country!r}")
     elif granularity is not None and granularity not in set(df["granularity"]):
         problems.append(f"granularity {granularity!r} (has {sorted(set(df['granularity']))})")
-    elif at(df, V).empty:
-        problems.append(f"V = {V:g} (has {sorted(set(df['V'].dropna()))})")
+    elif at(df, setting).empty:
+        problems.append(f"{setting_label(setting)} (has {sorted(set(row_setting_labels(df)))})")
     if problems:
         raise ReportError(f"results table {path} has no rows for " + "; ".join(problems))
     if granularity is not None:
@@ -244,11 +277,45 @@ def _read_cached(path: Path, reader) -> pd.DataFrame:
     return _CACHE[key].copy()
 
 
+def _setting(setting) -> tuple[str, float | str]:
+    """``("generic", V)`` or ``("ptable", name)`` from a V, a mapping or a params Setting."""
+    if isinstance(setting, Mapping):
+        v, p = setting.get("V"), setting.get("ptable")
+    else:
+        v, p = getattr(setting, "V", setting), getattr(setting, "ptable", None)
+    if p:
+        return "ptable", Path(str(p)).stem.lower()
+    return "generic", float(v)
+
+
+def setting_label(setting) -> str:
+    """``"V = 1"`` or ``"p-table v01"``: a noise setting as every output names it."""
+    kind, x = _setting(setting)
+    return f"V = {x:g}" if kind == "generic" else f"p-table {x}"
+
+
+def setting_mask(df: pd.DataFrame, setting) -> pd.Series:
+    """Rows of one noise setting (generic at a V, or a p-table by name)."""
+    kind, x = _setting(setting)
+    if kind == "generic":
+        return (df["noise_model"] == "generic") & np.isclose(df["V"].astype(float), x, rtol=1e-12, atol=0)
+    names = df["ptable"].astype(str).str.removeprefix("ptable ").map(lambda n: Path(n).stem.lower())
+    return (df["noise_model"] == "ptable") & (names == x)
+
+
+def row_setting_labels(df: pd.DataFrame) -> pd.Series:
+    """The setting label of every row (``"V = 1"``, ``"p-table v01"``)."""
+    names = df["ptable"].astype(str).str.removeprefix("ptable ").map(lambda n: Path(n).stem.lower())
+    generic = "V = " + df["V"].map(lambda v: f"{float(v):g}")
+    return pd.Series(np.where(df["noise_model"] == "ptable", "p-table " + names, generic), index=df.index)
+
+
 def at(
-    df: pd.DataFrame, V: float, indicator: str | None = None, *, sex: str | None = None, age: float | None = None
+    df: pd.DataFrame, V, indicator: str | None = None, *, sex: str | None = None, age: float | None = None
 ) -> pd.DataFrame:
-    """Generic-noise rows at variance ``V`` (optionally one indicator, sex and age)."""
-    m = (df["noise_model"] == "generic") & np.isclose(df["V"].astype(float), float(V), rtol=1e-12, atol=0)
+    """Rows of one noise setting ``V`` (a variance of the generic model, ``{"V": v}`` or
+    ``{"ptable": name}``), optionally one indicator, sex and age."""
+    m = setting_mask(df, V)
     if indicator is not None:
         m &= df["indicator"] == indicator
     if sex is not None:
@@ -344,10 +411,10 @@ class HtmlTable:
     empty: str = "None."
 
     def to_html(self) -> str:
+        """The table alone (no caption: the report numbers it and prints the caption)."""
         esc = _html.escape
         if self.shown.empty:
-            cap = f'<p class="dn-table-caption">{esc(self.caption)}</p>' if self.caption else ""
-            return f'<div class="dn-table-wrap">{cap}<p class="dn-table-empty">{esc(self.empty)}</p></div>'
+            return f'<p class="dn-table-empty">{esc(self.empty)}</p>'
         flagged = list(self.flagged) or [False] * len(self.shown)
         numeric = [_looks_numeric(self.shown[c]) for c in self.shown.columns]
         head = "".join(
@@ -358,16 +425,14 @@ class HtmlTable:
             cls = ' class="dn-flagged"' if flagged[i] else ""
             cells = "".join(f'<td class="{"dn-n" if num else "dn-t"}">{esc(str(v))}</td>' for v, num in zip(r, numeric))
             rows.append(f"<tr{cls}>{cells}</tr>")
-        cap = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
-        note = f'<p class="dn-table-note">{esc(self.note)}</p>' if self.note else ""
-        long = " dn-table-long" if len(self.shown) > 30 else ""
-        return (
-            f'<div class="dn-table-wrap"><table class="dn-table{long}">{cap}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>{note}</div>"
-        )
+        return f'<table class="dn-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
-    def _repr_html_(self) -> str:
-        return self.to_html()
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from demonoise.report.notebook import table_bundle
+
+        return table_bundle(
+            self.to_html(), caption=self.caption, frame=self.frame, note=self.note, empty=self.shown.empty
+        )
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -393,13 +458,6 @@ class StatusBox:
         )
 
 
-GRANULARITY_WORDS = {
-    "single": "single ages (Eurostat's NUTS 2 layout)",
-    "5y": "5-year age groups (NUTS 3 layout)",
-    "5y-infant": "5-year age groups with age 0 apart",
-}
-
-
 def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
     """One line per table: ``"deaths: modelled -- Eurostat demo_r_mlifexp, ...; extracted unknown"``.
 
@@ -422,31 +480,75 @@ def status_box(
     df_or_label,
     details: Sequence[str] = (),
     *,
-    V: float | None = None,
+    setting=None,
     granularity: str | None = None,
     provenance: Mapping[str, Any] | None = None,
+    implications: str = "",
 ) -> StatusBox:
     """The data-status box of a results table (its ``data_status`` column) or a label.
 
     A label mentioning "modelled" or "demonstration" is shown as modelled data. With
-    ``V`` and ``granularity`` a line states the noise; with ``provenance`` one line per
-    table gives its Eurostat dataset codes and extraction date.
+    ``setting`` a line states the noise; with ``granularity`` how cells are published; with
+    ``provenance`` one line per table gives its Eurostat dataset codes and extraction date;
+    ``implications`` (what the data can't say) closes the box.
     """
     if isinstance(df_or_label, pd.DataFrame):
-        labels = sorted(set(df_or_label["data_status"].astype(str)))
-        label = "; ".join(labels)
+        label = "; ".join(sorted(set(df_or_label["data_status"].astype(str))))
     else:
         label = str(df_or_label)
     lines = list(details)
-    if V is not None:
-        g = GRANULARITY_WORDS.get(granularity or "", granularity or "")
-        lines.append(
-            f"Noise: generic model, variance V = {V:g} (sd {math.sqrt(V):.3g}) on every published cell"
-            + (f"; cells published by {g}" if g else "")
-        )
+    g = GRANULARITY_WORDS.get(granularity or "", granularity or "")
+    if setting is not None:
+        lines.append(noise_words(setting) + (f"; cells published by {g}" if g else ""))
+    elif g:
+        lines.append(f"Cells published by {g}")
     lines += provenance_lines(provenance)
+    if implications:
+        lines.append(f"What these data can't say: {implications}")
     low = label.lower()
     return StatusBox(label, "modelled" in low or "demonstration" in low, tuple(lines))
+
+
+def noise_note(setting, granularity: str | None = None):
+    """One line under a setting's heading: the noise of this subsection."""
+    from IPython.display import Markdown
+
+    return Markdown(f"*{noise_words(setting)}.*")
+
+
+def setting_colour(setting, settings: Sequence) -> str:
+    """The colour of ``setting``: its position in the batch's list of settings."""
+    from demonoise.report.theme import setting_colours
+
+    labels = [setting_label(s) for s in settings] or [setting_label(setting)]
+    return setting_colours(labels).get(setting_label(setting), setting_colours(labels)[labels[0]])
+
+
+def implications_for(implications, indicator: str | None = None) -> str:
+    """The dataset's ``implications`` text that concerns ``indicator`` (``None``: all of it).
+
+    ``implications`` is a text (it concerns every chapter) or a mapping from indicator
+    codes (``asfr``, ``tfr``, ``asmr``, ``e``; or ``fertility`` / ``mortality``) to texts.
+    """
+    if not implications:
+        return ""
+    if isinstance(implications, str):
+        return implications
+    family = {"asfr": "fertility", "tfr": "fertility", "asmr": "mortality", "e": "mortality"}
+    if indicator is None:
+        return " ".join(str(v) for v in implications.values())
+    return " ".join(str(implications[k]) for k in (indicator, family.get(indicator)) if k in implications)
+
+
+def noise_words(setting) -> str:
+    """One line describing a noise setting."""
+    kind, x = _setting(setting)
+    if kind == "generic":
+        return f"Noise: generic model, variance V = {x:g} (sd {math.sqrt(x):.3g}) on every published cell"
+    return (
+        f"Noise: Cell Key Method with p-table {x} (count-dependent noise: zeros stay zero, small counts "
+        "have their own noise variance and bias)"
+    )
 
 
 def country_name(df: pd.DataFrame) -> str:
@@ -486,14 +588,15 @@ def cover_heading(df: pd.DataFrame, V: float, *, title: str = "", dataset: str =
 
 
 def run_parameters(
-    df: pd.DataFrame, *, V: float, dataset: str, granularity: str, noise: str, mc: int, seed: int | None = None
+    df: pd.DataFrame, *, settings: Sequence, dataset: str, granularity: str, mc: int, seed: int | None = None
 ) -> HtmlTable:
-    """The parameters of the run, as a two-column table for the cover."""
+    """The parameters of the run, as a two-column table (method and data)."""
     n_mc = int(df["mc_n"].dropna().iloc[0]) if "mc_n" in df and df["mc_n"].notna().any() else 0
-    rows = [
-        ("dataset", dataset),
-        ("noise model", f"{noise}: independent integer noise, mean 0, variance V on every published cell"),
-        ("V (variance)", f"{V:g} (standard deviation {math.sqrt(V):.3g})"),
+    rows = [("dataset", dataset)]
+    rows += [
+        (f"setting {i}: {setting_label(x)}", noise_words(x).removeprefix("Noise: ")) for i, x in enumerate(settings, 1)
+    ]
+    rows += [
         ("publication granularity", GRANULARITY_WORDS.get(granularity, granularity)),
         (
             "Monte Carlo",
@@ -506,6 +609,179 @@ def run_parameters(
     ]
     frame = pd.DataFrame(rows, columns=["parameter", "value"])
     return HtmlTable(frame, frame, caption="Parameters of this report")
+
+
+# ======================================================== the summary notebook
+def settings_table(df: pd.DataFrame, settings: Sequence) -> HtmlTable:
+    """Per region (country first, then NUTS 2 regions by falling population): population and,
+    for every setting, the noise admixture of e0 (both sexes), e65 (both sexes) and the TFR.
+
+    Placeholder of the decision table (classes coloured, the worst sex named), which
+    :mod:`demonoise.analysis.decision` computes."""
+    base = scalar_rows(df, settings[0], "e", sex="T", age=0)
+    frame = pd.DataFrame({"region": base["region"], "label": base["label"], "population": base["population"]})
+    shown = pd.DataFrame(
+        {"region": frame["label"], "population (avg. of 1 Jan.)": [fmt_int(x) for x in frame["population"]]}
+    )
+    for x in settings:
+        lab = setting_label(x)
+        for key, ind, age in (("e0", "e", 0), ("e65", "e", 65), ("TFR", "tfr", None)):
+            r = scalar_rows(df, x, ind, sex="T", age=age).set_index("region")["admixture"]
+            frame[f"A_{key}_{lab}"] = frame["region"].map(r).astype(float).to_numpy()
+            shown[f"{lab}: A {key} (%)"] = fmt_percent_column(frame[f"A_{key}_{lab}"])
+    return HtmlTable(
+        frame,
+        shown,
+        caption="Noise admixture A of e0, e65 (both sexes) and the TFR by region and setting: how much noise adds "
+        "to the Poisson uncertainty (below 10 %: hardly matters; 41 %: noise as large as Poisson).",
+    )
+
+
+def calibration_view(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTable:
+    """Largest V keeping the admixture of e0 (both sexes) and of the TFR at or below each
+    threshold, per region (:func:`demonoise.uncertainty.calibration.calibrate`, generic model)."""
+    rows = {}
+    for key, ind, sex, age in (("e0", "e", "T", 0.0), ("TFR", "tfr", "F", None)):
+        d = cal[(cal["indicator"] == ind) & (cal["sex"] == sex)]
+        if age is not None:
+            d = d[np.isclose(d["age"].astype(float), age)]
+        for _, r in d.iterrows():
+            row = rows.setdefault(
+                r["region"], {"region": region_label(r["region"], r["region_name"]), "level": r["nuts_level"]}
+            )
+            row[f"V_max {key}, A \u2264 {fmt_pct(r['threshold'])}"] = float(r["V_max"])
+    frame = pd.DataFrame(list(rows.values()))
+    if frame.empty:
+        return HtmlTable(frame, frame, caption="Largest acceptable V (no calibration rows)")
+    frame = frame.sort_values("level", kind="stable").drop(columns="level").reset_index(drop=True)
+    shown = frame.copy()
+    for c in shown.columns[1:]:
+        shown[c] = fmt_fixed_column(frame[c], significant=2)
+    return HtmlTable(
+        frame,
+        shown,
+        caption="Largest V of the generic model keeping the noise admixture at or below each threshold "
+        "(closed form; e0 both sexes, TFR women).",
+    )
+
+
+def comparison_view(cmp: pd.DataFrame) -> HtmlTable:
+    """Noise sd of e0 (both sexes) and the TFR under the generic model at the p-table's
+    nominal V and under the p-table, per region (:func:`demonoise.uncertainty.comparison.compare_noise`)."""
+    sel = cmp[
+        ((cmp["indicator"] == "e") & np.isclose(cmp["age"].astype(float), 0) & (cmp["sex"] == "T"))
+        | (cmp["indicator"] == "tfr")
+    ]
+    sel = sel.sort_values(["indicator", "nuts_level", "population"], ascending=[True, True, False], kind="stable")
+    frame = sel[
+        [
+            "region",
+            "region_name",
+            "indicator",
+            "sex",
+            "population",
+            "sd_generic",
+            "sd_ptable",
+            "ratio",
+            "small_cell_share",
+        ]
+    ]
+    unit = np.where(frame["indicator"] == "tfr", 1000.0, 1.0)
+    shown = pd.DataFrame(
+        {
+            "region": [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)],
+            "indicator": np.where(frame["indicator"] == "tfr", "TFR (per 1 000 women)", "e0 (years)"),
+            "population": [fmt_int(x) for x in frame["population"]],
+            "noise sd, generic": fmt_fixed_column(frame["sd_generic"] * unit, significant=2),
+            "noise sd, p-table": fmt_fixed_column(frame["sd_ptable"] * unit, significant=2),
+            "p-table / generic": fmt_fixed_column(frame["ratio"], significant=2),
+            "cells below the table's last class (%)": fmt_percent_column(frame["small_cell_share"]),
+        }
+    )
+    return HtmlTable(
+        frame.reset_index(drop=True),
+        shown,
+        caption="Noise sd of e0 and of the TFR: the generic model at the p-table's nominal V against the p-table itself.",
+    )
+
+
+def load_calibration(path, *, dataset: str, country: str, thresholds: Sequence[float]) -> pd.DataFrame:
+    """The calibration table of a report (``""``: computed now, for a notebook run by hand)."""
+    from demonoise.analysis.compute import read_table
+
+    if path:
+        return read_table(path)
+    from demonoise.io.datasets import load
+    from demonoise.uncertainty.calibration import calibrate
+
+    counts = load(dataset)
+    return calibrate(counts.select([r.code for r in counts.regions if r.country == country]), thresholds)
+
+
+def read_comparison(path) -> pd.DataFrame:
+    from demonoise.analysis.compute import read_table
+
+    return read_table(path)
+
+
+def comparison_text(cmp: pd.DataFrame) -> str:
+    """The library's plain-words reading of a generic vs p-table comparison."""
+    from demonoise.uncertainty.comparison import comparison_note
+
+    return comparison_note(cmp)
+
+
+def calibration_table(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTable:
+    """Every calibrated V_max of e0, e65 and the TFR: region, sex, threshold, V_max, status."""
+    d = cal[(cal["indicator"] == "tfr") | ((cal["indicator"] == "e") & np.isin(cal["age"].astype(float), [0.0, 65.0]))]
+    d = d.sort_values(["nuts_level", "region", "indicator", "age", "sex", "threshold"], kind="stable")
+    what = np.where(d["indicator"] == "tfr", "TFR", "e" + d["age"].fillna(0).astype(int).astype(str))
+    frame = d[["region", "region_name", "sex", "indicator", "age", "threshold", "V_max", "status"]].reset_index(
+        drop=True
+    )
+    shown = pd.DataFrame(
+        {
+            "region": [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)],
+            "indicator": what,
+            "sex": frame["sex"].map(SEX_WORDS).to_numpy(),
+            "threshold A* (%)": fmt_percent_column(frame["threshold"], significant=3),
+            "V_max": fmt_fixed_column(frame["V_max"], significant=2),
+            "status": frame["status"].to_numpy(),
+        }
+    )
+    return HtmlTable(frame, shown, caption="Largest V of the generic model per region, sex, indicator and threshold.")
+
+
+def summary_metrics(df: pd.DataFrame, settings: Sequence, cal: pd.DataFrame | None, recommend: Mapping) -> dict:
+    """What the index shows for a report: per setting the worst e0 admixture over NUTS 2
+    regions (coloured by class), and the smallest V_max of the calibration for ``recommend``
+    (placeholder of the recommended V of :mod:`demonoise.analysis.decision`)."""
+    from demonoise.core.vocabulary import admixture_class
+
+    out: dict[str, Any] = {"regions": int(df.loc[df["nuts_level"] == 2, "region"].nunique())}
+    for x in settings:
+        r = scalar_rows(df, x, "e", sex="T", age=0)
+        r = r[r["nuts_level"] == 2] if (r["nuts_level"] == 2).any() else r
+        if len(r):
+            w = r.loc[r["admixture"].idxmax()]
+            cls = admixture_class(float(w["admixture"]))
+            out[f"e0 A worst, {setting_label(x)}"] = {
+                "text": f"{fmt_pct(w['admixture'])} ({w['region']})",
+                "colour": cls.colour if cls else "",
+            }
+    if cal is not None and len(cal):
+        from demonoise.core.vocabulary import HEADLINES
+
+        h = HEADLINES[recommend.get("indicator", "e0")]
+        d = cal[
+            (cal["indicator"] == h.indicator) & np.isclose(cal["threshold"], float(recommend.get("threshold", 0.1)))
+        ]
+        if h.age is not None:
+            d = d[np.isclose(d["age"].astype(float), h.age)]
+        if len(d) and d["V_max"].notna().any():
+            i = d["V_max"].idxmin()
+            out["smallest V_max"] = f"{fmt_fixed(d.loc[i, 'V_max'], 2)} ({d.loc[i, 'region']} {d.loc[i, 'sex']})"
+    return out
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
@@ -584,7 +860,7 @@ def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
     return HtmlTable(
         frame,
         shown,
-        caption=f"Regions at V = {V:g}: population (average of 1 January of the year and the next), "
+        caption=f"Regions under {setting_label(V)}: population (average of 1 January of the year and the next), "
         "events, life expectancy at birth (both sexes) and TFR with the noise standard deviation "
         "and the noise admixture A.",
     )
@@ -627,7 +903,7 @@ def scalar_table(
     return HtmlTable(
         d,
         shown,
-        caption=f"{what.capitalize()} at V = {V:g}"
+        caption=f"{what.capitalize()} under {setting_label(V)}"
         + (f" (value and sd in {unit})" if unit else "")
         + ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise standard deviation"
         + (", and the Monte Carlo total sd over the analytic one (MC/analytic)" if "MC/analytic" in shown else "")
@@ -674,7 +950,7 @@ def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 
     return HtmlTable(
         frame,
         shown,
-        caption=f"{_what(indicator, age, 'F').split(',')[0]} of women and men at V = {V:g}: "
+        caption=f"{_what(indicator, age, 'F').split(',')[0]} of women and men under {setting_label(V)}: "
         "relative noise uncertainty and noise admixture A.",
         flagged=(frame["small_F"] | frame["small_M"]).tolist(),
     )
@@ -737,7 +1013,7 @@ def age_profile_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str | 
     return HtmlTable(
         frame,
         shown,
-        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) at V = {V:g}, summarised over ages per region. "
+        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) under {setting_label(V)}, summarised over ages per region. "
         f"Flagged rows: more than {fmt_pct(SPARSE_SHARE, 2)} of the cells rest on fewer than 10 {ev}.",
         flagged=frame["sparse"].tolist(),
     )
@@ -802,7 +1078,7 @@ def flag_table(
     return HtmlTable(
         frame,
         frame.head(limit),
-        caption=f"Flags: {INDICATOR_NAMES[indicator]} at V = {V:g}",
+        caption=f"Flags: {INDICATOR_NAMES[indicator]} under {setting_label(V)}",
         flagged=[True] * min(len(frame), limit),
         note=note,
         empty="No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events are marked in the charts and tables above).",
@@ -907,7 +1183,7 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     cty = d[d["nuts_level"] == 0]
     v = Verdict()
     if d.empty:
-        v.sentences.append(f"No results for {short} at V = {V:g}.")
+        v.sentences.append(f"No results for {short} under {setting_label(V)}.")
         return v
     n = len(reg)
     if n:
@@ -922,7 +1198,9 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
         else:
             verb = "adds less than 10 %"
             where = f"in all {n} NUTS 2 regions" if low == n else f"in {low} of {n} NUTS 2 regions"
-        v.sentences.append(f"At V = {V:g}, noise {verb} to the statistical (Poisson) uncertainty of {subject} {where}.")
+        v.sentences.append(
+            f"Under {setting_label(V)}, noise {verb} to the statistical (Poisson) uncertainty of {subject} {where}."
+        )
         small = reg.sort_values("population").iloc[0]
         large = reg.sort_values("population").iloc[-1]
         lead = "In the smallest region" if n > 1 else "In"
@@ -992,7 +1270,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         reg = d
     v = Verdict()
     if reg.empty:
-        v.sentences.append(f"No results for {INDICATOR_NAMES[indicator]} at V = {V:g}.")
+        v.sentences.append(f"No results for {INDICATOR_NAMES[indicator]} under {setting_label(V)}.")
         return v
     one, many = _EVENT_WORDS[indicator]
     n_reg = reg["region"].nunique()
@@ -1000,7 +1278,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     cells = len(reg)
     low = int((reg["admixture"] < A_SMALL).sum())
     v.sentences.append(
-        f"At V = {V:g}, across the {n_age} single-age rates of {_plural(n_reg, 'region', 'regions')} "
+        f"Under {setting_label(V)}, across the {n_age} single-age rates of {_plural(n_reg, 'region', 'regions')} "
         f"({fmt_int(cells)} cells, {_SEX_WORDS[sex]}), noise adds less than 10 % to the Poisson uncertainty in "
         f"{fmt_int(low)} cells ({fmt_pct(low / cells)}); the median admixture is {fmt_pct(reg['admixture'].median())}."
     )
@@ -1080,16 +1358,18 @@ def index_metrics(df: pd.DataFrame, V: float, indicator: str = "e") -> dict:
     return out
 
 
-def across_V(
+def across_settings(
     df: pd.DataFrame, indicator: str, *, sex: str = "T", age: float | None = None, nuts_level: int | None = 2
 ) -> pd.DataFrame:
-    """Rows of one indicator (one sex, one age) for every ``V`` of the generic model:
-    what :func:`demonoise.report.charts.uncertainty_vs_population` draws."""
+    """Rows of one indicator (one sex, one age) for every noise setting of the table, with
+    their ``setting`` label: what :func:`demonoise.report.charts.uncertainty_vs_population` draws."""
     if indicator in ("tfr", "asfr"):
         sex = "F"
-    m = (df["noise_model"] == "generic") & (df["indicator"] == indicator) & (df["sex"] == sex)
+    m = (df["indicator"] == indicator) & (df["sex"] == sex)
     if age is not None:
         m &= np.isclose(df["age"].astype(float), float(age))
-    if nuts_level is not None:
+    if nuts_level is not None and (df["nuts_level"] == nuts_level).any():
         m &= df["nuts_level"] == nuts_level
-    return df[m]
+    out = df[m].copy()
+    out["setting"] = row_setting_labels(out)
+    return out
