@@ -236,6 +236,7 @@ def _compute_one(report: Report, params: ReportParams, store: Path, workers: int
         )
         for p in params.ptables
     }
+    comps = {k: v.resolve() for k, v in comps.items()}
     return Computed(path.resolve(), spec.key(), cal.resolve(), comps, None, time.perf_counter() - t0)
 
 

@@ -169,10 +169,33 @@ class Selection(_Strict):
 
 
 class Overview(_Strict):
+    """The Europe overview: every NUTS 2 region of a dataset."""
+
     dataset: str = "ess-2023"
     mc: int = 0
     countries: tuple[str, ...] | None = None
     sex: Literal["T", "F", "M"] = "T"
+
+    @field_validator("mc")
+    @classmethod
+    def _replicates(cls, n):
+        return _check_replicates(n)
+
+    @field_validator("dataset")
+    @classmethod
+    def _known(cls, d):
+        from demonoise.io import datasets as reg
+
+        names = [x.name for x in reg.available()]
+        if d not in names:
+            raise ValueError(f"unknown dataset {d!r}; available: {', '.join(names)}")
+        return d
+
+
+def _check_replicates(n: int) -> int:
+    if n < 0 or n == 1:
+        raise ValueError(f"Monte Carlo replicates must be 0 or an integer >= 2, got {n}")
+    return n
 
 
 class ReportParams(_Strict):
@@ -205,9 +228,7 @@ class ReportParams(_Strict):
     @field_validator("mc")
     @classmethod
     def _replicates(cls, n):
-        if n < 0 or n == 1:
-            raise ValueError(f"Monte Carlo replicates must be 0 or an integer >= 2, got {n}")
-        return n
+        return _check_replicates(n)
 
     @field_validator("thresholds")
     @classmethod

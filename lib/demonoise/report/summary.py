@@ -613,22 +613,45 @@ def run_parameters(
 
 # ======================================================== the summary notebook
 def settings_table(df: pd.DataFrame, settings: Sequence) -> HtmlTable:
-    """Per region (country first, then NUTS 2 regions by falling population): population and,
-    for every setting, the noise admixture of e0 (both sexes), e65 (both sexes) and the TFR.
+    """Per region (country first, then NUTS 2 regions by falling population) and setting:
+    population and the noise admixture of e0, e65 (both sexes) and the TFR.
 
     Placeholder of the decision table (classes coloured, the worst sex named), which
     :mod:`demonoise.analysis.decision` computes."""
-    base = scalar_rows(df, settings[0], "e", sex="T", age=0)
-    frame = pd.DataFrame({"region": base["region"], "label": base["label"], "population": base["population"]})
-    shown = pd.DataFrame(
-        {"region": frame["label"], "population (avg. of 1 Jan.)": [fmt_int(x) for x in frame["population"]]}
-    )
+    rows = []
     for x in settings:
-        lab = setting_label(x)
-        for key, ind, age in (("e0", "e", 0), ("e65", "e", 65), ("TFR", "tfr", None)):
-            r = scalar_rows(df, x, ind, sex="T", age=age).set_index("region")["admixture"]
-            frame[f"A_{key}_{lab}"] = frame["region"].map(r).astype(float).to_numpy()
-            shown[f"{lab}: A {key} (%)"] = fmt_percent_column(frame[f"A_{key}_{lab}"])
+        base = scalar_rows(df, x, "e", sex="T", age=0)
+        e65 = scalar_rows(df, x, "e", sex="T", age=65).set_index("region")["admixture"]
+        tfr = scalar_rows(df, x, "tfr").set_index("region")["admixture"]
+        for _, r in base.iterrows():
+            rows.append(
+                {
+                    "region": r["region"],
+                    "label": r["label"],
+                    "nuts_level": r["nuts_level"],
+                    "population": r["population"],
+                    "setting": setting_label(x),
+                    "A_e0": r["admixture"],
+                    "A_e65": e65.get(r["region"], np.nan),
+                    "A_tfr": tfr.get(r["region"], np.nan),
+                }
+            )
+    frame = pd.DataFrame(rows)
+    order = {lab: i for i, lab in enumerate(dict.fromkeys(frame["region"]))}
+    frame = frame.sort_values("region", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
+    first = ~frame["region"].duplicated()
+    shown = pd.DataFrame(
+        {
+            "region": np.where(first, frame["label"], ""),
+            "population (avg. of 1 Jan.)": [
+                fmt_int(p) if f else "" for p, f in zip(frame["population"], first, strict=True)
+            ],
+            "setting": frame["setting"],
+            "A e0 (%)": fmt_percent_column(frame["A_e0"]),
+            "A e65 (%)": fmt_percent_column(frame["A_e65"]),
+            "A TFR (%)": fmt_percent_column(frame["A_tfr"]),
+        }
+    )
     return HtmlTable(
         frame,
         shown,
@@ -653,6 +676,8 @@ def calibration_view(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTabl
     frame = pd.DataFrame(list(rows.values()))
     if frame.empty:
         return HtmlTable(frame, frame, caption="Largest acceptable V (no calibration rows)")
+    if (frame["level"] == 2).sum() == 1:  # a country that is one NUTS 2 region: show it once
+        frame = frame[frame["level"] == 2]
     frame = frame.sort_values("level", kind="stable").drop(columns="level").reset_index(drop=True)
     shown = frame.copy()
     for c in shown.columns[1:]:
@@ -734,6 +759,8 @@ def comparison_text(cmp: pd.DataFrame) -> str:
 def calibration_table(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTable:
     """Every calibrated V_max of e0, e65 and the TFR: region, sex, threshold, V_max, status."""
     d = cal[(cal["indicator"] == "tfr") | ((cal["indicator"] == "e") & np.isin(cal["age"].astype(float), [0.0, 65.0]))]
+    if d.loc[d["nuts_level"] == 2, "region"].nunique() == 1:
+        d = d[d["nuts_level"] == 2]
     d = d.sort_values(["nuts_level", "region", "indicator", "age", "sex", "threshold"], kind="stable")
     what = np.where(d["indicator"] == "tfr", "TFR", "e" + d["age"].fillna(0).astype(int).astype(str))
     frame = d[["region", "region_name", "sex", "indicator", "age", "threshold", "V_max", "status"]].reset_index(
