@@ -15,6 +15,7 @@ BROKEN = NOTEBOOKS / "report_broken.ipynb"
 COVER = NOTEBOOKS / "report_cover.ipynb"
 
 from chromium_helpers import CHROMIUM
+
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium not installed (Debian package chromium)"
 )

@@ -575,7 +575,7 @@ def index(state: Plan, rendered: Mapping[Report, Rendered], further: list, *, pd
             pdf=o.pdf,
             pdf_reason=None if o.pdf is not None else (o.pdf_error or pdf_reason),
             error=o.error,
-            summary=o.metrics.get("index") or {},
+            summary=(o.metrics.get("index") or {}).get("columns") or {},
             files=o.files,
         )
         for rep, o in rendered.items()

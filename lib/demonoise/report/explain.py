@@ -256,14 +256,16 @@ def solution(summary: str, *parts) -> object:
     summary : str
         The visible line, e.g. ``"Solution 1"``.
     *parts : str or pandas.DataFrame
-        Paragraphs: a string is HTML (maths in ``$...$`` is typeset by MathJax in the
-        report), a DataFrame is rendered as an HTML table.
+        Paragraphs: a string is HTML with maths in ``$...$`` (typeset as SVG here, by
+        :func:`demonoise.report.typeset.markdown_to_html`), a DataFrame is rendered as an HTML table.
 
     Returns
     -------
     IPython.display.HTML
     """
     from IPython.display import HTML
+
+    from demonoise.report.typeset import markdown_to_html
 
     body = []
     for p in parts:
@@ -272,7 +274,7 @@ def solution(summary: str, *parts) -> object:
         elif hasattr(p, "to_html") and callable(p.to_html):  # a Styler
             body.append(p.to_html())
         else:
-            body.append(f"<p>{p}</p>")
+            body.append(markdown_to_html(str(p)))
     return HTML(
         f'{SOLUTION_CSS}<details class="dn-solution"><summary>{_html.escape(summary)}</summary>{"".join(body)}</details>'
     )

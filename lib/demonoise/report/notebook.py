@@ -227,6 +227,30 @@ def _register() -> None:
         alt.renderers.register(RENDERER_NAME, _renderer)
 
 
+def _frame_bundle(obj, include=None, exclude=None) -> dict:
+    """A pandas DataFrame or Styler shown in a report notebook: its data as CSV under
+    :data:`TABLE_MIME`, so that the report numbers it and links its CSV (the HTML comes from
+    pandas' own formatter)."""
+    frame = getattr(obj, "data", obj)
+    csv = frame.to_csv(index=not isinstance(frame.index, __import__("pandas").RangeIndex), float_format="%.10g")
+    return {TABLE_MIME: {"caption": "", "note": "", "csv": csv, "empty": len(frame) == 0}}
+
+
+def _register_table_formatter() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipykernel
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    import pandas as pd
+    from pandas.io.formats.style import Styler
+
+    for kind in (pd.DataFrame, Styler):
+        ip.display_formatter.mimebundle_formatter.for_type(kind, _frame_bundle)
+
+
 # ------------------------------------------------------------------ notebook setup
 def setup_notebook(
     *,
@@ -262,6 +286,7 @@ def setup_notebook(
 
     _register()
     register_theme()
+    _register_table_formatter()
     _settings.update(formats=tuple(formats), interactive=bool(interactive))
     alt.renderers.enable(RENDERER_NAME)
     if max_chart_rows is None:

@@ -294,6 +294,11 @@ def setting_label(setting) -> str:
     return f"V = {x:g}" if kind == "generic" else f"p-table {x}"
 
 
+def _at(setting) -> str:
+    """``"at V = 1"`` or ``"with p-table v01"`` (inside a sentence)."""
+    return ("at " if _setting(setting)[0] == "generic" else "with ") + setting_label(setting)
+
+
 def setting_mask(df: pd.DataFrame, setting) -> pd.Series:
     """Rows of one noise setting (generic at a V, or a p-table by name)."""
     kind, x = _setting(setting)
@@ -787,12 +792,13 @@ def summary_metrics(df: pd.DataFrame, settings: Sequence, cal: pd.DataFrame | No
 
     out: dict[str, Any] = {"regions": int(df.loc[df["nuts_level"] == 2, "region"].nunique())}
     for x in settings:
+        out.setdefault("headline", {})[setting_label(x)] = {**index_metrics(df, x, "e"), **index_metrics(df, x, "tfr")}
         r = scalar_rows(df, x, "e", sex="T", age=0)
         r = r[r["nuts_level"] == 2] if (r["nuts_level"] == 2).any() else r
         if len(r):
             w = r.loc[r["admixture"].idxmax()]
             cls = admixture_class(float(w["admixture"]))
-            out[f"e0 A worst, {setting_label(x)}"] = {
+            out.setdefault("columns", {})[f"e0 A worst, {setting_label(x)}"] = {
                 "text": f"{fmt_pct(w['admixture'])} ({w['region']})",
                 "colour": cls.colour if cls else "",
             }
@@ -807,7 +813,9 @@ def summary_metrics(df: pd.DataFrame, settings: Sequence, cal: pd.DataFrame | No
             d = d[np.isclose(d["age"].astype(float), h.age)]
         if len(d) and d["V_max"].notna().any():
             i = d["V_max"].idxmin()
-            out["smallest V_max"] = f"{fmt_fixed(d.loc[i, 'V_max'], 2)} ({d.loc[i, 'region']} {d.loc[i, 'sex']})"
+            out.setdefault("columns", {})["smallest V_max"] = (
+                f"{fmt_fixed(d.loc[i, 'V_max'], 2)} ({d.loc[i, 'region']} {d.loc[i, 'sex']})"
+            )
     return out
 
 
@@ -887,7 +895,7 @@ def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
     return HtmlTable(
         frame,
         shown,
-        caption=f"Regions under {setting_label(V)}: population (average of 1 January of the year and the next), "
+        caption=f"Regions {_at(V)}: population (average of 1 January of the year and the next), "
         "events, life expectancy at birth (both sexes) and TFR with the noise standard deviation "
         "and the noise admixture A.",
     )
@@ -930,7 +938,7 @@ def scalar_table(
     return HtmlTable(
         d,
         shown,
-        caption=f"{what.capitalize()} under {setting_label(V)}"
+        caption=f"{what.capitalize()} {_at(V)}"
         + (f" (value and sd in {unit})" if unit else "")
         + ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise standard deviation"
         + (", and the Monte Carlo total sd over the analytic one (MC/analytic)" if "MC/analytic" in shown else "")
@@ -977,7 +985,7 @@ def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 
     return HtmlTable(
         frame,
         shown,
-        caption=f"{_what(indicator, age, 'F').split(',')[0]} of women and men under {setting_label(V)}: "
+        caption=f"{_what(indicator, age, 'F').split(',')[0]} of women and men {_at(V)}: "
         "relative noise uncertainty and noise admixture A.",
         flagged=(frame["small_F"] | frame["small_M"]).tolist(),
     )
@@ -1040,7 +1048,7 @@ def age_profile_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str | 
     return HtmlTable(
         frame,
         shown,
-        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) under {setting_label(V)}, summarised over ages per region. "
+        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) {_at(V)}, summarised over ages per region. "
         f"Flagged rows: more than {fmt_pct(SPARSE_SHARE, 2)} of the cells rest on fewer than 10 {ev}.",
         flagged=frame["sparse"].tolist(),
     )
@@ -1105,7 +1113,7 @@ def flag_table(
     return HtmlTable(
         frame,
         frame.head(limit),
-        caption=f"Flags: {INDICATOR_NAMES[indicator]} under {setting_label(V)}",
+        caption=f"Flags: {INDICATOR_NAMES[indicator]} {_at(V)}",
         flagged=[True] * min(len(frame), limit),
         note=note,
         empty="No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events are marked in the charts and tables above).",
@@ -1210,7 +1218,7 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     cty = d[d["nuts_level"] == 0]
     v = Verdict()
     if d.empty:
-        v.sentences.append(f"No results for {short} under {setting_label(V)}.")
+        v.sentences.append(f"No results for {short} {_at(V)}.")
         return v
     n = len(reg)
     if n:
@@ -1226,7 +1234,7 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
             verb = "adds less than 10 %"
             where = f"in all {n} NUTS 2 regions" if low == n else f"in {low} of {n} NUTS 2 regions"
         v.sentences.append(
-            f"Under {setting_label(V)}, noise {verb} to the statistical (Poisson) uncertainty of {subject} {where}."
+            f"{_at(V)[0].upper() + _at(V)[1:]}, noise {verb} to the statistical (Poisson) uncertainty of {subject} {where}."
         )
         small = reg.sort_values("population").iloc[0]
         large = reg.sort_values("population").iloc[-1]
@@ -1297,7 +1305,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         reg = d
     v = Verdict()
     if reg.empty:
-        v.sentences.append(f"No results for {INDICATOR_NAMES[indicator]} under {setting_label(V)}.")
+        v.sentences.append(f"No results for {INDICATOR_NAMES[indicator]} {_at(V)}.")
         return v
     one, many = _EVENT_WORDS[indicator]
     n_reg = reg["region"].nunique()
@@ -1305,7 +1313,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     cells = len(reg)
     low = int((reg["admixture"] < A_SMALL).sum())
     v.sentences.append(
-        f"Under {setting_label(V)}, across the {n_age} single-age rates of {_plural(n_reg, 'region', 'regions')} "
+        f"{_at(V)[0].upper() + _at(V)[1:]}, across the {n_age} single-age rates of {_plural(n_reg, 'region', 'regions')} "
         f"({fmt_int(cells)} cells, {_SEX_WORDS[sex]}), noise adds less than 10 % to the Poisson uncertainty in "
         f"{fmt_int(low)} cells ({fmt_pct(low / cells)}); the median admixture is {fmt_pct(reg['admixture'].median())}."
     )
