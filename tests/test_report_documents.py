@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -82,7 +81,7 @@ def test_every_figure_and_table_is_numbered_with_a_source_and_its_csv(lu):
     assert len(re.findall(r"<table", html)) == html.count('class="dn-table-block"')  # no table without a number
     for block in figures:
         assert re.search(r'<span class="dn-number">Figure \d+\.\d+\.</span>', block)
-        assert f"Source: Eurostat (" in block and f"computed with demonoise {__version__}" in block
+        assert "Source: Eurostat (" in block and f"computed with demonoise {__version__}" in block
     numbers = re.findall(r'<span class="dn-number">(Figure|Table) (\d+\.\d+)\.</span>', html)
     assert len(numbers) == len(set(numbers))
     links = re.findall(r'<a class="dn-csv" href="([^"]+)">', html)

@@ -89,8 +89,10 @@ def _facet_layout(n: int) -> tuple[int, int, int]:
     if n <= 4:
         return 2, 300, 150
     if n <= 9:
-        return 3, 200, 125
-    return 4, 150, 95
+        return 3, 200, 110
+    if n <= 16:
+        return 4, 150, 85
+    return 6, 100, 62
 
 
 def uncertainty_by_age(
@@ -270,7 +272,7 @@ def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
     ages = np.sort(d["age"].dropna().unique())
     steps = np.diff(ages)
     ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
-    d["age_end"] = d["age"].map(dict(zip(ages, ends)))
+    d["age_end"] = d["age"].map(dict(zip(ages, ends, strict=False)))
     d = d[np.isfinite(d["age"])]
     order = _order_by_population(df)
     row = max(11, min(22, int(420 / max(len(order), 1))))
@@ -347,7 +349,7 @@ def value_by_age(
         "value:Q",
         title=y_title or "value",
         scale=alt.Scale(type="log") if log else alt.Scale(zero=False),
-        axis=alt.Axis(format="~g", tickCount=6) if log else alt.Axis(),
+        axis=alt.Axis(format="~g", values=log_ticks(d["value"])) if log else alt.Axis(),
     )
     tip = ["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")]
     n = d["region"].nunique()

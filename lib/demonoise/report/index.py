@@ -120,6 +120,10 @@ def _summary_cell(v: Any) -> str:
     return f'<td class="{"dn-num" if num else ""}">{_html.escape(_fmt(v))}</td>'
 
 
+def _counts_line(items, counts) -> str:
+    return f"{len(items)} reports: {counts['ok']} ok, {counts['skipped']} up to date, {counts['failed']} failed."
+
+
 def _css(template_dir) -> str:
     try:
         base = find_template_dir(template_dir)
@@ -206,7 +210,10 @@ def write_index(
     status_box = ""
     if data_status:
         lines = "".join(f"<li><strong>{esc(k)}</strong>: {esc(v)}</li>" for k, v in data_status.items())
-        status_box = f'<div class="dn-status{" dn-status-modelled" if modelled else ""}"><strong>Data status</strong><ul>{lines}</ul></div>'
+        status_box = (
+            f'<div class="dn-status{" dn-status-modelled" if modelled else ""}"><strong>Data '
+            f"status</strong><ul>{lines}</ul></div>"
+        )
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     from demonoise.core.version import __version__
 
@@ -226,7 +233,7 @@ def write_index(
 <h1>{esc(title)}</h1>
 {f"<p>{esc(intro)}</p>" if intro else ""}
 {status_box}
-<p class="dn-muted">{len(items)} reports: {counts["ok"]} ok, {counts["skipped"]} up to date, {counts["failed"]} failed. Generated {when}.</p>
+<p class="dn-muted">{_counts_line(items, counts)} Generated {when}.</p>
 <table class="dn-index">
 <thead><tr><th>Report</th><th>Status</th><th>HTML</th><th>PDF</th><th>Data</th>{head}</tr></thead>
 <tbody>

@@ -657,7 +657,7 @@ def _log_domain(values) -> tuple[float, float]:
 
 
 def _log_x(pop, title: str = "population (average)", field: str = "population"):
-    """Log x axis (population): data range, ticks at 1 and 3 x 10^k."""
+    """Log x axis (population): data range, 1-2-5 ticks."""
     import altair as alt
 
     lo, hi = _log_domain(pop)
@@ -665,7 +665,7 @@ def _log_x(pop, title: str = "population (average)", field: str = "population"):
         f"{field}:Q",
         title=title,
         scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
-        axis=alt.Axis(values=_ticks(lo, hi, (1.0, 3.0)), format="~s", grid=True),
+        axis=alt.Axis(values=_ticks(lo, hi, (1.0, 2.0, 5.0)), format="~s", grid=True),
     )
 
 

@@ -78,7 +78,6 @@ __all__ = [
     "read_comparison",
     "comparison_text",
     "calibration_table",
-    "cover_heading",
     "country_name",
     "regions_overview",
     "scalar_table",
@@ -358,7 +357,7 @@ def scalar_rows(
     d = at(df, V, indicator, sex=sex, age=age if indicator != "tfr" else None).copy()
     if d.empty:
         return d.assign(label=pd.Series(dtype=str), population=pd.Series(dtype=float))
-    d["label"] = [region_label(c, n) for c, n in zip(d["region"], d["region_name"])]
+    d["label"] = [region_label(c, n) for c, n in zip(d["region"], d["region_name"], strict=False)]
     pop = _population(df)
     d["population"] = d["region"].map(pop).astype(float)
     d = d.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
@@ -423,12 +422,16 @@ class HtmlTable:
         flagged = list(self.flagged) or [False] * len(self.shown)
         numeric = [_looks_numeric(self.shown[c]) for c in self.shown.columns]
         head = "".join(
-            f'<th class="{"dn-n" if num else "dn-t"}">{esc(str(c))}</th>' for c, num in zip(self.shown.columns, numeric)
+            f'<th class="{"dn-n" if num else "dn-t"}">{esc(str(c))}</th>'
+            for c, num in zip(self.shown.columns, numeric, strict=False)
         )
         rows = []
         for i, r in enumerate(self.shown.itertuples(index=False)):
             cls = ' class="dn-flagged"' if flagged[i] else ""
-            cells = "".join(f'<td class="{"dn-n" if num else "dn-t"}">{esc(str(v))}</td>' for v, num in zip(r, numeric))
+            cells = "".join(
+                f'<td class="{"dn-n" if num else "dn-t"}">{esc(str(v))}</td>'
+                for v, num in zip(r, numeric, strict=False)
+            )
             rows.append(f"<tr{cls}>{cells}</tr>")
         return f'<table class="dn-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -576,22 +579,6 @@ def _full_name(name) -> str:
     return " / ".join(p.strip() for p in str(name or "").split("/") if p.strip())
 
 
-def cover_heading(df: pd.DataFrame, V: float, *, title: str = "", dataset: str = "", year: int | None = None) -> str:
-    """Markdown heading of a report's cover: title, country, V and dataset."""
-    name = country_name(df)
-    code = str(df["country"].iloc[0]) if len(df) else ""
-    head = title or f"Noise and demographic indicators: {name}"
-    n2 = df.loc[df["nuts_level"] == 2, "region"].nunique()
-    return (
-        f"# {head}\n\n"
-        f"**{name} ({code})**, {_plural(int(n2), 'NUTS 2 region', 'NUTS 2 regions')} \u2014 noise variance **V = {V:g}** "
-        f"\u2014 dataset `{dataset}`" + (f", reference year {year}" if year else "") + ".\n\n"
-        "Quality report on how noise-based disclosure control (the generic model of the Cell Key Method) "
-        "degrades age-specific fertility rates, the total fertility rate, age-specific mortality rates and life "
-        "expectancy, compared with their statistical (Poisson) uncertainty."
-    )
-
-
 def run_parameters(
     df: pd.DataFrame, *, settings: Sequence, dataset: str, granularity: str, mc: int, seed: int | None = None
 ) -> HtmlTable:
@@ -731,7 +718,9 @@ def comparison_view(cmp: pd.DataFrame) -> HtmlTable:
     return HtmlTable(
         frame.reset_index(drop=True),
         shown,
-        caption="Noise sd of e0 and of the TFR: the generic model at the p-table's nominal V against the p-table itself.",
+        caption=(
+            "Noise sd of e0 and of the TFR: the generic model at the p-table's nominal V against the p-table itself."
+        ),
     )
 
 
@@ -762,26 +751,38 @@ def comparison_text(cmp: pd.DataFrame) -> str:
 
 
 def calibration_table(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTable:
-    """Every calibrated V_max of e0, e65 and the TFR: region, sex, threshold, V_max, status."""
+    """The calibrated V_max of e0 and e65 for women, men and both sexes and of the TFR, per
+    region: one row per region and sex, one column per indicator and threshold (the CSV
+    holds every row of the calibration, with its status)."""
     d = cal[(cal["indicator"] == "tfr") | ((cal["indicator"] == "e") & np.isin(cal["age"].astype(float), [0.0, 65.0]))]
     if d.loc[d["nuts_level"] == 2, "region"].nunique() == 1:
         d = d[d["nuts_level"] == 2]
-    d = d.sort_values(["nuts_level", "region", "indicator", "age", "sex", "threshold"], kind="stable")
-    what = np.where(d["indicator"] == "tfr", "TFR", "e" + d["age"].fillna(0).astype(int).astype(str))
+    d = d.assign(what=np.where(d["indicator"] == "tfr", "TFR", "e" + d["age"].fillna(0).astype(int).astype(str)))
+    wide = d.pivot_table(
+        index=["nuts_level", "region", "region_name", "sex"],
+        columns=["what", "threshold"],
+        values="V_max",
+        aggfunc="first",
+        dropna=False,
+    )
+    wide = wide.reset_index().sort_values(["nuts_level", "region", "sex"], kind="stable")
+    shown = pd.DataFrame(
+        {
+            "region": [region_label(c, n) for c, n in zip(wide["region"], wide["region_name"], strict=True)],
+            "sex": wide["sex"].map(SEX_WORDS).to_numpy(),
+        }
+    )
+    for what, thr in [c for c in wide.columns if c[0] in ("e0", "e65", "TFR")]:
+        shown[f"V_max {what}, A \u2264 {fmt_pct(thr, 3)}"] = fmt_fixed_column(wide[(what, thr)], significant=2)
     frame = d[["region", "region_name", "sex", "indicator", "age", "threshold", "V_max", "status"]].reset_index(
         drop=True
     )
-    shown = pd.DataFrame(
-        {
-            "region": [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)],
-            "indicator": what,
-            "sex": frame["sex"].map(SEX_WORDS).to_numpy(),
-            "threshold A* (%)": fmt_percent_column(frame["threshold"], significant=3),
-            "V_max": fmt_fixed_column(frame["V_max"], significant=2),
-            "status": frame["status"].to_numpy(),
-        }
+    return HtmlTable(
+        frame,
+        shown.reset_index(drop=True),
+        caption="Largest V of the generic model per region and sex, for e0, e65 and the TFR (women) at each "
+        "threshold; \u2014 where the indicator is not published for that sex.",
     )
-    return HtmlTable(frame, shown, caption="Largest V of the generic model per region, sex, indicator and threshold.")
 
 
 def summary_metrics(df: pd.DataFrame, settings: Sequence, cal: pd.DataFrame | None, recommend: Mapping) -> dict:
@@ -940,7 +941,10 @@ def scalar_table(
         shown,
         caption=f"{what.capitalize()} {_at(V)}"
         + (f" (value and sd in {unit})" if unit else "")
-        + ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise standard deviation"
+        + (
+            ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise "
+            "standard deviation"
+        )
         + (", and the Monte Carlo total sd over the analytic one (MC/analytic)" if "MC/analytic" in shown else "")
         + ". Flags (first order may be unreliable): sparse = more than half of the single-age cells rest on fewer "
         "than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error.",
@@ -1035,20 +1039,25 @@ def age_profile_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str | 
             "region": frame["label"],
             "population": [fmt_int(x) for x in frame["population"]],
             "cells": frame["cells"].astype(str),
-            f"< 10 {ev}": [f"{s} ({fmt_pct(p, 2)})" for s, p in zip(frame["small"], frame["small_share"])],
+            f"< 10 {ev}": [
+                f"{s} ({fmt_pct(p, 2)})" for s, p in zip(frame["small"], frame["small_share"], strict=False)
+            ],
             "median rel. total": [fmt_pct(x) for x in frame["rel_tot_median"]],
             "median A": [fmt_pct(x) for x in frame["A_median"]],
-            "largest A (age)": [f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"])],
+            "largest A (age)": [
+                f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"], strict=False)
+            ],
             f"largest A, >= 10 {ev}": [
                 f"{fmt_pct(a)} ({g})" if g else "\u2014"
-                for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"])
+                for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"], strict=False)
             ],
         }
     )
     return HtmlTable(
         frame,
         shown,
-        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) {_at(V)}, summarised over ages per region. "
+        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) {_at(V)}, summarised over ages "
+        "per region. "
         f"Flagged rows: more than {fmt_pct(SPARSE_SHARE, 2)} of the cells rest on fewer than 10 {ev}.",
         flagged=frame["sparse"].tolist(),
     )
@@ -1089,7 +1098,8 @@ def flag_table(
                 "region": region_label(r["region"], names.get(r["region"], "")),
                 "sex": r["sex"],
                 "where": "all ages",
-                "why": f"{r['small']} of {r['cells']} cells ({fmt_pct(r['small_share'], 2)}) rest on fewer than 10 events",
+                "why": f"{r['small']} of {r['cells']} cells ({fmt_pct(r['small_share'], 2)}) "
+                "rest on fewer than 10 events",
             }
         )
     d = at(df, V, indicator)
@@ -1116,7 +1126,10 @@ def flag_table(
         caption=f"Flags: {INDICATOR_NAMES[indicator]} {_at(V)}",
         flagged=[True] * min(len(frame), limit),
         note=note,
-        empty="No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events are marked in the charts and tables above).",
+        empty=(
+            "No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events "
+            "are marked in the charts and tables above)."
+        ),
     )
 
 
@@ -1234,7 +1247,8 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
             verb = "adds less than 10 %"
             where = f"in all {n} NUTS 2 regions" if low == n else f"in {low} of {n} NUTS 2 regions"
         v.sentences.append(
-            f"{_at(V)[0].upper() + _at(V)[1:]}, noise {verb} to the statistical (Poisson) uncertainty of {subject} {where}."
+            f"{_at(V)[0].upper() + _at(V)[1:]}, noise {verb} to the statistical (Poisson) uncertainty of "
+            f"{subject} {where}."
         )
         small = reg.sort_values("population").iloc[0]
         large = reg.sort_values("population").iloc[-1]
@@ -1246,19 +1260,22 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
         )
         if n > 2:
             v.sentences.append(
-                f"In the largest, {large['label']} ({fmt_int(large['population'])} people), it adds {fmt_pct(large['admixture'])}."
+                f"In the largest, {large['label']} ({fmt_int(large['population'])} people), it adds "
+                f"{fmt_pct(large['admixture'])}."
             )
         worst = reg.loc[reg["admixture"].idxmax()]
         if n > 1 and worst["region"] != small["region"]:
             v.sentences.append(
                 f"The largest admixture is in {worst['label']} ({fmt_int(worst['population'])} people): "
-                f"{fmt_pct(worst['admixture'])} (noise sd {fmt_num(worst['sd_noise'], 2)}{u}, Poisson sd {fmt_num(worst['sd_pois'], 2)}{u})."
+                f"{fmt_pct(worst['admixture'])} (noise sd {fmt_num(worst['sd_noise'], 2)}{u}, Poisson sd "
+                f"{fmt_num(worst['sd_pois'], 2)}{u})."
             )
         big = reg[reg["admixture"] >= A_EQUAL]
         if len(big):
             names = ", ".join(big.sort_values("population")["region"].tolist())
             v.sentences.append(
-                f"Noise is at least as large as the Poisson uncertainty (A >= 41 %) in {_plural(len(big), 'region', 'regions')}: {names}."
+                "Noise is at least as large as the Poisson uncertainty (A >= 41 %) in "
+                f"{_plural(len(big), 'region', 'regions')}: {names}."
             )
         v.numbers.update(
             regions=n,
@@ -1285,8 +1302,10 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     sp = sp[(sp["sex"] == key) & sp["sparse"]]
     if len(sp):
         v.sentences.append(
-            f"First-order results may be unreliable in {_plural(len(sp), 'region', 'regions')} where more than half of the "
-            f"single-age cells rest on fewer than 10 events: {', '.join(sp['region'])} (flagged; see the Monte Carlo check)."
+            f"First-order results may be unreliable in {_plural(len(sp), 'region', 'regions')} where more than "
+            "half of the "
+            f"single-age cells rest on fewer than 10 events: {', '.join(sp['region'])} (flagged; see the Monte "
+            "Carlo check)."
         )
     v.numbers["sparse_regions"] = sp["region"].tolist()
     return v
@@ -1313,7 +1332,8 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     cells = len(reg)
     low = int((reg["admixture"] < A_SMALL).sum())
     v.sentences.append(
-        f"{_at(V)[0].upper() + _at(V)[1:]}, across the {n_age} single-age rates of {_plural(n_reg, 'region', 'regions')} "
+        f"{_at(V)[0].upper() + _at(V)[1:]}, across the {n_age} single-age rates of "
+        f"{_plural(n_reg, 'region', 'regions')} "
         f"({fmt_int(cells)} cells, {_SEX_WORDS[sex]}), noise adds less than 10 % to the Poisson uncertainty in "
         f"{fmt_int(low)} cells ({fmt_pct(low / cells)}); the median admixture is {fmt_pct(reg['admixture'].median())}."
     )
@@ -1321,7 +1341,8 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     r = reg.loc[i]
     ev = r["events"]
     v.sentences.append(
-        f"It is largest at {r['age_group']} in {region_label(r['region'], r['region_name'])}: A = {fmt_pct(r['admixture'])}, "
+        f"It is largest at {r['age_group']} in {region_label(r['region'], r['region_name'])}: A = "
+        f"{fmt_pct(r['admixture'])}, "
         f"on {fmt_num(ev, 2)} {one if round(ev) == 1 else many}"
         + (" (fewer than 10 events: the first-order result is unreliable there)." if r["small_count"] else ".")
     )

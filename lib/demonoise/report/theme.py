@@ -46,10 +46,11 @@ FONT = "DejaVu Sans, Verdana, sans-serif"
 THOUSANDS = "\u202f"
 #: d3 number locale for vl-convert: "." decimals, narrow-space thousands.
 FORMAT_LOCALE = {"decimal": ".", "thousands": THOUSANDS, "grouping": [3], "currency": ["", ""]}
-#: Regions of a country, by rank (largest first); distinct from the settings' palette.
+#: Regions of a country, by rank (largest first); the first ones far from the settings'
+#: palette and from the Poisson blue.
 REGION_PALETTE: tuple[str, ...] = (
-    "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
-    "#aec7e8", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#dbdb8d", "#393b79",
+    "#17becf", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#393b79", "#7f7f7f", "#637939",
+    "#ad494a", "#3182bd", "#9c9ede", "#e7969c", "#c49c94", "#31a354", "#756bb1", "#de9ed6",
 )  # fmt: skip
 
 

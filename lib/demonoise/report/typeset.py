@@ -58,7 +58,10 @@ def tex_svg(tex: str, display: bool = False) -> str:
     cls = MATH_CLASS + (" dn-math-display" if display else "")
     style = "" if display else f' style="vertical-align:{descent / _SIZE:.3f}em"'
     label = _html.escape(tex.strip(), quote=True)
-    head = f'<svg {match.group(1)}class="{cls}" role="img" aria-label="{label}" width="{w:.3f}em" height="{h:.3f}em"{style}'
+    head = (
+        f'<svg {match.group(1)}class="{cls}" role="img" aria-label="{label}" width="{w:.3f}em" '
+        f'height="{h:.3f}em"{style}'
+    )
     return head + svg[match.end() :]
 
 
