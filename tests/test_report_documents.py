@@ -29,7 +29,15 @@ PUBLISHER = {"organisation": "Statistics Testland", "contact": "methods@testland
 
 @pytest.fixture(scope="module")
 def lu(tmp_path_factory):
+    """The batch with no browser reachable: PATH holds only the virtual environment's bin."""
+    import os
+    import shutil
+    import sys
+
     out = tmp_path_factory.mktemp("lu")
+    path = os.environ["PATH"]
+    os.environ["PATH"] = os.path.dirname(sys.executable)
+    assert shutil.which("chromium") is None
     params = parse_params(
         {
             "datasets": {"ess-2023": ["LU"]},
@@ -38,8 +46,12 @@ def lu(tmp_path_factory):
             "publisher": PUBLISHER,
         }
     )
-    rep = run_reports(params, out, log=None, progress=False)
+    try:
+        rep = run_reports(params, out, log=None, progress=False)
+    finally:
+        os.environ["PATH"] = path
     assert rep.ok, [o.error for o in rep.outcomes.values()]
+    assert all(o.pdf is not None for o in rep.outcomes.values())
     o = rep.outcomes[Report("ess-2023", "LU")]
     return {"out": out, "rep": rep, "o": o, "html": o.html.read_text(encoding="utf-8")}
 

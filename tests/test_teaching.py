@@ -16,6 +16,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from chromium_helpers import dump_dom, page_requests
 from demonoise.analysis import teaching as tc
 from demonoise.analysis.results import results_table
 from demonoise.core.errors import ParameterError
@@ -26,7 +27,6 @@ from demonoise.io.datasets import load
 from demonoise.noise.models import GenericNoise
 from demonoise.report.render import read_metrics
 from demonoise.uncertainty.propagation import linearise
-from chromium_helpers import dump_dom, page_requests
 from report_helpers import chromium, scan_html
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from chromium_helpers import dump_dom, page_requests
 from demonoise.analysis.ptables import load_ptable
 from demonoise.analysis.results import results_table
 from demonoise.analysis.whatif import headline, scale_counts, sensitivity, what_if, what_if_settings
@@ -30,7 +31,6 @@ from demonoise.io.datasets import load
 from demonoise.noise.models import GenericNoise, PTableNoise
 from demonoise.report.render import read_metrics, read_parameters
 from demonoise.uncertainty.propagation import linearise
-from chromium_helpers import dump_dom, page_requests
 from report_helpers import chromium, scan_html
 
 NOTEBOOKS = __import__("pathlib").Path(__file__).resolve().parents[1] / "notebooks"
@@ -209,7 +209,7 @@ def test_notebooks_are_committed_without_outputs():
 
 
 PARAMS = {"region": "BE34", "scale": 4, "V": [1, 3], "ptable": "v01", "granularity": "5y", "mc": 400, "sex": "M"}
-STEM = "whatif-V1-3-BE34-granularity5y-mc400-ptablev01-scale4-sexM"  # a scenario is named after its parameters
+STEM = "whatif-BE34-V1-3-granularity5y-mc400-ptablev01-scale4-sexM"  # a scenario is named after its parameters
 
 
 @pytest.fixture(scope="module")

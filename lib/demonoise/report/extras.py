@@ -3,7 +3,7 @@
 :func:`render_notebook` runs ``notebooks/<name>.ipynb`` through the report machinery
 (:func:`~.run.run_jobs`: named kernel, atomic output, failure isolation, up-to-date
 skipping) and renders the executed notebook with :func:`~.render.render_report` into
-``<out_dir>/<name>.html`` and, with Chromium, ``<out_dir>/<name>.pdf``. The report
+``<out_dir>/<name>.html`` and ``<out_dir>/<name>.pdf``. The report
 batch calls it for the extras listed in its parameters; ``demonoise notebook NAME``
 is its command line.
 
@@ -42,10 +42,9 @@ def _value_tag(v: Any) -> str:
 
 def scenario_name(name: str, parameters: Mapping[str, Any]) -> str:
     """File stem of an extra notebook run: its name and parameters, e.g.
-    ``whatif-BE34-scale4-V1-3`` (a parameter's name is left out for ``region``/``dataset``)."""
-    parts = [name]
-    for k, v in sorted(parameters.items()):
-        parts.append(_value_tag(v) if k in ("region", "dataset") else f"{k}{_value_tag(v)}")
+    ``whatif-BE34-V1-3-scale4`` (dataset and region first, without their parameter's name)."""
+    parts = [name] + [_value_tag(parameters[k]) for k in ("dataset", "region") if k in parameters]
+    parts += [f"{k}{_value_tag(v)}" for k, v in sorted(parameters.items()) if k not in ("dataset", "region")]
     return re.sub(r"[^A-Za-z0-9_.-]+", "", "-".join(parts))[:120]
 
 

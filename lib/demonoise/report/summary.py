@@ -758,13 +758,9 @@ def calibration_table(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTab
     if d.loc[d["nuts_level"] == 2, "region"].nunique() == 1:
         d = d[d["nuts_level"] == 2]
     d = d.assign(what=np.where(d["indicator"] == "tfr", "TFR", "e" + d["age"].fillna(0).astype(int).astype(str)))
-    wide = d.pivot_table(
-        index=["nuts_level", "region", "region_name", "sex"],
-        columns=["what", "threshold"],
-        values="V_max",
-        aggfunc="first",
-        dropna=False,
-    )
+    keys = ["nuts_level", "region", "region_name", "sex"]
+    wide = d.drop_duplicates([*keys, "what", "threshold"]).set_index([*keys, "what", "threshold"])["V_max"]
+    wide = wide.unstack(["what", "threshold"])  # one row per region and sex present in the table
     wide = wide.reset_index().sort_values(["nuts_level", "region", "sex"], kind="stable")
     shown = pd.DataFrame(
         {
