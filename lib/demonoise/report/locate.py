@@ -63,11 +63,13 @@ def find_notebook(name: str, directory: str | os.PathLike | None = None) -> Path
     Raises
     ------
     ParameterError
-        ``name`` is not a plain name.
-    ReportError
-        Not found (an explicit ``directory`` without it is an error, not a fallback).
+        ``name`` is not a plain name, or no candidate holds it (an explicit ``directory``
+        without it is an error, not a fallback).
     """
     if not isinstance(name, str) or not name or Path(name).name != name:
         raise ParameterError(f"notebook name must be a plain name such as 'whatif', got {name!r}")
     stem = name.removesuffix(".ipynb")
-    return find_dir("notebooks", (f"{stem}.ipynb",), directory) / f"{stem}.ipynb"
+    try:
+        return find_dir("notebooks", (f"{stem}.ipynb",), directory) / f"{stem}.ipynb"
+    except ReportError as e:
+        raise ParameterError(f"notebook {stem!r} not found; " + str(e).split("; ", 1)[1]) from None

@@ -178,8 +178,12 @@ def _text(value) -> str:
 
 def _take_title(spec: dict) -> dict:
     """Take the chart's title and subtitle out of the spec: the report prints them as the
-    numbered figure caption (so they are never drawn twice, nor clipped in the SVG)."""
-    t = spec.pop("title", None)
+    numbered figure caption (so they are never drawn twice, nor clipped in the SVG). A title
+    at the bottom is a credit (e.g. the map's boundaries) and stays on the image."""
+    t = spec.get("title")
+    if isinstance(t, Mapping) and t.get("orient") == "bottom":  # a credit line: it stays on the image
+        return {"title": "", "subtitle": ""}
+    spec.pop("title", None)
     if isinstance(t, Mapping):
         return {"title": _text(t.get("text")), "subtitle": _text(t.get("subtitle"))}
     return {"title": _text(t), "subtitle": ""}

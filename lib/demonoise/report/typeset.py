@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html as _html
 import re
+import warnings
 from functools import lru_cache
 
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
@@ -46,9 +47,11 @@ def tex_svg(tex: str, display: bool = False) -> str:
 
     ziafont.config.svg2 = False
     try:
-        m = ziamath.Latex(tex.strip(), size=_SIZE, inline=not display)
-        svg = m.svg()
-        descent = m.getyofst()
+        with warnings.catch_warnings():  # ziamath's own use of a deprecated importlib.resources call
+            warnings.simplefilter("ignore", DeprecationWarning)
+            m = ziamath.Latex(tex.strip(), size=_SIZE, inline=not display)
+            svg = m.svg()
+            descent = m.getyofst()
     except Exception as e:  # ziamath raises many kinds; one clear line
         raise ReportError(f"formula cannot be typeset: ${tex.strip()}$ ({type(e).__name__}: {e})") from None
     match = _DIM.match(svg)
