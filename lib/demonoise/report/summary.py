@@ -881,12 +881,14 @@ def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
             "population": [fmt_int(x) for x in frame.get("population", [])],
             "deaths": [fmt_int(x) for x in frame.get("deaths", [])],
             "births": [fmt_int(x) for x in frame.get("births", [])],
-            "e0 (years)": [fmt_num(x, 4) for x in frame.get("e0", [])],
-            "noise sd e0": [fmt_num(x, 2) for x in frame.get("e0_sd_noise", [])],
-            "A e0": [fmt_pct(x) for x in frame.get("e0_A", [])],
-            "TFR": [fmt_num(x, 3) for x in frame.get("tfr", [])],
-            "noise sd TFR": [fmt_num(x, 2) for x in frame.get("tfr_sd_noise", [])],
-            "A TFR": [fmt_pct(x) for x in frame.get("tfr_A", [])],
+            "e0 (years)": fmt_fixed_column(frame.get("e0", []), significant=4),
+            "noise sd e0 (years)": fmt_fixed_column(frame.get("e0_sd_noise", [])),
+            "A e0 (%)": fmt_percent_column(frame.get("e0_A", [])),
+            "TFR (children per woman)": fmt_fixed_column(frame.get("tfr", []), significant=3),
+            "noise sd TFR (per 1 000 women)": fmt_fixed_column(
+                1000 * frame.get("tfr_sd_noise", pd.Series(dtype=float))
+            ),
+            "A TFR (%)": fmt_percent_column(frame.get("tfr_A", [])),
         }
     )
     return HtmlTable(
@@ -913,23 +915,24 @@ def scalar_table(
         d["z_flag"] = False
     d["flag"] = [_flag_text(r) for _, r in d.iterrows()]
     unit = _UNITS.get(indicator, "")
+    scale, sd_unit = (1000.0, "per 1 000 women") if indicator == "tfr" else (1.0, unit)
     shown = pd.DataFrame(
         {
             "region": d["label"],
             "population": [fmt_int(x) for x in d["population"]],
             "events": [fmt_int(x) for x in d["events"]],
-            "value": [fmt_num(x, digits) for x in d["value"]],
-            "\u03b4 Poisson": [fmt_pct(x) for x in d["rel_pois"]],
-            "\u03b4 noise": [fmt_pct(x) for x in d["rel_noise"]],
-            "\u03b4 total": [fmt_pct(x) for x in d["rel_tot"]],
-            "A": [fmt_pct(x) for x in d["admixture"]],
-            "sd noise": [fmt_num(x, 2) for x in d["sd_noise"]],
+            f"{_short(indicator, age)} ({unit})": fmt_fixed_column(d["value"], significant=digits),
+            "\u03b4 Poisson (%)": fmt_percent_column(d["rel_pois"]),
+            "\u03b4 noise (%)": fmt_percent_column(d["rel_noise"]),
+            "\u03b4 total (%)": fmt_percent_column(d["rel_tot"]),
+            "A (%)": fmt_percent_column(d["admixture"]),
+            f"noise sd ({sd_unit})": fmt_fixed_column(scale * d["sd_noise"]),
         }
     )
     if "mc_sd_tot" in d and d["mc_sd_tot"].notna().any():
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = d["mc_sd_tot"].to_numpy(float) / d["sd_tot"].to_numpy(float)
-        shown["MC/analytic"] = [fmt_num(x, 3) for x in ratio]
+        shown["MC / analytic sd"] = [fmt_fixed(x, 2) for x in ratio]
     shown["flags"] = d["flag"].to_numpy()
     what = _what(indicator, age, sex)
     return HtmlTable(
@@ -941,7 +944,7 @@ def scalar_table(
             ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise "
             "standard deviation"
         )
-        + (", and the Monte Carlo total sd over the analytic one (MC/analytic)" if "MC/analytic" in shown else "")
+        + (", and the Monte Carlo total sd over the analytic one" if "MC / analytic sd" in shown else "")
         + ". Flags (first order may be unreliable): sparse = more than half of the single-age cells rest on fewer "
         "than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error.",
         flagged=(d["flag"] != "").tolist(),
@@ -974,12 +977,12 @@ def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 
     shown = pd.DataFrame(
         {
             "region": frame["region"],
-            "women": [fmt_num(x, 4) for x in frame["value_F"]],
-            "rel. noise (W)": [fmt_pct(x) for x in frame["rel_noise_F"]],
-            "A (W)": [fmt_pct(x) for x in frame["A_F"]],
-            "men": [fmt_num(x, 4) for x in frame["value_M"]],
-            "rel. noise (M)": [fmt_pct(x) for x in frame["rel_noise_M"]],
-            "A (M)": [fmt_pct(x) for x in frame["A_M"]],
+            f"women ({_UNITS.get(indicator, '')})": fmt_fixed_column(frame["value_F"], significant=4),
+            "rel. noise, women (%)": fmt_percent_column(frame["rel_noise_F"]),
+            "A, women (%)": fmt_percent_column(frame["A_F"]),
+            f"men ({_UNITS.get(indicator, '')})": fmt_fixed_column(frame["value_M"], significant=4),
+            "rel. noise, men (%)": fmt_percent_column(frame["rel_noise_M"]),
+            "A, men (%)": fmt_percent_column(frame["A_M"]),
         }
     )
     return HtmlTable(
@@ -1038,8 +1041,8 @@ def age_profile_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str | 
             f"< 10 {ev}": [
                 f"{s} ({fmt_pct(p, 2)})" for s, p in zip(frame["small"], frame["small_share"], strict=False)
             ],
-            "median rel. total": [fmt_pct(x) for x in frame["rel_tot_median"]],
-            "median A": [fmt_pct(x) for x in frame["A_median"]],
+            "median rel. total (%)": fmt_percent_column(frame["rel_tot_median"]),
+            "median A (%)": fmt_percent_column(frame["A_median"]),
             "largest A (age)": [
                 f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"], strict=False)
             ],
