@@ -108,7 +108,7 @@ def uncertainty_by_age(
     """Relative uncertainty (Poisson, noise, total; %) by age, one panel per region.
 
     ``df``: rows of one indicator, one sex, one noise setting. Cells flagged
-    ``small_count`` (first order unreliable) are drawn as hollow points. Panels are
+    ``small_count`` (first order unreliable) are drawn as open circles. Panels are
     ordered by falling population (country first); their number of columns and size
     adapt to the number of regions unless given.
     """

@@ -1358,7 +1358,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         v.sentences.append(
             f"{fmt_int(len(small))} cells ({fmt_pct(len(small) / cells)}) rest on fewer than 10 {many}: their relative "
             f"total uncertainty has a median of {fmt_pct(small['rel_tot'].median())}; the first-order result is "
-            "unreliable there (hollow points in the charts)."
+            "unreliable there (open circles in the charts)."
         )
     v.numbers.update(
         cells=cells,
