@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    PYTHONPATH=lib:tests .venv/bin/python benchmarks/bench_report_machinery.py [--n 8] [--repeat 3]
+    PYTHONPATH=lib python benchmarks/bench_report_machinery.py [--n 8] [--repeat 3]
 
 Measures, for ``n`` executions of ``tests/notebooks/report_good.ipynb`` (two Altair
 charts via vl-convert, a LaTeX output, a table, a metrics payload):
@@ -10,7 +10,7 @@ charts via vl-convert, a LaTeX output, a table, a metrics payload):
 * time per notebook (batch wall time / n) for a fresh kernel per notebook vs one
   reused kernel per worker, with 1 and 2 worker processes;
 * time to assemble and render one HTML report (cover + 4 sections), the HTML size;
-* time to print that HTML to PDF with headless Chromium.
+* time to lay that HTML out as a PDF with WeasyPrint (and per page).
 
 Writes a Markdown table to stdout and JSON to ``benchmarks/out/report_machinery.json``.
 """
@@ -22,15 +22,17 @@ import json
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from demonoise.report.chromium import ChromiumNotFoundError, print_pdf
-from demonoise.report.render import assemble, render_html
-from demonoise.report.run import Job, run_jobs
-
 ROOT = Path(__file__).resolve().parents[1]
+
+from demonoise.core.errors import ReportError
+from demonoise.report.exporter import html_to_pdf
+from demonoise.report.render import assemble, render_document
+from demonoise.report.run import Job, run_jobs
 
 NB = ROOT / "tests" / "notebooks"
 
@@ -73,22 +75,21 @@ def bench_render(out: Path, repeat: int) -> dict:
     for _ in range(repeat):
         t0 = time.perf_counter()
         nb = assemble(sections, title="Benchmark report", cover=d / "cover.ipynb")
-        render_html(nb, html)
+        render_document(nb, html)
         html_times.append(time.perf_counter() - t0)
     res = {
         "sections": len(sections),
         "html_s": round(statistics.median(html_times), 3),
         "html_bytes": html.stat().st_size,
-        "mathjax_bytes": (ROOT / "templates/demonoise/static/mathjax/tex-svg-full.js").stat().st_size,
     }
     try:
+        text = html.read_text(encoding="utf-8")
         for _ in range(repeat):
             t0 = time.perf_counter()
-            print_pdf(html, d / "report.pdf")
+            data, pages = html_to_pdf(text, str(d))
             pdf_times.append(time.perf_counter() - t0)
-        res["pdf_s"] = round(statistics.median(pdf_times), 3)
-        res["pdf_bytes"] = (d / "report.pdf").stat().st_size
-    except ChromiumNotFoundError as e:
+        res.update(pdf_s=round(statistics.median(pdf_times), 3), pdf_bytes=len(data), pages=pages)
+    except ReportError as e:
         res["pdf_s"] = None
         res["pdf_error"] = str(e)
     return res
@@ -113,16 +114,18 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for r in runs:
         print(
-            f"| {r['workers']} | {r['kernel']} | {r['notebooks']} | {r['wall_s']} | {r['per_notebook_s']} | "
-            f"{r['median_job_s']} |"
+            f"| {r['workers']} | {r['kernel']} | {r['notebooks']} | {r['wall_s']} | {r['per_notebook_s']} | {r['median_job_s']} |"
         )
     print()
     print(
         f"HTML render (assemble + nbconvert, cover + {render['sections']} sections): {render['html_s']} s, "
-        f"{render['html_bytes'] / 1e6:.2f} MB (of which MathJax {render['mathjax_bytes'] / 1e6:.2f} MB)"
+        f"{render['html_bytes'] / 1e6:.2f} MB"
     )
     if render.get("pdf_s") is not None:
-        print(f"PDF (headless Chromium): {render['pdf_s']} s, {render['pdf_bytes'] / 1e3:.0f} kB")
+        print(
+            f"PDF (WeasyPrint): {render['pdf_s']} s, {render['pages']} pages "
+            f"({render['pdf_s'] / render['pages']:.2f} s per page), {render['pdf_bytes'] / 1e3:.0f} kB"
+        )
     else:
         print(render["pdf_error"])
     dest = ROOT / "benchmarks" / "out"

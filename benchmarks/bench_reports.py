@@ -2,18 +2,19 @@
 
 Run from the repository root::
 
-    PYTHONPATH=lib:tests .venv/bin/python benchmarks/bench_reports.py                 # default + ess-2023
-    PYTHONPATH=lib:tests .venv/bin/python benchmarks/bench_reports.py --only default  # just the showcase
-    PYTHONPATH=lib:tests .venv/bin/python benchmarks/bench_reports.py --workers 2 --keep /tmp/bench
+    PYTHONPATH=lib python benchmarks/bench_reports.py                 # default + ess-2023
+    PYTHONPATH=lib python benchmarks/bench_reports.py --only default  # just the showcase
+    PYTHONPATH=lib python benchmarks/bench_reports.py --workers 2 --keep /tmp/bench
 
 For each params file (``params/default.yaml``, ``params/ess-2023.yaml``) the batch runs
 from scratch into a fresh temporary output directory (results computed, notebooks
 executed, HTML and PDF rendered), then once more into the same directory (everything
 up to date). Printed: wall time of the whole run and of its stages (compute = results
-tables incl. Monte Carlo; notebooks; reports = HTML + PDF with ``workers`` threads),
-the summed per-report work (HTML, PDF, notebooks), per-report figures (median and
-largest), sizes, and the load average before and after (other work on the machine
-inflates every figure). JSON goes to ``benchmarks/out/reports.json``.
+tables incl. Monte Carlo, calibration, comparison; notebooks; render = HTML + PDF in
+``workers`` processes), then one line per report: its notebook, HTML and PDF seconds,
+its pages and PDF seconds per page; sizes, and the load average before and after
+(other work on the machine inflates every figure). JSON goes to
+``benchmarks/out/reports.json``.
 
 Setup (the virtual environment, the kernelspec) is excluded, as is Python's start-up.
 """
@@ -31,9 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from demonoise.report.batch import load_params, run_reports
-
 ROOT = Path(__file__).resolve().parents[1]
+
+from demonoise.report.batch import run_reports
+from demonoise.report.params import load_params
 
 
 def _stats(values):
@@ -53,7 +55,21 @@ def bench(name: str, params_file: Path, out: Path, workers: int, pdf: bool | Non
     t1 = time.perf_counter()
     again = run_reports(params, out, workers=workers, pdf=pdf, progress=False, log=None)
     wall_again = time.perf_counter() - t1
-    o = rep.outcomes
+    o = list(rep.outcomes.values())
+    per = [
+        {
+            "report": r.label,
+            "status": x.status,
+            "notebooks_s": round(x.notebook_seconds, 2),
+            "html_s": round(x.html_seconds, 2),
+            "pdf_s": round(x.pdf_seconds, 2) if x.pdf is not None else None,
+            "pages": x.pages,
+            "pdf_s_per_page": round(x.pdf_seconds / x.pages, 3) if x.pages else None,
+            "html_mb": round(x.html.stat().st_size / 1e6, 2) if x.html else None,
+            "pdf_mb": round(x.pdf.stat().st_size / 1e6, 2) if x.pdf else None,
+        }
+        for r, x in rep.outcomes.items()
+    ]
     res = {
         "params": str(params_file.relative_to(ROOT)),
         "reports": len(o),
@@ -65,16 +81,16 @@ def bench(name: str, params_file: Path, out: Path, workers: int, pdf: bool | Non
             "notebooks": round(sum(x.notebook_seconds for x in o), 1),
             "html": round(sum(x.html_seconds for x in o), 1),
             "pdf": round(sum(x.pdf_seconds for x in o), 1),
+            "pages": sum(x.pages for x in o),
         },
+        "per_report": per,
         "per_report_s": {
             "notebooks": _stats([x.notebook_seconds for x in o]),
             "html": _stats([x.html_seconds for x in o]),
             "pdf": _stats([x.pdf_seconds for x in o if x.pdf is not None]),
         },
-        "html_mb": _stats([x.html_bytes / 1e6 for x in o if x.html_bytes]),
-        "pdf_mb": _stats([x.pdf.stat().st_size / 1e6 for x in o if x.pdf is not None]),
         "rerun_wall_s": round(wall_again, 1),
-        "rerun_statuses": sorted({x.status for x in again.outcomes}),
+        "rerun_statuses": sorted({x.status for x in again.outcomes.values()}),
         "loadavg_before": [round(v, 2) for v in load0],
         "loadavg_after": [round(v, 2) for v in load1],
         "notes": rep.notes,
@@ -109,24 +125,21 @@ def main() -> int:
         results["runs"][name] = r
         s, w = r["stages_s"], r["work_s"]
         print(
-            f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers "
-            f"{args.workers}"
+            f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {args.workers}"
         )
         print("| stage | wall (s) |\n|---|---|")
         print(f"| total | {r['wall_s']} |")
-        for k in ("compute", "notebooks", "render"):
+        for k in ("compute", "notebooks", "render", "overview_extras"):
             print(f"| {k} | {s.get(k)} |")
         print(f"| second run (all up to date) | {r['rerun_wall_s']} |")
-        print(f"summed work: notebooks {w['notebooks']} s, HTML {w['html']} s, PDF {w['pdf']} s")
-        pr = r["per_report_s"]
-        print(
-            "per report (median / max): notebooks "
-            f"{pr['notebooks']['median']} / {pr['notebooks']['max']} s, HTML {pr['html']['median']} / "
-            f"{pr['html']['max']} s, "
-            f"PDF {pr['pdf']['median']} / {pr['pdf']['max']} s; HTML {r['html_mb']['median']} / {r['html_mb']['max']} "
-            "MB, "
-            f"PDF {r['pdf_mb']['median']} / {r['pdf_mb']['max']} MB"
-        )
+        print(f"summed work: notebooks {w['notebooks']} s, HTML {w['html']} s, PDF {w['pdf']} s, {w['pages']} pages")
+        print("\n| report | notebooks (s) | HTML (s) | PDF (s) | pages | PDF s/page | HTML MB | PDF MB |")
+        print("|---|---|---|---|---|---|---|---|")
+        for x in r["per_report"]:
+            print(
+                f"| {x['report']} | {x['notebooks_s']} | {x['html_s']} | {x['pdf_s']} | {x['pages']} | "
+                f"{x['pdf_s_per_page']} | {x['html_mb']} | {x['pdf_mb']} |"
+            )
         print(f"load average before {r['loadavg_before']}, after {r['loadavg_after']}")
         for n in r["notes"]:
             print(f"note: {n}")

@@ -14,7 +14,8 @@ GOOD = NOTEBOOKS / "report_good.ipynb"
 BROKEN = NOTEBOOKS / "report_broken.ipynb"
 COVER = NOTEBOOKS / "report_cover.ipynb"
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+from chromium_helpers import CHROMIUM
+
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium not installed (Debian package chromium)"
 )

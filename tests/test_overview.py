@@ -17,7 +17,19 @@ import pytest
 from demonoise.core.errors import FormatError, ParameterError
 from demonoise.io import geo
 from demonoise.report import overview as ov
-from report_helpers import chromium, scan_html
+from demonoise.report.exporter import pdf_engine_problem
+from report_helpers import scan_html
+
+needs_pango = pytest.mark.skipif(pdf_engine_problem() is not None, reason=str(pdf_engine_problem()))
+
+
+def _chart_svgs(html: str) -> list[str]:
+    """The charts of a rendered page (SVG images inlined as data URIs)."""
+    import base64
+
+    srcs = re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', html)
+    return [base64.b64decode(x).decode("utf-8") for x in srcs]
+
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "overview.ipynb"
@@ -348,16 +360,14 @@ def test_feature_bounds_and_shipped_file_matches_geometry():
         ('{"type": "Feature"}', "FeatureCollection"),
         ('{"type": "FeatureCollection", "features": [{"properties": {}, "geometry": null}]}', "NUTS_ID"),
         (
-            '{"type": "FeatureCollection", "features": [{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": '
-            '"Point", "coordinates": [1, 2]}}]}',
+            '{"type": "FeatureCollection", "features": [{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]}',
             "region BE10",
         ),
         (
             '{"type": "FeatureCollection", "features": ['
             + ",".join(
                 [
-                    '{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Polygon", "coordinates": '
-                    "[[[0,0],[1,0],[0,1],[0,0]]]}}"
+                    '{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Polygon", "coordinates": [[[0,0],[1,0],[0,1],[0,0]]]}}'
                 ]
                 * 2
             )
@@ -397,7 +407,7 @@ def test_map_colours_regions_by_class_and_carries_the_credit():
     fills: dict[str, list[str]] = {}
     for code, fill in paths:
         fills.setdefault(code, []).append(fill)
-    colours = dict(zip(ov.MAP_CLASSES, ov._MAP_COLOURS, strict=True))
+    colours = dict(zip(ov.MAP_CLASSES, ov._MAP_COLOURS))
     assert fills["BE10"] == [colours["< 5 %"], colours["10\u201320 %"]]  # V = 1, V = 5
     assert fills["FI20"] == [colours["41\u2013100 %"], colours["\u2265 100 %"]]
     assert fills["DE30"] == [ov._NO_DATA] * 2 and fills["UKI3"] == [ov._NO_DATA] * 2
@@ -487,17 +497,16 @@ def rendered(tmp_path_factory):
     return res
 
 
-@pytest.mark.slow
 def test_overview_renders_offline_with_the_map(rendered):
     html = rendered.html.read_text(encoding="utf-8")
     c = scan_html(html)
     assert c.violations == [] and c.scripts_with_src == []
-    svgs = re.findall(r"<svg\b.*?</svg>", html, flags=re.S)
+    svgs = _chart_svgs(html)
     maps = [s for s in svgs if "EuroGeographics" in s]
     assert len(maps) == 1
     assert len(re.findall(r"<path\b", maps[0])) >= 2 * (334 - 8)  # every drawn region in both V panels
     # the nine sections, each with the modelled-data label
-    titles = re.findall(r'<h1 class="dn-section-title"><span class="dn-section-number">(\d+)</span>([^<]+)</h1>', html)
+    titles = re.findall(r'<h1 class="dn-chapter-title"><span class="dn-section-number">(\d+)</span>([^<]+)</h1>', html)
     assert [t for _, t in titles] == [
         "About this overview",
         "Life expectancy at birth",
@@ -509,7 +518,7 @@ def test_overview_renders_offline_with_the_map(rendered):
         "Most affected regions",
         "Calibration of V",
     ]
-    sections = re.split(r'<section class="dn-section"', html)[1:]
+    sections = re.split(r'<section class="dn-chapter"', html)[1:]
     assert all("dn-data-label" in s and "demonstration data" in s for s in sections)
     # the outermost regions of the three countries are in the table under the map
     map_section = sections[5]
@@ -521,7 +530,6 @@ def test_overview_renders_offline_with_the_map(rendered):
     assert "Traceback" not in body and "application/vnd.jupyter.stderr" not in body
 
 
-@pytest.mark.slow
 def test_overview_numbers_come_from_the_results(rendered):
     import nbformat
 
@@ -536,15 +544,16 @@ def test_overview_numbers_come_from_the_results(rendered):
     assert m["e0_over41_V5"] == int((e0[e0.V == 5].admixture > math.sqrt(2) - 1).sum())
 
 
-@pytest.mark.slow
-@chromium
+@needs_pango
 def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
     import shutil
     import subprocess
 
-    from demonoise.report.render import render_pdf
+    from demonoise.core.atomic import atomic_write_bytes
+    from demonoise.report.exporter import html_to_pdf
 
-    pdf = render_pdf(rendered.html, tmp_path / "overview.pdf")
+    data, _ = html_to_pdf(rendered.html.read_text(encoding="utf-8"), str(rendered.html.parent))
+    pdf = atomic_write_bytes(tmp_path / "overview.pdf", data)
     assert pdf.read_bytes()[:5] == b"%PDF-"
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) not installed")
@@ -558,10 +567,9 @@ def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
     assert len([p for p in pages if "demonstration data" in p]) >= 9
 
 
-@pytest.mark.slow
 def test_calibration_section_shows_the_table_passed(rendered):
     html = rendered.html.read_text(encoding="utf-8")
-    cal = re.split(r'<section class="dn-section"', html)[9]
+    cal = re.split(r'<section class="dn-chapter"', html)[9]
     assert "Calibration of V" in cal and "not available" not in cal
     row = re.search(r"<tr>(?:(?!</tr>).)*>e0<(?:(?!</tr>).)*</tr>", cal, flags=re.S).group(0)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
@@ -569,7 +577,6 @@ def test_calibration_section_shows_the_table_passed(rendered):
     assert cells == ["e0", "10", "3", "0.25", "BE21", "3.5", "1", "2"]
 
 
-@pytest.mark.slow
 def test_index_row_links_the_overview(rendered):
     from demonoise.report.index import write_index
 

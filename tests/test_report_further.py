@@ -15,7 +15,7 @@ def test_overview_and_extras_in_the_index(tmp_path):
     params = parse_params(
         {
             "datasets": {"be-2023": ["BE"]},
-            "V": [1],
+            "noise": [{"V": 1}],
             "mc": 0,
             "indicators": ["tfr"],
             "pdf": False,
@@ -28,8 +28,8 @@ def test_overview_and_extras_in_the_index(tmp_path):
     assert rows["Europe overview: be-2023"].status == "ok" and rows["Europe overview: be-2023"].html.is_file()
     assert rows["teaching notebook"].status == "ok" and rows["teaching notebook"].html.is_file()
     assert rows["whatif notebook"].status == "failed" and "XX99" in rows["whatif notebook"].error
-    assert not rep.ok and all(o.status == "ok" for o in rep.outcomes)
+    assert not rep.ok and all(o.status == "ok" for o in rep.outcomes.values())
     index = (tmp_path / "index.html").read_text(encoding="utf-8")
-    assert 'href="overview.html"' in index and 'href="extras/teaching.html"' in index
+    assert 'href="overview.html"' in index and 'href="extras/teaching-mc200.html"' in index
     assert re.search(r"whatif notebook.*failed", index, re.S)
     assert not list(tmp_path.rglob("*.part")) and not list(tmp_path.rglob(".*dn-tmp*"))

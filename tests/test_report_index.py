@@ -73,14 +73,15 @@ def test_index(tmp_path):
         "Status",
         "HTML",
         "PDF",
+        "Data",
         "country",
         "V",
         "e0 noise sd (%)",
         "extra",
     ]
     cells0 = re.findall(r"<td[^>]*>(.*?)</td>", rows[0][1], re.S)
-    assert cells0[4:] == ["BE", "1", "0.03346", "\u2014"]
-    assert re.findall(r"<td[^>]*>(.*?)</td>", rows[1][1], re.S)[6] == "\u2014"
+    assert cells0[4:] == ["&mdash;", "BE", "1", "0.03346", "\u2014"]
+    assert re.findall(r"<td[^>]*>(.*?)</td>", rows[1][1], re.S)[7] == "\u2014"
     assert "4 reports: 2 ok, 1 up to date, 1 failed" in text
     assert "Two &lt;countries&gt;" in text
     assert ".dn-status-failed" in text  # the reports' stylesheet is inlined

@@ -14,6 +14,7 @@ import pytest
 
 from demonoise.core.errors import ParameterError
 from demonoise.report.notebook import (
+    FIGURE_MIME,
     METRICS_MIME,
     RENDERER_NAME,
     VEGA_SPEC_CLASS,
@@ -40,10 +41,14 @@ def _clipped(df, title):
 
 def test_bundle_is_static_svg(df):
     b = chart_bundle(alt.Chart(df).mark_line().encode(x="age", y="rate").properties(title="T <1>").to_dict())
-    assert set(b) == {"image/svg+xml", "text/plain"}
+    assert set(b) == {"image/svg+xml", "text/plain", FIGURE_MIME}
     svg = b["image/svg+xml"]
     assert svg.startswith("<svg") and 'class="marks"' in svg and "<script" not in svg
     assert b["text/plain"] == "<Chart: T &lt;1&gt;>"
+    # the title goes to the numbered caption (not drawn in the SVG); the data to the CSV
+    assert b[FIGURE_MIME]["title"] == "T <1>" and "T &lt;1&gt;" not in svg and "T <1>" not in svg
+    csv = b[FIGURE_MIME]["csv"].splitlines()
+    assert csv[0] == "age,rate" and len(csv) == len(df) + 1
     # the data really are drawn: the line is one path through the 18 points (M + 17 L),
     # with x increasing in equal steps (ages 0, 5, ..., 85)
     d = re.search(r'class="mark-line[^"]*".*?<path[^>]* d="(M[^"]+)"', svg).group(1)

@@ -19,7 +19,13 @@ pytestmark = pytest.mark.slow
 def be(tmp_path_factory):
     out = tmp_path_factory.mktemp("be")
     params = parse_params(
-        {"datasets": {"be-2023": ["BE"]}, "V": [5], "indicators": ["life_expectancy"], "mc": 0, "pdf": False},
+        {
+            "datasets": {"be-2023": ["BE"]},
+            "noise": [{"V": 5}],
+            "indicators": ["life_expectancy"],
+            "mc": 0,
+            "pdf": False,
+        },
         source="test",
     )
     rep = run_reports(params, out, workers=2, progress=False, log=None)
@@ -28,9 +34,9 @@ def be(tmp_path_factory):
 
 def test_life_expectancy_section_on_real_belgian_data(be):
     out, rep = be
-    assert rep.ok, [o.error for o in rep.outcomes]
-    o = rep.outcomes[0]
-    m = o.metrics
+    assert rep.ok, [o.error for o in rep.outcomes.values()]
+    (o,) = rep.outcomes.values()
+    m = o.metrics["index"]["headline"]["V = 5"]
     assert m["regions"] == 11
     assert m["e0_worst_region"] == "BE34"
     assert 0.452 <= m["e0_admixture_worst"] <= 0.460

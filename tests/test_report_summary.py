@@ -15,6 +15,7 @@ import pytest
 
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report import summary as S
+from demonoise.report.notebook import TABLE_MIME
 
 
 def _row(region, name, level, indicator, sex, age, value, events, exposure, var_pois, ratio, V=1.0, **extra):
@@ -234,7 +235,7 @@ def test_other_V_is_not_mixed_in():
     df = pd.concat([frame(), frame().assign(V=5.0, admixture=0.9)], ignore_index=True)
     assert S.scalar_verdict(df, 1.0, "e", age=0).numbers["regions_below_10"] == 2
     assert S.scalar_verdict(df, 5.0, "e", age=0).numbers["regions_below_10"] == 0
-    assert set(S.across_V(df, "e", age=0).V) == {1.0, 5.0}
+    assert set(S.across_settings(df, "e", age=0).setting) == {"V = 1", "V = 5"}
 
 
 def test_drop_duplicate_country():
@@ -250,10 +251,23 @@ def test_drop_duplicate_country():
 def test_tables_and_status_box():
     t = S.regions_overview(frame(), 1.0)
     assert t.frame.region.tolist() == ["XX Testland", "XX01 Big", "XX02 Middle", "XX03 Tiny"]
-    assert "<table" in t._repr_html_() and t.shown["A e0"].tolist()[-1] == "100 %"
+    assert "<table" in t.to_html() and t.shown["A e0 (%)"].tolist()[-1] == "100.0"  # units in the header
+    # one number of decimals per numeric column, one thousands separator (narrow space)
+    for col in ("e0 (years)", "noise sd e0 (years)", "A e0 (%)", "TFR (children per woman)"):
+        decimals = {len(v.split(".")[1]) if "." in v else 0 for v in t.shown[col] if v != "\u2014"}
+        assert len(decimals) == 1, (col, t.shown[col].tolist())
+    assert t.shown["population"].tolist()[1] == "2\u202f000\u202f000"
+    st = S.scalar_table(frame(), 1.0, "e", age=0)
+    assert "noise sd (years)" in st.shown and "e0 (years)" in st.shown and "A (%)" in st.shown
+    for col in st.shown.columns[3:-1]:
+        decimals = {len(v.split(".")[1]) if "." in v else 0 for v in st.shown[col] if v != "\u2014"}
+        assert len(decimals) == 1, (col, st.shown[col].tolist())
+    bundle = t._repr_mimebundle_()
+    assert bundle["text/html"] == t.to_html() and bundle[TABLE_MIME]["caption"] == t.caption
+    assert bundle[TABLE_MIME]["csv"].splitlines()[0].startswith("region,")
     empty = S.HtmlTable(pd.DataFrame(), pd.DataFrame(), caption="c", empty="Nothing to flag.")
     assert "<table" not in empty.to_html() and "Nothing to flag." in empty.to_html()
-    box = S.status_box(frame(), V=5.0, granularity="single")
+    box = S.status_box(frame(), setting=5.0, granularity="single")
     assert box.modelled
     html = box._repr_html_()
     assert "demonstration data: invented for a test" in html and "dn-status-modelled" in html
@@ -270,15 +284,15 @@ def test_tables_and_status_box():
 def test_load_results_checks_the_table(tmp_path):
     path = tmp_path / "r.parquet"
     frame().to_parquet(path)
-    df = S.load_results(path, dataset="hand-made", country="XX", V=1.0, granularity="single")
+    df = S.load_results(path, dataset="hand-made", country="XX", setting=1.0, granularity="single")
     assert len(df) == len(frame())
     with pytest.raises(ReportError, match="country 'YY'"):
-        S.load_results(path, dataset="hand-made", country="YY", V=1.0)
-    with pytest.raises(ReportError, match=r"V = 5 \(has \[1.0\]\)"):
-        S.load_results(path, dataset="hand-made", country="XX", V=5.0)
+        S.load_results(path, dataset="hand-made", country="YY", setting=1.0)
+    with pytest.raises(ReportError, match=r"V = 5 \(has \['V = 1'\]\)"):
+        S.load_results(path, dataset="hand-made", country="XX", setting={"V": 5.0})
+    with pytest.raises(ReportError, match=r"p-table v01 \(has \['V = 1'\]\)"):
+        S.load_results(path, dataset="hand-made", country="XX", setting={"ptable": "v01"})
     with pytest.raises(ReportError, match="granularity '5y'"):
-        S.load_results(path, dataset="hand-made", country="XX", V=1.0, granularity="5y")
+        S.load_results(path, dataset="hand-made", country="XX", setting=1.0, granularity="5y")
     with pytest.raises(ReportError, match="not found"):
-        S.load_results(tmp_path / "missing.parquet", dataset="hand-made", country="XX", V=1.0)
-    with pytest.raises(ParameterError, match="noise model 'ptable'"):
-        S.load_results(path, dataset="hand-made", country="XX", V=1.0, noise="ptable")
+        S.load_results(tmp_path / "missing.parquet", dataset="hand-made", country="XX", setting=1.0)

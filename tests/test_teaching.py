@@ -16,6 +16,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from chromium_helpers import dump_dom, page_requests
 from demonoise.analysis import teaching as tc
 from demonoise.analysis.results import results_table
 from demonoise.core.errors import ParameterError
@@ -24,7 +25,6 @@ from demonoise.demography.indicators import life_expectancy, lifetable_inputs, l
 from demonoise.demography.lifetable import e_derivative, life_table_from_rates, lifetable_lower
 from demonoise.io.datasets import load
 from demonoise.noise.models import GenericNoise
-from demonoise.report import chromium as chrome
 from demonoise.report.render import read_metrics
 from demonoise.uncertainty.propagation import linearise
 from report_helpers import chromium, scan_html
@@ -127,7 +127,7 @@ def rendered(tmp_path_factory):
 @pytest.mark.slow
 def test_notebook_checks_pass(rendered):
     _, out = rendered
-    m = read_metrics(out / "teaching.ipynb")
+    m = read_metrics(out / "teaching-mc4000.ipynb")
     print(
         {
             k: m[k]
@@ -161,8 +161,10 @@ def test_rendered_html(rendered):
     text = res.html.read_text(encoding="utf-8")
     scan = scan_html(text)
     assert scan.violations == [] and scan.scripts_with_src == []
-    assert "window.MathJax" in text and text.count("$$") >= 20  # display equations, typeset in the browser
-    assert len(re.findall(r'<svg [^>]*class="marks"', text)) == 2  # derivatives chart, variance terms chart
+    assert "MathJax" not in text and "<script" not in text  # no script: formulas typeset as SVG
+    assert text.count("dn-math-display") >= 10  # display equations
+    assert "$" not in re.sub(r"<[^>]+>", "", re.sub(r"<(svg|style)\b.*?</\1>", "", text, flags=re.S))
+    assert len(re.findall(r'<img [^>]*class="dn-chart"', text)) == 2  # derivatives chart, variance terms chart
     assert text.count('<details class="dn-solution">') == 4  # solutions collapsed
     assert "Data: population and deaths real (Eurostat)" in text
     assert "import numpy" not in text and "display_metrics" not in text
@@ -173,11 +175,11 @@ def test_rendered_html(rendered):
 def test_maths_charts_and_solutions_in_chromium_and_pdf(rendered, tmp_path):
     res, _ = rendered
     net = tmp_path / "net.json"
-    dom = chrome.dump_dom(res.html, net_log=net)
-    assert chrome.page_requests(net) == []
-    assert 'data-dn-math="done"' in dom and dom.count("<mjx-container") >= 80
-    assert "$$" not in re.sub(r"<script.*?</script>", "", dom, flags=re.S)
-    assert dom.count('class="marks"') == 2
+    dom = dump_dom(res.html, net_log=net)
+    assert page_requests(net) == []
+    assert len(re.findall(r'<svg [^>]*class="dn-math', dom)) >= 80
+    assert "$$" not in re.sub(r"<(svg|style)\b.*?</\1>", "", dom, flags=re.S)
+    assert len(re.findall(r'<img [^>]*class="dn-chart"', dom)) == 2
     assert res.pdf_error is None and res.pdf.read_bytes()[:5] == b"%PDF-"
     pdf_text = subprocess.run(["pdftotext", str(res.pdf), "-"], capture_output=True, text=True, check=True).stdout
     assert "\\frac" not in pdf_text and "$$" not in pdf_text

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from chromium_helpers import dump_dom, page_requests
 from demonoise.analysis.ptables import load_ptable
 from demonoise.analysis.results import results_table
 from demonoise.analysis.whatif import headline, scale_counts, sensitivity, what_if, what_if_settings
@@ -28,7 +29,6 @@ from demonoise.core.counts import AgeAxis, Counts, Provenance, TableProvenance
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.io.datasets import load
 from demonoise.noise.models import GenericNoise, PTableNoise
-from demonoise.report import chromium as chrome
 from demonoise.report.render import read_metrics, read_parameters
 from demonoise.uncertainty.propagation import linearise
 from report_helpers import chromium, scan_html
@@ -209,6 +209,7 @@ def test_notebooks_are_committed_without_outputs():
 
 
 PARAMS = {"region": "BE34", "scale": 4, "V": [1, 3], "ptable": "v01", "granularity": "5y", "mc": 400, "sex": "M"}
+STEM = "whatif-BE34-V1-3-granularity5y-mc400-ptablev01-scale4-sexM"  # a scenario is named after its parameters
 
 
 @pytest.fixture(scope="module")
@@ -223,8 +224,8 @@ def rendered(tmp_path_factory):
 @pytest.mark.slow
 def test_headless_run_reports_the_library_figures(rendered, be):
     res, out = rendered
-    nb = out / "whatif.ipynb"
-    assert read_parameters(nb) == PARAMS
+    nb = out / f"{STEM}.ipynb"
+    assert read_parameters(nb) == PARAMS and res.html.name == f"{STEM}.html"
     m = read_metrics(nb)
     assert m["settings"] == ["V = 1", "V = 3", "ptable v01"] and m["scale"] == 4 and m["granularity"] == "5y"
     direct = headline(
@@ -244,8 +245,8 @@ def test_rendered_html(rendered):
     text = res.html.read_text(encoding="utf-8")
     scan = scan_html(text)
     assert scan.violations == [] and scan.scripts_with_src == []
-    assert "window.MathJax" in text  # maths typeset offline
-    assert len(re.findall(r'<svg [^>]*class="marks"', text)) >= 6  # e_x, ASMR, ASFR, 2 sensitivity, MC
+    assert "MathJax" not in text and len(re.findall(r'<svg [^>]*class="dn-math', text)) >= 5  # maths typeset offline
+    assert len(re.findall(r'<img [^>]*class="dn-chart"', text)) >= 6  # e_x, ASMR, ASFR, 2 sensitivity, MC
     assert "Data: population and deaths real (Eurostat)" in text  # the data label on the charts ...
     assert "every count scaled by 4" in text  # ... says the counts were scaled
     assert "pip install -e &#x27;.[interactive]&#x27;" in text or "pip install -e '.[interactive]'" in text
@@ -259,10 +260,10 @@ def test_rendered_html(rendered):
 def test_rendered_html_in_chromium(rendered, tmp_path):
     res, _ = rendered
     net = tmp_path / "net.json"
-    dom = chrome.dump_dom(res.html, net_log=net)
-    assert chrome.page_requests(net) == []
-    assert 'data-dn-math="done"' in dom and dom.count("<mjx-container") >= 5
-    assert "$$" not in re.sub(r"<script.*?</script>", "", dom, flags=re.S)
+    dom = dump_dom(res.html, net_log=net)
+    assert page_requests(net) == []
+    assert len(re.findall(r'<svg [^>]*class="dn-math', dom)) >= 5
+    assert "$$" not in re.sub(r"<(svg|style)\b.*?</\1>", "", dom, flags=re.S)
 
 
 # ------------------------------------------------------------------ command line
@@ -280,18 +281,19 @@ def test_cli_notebook(rendered, tmp_path, capsys):
     # the parameters of the `rendered` fixture, typed on the command line: the executed
     # notebook is up to date (same notebook, parameters, library), so it is only re-rendered
     _, out = rendered
-    before = nbformat.read(out / "whatif.ipynb", as_version=4).metadata["demonoise"]["run"]["finished"]
+    before = nbformat.read(out / f"{STEM}.ipynb", as_version=4).metadata["demonoise"]["run"]["finished"]
     argv = ["notebook", "whatif", "--out", str(out), "--no-pdf"]
     for k, v in PARAMS.items():
         argv += ["-p", k, json.dumps(v) if not isinstance(v, str) else v]
     assert main(argv) == 0
     assert "whatif: " in capsys.readouterr().out
-    assert nbformat.read(out / "whatif.ipynb", as_version=4).metadata["demonoise"]["run"]["finished"] == before
-    assert read_parameters(out / "whatif.ipynb") == PARAMS
-    assert (out / "whatif.html").is_file() and not (out / "whatif.pdf").exists()
+    assert nbformat.read(out / f"{STEM}.ipynb", as_version=4).metadata["demonoise"]["run"]["finished"] == before
+    assert read_parameters(out / f"{STEM}.ipynb") == PARAMS
+    assert (out / f"{STEM}.html").is_file() and not (out / f"{STEM}.pdf").exists()
     # a failing run is a typed error naming the cell, not a report
     assert main(["notebook", "whatif", "-p", "region", "XX99", "--out", str(tmp_path / "bad"), "--no-pdf"]) == 2
     err = capsys.readouterr().err
     assert "DataError" in err and "XX99" in err and "cell" in err
-    assert not (tmp_path / "bad" / "whatif.html").exists() and (tmp_path / "bad" / "whatif.failed.ipynb").exists()
-    json.loads((tmp_path / "bad" / "whatif.failed.ipynb").read_text())
+    bad = tmp_path / "bad" / "whatif-XX99"
+    assert not bad.with_suffix(".html").exists() and (tmp_path / "bad" / "whatif-XX99.failed.ipynb").exists()
+    json.loads((tmp_path / "bad" / "whatif-XX99.failed.ipynb").read_text())

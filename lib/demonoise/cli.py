@@ -303,7 +303,8 @@ def cmd_overview(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from demonoise.report.batch import load_params, run_reports
+    from demonoise.report.batch import run_reports
+    from demonoise.report.params import load_params
 
     params = load_params(args.params)
     rep = run_reports(
@@ -317,13 +318,13 @@ def cmd_report(args) -> int:
     print(rep.summary())
     print(
         f"  compute {t['compute']:.1f} s, notebooks {t['notebooks']:.1f} s, reports {t['render']:.1f} s "
-        f"(HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s of work)"
+        f"(HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s of work), overview and extras {t['overview_extras']:.1f} s"
     )
     for note in rep.notes:
         print(f"  note: {note}")
-    for o in rep.failed:
+    for r, o in rep.failed:
         first = (o.error or "failed").splitlines()[0]
-        print(f"  FAILED {o.spec.label}: {first}", file=sys.stderr)
+        print(f"  FAILED {r.label}: {first}", file=sys.stderr)
     print(f"index: {rep.index}")
     return 0 if rep.ok else 1
 

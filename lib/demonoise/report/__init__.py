@@ -7,18 +7,24 @@ nothing beyond what :func:`setup_notebook` itself needs):
   pandas display options), :func:`display_metrics`;
 * :mod:`.run`       -- papermill batch: :class:`Job`, :func:`run_jobs` (pool of kernels
   reused between notebooks, failure isolation, atomic outputs, up-to-date skipping);
-* :mod:`.render`    -- one report from executed notebooks: :func:`render_report`
-  (cover + sections + contents -> offline HTML -> PDF with headless Chromium),
-  :func:`read_metrics`, :func:`read_parameters`;
+* :mod:`.render`    -- one document from executed notebooks: :func:`assemble` (cover,
+  contents, chapters with a subsection per setting), :func:`render_document` (HTML,
+  CSV files, PDF), :func:`read_metrics`, :func:`read_parameters`;
+* :mod:`.exporter`  -- the nbconvert exporters ``demonoise_html`` and ``demonoise_pdf``
+  (WeasyPrint), figures and tables numbered;
+* :mod:`.typeset`   -- formulas as SVG (ziamath), found by nbconvert's Markdown parser;
+* :mod:`.theme`     -- the Altair theme, colours, number formats, log ticks;
+* :mod:`.cover`     -- the cover (publisher, date, version, data extraction);
 * :mod:`.index`     -- ``index.html`` over a batch: :func:`write_index`;
-* :mod:`.chromium`  -- headless Chromium: find it, print to PDF, dump the DOM;
-* :mod:`.templates` -- where the nbconvert template is found;
+* :mod:`.params`    -- the params schema (pydantic) and its YAML loader;
+* :mod:`.cache`     -- fingerprints and stamps (what is up to date);
+* :mod:`.locate`, :mod:`.templates` -- where notebooks, template and params are found;
 * :mod:`.store`     -- results computed once by the library and read by the notebooks:
   :class:`ResultsSpec`, :func:`results`;
 * :mod:`.charts`    -- Altair chart builders over the results table;
 * :mod:`.summary`   -- tables, verdict sentences and flags over the results table;
-* :mod:`.batch`     -- the report batch: params file -> results -> notebooks -> reports
-  -> index (:func:`load_params`, :func:`run_reports`).
+* :mod:`.batch`     -- the report batch in stages: plan -> compute -> execute -> render
+  -> index (:func:`run_reports`).
 """
 
 from __future__ import annotations
@@ -38,22 +44,21 @@ __all__ = [
     "JobResult",
     "BatchResult",
     "run_jobs",
-    "library_fingerprint",
     # render
     "Section",
     "RenderResult",
     "render_report",
-    "render_html",
-    "render_pdf",
+    "render_document",
+    "Chapter",
     "assemble",
     "read_metrics",
     "read_parameters",
     # index
     "IndexRow",
     "write_index",
-    # chromium / templates
-    "find_chromium",
-    "ChromiumNotFoundError",
+    # templates, exporters
+    "DocumentHTMLExporter",
+    "DocumentPDFExporter",
     "find_template_dir",
     # store
     "ResultsSpec",
@@ -75,25 +80,24 @@ _WHERE = {
     "JobResult": "run",
     "BatchResult": "run",
     "run_jobs": "run",
-    "library_fingerprint": "run",
     "Section": "render",
     "RenderResult": "render",
     "render_report": "render",
-    "render_html": "render",
-    "render_pdf": "render",
+    "render_document": "render",
+    "Chapter": "render",
     "assemble": "render",
     "read_metrics": "render",
     "read_parameters": "render",
     "IndexRow": "index",
     "write_index": "index",
-    "find_chromium": "chromium",
-    "ChromiumNotFoundError": "chromium",
+    "DocumentHTMLExporter": "exporter",
+    "DocumentPDFExporter": "exporter",
     "find_template_dir": "templates",
     "ResultsSpec": "store",
     "results": "store",
-    "ReportParams": "batch",
-    "load_params": "batch",
-    "parse_params": "batch",
+    "ReportParams": "params",
+    "load_params": "params",
+    "parse_params": "params",
     "run_reports": "batch",
 }
 

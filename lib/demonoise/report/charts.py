@@ -13,6 +13,18 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from demonoise.core.vocabulary import (
+    A_EQUAL,
+    A_SMALL,
+    ADMIXTURE_CLASSES,
+    INDICATOR_TITLES,
+    NO_DATA_COLOUR,
+    POISSON_COLOUR,
+    SETTING_PALETTE,
+    TOTAL_COLOUR,
+)
+from demonoise.report.theme import component_colours, log_ticks, region_colours, setting_colours
+
 __all__ = [
     "COMPONENT_COLOURS",
     "MAX_LINES",
@@ -26,29 +38,18 @@ __all__ = [
     "uncertainty_vs_population",
 ]
 
-#: One colour per uncertainty component, the same on every page.
-COMPONENT_COLOURS = {"Poisson": "#4c78a8", "noise": "#e45756", "total": "#333333"}
+#: One colour per uncertainty component (noise: the first setting's; each chart takes its own).
+COMPONENT_COLOURS = component_colours(SETTING_PALETTE[0])
 _COMPONENTS = [("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total")]
 #: Above this many regions, one line per region is unreadable: charts switch to a
 #: heatmap (admixture) or highlight the country and the smallest region (values).
 MAX_LINES = 7
-#: Admixture classes of the heatmap (per cent), with the sentence thresholds 10 % and 41 %.
-A_CLASSES = (
-    (0.0, 10.0, "< 10 %"),
-    (10.0, 41.4, "10 \u2013 41 %"),
-    (41.4, 100.0, "41 \u2013 100 % (noise \u2265 Poisson)"),
-    (100.0, np.inf, "> 100 %"),
-)
-A_CLASS_COLOURS = ("#d9e6f2", "#f2c879", "#e0703f", "#9e1b1b")
+#: Admixture classes of the heatmap (per cent): the vocabulary's three classes.
+A_CLASSES = tuple((100 * c.lower, 100 * c.upper, c.label) for c in ADMIXTURE_CLASSES)
+A_CLASS_COLOURS = tuple(c.colour for c in ADMIXTURE_CLASSES)
 NO_EVENTS = "no events"
-_ADMIX_REF = pd.DataFrame({"A": [10.0, 41.4], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
-
-INDICATOR_TITLES = {
-    "asfr": "age-specific fertility rate",
-    "tfr": "total fertility rate",
-    "asmr": "age-specific mortality rate",
-    "e": "life expectancy",
-}
+_ADMIX_REF = pd.DataFrame({"A": [100 * A_SMALL, 100 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
+__all__ += ["INDICATOR_TITLES"]
 
 
 def _region_label(df: pd.DataFrame) -> pd.Series:
@@ -88,8 +89,10 @@ def _facet_layout(n: int) -> tuple[int, int, int]:
     if n <= 4:
         return 2, 300, 150
     if n <= 9:
-        return 3, 200, 125
-    return 4, 150, 95
+        return 3, 200, 110
+    if n <= 16:
+        return 4, 150, 85
+    return 6, 100, 62
 
 
 def uncertainty_by_age(
@@ -100,11 +103,12 @@ def uncertainty_by_age(
     width: int | None = None,
     height: int | None = None,
     log: bool = True,
+    noise_colour: str = SETTING_PALETTE[0],
 ):
     """Relative uncertainty (Poisson, noise, total; %) by age, one panel per region.
 
     ``df``: rows of one indicator, one sex, one noise setting. Cells flagged
-    ``small_count`` (first order unreliable) are drawn as hollow points. Panels are
+    ``small_count`` (first order unreliable) are drawn as open circles. Panels are
     ordered by falling population (country first); their number of columns and size
     adapt to the number of regions unless given.
     """
@@ -113,20 +117,22 @@ def uncertainty_by_age(
     ncol, w, h = _facet_layout(len(order))
     columns, width, height = columns or ncol, width or w, height or h
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
+    comps = component_colours(noise_colour)
     colour = alt.Color(
         "component:N",
-        scale=alt.Scale(domain=list(COMPONENT_COLOURS), range=list(COMPONENT_COLOURS.values())),
+        scale=alt.Scale(domain=list(comps), range=list(comps.values())),
         legend=alt.Legend(title=None, orient="top"),
     )
+    axis = alt.Axis(format="~g", values=log_ticks(d["rel"], most=6), gridOpacity=0.6) if log else alt.Axis(format="~g")
     base = alt.Chart(d).encode(
         x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
-        y=alt.Y("rel:Q", title=None, scale=scale, axis=alt.Axis(format="~g", tickCount=4, gridOpacity=0.6)),
+        y=alt.Y("rel:Q", title=None, scale=scale, axis=axis),
         color=colour,
         tooltip=["region_label:N", "age_group:N", "component:N", alt.Tooltip("rel:Q", format=".3g"), "events:Q"],
     )
     lines = base.mark_line(strokeWidth=1.2).encode(
         strokeDash=alt.StrokeDash(
-            "component:N", scale=alt.Scale(domain=list(COMPONENT_COLOURS), range=[[1, 0], [1, 0], [4, 2]]), legend=None
+            "component:N", scale=alt.Scale(domain=list(comps), range=[[1, 0], [1, 0], [4, 2]]), legend=None
         )
     )
     small = base.transform_filter("datum.small_count && datum.component == 'total'").mark_point(
@@ -145,7 +151,7 @@ def uncertainty_by_age(
         .properties(
             title=_title(
                 title,
-                "relative uncertainty in % (log scale); hollow points: fewer than 10 events (first order unreliable)",
+                "relative uncertainty in % (log scale); open circles: fewer than 10 events (first order unreliable)",
             )
         )
     )
@@ -179,28 +185,49 @@ def _order_by_population(df: pd.DataFrame) -> list[str]:
     return key.index.tolist()
 
 
-def admixture_by_age(df: pd.DataFrame, *, title: str = "", width: int = 560, height: int = 240):
-    """Noise admixture (%) by age, one line per region (log scale), with the 10 % and 41 % lines."""
+def _region_scale(df: pd.DataFrame) -> alt.Scale:
+    """Colours of the regions of a report: by rank in the country (same in every chart)."""
+    order = _order_by_population(df)
+    colours = region_colours(order)
+    return alt.Scale(domain=order, range=[colours[o] for o in order])
+
+
+def admixture_by_age(df: pd.DataFrame, *, title: str = "", width: int = 500, height: int = 240):
+    """Noise admixture (%) by age, one line per region (log scale, 1-2-5 ticks), with the
+    10 % and 41 % reference lines labelled in the right margin (never under a data line)."""
     d = _cols(df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)], "admixture")
     d["A"] = 100.0 * d["admixture"]
     d["region_label"] = _region_label(d)
+    y = alt.Y(
+        "A:Q",
+        title="noise admixture A (%)",
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(format="~g", values=log_ticks(pd.concat([d["A"], _ADMIX_REF["A"]]))),
+    )
     lines = (
         alt.Chart(d)
         .mark_line(strokeWidth=1.2)
         .encode(
             x=alt.X("age:Q", title="age"),
-            y=alt.Y("A:Q", title="noise admixture A (%)", scale=alt.Scale(type="log")),
-            color=alt.Color("region_label:N", title="region", legend=alt.Legend(orient="right", labelLimit=180)),
+            y=y,
+            color=alt.Color(
+                "region_label:N",
+                title="region",
+                scale=_region_scale(df),
+                legend=alt.Legend(orient="bottom", columns=2, labelLimit=220),
+            ),
             tooltip=["region_label:N", "age_group:N", alt.Tooltip("A:Q", format=".3g"), "events:Q"],
         )
     )
     ref = alt.Chart(_ADMIX_REF).mark_rule(strokeDash=[4, 3], color="#888").encode(y="A:Q")
     ref_text = (
         alt.Chart(_ADMIX_REF)
-        .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#666")
-        .encode(y="A:Q", x=alt.value(2), text="label:N")
+        .mark_text(align="left", dx=4, fontSize=9, color="#555")
+        .encode(y="A:Q", x=alt.value(width), text="label:N")
     )
-    return alt.layer(lines, ref, ref_text).properties(width=width, height=height, title=title or "")
+    return alt.layer(lines, ref, ref_text).properties(
+        width=width, height=height, title=title or "", padding={"right": 120}
+    )
 
 
 def _runs(d: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -245,7 +272,7 @@ def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
     ages = np.sort(d["age"].dropna().unique())
     steps = np.diff(ages)
     ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
-    d["age_end"] = d["age"].map(dict(zip(ages, ends)))
+    d["age_end"] = d["age"].map(dict(zip(ages, ends, strict=False)))
     d = d[np.isfinite(d["age"])]
     order = _order_by_population(df)
     row = max(11, min(22, int(420 / max(len(order), 1))))
@@ -261,7 +288,7 @@ def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
             color=alt.Color(
                 "A_class:N",
                 title="noise admixture A",
-                scale=alt.Scale(domain=labels, range=[*A_CLASS_COLOURS, "#e6e6e6"]),
+                scale=alt.Scale(domain=labels, range=[*A_CLASS_COLOURS, NO_DATA_COLOUR]),
                 legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
             ),
             tooltip=[
@@ -322,7 +349,7 @@ def value_by_age(
         "value:Q",
         title=y_title or "value",
         scale=alt.Scale(type="log") if log else alt.Scale(zero=False),
-        axis=alt.Axis(format="~g", tickCount=6) if log else alt.Axis(),
+        axis=alt.Axis(format="~g", values=log_ticks(d["value"])) if log else alt.Axis(),
     )
     tip = ["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")]
     n = d["region"].nunique()
@@ -336,8 +363,8 @@ def value_by_age(
                 color=alt.Color(
                     "region_label:N",
                     title="region",
-                    sort=_order_by_population(df),
-                    legend=alt.Legend(orient="right", labelLimit=180),
+                    scale=_region_scale(df),
+                    legend=alt.Legend(orient="bottom", columns=2, labelLimit=220),
                 ),
                 tooltip=tip,
             )
@@ -393,14 +420,10 @@ def regional_intervals(df: pd.DataFrame, *, title: str = "", x_title: str = "", 
     y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
     tot = (
         alt.Chart(d)
-        .mark_rule(color=COMPONENT_COLOURS["total"], strokeWidth=5, opacity=0.25)
+        .mark_rule(color=TOTAL_COLOUR, strokeWidth=5, opacity=0.25)
         .encode(y=y, x=alt.X("lo_tot:Q", title=x_title or "value", scale=alt.Scale(zero=False)), x2="hi_tot:Q")
     )
-    pois = (
-        alt.Chart(d)
-        .mark_rule(color=COMPONENT_COLOURS["Poisson"], strokeWidth=2)
-        .encode(y=y, x="lo_pois:Q", x2="hi_pois:Q")
-    )
+    pois = alt.Chart(d).mark_rule(color=POISSON_COLOUR, strokeWidth=2).encode(y=y, x="lo_pois:Q", x2="hi_pois:Q")
     pt = (
         alt.Chart(d)
         .mark_point(filled=True, color="black", size=25)
@@ -419,7 +442,7 @@ def regional_intervals(df: pd.DataFrame, *, title: str = "", x_title: str = "", 
         width=width,
         height=max(60, 18 * len(order)),
         title=_title(
-            title, "dot: value; blue: 95 % interval from Poisson alone; grey band: Poisson and noise together"
+            title, "dot: value; blue line: 95 % interval from Poisson alone; grey band: Poisson and noise together"
         ),
     )
 
@@ -444,7 +467,7 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
         return None
     d = pd.concat(parts, ignore_index=True)
     d = d[np.isfinite(d["analytic"]) & np.isfinite(d["mc"]) & (d["analytic"] > 0) & (d["mc"] > 0)]
-    d["outside"] = d["z"].abs() > 5
+    d["agreement"] = np.where(d["z"].abs() > 5, "beyond sampling error (|z| > 5)", "within sampling error")
     lo, hi = float(min(d["analytic"].min(), d["mc"].min())), float(max(d["analytic"].max(), d["mc"].max()))
     diag = pd.DataFrame({"analytic": [lo, hi], "mc": [lo, hi]})
     pts = (
@@ -455,16 +478,22 @@ def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int
                 "analytic:Q",
                 title="analytic sd (first order)",
                 scale=alt.Scale(type="log"),
-                axis=alt.Axis(format="~g", tickCount=4),
+                axis=alt.Axis(format="~g", values=log_ticks([lo, hi])),
             ),
             y=alt.Y(
-                "mc:Q", title="Monte Carlo sd", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", tickCount=4)
+                "mc:Q",
+                title="Monte Carlo sd",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(format="~g", values=log_ticks([lo, hi])),
             ),
             shape=alt.Shape("component:N", legend=alt.Legend(title=None, orient="top")),
             color=alt.Color(
-                "outside:N",
-                scale=alt.Scale(domain=[False, True], range=["#4c78a8", "#d62728"]),
-                legend=alt.Legend(title="|z| > 5"),
+                "agreement:N",
+                scale=alt.Scale(
+                    domain=["within sampling error", "beyond sampling error (|z| > 5)"],
+                    range=[POISSON_COLOUR, "#c0392b"],
+                ),
+                legend=alt.Legend(title=None, orient="bottom"),
             ),
             tooltip=[
                 "region:N",
@@ -493,38 +522,49 @@ def uncertainty_vs_population(
     height: int = 280,
     column: str = "rel_noise",
     x_title: str = "population (average of 1 January of the year and the next)",
+    settings: list[str] | None = None,
 ):
-    """Relative uncertainty (%) against population (exposure), log-log, one point per
-    region and series: the Poisson uncertainty (grey crosses) and the noise at each V
-    of the table (coloured dots). ``df``: one indicator/age/sex, any V."""
-    d = _cols(df, column, "rel_pois", "V")
+    """Relative uncertainty (%) against population, log-log, one point per region and
+    series: Poisson (crosses, :data:`~demonoise.core.vocabulary.POISSON_COLOUR`) and the noise
+    of every setting (dots, coloured by the setting's position in the batch). The smallest
+    region and the one with the largest relative noise are labelled. ``df``: from
+    :func:`demonoise.report.summary.across_settings` (a ``setting`` column)."""
+    d = _cols(df, column, "rel_pois", "setting")
     d["region_label"] = _region_label(d)
-    Vs = sorted(d["V"].unique())
-    noise = d.assign(rel=100.0 * d[column], series="noise, V = " + d["V"].map(lambda v: f"{v:g}"))
-    pois = d[d["V"] == Vs[0]].assign(rel=100.0 * d["rel_pois"], series="Poisson")
+    order = settings or list(dict.fromkeys(d["setting"]))
+    colours = setting_colours(order)
+    first = d[d["setting"] == order[0]] if (d["setting"] == order[0]).any() else d.drop_duplicates("region")
+    noise = d.assign(rel=100.0 * d[column], series="noise, " + d["setting"])
+    pois = first.assign(rel=100.0 * first["rel_pois"], series="Poisson")
     long = pd.concat([pois, noise], ignore_index=True)
     long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["exposure"] > 0)]
-    domain = ["Poisson"] + [f"noise, V = {v:g}" for v in Vs]
-    palette = ["#e45756", "#b279a2", "#f58518", "#54a24b", "#4c78a8"]
-    colours = ["#888888"] + [palette[i % len(palette)] for i in range(len(Vs))]
-    return (
+    domain = ["Poisson"] + [f"noise, {s}" for s in order]
+    rng = [POISSON_COLOUR] + [colours[s] for s in order]
+    x = alt.X(
+        "exposure:Q",
+        title=x_title,
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(format=",~s", values=log_ticks(long["exposure"])),
+    )
+    y = alt.Y(
+        "rel:Q",
+        title="relative uncertainty (%)",
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(format="~g", values=log_ticks(long["rel"])),
+    )
+    points = (
         alt.Chart(long)
         .mark_point(size=40, opacity=0.85, strokeWidth=1.2)
         .encode(
-            x=alt.X("exposure:Q", title=x_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~s", tickCount=5)),
-            y=alt.Y(
-                "rel:Q",
-                title="relative uncertainty (%)",
-                scale=alt.Scale(type="log"),
-                axis=alt.Axis(format="~g", tickCount=5),
-            ),
+            x=x,
+            y=y,
             color=alt.Color(
-                "series:N", title=None, scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(orient="top")
+                "series:N", title=None, scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(orient="top")
             ),
             shape=alt.Shape(
-                "series:N", scale=alt.Scale(domain=domain, range=["cross"] + ["circle"] * len(Vs)), legend=None
+                "series:N", scale=alt.Scale(domain=domain, range=["cross"] + ["circle"] * len(order)), legend=None
             ),
-            fill=alt.Fill("series:N", scale=alt.Scale(domain=domain, range=["transparent"] + colours[1:]), legend=None),
+            fill=alt.Fill("series:N", scale=alt.Scale(domain=domain, range=["transparent"] + rng[1:]), legend=None),
             tooltip=[
                 "region_label:N",
                 "series:N",
@@ -532,5 +572,15 @@ def uncertainty_vs_population(
                 alt.Tooltip("rel:Q", format=".3g"),
             ],
         )
-        .properties(width=width, height=height, title=title or "")
     )
+    worst = noise[np.isfinite(noise["rel"])]
+    named = {first.loc[first["exposure"].idxmin(), "region"]} if len(first) else set()
+    if len(worst):
+        named.add(worst.loc[worst["rel"].idxmax(), "region"])
+    lab = long[long["region"].isin(named) & (long["series"] == f"noise, {order[-1]}")].drop_duplicates("region")
+    labels = (
+        alt.Chart(lab)
+        .mark_text(align="left", dx=6, dy=-6, fontSize=9, color=TOTAL_COLOUR)
+        .encode(x=x, y=y, text="region_label:N")
+    )
+    return alt.layer(points, labels).properties(width=width, height=height, title=title or "")

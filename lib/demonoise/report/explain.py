@@ -16,7 +16,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from demonoise.core.vocabulary import SETTING_PALETTE
 from demonoise.report.charts import COMPONENT_COLOURS
+from demonoise.report.theme import log_ticks
 
 __all__ = [
     "title",
@@ -96,18 +98,6 @@ def uncertainty_by_setting(
     )
 
 
-def _log_ticks(values) -> list[float]:
-    """1-2-5 ticks covering ``values`` (at most ~8 of them)."""
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v) & (v > 0)]
-    if not v.size:
-        return []
-    lo, hi = np.floor(np.log10(v.min())), np.ceil(np.log10(v.max()))
-    ticks = [m * 10.0**k for k in np.arange(lo, hi + 1) for m in (1, 2, 5)]
-    ticks = [t for t in ticks if v.min() / 1.25 <= t <= v.max() * 1.25]
-    return ticks if len(ticks) >= 2 else sorted({float(v.min()), float(v.max())})
-
-
 def sensitivity_chart(
     sens: pd.DataFrame, *, indicator: str = "e0", sex: str = "F", chart_title=None, width: int = 300, height: int = 220
 ):
@@ -122,7 +112,7 @@ def sensitivity_chart(
         "population:Q",
         title="population (average, exposure)",
         scale=alt.Scale(type="log", nice=False, padding=12),
-        axis=alt.Axis(format="~s", values=_log_ticks(d["population"])),
+        axis=alt.Axis(format="~s", values=log_ticks(d["population"])),
     )
     ylog = alt.Scale(type="log", nice=False, padding=10)
     colour = alt.Color("noise:N", title="noise", legend=alt.Legend(orient="top"))
@@ -187,7 +177,9 @@ def derivative_check_chart(
     d = pd.concat(rows, ignore_index=True)
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     colour = alt.Color("series:N", title=None, legend=alt.Legend(orient="top"))
-    y = alt.Y("value:Q", title=y_title, scale=alt.Scale(type="log"))
+    y = alt.Y(
+        "value:Q", title=y_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", values=log_ticks(d["value"]))
+    )
     tip = ["series:N", "how:N", "age:Q", alt.Tooltip("value:Q", format=".6g")]
     line = (
         alt.Chart(d)
@@ -219,14 +211,19 @@ def variance_by_age_chart(
     d = pd.concat(rows, ignore_index=True)
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     domain = list(terms)
-    others = ["#e45756", "#b22222", "#f58518", "#72b7b2", "#54a24b"]
-    rng = [colours.get(k) or others[i % len(others)] for i, k in enumerate(domain)]
+    others = iter(SETTING_PALETTE * 2)  # the noise terms in the order of the settings
+    rng = [colours.get(k) or next(others) for k in domain]
     return (
         alt.Chart(d)
         .mark_line(point=alt.OverlayMarkDef(size=10), strokeWidth=1.2)
         .encode(
             x=alt.X("age:Q", title="age x (85 = open group 85+)"),
-            y=alt.Y("value:Q", title=y_title, scale=alt.Scale(type="log")),
+            y=alt.Y(
+                "value:Q",
+                title=y_title,
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(format="~g", values=log_ticks(d["value"])),
+            ),
             color=alt.Color(
                 "component:N", title=None, scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(orient="top")
             ),
@@ -256,14 +253,16 @@ def solution(summary: str, *parts) -> object:
     summary : str
         The visible line, e.g. ``"Solution 1"``.
     *parts : str or pandas.DataFrame
-        Paragraphs: a string is HTML (maths in ``$...$`` is typeset by MathJax in the
-        report), a DataFrame is rendered as an HTML table.
+        Paragraphs: a string is HTML with maths in ``$...$`` (typeset as SVG here, by
+        :func:`demonoise.report.typeset.markdown_to_html`), a DataFrame is rendered as an HTML table.
 
     Returns
     -------
     IPython.display.HTML
     """
     from IPython.display import HTML
+
+    from demonoise.report.typeset import markdown_to_html
 
     body = []
     for p in parts:
@@ -272,7 +271,8 @@ def solution(summary: str, *parts) -> object:
         elif hasattr(p, "to_html") and callable(p.to_html):  # a Styler
             body.append(p.to_html())
         else:
-            body.append(f"<p>{p}</p>")
+            body.append(markdown_to_html(str(p)))
     return HTML(
-        f'{SOLUTION_CSS}<details class="dn-solution"><summary>{_html.escape(summary)}</summary>{"".join(body)}</details>'
+        f"{SOLUTION_CSS}<details "
+        f'class="dn-solution"><summary>{_html.escape(summary)}</summary>{"".join(body)}</details>'
     )

@@ -3,79 +3,55 @@
 :func:`render_notebook` runs ``notebooks/<name>.ipynb`` through the report machinery
 (:func:`~.run.run_jobs`: named kernel, atomic output, failure isolation, up-to-date
 skipping) and renders the executed notebook with :func:`~.render.render_report` into
-``<out_dir>/<name>.html`` and, with Chromium, ``<out_dir>/<name>.pdf``. The report
+``<out_dir>/<name>.html`` and ``<out_dir>/<name>.pdf``. The report
 batch calls it for the extras listed in its parameters; ``demonoise notebook NAME``
 is its command line.
 
-Where the notebooks are found, in order: the ``notebook_dir`` argument; the environment
-variable ``DEMONOISE_NOTEBOOKS``; ``<repository>/notebooks`` (a checkout, an editable
-install or ``PYTHONPATH=lib``); ``<sys.prefix>/share/demonoise/notebooks`` (a wheel
-install: pyproject's ``data-files``).
+The notebooks are found by :func:`demonoise.report.locate.find_notebook`. A what-if is
+named after its parameters (``whatif-BE34-scale4-V1-3.html``), so that a second scenario
+does not overwrite the first.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.errors import ReportError
+from demonoise.report.locate import find_notebook
 from demonoise.report.render import RenderResult, load_notebook, render_report
 from demonoise.report.run import DEFAULT_KERNEL, Job, run_jobs
 
-__all__ = ["EXTRAS", "ENV_VAR", "notebook_dirs", "find_notebook", "render_notebook"]
+__all__ = ["EXTRAS", "scenario_name", "render_notebook"]
 
 #: Extra notebooks and the title of their report.
 EXTRAS = {
     "whatif": "demonoise what-if analysis",
     "teaching": "The variance of life expectancy, step by step",
 }
-ENV_VAR = "DEMONOISE_NOTEBOOKS"
 
 
-def notebook_dirs(notebook_dir: str | os.PathLike | None = None) -> list[Path]:
-    """Candidate notebook directories, in lookup order."""
-    out: list[Path] = []
-    if notebook_dir is not None:
-        return [Path(notebook_dir)]
-    env = os.environ.get(ENV_VAR)
-    if env:
-        out.append(Path(env))
-    package = Path(__file__).resolve().parents[1]  # .../lib/demonoise
-    out.append(package.parents[1] / "notebooks")
-    out.append(Path(sys.prefix) / "share" / "demonoise" / "notebooks")
-    return out
+def _value_tag(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "-".join(_value_tag(x) for x in v)
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def find_notebook(name: str, notebook_dir: str | os.PathLike | None = None) -> Path:
-    """Path of ``<name>.ipynb``.
-
-    Raises
-    ------
-    ParameterError
-        ``name`` is not a plain notebook name, or no candidate directory holds it (the
-        message lists the places tried and the notebooks found there).
-    """
-    if not isinstance(name, str) or not name or Path(name).name != name or name.endswith(".ipynb"):
-        raise ParameterError(f"notebook name must be a plain name such as 'whatif' or 'teaching', got {name!r}")
-    tried = []
-    for d in notebook_dirs(notebook_dir):
-        p = d / f"{name}.ipynb"
-        if p.is_file():
-            return p.resolve()
-        found = sorted(q.stem for q in d.glob("*.ipynb")) if d.is_dir() else []
-        tried.append(f"{d} ({', '.join(found) if found else 'no notebooks'})")
-    raise ParameterError(f"notebook {name!r} not found; looked in: " + "; ".join(tried))
+def scenario_name(name: str, parameters: Mapping[str, Any]) -> str:
+    """File stem of an extra notebook run: its name and parameters, e.g.
+    ``whatif-BE34-V1-3-scale4`` (dataset and region first, without their parameter's name)."""
+    parts = [name] + [_value_tag(parameters[k]) for k in ("dataset", "region") if k in parameters]
+    parts += [f"{k}{_value_tag(v)}" for k, v in sorted(parameters.items()) if k not in ("dataset", "region")]
+    return re.sub(r"[^A-Za-z0-9_.-]+", "", "-".join(parts))[:120]
 
 
 def _subtitle(parameters: Mapping[str, Any]) -> str | None:
     if not parameters:
         return None
-    return "Parameters: " + ", ".join(
-        f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in parameters.items()
-    )
+    return "Parameters: " + ", ".join(f"{k} = {_value_tag(v).replace('-', ', ')}" for k, v in parameters.items())
 
 
 def render_notebook(
@@ -89,7 +65,6 @@ def render_notebook(
     force: bool = False,
     kernel_name: str = DEFAULT_KERNEL,
     cell_timeout: float | None = 600.0,
-    chromium: str | os.PathLike | None = None,
 ) -> RenderResult:
     """Execute ``notebooks/<name>.ipynb`` with ``parameters`` and render it.
 
@@ -104,7 +79,7 @@ def render_notebook(
         Receives ``<name>.ipynb`` (the executed notebook), ``<name>.html`` and
         ``<name>.pdf``.
     pdf : bool
-        Also print a PDF with headless Chromium. Without Chromium the HTML is kept and
+        Also write the PDF (WeasyPrint). Without Pango the HTML is kept and
         ``RenderResult.pdf_error`` says why there is no PDF.
     title : str, optional
         Report title (default: :data:`EXTRAS` entry, else the notebook's
@@ -116,8 +91,6 @@ def render_notebook(
         parameters and library).
     kernel_name, cell_timeout
         As in :func:`~.run.run_jobs`.
-    chromium : path-like, optional
-        Chromium executable for the PDF.
 
     Returns
     -------
@@ -135,7 +108,8 @@ def render_notebook(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     params = dict(parameters or {})
-    job = Job(src, out_dir / f"{name}.ipynb", params, name=name)
+    stem = scenario_name(name, params)
+    job = Job(src, out_dir / f"{stem}.ipynb", params, name=stem)
     batch = run_jobs([job], workers=1, force=force, kernel_name=kernel_name, progress=False, cell_timeout=cell_timeout)
     res = batch[0]
     if not res.ok:
@@ -146,10 +120,9 @@ def render_notebook(
         title = EXTRAS.get(name) or node.get("metadata", {}).get("title") or name
     return render_report(
         [res.output],
-        out_dir / f"{name}.html",
-        out_dir / f"{name}.pdf" if pdf else None,
-        title=title,
+        out_dir / f"{stem}.html",
+        out_dir / f"{stem}.pdf" if pdf else None,
+        title=title if not params else f"{title} ({_subtitle(params).removeprefix('Parameters: ')})",
         subtitle=_subtitle(params),
         toc=False,
-        chromium=chromium,
     )

@@ -48,7 +48,10 @@ class IndexRow:
     error : str, optional
         Error of a failed run (shown in full, HTML-escaped).
     summary : mapping
-        Extra columns, in the caller's order.
+        Extra columns, in the caller's order. A value ``{"text": ..., "colour": ...}`` is a
+        cell coloured by its class (e.g. an admixture class of the vocabulary).
+    files : sequence of path
+        The report's CSV files (linked as one "data" cell: their folder and count).
     """
 
     name: str
@@ -58,6 +61,7 @@ class IndexRow:
     pdf_reason: str | None = None
     error: str | None = None
     summary: Mapping[str, Any] = field(default_factory=dict)
+    files: tuple = ()
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -98,6 +102,26 @@ def _link(target: Path | None, base: Path, text: str) -> str | None:
     rel = os.path.relpath(Path(target).resolve(), base.resolve())
     href = urllib.parse.quote(Path(rel).as_posix())
     return f'<a href="{_html.escape(href)}">{_html.escape(text)}</a>'
+
+
+def _data_cell(r: IndexRow, base: Path) -> str:
+    if not r.files or r.status == "failed":
+        return "&mdash;"
+    folder = Path(r.files[0]).parent
+    return _link(folder, base, f"{len(r.files)} CSV") or "&mdash;"
+
+
+def _summary_cell(v: Any) -> str:
+    if isinstance(v, Mapping):
+        colour = _html.escape(str(v.get("colour") or ""))
+        style = f' style="background:{colour}"' if colour else ""
+        return f'<td class="dn-num"{style}>{_html.escape(str(v.get("text", "")))}</td>'
+    num = isinstance(v, (int, float)) and not isinstance(v, bool)
+    return f'<td class="{"dn-num" if num else ""}">{_html.escape(_fmt(v))}</td>'
+
+
+def _counts_line(items, counts) -> str:
+    return f"{len(items)} reports: {counts['ok']} ok, {counts['skipped']} up to date, {counts['failed']} failed."
 
 
 def _css(template_dir) -> str:
@@ -177,17 +201,19 @@ def write_index(
             f"<td>{html_cell or '&mdash;'}</td>",
             f"<td>{pdf_cell or '&mdash;'}</td>",
         ]
+        cells.append(f"<td>{_data_cell(r, base)}</td>")
         for c in columns:
-            v = r.summary.get(c)
-            num = isinstance(v, (int, float)) and not isinstance(v, bool)
-            cells.append(f'<td class="{"dn-num" if num else ""}">{esc(_fmt(v))}</td>')
+            cells.append(_summary_cell(r.summary.get(c)))
         body.append(f'<tr class="dn-row-{r.status}">' + "".join(cells) + "</tr>")
 
     counts = {s: sum(r.status == s for r in items) for s in STATUSES}
     status_box = ""
     if data_status:
         lines = "".join(f"<li><strong>{esc(k)}</strong>: {esc(v)}</li>" for k, v in data_status.items())
-        status_box = f'<div class="dn-status{" dn-status-modelled" if modelled else ""}"><strong>Data status</strong><ul>{lines}</ul></div>'
+        status_box = (
+            f'<div class="dn-status{" dn-status-modelled" if modelled else ""}"><strong>Data '
+            f"status</strong><ul>{lines}</ul></div>"
+        )
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     from demonoise.core.version import __version__
 
@@ -207,9 +233,9 @@ def write_index(
 <h1>{esc(title)}</h1>
 {f"<p>{esc(intro)}</p>" if intro else ""}
 {status_box}
-<p class="dn-muted">{len(items)} reports: {counts["ok"]} ok, {counts["skipped"]} up to date, {counts["failed"]} failed. Generated {when}.</p>
+<p class="dn-muted">{_counts_line(items, counts)} Generated {when}.</p>
 <table class="dn-index">
-<thead><tr><th>Report</th><th>Status</th><th>HTML</th><th>PDF</th>{head}</tr></thead>
+<thead><tr><th>Report</th><th>Status</th><th>HTML</th><th>PDF</th><th>Data</th>{head}</tr></thead>
 <tbody>
 {chr(10).join(body)}
 </tbody>

@@ -35,7 +35,10 @@ from typing import Any
 __all__ = [
     "RENDERER_NAME",
     "METRICS_MIME",
+    "FIGURE_MIME",
+    "TABLE_MIME",
     "VEGA_SPEC_CLASS",
+    "table_bundle",
     "setup_notebook",
     "chart_bundle",
     "display_metrics",
@@ -46,13 +49,14 @@ __all__ = [
 RENDERER_NAME = "demonoise"
 #: Custom mime type of a metrics payload (never rendered into the report).
 METRICS_MIME = "application/vnd.demonoise.metrics+json"
+#: A chart's caption and data (title, subtitle, CSV), numbered by the exporter.
+FIGURE_MIME = "application/vnd.demonoise.figure+json"
+#: A table's caption, note and data (CSV), numbered by the exporter.
+TABLE_MIME = "application/vnd.demonoise.table+json"
 #: Class of the ``<script type="application/json">`` that carries an interactive spec.
 VEGA_SPEC_CLASS = "dn-vega-spec"
 
 _FORMATS = ("svg", "png", "pdf")
-#: Font of every chart (a CSS font list; the first one installed is used both to
-#: measure text in vl-convert and to draw it in the browser).
-CHART_FONT = "DejaVu Sans, Verdana, sans-serif"
 _settings: dict[str, Any] = {"formats": ("svg",), "interactive": False, "scale": 1.0}
 
 
@@ -130,29 +134,28 @@ def chart_bundle(
     bad = [f for f in formats if f not in _FORMATS]
     if bad or not formats:
         raise ParameterError(f"chart formats must be a non-empty subset of {_FORMATS}, got {formats}")
+    from demonoise.report.theme import FONT, FORMAT_LOCALE
+
     spec = dict(spec)
+    caption = _take_title(spec)
     # No ARIA attributes in static SVG: Vega would write an aria-label describing every
-    # mark (every point of a scatter, every cell of a heatmap), which doubles the SVG
-    # and says nothing a reader of a printed report can use.
-    # One font for measuring (vl-convert) and drawing (the browser): vl-convert measures
-    # Vega's default "sans-serif" with its bundled Liberation Sans, while Chromium on
-    # Debian draws it with the wider DejaVu Sans, so right-aligned axis labels and
-    # legend entries overflowed their computed space and were clipped.
-    spec["config"] = {"aria": False, "font": CHART_FONT, **(spec.get("config") or {})}
+    # mark, which doubles the SVG and says nothing a reader of a printed report can use.
+    # One font for measuring (vl-convert) and drawing (the reader).
+    spec["config"] = {"aria": False, "font": FONT, **(spec.get("config") or {})}
     vl_version = _vl_version()
     bundle: dict[str, Any] = {}
-    svg = _uniquify_svg_ids(vlc.vegalite_to_svg(spec, vl_version=vl_version))
+    svg = _uniquify_svg_ids(vlc.vegalite_to_svg(spec, vl_version=vl_version, format_locale=FORMAT_LOCALE))
     if "svg" in formats:
         bundle["image/svg+xml"] = svg
     if "png" in formats:
         import base64
 
-        png = vlc.vegalite_to_png(spec, vl_version=vl_version, scale=scale)
+        png = vlc.vegalite_to_png(spec, vl_version=vl_version, scale=scale, format_locale=FORMAT_LOCALE)
         bundle["image/png"] = base64.b64encode(png).decode("ascii")
     if "pdf" in formats:
         import base64
 
-        pdf = vlc.vegalite_to_pdf(spec, vl_version=vl_version)
+        pdf = vlc.vegalite_to_pdf(spec, vl_version=vl_version, format_locale=FORMAT_LOCALE)
         bundle["application/pdf"] = base64.b64encode(pdf).decode("ascii")
     if interactive:
         bundle["text/html"] = (
@@ -161,11 +164,54 @@ def chart_bundle(
             f'<script type="application/json" class="{VEGA_SPEC_CLASS}">{_script_json(spec)}</script>'
             "</div>"
         )
-    title = spec.get("title")
-    if isinstance(title, Mapping):
-        title = title.get("text")
+    bundle[FIGURE_MIME] = {**caption, "csv": _spec_csv(spec)}
+    title = caption.get("title")
     bundle["text/plain"] = f"<Chart{': ' + html.escape(str(title)) if title else ''}>"
     return bundle
+
+
+def _text(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return "; ".join(str(v) for v in value if v)
+    return str(value or "")
+
+
+def _take_title(spec: dict) -> dict:
+    """Take the chart's title and subtitle out of the spec: the report prints them as the
+    numbered figure caption (so they are never drawn twice, nor clipped in the SVG). A title
+    at the bottom is a credit (e.g. the map's boundaries) and stays on the image."""
+    t = spec.get("title")
+    if isinstance(t, Mapping) and t.get("orient") == "bottom":  # a credit line: it stays on the image
+        return {"title": "", "subtitle": ""}
+    spec.pop("title", None)
+    if isinstance(t, Mapping):
+        return {"title": _text(t.get("text")), "subtitle": _text(t.get("subtitle"))}
+    return {"title": _text(t), "subtitle": ""}
+
+
+def _spec_csv(spec: Mapping[str, Any]) -> str:
+    """The chart's data as CSV: the largest inline dataset of the spec (the marks' data;
+    the small ones are reference lines)."""
+    import pandas as pd
+
+    sets = dict(spec.get("datasets") or {})
+    values = (spec.get("data") or {}).get("values")
+    if values:
+        sets["_inline"] = values
+    if not sets:
+        return ""
+    rows = max(sets.values(), key=len)
+    return pd.DataFrame.from_records(rows).to_csv(index=False, float_format="%.10g")
+
+
+def table_bundle(html_table: str, *, caption: str, frame=None, note: str = "", empty: bool = False) -> dict:
+    """A table output the exporter numbers: its HTML, caption, note and data (CSV of ``frame``)."""
+    csv = "" if frame is None or len(frame) == 0 else frame.to_csv(index=False, float_format="%.10g")
+    return {
+        "text/html": html_table,
+        TABLE_MIME: {"caption": caption, "note": note, "csv": csv, "empty": bool(empty)},
+        "text/plain": f"<Table: {caption}>",
+    }
 
 
 def _renderer(spec: dict, **metadata: Any) -> dict[str, Any]:
@@ -183,6 +229,30 @@ def _register() -> None:
 
     if RENDERER_NAME not in alt.renderers.names():
         alt.renderers.register(RENDERER_NAME, _renderer)
+
+
+def _frame_bundle(obj, include=None, exclude=None) -> dict:
+    """A pandas DataFrame or Styler shown in a report notebook: its data as CSV under
+    :data:`TABLE_MIME`, so that the report numbers it and links its CSV (the HTML comes from
+    pandas' own formatter)."""
+    frame = getattr(obj, "data", obj)
+    csv = frame.to_csv(index=not isinstance(frame.index, __import__("pandas").RangeIndex), float_format="%.10g")
+    return {TABLE_MIME: {"caption": "", "note": "", "csv": csv, "empty": len(frame) == 0}}
+
+
+def _register_table_formatter() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipykernel
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    import pandas as pd
+    from pandas.io.formats.style import Styler
+
+    for kind in (pd.DataFrame, Styler):
+        ip.display_formatter.mimebundle_formatter.for_type(kind, _frame_bundle)
 
 
 # ------------------------------------------------------------------ notebook setup
@@ -216,7 +286,11 @@ def setup_notebook(
     import altair as alt
     import pandas as pd
 
+    from demonoise.report.theme import register_theme
+
     _register()
+    register_theme()
+    _register_table_formatter()
     _settings.update(formats=tuple(formats), interactive=bool(interactive))
     alt.renderers.enable(RENDERER_NAME)
     if max_chart_rows is None:

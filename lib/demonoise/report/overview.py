@@ -18,7 +18,7 @@ computes nothing itself):
 * the calibration of V (:func:`calibration_table`, :func:`calibration_chart`, from
   :func:`demonoise.uncertainty.calibration.calibrate`).
 
-Definitions (DESIGN.md section 4): relative uncertainty ``delta = sd / value``;
+Definitions (docs/design.md, "Admixture"): relative uncertainty ``delta = sd / value``;
 noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (10 %: noise adds a tenth
 to the statistical uncertainty; ``sqrt(2) - 1 = 41.4 %``: noise as large as Poisson).
 All tables keep the NUTS 2 rows (``nuts_level == 2``) of the generic noise model.
@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +44,8 @@ import pandas as pd
 
 from demonoise.core.counts import DATA_STATUS_SEP
 from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.vocabulary import A_EQUAL as _A_EQUAL
+from demonoise.core.vocabulary import A_SMALL, NO_DATA_COLOUR, POISSON_COLOUR, SETTING_PALETTE
 
 __all__ = [
     "EUROPE_FRAME",
@@ -79,7 +80,6 @@ __all__ = [
     "banner",
     "load_inputs",
     "split_sections",
-    "find_notebook",
     "render_overview",
 ]
 
@@ -89,7 +89,7 @@ EUROPE_FRAME = (-24.0, 34.5, 44.8, 71.2)
 #: overview lists them in a table (checked against the geometry in the tests).
 OUTERMOST = ("ES70", "FRY1", "FRY2", "FRY3", "FRY4", "FRY5", "PT20", "PT30")
 #: Noise admixture when noise and Poisson variances are equal: sqrt(2) - 1.
-A_EQUAL = math.sqrt(2.0) - 1.0
+A_EQUAL = _A_EQUAL
 
 #: Indicator keys of the overview: (indicator, age or None, how).
 #: ``how``: "row" -- one row per region; "median" -- median over the ages.
@@ -118,11 +118,11 @@ _FEMALE_ONLY = ("tfr", "asfr")
 
 # V colours: ordered light -> dark (a larger V is a darker red); Poisson in the
 # component colour of the other report pages.
-_V_COLOURS = ["#f58518", "#b2182b", "#7b3294", "#1b7837", "#555555"]
-_POISSON_COLOUR = "#4c78a8"
+_V_COLOURS = list(SETTING_PALETTE)
+_POISSON_COLOUR = POISSON_COLOUR
 _MAP_BREAKS = [5.0, 10.0, 20.0, 100.0 * A_EQUAL, 100.0]
 _MAP_COLOURS = ["#ffffb2", "#fed976", "#feb24c", "#fd8d3c", "#f03b20", "#bd0026"]
-_NO_DATA = "#d9d9d9"
+_NO_DATA = NO_DATA_COLOUR
 _GEO_DATASET = "nuts2_2021"
 #: Classes of the admixture map (labels), from :data:`_MAP_BREAKS`.
 MAP_CLASSES = ("< 5 %", "5\u201310 %", "10\u201320 %", "20\u201341 %", "41\u2013100 %", "\u2265 100 %")
@@ -281,7 +281,7 @@ def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: s
                     "rel_noise_max": float(g["rel_noise"].max()),
                     "admixture_median": float(a.median()),
                     "admixture_max": float(a.max()),
-                    "over_10": int((a > 0.10).sum()),
+                    "over_10": int((a > A_SMALL).sum()),
                     "over_41": int((a > A_EQUAL).sum()),
                 }
             )
@@ -658,7 +658,7 @@ def _log_domain(values) -> tuple[float, float]:
 
 
 def _log_x(pop, title: str = "population (average)", field: str = "population"):
-    """Log x axis (population): data range, ticks at 1 and 3 x 10^k."""
+    """Log x axis (population): data range, 1-2-5 ticks."""
     import altair as alt
 
     lo, hi = _log_domain(pop)
@@ -666,7 +666,7 @@ def _log_x(pop, title: str = "population (average)", field: str = "population"):
         f"{field}:Q",
         title=title,
         scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
-        axis=alt.Axis(values=_ticks(lo, hi, (1.0, 3.0)), format="~s", grid=True),
+        axis=alt.Axis(values=_ticks(lo, hi, (1.0, 2.0, 5.0)), format="~s", grid=True),
     )
 
 
@@ -1128,32 +1128,6 @@ def split_sections(nb) -> list:
     return out
 
 
-def find_notebook(name: str = "overview.ipynb", notebook_dir: str | os.PathLike | None = None) -> Path:
-    """Where a report notebook lives: ``notebook_dir``, ``$DEMONOISE_NOTEBOOKS``, the
-    repository's ``notebooks/`` (found from the package location), or
-    ``<sys.prefix>/share/demonoise/notebooks``.
-
-    Raises
-    ------
-    ReportError
-        Not found; the message lists every place tried.
-    """
-    cands: list[Path] = []
-    if notebook_dir is not None:
-        cands.append(Path(notebook_dir))
-    env = os.environ.get("DEMONOISE_NOTEBOOKS")
-    if env:
-        cands.append(Path(env))
-    cands.append(Path(__file__).resolve().parents[3] / "notebooks")
-    cands.append(Path(sys.prefix) / "share" / "demonoise" / "notebooks")
-    for c in cands:
-        if (c / name).is_file():
-            return (c / name).resolve()
-    raise ReportError(
-        f"notebook {name} not found; tried: " + ", ".join(str(c) for c in cands) + " (set DEMONOISE_NOTEBOOKS)"
-    )
-
-
 @dataclass(frozen=True)
 class OverviewParams:
     """Parameters of the overview.
@@ -1243,12 +1217,6 @@ class OverviewResult:
         )
 
 
-def _file_hash(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-
-
 def _calibration_results(p: OverviewParams, out: Path) -> Path:
     """The calibration table of the overview's dataset
     (``calibrate(counts, thresholds, granularity="single", e_ages=(0, 65))``), written
@@ -1273,7 +1241,6 @@ def render_overview(
     force: bool = False,
     calibration: str | os.PathLike | pd.DataFrame | None = None,
     notebook: str | os.PathLike | None = None,
-    chromium: str | os.PathLike | None = None,
     workers: int | None = None,
 ) -> OverviewResult:
     """Build the Europe overview report: ``<out_dir>/overview.html`` (+ ``overview.pdf``).
@@ -1297,15 +1264,13 @@ def render_overview(
     store : path-like, optional
         Results store (default ``<out_dir>/results``).
     pdf : bool
-        Also print the PDF (needs Chromium; without it ``pdf_error`` says why).
+        Also print the PDF (needs Pango; without it ``pdf_error`` says why).
     force : bool
         Recompute results and re-execute the notebook even if up to date.
     calibration : path or DataFrame, optional
         A calibration table (:func:`demonoise.uncertainty.calibration.calibrate`).
     notebook : path-like, optional
-        The overview notebook (default: :func:`find_notebook`).
-    chromium : path-like, optional
-        Chromium executable for the PDF.
+        The overview notebook (default: :func:`demonoise.report.locate.find_notebook`).
     workers : int, optional
         Monte Carlo worker processes.
 
@@ -1317,6 +1282,9 @@ def render_overview(
     ParameterError
         Invalid parameters (unknown dataset or country, bad V).
     """
+    from demonoise.report.batch import provenance_dict, source_of
+    from demonoise.report.cache import file_digest
+    from demonoise.report.locate import find_notebook
     from demonoise.report.render import Section, render_report
     from demonoise.report.run import Job, run_jobs
     from demonoise.report.store import ResultsSpec, results
@@ -1359,7 +1327,7 @@ def render_overview(
 
     # the banner of every page shows the label; the implications follow it in data_status
     label = p.label or str(single["data_status"].iloc[0]).split(DATA_STATUS_SEP)[0]
-    nb_in = Path(notebook) if notebook is not None else find_notebook("overview.ipynb")
+    nb_in = Path(notebook) if notebook is not None else find_notebook("overview")
     nb_out = out / "notebooks" / "overview.ipynb"
     job = Job(
         input=nb_in,
@@ -1376,7 +1344,7 @@ def render_overview(
         },
         name="overview",
         # the calibration file's content is data the run reads (its path does not change)
-        data_fingerprint=_file_hash(cal_path) if cal_path is not None else "",
+        data_fingerprint=file_digest(cal_path) if cal_path is not None else "",
     )
     t = time.perf_counter()
     batch = run_jobs([job], workers=1, force=force, progress=False)
@@ -1401,7 +1369,7 @@ def render_overview(
         out / "overview.pdf" if pdf else None,
         title=f"Europe overview: {p.dataset}, V = {vs}",
         subtitle=f"{scope}; {label}",
-        chromium=chromium,
+        source=source_of(provenance_dict(p.dataset)) + "; NUTS 2021 boundaries: Eurostat GISCO",
     )
     seconds["render"] = time.perf_counter() - t
 

@@ -1,34 +1,23 @@
-"""Assemble executed notebooks into one report; render offline HTML and PDF.
+"""Assemble executed notebooks into one document; render it to offline HTML and PDF.
 
-A report is a cover (a notebook, or a generated title block), a table of contents and
-sections -- one executed notebook each, in order -- rendered with the ``demonoise``
-nbconvert template (see ``templates/demonoise/``) into one self-contained HTML file,
-then printed to PDF by headless Chromium (:mod:`.chromium`).
+A document is a cover, a contents list and *chapters*. A chapter is one executed notebook
+(:class:`Section`), or -- in a country report -- one indicator with a *subsection per noise
+setting* (:class:`Chapter`: the notebook of that indicator executed once per setting).
+Each chapter opens a page in print and numbers its figures and tables (Figure 2.1, ...;
+:class:`~.exporter.DocumentPreprocessor`).
 
-What reaches the report
------------------------
-* code input and ``In[]``/``Out[]`` prompts: never (``exclude_input=True`` plus
-  ``exclude_input_prompt`` / ``exclude_output_prompt``, which ``exclude_input`` alone
-  does not cover);
-* cells tagged ``remove`` or ``metrics``: removed (nbconvert's ``TagRemovePreprocessor``);
-* metrics payloads (mime type :data:`~.notebook.METRICS_MIME`) in any cell: removed;
-* code cells left without output (parameters, imports): dropped;
-* a notebook whose execution failed (``metadata.papermill.exception``): refused with a
-  :class:`~demonoise.core.errors.ReportError` naming it -- a failed run never becomes a
-  valid-looking report.
+What reaches a document: no code, no prompts; cells tagged ``remove`` or ``metrics`` and
+metrics payloads are dropped, and so are code cells left without output. A notebook whose
+execution failed (``metadata.papermill.exception``) is refused with a
+:class:`~demonoise.core.errors.ReportError` naming it -- a failed run never becomes a
+valid-looking report. A leading level-1 heading of a notebook is its title (taken out of
+the body). In a :class:`Chapter`, cells tagged ``chapter`` (the method note, charts across
+the settings) are kept once, from the first setting, before the subsections; the other
+cells' headings move one level down under the setting's heading.
 
-Structure of the HTML: ``<section class="dn-cover">``, ``<nav class="dn-toc">``, then
-one ``<section class="dn-section" id="ANCHOR">`` per notebook, opening with
-``<h1 class="dn-section-title">``; print CSS starts each section on a new A4 page and
-numbers pages in the bottom margin. The section title is the caller's, else the
-notebook's leading level-1 markdown heading, else ``metadata.title``, else the file
-name; a leading level-1 heading is always taken out of the body (it *is* the section
-heading, and would otherwise appear twice).
-
-Offline rule (tested): no ``src=``, ``href=`` of a ``<link>``, CSS ``url()`` or
-``@import`` points to ``http:``, ``https:`` or a protocol-relative ``//`` URL. Plain
-hyperlinks (``<a href="https://...">`` in the notebooks' prose) are allowed: they are
-references the reader may follow, not resources the page loads.
+:func:`render_document` is one rendering task -- assembled notebook in; HTML, its CSV files
+and the PDF out -- run by the batch in worker processes. Offline rule (tested): nothing is
+loaded from the network; plain hyperlinks in the prose are allowed.
 """
 
 from __future__ import annotations
@@ -40,35 +29,31 @@ import os
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from demonoise.core.atomic import atomic_write_text
+from demonoise.core.atomic import atomic_write_bytes, atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.chromium import DEFAULT_BUDGET_MS, ChromiumNotFoundError, print_pdf
-from demonoise.report.notebook import METRICS_MIME, VEGA_SPEC_CLASS
-from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
+from demonoise.report.exporter import REMOVE_TAGS
+from demonoise.report.notebook import METRICS_MIME
 
 __all__ = [
-    "DEFAULT_REMOVE_TAGS",
     "Section",
+    "Chapter",
     "RenderResult",
     "load_notebook",
     "read_parameters",
     "read_metrics",
+    "clean_cells",
     "assemble",
-    "render_html",
-    "render_pdf",
+    "render_document",
     "render_report",
 ]
 
-#: Cells with any of these tags never reach a rendered report.
-DEFAULT_REMOVE_TAGS = frozenset({"remove", "metrics"})
-
 _ANCHOR_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
 _H1_RE = re.compile(r"^\s*#\s+(.+?)\s*#*\s*$")
+_HEADING_RE = re.compile(r"^(#{1,5})(\s)", re.M)
 
 
 # =================================================================== reading
@@ -96,12 +81,7 @@ def read_parameters(nb: Any) -> dict:
 
 
 def read_metrics(nb: Any) -> dict:
-    """Merge the metrics payloads a notebook displayed with
-    :func:`~demonoise.report.notebook.display_metrics`.
-
-    Payloads are read from every output with mime type ``METRICS_MIME`` (tagging the
-    cell ``metrics`` hides it from the report; it is not needed to read it), in cell
-    order, and merged into one dict.
+    """Merge the metrics payloads a notebook displayed (:func:`~.notebook.display_metrics`).
 
     Raises
     ------
@@ -116,7 +96,7 @@ def read_metrics(nb: Any) -> dict:
             payload = (out.get("data") or {}).get(METRICS_MIME)
             if payload is None:
                 continue
-            if isinstance(payload, str):  # some writers store JSON mime data as text
+            if isinstance(payload, str):
                 payload = json.loads(payload)
             if not isinstance(payload, Mapping):
                 raise ReportError(f"{label}: metrics payload in cell {i} is not a JSON object")
@@ -128,8 +108,7 @@ def read_metrics(nb: Any) -> dict:
 
 
 def _failure(node) -> str | None:
-    pm = node.get("metadata", {}).get("papermill", {})
-    if not pm.get("exception"):
+    if not node.get("metadata", {}).get("papermill", {}).get("exception"):
         return None
     for i, cell in enumerate(node.get("cells", [])):
         for out in cell.get("outputs", []) or []:
@@ -138,178 +117,246 @@ def _failure(node) -> str | None:
     return "execution failed"
 
 
+def clean_cells(node, label: str, remove_tags: Iterable[str] = REMOVE_TAGS) -> list:
+    """Cells that belong in a document: tagged cells, metrics and empty code cells gone.
+
+    Raises
+    ------
+    ReportError
+        The notebook failed during execution.
+    """
+    failure = _failure(node)
+    if failure:
+        raise ReportError(f"{label}: notebook failed during execution ({failure}); it is not rendered")
+    tags_out = frozenset(remove_tags)
+    cells = []
+    for cell in node.get("cells", []):
+        if set(cell.get("metadata", {}).get("tags", []) or []) & tags_out:
+            continue
+        cell = copy.deepcopy(cell)
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = [o for o in cell.get("outputs", []) if METRICS_MIME not in (o.get("data") or {})]
+            if not cell["outputs"]:
+                continue
+        cells.append(cell)
+    return cells
+
+
+def _take_title(cells: list) -> str | None:
+    """Pop the level-1 heading that opens the first markdown cell (before any output)."""
+    for cell in cells:
+        if cell.get("cell_type") == "code":
+            return None
+        if cell.get("cell_type") != "markdown":
+            continue
+        lines = cell["source"].splitlines()
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        m = _H1_RE.match(lines[0]) if lines else None
+        if not m:
+            return None
+        cell["source"] = "\n".join(lines[1:]).lstrip("\n")
+        if not cell["source"].strip():
+            cells.remove(cell)
+        return m.group(1)
+    return None
+
+
+def _demote(cells: list) -> list:
+    """Every markdown heading one level down (a setting's subsection holds them)."""
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            cell["source"] = _HEADING_RE.sub(lambda m: "#" + m.group(1) + m.group(2), cell["source"])
+    return cells
+
+
+def _tagged(cell, tag: str) -> bool:
+    return tag in (cell.get("metadata", {}).get("tags", []) or [])
+
+
 # ================================================================== assembly
 @dataclass(frozen=True)
 class Section:
-    """One section of a report: an executed notebook, with optional title and anchor."""
+    """A chapter made of one executed notebook, with optional title and anchor."""
 
     notebook: Any
     title: str | None = None
     anchor: str | None = None
 
 
-def _raw(html_text: str):
+@dataclass(frozen=True)
+class Chapter:
+    """An indicator chapter: one executed notebook per noise setting, in the batch's order.
+
+    ``settings`` are ``(label, colour, notebook)``; ``intro`` is HTML put under the title
+    (e.g. what the data can't say about this indicator)."""
+
+    title: str
+    anchor: str
+    settings: tuple[tuple[str, str, Any], ...]
+    intro: str = ""
+
+
+def _raw(html_text: str, **meta):
     from nbformat.v4 import new_raw_cell
 
-    return new_raw_cell(html_text, metadata={"demonoise": {"html": True}})
-
-
-def _clean_cells(node, label: str, remove_tags: frozenset) -> list:
-    """Cells that belong in the report: tagged and empty code cells and metrics gone."""
-    failure = _failure(node)
-    if failure:
-        raise ReportError(f"{label}: notebook failed during execution ({failure}); it is not rendered")
-    cells = []
-    for cell in node.get("cells", []):
-        tags = set(cell.get("metadata", {}).get("tags", []) or [])
-        if tags & remove_tags:
-            continue
-        cell = copy.deepcopy(cell)
-        if cell.get("cell_type") == "code":
-            outs = [o for o in cell.get("outputs", []) if METRICS_MIME not in (o.get("data") or {})]
-            if not outs:
-                continue
-            cell["outputs"] = outs
-        cells.append(cell)
-    return cells
-
-
-def _take_title(cells: list) -> str | None:
-    """Pop the first level-1 heading of the first markdown cell (if it opens the cell)."""
-    for cell in cells:
-        if cell.get("cell_type") != "markdown":
-            if cell.get("cell_type") == "code":
-                return None  # a heading after output is not the section title
-            continue
-        lines = cell["source"].splitlines()
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        if lines:
-            m = _H1_RE.match(lines[0])
-            if m:
-                cell["source"] = "\n".join(lines[1:]).lstrip("\n")
-                if not cell["source"].strip():
-                    cells.remove(cell)
-                return m.group(1)
-        return None
-    return None
+    return new_raw_cell(html_text, metadata={"demonoise": {"html": True, **meta}})
 
 
 def _slug(text: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
-    return s[:40] or "section"
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40] or "section"
+
+
+def _open_chapter(number: int, title: str, anchor: str):
+    return _raw(
+        f'<section class="dn-chapter" id="{anchor}">\n<h1 class="dn-chapter-title">'
+        f'<span class="dn-section-number">{number}</span>{_html.escape(title)}</h1>',
+        chapter=str(number),
+    )
+
+
+def _section_cells(sec: Section, number: int, used: set) -> tuple[list, dict]:
+    node, label = load_notebook(sec.notebook)
+    cells = clean_cells(node, label)
+    found = _take_title(cells)
+    title = sec.title or found or node.get("metadata", {}).get("title") or Path(label).stem
+    anchor = sec.anchor or f"sec-{number}-{_slug(title)}"
+    _check_anchor(anchor, label, used)
+    entry = {"title": title, "anchor": anchor, "number": str(number), "source": label, "children": []}
+    return [_open_chapter(number, title, anchor), *cells, _raw("</section>")], entry
+
+
+def _check_anchor(anchor: str, label: str, used: set) -> None:
+    if not _ANCHOR_RE.match(anchor):
+        raise ParameterError(f"{label}: invalid anchor {anchor!r}")
+    if anchor in used:
+        raise ParameterError(f"{label}: duplicate anchor {anchor!r}")
+    used.add(anchor)
+
+
+def _chapter_cells(ch: Chapter, number: int, used: set) -> tuple[list, dict]:
+    _check_anchor(ch.anchor, ch.title, used)
+    entry = {"title": ch.title, "anchor": ch.anchor, "number": str(number), "source": "", "children": []}
+    head = [_open_chapter(number, ch.title, ch.anchor)]
+    if ch.intro:
+        head.append(_raw(ch.intro))
+    body: list = []
+    for j, (label, colour, nb) in enumerate(ch.settings, 1):
+        node, src = load_notebook(nb)
+        cells = clean_cells(node, src)
+        _take_title(cells)
+        if j == 1:
+            head += [c for c in cells if _tagged(c, "chapter")]
+        anchor = f"{ch.anchor}-{j}"
+        _check_anchor(anchor, src, used)
+        entry["children"].append({"title": label, "anchor": anchor, "number": f"{number}.{j}"})
+        body.append(
+            _raw(
+                f'<h2 class="dn-setting" id="{anchor}" style="--dn-setting: {colour}">'
+                f'<span class="dn-section-number">{number}.{j}</span>{_html.escape(label)}</h2>'
+            )
+        )
+        body += _demote([c for c in cells if not _tagged(c, "chapter")])
+    return [*head, *body, _raw("</section>")], entry
+
+
+def _contents(entries: list[dict]) -> str:
+    def item(e):
+        kids = "".join(item(k) for k in e.get("children", []))
+        sub = f"<ol>{kids}</ol>" if kids else ""
+        return (
+            f'<li><a href="#{e["anchor"]}"><span class="dn-section-number">{e["number"]}</span>'
+            f"{_html.escape(e['title'])}</a>{sub}</li>"
+        )
+
+    return (
+        f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>{"".join(item(e) for e in entries)}</ol>\n</nav>'
+    )
+
+
+def _default_cover(title: str, subtitle: str | None) -> str:
+    from datetime import date
+
+    sub = f'<p class="dn-subtitle">{_html.escape(subtitle)}</p>\n' if subtitle else ""
+    return (
+        f'<section class="dn-cover" id="cover">\n<h1>{_html.escape(title)}</h1>\n{sub}'
+        f'<p class="dn-meta">{date.today().isoformat()}</p>\n</section>'
+    )
 
 
 def assemble(
-    sections: Sequence[Section | Any],
+    chapters: Sequence[Section | Chapter | Any],
     *,
     title: str,
     cover: Any = None,
     subtitle: str | None = None,
     toc: bool = True,
-    remove_tags: Iterable[str] = DEFAULT_REMOVE_TAGS,
+    source: str = "",
 ):
-    """Assemble one notebook from a cover and executed section notebooks.
+    """One notebook from a cover, a contents list and chapters.
 
     Parameters
     ----------
-    sections : sequence of Section, path or NotebookNode
-        In report order.
+    chapters : sequence of Section, Chapter, path or NotebookNode
+        In document order.
     title : str
-        Report title (HTML ``<title>``, page footer, generated cover).
-    cover : path or NotebookNode, optional
-        Executed cover notebook; if omitted, a cover with ``title``, ``subtitle`` and
-        the date is generated.
-    subtitle : str, optional
-        For the generated cover.
-    toc : bool
-        Include a table of contents (one entry per section).
-    remove_tags : iterable of str
-        Cell tags that remove a cell (default ``{"remove", "metrics"}``).
+        Document title (HTML ``<title>``, footer, generated cover).
+    cover : str, path or NotebookNode, optional
+        The cover: HTML (a string starting with ``<``), or an executed notebook; default:
+        a cover with ``title``, ``subtitle`` and the date.
+    source : str
+        The "Source:" of every figure and table, e.g. ``"Eurostat (demo_r_d2jan, ...)"``.
 
     Returns
     -------
     nbformat.NotebookNode
-        ``metadata.demonoise.sections`` lists ``{"title", "anchor", "source"}``.
+        ``metadata.demonoise.sections`` lists the chapters (and their subsections).
 
     Raises
     ------
     ReportError
         A notebook cannot be read or failed during execution.
     ParameterError
-        No sections, an invalid or duplicate anchor.
+        No chapters, an invalid or duplicate anchor.
     """
     from nbformat.v4 import new_notebook
 
-    if not sections:
-        raise ParameterError("a report needs at least one section")
-    remove_tags = frozenset(remove_tags)
-    secs = [s if isinstance(s, Section) else Section(s) for s in sections]
-
+    if not chapters:
+        raise ParameterError("a document needs at least one chapter")
     body: list = []
     entries: list[dict] = []
-    first_meta: dict = {}
     used: set[str] = {"cover", "contents"}
-    for i, sec in enumerate(secs, 1):
-        node, label = load_notebook(sec.notebook)
-        if not first_meta:
-            first_meta = dict(node.get("metadata", {}))
-        cells = _clean_cells(node, label, remove_tags)
-        found = _take_title(cells)  # the leading H1 always becomes the section heading
-        stitle = sec.title or found or node.get("metadata", {}).get("title") or Path(label).stem
-        anchor = sec.anchor or f"sec-{i}-{_slug(stitle)}"
-        if not _ANCHOR_RE.match(anchor):
-            raise ParameterError(f"section {i} ({label}): invalid anchor {anchor!r}")
-        if anchor in used:
-            raise ParameterError(f"section {i} ({label}): duplicate anchor {anchor!r}")
-        used.add(anchor)
-        entries.append({"title": stitle, "anchor": anchor, "source": label, "number": i})
-        body.append(
-            _raw(
-                f'<section class="dn-section" id="{anchor}">\n'
-                f'<h1 class="dn-section-title"><span class="dn-section-number">{i}</span>'
-                f"{_html.escape(stitle)}</h1>"
-            )
-        )
-        body.extend(cells)
-        body.append(_raw("</section>"))
-
-    if cover is not None:
-        cnode, clabel = load_notebook(cover)
-        cover_cells = [_raw('<section class="dn-cover" id="cover">')]
-        cover_cells += _clean_cells(cnode, clabel, remove_tags)
-        cover_cells.append(_raw("</section>"))
-    else:
-        sub = f'<p class="dn-subtitle">{_html.escape(subtitle)}</p>\n' if subtitle else ""
-        cover_cells = [
-            _raw(
-                f'<section class="dn-cover" id="cover">\n<h1>{_html.escape(title)}</h1>\n{sub}'
-                f'<p class="dn-meta">{date.today().isoformat()}</p>\n</section>'
-            )
-        ]
-
-    toc_cells = []
-    if toc:
-        items = "\n".join(f'<li><a href="#{e["anchor"]}">{_html.escape(e["title"])}</a></li>' for e in entries)
-        toc_cells = [_raw(f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>\n{items}\n</ol>\n</nav>')]
-
-    meta = {k: v for k, v in first_meta.items() if k in ("kernelspec", "language_info")}
-    meta["title"] = title
-    meta["demonoise"] = {"sections": entries}
-    cells = cover_cells + toc_cells + body
+    for i, ch in enumerate(chapters, 1):
+        ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
+        cells, entry = _chapter_cells(ch, i, used) if isinstance(ch, Chapter) else _section_cells(ch, i, used)
+        body += cells
+        entries.append(entry)
+    cover_cells = _cover_cells(cover, title, subtitle)
+    cells = cover_cells + ([_raw(_contents(entries))] if toc else []) + body
     for n, cell in enumerate(cells):  # unique ids across the merged notebooks
         cell["id"] = f"dn-{n}"
         cell.get("metadata", {}).pop("execution", None)
-    nb = new_notebook(metadata=meta)  # (new_notebook(cells=...) would validate the old ids)
+    nb = new_notebook(metadata={"title": title, "demonoise": {"sections": entries, "source": source}})
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
     nb.cells = cells
     return nb
+
+
+def _cover_cells(cover, title: str, subtitle: str | None) -> list:
+    if cover is None:
+        return [_raw(_default_cover(title, subtitle))]
+    if isinstance(cover, str) and cover.lstrip().startswith("<"):
+        return [_raw(cover)]
+    node, label = load_notebook(cover)
+    return [_raw('<section class="dn-cover" id="cover">'), *clean_cells(node, label), _raw("</section>")]
 
 
 # ================================================================== rendering
 @dataclass(frozen=True)
 class RenderResult:
-    """What :func:`render_report` produced. ``pdf`` is ``None`` when no PDF was made,
-    and ``pdf_error`` then says why (e.g. Chromium missing)."""
+    """What :func:`render_document` produced. ``pdf`` is ``None`` when no PDF was made, and
+    ``pdf_error`` then says why (e.g. Pango missing)."""
 
     html: Path
     pdf: Path | None
@@ -317,221 +364,54 @@ class RenderResult:
     html_seconds: float
     pdf_seconds: float | None
     html_bytes: int
-    sections: tuple[dict, ...] = ()
+    pages: int = 0
+    files: tuple[Path, ...] = ()
+    sections: tuple[dict, ...] = field(default=(), compare=False)
 
     @property
     def ok(self) -> bool:
         return self.pdf_error is None
 
 
-def _css_string(text: str) -> str:
-    """A CSS string literal (for ``content:`` in ``@page`` margin boxes)."""
-    out = []
-    for ch in text.replace("\n", " "):
-        if ch in '"\\' or ch in "<>&" or ord(ch) < 32:
-            out.append(f"\\{ord(ch):x} ")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+def _export_html(nb, html_path: Path) -> tuple[str, dict]:
+    from demonoise.report.exporter import DocumentHTMLExporter
 
-
-def _page_css(title: str, note: str | None = None) -> str:
-    """Print CSS: the title and page numbers in the bottom margin of every page but the
-    first; with ``note`` (e.g. the data-status label of modelled data) also in the top
-    margin of every page, the first included."""
-    t = _css_string(title)
-    top = ""
-    if note:
-        top = f"  @top-left {{ content: {_css_string(note)}; font: 7.5pt sans-serif; color: #8a5a00; }}\n"
-    return (
-        "@page {\n"
-        + top
-        + f"  @bottom-left {{ content: {t}; font: 8pt var(--dn-font, sans-serif); color: #5b6570; }}\n"
-        '  @bottom-right { content: counter(page) " / " counter(pages); font: 8pt sans-serif; color: #5b6570; }\n'
-        "}\n"
-        "@page :first {\n  @bottom-left { content: none; }\n  @bottom-right { content: none; }\n}\n"
-    )
-
-
-def _uses_interactive_charts(nb) -> bool:
-    marker = f'class="{VEGA_SPEC_CLASS}"'
-    for cell in nb.cells:
-        for out in cell.get("outputs", []) or []:
-            h = (out.get("data") or {}).get("text/html")
-            if h and marker in (h if isinstance(h, str) else "".join(h)):
-                return True
-    return False
-
-
-def _exporter_class():
-    """nbconvert's ``HTMLExporter`` without its BeautifulSoup pass.
-
-    After templating, ``HTMLExporter.from_notebook_node`` parses the whole page with
-    BeautifulSoup only to add ``alt`` text to ``<img>`` elements and ``tabindex`` to cell
-    wrappers, then serialises it again. On a report with inline SVG charts (tens of
-    thousands of SVG elements) that pass took 13 of 15.7 s (measured on a 27-region
-    report). The demonoise template emits charts as inline ``<svg>`` (no ``<img>``) and
-    has no focusable input cells, so the pass is skipped; everything else is the
-    parent's code path.
-    """
-    from nbconvert import HTMLExporter
-    from nbconvert.exporters.templateexporter import TemplateExporter
-    from nbconvert.filters.highlight import Highlight2HTML
-    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
-
-    class _HTMLExporter(HTMLExporter):
-        def from_notebook_node(self, nb, resources=None, **kw):
-            langinfo = nb.metadata.get("language_info", {})
-            lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
-            highlight_code = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
-            resources = self._init_resources(resources)
-            filter_data_type = WidgetsDataTypeFilter(
-                notebook_metadata=self._nb_metadata, parent=self, resources=resources
-            )
-            self.register_filter("highlight_code", highlight_code)
-            self.register_filter("filter_data_type", filter_data_type)
-            return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
-
-    return _HTMLExporter
-
-
-def render_html(
-    nb: Any,
-    output: str | os.PathLike,
-    *,
-    title: str | None = None,
-    footer: str | None = None,
-    template_dir: str | os.PathLike | None = None,
-    remove_tags: Iterable[str] = DEFAULT_REMOVE_TAGS,
-    page_note: str | None = None,
-) -> Path:
-    """Render a notebook (usually from :func:`assemble`) to one offline HTML file.
-
-    Parameters
-    ----------
-    nb : path or NotebookNode
-    output : path-like
-        Written atomically.
-    title : str, optional
-        Defaults to ``metadata.title``.
-    footer : str, optional
-        HTML for the page footer; default names the demonoise version.
-    template_dir : path-like, optional
-        Base directory of the template (see :func:`~.templates.find_template_dir`).
-    remove_tags : iterable of str
-        Tags removed by ``TagRemovePreprocessor`` (again: ``nb`` may not come from
-        :func:`assemble`).
-    page_note : str, optional
-        Printed in the top margin of every PDF page (e.g. "demonstration data: ...").
-
-    Raises
-    ------
-    ReportError
-        Template not found, or nbconvert failed.
-    """
-    from nbconvert.preprocessors import TagRemovePreprocessor
-
-    from demonoise.core.version import __version__
-
-    node, label = load_notebook(nb)
-    base = find_template_dir(template_dir)
-    title = title or node.get("metadata", {}).get("title") or Path(label).stem
-    exporter = _exporter_class()(
-        template_name=TEMPLATE_NAME,
-        extra_template_basedirs=[str(base)],
-        exclude_input=True,
-        exclude_input_prompt=True,
-        exclude_output_prompt=True,
-    )
-    tags = frozenset(remove_tags)
-    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(tags), enabled=True), enabled=True)
-    vega_js = None
-    if _uses_interactive_charts(node):
-        import vl_convert as vlc
-
-        vega_js = vlc.javascript_bundle()
-    dn = {
-        "title": title,
-        "version": __version__,
-        "footer": footer if footer is not None else f"Produced with demonoise {_html.escape(__version__)}.",
-        "page_css": _page_css(title, page_note),
-        "vega_js": vega_js,
-    }
-    import warnings
-
+    exporter = DocumentHTMLExporter()
+    resources = {"metadata": {"name": html_path.stem, "path": str(html_path.parent)}}
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*is not able to be represented.*")
-            body, _ = exporter.from_notebook_node(node, resources={"demonoise": dn, "metadata": {"name": title}})
+        return exporter.from_notebook_node(nb, resources=resources)
     except ReportError:
         raise
     except Exception as e:
-        raise ReportError(f"HTML rendering of {label} failed: {type(e).__name__}: {e}") from e
-    return atomic_write_text(output, body)
+        raise ReportError(f"HTML rendering of {html_path.name} failed: {type(e).__name__}: {e}") from e
 
 
-def render_pdf(
-    html: str | os.PathLike,
-    pdf: str | os.PathLike,
-    *,
-    chromium: str | os.PathLike | None = None,
-    budget_ms: int = DEFAULT_BUDGET_MS,
-    timeout: float = 180.0,
-) -> Path:
-    """Print an offline HTML report to PDF with headless Chromium (atomic write).
+def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
+    """One rendering task: an assembled notebook -> offline HTML with its CSV files next to
+    it (``<name>-data/``) -> the PDF (WeasyPrint). All files are written atomically.
 
-    Raises
-    ------
-    ChromiumNotFoundError
-        Chromium is not installed (the message says how to install it).
-    ReportError
-        Chromium failed or timed out.
+    A PDF that cannot be made (Pango missing, layout failed) does not raise: the HTML is
+    kept and ``pdf_error`` says why; a stale PDF of an earlier run is removed.
     """
-    return print_pdf(html, pdf, chromium=chromium, budget_ms=budget_ms, timeout=timeout)
+    from demonoise.report.exporter import html_to_pdf
 
-
-def render_report(
-    sections: Sequence[Section | Any],
-    html: str | os.PathLike,
-    pdf: str | os.PathLike | None = None,
-    *,
-    title: str,
-    cover: Any = None,
-    subtitle: str | None = None,
-    toc: bool = True,
-    footer: str | None = None,
-    template_dir: str | os.PathLike | None = None,
-    chromium: str | os.PathLike | None = None,
-    remove_tags: Iterable[str] = DEFAULT_REMOVE_TAGS,
-    pdf_timeout: float = 180.0,
-    page_note: str | None = None,
-) -> RenderResult:
-    """Assemble, render HTML, then (if ``pdf`` is given) print the PDF.
-
-    A PDF failure -- Chromium missing, crashed or timed out -- does not raise: the HTML
-    is kept and ``RenderResult.pdf_error`` says why there is no PDF, e.g. ``"no PDF:
-    chromium not found at /usr/bin/chromium; install the Debian package chromium"``.
-    Errors that prevent the HTML itself (failed notebook, missing template) raise
-    :class:`~demonoise.core.errors.ReportError`. ``page_note`` is printed in the top margin
-    of every PDF page (see :func:`render_html`).
-    """
-    nb = assemble(sections, title=title, cover=cover, subtitle=subtitle, toc=toc, remove_tags=remove_tags)
-    t0 = time.perf_counter()
-    html_path = render_html(
-        nb, html, title=title, footer=footer, template_dir=template_dir, remove_tags=remove_tags, page_note=page_note
-    )
+    node, _ = load_notebook(nb)
+    html_path, t0 = Path(html), time.perf_counter()
+    text, resources = _export_html(node, html_path)
+    files = []
+    for rel, data in sorted((resources.get("outputs") or {}).items()):
+        files.append(atomic_write_bytes(html_path.parent / rel, data))
+    atomic_write_text(html_path, text)
     t_html = time.perf_counter() - t0
-    pdf_path: Path | None = None
-    pdf_error: str | None = None
-    t_pdf: float | None = None
+    pdf_path, pdf_error, pages, t_pdf = None, None, 0, None
     if pdf is not None:
         t1 = time.perf_counter()
         try:
-            pdf_path = render_pdf(html_path, pdf, chromium=chromium, timeout=pdf_timeout)
-        except ChromiumNotFoundError as e:
-            pdf_error = str(e)
+            data, pages = html_to_pdf(text, base_url=str(html_path.parent))
+            pdf_path = atomic_write_bytes(Path(pdf), data)
         except ReportError as e:
-            pdf_error = f"no PDF: {e}"
+            pdf_error = str(e) if str(e).startswith("no PDF") else f"no PDF: {e}"
+            Path(pdf).unlink(missing_ok=True)
         t_pdf = time.perf_counter() - t1
     return RenderResult(
         html=html_path,
@@ -540,5 +420,23 @@ def render_report(
         html_seconds=t_html,
         pdf_seconds=t_pdf,
         html_bytes=html_path.stat().st_size,
-        sections=tuple(nb.metadata["demonoise"]["sections"]),
+        pages=pages,
+        files=tuple(files),
+        sections=tuple(node.metadata.get("demonoise", {}).get("sections", [])),
     )
+
+
+def render_report(
+    chapters: Sequence[Section | Chapter | Any],
+    html: str | os.PathLike,
+    pdf: str | os.PathLike | None = None,
+    *,
+    title: str,
+    cover: Any = None,
+    subtitle: str | None = None,
+    toc: bool = True,
+    source: str = "",
+) -> RenderResult:
+    """:func:`assemble`, then :func:`render_document` (in this process)."""
+    nb = assemble(chapters, title=title, cover=cover, subtitle=subtitle, toc=toc, source=source)
+    return render_document(nb, html, pdf)

@@ -27,8 +27,8 @@ list of jobs and returns one :class:`JobResult` per job, in job order:
   error or Ctrl-C no half-written output remains.
 * **up-to-date skipping** -- the output notebook records a run key
   (``metadata.demonoise.run.key``): a hash of the input notebook's bytes, the
-  parameters, the library fingerprint (:func:`library_fingerprint`: version and a hash
-  of the package sources) and a caller-supplied data fingerprint. A job whose output
+  parameters, the library fingerprint (:func:`demonoise.report.cache.source_fingerprint`:
+  version and a hash of the package sources) and a caller-supplied data fingerprint. A job whose output
   carries the same key is skipped (``status="skipped"``) unless ``force=True``.
 
 Parameters must be JSON-serialisable (papermill stores them in the notebook metadata).
@@ -57,16 +57,19 @@ from typing import Any
 
 from demonoise.core.atomic import atomic_path
 from demonoise.core.errors import ParameterError, ReportError
+from demonoise.report.cache import digest, source_fingerprint
 
 __all__ = [
     "DEFAULT_KERNEL",
+    "Task",
+    "TaskResult",
+    "execute_task",
     "Job",
     "JobError",
     "JobResult",
     "BatchResult",
     "run_jobs",
     "job_key",
-    "library_fingerprint",
     "output_key",
     "failed_path",
 ]
@@ -216,24 +219,7 @@ class BatchResult(Sequence[JobResult]):
         return f"{len(self)} jobs: {n['ok']} ok, {n['skipped']} up to date, {n['failed']} failed ({self.seconds:.1f} s)"
 
 
-# ================================================================ fingerprints
-def library_fingerprint() -> str:
-    """``demonoise <version>+<hash>``: the version plus a hash of the package's .py files.
-
-    The hash makes outputs stale when library code changes without a version bump
-    (a development checkout).
-    """
-    from demonoise.core.version import __version__
-
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
-        h.update(p.relative_to(root).as_posix().encode())
-        h.update(b"\0")
-        h.update(p.read_bytes())
-    return f"demonoise {__version__}+{h.hexdigest()[:12]}"
-
-
+# ================================================================ keys
 def job_key(job: Job, *, library: str, data_fingerprint: str = "") -> str:
     """Run key of ``job``: sha256 over input bytes, parameters, library and data fingerprints."""
     try:
@@ -246,7 +232,7 @@ def job_key(job: Job, *, library: str, data_fingerprint: str = "") -> str:
         "library": library,
         "data": [data_fingerprint, job.data_fingerprint],
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, allow_nan=False).encode()).hexdigest()
+    return digest(payload)
 
 
 def output_key(path: Path) -> str | None:
@@ -497,6 +483,7 @@ def _strip_ansi(text: str) -> str:
 
 def _stamp(nb, job: Job, key: str, options: _Options, seconds: float, reused: bool, status: str, error=None):
     nb.metadata["demonoise"] = {
+        **(nb.metadata.get("demonoise") or {}),
         "run": {
             "key": key if status == "ok" else None,
             "status": status,
@@ -507,111 +494,136 @@ def _stamp(nb, job: Job, key: str, options: _Options, seconds: float, reused: bo
             "kernel_reused": reused,
             "seconds": round(seconds, 3),
             "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
+        },
     }
 
 
-def _run_one(job: Job, key: str, options: _Options) -> JobResult:
-    """Execute ``job`` (in a pool worker or in the calling process)."""
-    import nbformat
-    import papermill as pm
+@dataclass(frozen=True)
+class Task:
+    """One notebook execution, self-contained: the notebook's bytes, its parameters and the
+    working directory in; the executed notebook's bytes out (:func:`execute_task`). The
+    results table a report notebook reads is named by its ``results_path`` parameter. A
+    task touches no output path: the caller writes what comes back (atomically), so a
+    task can run in any process (a pool worker here; a Dask worker later)."""
 
-    _register_engine()
-    t0 = time.perf_counter()
+    name: str
+    notebook: bytes
+    parameters: Mapping[str, Any]
+    cwd: str
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    ok: bool
+    notebook: bytes | None  # executed (or, after a failure, partly executed) notebook
+    error: JobError | None
+    seconds: float
+    reused: bool
+    healthy: bool = True
+
+
+def _kernel_for_task(options: _Options, cwd: Path) -> tuple[_Kernel, bool]:
+    """This process's kept kernel (reset for the next notebook) or a fresh one."""
     kernel: _Kernel | None = _state["kernel"] if options.reuse_kernel else None
-    reused = False
     if kernel is not None and kernel.runs and not kernel.alive():
         kernel.shutdown(now=True)
         kernel = None
     if kernel is not None and kernel.runs and options.reset:
         try:
-            kernel.reset(job.workdir)
+            kernel.reset(cwd)
         except ReportError:
             kernel.shutdown(now=True)
             kernel = None
+    reused = kernel is not None and kernel.runs > 0
     if kernel is None:
         kernel = _Kernel(options.choice)
-    else:
-        reused = kernel.runs > 0
     if options.reuse_kernel:
         _state["kernel"] = kernel
+    return kernel, reused
 
-    fail_to = failed_path(job.output)
-    error: JobError | None = None
-    kept_failed: Path | None = None
-    healthy = True
-    try:
-        with atomic_path(job.output) as tmp:
-            try:
-                nb = pm.execute_notebook(
-                    job.input,
-                    tmp,
-                    parameters=dict(job.parameters),
-                    engine_name=_ENGINE,
-                    kernel_name=options.choice.name,
-                    language="python",
-                    progress_bar=False,
-                    log_output=False,
-                    request_save_on_cell_execute=False,
-                    start_timeout=options.start_timeout,
-                    execution_timeout=options.cell_timeout,
-                    cwd=job.workdir,
-                    km=kernel.km,
-                )
-            except Exception as exc:  # the notebook (or its kernel) failed: record, keep going
-                error = _error_from(exc)
-                healthy = type(exc).__name__ == "PapermillExecutionError"
-                kept_failed = _keep_failed(tmp, fail_to, job, options, time.perf_counter() - t0, reused, error)
-                raise _JobFailed() from exc
-            finally:
-                kernel.runs += 1
-            _stamp(nb, job, key, options, time.perf_counter() - t0, reused, "ok")
-            nbformat.write(nb, tmp)
-        with contextlib.suppress(FileNotFoundError):
-            fail_to.unlink()  # a stale failure from an earlier run
-        status = "ok"
-    except _JobFailed:
-        with contextlib.suppress(FileNotFoundError):
-            job.output.unlink()  # no older, valid-looking output for a failed job
-        status = "failed"
-    except BaseException:  # KeyboardInterrupt, SystemExit: clean up, then propagate
-        kernel.shutdown(now=True)
-        _state["kernel"] = None
-        raise
-    finally:
-        if not options.reuse_kernel or not healthy:
-            kernel.shutdown(now=not healthy)
-            if _state["kernel"] is kernel:
+
+def execute_task(task: Task, options: _Options) -> TaskResult:
+    """Execute one notebook with papermill (public API: ``execute_notebook(..., km=...)``)
+    in this process's kernel; return the executed notebook's bytes."""
+    import tempfile
+
+    import nbformat
+    import papermill as pm
+
+    _register_engine()
+    t0 = time.perf_counter()
+    kernel, reused = _kernel_for_task(options, Path(task.cwd))
+    nb_in = nbformat.reads(task.notebook.decode("utf-8"), as_version=4)
+    with tempfile.TemporaryDirectory(prefix="dn-task-") as tmpdir:
+        out = Path(tmpdir) / "executed.ipynb"
+        error, healthy = None, True
+        try:
+            pm.execute_notebook(
+                nb_in,
+                str(out),
+                parameters=dict(task.parameters),
+                engine_name=_ENGINE,
+                kernel_name=options.choice.name,
+                language="python",
+                progress_bar=False,
+                log_output=False,
+                request_save_on_cell_execute=False,
+                start_timeout=options.start_timeout,
+                execution_timeout=options.cell_timeout,
+                cwd=task.cwd,
+                km=kernel.km,
+            )
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: no kernel left behind
+                kernel.shutdown(now=True)
                 _state["kernel"] = None
-    return JobResult(
-        job=job,
-        status=status,
-        seconds=time.perf_counter() - t0,
-        error=error,
-        failed_notebook=kept_failed,
-        kernel=options.choice.name,
-        kernel_reused=reused,
-        key=key if status == "ok" else "",
-        worker_pid=os.getpid(),
-    )
+                raise
+            error = _error_from(exc)
+            healthy = type(exc).__name__ == "PapermillExecutionError"
+        finally:
+            kernel.runs += 1
+        executed = out.read_bytes() if out.is_file() else None
+    if not options.reuse_kernel or not healthy:
+        kernel.shutdown(now=not healthy)
+        if _state["kernel"] is kernel:
+            _state["kernel"] = None
+    return TaskResult(error is None, executed, error, time.perf_counter() - t0, reused, healthy)
 
 
-class _JobFailed(Exception):
-    pass
-
-
-def _keep_failed(tmp: Path, dest: Path, job, options, seconds, reused, error) -> Path | None:
-    """Move the partially executed notebook (if papermill wrote one) to ``dest``."""
+def _run_one(job: Job, key: str, options: _Options) -> JobResult:
+    """Run ``job`` as a :class:`Task` and write its output atomically (a failure keeps the
+    partly executed notebook as ``<stem>.failed.ipynb`` and removes any older output)."""
     import nbformat
 
-    try:
-        nb = nbformat.read(tmp, as_version=4)
-    except Exception:
-        return None
-    _stamp(nb, job, "", options, seconds, reused, "failed", error)
-    nbformat.write(nb, tmp)
-    os.replace(tmp, dest)
-    return dest
+    task = Task(job.label, job.input.read_bytes(), dict(job.parameters), str(job.workdir))
+    res = execute_task(task, options)
+    fail_to = failed_path(job.output)
+    kept: Path | None = None
+    if res.ok:
+        nb = nbformat.reads(res.notebook.decode("utf-8"), as_version=4)
+        _stamp(nb, job, key, options, res.seconds, res.reused, "ok")
+        with atomic_path(job.output) as tmp:
+            nbformat.write(nb, tmp)
+        fail_to.unlink(missing_ok=True)  # a stale failure from an earlier run
+    else:
+        job.output.unlink(missing_ok=True)  # no older, valid-looking output for a failed job
+        if res.notebook is not None:
+            nb = nbformat.reads(res.notebook.decode("utf-8"), as_version=4)
+            _stamp(nb, job, "", options, res.seconds, res.reused, "failed", res.error)
+            with atomic_path(fail_to) as tmp:
+                nbformat.write(nb, tmp)
+            kept = fail_to
+    return JobResult(
+        job=job,
+        status="ok" if res.ok else "failed",
+        seconds=res.seconds,
+        error=res.error,
+        failed_notebook=kept,
+        kernel=options.choice.name,
+        kernel_reused=res.reused,
+        key=key if res.ok else "",
+        worker_pid=os.getpid(),
+    )
 
 
 def _run_in_worker(job: Job, key: str, options: _Options) -> JobResult:
@@ -691,7 +703,7 @@ def run_jobs(
         reuse_kernel=reuse_kernel,
         cell_timeout=cell_timeout,
         start_timeout=start_timeout,
-        library=library_fingerprint(),
+        library=source_fingerprint(),
         data_fingerprint=data_fingerprint,
         reset=_reset,
     )

@@ -4,8 +4,8 @@ Report notebooks never compute: the batch asks :func:`results` for the table of 
 :class:`ResultsSpec` (dataset, V's, p-tables, granularity, Monte Carlo, countries),
 which is computed by the library (:func:`demonoise.analysis.compute.compute`) the first time and
 read back from ``<store>/<dataset>/<key>.parquet`` afterwards. The key hashes the
-spec, the sources of the computing layers (:func:`compute_fingerprint`: not the
-presentation layer) and the dataset's content, so a changed parameter, computation or
+spec, the sources of the computing layers (:func:`demonoise.report.cache.source_fingerprint`
+without the presentation layer) and the dataset's content, so a changed parameter, computation or
 dataset recomputes, and an unchanged one does not. Files are written atomically with a
 JSON sidecar (spec, provenance label, timings).
 """
@@ -13,7 +13,6 @@ JSON sidecar (spec, provenance label, timings).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import INDICATORS
 
-__all__ = ["ResultsSpec", "results", "results_path", "compute_fingerprint"]
+__all__ = ["ResultsSpec", "results", "results_path"]
 
 
 @dataclass(frozen=True)
@@ -77,32 +76,10 @@ class ResultsSpec:
 
     def key(self) -> str:
         from demonoise.io.datasets import fingerprint
+        from demonoise.report.cache import digest, source_fingerprint
 
-        payload = json.dumps(
-            {"spec": dataclasses.asdict(self), "library": compute_fingerprint(), "data": fingerprint(self.dataset)},
-            sort_keys=True,
-            default=str,
-        )
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-def compute_fingerprint() -> str:
-    """Version plus a hash of the package sources that decide the numbers: every ``.py``
-    file of the package except the presentation layer (``report/``, ``cli.py``). A
-    change to a chart or a notebook helper then re-runs the notebooks (their run key
-    hashes the whole package) but does not recompute the results."""
-    from demonoise.core.version import __version__
-
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
-        rel = p.relative_to(root).as_posix()
-        if rel.startswith("report/") or rel == "cli.py":
-            continue
-        h.update(rel.encode())
-        h.update(b"\0")
-        h.update(p.read_bytes())
-    return f"demonoise {__version__}+{h.hexdigest()[:12]}"
+        library = source_fingerprint(presentation=False)
+        return digest({"spec": dataclasses.asdict(self), "library": library, "data": fingerprint(self.dataset)}, 16)
 
 
 def results_path(spec: ResultsSpec, store="output/results") -> Path:

@@ -12,7 +12,7 @@ Conventions
   variances ``V``; every function selects the generic-noise rows of the ``V`` it is
   given.
 * Noise admixture ``A = sd_tot / sd_pois - 1 = sqrt(1 + Var_noise / Var_pois) - 1``
-  (DESIGN.md section 4): "noise adds ``A`` to the statistical (Poisson) uncertainty".
+  (docs/design.md, "Admixture"): "noise adds ``A`` to the statistical (Poisson) uncertainty".
   The thresholds used in the sentences are ``A = 10 %`` (noise adds a tenth) and
   ``A = sqrt(2) - 1 = 41.4 %`` (noise as large as Poisson).
 * First-order results are unreliable where a rate rests on few events: cells with
@@ -39,10 +39,17 @@ import numpy as np
 import pandas as pd
 
 from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.vocabulary import (
+    A_EQUAL,
+    A_SMALL,
+    EVENT_WORDS,
+    GRANULARITY_WORDS,
+    INDICATOR_PHRASES,
+    INDICATOR_UNITS,
+    SEX_WORDS,
+)
 
 __all__ = [
-    "A_SMALL",
-    "A_EQUAL",
     "SPARSE_SHARE",
     "INDICATOR_NAMES",
     "load_results",
@@ -50,14 +57,27 @@ __all__ = [
     "scalar_rows",
     "drop_duplicate_country",
     "region_label",
+    "setting_label",
+    "setting_mask",
+    "row_setting_labels",
     "HtmlTable",
     "Verdict",
     "StatusBox",
     "status_box",
+    "noise_note",
+    "setting_colour",
+    "implications_for",
     "provenance_lines",
     "provenance_notes",
     "run_parameters",
-    "cover_heading",
+    "settings_table",
+    "calibration_view",
+    "comparison_view",
+    "summary_metrics",
+    "load_calibration",
+    "read_comparison",
+    "comparison_text",
+    "calibration_table",
     "country_name",
     "regions_overview",
     "scalar_table",
@@ -69,35 +89,24 @@ __all__ = [
     "scalar_verdict",
     "age_verdict",
     "index_metrics",
-    "across_V",
+    "across_settings",
+    "noise_words",
     "fmt_pct",
     "fmt_num",
     "fmt_int",
+    "fmt_fixed",
+    "fmt_fixed_column",
+    "fmt_percent_column",
 ]
 
-#: Admixture below which noise "adds little" (a tenth of the Poisson uncertainty).
-A_SMALL = 0.10
-#: Admixture at which noise equals Poisson: ``sqrt(2) - 1``.
-A_EQUAL = math.sqrt(2.0) - 1.0
 #: A region is *sparse* for an indicator when more than this share of the single-age
 #: cells behind it rest on fewer than 10 events.
 SPARSE_SHARE = 0.5
 
-#: How indicators are named in sentences.
-INDICATOR_NAMES = {
-    "asfr": "the age-specific fertility rates",
-    "tfr": "the TFR",
-    "asmr": "the age-specific mortality rates",
-    "e": "life expectancy",
-}
-_UNITS = {"e": "years", "tfr": "children per woman"}
-_SEX_WORDS = {"F": "women", "M": "men", "T": "both sexes"}
-_EVENT_WORDS = {
-    "asfr": ("birth", "births"),
-    "tfr": ("birth", "births"),
-    "asmr": ("death", "deaths"),
-    "e": ("death", "deaths"),
-}
+INDICATOR_NAMES = INDICATOR_PHRASES
+_UNITS = {"e": INDICATOR_UNITS["e"], "tfr": INDICATOR_UNITS["tfr"]}
+_SEX_WORDS = SEX_WORDS
+_EVENT_WORDS = EVENT_WORDS
 
 
 # ============================================================ formatting helpers
@@ -126,6 +135,29 @@ def fmt_num(x: float, digits: int = 3) -> str:
     return np.format_float_positional(x, precision=digits, unique=False, fractional=False, trim="-")
 
 
+def fmt_fixed(x: float, decimals: int) -> str:
+    """A number with a fixed number of decimals and narrow-space thousands."""
+    if x is None or not np.isfinite(x):
+        return "\u2014" if x is None or not np.isinf(x) else ("> range" if x > 0 else "\u2014")
+    return f"{float(x):,.{int(decimals)}f}".replace(",", "\u202f")
+
+
+def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
+    """A column of numbers with one number of decimals for all (:func:`~.theme.column_decimals`)."""
+    from demonoise.report.theme import column_decimals
+
+    vals = list(values)
+    k = column_decimals(vals, significant=significant)
+    return [fmt_fixed(v, k) for v in vals]
+
+
+def fmt_percent_column(values, *, significant: int = 2) -> list[str]:
+    """Proportions as per cent with one number of decimals for the column."""
+    return [
+        v if v == "\u2014" else v for v in fmt_fixed_column([100.0 * float(x) for x in values], significant=significant)
+    ]
+
+
 def fmt_int(x: float) -> str:
     """A rounded count with thin-space thousands (``30123.4`` -> ``"30 123"``)."""
     if x is None or not np.isfinite(x):
@@ -151,9 +183,8 @@ def load_results(
     *,
     dataset: str,
     country: str,
-    V: float,
+    setting,
     granularity: str | None = None,
-    noise: str = "generic",
     mc: int = 0,
     dedupe: bool = True,
 ) -> pd.DataFrame:
@@ -165,11 +196,10 @@ def load_results(
         Parquet (or CSV) file written by :func:`demonoise.report.store.results` (what
         the batch passes). Empty: the library computes the table now (through the
         store, in ``<tmp>/demonoise-results``) -- for running a notebook by hand.
-    dataset, country, V, granularity
-        What the report shows; the table must hold the generic-noise rows of ``V`` for
-        that dataset, country and granularity.
-    noise : {"generic"}
-        Noise model (the reports show the generic model).
+    dataset, country, setting, granularity
+        What the report shows; the table must hold the rows of the noise setting (a
+        variance, ``{"V": v}`` or ``{"ptable": name}``) for that dataset, country and
+        granularity.
     mc : int
         Monte Carlo replicates, only used when computing.
     dedupe : bool
@@ -182,23 +212,25 @@ def load_results(
 
     Raises
     ------
-    ParameterError
-        Unknown noise model.
     ReportError
-        Missing file, or a table without the requested dataset/country/V/granularity
+        Missing file, or a table without the requested dataset/country/setting/granularity
         (naming what is missing).
     """
     from demonoise.analysis.compute import read_table
 
-    if noise != "generic":
-        raise ParameterError(f"noise model {noise!r} is not supported by the reports (only 'generic')")
     if not path:
         import tempfile
 
         from demonoise.report.store import ResultsSpec, results
 
+        kind, x = _setting(setting)
         spec = ResultsSpec(
-            dataset, V=(float(V),), granularity=granularity or "single", countries=(country,), mc=int(mc)
+            dataset,
+            V=(x,) if kind == "generic" else (),
+            ptables=(x,) if kind == "ptable" else (),
+            granularity=granularity or "single",
+            countries=(country,),
+            mc=int(mc),
         )
         _, path = results(spec, Path(tempfile.gettempdir()) / "demonoise-results")
     path = Path(path)
@@ -213,8 +245,8 @@ def load_results(
         problems.append(f"country {country!r}")
     elif granularity is not None and granularity not in set(df["granularity"]):
         problems.append(f"granularity {granularity!r} (has {sorted(set(df['granularity']))})")
-    elif at(df, V).empty:
-        problems.append(f"V = {V:g} (has {sorted(set(df['V'].dropna()))})")
+    elif at(df, setting).empty:
+        problems.append(f"{setting_label(setting)} (has {sorted(set(row_setting_labels(df)))})")
     if problems:
         raise ReportError(f"results table {path} has no rows for " + "; ".join(problems))
     if granularity is not None:
@@ -244,11 +276,50 @@ def _read_cached(path: Path, reader) -> pd.DataFrame:
     return _CACHE[key].copy()
 
 
+def _setting(setting) -> tuple[str, float | str]:
+    """``("generic", V)`` or ``("ptable", name)`` from a V, a mapping or a params Setting."""
+    if isinstance(setting, Mapping):
+        v, p = setting.get("V"), setting.get("ptable")
+    else:
+        v, p = getattr(setting, "V", setting), getattr(setting, "ptable", None)
+    if p:
+        return "ptable", Path(str(p)).stem.lower()
+    return "generic", float(v)
+
+
+def setting_label(setting) -> str:
+    """``"V = 1"`` or ``"p-table v01"``: a noise setting as every output names it."""
+    kind, x = _setting(setting)
+    return f"V = {x:g}" if kind == "generic" else f"p-table {x}"
+
+
+def _at(setting) -> str:
+    """``"at V = 1"`` or ``"with p-table v01"`` (inside a sentence)."""
+    return ("at " if _setting(setting)[0] == "generic" else "with ") + setting_label(setting)
+
+
+def setting_mask(df: pd.DataFrame, setting) -> pd.Series:
+    """Rows of one noise setting (generic at a V, or a p-table by name)."""
+    kind, x = _setting(setting)
+    if kind == "generic":
+        return (df["noise_model"] == "generic") & np.isclose(df["V"].astype(float), x, rtol=1e-12, atol=0)
+    names = df["ptable"].astype(str).str.removeprefix("ptable ").map(lambda n: Path(n).stem.lower())
+    return (df["noise_model"] == "ptable") & (names == x)
+
+
+def row_setting_labels(df: pd.DataFrame) -> pd.Series:
+    """The setting label of every row (``"V = 1"``, ``"p-table v01"``)."""
+    names = df["ptable"].astype(str).str.removeprefix("ptable ").map(lambda n: Path(n).stem.lower())
+    generic = "V = " + df["V"].map(lambda v: f"{float(v):g}")
+    return pd.Series(np.where(df["noise_model"] == "ptable", "p-table " + names, generic), index=df.index)
+
+
 def at(
-    df: pd.DataFrame, V: float, indicator: str | None = None, *, sex: str | None = None, age: float | None = None
+    df: pd.DataFrame, V, indicator: str | None = None, *, sex: str | None = None, age: float | None = None
 ) -> pd.DataFrame:
-    """Generic-noise rows at variance ``V`` (optionally one indicator, sex and age)."""
-    m = (df["noise_model"] == "generic") & np.isclose(df["V"].astype(float), float(V), rtol=1e-12, atol=0)
+    """Rows of one noise setting ``V`` (a variance of the generic model, ``{"V": v}`` or
+    ``{"ptable": name}``), optionally one indicator, sex and age."""
+    m = setting_mask(df, V)
     if indicator is not None:
         m &= df["indicator"] == indicator
     if sex is not None:
@@ -286,7 +357,7 @@ def scalar_rows(
     d = at(df, V, indicator, sex=sex, age=age if indicator != "tfr" else None).copy()
     if d.empty:
         return d.assign(label=pd.Series(dtype=str), population=pd.Series(dtype=float))
-    d["label"] = [region_label(c, n) for c, n in zip(d["region"], d["region_name"])]
+    d["label"] = [region_label(c, n) for c, n in zip(d["region"], d["region_name"], strict=False)]
     pop = _population(df)
     d["population"] = d["region"].map(pop).astype(float)
     d = d.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
@@ -344,30 +415,32 @@ class HtmlTable:
     empty: str = "None."
 
     def to_html(self) -> str:
+        """The table alone (no caption: the report numbers it and prints the caption)."""
         esc = _html.escape
         if self.shown.empty:
-            cap = f'<p class="dn-table-caption">{esc(self.caption)}</p>' if self.caption else ""
-            return f'<div class="dn-table-wrap">{cap}<p class="dn-table-empty">{esc(self.empty)}</p></div>'
+            return f'<p class="dn-table-empty">{esc(self.empty)}</p>'
         flagged = list(self.flagged) or [False] * len(self.shown)
         numeric = [_looks_numeric(self.shown[c]) for c in self.shown.columns]
         head = "".join(
-            f'<th class="{"dn-n" if num else "dn-t"}">{esc(str(c))}</th>' for c, num in zip(self.shown.columns, numeric)
+            f'<th class="{"dn-n" if num else "dn-t"}">{esc(str(c))}</th>'
+            for c, num in zip(self.shown.columns, numeric, strict=False)
         )
         rows = []
         for i, r in enumerate(self.shown.itertuples(index=False)):
             cls = ' class="dn-flagged"' if flagged[i] else ""
-            cells = "".join(f'<td class="{"dn-n" if num else "dn-t"}">{esc(str(v))}</td>' for v, num in zip(r, numeric))
+            cells = "".join(
+                f'<td class="{"dn-n" if num else "dn-t"}">{esc(str(v))}</td>'
+                for v, num in zip(r, numeric, strict=False)
+            )
             rows.append(f"<tr{cls}>{cells}</tr>")
-        cap = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
-        note = f'<p class="dn-table-note">{esc(self.note)}</p>' if self.note else ""
-        long = " dn-table-long" if len(self.shown) > 30 else ""
-        return (
-            f'<div class="dn-table-wrap"><table class="dn-table{long}">{cap}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>{note}</div>"
-        )
+        return f'<table class="dn-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
-    def _repr_html_(self) -> str:
-        return self.to_html()
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from demonoise.report.notebook import table_bundle
+
+        return table_bundle(
+            self.to_html(), caption=self.caption, frame=self.frame, note=self.note, empty=self.shown.empty
+        )
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -393,13 +466,6 @@ class StatusBox:
         )
 
 
-GRANULARITY_WORDS = {
-    "single": "single ages (Eurostat's NUTS 2 layout)",
-    "5y": "5-year age groups (NUTS 3 layout)",
-    "5y-infant": "5-year age groups with age 0 apart",
-}
-
-
 def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
     """One line per table: ``"deaths: modelled -- Eurostat demo_r_mlifexp, ...; extracted unknown"``.
 
@@ -422,31 +488,75 @@ def status_box(
     df_or_label,
     details: Sequence[str] = (),
     *,
-    V: float | None = None,
+    setting=None,
     granularity: str | None = None,
     provenance: Mapping[str, Any] | None = None,
+    implications: str = "",
 ) -> StatusBox:
     """The data-status box of a results table (its ``data_status`` column) or a label.
 
     A label mentioning "modelled" or "demonstration" is shown as modelled data. With
-    ``V`` and ``granularity`` a line states the noise; with ``provenance`` one line per
-    table gives its Eurostat dataset codes and extraction date.
+    ``setting`` a line states the noise; with ``granularity`` how cells are published; with
+    ``provenance`` one line per table gives its Eurostat dataset codes and extraction date;
+    ``implications`` (what the data can't say) closes the box.
     """
     if isinstance(df_or_label, pd.DataFrame):
-        labels = sorted(set(df_or_label["data_status"].astype(str)))
-        label = "; ".join(labels)
+        label = "; ".join(sorted(set(df_or_label["data_status"].astype(str))))
     else:
         label = str(df_or_label)
     lines = list(details)
-    if V is not None:
-        g = GRANULARITY_WORDS.get(granularity or "", granularity or "")
-        lines.append(
-            f"Noise: generic model, variance V = {V:g} (sd {math.sqrt(V):.3g}) on every published cell"
-            + (f"; cells published by {g}" if g else "")
-        )
+    g = GRANULARITY_WORDS.get(granularity or "", granularity or "")
+    if setting is not None:
+        lines.append(noise_words(setting) + (f"; cells published by {g}" if g else ""))
+    elif g:
+        lines.append(f"Cells published by {g}")
     lines += provenance_lines(provenance)
+    if implications:
+        lines.append(f"What these data can't say: {implications}")
     low = label.lower()
     return StatusBox(label, "modelled" in low or "demonstration" in low, tuple(lines))
+
+
+def noise_note(setting, granularity: str | None = None):
+    """One line under a setting's heading: the noise of this subsection."""
+    from IPython.display import Markdown
+
+    return Markdown(f"*{noise_words(setting)}.*")
+
+
+def setting_colour(setting, settings: Sequence) -> str:
+    """The colour of ``setting``: its position in the batch's list of settings."""
+    from demonoise.report.theme import setting_colours
+
+    labels = [setting_label(s) for s in settings] or [setting_label(setting)]
+    return setting_colours(labels).get(setting_label(setting), setting_colours(labels)[labels[0]])
+
+
+def implications_for(implications, indicator: str | None = None) -> str:
+    """The dataset's ``implications`` text that concerns ``indicator`` (``None``: all of it).
+
+    ``implications`` is a text (it concerns every chapter) or a mapping from indicator
+    codes (``asfr``, ``tfr``, ``asmr``, ``e``; or ``fertility`` / ``mortality``) to texts.
+    """
+    if not implications:
+        return ""
+    if isinstance(implications, str):
+        return implications
+    family = {"asfr": "fertility", "tfr": "fertility", "asmr": "mortality", "e": "mortality"}
+    if indicator is None:
+        return " ".join(str(v) for v in implications.values())
+    return " ".join(str(implications[k]) for k in (indicator, family.get(indicator)) if k in implications)
+
+
+def noise_words(setting) -> str:
+    """One line describing a noise setting."""
+    kind, x = _setting(setting)
+    if kind == "generic":
+        return f"Noise: generic model, variance V = {x:g} (sd {math.sqrt(x):.3g}) on every published cell"
+    return (
+        f"Noise: Cell Key Method with p-table {x} (count-dependent noise: zeros stay zero, small counts "
+        "have their own noise variance and bias)"
+    )
 
 
 def country_name(df: pd.DataFrame) -> str:
@@ -469,31 +579,16 @@ def _full_name(name) -> str:
     return " / ".join(p.strip() for p in str(name or "").split("/") if p.strip())
 
 
-def cover_heading(df: pd.DataFrame, V: float, *, title: str = "", dataset: str = "", year: int | None = None) -> str:
-    """Markdown heading of a report's cover: title, country, V and dataset."""
-    name = country_name(df)
-    code = str(df["country"].iloc[0]) if len(df) else ""
-    head = title or f"Noise and demographic indicators: {name}"
-    n2 = df.loc[df["nuts_level"] == 2, "region"].nunique()
-    return (
-        f"# {head}\n\n"
-        f"**{name} ({code})**, {_plural(int(n2), 'NUTS 2 region', 'NUTS 2 regions')} \u2014 noise variance **V = {V:g}** "
-        f"\u2014 dataset `{dataset}`" + (f", reference year {year}" if year else "") + ".\n\n"
-        "Quality report on how noise-based disclosure control (the generic model of the Cell Key Method) "
-        "degrades age-specific fertility rates, the total fertility rate, age-specific mortality rates and life "
-        "expectancy, compared with their statistical (Poisson) uncertainty."
-    )
-
-
 def run_parameters(
-    df: pd.DataFrame, *, V: float, dataset: str, granularity: str, noise: str, mc: int, seed: int | None = None
+    df: pd.DataFrame, *, settings: Sequence, dataset: str, granularity: str, mc: int, seed: int | None = None
 ) -> HtmlTable:
-    """The parameters of the run, as a two-column table for the cover."""
+    """The parameters of the run, as a two-column table (method and data)."""
     n_mc = int(df["mc_n"].dropna().iloc[0]) if "mc_n" in df and df["mc_n"].notna().any() else 0
-    rows = [
-        ("dataset", dataset),
-        ("noise model", f"{noise}: independent integer noise, mean 0, variance V on every published cell"),
-        ("V (variance)", f"{V:g} (standard deviation {math.sqrt(V):.3g})"),
+    rows = [("dataset", dataset)]
+    rows += [
+        (f"setting {i}: {setting_label(x)}", noise_words(x).removeprefix("Noise: ")) for i, x in enumerate(settings, 1)
+    ]
+    rows += [
         ("publication granularity", GRANULARITY_WORDS.get(granularity, granularity)),
         (
             "Monte Carlo",
@@ -506,6 +601,219 @@ def run_parameters(
     ]
     frame = pd.DataFrame(rows, columns=["parameter", "value"])
     return HtmlTable(frame, frame, caption="Parameters of this report")
+
+
+# ======================================================== the summary notebook
+def settings_table(df: pd.DataFrame, settings: Sequence) -> HtmlTable:
+    """Per region (country first, then NUTS 2 regions by falling population) and setting:
+    population and the noise admixture of e0, e65 (both sexes) and the TFR.
+
+    Placeholder of the decision table (classes coloured, the worst sex named), which
+    :mod:`demonoise.analysis.decision` computes."""
+    rows = []
+    for x in settings:
+        base = scalar_rows(df, x, "e", sex="T", age=0)
+        e65 = scalar_rows(df, x, "e", sex="T", age=65).set_index("region")["admixture"]
+        tfr = scalar_rows(df, x, "tfr").set_index("region")["admixture"]
+        for _, r in base.iterrows():
+            rows.append(
+                {
+                    "region": r["region"],
+                    "label": r["label"],
+                    "nuts_level": r["nuts_level"],
+                    "population": r["population"],
+                    "setting": setting_label(x),
+                    "A_e0": r["admixture"],
+                    "A_e65": e65.get(r["region"], np.nan),
+                    "A_tfr": tfr.get(r["region"], np.nan),
+                }
+            )
+    frame = pd.DataFrame(rows)
+    order = {lab: i for i, lab in enumerate(dict.fromkeys(frame["region"]))}
+    frame = frame.sort_values("region", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
+    first = ~frame["region"].duplicated()
+    shown = pd.DataFrame(
+        {
+            "region": np.where(first, frame["label"], ""),
+            "population (avg. of 1 Jan.)": [
+                fmt_int(p) if f else "" for p, f in zip(frame["population"], first, strict=True)
+            ],
+            "setting": frame["setting"],
+            "A e0 (%)": fmt_percent_column(frame["A_e0"]),
+            "A e65 (%)": fmt_percent_column(frame["A_e65"]),
+            "A TFR (%)": fmt_percent_column(frame["A_tfr"]),
+        }
+    )
+    return HtmlTable(
+        frame,
+        shown,
+        caption="Noise admixture A of e0, e65 (both sexes) and the TFR by region and setting: how much noise adds "
+        "to the Poisson uncertainty (below 10 %: hardly matters; 41 %: noise as large as Poisson).",
+    )
+
+
+def calibration_view(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTable:
+    """Largest V keeping the admixture of e0 (both sexes) and of the TFR at or below each
+    threshold, per region (:func:`demonoise.uncertainty.calibration.calibrate`, generic model)."""
+    rows = {}
+    for key, ind, sex, age in (("e0", "e", "T", 0.0), ("TFR", "tfr", "F", None)):
+        d = cal[(cal["indicator"] == ind) & (cal["sex"] == sex)]
+        if age is not None:
+            d = d[np.isclose(d["age"].astype(float), age)]
+        for _, r in d.iterrows():
+            row = rows.setdefault(
+                r["region"], {"region": region_label(r["region"], r["region_name"]), "level": r["nuts_level"]}
+            )
+            row[f"V_max {key}, A \u2264 {fmt_pct(r['threshold'])}"] = float(r["V_max"])
+    frame = pd.DataFrame(list(rows.values()))
+    if frame.empty:
+        return HtmlTable(frame, frame, caption="Largest acceptable V (no calibration rows)")
+    if (frame["level"] == 2).sum() == 1:  # a country that is one NUTS 2 region: show it once
+        frame = frame[frame["level"] == 2]
+    frame = frame.sort_values("level", kind="stable").drop(columns="level").reset_index(drop=True)
+    shown = frame.copy()
+    for c in shown.columns[1:]:
+        shown[c] = fmt_fixed_column(frame[c], significant=2)
+    return HtmlTable(
+        frame,
+        shown,
+        caption="Largest V of the generic model keeping the noise admixture at or below each threshold "
+        "(closed form; e0 both sexes, TFR women).",
+    )
+
+
+def comparison_view(cmp: pd.DataFrame) -> HtmlTable:
+    """Noise sd of e0 (both sexes) and the TFR under the generic model at the p-table's
+    nominal V and under the p-table, per region (:func:`demonoise.uncertainty.comparison.compare_noise`)."""
+    sel = cmp[
+        ((cmp["indicator"] == "e") & np.isclose(cmp["age"].astype(float), 0) & (cmp["sex"] == "T"))
+        | (cmp["indicator"] == "tfr")
+    ]
+    sel = sel.sort_values(["indicator", "nuts_level", "population"], ascending=[True, True, False], kind="stable")
+    frame = sel[
+        [
+            "region",
+            "region_name",
+            "indicator",
+            "sex",
+            "population",
+            "sd_generic",
+            "sd_ptable",
+            "ratio",
+            "small_cell_share",
+        ]
+    ]
+    unit = np.where(frame["indicator"] == "tfr", 1000.0, 1.0)
+    shown = pd.DataFrame(
+        {
+            "region": [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)],
+            "indicator": np.where(frame["indicator"] == "tfr", "TFR (per 1 000 women)", "e0 (years)"),
+            "population": [fmt_int(x) for x in frame["population"]],
+            "noise sd, generic": fmt_fixed_column(frame["sd_generic"] * unit, significant=2),
+            "noise sd, p-table": fmt_fixed_column(frame["sd_ptable"] * unit, significant=2),
+            "p-table / generic": fmt_fixed_column(frame["ratio"], significant=2),
+            "cells below the table's last class (%)": fmt_percent_column(frame["small_cell_share"]),
+        }
+    )
+    return HtmlTable(
+        frame.reset_index(drop=True),
+        shown,
+        caption=(
+            "Noise sd of e0 and of the TFR: the generic model at the p-table's nominal V against the p-table itself."
+        ),
+    )
+
+
+def load_calibration(path, *, dataset: str, country: str, thresholds: Sequence[float]) -> pd.DataFrame:
+    """The calibration table of a report (``""``: computed now, for a notebook run by hand)."""
+    from demonoise.analysis.compute import read_table
+
+    if path:
+        return read_table(path)
+    from demonoise.io.datasets import load
+    from demonoise.uncertainty.calibration import calibrate
+
+    counts = load(dataset)
+    return calibrate(counts.select([r.code for r in counts.regions if r.country == country]), thresholds)
+
+
+def read_comparison(path) -> pd.DataFrame:
+    from demonoise.analysis.compute import read_table
+
+    return read_table(path)
+
+
+def comparison_text(cmp: pd.DataFrame) -> str:
+    """The library's plain-words reading of a generic vs p-table comparison."""
+    from demonoise.uncertainty.comparison import comparison_note
+
+    return comparison_note(cmp)
+
+
+def calibration_table(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTable:
+    """The calibrated V_max of e0 and e65 for women, men and both sexes and of the TFR, per
+    region: one row per region and sex, one column per indicator and threshold (the CSV
+    holds every row of the calibration, with its status)."""
+    d = cal[(cal["indicator"] == "tfr") | ((cal["indicator"] == "e") & np.isin(cal["age"].astype(float), [0.0, 65.0]))]
+    if d.loc[d["nuts_level"] == 2, "region"].nunique() == 1:
+        d = d[d["nuts_level"] == 2]
+    d = d.assign(what=np.where(d["indicator"] == "tfr", "TFR", "e" + d["age"].fillna(0).astype(int).astype(str)))
+    keys = ["nuts_level", "region", "region_name", "sex"]
+    wide = d.drop_duplicates([*keys, "what", "threshold"]).set_index([*keys, "what", "threshold"])["V_max"]
+    wide = wide.unstack(["what", "threshold"])  # one row per region and sex present in the table
+    wide = wide.reset_index().sort_values(["nuts_level", "region", "sex"], kind="stable")
+    shown = pd.DataFrame(
+        {
+            "region": [region_label(c, n) for c, n in zip(wide["region"], wide["region_name"], strict=True)],
+            "sex": wide["sex"].map(SEX_WORDS).to_numpy(),
+        }
+    )
+    for what, thr in [c for c in wide.columns if c[0] in ("e0", "e65", "TFR")]:
+        shown[f"V_max {what}, A \u2264 {fmt_pct(thr, 3)}"] = fmt_fixed_column(wide[(what, thr)], significant=2)
+    frame = d[["region", "region_name", "sex", "indicator", "age", "threshold", "V_max", "status"]].reset_index(
+        drop=True
+    )
+    return HtmlTable(
+        frame,
+        shown.reset_index(drop=True),
+        caption="Largest V of the generic model per region and sex, for e0, e65 and the TFR (women) at each "
+        "threshold; \u2014 where the indicator is not published for that sex.",
+    )
+
+
+def summary_metrics(df: pd.DataFrame, settings: Sequence, cal: pd.DataFrame | None, recommend: Mapping) -> dict:
+    """What the index shows for a report: per setting the worst e0 admixture over NUTS 2
+    regions (coloured by class), and the smallest V_max of the calibration for ``recommend``
+    (placeholder of the recommended V of :mod:`demonoise.analysis.decision`)."""
+    from demonoise.core.vocabulary import admixture_class
+
+    out: dict[str, Any] = {"regions": int(df.loc[df["nuts_level"] == 2, "region"].nunique())}
+    for x in settings:
+        out.setdefault("headline", {})[setting_label(x)] = {**index_metrics(df, x, "e"), **index_metrics(df, x, "tfr")}
+        r = scalar_rows(df, x, "e", sex="T", age=0)
+        r = r[r["nuts_level"] == 2] if (r["nuts_level"] == 2).any() else r
+        if len(r):
+            w = r.loc[r["admixture"].idxmax()]
+            cls = admixture_class(float(w["admixture"]))
+            out.setdefault("columns", {})[f"e0 A worst, {setting_label(x)}"] = {
+                "text": f"{fmt_pct(w['admixture'])} ({w['region']})",
+                "colour": cls.colour if cls else "",
+            }
+    if cal is not None and len(cal):
+        from demonoise.core.vocabulary import HEADLINES
+
+        h = HEADLINES[recommend.get("indicator", "e0")]
+        d = cal[
+            (cal["indicator"] == h.indicator) & np.isclose(cal["threshold"], float(recommend.get("threshold", 0.1)))
+        ]
+        if h.age is not None:
+            d = d[np.isclose(d["age"].astype(float), h.age)]
+        if len(d) and d["V_max"].notna().any():
+            i = d["V_max"].idxmin()
+            out.setdefault("columns", {})["smallest V_max"] = (
+                f"{fmt_fixed(d.loc[i, 'V_max'], 2)} ({d.loc[i, 'region']} {d.loc[i, 'sex']})"
+            )
+    return out
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
@@ -573,18 +881,20 @@ def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
             "population": [fmt_int(x) for x in frame.get("population", [])],
             "deaths": [fmt_int(x) for x in frame.get("deaths", [])],
             "births": [fmt_int(x) for x in frame.get("births", [])],
-            "e0 (years)": [fmt_num(x, 4) for x in frame.get("e0", [])],
-            "noise sd e0": [fmt_num(x, 2) for x in frame.get("e0_sd_noise", [])],
-            "A e0": [fmt_pct(x) for x in frame.get("e0_A", [])],
-            "TFR": [fmt_num(x, 3) for x in frame.get("tfr", [])],
-            "noise sd TFR": [fmt_num(x, 2) for x in frame.get("tfr_sd_noise", [])],
-            "A TFR": [fmt_pct(x) for x in frame.get("tfr_A", [])],
+            "e0 (years)": fmt_fixed_column(frame.get("e0", []), significant=4),
+            "noise sd e0 (years)": fmt_fixed_column(frame.get("e0_sd_noise", [])),
+            "A e0 (%)": fmt_percent_column(frame.get("e0_A", [])),
+            "TFR (children per woman)": fmt_fixed_column(frame.get("tfr", []), significant=3),
+            "noise sd TFR (per 1 000 women)": fmt_fixed_column(
+                1000 * frame.get("tfr_sd_noise", pd.Series(dtype=float))
+            ),
+            "A TFR (%)": fmt_percent_column(frame.get("tfr_A", [])),
         }
     )
     return HtmlTable(
         frame,
         shown,
-        caption=f"Regions at V = {V:g}: population (average of 1 January of the year and the next), "
+        caption=f"Regions {_at(V)}: population (average of 1 January of the year and the next), "
         "events, life expectancy at birth (both sexes) and TFR with the noise standard deviation "
         "and the noise admixture A.",
     )
@@ -605,32 +915,36 @@ def scalar_table(
         d["z_flag"] = False
     d["flag"] = [_flag_text(r) for _, r in d.iterrows()]
     unit = _UNITS.get(indicator, "")
+    scale, sd_unit = (1000.0, "per 1 000 women") if indicator == "tfr" else (1.0, unit)
     shown = pd.DataFrame(
         {
             "region": d["label"],
             "population": [fmt_int(x) for x in d["population"]],
             "events": [fmt_int(x) for x in d["events"]],
-            "value": [fmt_num(x, digits) for x in d["value"]],
-            "\u03b4 Poisson": [fmt_pct(x) for x in d["rel_pois"]],
-            "\u03b4 noise": [fmt_pct(x) for x in d["rel_noise"]],
-            "\u03b4 total": [fmt_pct(x) for x in d["rel_tot"]],
-            "A": [fmt_pct(x) for x in d["admixture"]],
-            "sd noise": [fmt_num(x, 2) for x in d["sd_noise"]],
+            f"{_short(indicator, age)} ({unit})": fmt_fixed_column(d["value"], significant=digits),
+            "\u03b4 Poisson (%)": fmt_percent_column(d["rel_pois"]),
+            "\u03b4 noise (%)": fmt_percent_column(d["rel_noise"]),
+            "\u03b4 total (%)": fmt_percent_column(d["rel_tot"]),
+            "A (%)": fmt_percent_column(d["admixture"]),
+            f"noise sd ({sd_unit})": fmt_fixed_column(scale * d["sd_noise"]),
         }
     )
     if "mc_sd_tot" in d and d["mc_sd_tot"].notna().any():
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = d["mc_sd_tot"].to_numpy(float) / d["sd_tot"].to_numpy(float)
-        shown["MC/analytic"] = [fmt_num(x, 3) for x in ratio]
+        shown["MC / analytic sd"] = [fmt_fixed(x, 2) for x in ratio]
     shown["flags"] = d["flag"].to_numpy()
     what = _what(indicator, age, sex)
     return HtmlTable(
         d,
         shown,
-        caption=f"{what.capitalize()} at V = {V:g}"
+        caption=f"{what.capitalize()} {_at(V)}"
         + (f" (value and sd in {unit})" if unit else "")
-        + ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise standard deviation"
-        + (", and the Monte Carlo total sd over the analytic one (MC/analytic)" if "MC/analytic" in shown else "")
+        + (
+            ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise "
+            "standard deviation"
+        )
+        + (", and the Monte Carlo total sd over the analytic one" if "MC / analytic sd" in shown else "")
         + ". Flags (first order may be unreliable): sparse = more than half of the single-age cells rest on fewer "
         "than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error.",
         flagged=(d["flag"] != "").tolist(),
@@ -663,18 +977,18 @@ def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 
     shown = pd.DataFrame(
         {
             "region": frame["region"],
-            "women": [fmt_num(x, 4) for x in frame["value_F"]],
-            "rel. noise (W)": [fmt_pct(x) for x in frame["rel_noise_F"]],
-            "A (W)": [fmt_pct(x) for x in frame["A_F"]],
-            "men": [fmt_num(x, 4) for x in frame["value_M"]],
-            "rel. noise (M)": [fmt_pct(x) for x in frame["rel_noise_M"]],
-            "A (M)": [fmt_pct(x) for x in frame["A_M"]],
+            f"women ({_UNITS.get(indicator, '')})": fmt_fixed_column(frame["value_F"], significant=4),
+            "rel. noise, women (%)": fmt_percent_column(frame["rel_noise_F"]),
+            "A, women (%)": fmt_percent_column(frame["A_F"]),
+            f"men ({_UNITS.get(indicator, '')})": fmt_fixed_column(frame["value_M"], significant=4),
+            "rel. noise, men (%)": fmt_percent_column(frame["rel_noise_M"]),
+            "A, men (%)": fmt_percent_column(frame["A_M"]),
         }
     )
     return HtmlTable(
         frame,
         shown,
-        caption=f"{_what(indicator, age, 'F').split(',')[0]} of women and men at V = {V:g}: "
+        caption=f"{_what(indicator, age, 'F').split(',')[0]} of women and men {_at(V)}: "
         "relative noise uncertainty and noise admixture A.",
         flagged=(frame["small_F"] | frame["small_M"]).tolist(),
     )
@@ -724,20 +1038,25 @@ def age_profile_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str | 
             "region": frame["label"],
             "population": [fmt_int(x) for x in frame["population"]],
             "cells": frame["cells"].astype(str),
-            f"< 10 {ev}": [f"{s} ({fmt_pct(p, 2)})" for s, p in zip(frame["small"], frame["small_share"])],
-            "median rel. total": [fmt_pct(x) for x in frame["rel_tot_median"]],
-            "median A": [fmt_pct(x) for x in frame["A_median"]],
-            "largest A (age)": [f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"])],
+            f"< 10 {ev}": [
+                f"{s} ({fmt_pct(p, 2)})" for s, p in zip(frame["small"], frame["small_share"], strict=False)
+            ],
+            "median rel. total (%)": fmt_percent_column(frame["rel_tot_median"]),
+            "median A (%)": fmt_percent_column(frame["A_median"]),
+            "largest A (age)": [
+                f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"], strict=False)
+            ],
             f"largest A, >= 10 {ev}": [
                 f"{fmt_pct(a)} ({g})" if g else "\u2014"
-                for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"])
+                for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"], strict=False)
             ],
         }
     )
     return HtmlTable(
         frame,
         shown,
-        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) at V = {V:g}, summarised over ages per region. "
+        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) {_at(V)}, summarised over ages "
+        "per region. "
         f"Flagged rows: more than {fmt_pct(SPARSE_SHARE, 2)} of the cells rest on fewer than 10 {ev}.",
         flagged=frame["sparse"].tolist(),
     )
@@ -778,7 +1097,8 @@ def flag_table(
                 "region": region_label(r["region"], names.get(r["region"], "")),
                 "sex": r["sex"],
                 "where": "all ages",
-                "why": f"{r['small']} of {r['cells']} cells ({fmt_pct(r['small_share'], 2)}) rest on fewer than 10 events",
+                "why": f"{r['small']} of {r['cells']} cells ({fmt_pct(r['small_share'], 2)}) "
+                "rest on fewer than 10 events",
             }
         )
     d = at(df, V, indicator)
@@ -802,10 +1122,13 @@ def flag_table(
     return HtmlTable(
         frame,
         frame.head(limit),
-        caption=f"Flags: {INDICATOR_NAMES[indicator]} at V = {V:g}",
+        caption=f"Flags: {INDICATOR_NAMES[indicator]} {_at(V)}",
         flagged=[True] * min(len(frame), limit),
         note=note,
-        empty="No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events are marked in the charts and tables above).",
+        empty=(
+            "No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events "
+            "are marked in the charts and tables above)."
+        ),
     )
 
 
@@ -907,7 +1230,7 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     cty = d[d["nuts_level"] == 0]
     v = Verdict()
     if d.empty:
-        v.sentences.append(f"No results for {short} at V = {V:g}.")
+        v.sentences.append(f"No results for {short} {_at(V)}.")
         return v
     n = len(reg)
     if n:
@@ -922,7 +1245,10 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
         else:
             verb = "adds less than 10 %"
             where = f"in all {n} NUTS 2 regions" if low == n else f"in {low} of {n} NUTS 2 regions"
-        v.sentences.append(f"At V = {V:g}, noise {verb} to the statistical (Poisson) uncertainty of {subject} {where}.")
+        v.sentences.append(
+            f"{_at(V)[0].upper() + _at(V)[1:]}, noise {verb} to the statistical (Poisson) uncertainty of "
+            f"{subject} {where}."
+        )
         small = reg.sort_values("population").iloc[0]
         large = reg.sort_values("population").iloc[-1]
         lead = "In the smallest region" if n > 1 else "In"
@@ -933,19 +1259,22 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
         )
         if n > 2:
             v.sentences.append(
-                f"In the largest, {large['label']} ({fmt_int(large['population'])} people), it adds {fmt_pct(large['admixture'])}."
+                f"In the largest, {large['label']} ({fmt_int(large['population'])} people), it adds "
+                f"{fmt_pct(large['admixture'])}."
             )
         worst = reg.loc[reg["admixture"].idxmax()]
         if n > 1 and worst["region"] != small["region"]:
             v.sentences.append(
                 f"The largest admixture is in {worst['label']} ({fmt_int(worst['population'])} people): "
-                f"{fmt_pct(worst['admixture'])} (noise sd {fmt_num(worst['sd_noise'], 2)}{u}, Poisson sd {fmt_num(worst['sd_pois'], 2)}{u})."
+                f"{fmt_pct(worst['admixture'])} (noise sd {fmt_num(worst['sd_noise'], 2)}{u}, Poisson sd "
+                f"{fmt_num(worst['sd_pois'], 2)}{u})."
             )
         big = reg[reg["admixture"] >= A_EQUAL]
         if len(big):
             names = ", ".join(big.sort_values("population")["region"].tolist())
             v.sentences.append(
-                f"Noise is at least as large as the Poisson uncertainty (A >= 41 %) in {_plural(len(big), 'region', 'regions')}: {names}."
+                "Noise is at least as large as the Poisson uncertainty (A >= 41 %) in "
+                f"{_plural(len(big), 'region', 'regions')}: {names}."
             )
         v.numbers.update(
             regions=n,
@@ -972,8 +1301,10 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     sp = sp[(sp["sex"] == key) & sp["sparse"]]
     if len(sp):
         v.sentences.append(
-            f"First-order results may be unreliable in {_plural(len(sp), 'region', 'regions')} where more than half of the "
-            f"single-age cells rest on fewer than 10 events: {', '.join(sp['region'])} (flagged; see the Monte Carlo check)."
+            f"First-order results may be unreliable in {_plural(len(sp), 'region', 'regions')} where more than "
+            "half of the "
+            f"single-age cells rest on fewer than 10 events: {', '.join(sp['region'])} (flagged; see the Monte "
+            "Carlo check)."
         )
     v.numbers["sparse_regions"] = sp["region"].tolist()
     return v
@@ -992,7 +1323,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         reg = d
     v = Verdict()
     if reg.empty:
-        v.sentences.append(f"No results for {INDICATOR_NAMES[indicator]} at V = {V:g}.")
+        v.sentences.append(f"No results for {INDICATOR_NAMES[indicator]} {_at(V)}.")
         return v
     one, many = _EVENT_WORDS[indicator]
     n_reg = reg["region"].nunique()
@@ -1000,7 +1331,8 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     cells = len(reg)
     low = int((reg["admixture"] < A_SMALL).sum())
     v.sentences.append(
-        f"At V = {V:g}, across the {n_age} single-age rates of {_plural(n_reg, 'region', 'regions')} "
+        f"{_at(V)[0].upper() + _at(V)[1:]}, across the {n_age} single-age rates of "
+        f"{_plural(n_reg, 'region', 'regions')} "
         f"({fmt_int(cells)} cells, {_SEX_WORDS[sex]}), noise adds less than 10 % to the Poisson uncertainty in "
         f"{fmt_int(low)} cells ({fmt_pct(low / cells)}); the median admixture is {fmt_pct(reg['admixture'].median())}."
     )
@@ -1008,7 +1340,8 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     r = reg.loc[i]
     ev = r["events"]
     v.sentences.append(
-        f"It is largest at {r['age_group']} in {region_label(r['region'], r['region_name'])}: A = {fmt_pct(r['admixture'])}, "
+        f"It is largest at {r['age_group']} in {region_label(r['region'], r['region_name'])}: A = "
+        f"{fmt_pct(r['admixture'])}, "
         f"on {fmt_num(ev, 2)} {one if round(ev) == 1 else many}"
         + (" (fewer than 10 events: the first-order result is unreliable there)." if r["small_count"] else ".")
     )
@@ -1025,7 +1358,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         v.sentences.append(
             f"{fmt_int(len(small))} cells ({fmt_pct(len(small) / cells)}) rest on fewer than 10 {many}: their relative "
             f"total uncertainty has a median of {fmt_pct(small['rel_tot'].median())}; the first-order result is "
-            "unreliable there (hollow points in the charts)."
+            "unreliable there (open circles in the charts)."
         )
     v.numbers.update(
         cells=cells,
@@ -1080,16 +1413,18 @@ def index_metrics(df: pd.DataFrame, V: float, indicator: str = "e") -> dict:
     return out
 
 
-def across_V(
+def across_settings(
     df: pd.DataFrame, indicator: str, *, sex: str = "T", age: float | None = None, nuts_level: int | None = 2
 ) -> pd.DataFrame:
-    """Rows of one indicator (one sex, one age) for every ``V`` of the generic model:
-    what :func:`demonoise.report.charts.uncertainty_vs_population` draws."""
+    """Rows of one indicator (one sex, one age) for every noise setting of the table, with
+    their ``setting`` label: what :func:`demonoise.report.charts.uncertainty_vs_population` draws."""
     if indicator in ("tfr", "asfr"):
         sex = "F"
-    m = (df["noise_model"] == "generic") & (df["indicator"] == indicator) & (df["sex"] == sex)
+    m = (df["indicator"] == indicator) & (df["sex"] == sex)
     if age is not None:
         m &= np.isclose(df["age"].astype(float), float(age))
-    if nuts_level is not None:
+    if nuts_level is not None and (df["nuts_level"] == nuts_level).any():
         m &= df["nuts_level"] == nuts_level
-    return df[m]
+    out = df[m].copy()
+    out["setting"] = row_setting_labels(out)
+    return out

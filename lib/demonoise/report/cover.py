@@ -1,0 +1,70 @@
+"""The cover of a report: who publishes it, when, with which tool, on which data.
+
+From the params' ``publisher:`` block (organisation, contact, date); without one the cover
+says "demonoise demonstration — not an official publication". Always: the tool version,
+the data's extraction date(s) and status, the settings compared, a link back to the index.
+The data status is also the running header of every PDF page (``.dn-data-status-line``,
+picked up by the print stylesheet with ``string-set``).
+"""
+
+from __future__ import annotations
+
+import html as _html
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import Any
+
+__all__ = ["UNOFFICIAL", "extraction_dates", "cover_html"]
+
+UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
+
+
+def extraction_dates(provenance: Mapping[str, Any] | None) -> str:
+    """The data's extraction date(s), e.g. ``"2026-11-20"`` or ``"2026-11-20 (deaths), ..."``."""
+    dates = {t: str(p.get("extracted") or "unknown") for t, p in (provenance or {}).items() if p}
+    if not dates:
+        return "unknown"
+    if len(set(dates.values())) == 1:
+        return next(iter(dates.values()))
+    return "; ".join(f"{d} ({t})" for t, d in dates.items())
+
+
+def cover_html(
+    title: str,
+    *,
+    publisher: Any = None,
+    data_status: str = "",
+    provenance: Mapping[str, Any] | None = None,
+    settings: Sequence[str] = (),
+    dataset: str = "",
+    index_href: str | None = None,
+) -> str:
+    """The cover section (HTML) of a report."""
+    from demonoise.core.version import __version__
+
+    esc = _html.escape
+    org = getattr(publisher, "organisation", None)
+    rows = []
+    if org:
+        rows += [("Organisation", org), ("Contact", publisher.contact)]
+        when = publisher.date or date.today().isoformat()
+    else:
+        when = date.today().isoformat()
+    rows += [
+        ("Date", when),
+        ("Tool", f"demonoise {__version__}"),
+        ("Data", f"{dataset}: {data_status}" if dataset else data_status),
+        ("Data extracted", extraction_dates(provenance)),
+        ("Noise settings compared", ", ".join(settings)),
+    ]
+    dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(str(v))}</dd>" for k, v in rows if v)
+    head = f'<p class="dn-org">{esc(org)}</p>' if org else f'<p class="dn-org dn-unofficial">{esc(UNOFFICIAL)}</p>'
+    back = (
+        f'<p class="dn-backlink"><a href="{esc(index_href)}">\u2190 All reports (index)</a></p>' if index_href else ""
+    )
+    status = data_status or "data status unknown"
+    return (
+        f'<section class="dn-cover" id="cover">{back}'
+        f'<p class="dn-data-status-line">{esc(status)}</p>'
+        f"{head}<h1>{esc(title)}</h1><dl>{dl}</dl></section>"
+    )

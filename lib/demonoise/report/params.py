@@ -1,0 +1,506 @@
+"""The params of a report batch: a YAML file validated declaratively (pydantic).
+
+The schema (``params/default.yaml`` is an example)::
+
+    title: demonoise showcase
+    datasets:                   # dataset -> its countries, or "all"
+      ess-2023: [FI, FR, LU, MT]
+      be-2023: [BE]
+    noise:                      # the settings compared side by side
+      - {V: 1}                  # generic model, variance V (> 0; its sd is sqrt(V))
+      - {V: 5}
+      - {ptable: v01}           # an embedded p-table (v01, v03, v04) or a file
+    thresholds: [0.1, 0.414]    # admixture thresholds of V_max, each in (0, 10]
+    confidence: [0.95]          # levels of the error bands, each in (0, 1)
+    recommend: {indicator: e0, threshold: 0.1}
+    publisher: {organisation: ..., contact: ..., date: 2026-12-01}   # optional
+    indicators: [asfr, tfr, asmr, life_expectancy]
+    granularity: single         # single | 5y | 5y-infant
+    mc: 1000                    # Monte Carlo replicates for e and TFR (0: none)
+    seed: 20230101
+    pdf: true
+    overview: true              # or {dataset: ess-2023, mc: 0, countries: [...], sex: T}
+    extras: [teaching]          # or {whatif: {region: BE34, scale: 4}}
+
+The old form ``V: [1, 5]`` with ``noise: generic`` is read as two generic settings; the
+loader then gives a one-line notice showing the new form (:attr:`ReportParams.notices`).
+
+Every bad entry is one line naming the file and the key, e.g.
+``params/x.yaml: noise[2].ptable: unknown p-table 'v99'; embedded: v01, v03, v04``. The YAML
+loader rejects duplicate keys (PyYAML silently keeps the last) and a file that is not UTF-8.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from demonoise.core.errors import ParameterError
+from demonoise.core.vocabulary import A_EQUAL, A_SMALL, GRANULARITIES, HEADLINES
+
+__all__ = [
+    "REPORT_INDICATORS",
+    "EXTRAS",
+    "Setting",
+    "Publisher",
+    "Recommend",
+    "Selection",
+    "ReportParams",
+    "parse_params",
+    "load_params",
+    "read_yaml",
+]
+
+#: The indicator chapters of a report, in order, with the notebook of each.
+REPORT_INDICATORS: tuple[str, ...] = ("asfr", "tfr", "asmr", "life_expectancy")
+_ALIASES = {"e": "life_expectancy", "ex": "life_expectancy", "e0": "life_expectancy", "le": "life_expectancy"}
+#: Extra notebooks a batch can render next to the reports.
+EXTRAS: tuple[str, ...] = ("teaching", "whatif")
+_THRESHOLD_MAX = 10.0  # as demonoise.uncertainty.calibration.THRESHOLD_MAX
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Setting(_Strict):
+    """One noise setting: the generic model at variance ``V``, or a p-table."""
+
+    V: float | None = None
+    ptable: str | None = None
+
+    @field_validator("V", mode="before")
+    @classmethod
+    def _variance(cls, v):
+        if v is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"V must be a number, got {v!r}")
+        if not math.isfinite(float(v)) or float(v) <= 0:
+            raise ValueError(f"V is a variance and must be a finite number > 0, got {v!r}")
+        return float(v)
+
+    @field_validator("ptable")
+    @classmethod
+    def _known_ptable(cls, p):
+        if p is None:
+            return p
+        from demonoise.analysis.ptables import embedded_ptable_names
+
+        names = embedded_ptable_names()
+        if p.lower() in names or Path(p).is_file():
+            return p.lower() if p.lower() in names else str(Path(p).resolve())
+        raise ValueError(f"unknown p-table {p!r}; embedded: {', '.join(names)}, or give a file that exists")
+
+    @model_validator(mode="after")
+    def _one_of(self):
+        if (self.V is None) == (self.ptable is None):
+            raise ValueError("a setting is either {V: <variance>} or {ptable: <name or file>}")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "generic" if self.V is not None else "ptable"
+
+    @property
+    def label(self) -> str:
+        """``"V = 1"`` or ``"p-table v01"``: how the setting is named in every output."""
+        return f"V = {self.V:g}" if self.V is not None else f"p-table {Path(self.ptable).stem}"
+
+    @property
+    def slug(self) -> str:
+        """``"V1"``, ``"ptable-v01"``: the setting in file names."""
+        return f"V{self.V:g}" if self.V is not None else f"ptable-{Path(self.ptable).stem}"
+
+    def as_parameter(self) -> dict:
+        """JSON form for papermill (``{"V": 1.0}`` or ``{"ptable": "v01"}``)."""
+        return {"V": self.V} if self.V is not None else {"ptable": self.ptable}
+
+
+class Publisher(_Strict):
+    """Who publishes the report (its cover): organisation, contact, date."""
+
+    organisation: str = Field(min_length=1)
+    contact: str = Field(min_length=1)
+    date: str | None = None
+
+    @field_validator("date", mode="before")
+    @classmethod
+    def _iso(cls, d):
+        return d.isoformat() if isinstance(d, date) else d
+
+
+class Recommend(_Strict):
+    """What the recommended V is for: the smallest V_max of ``indicator`` at ``threshold``."""
+
+    indicator: str = "e0"
+    threshold: float = A_SMALL
+
+    @field_validator("indicator")
+    @classmethod
+    def _headline(cls, i):
+        if i.lower() not in HEADLINES:
+            raise ValueError(f"unknown recommend indicator {i!r}; choose from {', '.join(HEADLINES)}")
+        return i.lower()
+
+    @field_validator("threshold")
+    @classmethod
+    def _threshold(cls, t):
+        return _check_threshold(t)
+
+
+def _check_threshold(t: float) -> float:
+    if not (0 < t <= _THRESHOLD_MAX):
+        raise ValueError(f"threshold {t:g} outside (0, {_THRESHOLD_MAX:g}]")
+    return float(t)
+
+
+class Selection(_Strict):
+    """Countries of one dataset."""
+
+    dataset: str
+    countries: tuple[str, ...]
+
+
+class Overview(_Strict):
+    """The Europe overview: every NUTS 2 region of a dataset."""
+
+    dataset: str = "ess-2023"
+    mc: int = 0
+    countries: tuple[str, ...] | None = None
+    sex: Literal["T", "F", "M"] = "T"
+
+    @field_validator("mc")
+    @classmethod
+    def _replicates(cls, n):
+        return _check_replicates(n)
+
+    @field_validator("dataset")
+    @classmethod
+    def _known(cls, d):
+        from demonoise.io import datasets as reg
+
+        names = [x.name for x in reg.available()]
+        if d not in names:
+            raise ValueError(f"unknown dataset {d!r}; available: {', '.join(names)}")
+        return d
+
+
+def _check_replicates(n: int) -> int:
+    if n < 0 or n == 1:
+        raise ValueError(f"Monte Carlo replicates must be 0 or an integer >= 2, got {n}")
+    return n
+
+
+class ReportParams(_Strict):
+    """Validated parameters of a report batch (the module notes give the YAML)."""
+
+    selections: tuple[Selection, ...]
+    settings: tuple[Setting, ...]
+    indicators: tuple[str, ...] = REPORT_INDICATORS
+    granularity: str = "single"
+    mc: int = 2000
+    seed: int = Field(20230101, ge=0)
+    title: str = "demonoise quality reports"
+    pdf: bool = True
+    thresholds: tuple[float, ...] = (A_SMALL, A_EQUAL)
+    confidence: tuple[float, ...] = (0.95,)
+    recommend: Recommend = Recommend()
+    publisher: Publisher | None = None
+    overview: Overview | None = None
+    extras: tuple[tuple[str, tuple], ...] = ()
+    source: str = Field("", exclude=True)
+    notices: tuple[str, ...] = Field((), exclude=True)
+
+    @field_validator("granularity")
+    @classmethod
+    def _granularity(cls, g):
+        if g not in GRANULARITIES:
+            raise ValueError(f"unknown granularity {g!r}; choose from {', '.join(GRANULARITIES)}")
+        return g
+
+    @field_validator("mc")
+    @classmethod
+    def _replicates(cls, n):
+        return _check_replicates(n)
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds(cls, ts):
+        if not ts:
+            raise ValueError("give at least one threshold")
+        return tuple(sorted({_check_threshold(t) for t in ts}))
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, cs):
+        for c in cs:
+            if not (0 < c < 1):
+                raise ValueError(f"confidence {c:g} outside (0, 1)")
+        if not cs:
+            raise ValueError("give at least one confidence level")
+        return tuple(sorted(set(cs)))
+
+    @field_validator("settings")
+    @classmethod
+    def _distinct(cls, ss):
+        if not ss:
+            raise ValueError("give at least one noise setting, e.g. noise: [{V: 1}]")
+        labels = [s.label for s in ss]
+        twice = sorted({x for x in labels if labels.count(x) > 1})
+        if twice:
+            raise ValueError(f"setting {', '.join(twice)} listed twice")
+        return ss
+
+    @property
+    def n_reports(self) -> int:
+        return sum(len(s.countries) for s in self.selections)
+
+    @property
+    def V(self) -> tuple[float, ...]:
+        """The variances of the generic settings."""
+        return tuple(s.V for s in self.settings if s.V is not None)
+
+    @property
+    def ptables(self) -> tuple[str, ...]:
+        return tuple(s.ptable for s in self.settings if s.ptable is not None)
+
+
+# ---------------------------------------------------------------------------- reading
+def _one_line(e: ValidationError) -> str:
+    """The first error of a pydantic validation as ``key.path: message``."""
+    err = e.errors()[0]
+    loc = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"]).replace(".[", "[")
+    loc = "noise" + loc.removeprefix("settings") if loc.startswith("settings") else loc
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif err["type"] == "missing":
+        msg = "required key missing"
+    return f"{loc}: {msg}" if loc else msg
+
+
+def _as_list(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _old_noise(data: dict) -> tuple[list, str | None]:
+    """``V: [1, 5]`` (+ ``noise: generic``) -> ``[{V: 1}, {V: 5}]`` and the notice."""
+    if "V" not in data:
+        return data.get("noise", []), None
+    if data.get("noise", "generic") not in ("generic", None):
+        raise ParameterError(
+            f"noise: {data['noise']!r} next to V: the old form knows only noise: generic; "
+            "give the settings as noise: [{V: 1}, {ptable: v01}]"
+        )
+    settings = [{"V": v} for v in _as_list(data["V"])]
+    new = "noise: [" + ", ".join(f"{{V: {v}}}" for v in _as_list(data["V"])) + "]"
+    return settings, f"the old form `V: {data['V']}` with `noise: generic` is read as `{new}`; write that instead"
+
+
+def _selections(ds) -> list[dict]:
+    """Datasets and countries, checked against the registry (names the bad one)."""
+    from demonoise.io import datasets as reg
+
+    if not ds or not isinstance(ds, Mapping):
+        raise ParameterError(
+            "datasets: map each dataset to its countries, e.g. {ess-2023: [FI, LU]} or {ess-2023: all}"
+        )
+    names = [d.name for d in reg.available()]
+    out = []
+    for name, countries in ds.items():
+        name = str(name)
+        if name not in names:
+            hint = (
+                " -- real Eurostat data: run `demonoise fetch --year YEAR` first"
+                if name.startswith("eurostat-")
+                else ""
+            )
+            raise ParameterError(f"datasets: unknown dataset {name!r}; available: {', '.join(names) or 'none'}{hint}")
+        have = _available_countries(name)
+        chosen = (
+            list(have) if countries in ("all", "ALL", None) else [str(c).strip().upper() for c in _as_list(countries)]
+        )
+        bad = [c for c in chosen if c not in have]
+        if bad:
+            raise ParameterError(
+                f"datasets.{name}: unknown countr{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)} for dataset "
+                f"{name!r}; it has {', '.join(have)}"
+            )
+        twice = sorted({c for c in chosen if chosen.count(c) > 1})
+        if twice or not chosen:
+            raise ParameterError(
+                f"datasets.{name}: " + (f"{', '.join(twice)} listed twice" if twice else "no countries")
+            )
+        out.append({"dataset": name, "countries": tuple(chosen)})
+    return out
+
+
+def _available_countries(dataset: str) -> tuple[str, ...]:
+    """Countries of a dataset without loading embedded counts (their metadata lists them)."""
+    from demonoise.io import datasets as reg
+
+    if dataset in reg.embedded_names():
+        return tuple(reg.metadata(dataset)["countries"])
+    return tuple(reg.load(dataset).countries)
+
+
+def _indicators(values) -> tuple[str, ...]:
+    keys = []
+    for i in _as_list(values):
+        key = _ALIASES.get(str(i).strip().lower(), str(i).strip().lower())
+        if key not in REPORT_INDICATORS:
+            raise ParameterError(f"indicators: unknown indicator {i!r}; choose from {', '.join(REPORT_INDICATORS)}")
+        keys.append(key)
+    if not keys:
+        raise ParameterError("indicators: none given")
+    return tuple(i for i in REPORT_INDICATORS if i in keys)
+
+
+def _overview(ov) -> dict | None:
+    if ov is True:
+        return {}
+    if ov in (False, None):
+        return None
+    if not isinstance(ov, Mapping):
+        raise ParameterError(f"overview: must be true, false or a mapping (dataset, mc, countries, sex), got {ov!r}")
+    ov = dict(ov)
+    if "countries" in ov and ov["countries"] is not None:
+        ov["countries"] = tuple(str(c).upper() for c in _as_list(ov["countries"]))
+        dataset = str(ov.get("dataset", "ess-2023"))
+        from demonoise.io import datasets as reg
+
+        if dataset in [d.name for d in reg.available()]:
+            unknown = [c for c in ov["countries"] if c not in _available_countries(dataset)]
+            if unknown:
+                raise ParameterError(f"overview.countries: unknown country {', '.join(unknown)} for {dataset!r}")
+    return ov
+
+
+def _extras(ex) -> tuple:
+    items = list(ex.items()) if isinstance(ex, Mapping) else [(e, {}) for e in _as_list(ex or [])]
+    out = []
+    for name, opts in items:
+        if str(name) not in EXTRAS:
+            raise ParameterError(f"extras: unknown extra notebook {name!r}; choose from {', '.join(EXTRAS)}")
+        if not isinstance(opts or {}, Mapping):
+            raise ParameterError(f"extras.{name}: its parameters must be a mapping, got {opts!r}")
+        frozen = tuple(sorted((str(k), tuple(v) if isinstance(v, list) else v) for k, v in (opts or {}).items()))
+        out.append((str(name), frozen))
+    return tuple(out)
+
+
+_TOP = {
+    "title", "datasets", "noise", "V", "thresholds", "confidence", "recommend", "publisher", "indicators",
+    "granularity", "mc", "seed", "pdf", "overview", "extras",
+}  # fmt: skip
+
+
+def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
+    """Validate a parsed params mapping into :class:`ReportParams`.
+
+    Raises
+    ------
+    ParameterError
+        One line: the file (``source``), the key and what is wrong with it.
+    """
+    where = f"{source}: " if source else ""
+    try:
+        return _parse(data, source)
+    except ParameterError as e:
+        raise ParameterError(where + str(e)) from None
+    except ValidationError as e:
+        raise ParameterError(where + _one_line(e)) from None
+
+
+def _parse(data, source: str) -> ReportParams:
+    if not isinstance(data, Mapping):
+        raise ParameterError(f"the params file must be a mapping of keys to values, got {type(data).__name__}")
+    unknown = sorted(set(map(str, data)) - _TOP)
+    if unknown:
+        raise ParameterError(f"{unknown[0]}: unknown key; allowed: {', '.join(sorted(_TOP))}")
+    settings, notice = _old_noise(dict(data))
+    if not isinstance(settings, list):
+        raise ParameterError("noise: a list of settings, e.g. [{V: 1}, {V: 5}, {ptable: v01}]")
+    fields = {
+        k: data[k]
+        for k in ("title", "granularity", "mc", "seed", "pdf", "recommend", "publisher", "thresholds", "confidence")
+        if k in data
+    }
+    for k in ("thresholds", "confidence"):
+        if k in fields:
+            fields[k] = tuple(_as_list(fields[k]))
+    if "pdf" in data and not isinstance(data["pdf"], bool):
+        raise ParameterError(f"pdf: true or false, got {data['pdf']!r}")
+    params = ReportParams(
+        selections=tuple(_selections(data.get("datasets"))),
+        settings=tuple(settings),
+        indicators=_indicators(data.get("indicators", list(REPORT_INDICATORS))),
+        overview=_overview(data.get("overview", False)),
+        extras=_extras(data.get("extras")),
+        source=source,
+        notices=(notice,) if notice else (),
+        **fields,
+    )
+    return params
+
+
+# ---------------------------------------------------------------------------- YAML
+def read_yaml(path: str | os.PathLike):
+    """Read a YAML file with PyYAML's safe loader, rejecting duplicate keys.
+
+    Raises
+    ------
+    ParameterError
+        Missing or unreadable file, a file that is not UTF-8, invalid YAML (with the line),
+        a key given twice (with both lines) -- one line, naming the file.
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise ParameterError(f"cannot read params file {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ParameterError(
+            f"{path}: not UTF-8 text (byte {e.start}: {e.object[e.start]:#04x}); save it as UTF-8"
+        ) from None
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    def _mapping(loader, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ParameterError(
+                    f"{path}: key {key!r} given twice (lines {seen[key] + 1} and {key_node.start_mark.line + 1})"
+                )
+            seen[key] = key_node.start_mark.line
+        return loader.construct_mapping(node, deep=deep)
+
+    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ParameterError(f"{path}: not valid YAML{at}: {getattr(e, 'problem', None) or e}") from None
+    if data is None:
+        raise ParameterError(f"{path}: the params file is empty")
+    return data
+
+
+def load_params(path: str | os.PathLike) -> ReportParams:
+    """Read and validate a YAML params file (:func:`read_yaml`, :func:`parse_params`)."""
+    return parse_params(read_yaml(path), source=str(path))

@@ -1,0 +1,122 @@
+"""The one visual language of every output: an Altair theme, the colours of the vocabulary,
+number formats and log-axis ticks.
+
+* :data:`THEME` (``"demonoise"``), registered with ``alt.theme.register`` and enabled by
+  :func:`demonoise.report.notebook.setup_notebook`: font, left-anchored titles, the noise
+  settings' palette (:data:`demonoise.core.vocabulary.SETTING_PALETTE`) as the categorical
+  range, quiet axes.
+* Colours: a noise setting has the colour of its *position in the batch*
+  (:func:`setting_colours`), Poisson :data:`~demonoise.core.vocabulary.POISSON_COLOUR`, the
+  total :data:`~demonoise.core.vocabulary.TOTAL_COLOUR`; a region keeps its colour across the
+  charts of a report (:func:`region_colours`: by the region's rank in the country, which is
+  the same in every notebook of the report).
+* Numbers: one thousands separator everywhere, the narrow no-break space of SI style
+  (:data:`THOUSANDS`), in tables (:mod:`.summary`) and in charts (:data:`FORMAT_LOCALE`,
+  passed to vl-convert); fixed decimals per table column (:func:`column_decimals`).
+* Log axes carry 1-2-5 ticks (:func:`log_ticks`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from demonoise.core.vocabulary import NO_DATA_COLOUR, POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
+
+__all__ = [
+    "THEME",
+    "FONT",
+    "THOUSANDS",
+    "FORMAT_LOCALE",
+    "REGION_PALETTE",
+    "register_theme",
+    "setting_colours",
+    "component_colours",
+    "region_colours",
+    "log_ticks",
+    "column_decimals",
+]
+
+THEME = "demonoise"
+#: Font of every chart (the first one installed is used to measure and to draw text).
+FONT = "DejaVu Sans, Verdana, sans-serif"
+#: The one thousands separator: narrow no-break space (SI style: 30 123).
+THOUSANDS = "\u202f"
+#: d3 number locale for vl-convert: "." decimals, narrow-space thousands.
+FORMAT_LOCALE = {"decimal": ".", "thousands": THOUSANDS, "grouping": [3], "currency": ["", ""]}
+#: Regions of a country, by rank (largest first); the first ones far from the settings'
+#: palette and from the Poisson blue.
+REGION_PALETTE: tuple[str, ...] = (
+    "#17becf", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#393b79", "#7f7f7f", "#637939",
+    "#ad494a", "#3182bd", "#9c9ede", "#e7969c", "#c49c94", "#31a354", "#756bb1", "#de9ed6",
+)  # fmt: skip
+
+
+def _theme() -> dict:
+    return {
+        "config": {
+            "font": FONT,
+            "aria": False,
+            "view": {"stroke": "#d5dbe1"},
+            "title": {"anchor": "start", "fontSize": 13, "subtitleColor": "#5b6570", "subtitleFontSize": 10},
+            "axis": {"labelFontSize": 10, "titleFontSize": 11, "gridColor": "#e6e9ed", "titleFontWeight": "normal"},
+            "legend": {"labelFontSize": 10, "titleFontSize": 10, "labelLimit": 260},
+            "range": {"category": list(SETTING_PALETTE)},
+            "mark": {"color": TOTAL_COLOUR},
+        }
+    }
+
+
+def register_theme() -> None:
+    """Register and enable the ``demonoise`` Altair theme (idempotent)."""
+    import altair as alt
+
+    if THEME not in alt.theme.names():
+        alt.theme.register(THEME, enable=False)(_theme)
+    alt.theme.enable(THEME)
+
+
+def setting_colours(labels: Sequence[str]) -> dict[str, str]:
+    """Colour of each setting label, by its position in the batch's list of settings."""
+    return {lab: SETTING_PALETTE[i % len(SETTING_PALETTE)] for i, lab in enumerate(labels)}
+
+
+def component_colours(noise_colour: str) -> dict[str, str]:
+    """Poisson, noise (the setting's colour) and total, for the uncertainty charts."""
+    return {"Poisson": POISSON_COLOUR, "noise": noise_colour, "total": TOTAL_COLOUR}
+
+
+def region_colours(labels: Iterable[str]) -> dict[str, str]:
+    """Colour of each region label, by rank (pass them in the report's region order)."""
+    return {lab: REGION_PALETTE[i % len(REGION_PALETTE)] for i, lab in enumerate(labels)}
+
+
+NO_DATA = NO_DATA_COLOUR
+
+
+def log_ticks(values, *, most: int = 9) -> list[float]:
+    """1-2-5 ticks covering ``values`` on a log axis (thinned to 1-10 when too many)."""
+    v = np.asarray(list(values), dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return []
+    lo, hi = math.floor(math.log10(v.min())), math.ceil(math.log10(v.max()))
+    for steps in ((1, 2, 5), (1,)):
+        ticks = [m * 10.0**k for k in range(lo, hi + 1) for m in steps]
+        ticks = [t for t in ticks if v.min() / 1.5 <= t <= v.max() * 1.5]
+        if len(ticks) <= most:
+            break
+    return [float(f"{t:.12g}") for t in ticks] if len(ticks) >= 2 else sorted({float(v.min()), float(v.max())})
+
+
+def column_decimals(values, *, significant: int = 2, most: int = 6) -> int:
+    """Decimals of a table column: enough for ``significant`` digits of its median
+    magnitude (one number of decimals for the whole column, so the column lines up)."""
+    v = np.abs(np.asarray(list(values), dtype=float))
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return 0
+    mag = math.floor(math.log10(float(np.median(v))))
+    return int(min(most, max(0, significant - 1 - mag)))

@@ -1,0 +1,227 @@
+"""The published documents, end to end on a small batch (LU, the three settings of the
+showcase): one report per country, its PDF's bookmarks, contents page numbers and cover read
+back with pypdf; formulas typeset as SVG (as many as the source notebooks have, no raw $);
+nothing external, and in headless Chromium with the network off no request; every figure
+and table numbered with a Source line and a CSV that exists; colours from the vocabulary,
+one colour per region across the report; fixed decimals and one thousands separator."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import pytest
+
+from demonoise.core.version import __version__
+from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE
+from demonoise.report.batch import Report, run_reports
+from demonoise.report.exporter import pdf_engine_problem
+from demonoise.report.params import parse_params
+from demonoise.report.typeset import count_formulas
+from report_helpers import chromium, no_tmp_files, scan_html
+
+pytestmark = pytest.mark.slow
+needs_pango = pytest.mark.skipif(pdf_engine_problem() is not None, reason=str(pdf_engine_problem()))
+
+PUBLISHER = {"organisation": "Statistics Testland", "contact": "methods@testland.example", "date": "2026-11-30"}
+
+
+@pytest.fixture(scope="module")
+def lu(tmp_path_factory):
+    """The batch with no browser reachable: PATH holds only the virtual environment's bin."""
+    import os
+    import shutil
+    import sys
+
+    out = tmp_path_factory.mktemp("lu")
+    path = os.environ["PATH"]
+    os.environ["PATH"] = os.path.dirname(sys.executable)
+    assert shutil.which("chromium") is None
+    params = parse_params(
+        {
+            "datasets": {"ess-2023": ["LU"]},
+            "noise": [{"V": 1}, {"V": 5}, {"ptable": "v01"}],
+            "mc": 200,
+            "publisher": PUBLISHER,
+        }
+    )
+    try:
+        rep = run_reports(params, out, log=None, progress=False)
+    finally:
+        os.environ["PATH"] = path
+    assert rep.ok, [o.error for o in rep.outcomes.values()]
+    assert all(o.pdf is not None for o in rep.outcomes.values())
+    o = rep.outcomes[Report("ess-2023", "LU")]
+    return {"out": out, "rep": rep, "o": o, "html": o.html.read_text(encoding="utf-8")}
+
+
+def test_one_report_per_country_with_its_data(lu):
+    out = lu["out"]
+    assert sorted(p.name for p in (out / "reports" / "ess-2023").iterdir()) == ["LU-data", "LU.html", "LU.pdf"]
+    assert lu["o"].files and all(p.is_file() and p.suffix == ".csv" for p in lu["o"].files)
+    assert not no_tmp_files(out)
+    # chapter = indicator, subsection = setting; order: main points, evidence, comparison, calibration, method
+    html = lu["html"]
+    heads = re.findall(r'<h1 class="dn-chapter-title"><span class="dn-section-number">(\d+)</span>([^<]+)</h1>', html)
+    assert [t for _, t in heads] == [
+        "Main points", "Age-specific fertility rates", "Total fertility rate", "Age-specific mortality rates",
+        "Life expectancy", "Generic model and p-table", "Calibration", "Method and data",
+    ]  # fmt: skip
+    subs = re.findall(r'<h2 class="dn-setting"[^>]*><span class="dn-section-number">([\d.]+)</span>([^<]+)</h2>', html)
+    assert [s for s in subs if s[0].startswith("5.")] == [("5.1", "V = 1"), ("5.2", "V = 5"), ("5.3", "p-table v01")]
+    assert html.count('class="dn-placeholder"') == 4  # where the decision module's tables and sentences go
+
+
+def test_html_has_no_mathjax_loads_nothing_and_typesets_every_formula(lu):
+    html = lu["html"]
+    assert "MathJax" not in html and "mathjax" not in html and "<script" not in html
+    assert scan_html(html).violations == []
+    body = re.sub(r"<(svg|style)\b.*?</\1>", "", html, flags=re.S)
+    assert "$" not in re.sub(r"<[^>]+>", "", body)  # no raw formula left in the text
+    nb = json.loads((lu["out"] / "build" / "ess-2023" / "LU" / "report.ipynb").read_text(encoding="utf-8"))
+    formulas = sum(count_formulas("".join(c["source"])) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert formulas > 40
+    assert len(re.findall(r'<svg [^>]*class="dn-math', html)) == formulas
+
+
+def test_every_figure_and_table_is_numbered_with_a_source_and_its_csv(lu):
+    html, base = lu["html"], lu["o"].html.parent
+    figures = re.findall(r'<figure class="dn-figure".*?</figure>', html, re.S)
+    tables = re.findall(r'<div class="dn-table-block".*?</div>(?=\s*</div>|\s*<)', html, re.S)
+    assert len(figures) > 20 and len(tables) > 15
+    assert len(re.findall(r"<table", html)) == html.count('class="dn-table-block"')  # no table without a number
+    for block in figures:
+        assert re.search(r'<span class="dn-number">Figure \d+\.\d+\.</span>', block)
+        assert "Source: Eurostat (" in block and f"computed with demonoise {__version__}" in block
+    numbers = re.findall(r'<span class="dn-number">(Figure|Table) (\d+\.\d+)\.</span>', html)
+    assert len(numbers) == len(set(numbers))
+    links = re.findall(r'<a class="dn-csv" href="([^"]+)">', html)
+    assert len(links) == len(numbers)
+    for href in links:
+        assert (base / href).is_file(), href
+
+
+def _specs(lu) -> list[str]:
+    """The SVG of every chart of the report."""
+    srcs = re.findall(r'<img [^>]*class="dn-chart" src="data:image/svg\+xml;base64,([^"]+)"', lu["html"])
+    return [base64.b64decode(s).decode("utf-8") for s in srcs]
+
+
+def test_charts_use_the_vocabulary_colours(lu):
+    from demonoise.report import charts
+    from demonoise.report.summary import across_settings, at, load_results
+
+    o = lu["o"]
+    res = next((lu["out"] / "results" / "ess-2023").glob("LU-single-*[0-9a-f].parquet"))
+    df = load_results(res, dataset="ess-2023", country="LU", setting={"V": 5})
+    # the noise line of each setting has the setting's colour, Poisson its own
+    for i, s in enumerate(({"V": 1}, {"V": 5}, {"ptable": "v01"})):
+        spec = charts.uncertainty_by_age(at(df, s, "e", sex="T"), noise_colour=SETTING_PALETTE[i]).to_dict()
+        scale = spec["spec"]["layer"][0]["encoding"]["color"]["scale"]
+        assert dict(zip(scale["domain"], scale["range"], strict=True)) == {
+            "Poisson": POISSON_COLOUR, "noise": SETTING_PALETTE[i], "total": "#222222"}  # fmt: skip
+    spec = charts.uncertainty_vs_population(
+        across_settings(df, "e", age=0), settings=["V = 1", "V = 5", "p-table v01"]
+    ).to_dict()
+    scale = spec["layer"][0]["encoding"]["color"]["scale"]
+    assert scale["range"] == [POISSON_COLOUR, *SETTING_PALETTE[:3]]
+    # and in the rendered SVGs: every setting's colour appears, none of the old report-local ones
+    svgs = "".join(_specs(lu)).lower()
+    for colour in (POISSON_COLOUR, *SETTING_PALETTE[:3]):
+        assert colour.lower() in svgs
+    for old in ("#e45756", "#f58518", "#b279a2"):
+        assert old not in svgs
+    assert o.pages > 0
+
+
+def test_a_region_keeps_one_colour_across_the_report():
+    import pandas as pd
+
+    from demonoise.report.charts import _region_scale
+
+    rows = []
+    for reg, lvl, expo in (("FI", 0, 5.5e6), ("FI1B", 2, 1.7e6), ("FI19", 2, 1.4e6), ("FI20", 2, 3.0e4)):
+        rows.append({"region": reg, "region_name": reg, "nuts_level": lvl, "exposure": expo, "indicator": "asmr"})
+    full = pd.DataFrame(rows)
+    one = _region_scale(full)
+    two = _region_scale(full.iloc[::-1])  # another chart, rows in another order
+    assert dict(zip(one.domain, one.range, strict=True)) == dict(zip(two.domain, two.range, strict=True))
+
+
+def test_numeric_columns_have_fixed_decimals_and_one_thousands_separator(lu):
+    html = lu["html"]
+    for table in re.findall(r"<table.*?</table>", html, re.S):
+        rows = [
+            re.findall(r'<td class="dn-n">([^<]*)</td>', r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
+        ]
+        rows = [r for r in rows if r]
+        for col in zip(*rows, strict=False):
+            vals = [v for v in col if re.fullmatch(r"[\d\u202f]+(\.\d+)?", v)]
+            decimals = {len(v.split(".")[1]) if "." in v else 0 for v in vals}
+            assert len(decimals) <= 1, col
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(svg|style)\b.*?</\1>", "", html, flags=re.S))
+    assert not re.search(r"\d,\d{3}\b", text)  # the thousands separator is the narrow space only
+    assert "\u202f" in text
+
+
+@needs_pango
+def test_pdf_bookmarks_contents_page_numbers_and_cover(lu):
+    from pypdf import PdfReader
+
+    pdf = PdfReader(lu["o"].pdf)
+    outline = pdf.outline
+    titles = [b.title for b in outline if not isinstance(b, list)]
+    assert any("Main points" in t for t in titles) and any("Life expectancy" in t for t in titles)
+    assert any(isinstance(b, list) for b in outline)  # the settings nest under their chapter
+    cover = pdf.pages[0].extract_text()
+    for needle in (PUBLISHER["organisation"], PUBLISHER["contact"], PUBLISHER["date"], f"demonoise {__version__}"):
+        assert needle in cover, needle
+    assert "Data extracted" in cover and "not an official publication" not in cover
+    contents = pdf.pages[1].extract_text()
+    assert "Contents" in contents
+    # each entry ends in the page its chapter starts on
+    starts = {}
+    for i, page in enumerate(pdf.pages):
+        m = re.search(r"^\s*(\d)\s*(Main points|Life expectancy|Calibration)\b", page.extract_text(), re.M)
+        if m and i > 1:
+            starts.setdefault(m.group(2), i + 1)
+    assert len(starts) == 3
+    for title, page in starts.items():
+        assert re.search(rf"{title}\s*\.*\s*{page}\b", contents), (title, page)
+    # running header (the data status) on every page; footer with title and "n / N" after the cover
+    n = len(pdf.pages)
+    status = "demonstration data: population real (Eurostat), deaths and births modelled (calibration year 2019)"
+    for i, page in enumerate(pdf.pages):
+        text = page.extract_text()
+        assert status in text, i
+        assert i == 0 or f"Luxembourg (LU): noise and demographic indicators {i + 1} / {n}" in text, i
+
+
+def test_without_a_publisher_the_cover_says_so(tmp_path):
+    from demonoise.report.cover import UNOFFICIAL, cover_html
+
+    html = cover_html("T", data_status="real", provenance={"deaths": {"extracted": "2026-11-20"}})
+    assert UNOFFICIAL in html and "2026-11-20" in html and __version__ in html
+
+
+@chromium
+def test_headless_chromium_with_the_network_off_requests_nothing_and_shows_it_all(lu, tmp_path):
+    from chromium_helpers import dump_dom, page_requests
+
+    net = tmp_path / "net.json"
+    dom = dump_dom(lu["o"].html, net_log=net)
+    assert page_requests(net) == []  # nothing requested, so nothing failed
+    maths = len(re.findall(r'<svg [^>]*class="dn-math', lu["html"]))
+    assert len(re.findall(r'<svg [^>]*class="dn-math', dom)) == maths > 40
+    charts = len(re.findall(r"<img [^>]*class=\"dn-chart\"", lu["html"]))
+    assert len(re.findall(r"<img [^>]*class=\"dn-chart\"", dom)) == charts > 20
+
+
+def test_index_links_the_new_reports_only(lu):
+    index = (lu["out"] / "index.html").read_text(encoding="utf-8")
+    assert 'href="reports/ess-2023/LU.html"' in index and 'href="reports/ess-2023/LU.pdf"' in index
+    assert "LU-V1" not in index and 'href="reports/ess-2023/LU-data"' in index
+    assert "e0 A worst, V = 5" in index and "smallest V_max" in index
+    for href in re.findall(r'href="([^"#]+)"', index):
+        assert (lu["out"] / href).exists(), href
