@@ -18,16 +18,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (demonoise)" >/dev/null
 	touch $(STAMP)
 
-# The report layer (lib/demonoise/report/ and its notebooks) is being rewritten to the same
-# standard; until then `ruff check` skips it (ruff format --check and lint-imports do not).
-REPORT_NOTEBOOKS := asfr tfr asmr life_expectancy cover overview
-RUFF_SKIP := --extend-exclude lib/demonoise/report $(foreach n,$(REPORT_NOTEBOOKS),--extend-exclude notebooks/$(n).ipynb)
 
 # The import contracts of the layers, lint and format, then the tests on 2 workers
 # (--dist loadfile and the 300 s timeout come from pyproject.toml).
 test: $(STAMP)
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/ruff check $(RUFF_SKIP) .
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -n 2 -q
 

@@ -22,17 +22,16 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
 
 from demonoise.core.errors import ReportError
 from demonoise.report.exporter import html_to_pdf
 from demonoise.report.render import assemble, render_document
 from demonoise.report.run import Job, run_jobs
+
+ROOT = Path(__file__).resolve().parents[1]
 
 NB = ROOT / "tests" / "notebooks"
 
@@ -114,7 +113,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for r in runs:
         print(
-            f"| {r['workers']} | {r['kernel']} | {r['notebooks']} | {r['wall_s']} | {r['per_notebook_s']} | {r['median_job_s']} |"
+            f"| {r['workers']} | {r['kernel']} | {r['notebooks']} | {r['wall_s']} | {r['per_notebook_s']} "
+            f"| {r['median_job_s']} |"
         )
     print()
     print(

@@ -32,10 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from demonoise.report.batch import run_reports
 from demonoise.report.params import load_params
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _stats(values):
@@ -125,7 +125,8 @@ def main() -> int:
         results["runs"][name] = r
         s, w = r["stages_s"], r["work_s"]
         print(
-            f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {args.workers}"
+            f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), "
+            f"workers {args.workers}"
         )
         print("| stage | wall (s) |\n|---|---|")
         print(f"| total | {r['wall_s']} |")

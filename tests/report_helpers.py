@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import re
-import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from chromium_helpers import CHROMIUM
+
 NOTEBOOKS = Path(__file__).parent / "notebooks"
 GOOD = NOTEBOOKS / "report_good.ipynb"
 BROKEN = NOTEBOOKS / "report_broken.ipynb"
 COVER = NOTEBOOKS / "report_cover.ipynb"
-
-from chromium_helpers import CHROMIUM
 
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium not installed (Debian package chromium)"

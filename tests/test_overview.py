@@ -360,14 +360,16 @@ def test_feature_bounds_and_shipped_file_matches_geometry():
         ('{"type": "Feature"}', "FeatureCollection"),
         ('{"type": "FeatureCollection", "features": [{"properties": {}, "geometry": null}]}', "NUTS_ID"),
         (
-            '{"type": "FeatureCollection", "features": [{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]}',
+            '{"type": "FeatureCollection", "features": [{"properties": {"NUTS_ID": "BE10"}, '
+            '"geometry": {"type": "Point", "coordinates": [1, 2]}}]}',
             "region BE10",
         ),
         (
             '{"type": "FeatureCollection", "features": ['
             + ",".join(
                 [
-                    '{"properties": {"NUTS_ID": "BE10"}, "geometry": {"type": "Polygon", "coordinates": [[[0,0],[1,0],[0,1],[0,0]]]}}'
+                    '{"properties": {"NUTS_ID": "BE10"}, '
+                    '"geometry": {"type": "Polygon", "coordinates": [[[0,0],[1,0],[0,1],[0,0]]]}}'
                 ]
                 * 2
             )
@@ -407,7 +409,7 @@ def test_map_colours_regions_by_class_and_carries_the_credit():
     fills: dict[str, list[str]] = {}
     for code, fill in paths:
         fills.setdefault(code, []).append(fill)
-    colours = dict(zip(ov.MAP_CLASSES, ov._MAP_COLOURS))
+    colours = dict(zip(ov.MAP_CLASSES, ov._MAP_COLOURS, strict=True))
     assert fills["BE10"] == [colours["< 5 %"], colours["10\u201320 %"]]  # V = 1, V = 5
     assert fills["FI20"] == [colours["41\u2013100 %"], colours["\u2265 100 %"]]
     assert fills["DE30"] == [ov._NO_DATA] * 2 and fills["UKI3"] == [ov._NO_DATA] * 2
