@@ -87,8 +87,9 @@ def _row(
     }
 
 
-def _e0_frame():
-    """Three NUTS 2 regions, a country row and a p-table row; e0 and TFR at V = 1 and 5.
+def _e0_frame(ptable: bool = False):
+    """Three NUTS 2 regions and a country row; e0 and TFR at V = 1 and 5 (and, with
+    ``ptable``, e0 of one region under the p-table v01).
 
     var_pois = 1 everywhere, so A = sqrt(1 + var_noise) - 1:
     var_noise 0.2 -> A = 0.0954; 0.44 -> 0.2; 3 -> 1; 0.96 -> 0.4; 8 -> 2; 1.25 -> 0.5."""
@@ -106,7 +107,8 @@ def _e0_frame():
         rows.append(_row(region, 1, "e", 0.0, "F", exposure=pop / 2, var_noise=0.0))
         rows.append(_row(region, 5, "e", 0.0, "F", exposure=pop / 2, var_noise=0.0))
     rows.append(_row("AA", 5, exposure=7000.0, var_noise=100.0, level=0))  # country row: never in NUTS 2 tables
-    rows.append(_row("AA11", 5, exposure=5000.0, var_noise=50.0, model="ptable"))  # p-table row: not generic
+    if ptable:  # a p-table setting beside the V's (nominal V = 1, as v01's)
+        rows.append(_row("AA11", 1, exposure=5000.0, var_noise=50.0, model="ptable") | {"ptable": "ptable v01"})
     return pd.DataFrame(rows)
 
 
@@ -124,8 +126,19 @@ def test_population_from_e0_exposure_and_asmr_fallback():
 def test_indicator_rows_nuts2_generic_and_population_of_the_sex():
     df = _e0_frame()
     r = ov.indicator_rows(df, "e0")
-    assert sorted(r["region"].unique()) == ["AA11", "AA12", "BB21"]  # no country row, no p-table row
+    assert sorted(r["region"].unique()) == ["AA11", "AA12", "BB21"]  # no country row
     assert len(r) == 6 and set(r["V"]) == {1.0, 5.0}
+    # a p-table is a setting of its own beside the V's (its nominal V = 1 is not the generic V = 1)
+    p = ov.indicator_rows(_e0_frame(ptable=True), "e0")
+    assert ov.setting_order(p) == ["V = 1", "V = 5", "p-table v01"] and len(p) == 7
+    pt = p[p["setting"] == "p-table v01"].iloc[0]
+    assert pt["region"] == "AA11" and pt["admixture"] == pytest.approx(math.sqrt(51) - 1)
+    gen = p[(p["setting"] == "V = 1") & (p["region"] == "AA11")].iloc[0]
+    assert gen["admixture"] == pytest.approx(math.sqrt(1.2) - 1)
+    w = ov.most_affected(_e0_frame(ptable=True), 3)
+    assert "admixture_ptable_v01" in w and w.set_index("region").loc["AA11", "admixture_ptable_v01"] == pytest.approx(
+        math.sqrt(51) - 1
+    )
     t = ov.indicator_rows(df, "tfr", sex="T")  # fertility: always women, population of women
     assert set(t["sex"]) == {"F"}
     assert t.set_index(["region", "V"]).loc[("AA12", 1.0), "population"] == 1000.0

@@ -316,9 +316,11 @@ def cmd_report(args) -> int:
     )
     t = rep.timings
     print(rep.summary())
+    pages = sum(o.pages for o in rep.outcomes.values())
     print(
         f"  compute {t['compute']:.1f} s, notebooks {t['notebooks']:.1f} s, reports {t['render']:.1f} s "
-        f"(HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s of work), overview and extras {t['overview_extras']:.1f} s"
+        f"(HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s of work, {pages} pages), overview and extras "
+        f"{t['overview_extras']:.1f} s; CPU {t.get('total_cpu', 0):.0f} s in all"
     )
     for note in rep.notes:
         print(f"  note: {note}")

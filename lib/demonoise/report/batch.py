@@ -173,22 +173,14 @@ def plan(params: ReportParams, output: str | os.PathLike, notebooks_dir=None) ->
 # ===================================================================== compute
 @dataclass
 class Computed:
-    """Per report: the results table (path, key), calibration, comparisons, or the error."""
+    """Per report: the results table (path, key) and the decision tables, or the error."""
 
     results: Path | None = None
     key: str = ""
-    calibration: Path | None = None
-    comparisons: dict = field(default_factory=dict)  # p-table name -> path
+    decision: Path | None = None
     error: str | None = None
     seconds: float = 0.0
-
-
-def _cached_table(path: Path, build: Callable) -> Path:
-    from demonoise.analysis.compute import write_table
-
-    if not path.is_file():
-        write_table(build(), path)
-    return path
+    cpu_seconds: float = 0.0
 
 
 def _country_counts(report: Report):
@@ -198,13 +190,39 @@ def _country_counts(report: Report):
     return counts.select([r.code for r in counts.regions if r.country == report.country])
 
 
-def _compute_one(report: Report, params: ReportParams, store: Path, workers: int) -> Computed:
-    from demonoise.analysis.ptables import resolve_ptable
-    from demonoise.report.store import ResultsSpec, results
-    from demonoise.uncertainty.calibration import calibrate
-    from demonoise.uncertainty.comparison import compare_noise
+def _decision_tables(report: Report, params: ReportParams, results, results_path: Path, key: str) -> Path:
+    """The decision tables of one country (:func:`demonoise.analysis.decision.decision_report`:
+    decision table, calibration, recommended V, error bands, p-table comparison, small
+    cells), stored next to its results table and reused while their key is unchanged."""
+    from demonoise.analysis.decision import decision_report
+    from demonoise.report.store import decision_key, read_decision, write_decision
 
-    t0 = time.perf_counter()
+    settings = [s.as_parameter() for s in params.settings]
+    dkey = decision_key(key, settings, params.thresholds, params.confidence, params.recommend.model_dump())
+    where = results_path.with_name(f"{results_path.stem}-decision-{dkey}")
+    try:
+        read_decision(where)
+        return where
+    except DemonoiseError:
+        pass
+    rep = decision_report(
+        results,
+        _country_counts(report),
+        settings,
+        thresholds=params.thresholds,
+        confidence=params.confidence,
+        recommend=params.recommend.model_dump(),
+        country=report.country,
+    )
+    return write_decision(rep, where)
+
+
+def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: int) -> Computed:
+    """One country: its results table (every setting, Monte Carlo included) and its
+    decision tables. Runs in a worker process of :func:`compute`."""
+    from demonoise.report.store import ResultsSpec, results
+
+    t0, c0 = time.perf_counter(), time.process_time()
     spec = ResultsSpec(
         report.dataset,
         V=params.V,
@@ -213,45 +231,63 @@ def _compute_one(report: Report, params: ReportParams, store: Path, workers: int
         countries=(report.country,),
         mc=params.mc,
         seed=params.seed,
+        confidence=params.confidence,
     )
-    _, path = results(spec, store, workers=workers)
-    stem = path.with_suffix("")
-    counts = None
+    df, path = results(spec, store, workers=mc_workers)
+    dec = _decision_tables(report, params, df, path, spec.key())
+    return Computed(path.resolve(), spec.key(), dec.resolve(), None, time.perf_counter() - t0, time.process_time() - c0)
 
-    def counts_once():
-        nonlocal counts
-        counts = counts if counts is not None else _country_counts(report)
-        return counts
 
-    cal = _cached_table(
-        Path(f"{stem}-calibration.parquet"),
-        lambda: calibrate(
-            counts_once(), params.thresholds, granularity=params.granularity, context_V=params.V or (1.0,)
-        ),
-    )
-    comps = {
-        p: _cached_table(
-            Path(f"{stem}-comparison-{Path(p).stem}.parquet"),
-            lambda p=p: compare_noise(counts_once(), resolve_ptable(p), granularity=params.granularity),
-        )
-        for p in params.ptables
-    }
-    comps = {k: v.resolve() for k, v in comps.items()}
-    return Computed(path.resolve(), spec.key(), cal.resolve(), comps, None, time.perf_counter() - t0)
+def _compute_task(report: Report, params: ReportParams, store: str, mc_workers: int) -> Computed:
+    """A compute task for a worker process (module level: picklable)."""
+    return _compute_one(report, params, Path(store), mc_workers)
+
+
+def _by_size(reports: list[Report]) -> list[Report]:
+    """The reports, countries with most regions first (so that the largest does not start last)."""
+    from collections import Counter
+
+    from demonoise.io.datasets import load
+
+    sizes: dict = {}
+    for d in dict.fromkeys(r.dataset for r in reports):
+        try:
+            n = Counter(r.country for r in load(d).regions)
+        except DemonoiseError:
+            n = Counter()
+        sizes.update({(d, c): k for c, k in n.items()})
+    return sorted(reports, key=lambda r: -sizes.get((r.dataset, r.country), 0))
 
 
 def compute(state: Plan, *, workers: int = 2, log=None) -> dict[Report, Computed]:
-    """Results, calibration and comparisons of every report (one country's failure is
-    recorded; the others go on)."""
+    """Results and decision tables of every report, the countries in ``workers``
+    processes (largest first; one country's failure is recorded, the others go on)."""
     out: dict[Report, Computed] = {}
     store = state.output / "results"
-    for r in state.reports:
-        try:
-            out[r] = _compute_one(r, state.params, store, workers)
-        except Exception as e:
-            out[r] = Computed(error=f"results for {r.label} failed: {_why(e)}")
-            _say(log, f"demonoise report: {out[r].error}")
-    return out
+    reports = _by_size(state.reports)
+    n = max(1, min(workers, len(reports)))
+    mc_workers = max(1, workers // n)
+
+    def failed(r, e):
+        out[r] = Computed(error=f"results for {r.label} failed: {_why(e)}")
+        _say(log, f"demonoise report: {out[r].error}")
+
+    if n == 1:
+        for r in reports:
+            try:
+                out[r] = _compute_one(r, state.params, store, mc_workers)
+            except Exception as e:
+                failed(r, e)
+        return {r: out[r] for r in state.reports}
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        futures = {pool.submit(_compute_task, r, state.params, str(store), mc_workers): r for r in reports}
+        for fut in cf.as_completed(futures):
+            try:
+                out[futures[fut]] = fut.result()
+            except Exception as e:  # one country's failure is recorded; the others go on
+                failed(futures[fut], e)
+    return {r: out[r] for r in state.reports}
 
 
 # ===================================================================== execute
@@ -274,6 +310,8 @@ def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> 
         "country": run.report.country,
         "dataset": run.report.dataset,
         "results_path": str(done.results),
+        "decision_path": str(done.decision),
+        "confidence": list(params.confidence),
         "settings": [s.as_parameter() for s in params.settings],
         "granularity": params.granularity,
         "mc": params.mc,
@@ -281,13 +319,11 @@ def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> 
         "implications": facts["implications"],
     }
     if run.setting is not None:
-        return {**base, "setting": run.setting.as_parameter()}
+        first = run.setting == params.settings[0]
+        return {**base, "setting": run.setting.as_parameter(), "chapter": first}
     return {
         **base,
-        "calibration_path": str(done.calibration),
-        "comparison_paths": {Path(k).stem: str(v) for k, v in done.comparisons.items()},
         "thresholds": list(params.thresholds),
-        "confidence": list(params.confidence),
         "recommend": params.recommend.model_dump(),
         "provenance": facts["provenance"],
         "year": facts["year"],
@@ -353,7 +389,7 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
     out = state.output
     summary_path = Run(report, SUMMARY).output(out)
     metrics = read_metrics(summary_path)
-    parts = [Section(p) for p in split_sections(load_notebook(summary_path)[0])]
+    parts = [Section(p, landscape=i == 0) for i, p in enumerate(split_sections(load_notebook(summary_path)[0]))]
     colours = setting_colours([s.label for s in state.params.settings])
     chapters = [
         Chapter(
@@ -531,7 +567,11 @@ def _extras(state: Plan, *, pdf: bool, force: bool, workers: int, log) -> list:
         _say(log, f"demonoise report: {name}")
         try:
             res = render_overview(
-                OverviewParams.of({**ov, "V": params.V or (1.0,)}), state.output, pdf=pdf, force=force, workers=workers
+                OverviewParams.of({**ov, "V": params.V or (1.0,), "ptables": params.ptables}),
+                state.output,
+                pdf=pdf,
+                force=force,
+                workers=workers,
             )
             rows.append(
                 IndexRow(
@@ -563,6 +603,15 @@ def _extras(state: Plan, *, pdf: bool, force: bool, workers: int, log) -> list:
     return rows
 
 
+#: The CSV files of a report the index links by name (the decision module's tables).
+INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands": "error bands"}
+
+
+def _csv_links(files) -> dict:
+    by_stem = {Path(f).stem: Path(f) for f in files}
+    return {label: by_stem[stem] for stem, label in INDEX_CSV.items() if stem in by_stem}
+
+
 def index(state: Plan, rendered: Mapping[Report, Rendered], further: list, *, pdf_reason: str | None) -> Path:
     """``<output>/index.html``: one row per country, then the overview and the extras."""
     from demonoise.report.index import IndexRow, write_index
@@ -577,6 +626,7 @@ def index(state: Plan, rendered: Mapping[Report, Rendered], further: list, *, pd
             error=o.error,
             summary=(o.metrics.get("index") or {}).get("columns") or {},
             files=o.files,
+            links=_csv_links(o.files),
         )
         for rep, o in rendered.items()
     ]
@@ -603,6 +653,16 @@ def index(state: Plan, rendered: Mapping[Report, Rendered], further: list, *, pd
 # ========================================================================= run
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished children (worker processes and the
+    kernels they ran): the work of a stage, which a shared machine does not inflate as much
+    as its wall time."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _pdf_reason(params: ReportParams, pdf: bool | None) -> str | None:
@@ -635,10 +695,12 @@ def run_reports(
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
     t, times = time.perf_counter(), {}
+    cpu = _cpu_seconds()
 
     def lap(name):
-        nonlocal t
+        nonlocal t, cpu
         times[name], t = time.perf_counter() - t, time.perf_counter()
+        times[f"{name}_cpu"], cpu = _cpu_seconds() - cpu, _cpu_seconds()
 
     state = plan(params, output, notebooks_dir)
     for note in state.notes:
@@ -658,7 +720,8 @@ def run_reports(
     further = _extras(state, pdf=pdf_reason is None, force=force, workers=workers, log=log)
     lap("overview_extras")
     path = index(state, rendered, further, pdf_reason=pdf_reason)
-    times["total"] = sum(times.values())
+    times["total"] = sum(v for k, v in times.items() if not k.endswith("_cpu"))
+    times["total_cpu"] = sum(v for k, v in times.items() if k.endswith("_cpu") and k != "total_cpu")
     times["html"] = sum(o.html_seconds for o in rendered.values())
     times["pdf"] = sum(o.pdf_seconds for o in rendered.values())
     notes = (

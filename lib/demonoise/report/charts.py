@@ -584,3 +584,258 @@ def uncertainty_vs_population(
         .encode(x=x, y=y, text="region_label:N")
     )
     return alt.layer(points, labels).properties(width=width, height=height, title=title or "")
+
+
+# ============================================================ across the settings
+# An indicator chapter shows each chart once, with every noise setting of the batch in it
+# (coloured by the setting's position, Poisson in its own colour), rather than once per
+# setting: the settings meet in one picture, and the report stays short.
+
+
+def _settings_order(df: pd.DataFrame, settings) -> list[str]:
+    return list(settings) if settings else list(dict.fromkeys(df["setting"]))
+
+
+def uncertainty_by_age_settings(
+    df: pd.DataFrame, *, settings=None, title: str = "", columns: int | None = None, log: bool = True
+):
+    """Relative uncertainty (%) by age, one panel per region: Poisson (blue) and the noise
+    of every setting (one line each, the setting's colour). ``df``: rows of one indicator
+    and one sex for every setting, with a ``setting`` label
+    (:func:`demonoise.report.summary.across_settings` with ``nuts_level=None``). Cells
+    with fewer than 10 events are open circles on the Poisson line."""
+    order_s = _settings_order(df, settings)
+    colours = setting_colours(order_s)
+    d = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
+    keep = [c for c in ("region", "region_name", "sex", "age", "age_group", "events", "small_count") if c in d]
+    first = d[d["setting"] == order_s[0]]
+    pois = first[keep].assign(series="Poisson", rel=100.0 * first["rel_pois"].to_numpy())
+    noise = d[keep].assign(series="noise, " + d["setting"], rel=100.0 * d["rel_noise"].to_numpy())
+    long = pd.concat([pois, noise], ignore_index=True)
+    long = long[np.isfinite(long["rel"]) & (long["rel"] > 0)]
+    long["region_label"] = _region_label(long)
+    domain = ["Poisson"] + [f"noise, {s}" for s in order_s]
+    rng = [POISSON_COLOUR] + [colours[s] for s in order_s]
+    order = _order_by_population(df[df["setting"] == order_s[0]])
+    ncol, w, h = _facet_layout(len(order))
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
+    axis = alt.Axis(format="~g", values=log_ticks(long["rel"], most=6), gridOpacity=0.6) if log else alt.Axis()
+    base = alt.Chart(long).encode(
+        x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
+        y=alt.Y("rel:Q", title=None, scale=scale, axis=axis),
+        color=alt.Color(
+            "series:N", scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(title=None, orient="top")
+        ),
+    )
+    lines = base.mark_line(strokeWidth=1.1)
+    small = base.transform_filter("datum.small_count && datum.series == 'Poisson'").mark_point(
+        size=10, filled=False, opacity=0.7
+    )
+    return (
+        alt.layer(lines, small, data=long)
+        .properties(width=w, height=h)
+        .facet(
+            facet=alt.Facet(
+                "region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, labelLimit=w + 40)
+            ),
+            columns=columns or ncol,
+        )
+        .resolve_scale(y="shared")
+        .properties(
+            title=_title(
+                title,
+                "relative uncertainty in % (log scale); open circles: fewer than 10 events (first order unreliable)",
+            )
+        )
+    )
+
+
+def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = "", max_lines: int = MAX_LINES):
+    """Noise admixture by age for every setting: with up to ``max_lines`` regions one panel
+    per region and a line per setting (log scale, the 10 % and 41 % reference lines); with
+    more, a heatmap of the classes (rows regions, columns ages) side by side for the
+    settings."""
+    if df["region"].nunique() <= max_lines:
+        return _admixture_lines_settings(df, _settings_order(df, settings), title)
+    return _admixture_heatmaps(df, _settings_order(df, settings), title)
+
+
+def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
+    colours = setting_colours(order_s)
+    d = _cols(df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)], "admixture", "setting")
+    d["A"] = 100.0 * d["admixture"]
+    d["region_label"] = _region_label(d)
+    order = _order_by_population(df[df["setting"] == order_s[0]])
+    ncol, w, h = _facet_layout(len(order))
+    y = alt.Y(
+        "A:Q",
+        title="noise admixture A (%)",
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(format="~g", values=log_ticks(pd.concat([d["A"], _ADMIX_REF["A"]]), most=6)),
+    )
+    lines = (
+        alt.Chart()
+        .mark_line(strokeWidth=1.2)
+        .encode(
+            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
+            y=y,
+            color=alt.Color(
+                "setting:N",
+                title=None,
+                scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]),
+                legend=alt.Legend(orient="top"),
+            ),
+        )
+    )
+    ref = alt.Chart().mark_rule(strokeDash=[4, 3], color="#888").encode(y=alt.datum(100 * A_SMALL))
+    ref2 = alt.Chart().mark_rule(strokeDash=[2, 2], color="#555").encode(y=alt.datum(100 * A_EQUAL))
+    return (
+        alt.layer(lines, ref, ref2, data=d)
+        .properties(width=max(w, 200) if len(order) <= 2 else w, height=h)
+        .facet(
+            facet=alt.Facet("region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10)),
+            columns=ncol,
+        )
+        .properties(
+            title=_title(title, "dashed lines: A = 10 % (noise adds a tenth) and 41 % (noise as large as Poisson)")
+        )
+    )
+
+
+def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], title: str):
+    d = _cols(df, "admixture", "setting")
+    d["A"] = 100.0 * d["admixture"]
+    d["region_label"] = _region_label(d)
+    labels = [c[2] for c in A_CLASSES] + [NO_EVENTS]
+    d["A_class"] = pd.cut(d["A"], bins=[c[0] for c in A_CLASSES] + [np.inf], labels=labels[:-1], right=False).astype(
+        str
+    )
+    d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS
+    ages = np.sort(d["age"].dropna().unique())
+    steps = np.diff(ages)
+    ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
+    d["age_end"] = d["age"].map(dict(zip(ages, ends, strict=False)))
+    d = d[np.isfinite(d["age"])]
+    order = _order_by_population(df[df["setting"] == order_s[0]])
+    runs = []
+    for s in order_s:
+        r = _runs(d[d["setting"] == s], "A_class")
+        runs.append(r.assign(setting=s))
+    runs = pd.concat(runs, ignore_index=True)
+    row = max(9, min(16, int(380 / max(len(order), 1))))
+    width = max(150, int(620 / max(len(order_s), 1)))
+    y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=9))
+    rect = (
+        alt.Chart(runs)
+        .mark_rect()
+        .encode(
+            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
+            x2="age_end:Q",
+            y=y,
+            color=alt.Color(
+                "A_class:N",
+                title="noise admixture A",
+                scale=alt.Scale(domain=labels, range=[*A_CLASS_COLOURS, NO_DATA_COLOUR]),
+                legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
+            ),
+        )
+        .properties(width=width, height=row * len(order))
+    )
+    return rect.facet(
+        column=alt.Column("setting:N", title=None, sort=order_s, header=alt.Header(labelFontSize=11)),
+    ).properties(title=_title(title, "rows: regions by falling population; columns: the noise settings"))
+
+
+def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str = "", x_title: str = "", width=420):
+    """One row per region: the value (dot), its 95 % interval from Poisson alone (blue) and
+    in total under each setting (Poisson and noise together; one bar per setting, in its
+    colour), ``value + bias +- 1.96 sd``. ``df``: one row per region and setting."""
+    order_s = _settings_order(df, settings)
+    colours = setting_colours(order_s)
+    d = _cols(df, "value", "sd_pois", "sd_tot", "bias_noise", "setting")
+    d["region_label"] = _region_label(d)
+    shift = d["bias_noise"].fillna(0.0) if "bias_noise" in d else 0.0
+    d["lo_tot"], d["hi_tot"] = d["value"] + shift - 1.96 * d["sd_tot"], d["value"] + shift + 1.96 * d["sd_tot"]
+    first = d[d["setting"] == order_s[0]].copy()
+    first["lo_pois"], first["hi_pois"] = (
+        first["value"] - 1.96 * first["sd_pois"],
+        first["value"] + 1.96 * first["sd_pois"],
+    )
+    order = first.sort_values(["nuts_level", "exposure"], ascending=[True, False])["region_label"].tolist()
+    band = 8 + 5 * len(order_s)
+    y = alt.Y(
+        "region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=220), scale=alt.Scale(paddingInner=0.2)
+    )
+    x = alt.X("lo_tot:Q", title=x_title or "value", scale=alt.Scale(zero=False))
+    tot = (
+        alt.Chart(d)
+        .mark_rule(strokeWidth=3, opacity=0.75)
+        .encode(
+            y=y,
+            yOffset=alt.YOffset("setting:N", sort=order_s),
+            x=x,
+            x2="hi_tot:Q",
+            color=alt.Color(
+                "setting:N",
+                title="95 % interval, Poisson and noise:",
+                scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]),
+                legend=alt.Legend(orient="top"),
+            ),
+        )
+    )
+    pois = alt.Chart(first).mark_rule(color=POISSON_COLOUR, strokeWidth=1.5).encode(y=y, x="lo_pois:Q", x2="hi_pois:Q")
+    pt = alt.Chart(first).mark_point(filled=True, color="black", size=18).encode(y=y, x="value:Q")
+    return alt.layer(tot, pois, pt).properties(
+        width=width,
+        height=max(60, band * len(order)),
+        title=_title(title, "dot: value; blue: 95 % interval from Poisson alone; bars: Poisson and noise, per setting"),
+    )
+
+
+def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = "", width: int = 300, height: int = 240):
+    """Analytic against Monte Carlo sd (noise and total), log-log, every setting in its
+    colour (dots: noise, squares: total), y = x dashed; cells beyond sampling error
+    (``|z| > 5``) ringed in red. ``None`` when the table holds no Monte Carlo results."""
+    if "mc_sd_noise" not in df or df["mc_sd_noise"].isna().all():
+        return None
+    order_s = _settings_order(df, settings)
+    colours = setting_colours(order_s)
+    parts = []
+    for col, mc, z, label in (
+        ("sd_noise", "mc_sd_noise", "z_noise", "noise"),
+        ("sd_tot", "mc_sd_tot", "z_tot", "total"),
+    ):
+        p = df[["region", "sex", "age_group", "setting", col, mc, z]].rename(
+            columns={col: "analytic", mc: "mc", z: "z"}
+        )
+        parts.append(p.assign(component=label))
+    d = pd.concat(parts, ignore_index=True)
+    d = d[np.isfinite(d["analytic"]) & np.isfinite(d["mc"]) & (d["analytic"] > 0) & (d["mc"] > 0)]
+    if d.empty:
+        return None
+    lo, hi = float(min(d["analytic"].min(), d["mc"].min())), float(max(d["analytic"].max(), d["mc"].max()))
+    ax = {"scale": alt.Scale(type="log"), "axis": alt.Axis(format="~g", values=log_ticks([lo, hi]))}
+    x, y = alt.X("analytic:Q", title="analytic sd (first order)", **ax), alt.Y("mc:Q", title="Monte Carlo sd", **ax)
+    pts = (
+        alt.Chart(d)
+        .mark_point(filled=True, size=26, opacity=0.8)
+        .encode(
+            x=x,
+            y=y,
+            shape=alt.Shape("component:N", scale=alt.Scale(domain=["noise", "total"], range=["circle", "square"]),
+                            legend=alt.Legend(title=None, orient="bottom")),
+            color=alt.Color(
+                "setting:N", title=None, scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]),
+                legend=alt.Legend(orient="top"),
+            ),
+        )
+    )  # fmt: skip
+    bad = d[d["z"].abs() > 5]
+    ring = alt.Chart(bad).mark_point(size=120, filled=False, color="#c0392b", strokeWidth=1.5).encode(x=x, y=y)
+    diag = pd.DataFrame({"analytic": [lo, hi], "mc": [lo, hi]})
+    line = alt.Chart(diag).mark_line(color="#999", strokeDash=[3, 3]).encode(x="analytic:Q", y="mc:Q")
+    return alt.layer(line, pts, ring).properties(
+        width=width,
+        height=height,
+        title=_title(title, "dashed: Monte Carlo = analytic; red rings: |z| > 5 (beyond sampling error)"),
+    )

@@ -30,7 +30,7 @@ from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 from traitlets import Unicode, default
 
 from demonoise.core.errors import ReportError
-from demonoise.report.notebook import FIGURE_MIME, METRICS_MIME, TABLE_MIME
+from demonoise.report.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
 from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
 from demonoise.report.typeset import markdown_to_html, tex_svg
 
@@ -72,6 +72,7 @@ class DocumentPreprocessor(Preprocessor):
         self._dir = self.files_dir or f"{name}-data"
         self._source = _source_line(nb)
         self._chapter, self._count = "", {"figure": 0, "table": 0}
+        self._names: set[str] = set()
         resources.setdefault("outputs", {})
         cells = []
         for cell in nb.cells:
@@ -79,9 +80,10 @@ class DocumentPreprocessor(Preprocessor):
             if chapter is not None:
                 self._chapter, self._count = str(chapter), {"figure": 0, "table": 0}
             if cell.cell_type == "code":
-                cell.outputs = [
-                    self._output(o, resources) for o in cell.outputs if METRICS_MIME not in o.get("data", {})
-                ]
+                outs = [o for o in cell.outputs if METRICS_MIME not in o.get("data", {})]
+                for o in outs:
+                    self._data_files(o, resources)
+                cell.outputs = [self._output(o, resources) for o in outs if DATA_MIME not in o.get("data", {})]
                 if not cell.outputs:
                     continue
             cells.append(cell)
@@ -93,12 +95,28 @@ class DocumentPreprocessor(Preprocessor):
         n = self._count[kind]
         return f"{self._chapter}.{n}" if self._chapter else str(n)
 
-    def _csv_link(self, kind: str, number: str, csv: str | None, resources) -> str:
+    def _csv_path(self, stem: str) -> str:
+        """``<dir>/<stem>.csv``, made unique within the report."""
+        path, k = f"{self._dir}/{stem}.csv", 2
+        while path in self._names:
+            path, k = f"{self._dir}/{stem}-{k}.csv", k + 1
+        self._names.add(path)
+        return path
+
+    def _csv_link(self, kind: str, number: str, csv: str | None, resources, name: str = "") -> str:
         if not csv:
             return ""
-        path = f"{self._dir}/{kind}-{number.replace('.', '-')}.csv"
+        path = self._csv_path(_safe_stem(name) or f"{kind}-{number.replace('.', '-')}")
         resources["outputs"][path] = csv.encode("utf-8")
         return f' <a class="dn-csv" href="{_html.escape(path)}">Data (CSV)</a>'
+
+    def _data_files(self, out, resources) -> None:
+        """An output of :func:`~demonoise.report.notebook.data_bundle`: its CSV files, by name."""
+        files = ((out.get("data") or {}).get(DATA_MIME) or {}).get("files") or {}
+        for name, csv in files.items():
+            stem = _safe_stem(name)
+            if stem and csv:
+                resources["outputs"][self._csv_path(stem)] = csv.encode("utf-8")
 
     def _output(self, out, resources):
         data = out.get("data") or {}
@@ -136,13 +154,21 @@ class DocumentPreprocessor(Preprocessor):
         caption = _html.escape(meta.get("caption") or "")
         note = meta.get("note") or ""
         note = f'<p class="dn-table-note">{_html.escape(note)}</p>' if note else ""
-        link = self._csv_link("table", number, meta.get("csv"), resources)
+        link = self._csv_link("table", number, meta.get("csv"), resources, meta.get("name") or "")
+        keep = " dn-keep" if meta.get("keep") else ""
         html = (
-            f'<div class="dn-table-block" id="table-{number.replace(".", "-")}">'
+            f'<div class="dn-table-block{keep}" id="table-{number.replace(".", "-")}">'
             f'<p class="dn-caption"><span class="dn-number">Table {number}.</span> {caption}</p>{body}{note}'
             f'<p class="dn-source">{_html.escape(self._source)}{link}</p></div>'
         )
         return _html_output(out, html)
+
+
+def _safe_stem(name: str) -> str:
+    """A CSV file name stem of letters, digits, ``_`` and ``-`` only (``""`` if none is left)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", str(name or "")).strip("_")[:60]
 
 
 def _html_output(out, html: str):

@@ -52,6 +52,8 @@ class IndexRow:
         cell coloured by its class (e.g. an admixture class of the vocabulary).
     files : sequence of path
         The report's CSV files (linked as one "data" cell: their folder and count).
+    links : mapping
+        Label -> file: CSV files linked by name in the data cell (e.g. the decision table).
     """
 
     name: str
@@ -62,6 +64,7 @@ class IndexRow:
     error: str | None = None
     summary: Mapping[str, Any] = field(default_factory=dict)
     files: tuple = ()
+    links: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -108,7 +111,9 @@ def _data_cell(r: IndexRow, base: Path) -> str:
     if not r.files or r.status == "failed":
         return "&mdash;"
     folder = Path(r.files[0]).parent
-    return _link(folder, base, f"{len(r.files)} CSV") or "&mdash;"
+    named = [_link(Path(f), base, label) for label, f in r.links.items()]
+    every = _link(folder, base, f"all {len(r.files)} CSV") or ""
+    return " &middot; ".join([*(x for x in named if x), every]) or "&mdash;"
 
 
 def _summary_cell(v: Any) -> str:

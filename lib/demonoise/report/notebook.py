@@ -37,6 +37,8 @@ __all__ = [
     "METRICS_MIME",
     "FIGURE_MIME",
     "TABLE_MIME",
+    "DATA_MIME",
+    "data_bundle",
     "VEGA_SPEC_CLASS",
     "table_bundle",
     "setup_notebook",
@@ -53,6 +55,8 @@ METRICS_MIME = "application/vnd.demonoise.metrics+json"
 FIGURE_MIME = "application/vnd.demonoise.figure+json"
 #: A table's caption, note and data (CSV), numbered by the exporter.
 TABLE_MIME = "application/vnd.demonoise.table+json"
+#: CSV files written next to the report, not shown (:func:`data_bundle`).
+DATA_MIME = "application/vnd.demonoise.data+json"
 #: Class of the ``<script type="application/json">`` that carries an interactive spec.
 VEGA_SPEC_CLASS = "dn-vega-spec"
 
@@ -204,14 +208,36 @@ def _spec_csv(spec: Mapping[str, Any]) -> str:
     return pd.DataFrame.from_records(rows).to_csv(index=False, float_format="%.10g")
 
 
-def table_bundle(html_table: str, *, caption: str, frame=None, note: str = "", empty: bool = False) -> dict:
-    """A table output the exporter numbers: its HTML, caption, note and data (CSV of ``frame``)."""
+def table_bundle(
+    html_table: str,
+    *,
+    caption: str,
+    frame=None,
+    note: str = "",
+    empty: bool = False,
+    name: str = "",
+    keep: bool = False,
+) -> dict:
+    """A table output the exporter numbers: its HTML, caption, note and data (CSV of
+    ``frame``, written as ``<name>.csv`` when a name is given); ``keep``: printed on one
+    page where it fits."""
     csv = "" if frame is None or len(frame) == 0 else frame.to_csv(index=False, float_format="%.10g")
-    return {
-        "text/html": html_table,
-        TABLE_MIME: {"caption": caption, "note": note, "csv": csv, "empty": bool(empty)},
-        "text/plain": f"<Table: {caption}>",
+    meta = {"caption": caption, "note": note, "csv": csv, "empty": bool(empty)}
+    if name:
+        meta["name"] = name
+    if keep:
+        meta["keep"] = True
+    return {"text/html": html_table, TABLE_MIME: meta, "text/plain": f"<Table: {caption}>"}
+
+
+def data_bundle(files: Mapping[str, Any]) -> dict:
+    """CSV files written next to the report without being shown (name -> DataFrame): the
+    tables behind a chapter, under their own names (``decision.csv``, ...)."""
+    csv = {
+        str(k): v.to_csv(index=False, float_format="%.10g") if hasattr(v, "to_csv") else str(v)
+        for k, v in files.items()
     }
+    return {DATA_MIME: {"files": csv}, "text/plain": f"<Data: {', '.join(csv)}>"}
 
 
 def _renderer(spec: dict, **metadata: Any) -> dict[str, Any]:

@@ -55,6 +55,8 @@ __all__ = [
     "OverviewParams",
     "OverviewResult",
     "nuts2",
+    "setting_order",
+    "setting_tag",
     "v_values",
     "population",
     "indicator_rows",
@@ -131,12 +133,39 @@ NO_DATA = "no data"
 
 # =================================================================== tables
 def nuts2(df: pd.DataFrame) -> pd.DataFrame:
-    """NUTS 2 rows (``nuts_level == 2``) of the generic noise model."""
+    """NUTS 2 rows (``nuts_level == 2``) of every noise setting -- the generic model's V's
+    and the p-tables -- with the ``setting`` label every output uses (``"V = 1"``,
+    ``"p-table v01"``)."""
     need = {"nuts_level", "noise_model"}
     missing = need - set(df.columns)
     if missing:
         raise ParameterError(f"not a results table: column(s) {', '.join(sorted(missing))} missing")
-    return df[(df["nuts_level"] == 2) & (df["noise_model"] == "generic")]
+    out = df[df["nuts_level"] == 2]
+    if "setting" not in out:
+        out = out.assign(setting=_labels(out))
+    return out
+
+
+def _labels(df: pd.DataFrame) -> pd.Series:
+    from demonoise.report.summary import row_setting_labels
+
+    if "ptable" not in df:
+        return "V = " + df["V"].map(lambda v: f"{float(v):g}")
+    return row_setting_labels(df)
+
+
+def setting_order(df: pd.DataFrame) -> list[str]:
+    """The settings of a table in the order of the batch: the generic model's V's
+    ascending, then the p-tables in order of appearance (their colours follow it)."""
+    d = df if "setting" in df else df.assign(setting=_labels(df))
+    gen = d.loc[~d["setting"].str.startswith("p-table"), ["setting", "V"]].drop_duplicates("setting")
+    pts = [x for x in dict.fromkeys(d["setting"]) if x.startswith("p-table")]
+    return gen.sort_values("V", kind="stable")["setting"].tolist() + pts
+
+
+def setting_tag(setting: str) -> str:
+    """Column suffix of a setting: ``"V = 5"`` -> ``"V5"``, ``"p-table v01"`` -> ``"ptable_v01"``."""
+    return setting.replace("V = ", "V").replace("p-table ", "ptable_").replace(" ", "")
 
 
 def v_values(df: pd.DataFrame) -> list[float]:
@@ -179,6 +208,7 @@ _ROW_COLS = [
     "country",
     "sex",
     "V",
+    "setting",
     "value",
     "events",
     "rel_pois",
@@ -200,8 +230,11 @@ def age_summary(df: pd.DataFrame, indicator: str, *, sex: str = "T", stat: str =
     over ages; ``value`` is not summarised (``nan``).
     """
     d = df[(df["indicator"] == indicator) & (df["sex"] == sex)]
-    g = d.groupby(["region", "V"], sort=True)
+    if "setting" not in d:
+        d = d.assign(setting=_labels(d))
+    g = d.groupby(["region", "setting"], sort=True)
     out = g.agg(
+        V=("V", "first"),
         region_name=("region_name", "first"),
         country=("country", "first"),
         sex=("sex", "first"),
@@ -233,9 +266,10 @@ def indicator_rows(df: pd.DataFrame, key: str, *, sex: str = "T") -> pd.DataFram
     Returns
     -------
     DataFrame
-        ``region, region_name, country, sex, V, value, events, rel_pois, rel_noise,
-        rel_tot, admixture, sd_noise, sd_pois, population`` -- ``population`` is the
-        average population of the row's sex (women for TFR/ASFR).
+        ``region, region_name, country, sex, V, setting, value, events, rel_pois,
+        rel_noise, rel_tot, admixture, sd_noise, sd_pois, population`` -- ``population``
+        is the average population of the row's sex (women for TFR/ASFR); one row per
+        region and setting (the p-tables beside the V's).
     """
     if key not in KEYS:
         raise ParameterError(f"unknown overview indicator {key!r}; choose from {', '.join(KEYS)}")
@@ -251,9 +285,11 @@ def indicator_rows(df: pd.DataFrame, key: str, *, sex: str = "T") -> pd.DataFram
         if age is not None:
             sel &= d["age"] == age
         rows = d.loc[sel, _ROW_COLS].copy()
-    pop = population(d)
+    pop = population(d[d["setting"] == setting_order(d)[0]] if len(d) else d)
     rows = rows.merge(pop, on=["region", "sex"], how="left")
-    return rows.sort_values(["region", "V"], kind="stable").reset_index(drop=True)
+    order = {x: i for i, x in enumerate(setting_order(d))} if len(d) else {}
+    rows = rows.assign(_o=rows["setting"].map(order)).sort_values(["region", "_o"], kind="stable")
+    return rows.drop(columns="_o").reset_index(drop=True)
 
 
 def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: str = "T") -> pd.DataFrame:
@@ -270,12 +306,14 @@ def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: s
     rows = []
     for key in keys:
         r = indicator_rows(df, key, sex=sex)
-        for v, g in r.groupby("V", sort=True):
+        for setting in setting_order(r):
+            g = r[r["setting"] == setting]
             a = g["admixture"]
             rows.append(
                 {
                     "indicator": key,
-                    "V": float(v),
+                    "V": float(g["V"].iloc[0]),
+                    "setting": setting,
                     "regions": int(g["region"].nunique()),
                     "rel_noise_median": float(g["rel_noise"].median()),
                     "rel_noise_max": float(g["rel_noise"].max()),
@@ -290,6 +328,7 @@ def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: s
         columns=[
             "indicator",
             "V",
+            "setting",
             "regions",
             "rel_noise_median",
             "rel_noise_max",
@@ -302,15 +341,16 @@ def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: s
 
 
 def _wide(rows: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
-    """Rows per region x V -> one row per region, ``<col>_V<v>`` per V."""
+    """Rows per region x setting -> one row per region, ``<col>_V<v>`` per V (and
+    ``<col>_ptable_<name>`` per p-table), in the settings' order."""
     base = rows.drop_duplicates("region")[
         ["region", "region_name", "country", "sex", "population", "value", "events", "rel_pois"]
     ]
     out = base.set_index("region")
-    for v, g in rows.groupby("V", sort=True):
-        g = g.set_index("region")
+    for setting in setting_order(rows):
+        g = rows[rows["setting"] == setting].set_index("region")
         for c in cols:
-            out[f"{c}_{_v_tag(v)}"] = g[c]
+            out[f"{c}_{setting_tag(setting)}"] = g[c]
     return out.reset_index()
 
 
@@ -340,7 +380,8 @@ def most_affected(
     if n < 1:
         raise ParameterError(f"n must be >= 1, got {n}")
     rows = indicator_rows(df, key, sex=sex)
-    vs = v_values(rows.assign(noise_model="generic"))
+    generic = rows[~rows["setting"].str.startswith("p-table")]
+    vs = sorted(float(v) for v in generic["V"].unique())
     if not vs:
         raise ParameterError(f"no rows for {key} (sex {sex}) in the results table")
     by = vs[-1] if by is None else float(by)
@@ -375,7 +416,9 @@ def granularity_effect(
         b = indicator_rows(df_5y, key, sex=sex)
         if not len(a) or not len(b):
             continue
-        m = a.merge(b[["region", "V", "sd_noise", "admixture"]], on=["region", "V"], suffixes=("_single", "_5y"))
+        m = a.merge(
+            b[["region", "setting", "sd_noise", "admixture"]], on=["region", "setting"], suffixes=("_single", "_5y")
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             m["ratio"] = m["sd_noise_single"] / m["sd_noise_5y"]
         m.insert(0, "indicator", key)
@@ -388,6 +431,7 @@ def granularity_effect(
                     "country",
                     "population",
                     "V",
+                    "setting",
                     "sd_noise_single",
                     "sd_noise_5y",
                     "ratio",
@@ -404,8 +448,9 @@ def granularity_effect(
 def granularity_summary(effect: pd.DataFrame) -> pd.DataFrame:
     """Per indicator and V: the noise-sd ratio over regions (median, min, max) and the
     admixture in both publications (median; regions with ``A > sqrt(2) - 1``)."""
-    g = effect.groupby(["indicator", "V"], sort=False)
+    g = effect.groupby(["indicator", "setting"], sort=False)
     out = g.agg(
+        V=("V", "first"),
         regions=("region", "nunique"),
         ratio_median=("ratio", "median"),
         ratio_min=("ratio", "min"),
@@ -415,7 +460,8 @@ def granularity_summary(effect: pd.DataFrame) -> pd.DataFrame:
         over_41_single=("admixture_single", lambda s: int((s > A_EQUAL).sum())),
         over_41_5y=("admixture_5y", lambda s: int((s > A_EQUAL).sum())),
     )
-    return out.reset_index()
+    out = out.reset_index()
+    return out[["indicator", "V", *[c for c in out.columns if c not in ("indicator", "V")]]]
 
 
 def outside_frame(
@@ -470,7 +516,7 @@ def map_values(df: pd.DataFrame, *, key: str = "e0", sex: str = "T") -> pd.DataF
         rel_pois_pct`` (``A`` in %).
     """
     r = indicator_rows(df, key, sex=sex)
-    out = r[["region", "region_name", "country", "V", "population", "value"]].copy()
+    out = r[["region", "region_name", "country", "V", "setting", "population", "value"]].copy()
     out["A"] = 100.0 * r["admixture"]
     out["A_class"] = admixture_class(out["A"])
     out["rel_noise_pct"] = 100.0 * r["rel_noise"]
@@ -493,10 +539,10 @@ def outside_table(values: pd.DataFrame, codes: Iterable[str]) -> pd.DataFrame:
     ``rel_noise_V<v>`` and ``admixture_V<v>`` (fractions) per V."""
     t = values[values["region"].isin(list(codes))]
     out = t.drop_duplicates("region")[["region", "region_name", "population", "value"]].set_index("region")
-    for v, g in t.groupby("V", sort=True):
-        g = g.set_index("region")
-        out[f"rel_noise_{_v_tag(v)}"] = g["rel_noise_pct"] / 100.0
-        out[f"admixture_{_v_tag(v)}"] = g["A"] / 100.0
+    for setting in setting_order(t) if "setting" in t else []:
+        g = t[t["setting"] == setting].set_index("region")
+        out[f"rel_noise_{setting_tag(setting)}"] = g["rel_noise_pct"] / 100.0
+        out[f"admixture_{setting_tag(setting)}"] = g["A"] / 100.0
     return out.reset_index().sort_values("region").reset_index(drop=True)
 
 
@@ -686,8 +732,8 @@ def _log_y(values, field: str, title: str):
     )
 
 
-def _v_label(v: float) -> str:
-    return f"noise, V = {float(v):g}"
+def _v_label(v) -> str:
+    return f"noise, {v}" if isinstance(v, str) else f"noise, V = {float(v):g}"
 
 
 def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340, height: int = 300):
@@ -695,26 +741,28 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     uncertainty (Poisson and noise at every V, %) and the noise admixture (%, with
     the 10 % and 41 % lines).
 
-    ``rows``: :func:`indicator_rows` (one row per region and V).
+    ``rows``: :func:`indicator_rows` (one row per region and setting; colours by the
+    settings' order).
     """
     import altair as alt
 
-    vs = sorted(rows["V"].unique())
+    rows = rows if "setting" in rows else rows.assign(setting=_labels(rows))
+    vs = setting_order(rows)
     series = ["Poisson"] + [_v_label(v) for v in vs]
-    colours = [_POISSON_COLOUR] + _V_COLOURS[: len(vs)]
+    colours = [_POISSON_COLOUR] + [_V_COLOURS[i % len(_V_COLOURS)] for i in range(len(vs))]
     shapes = ["cross"] + ["circle"] * len(vs)
     base_cols = ["region", "region_name", "population"]
     pois = rows.drop_duplicates("region")[base_cols + ["rel_pois"]].rename(columns={"rel_pois": "rel"})
     pois["series"] = "Poisson"
-    noise = rows[base_cols + ["V", "rel_noise"]].rename(columns={"rel_noise": "rel"})
-    noise["series"] = noise["V"].map(_v_label)
-    u = pd.concat([noise.drop(columns="V"), pois], ignore_index=True)  # Poisson drawn last, on top
+    noise = rows[base_cols + ["setting", "rel_noise"]].rename(columns={"rel_noise": "rel"})
+    noise["series"] = noise["setting"].map(_v_label)
+    u = pd.concat([noise.drop(columns="setting"), pois], ignore_index=True)  # Poisson drawn last, on top
     u["rel"] = 100.0 * u["rel"]
     u = u[np.isfinite(u["rel"]) & (u["rel"] > 0) & (u["population"] > 0)]
-    a = rows[base_cols + ["V", "admixture"]].copy()
+    a = rows[base_cols + ["setting", "admixture"]].copy()
     a["A"] = 100.0 * a["admixture"]
-    a["series"] = a["V"].map(_v_label)
-    a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "V"])
+    a["series"] = a["setting"].map(_v_label)
+    a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
     ref = pd.DataFrame({"A": [10.0, 100.0 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 
     x = _log_x(rows["population"])
@@ -834,8 +882,9 @@ def admixture_map(
         labelLimit=120,
     )
     panels = []
-    for v in sorted(values["V"].unique()):
-        lk = values.loc[values["V"] == v, ["region", "A", "A_class"]]
+    values = values if "setting" in values else values.assign(setting=_labels(values))
+    for v in setting_order(values):
+        lk = values.loc[values["setting"] == v, ["region", "A", "A_class"]]
         panel = (
             alt.Chart(geo)
             .mark_geoshape(clip=True, stroke="white", strokeWidth=0.25)
@@ -851,7 +900,7 @@ def admixture_map(
                 ],
             )
             .project(**proj)
-            .properties(width=width, height=height, title=f"V = {float(v):g}")
+            .properties(width=width, height=height, title=v)
         )
         panels.append(panel)
     credit = alt.TitleParams(CREDIT, orient="bottom", anchor="end", fontSize=9, fontWeight="normal", color="#555")
@@ -894,8 +943,9 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
     per indicator (one V: the ratio is the same at every V for the generic model)."""
     import altair as alt
 
-    v0 = sorted(effect["V"].unique())[0]
-    d = effect[(effect["V"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
+    effect = effect if "setting" in effect else effect.assign(setting=_labels(effect))
+    v0 = setting_order(effect)[0]
+    d = effect[(effect["setting"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
         ["indicator", "region", "region_name", "population", "ratio"]
     ].copy()
     names = {"e0": "e0", "e65": "e65", "tfr": "TFR"}
@@ -951,6 +1001,7 @@ _NAMES = {
 
 
 _V_COL = re.compile(r"^(.*)_V([0-9.eE+-]+)$")
+_P_COL = re.compile(r"^(.*)_ptable_(\w+)$")
 _V_BASE = {"rel_noise": "noise sd (%)", "admixture": "A (%)", "below": "regions with V_max < V"}
 
 
@@ -959,6 +1010,9 @@ def _display_name(col: str) -> tuple[str, str]:
     m = _V_COL.match(col)
     if m and m.group(1) in _V_BASE:
         return f"V = {m.group(2)}", _V_BASE[m.group(1)]
+    m = _P_COL.match(col)
+    if m and m.group(1) in _V_BASE:
+        return f"p-table {m.group(2)}", _V_BASE[m.group(1)]
     return "", _NAMES.get(col, col.replace("_", " "))
 
 
@@ -1006,6 +1060,8 @@ def display_table(
             fmt[c] = _pct
         elif c == "V":
             fmt[c] = "{:g}"
+        elif c == "setting":
+            fmt[c] = "{}"
     names = {c: _display_name(c) for c in d.columns}
     if "value" in names:
         names["value"] = ("", value_name)
@@ -1063,6 +1119,7 @@ def load_inputs(
     results_5y: str = "",
     calibration: str = "",
     *,
+    ptables: Sequence[str] = (),
     store="output/results",
 ):
     """What the overview notebook reads: the two results tables (restricted to the
@@ -1081,7 +1138,9 @@ def load_inputs(
         else:
             from demonoise.report.store import ResultsSpec, results
 
-            df, _ = results(ResultsSpec(dataset, V=tuple(V), granularity=gran, e_ages=(0, 65)), store)
+            df, _ = results(
+                ResultsSpec(dataset, V=tuple(V), ptables=tuple(ptables), granularity=gran, e_ages=(0, 65)), store
+            )
         missing = sorted(set(V) - set(v_values(df)))
         if missing:
             raise ParameterError(
@@ -1138,6 +1197,8 @@ class OverviewParams:
         Dataset name (default ``ess-2023``, the Europe-wide demonstration set).
     V : tuple of float
         Noise variances, shown side by side.
+    ptables : tuple of str
+        P-tables (embedded names such as ``"v01"`` or files), shown beside the V's.
     countries : tuple of str, optional
         Restrict to these countries' NUTS 2 regions (default: all).
     sex : {"T", "F", "M"}
@@ -1154,6 +1215,7 @@ class OverviewParams:
 
     dataset: str = "ess-2023"
     V: tuple = (1.0, 5.0)
+    ptables: tuple = ()
     countries: tuple | None = None
     sex: str = "T"
     mc: int = 0
@@ -1170,6 +1232,7 @@ class OverviewParams:
         if not V or any(not (v > 0 and math.isfinite(v)) for v in V):
             raise ParameterError(f"V is a variance and must be finite and > 0, got {self.V!r}")
         object.__setattr__(self, "V", tuple(sorted(set(V))))
+        object.__setattr__(self, "ptables", tuple(str(x) for x in self.ptables))
         if self.countries is not None:
             object.__setattr__(self, "countries", tuple(sorted(self.countries)))
         object.__setattr__(self, "thresholds", tuple(float(t) for t in self.thresholds))
@@ -1302,6 +1365,7 @@ def render_overview(
         spec = ResultsSpec(
             p.dataset,
             V=p.V,
+            ptables=p.ptables,
             granularity=gran,
             countries=p.countries,
             mc=p.mc if gran == "single" else 0,
@@ -1335,6 +1399,7 @@ def render_overview(
         parameters={
             "dataset": p.dataset,
             "V": list(p.V),
+            "ptables": list(p.ptables),
             "results_single": str(paths["single"]),
             "results_5y": str(paths["5y"]),
             "calibration": str(cal_path.resolve()) if cal_path is not None else "",
@@ -1362,7 +1427,7 @@ def render_overview(
     executed = nbformat.read(nb_out, as_version=4)
     sections = [Section(part) for part in split_sections(executed)]
     scope = "all NUTS 2 regions" if p.countries is None else "NUTS 2 regions of " + ", ".join(p.countries)
-    vs = ", ".join(f"{v:g}" for v in p.V)
+    vs = ", ".join(f"{v:g}" for v in p.V) + "".join(f"; p-table {Path(x).stem}" for x in p.ptables)
     rr = render_report(
         sections,
         out / "overview.html",
@@ -1375,8 +1440,8 @@ def render_overview(
 
     e0 = indicator_rows(single, "e0", sex=p.sex)
     summary: dict[str, Any] = {"dataset": p.dataset, "V": vs, "regions": int(e0["region"].nunique())}
-    for v, g in e0.groupby("V", sort=True):
-        summary[f"e0 A median, V = {v:g}"] = float(g["admixture"].median())
+    for setting in setting_order(e0):
+        summary[f"e0 A median, {setting}"] = float(e0.loc[e0["setting"] == setting, "admixture"].median())
     return OverviewResult(
         html=rr.html,
         pdf=rr.pdf,

@@ -177,11 +177,13 @@ def _tagged(cell, tag: str) -> bool:
 # ================================================================== assembly
 @dataclass(frozen=True)
 class Section:
-    """A chapter made of one executed notebook, with optional title and anchor."""
+    """A chapter made of one executed notebook, with optional title and anchor;
+    ``landscape`` prints it on landscape pages (wide tables)."""
 
     notebook: Any
     title: str | None = None
     anchor: str | None = None
+    landscape: bool = False
 
 
 @dataclass(frozen=True)
@@ -207,9 +209,10 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40] or "section"
 
 
-def _open_chapter(number: int, title: str, anchor: str):
+def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False):
+    cls = "dn-chapter dn-landscape" if landscape else "dn-chapter"
     return _raw(
-        f'<section class="dn-chapter" id="{anchor}">\n<h1 class="dn-chapter-title">'
+        f'<section class="{cls}" id="{anchor}">\n<h1 class="dn-chapter-title">'
         f'<span class="dn-section-number">{number}</span>{_html.escape(title)}</h1>',
         chapter=str(number),
     )
@@ -223,7 +226,7 @@ def _section_cells(sec: Section, number: int, used: set) -> tuple[list, dict]:
     anchor = sec.anchor or f"sec-{number}-{_slug(title)}"
     _check_anchor(anchor, label, used)
     entry = {"title": title, "anchor": anchor, "number": str(number), "source": label, "children": []}
-    return [_open_chapter(number, title, anchor), *cells, _raw("</section>")], entry
+    return [_open_chapter(number, title, anchor, sec.landscape), *cells, _raw("</section>")], entry
 
 
 def _check_anchor(anchor: str, label: str, used: set) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from demonoise.analysis.compute import compute, noise_settings, write_table
+from demonoise.analysis.results import CONFIDENCE, check_confidence
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import INDICATORS
@@ -46,6 +47,9 @@ class ResultsSpec:
         Restrict to these countries (their country row and NUTS 2 regions).
     mc : int
         Monte Carlo replicates for e and TFR (0: analytic only).
+    confidence : tuple of float
+        Levels whose Monte Carlo quantiles are kept (``mc_lo_/mc_hi_<component>_<level>``,
+        the error bands of the reports).
     seed, zero_floor, indicators, e_ages
         As in :func:`demonoise.analysis.compute.compute`.
     """
@@ -60,11 +64,13 @@ class ResultsSpec:
     zero_floor: bool = False
     indicators: tuple = INDICATORS
     e_ages: tuple | None = None
+    confidence: tuple = CONFIDENCE
 
     def __post_init__(self):
         object.__setattr__(self, "V", tuple(float(v) for v in self.V))
         object.__setattr__(self, "ptables", tuple(str(p) for p in self.ptables))
         object.__setattr__(self, "indicators", tuple(self.indicators))
+        object.__setattr__(self, "confidence", check_confidence(self.confidence))
         if self.countries is not None:
             object.__setattr__(self, "countries", tuple(sorted(self.countries)))
         if self.e_ages is not None:
@@ -119,6 +125,7 @@ def results(
         mc=spec.mc,
         seed=spec.seed,
         zero_floor=spec.zero_floor,
+        confidence=spec.confidence,
         progress=progress,
         workers=workers,
     )
@@ -135,3 +142,91 @@ def results(
     }
     atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=1, default=str))
     return df, path
+
+
+# ============================================================== the decision tables
+#: The tables of a :class:`~demonoise.analysis.decision.DecisionReport`, by attribute.
+DECISION_FIELDS = (
+    "decision",
+    "decision_wide",
+    "calibration",
+    "calibration_wide",
+    "recommended",
+    "error_bands",
+    "small_cells",
+    "population",
+    "ptable_comparison",
+    "ptable_noise",
+)
+
+
+def decision_key(results_key: str, settings, thresholds, confidence, recommend) -> str:
+    """Key of the decision tables of one results table: the results key and the report
+    parameters they depend on (the library is already part of the results key)."""
+    from demonoise.report.cache import digest
+
+    payload = {
+        "results": results_key,
+        "settings": [dict(s) for s in settings],
+        "thresholds": [float(t) for t in thresholds],
+        "confidence": [float(c) for c in confidence],
+        "recommend": dict(recommend),
+    }
+    return digest(payload, 16)
+
+
+def write_decision(rep, directory) -> Path:
+    """Store a :class:`~demonoise.analysis.decision.DecisionReport`: one Parquet file per
+    table (its ``attrs`` -- CSV name, title, units -- kept) and ``report.json`` (the main
+    points, the notes). Written into a temporary directory that replaces ``directory``
+    only once complete."""
+    import shutil
+    import tempfile
+
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
+    try:
+        for name in DECISION_FIELDS:
+            df = getattr(rep, name)
+            if df is not None:
+                df.to_parquet(tmp / f"{name}.parquet", index=False)
+        meta = {
+            "sentences": list(rep.main_points.sentences),
+            "numbers": rep.main_points.numbers,
+            "notes": list(rep.notes),
+        }
+        (tmp / "report.json").write_text(json.dumps(meta, indent=1, default=list), encoding="utf-8")
+        if directory.exists():
+            shutil.rmtree(directory)
+        tmp.rename(directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return directory
+
+
+def read_decision(directory):
+    """Read back what :func:`write_decision` stored, as a
+    :class:`~demonoise.analysis.decision.DecisionReport`.
+
+    Raises
+    ------
+    ReportError
+        The directory or its ``report.json`` is missing.
+    """
+    from demonoise.analysis.decision import DecisionReport, MainPoints
+    from demonoise.core.errors import ReportError
+
+    directory = Path(directory)
+    meta_path = directory / "report.json"
+    if not meta_path.is_file():
+        raise ReportError(f"decision tables not found: {directory} (no report.json)")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    tables = {
+        name: pd.read_parquet(directory / f"{name}.parquet") if (directory / f"{name}.parquet").is_file() else None
+        for name in DECISION_FIELDS
+    }
+    return DecisionReport(
+        **tables, main_points=MainPoints(list(meta["sentences"]), dict(meta["numbers"])), notes=list(meta["notes"])
+    )

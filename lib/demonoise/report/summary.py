@@ -70,14 +70,6 @@ __all__ = [
     "provenance_lines",
     "provenance_notes",
     "run_parameters",
-    "settings_table",
-    "calibration_view",
-    "comparison_view",
-    "summary_metrics",
-    "load_calibration",
-    "read_comparison",
-    "comparison_text",
-    "calibration_table",
     "country_name",
     "regions_overview",
     "scalar_table",
@@ -238,13 +230,13 @@ def load_results(
         raise ReportError(f"results table not found: {path}")
     df = _read_cached(path, read_table)
     problems = []
-    if dataset not in set(df["dataset"]):
-        problems.append(f"dataset {dataset!r} (has {sorted(set(df['dataset']))})")
+    if dataset not in set(df["dataset"].unique()):
+        problems.append(f"dataset {dataset!r} (has {sorted(set(df['dataset'].unique()))})")
     df = df[df["country"] == country]
     if df.empty:
         problems.append(f"country {country!r}")
-    elif granularity is not None and granularity not in set(df["granularity"]):
-        problems.append(f"granularity {granularity!r} (has {sorted(set(df['granularity']))})")
+    elif granularity is not None and granularity not in set(df["granularity"].unique()):
+        problems.append(f"granularity {granularity!r} (has {sorted(set(df['granularity'].unique()))})")
     elif at(df, setting).empty:
         problems.append(f"{setting_label(setting)} (has {sorted(set(row_setting_labels(df)))})")
     if problems:
@@ -303,14 +295,22 @@ def setting_mask(df: pd.DataFrame, setting) -> pd.Series:
     kind, x = _setting(setting)
     if kind == "generic":
         return (df["noise_model"] == "generic") & np.isclose(df["V"].astype(float), x, rtol=1e-12, atol=0)
-    names = df["ptable"].astype(str).str.removeprefix("ptable ").map(lambda n: Path(n).stem.lower())
-    return (df["noise_model"] == "ptable") & (names == x)
+    return (df["noise_model"] == "ptable") & (_ptable_names(df) == x)
+
+
+def _ptable_names(df: pd.DataFrame) -> pd.Series:
+    """The p-table name of every row (``"ptable v01"`` -> ``"v01"``; a file's stem), worked
+    out once per distinct label (a results table has tens of thousands of rows)."""
+    labels = df["ptable"].astype(str)
+    names = {u: Path(u.removeprefix("ptable ")).stem.lower() for u in labels.unique()}
+    return labels.map(names)
 
 
 def row_setting_labels(df: pd.DataFrame) -> pd.Series:
     """The setting label of every row (``"V = 1"``, ``"p-table v01"``)."""
-    names = df["ptable"].astype(str).str.removeprefix("ptable ").map(lambda n: Path(n).stem.lower())
-    generic = "V = " + df["V"].map(lambda v: f"{float(v):g}")
+    names = _ptable_names(df)
+    vs = {v: f"V = {float(v):g}" for v in df["V"].unique()}
+    generic = df["V"].map(vs)
     return pd.Series(np.where(df["noise_model"] == "ptable", "p-table " + names, generic), index=df.index)
 
 
@@ -395,7 +395,7 @@ class HtmlTable:
     Attributes
     ----------
     frame : pandas.DataFrame
-        The numbers (unformatted), for tests and further use.
+        The numbers (unformatted), for tests and further use; written as the table's CSV.
     shown : pandas.DataFrame
         The formatted strings that are displayed.
     caption : str
@@ -403,6 +403,17 @@ class HtmlTable:
         Rows drawn with the "flagged" style (first-order result unreliable).
     note : str
         A line under the table (plain text).
+    colours : DataFrame, optional
+        A background colour per cell of ``shown`` (same shape; ``""`` for none), e.g. the
+        admixture class of :data:`demonoise.core.vocabulary.ADMIXTURE_CLASSES`.
+    groups : sequence of (label, span, colour)
+        A header row above the column names: ``label`` over ``span`` columns (``""`` for
+        columns without a group), underlined in ``colour``.
+    name : str
+        The CSV file's name (without ``.csv``), e.g. ``"decision"``; default: the table's number.
+    keep : bool
+        In print, keep the table on one page where it fits (it moves to the next page
+        rather than break).
     """
 
     frame: pd.DataFrame
@@ -413,6 +424,18 @@ class HtmlTable:
 
     #: Shown instead of an empty table.
     empty: str = "None."
+    colours: pd.DataFrame | None = None
+    groups: Sequence[tuple] = ()
+    name: str = ""
+    keep: bool = False
+
+    def _group_row(self) -> str:
+        esc = _html.escape
+        cells = []
+        for label, span, *colour in self.groups:
+            style = f' style="border-bottom: 2px solid {esc(colour[0])}"' if colour and colour[0] and label else ""
+            cells.append(f'<th class="dn-group" colspan="{int(span)}"{style}>{esc(str(label))}</th>')
+        return f'<tr class="dn-groups">{"".join(cells)}</tr>'
 
     def to_html(self) -> str:
         """The table alone (no caption: the report numbers it and prints the caption)."""
@@ -420,26 +443,35 @@ class HtmlTable:
         if self.shown.empty:
             return f'<p class="dn-table-empty">{esc(self.empty)}</p>'
         flagged = list(self.flagged) or [False] * len(self.shown)
-        numeric = [_looks_numeric(self.shown[c]) for c in self.shown.columns]
+        numeric = [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
         head = "".join(
             f'<th class="{"dn-n" if num else "dn-t"}">{esc(str(c))}</th>'
             for c, num in zip(self.shown.columns, numeric, strict=False)
         )
+        colours = None if self.colours is None else self.colours.to_numpy()
         rows = []
         for i, r in enumerate(self.shown.itertuples(index=False)):
             cls = ' class="dn-flagged"' if flagged[i] else ""
-            cells = "".join(
-                f'<td class="{"dn-n" if num else "dn-t"}">{esc(str(v))}</td>'
-                for v, num in zip(r, numeric, strict=False)
-            )
-            rows.append(f"<tr{cls}>{cells}</tr>")
-        return f'<table class="dn-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            cells = []
+            for j, (v, num) in enumerate(zip(r, numeric, strict=False)):
+                bg = colours[i, j] if colours is not None else ""
+                style = f' style="background:{esc(str(bg))}"' if isinstance(bg, str) and bg else ""
+                cells.append(f'<td class="{"dn-n" if num else "dn-t"}"{style}>{esc(str(v))}</td>')
+            rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
+        groups = self._group_row() if self.groups else ""
+        return f'<table class="dn-table"><thead>{groups}<tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         from demonoise.report.notebook import table_bundle
 
         return table_bundle(
-            self.to_html(), caption=self.caption, frame=self.frame, note=self.note, empty=self.shown.empty
+            self.to_html(),
+            caption=self.caption,
+            frame=self.frame,
+            note=self.note,
+            empty=self.shown.empty,
+            name=self.name,
+            keep=self.keep,
         )
 
     def __len__(self) -> int:
@@ -500,10 +532,13 @@ def status_box(
     ``provenance`` one line per table gives its Eurostat dataset codes and extraction date;
     ``implications`` (what the data can't say) closes the box.
     """
+    from demonoise.core.counts import DATA_STATUS_SEP
+
     if isinstance(df_or_label, pd.DataFrame):
-        label = "; ".join(sorted(set(df_or_label["data_status"].astype(str))))
+        labels = {str(x).split(DATA_STATUS_SEP)[0] for x in df_or_label["data_status"].unique()}
+        label = "; ".join(sorted(labels))
     else:
-        label = str(df_or_label)
+        label = str(df_or_label).split(DATA_STATUS_SEP)[0]
     lines = list(details)
     g = GRANULARITY_WORDS.get(granularity or "", granularity or "")
     if setting is not None:
@@ -535,17 +570,40 @@ def setting_colour(setting, settings: Sequence) -> str:
 def implications_for(implications, indicator: str | None = None) -> str:
     """The dataset's ``implications`` text that concerns ``indicator`` (``None``: all of it).
 
-    ``implications`` is a text (it concerns every chapter) or a mapping from indicator
-    codes (``asfr``, ``tfr``, ``asmr``, ``e``; or ``fertility`` / ``mortality``) to texts.
+    ``implications`` is a text -- clauses separated by ``"; "``, each about the table it
+    names first (``"regional births modelled: ...; deaths modelled (outside Belgium): ..."``)
+    -- or a mapping from indicator codes (``asfr``, ``tfr``, ``asmr``, ``e``; or
+    ``fertility`` / ``mortality``) to texts. The fertility chapters (``asfr``, ``tfr``) get
+    the clauses about births, the mortality chapters (``asmr``, ``e``) those about deaths;
+    clauses about neither (e.g. population) concern every chapter.
     """
     if not implications:
         return ""
-    if isinstance(implications, str):
-        return implications
     family = {"asfr": "fertility", "tfr": "fertility", "asmr": "mortality", "e": "mortality"}
+    if isinstance(implications, Mapping):
+        if indicator is None:
+            return " ".join(str(v) for v in implications.values())
+        return " ".join(str(implications[k]) for k in (indicator, family.get(indicator)) if k in implications)
     if indicator is None:
-        return " ".join(str(v) for v in implications.values())
-    return " ".join(str(implications[k]) for k in (indicator, family.get(indicator)) if k in implications)
+        return str(implications)
+    want = {"fertility": "births", "mortality": "deaths"}.get(family.get(indicator, ""), "")
+    keep = [c for c in _implication_clauses(str(implications)) if c[0] in (want, "")]
+    return "; ".join(text for _, text in keep)
+
+
+_CLAUSE_START = __import__("re").compile(r";\s+(?=(?:regional\s+)?(?:births|deaths|population)\b)", __import__("re").I)
+_TABLE_WORD = __import__("re").compile(r"\b(births|deaths|population)\b", __import__("re").I)
+
+
+def _implication_clauses(text: str) -> list[tuple[str, str]]:
+    """``(table, clause)`` of an implications text: a clause starts where a table is named
+    (births, deaths, population) after ``"; "``; its table is the first it names."""
+    out = []
+    for clause in _CLAUSE_START.split(text):
+        m = _TABLE_WORD.search(clause)
+        word = m.group(1).lower() if m else ""
+        out.append(("" if word == "population" else word, clause.strip()))
+    return out
 
 
 def noise_words(setting) -> str:
@@ -601,219 +659,6 @@ def run_parameters(
     ]
     frame = pd.DataFrame(rows, columns=["parameter", "value"])
     return HtmlTable(frame, frame, caption="Parameters of this report")
-
-
-# ======================================================== the summary notebook
-def settings_table(df: pd.DataFrame, settings: Sequence) -> HtmlTable:
-    """Per region (country first, then NUTS 2 regions by falling population) and setting:
-    population and the noise admixture of e0, e65 (both sexes) and the TFR.
-
-    Placeholder of the decision table (classes coloured, the worst sex named), which
-    :mod:`demonoise.analysis.decision` computes."""
-    rows = []
-    for x in settings:
-        base = scalar_rows(df, x, "e", sex="T", age=0)
-        e65 = scalar_rows(df, x, "e", sex="T", age=65).set_index("region")["admixture"]
-        tfr = scalar_rows(df, x, "tfr").set_index("region")["admixture"]
-        for _, r in base.iterrows():
-            rows.append(
-                {
-                    "region": r["region"],
-                    "label": r["label"],
-                    "nuts_level": r["nuts_level"],
-                    "population": r["population"],
-                    "setting": setting_label(x),
-                    "A_e0": r["admixture"],
-                    "A_e65": e65.get(r["region"], np.nan),
-                    "A_tfr": tfr.get(r["region"], np.nan),
-                }
-            )
-    frame = pd.DataFrame(rows)
-    order = {lab: i for i, lab in enumerate(dict.fromkeys(frame["region"]))}
-    frame = frame.sort_values("region", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
-    first = ~frame["region"].duplicated()
-    shown = pd.DataFrame(
-        {
-            "region": np.where(first, frame["label"], ""),
-            "population (avg. of 1 Jan.)": [
-                fmt_int(p) if f else "" for p, f in zip(frame["population"], first, strict=True)
-            ],
-            "setting": frame["setting"],
-            "A e0 (%)": fmt_percent_column(frame["A_e0"]),
-            "A e65 (%)": fmt_percent_column(frame["A_e65"]),
-            "A TFR (%)": fmt_percent_column(frame["A_tfr"]),
-        }
-    )
-    return HtmlTable(
-        frame,
-        shown,
-        caption="Noise admixture A of e0, e65 (both sexes) and the TFR by region and setting: how much noise adds "
-        "to the Poisson uncertainty (below 10 %: hardly matters; 41 %: noise as large as Poisson).",
-    )
-
-
-def calibration_view(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTable:
-    """Largest V keeping the admixture of e0 (both sexes) and of the TFR at or below each
-    threshold, per region (:func:`demonoise.uncertainty.calibration.calibrate`, generic model)."""
-    rows = {}
-    for key, ind, sex, age in (("e0", "e", "T", 0.0), ("TFR", "tfr", "F", None)):
-        d = cal[(cal["indicator"] == ind) & (cal["sex"] == sex)]
-        if age is not None:
-            d = d[np.isclose(d["age"].astype(float), age)]
-        for _, r in d.iterrows():
-            row = rows.setdefault(
-                r["region"], {"region": region_label(r["region"], r["region_name"]), "level": r["nuts_level"]}
-            )
-            row[f"V_max {key}, A \u2264 {fmt_pct(r['threshold'])}"] = float(r["V_max"])
-    frame = pd.DataFrame(list(rows.values()))
-    if frame.empty:
-        return HtmlTable(frame, frame, caption="Largest acceptable V (no calibration rows)")
-    if (frame["level"] == 2).sum() == 1:  # a country that is one NUTS 2 region: show it once
-        frame = frame[frame["level"] == 2]
-    frame = frame.sort_values("level", kind="stable").drop(columns="level").reset_index(drop=True)
-    shown = frame.copy()
-    for c in shown.columns[1:]:
-        shown[c] = fmt_fixed_column(frame[c], significant=2)
-    return HtmlTable(
-        frame,
-        shown,
-        caption="Largest V of the generic model keeping the noise admixture at or below each threshold "
-        "(closed form; e0 both sexes, TFR women).",
-    )
-
-
-def comparison_view(cmp: pd.DataFrame) -> HtmlTable:
-    """Noise sd of e0 (both sexes) and the TFR under the generic model at the p-table's
-    nominal V and under the p-table, per region (:func:`demonoise.uncertainty.comparison.compare_noise`)."""
-    sel = cmp[
-        ((cmp["indicator"] == "e") & np.isclose(cmp["age"].astype(float), 0) & (cmp["sex"] == "T"))
-        | (cmp["indicator"] == "tfr")
-    ]
-    sel = sel.sort_values(["indicator", "nuts_level", "population"], ascending=[True, True, False], kind="stable")
-    frame = sel[
-        [
-            "region",
-            "region_name",
-            "indicator",
-            "sex",
-            "population",
-            "sd_generic",
-            "sd_ptable",
-            "ratio",
-            "small_cell_share",
-        ]
-    ]
-    unit = np.where(frame["indicator"] == "tfr", 1000.0, 1.0)
-    shown = pd.DataFrame(
-        {
-            "region": [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)],
-            "indicator": np.where(frame["indicator"] == "tfr", "TFR (per 1 000 women)", "e0 (years)"),
-            "population": [fmt_int(x) for x in frame["population"]],
-            "noise sd, generic": fmt_fixed_column(frame["sd_generic"] * unit, significant=2),
-            "noise sd, p-table": fmt_fixed_column(frame["sd_ptable"] * unit, significant=2),
-            "p-table / generic": fmt_fixed_column(frame["ratio"], significant=2),
-            "cells below the table's last class (%)": fmt_percent_column(frame["small_cell_share"]),
-        }
-    )
-    return HtmlTable(
-        frame.reset_index(drop=True),
-        shown,
-        caption=(
-            "Noise sd of e0 and of the TFR: the generic model at the p-table's nominal V against the p-table itself."
-        ),
-    )
-
-
-def load_calibration(path, *, dataset: str, country: str, thresholds: Sequence[float]) -> pd.DataFrame:
-    """The calibration table of a report (``""``: computed now, for a notebook run by hand)."""
-    from demonoise.analysis.compute import read_table
-
-    if path:
-        return read_table(path)
-    from demonoise.io.datasets import load
-    from demonoise.uncertainty.calibration import calibrate
-
-    counts = load(dataset)
-    return calibrate(counts.select([r.code for r in counts.regions if r.country == country]), thresholds)
-
-
-def read_comparison(path) -> pd.DataFrame:
-    from demonoise.analysis.compute import read_table
-
-    return read_table(path)
-
-
-def comparison_text(cmp: pd.DataFrame) -> str:
-    """The library's plain-words reading of a generic vs p-table comparison."""
-    from demonoise.uncertainty.comparison import comparison_note
-
-    return comparison_note(cmp)
-
-
-def calibration_table(cal: pd.DataFrame, thresholds: Sequence[float]) -> HtmlTable:
-    """The calibrated V_max of e0 and e65 for women, men and both sexes and of the TFR, per
-    region: one row per region and sex, one column per indicator and threshold (the CSV
-    holds every row of the calibration, with its status)."""
-    d = cal[(cal["indicator"] == "tfr") | ((cal["indicator"] == "e") & np.isin(cal["age"].astype(float), [0.0, 65.0]))]
-    if d.loc[d["nuts_level"] == 2, "region"].nunique() == 1:
-        d = d[d["nuts_level"] == 2]
-    d = d.assign(what=np.where(d["indicator"] == "tfr", "TFR", "e" + d["age"].fillna(0).astype(int).astype(str)))
-    keys = ["nuts_level", "region", "region_name", "sex"]
-    wide = d.drop_duplicates([*keys, "what", "threshold"]).set_index([*keys, "what", "threshold"])["V_max"]
-    wide = wide.unstack(["what", "threshold"])  # one row per region and sex present in the table
-    wide = wide.reset_index().sort_values(["nuts_level", "region", "sex"], kind="stable")
-    shown = pd.DataFrame(
-        {
-            "region": [region_label(c, n) for c, n in zip(wide["region"], wide["region_name"], strict=True)],
-            "sex": wide["sex"].map(SEX_WORDS).to_numpy(),
-        }
-    )
-    for what, thr in [c for c in wide.columns if c[0] in ("e0", "e65", "TFR")]:
-        shown[f"V_max {what}, A \u2264 {fmt_pct(thr, 3)}"] = fmt_fixed_column(wide[(what, thr)], significant=2)
-    frame = d[["region", "region_name", "sex", "indicator", "age", "threshold", "V_max", "status"]].reset_index(
-        drop=True
-    )
-    return HtmlTable(
-        frame,
-        shown.reset_index(drop=True),
-        caption="Largest V of the generic model per region and sex, for e0, e65 and the TFR (women) at each "
-        "threshold; \u2014 where the indicator is not published for that sex.",
-    )
-
-
-def summary_metrics(df: pd.DataFrame, settings: Sequence, cal: pd.DataFrame | None, recommend: Mapping) -> dict:
-    """What the index shows for a report: per setting the worst e0 admixture over NUTS 2
-    regions (coloured by class), and the smallest V_max of the calibration for ``recommend``
-    (placeholder of the recommended V of :mod:`demonoise.analysis.decision`)."""
-    from demonoise.core.vocabulary import admixture_class
-
-    out: dict[str, Any] = {"regions": int(df.loc[df["nuts_level"] == 2, "region"].nunique())}
-    for x in settings:
-        out.setdefault("headline", {})[setting_label(x)] = {**index_metrics(df, x, "e"), **index_metrics(df, x, "tfr")}
-        r = scalar_rows(df, x, "e", sex="T", age=0)
-        r = r[r["nuts_level"] == 2] if (r["nuts_level"] == 2).any() else r
-        if len(r):
-            w = r.loc[r["admixture"].idxmax()]
-            cls = admixture_class(float(w["admixture"]))
-            out.setdefault("columns", {})[f"e0 A worst, {setting_label(x)}"] = {
-                "text": f"{fmt_pct(w['admixture'])} ({w['region']})",
-                "colour": cls.colour if cls else "",
-            }
-    if cal is not None and len(cal):
-        from demonoise.core.vocabulary import HEADLINES
-
-        h = HEADLINES[recommend.get("indicator", "e0")]
-        d = cal[
-            (cal["indicator"] == h.indicator) & np.isclose(cal["threshold"], float(recommend.get("threshold", 0.1)))
-        ]
-        if h.age is not None:
-            d = d[np.isclose(d["age"].astype(float), h.age)]
-        if len(d) and d["V_max"].notna().any():
-            i = d["V_max"].idxmin()
-            out.setdefault("columns", {})["smallest V_max"] = (
-                f"{fmt_fixed(d.loc[i, 'V_max'], 2)} ({d.loc[i, 'region']} {d.loc[i, 'sex']})"
-            )
-    return out
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
@@ -994,140 +839,169 @@ def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 
     )
 
 
-def age_profile_table(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None = None) -> HtmlTable:
-    """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``: cells,
-    cells with fewer than 10 events, median relative total uncertainty, median and
-    largest admixture (and at which age), the largest admixture among cells with at
-    least 10 events."""
-    sex = sex or ("F" if indicator == "asfr" else "T")
-    d = at(df, V, indicator, sex=sex)
+def _largest(g: pd.DataFrame) -> tuple[float, str, float, str]:
+    """Largest admixture of a region's cells (and its age), overall and among cells with
+    at least 10 events."""
+    i = g["admixture"].idxmax()
+    big = g[~g["small_count"].astype(bool)]
+    j = big["admixture"].idxmax() if len(big) else None
+    return (
+        float(g.loc[i, "admixture"]),
+        str(g.loc[i, "age_group"]),
+        float(big.loc[j, "admixture"]) if j is not None else np.nan,
+        str(big.loc[j, "age_group"]) if j is not None else "",
+    )
+
+
+def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = None) -> HtmlTable:
+    """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``: the
+    median admixture over the ages with events for women, men and both sexes (ASFR:
+    women), and for ``sex`` (default: both sexes; ASFR: women) the median relative total
+    uncertainty and the largest admixture (at which age), overall and among cells with at
+    least 10 events. The counts of small cells are in :func:`sparse_regions`' table (they do
+    not depend on the setting)."""
+    sex = "F" if indicator == "asfr" else (sex or "T")
+    d = at(df, V, indicator)
     d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
+    sexes = [x for x in ("F", "M", "T") if (d["sex"] == x).any()]
     pop = _population(df)
     rows = []
     for region, g in d.groupby("region", sort=False):
-        big = g[~g["small_count"]]
-        i_max = g["admixture"].idxmax()
-        rows.append(
-            {
-                "region": region,
-                "label": region_label(region, g["region_name"].iloc[0]),
-                "nuts_level": int(g["nuts_level"].iloc[0]),
-                "population": float(pop.get(region, np.nan)),
-                "cells": len(g),
-                "small": int(g["small_count"].sum()),
-                "small_share": float(g["small_count"].mean()),
-                "rel_tot_median": float(g["rel_tot"].median()),
-                "A_median": float(g["admixture"].median()),
-                "A_max": float(g.loc[i_max, "admixture"]),
-                "A_max_age": str(g.loc[i_max, "age_group"]),
-                "A_max_events": float(g.loc[i_max, "events"]),
-                "A_max_reliable": float(big["admixture"].max()) if len(big) else np.nan,
-                "A_max_reliable_age": str(big.loc[big["admixture"].idxmax(), "age_group"]) if len(big) else "",
-            }
-        )
+        own = g[g["sex"] == sex]
+        if own.empty:
+            continue
+        a, a_age, ab, ab_age = _largest(own)
+        row = {
+            "region": region,
+            "label": region_label(region, g["region_name"].iloc[0]),
+            "nuts_level": int(g["nuts_level"].iloc[0]),
+            "population": float(pop.get(region, np.nan)),
+            "rel_tot_median": float(own["rel_tot"].median()),
+            "A_max": a,
+            "A_max_age": a_age,
+            "A_max_reliable": ab,
+            "A_max_reliable_age": ab_age,
+        }
+        for x in sexes:
+            row[f"A_median_{x}"] = float(g.loc[g["sex"] == x, "admixture"].median())
+        rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
         return HtmlTable(frame, frame, caption="(no rows)")
-    frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable").reset_index(
-        drop=True
-    )
-    frame["sparse"] = frame["small_share"] > SPARSE_SHARE
+    frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
+    frame = frame.reset_index(drop=True)
     ev = _EVENT_WORDS[indicator][1]
-    shown = pd.DataFrame(
-        {
-            "region": frame["label"],
-            "population": [fmt_int(x) for x in frame["population"]],
-            "cells": frame["cells"].astype(str),
-            f"< 10 {ev}": [
-                f"{s} ({fmt_pct(p, 2)})" for s, p in zip(frame["small"], frame["small_share"], strict=False)
-            ],
-            "median rel. total (%)": fmt_percent_column(frame["rel_tot_median"]),
-            "median A (%)": fmt_percent_column(frame["A_median"]),
-            "largest A (age)": [
-                f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"], strict=False)
-            ],
-            f"largest A, >= 10 {ev}": [
-                f"{fmt_pct(a)} ({g})" if g else "\u2014"
-                for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"], strict=False)
-            ],
-        }
-    )
+    shown = pd.DataFrame({"region": frame["label"], "population": [fmt_int(x) for x in frame["population"]]})
+    for x in sexes:
+        shown[f"median A, {x} (%)"] = fmt_percent_column(frame[f"A_median_{x}"])
+    shown[f"median rel. total, {sex} (%)"] = fmt_percent_column(frame["rel_tot_median"])
+    shown[f"largest A, {sex} (age)"] = [
+        f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"], strict=False)
+    ]
+    shown[f"largest A, {sex}, >= 10 {ev}"] = [
+        f"{fmt_pct(a)} ({g})" if g else "\u2014"
+        for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"], strict=False)
+    ]
+    who = "women" if indicator == "asfr" else "women (F), men (M) and both sexes (T)"
     return HtmlTable(
         frame,
         shown,
-        caption=f"{INDICATOR_NAMES[indicator].capitalize()} ({_SEX_WORDS[sex]}) {_at(V)}, summarised over ages "
-        "per region. "
-        f"Flagged rows: more than {fmt_pct(SPARSE_SHARE, 2)} of the cells rest on fewer than 10 {ev}.",
-        flagged=frame["sparse"].tolist(),
+        caption=f"{INDICATOR_NAMES[indicator].capitalize()} {_at(V)}, summarised over the ages with {ev} per "
+        f"region: the median noise admixture A for {who}; for {_SEX_WORDS[sex]} the median relative total "
+        f"uncertainty and the largest admixture, overall and among cells with at least 10 {ev}.",
     )
 
 
 def sparse_regions(df: pd.DataFrame, V: float, indicator: str) -> pd.DataFrame:
-    """Share of the single-age cells behind ``indicator`` with fewer than 10 events, per
-    region and sex; ``sparse`` where it exceeds :data:`SPARSE_SHARE`.
+    """Cells behind ``indicator`` resting on fewer than 10 events, per region and sex, from
+    the one definition of every count (:func:`demonoise.analysis.decision.small_cell_counts`):
+    ``cells`` every age cell of the rate (deaths by age behind ``e`` and ``asmr``, births
+    by age of mother behind ``tfr`` and ``asfr``), ``small`` those with fewer than 10
+    events, ``small_share = small / cells``; ``sparse`` where the share exceeds
+    :data:`SPARSE_SHARE`; ``text`` the sentence every table prints. The counts do not
+    depend on the noise setting ``V``."""
+    from demonoise.analysis.decision import small_cell_counts
 
-    The cells behind ``e`` are the mortality rates (``asmr``) of ages below the open
-    interval's upper end, those behind ``tfr`` the ASFR.
-    """
     base = {"e": "asmr", "asmr": "asmr", "tfr": "asfr", "asfr": "asfr"}[indicator]
-    d = at(df, V, base)
-    d = d[np.isfinite(d["value"])]
-    if d.empty:
-        return pd.DataFrame(columns=["region", "sex", "cells", "small", "small_share", "sparse"])
-    g = d.groupby(["region", "sex"], sort=False)["small_count"]
-    out = pd.DataFrame({"cells": g.size(), "small": g.sum().astype(int)}).reset_index()
-    out["small_share"] = out["small"] / out["cells"]
-    out["sparse"] = out["small_share"] > SPARSE_SHARE
-    return out
+    cols = ["region", "sex", "cells", "small", "small_share", "sparse", "text"]
+    if not (df["indicator"] == base).any():
+        return pd.DataFrame(columns=cols)
+    c = small_cell_counts(df[df["indicator"] == base], sparse_share=SPARSE_SHARE)
+    return pd.DataFrame(
+        {
+            "region": c["region"].to_numpy(),
+            "sex": c["sex"].to_numpy(),
+            "cells": c["age_cells"].to_numpy(),
+            "small": c["age_cells_under_10_events"].to_numpy(),
+            "small_share": c["share_under_10_of_age_cells"].to_numpy(),
+            "sparse": c["flag_sparse"].to_numpy(dtype=bool),
+            "text": c["text"].to_numpy(),
+        }
+    )
+
+
+def _mc_flag_rows(d: pd.DataFrame, label: str | None) -> list[dict]:
+    rows = []
+    if "z_flag" not in d:
+        return rows
+    for _, r in d[d["z_flag"].fillna(False).astype(bool)].iterrows():
+        zs = ", ".join(f"{c[2:]} {r[c]:+.1f}" for c in ("z_noise", "z_pois", "z_tot") if np.isfinite(r[c]))
+        row = {
+            "region": region_label(r["region"], r["region_name"]),
+            "sex": r["sex"],
+            "where": r["age_group"] or "\u2014",
+            "why": f"Monte Carlo sd differs from the analytic sd beyond sampling error (z: {zs})",
+        }
+        if label is not None:
+            row = {"setting": label, **row}
+        rows.append(row)
+    return rows
 
 
 def flag_table(
-    df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[float] | None = None, limit: int = 25
+    df: pd.DataFrame,
+    V,
+    indicator: str,
+    *,
+    ages: Sequence[float] | None = None,
+    limit: int = 25,
+    settings: Sequence | None = None,
 ) -> HtmlTable:
-    """Where the first-order result is unreliable, for one indicator at ``V``: sparse
-    regions (share of cells with < 10 events above :data:`SPARSE_SHARE`) and cells whose
-    Monte Carlo sd disagrees with the analytic one (``z_flag``). At most ``limit`` rows
-    are shown (the note says how many there are)."""
+    """Where the first-order result is unreliable, for one indicator: sparse regions (more
+    than :data:`SPARSE_SHARE` of the age cells rest on fewer than 10 events, stated with the
+    counts and denominators of :func:`demonoise.analysis.decision.small_cell_text`; they do
+    not depend on the setting) and cells whose Monte Carlo sd disagrees with the analytic
+    one (``z_flag``) at ``V`` -- or, with ``settings``, at every setting (a ``setting``
+    column). At most ``limit`` rows are shown (the note says how many there are)."""
+    every = settings is not None
     rows = []
     sp = sparse_regions(df, V, indicator)
     names = df.drop_duplicates("region").set_index("region")["region_name"]
     for _, r in sp[sp["sparse"]].iterrows():
-        rows.append(
-            {
-                "region": region_label(r["region"], names.get(r["region"], "")),
-                "sex": r["sex"],
-                "where": "all ages",
-                "why": f"{r['small']} of {r['cells']} cells ({fmt_pct(r['small_share'], 2)}) "
-                "rest on fewer than 10 events",
-            }
-        )
-    d = at(df, V, indicator)
-    if ages is not None and indicator in ("e",):
-        d = d[np.isin(d["age"].astype(float), np.asarray(ages, float))]
-    if "z_flag" in d:
-        for _, r in d[d["z_flag"].astype(bool)].iterrows():
-            zs = ", ".join(f"{c[2:]} {r[c]:+.1f}" for c in ("z_noise", "z_pois", "z_tot") if np.isfinite(r[c]))
-            rows.append(
-                {
-                    "region": region_label(r["region"], r["region_name"]),
-                    "sex": r["sex"],
-                    "where": r["age_group"] or "\u2014",
-                    "why": f"Monte Carlo sd differs from the analytic sd beyond sampling error (z: {zs})",
-                }
-            )
-    frame = pd.DataFrame(rows, columns=["region", "sex", "where", "why"])
-    note = ""
-    if len(frame) > limit:
-        note = f"{len(frame)} flags; the first {limit} are shown."
+        row = {
+            "region": region_label(r["region"], names.get(r["region"], "")),
+            "sex": r["sex"],
+            "where": "all ages",
+            "why": r["text"].split(": ", 1)[-1],
+        }
+        rows.append({"setting": "every setting", **row} if every else row)
+    for x in settings if every else [V]:
+        d = at(df, x, indicator)
+        if ages is not None and indicator in ("e",):
+            d = d[np.isin(d["age"].astype(float), np.asarray(ages, float))]
+        rows += _mc_flag_rows(d, setting_label(x) if every else None)
+    cols = (["setting"] if every else []) + ["region", "sex", "where", "why"]
+    frame = pd.DataFrame(rows, columns=cols)
+    note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
     return HtmlTable(
         frame,
         frame.head(limit),
-        caption=f"Flags: {INDICATOR_NAMES[indicator]} {_at(V)}",
+        caption=f"Flags: {INDICATOR_NAMES[indicator]}" + ("" if every else f" {_at(V)}"),
         flagged=[True] * min(len(frame), limit),
         note=note,
         empty=(
             "No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events "
-            "are marked in the charts and tables above)."
+            "are marked in the charts above)."
         ),
     )
 
@@ -1333,7 +1207,8 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     v.sentences.append(
         f"{_at(V)[0].upper() + _at(V)[1:]}, across the {n_age} single-age rates of "
         f"{_plural(n_reg, 'region', 'regions')} "
-        f"({fmt_int(cells)} cells, {_SEX_WORDS[sex]}), noise adds less than 10 % to the Poisson uncertainty in "
+        f"({fmt_int(cells)} cells with {many}, {_SEX_WORDS[sex]}), noise adds less than 10 % to the Poisson "
+        "uncertainty in "
         f"{fmt_int(low)} cells ({fmt_pct(low / cells)}); the median admixture is {fmt_pct(reg['admixture'].median())}."
     )
     i = reg["admixture"].idxmax()
@@ -1356,9 +1231,11 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     small = reg[reg["small_count"].astype(bool)]
     if len(small):
         v.sentences.append(
-            f"{fmt_int(len(small))} cells ({fmt_pct(len(small) / cells)}) rest on fewer than 10 {many}: their relative "
-            f"total uncertainty has a median of {fmt_pct(small['rel_tot'].median())}; the first-order result is "
-            "unreliable there (open circles in the charts)."
+            f"Of these {fmt_int(cells)} cells with {many}, {fmt_int(len(small))} cells ({fmt_pct(len(small) / cells)}) "
+            f"rest on fewer than 10 {many} (1 to 9): their relative total uncertainty has a median of "
+            f"{fmt_pct(small['rel_tot'].median())}; the first-order result is unreliable there (open circles in the "
+            "charts; the counts for women, men and both sexes, of every age cell, are in the table of cells resting "
+            "on few events)."
         )
     v.numbers.update(
         cells=cells,

@@ -1,0 +1,780 @@
+"""The decision view of a country report, as report tables: what the summary notebook and
+the chapters show of :func:`demonoise.analysis.decision.decision_report`.
+
+Nothing is computed here beyond choosing rows and formatting: every number comes from the
+tables of the decision module (computed once per country by the batch, read back with
+:func:`load_decision`), so that the decision table, the index and the CSV files state the
+same figures.
+
+* :func:`decision_view` -- the decision table: rows the country and its NUTS 2 regions
+  with their population on 1 January; for each setting the admixture of e0, e65, the TFR
+  and the median admixture of the ASFR and ASMR, the worst sex named, each cell coloured
+  by its class (:data:`demonoise.core.vocabulary.ADMIXTURE_CLASSES`);
+* :func:`vmax_view` -- per region the largest ``V`` keeping the admixture of e0 and of
+  the TFR at or below each threshold, ``"> range"`` beyond the range searched;
+* :func:`main_points` -- the two or three sentences, and the notes;
+* :func:`bands_summary`, :func:`bands_view` -- error bands in the indicator's units
+  (Poisson, noise, total; a p-table centred on its bias; Monte Carlo quantiles beside);
+* :func:`small_cells_view` -- the one count of cells resting on few events (women, men,
+  both sexes), the same sentence as the flags tables;
+* :func:`comparison_view`, :func:`reasons`, :func:`ptable_noise_view`, :func:`bias_view`
+  -- generic model against p-table, region by region;
+* :func:`calibration_view` -- the calibration chapter;
+* :func:`index_columns` -- the index page's cells of a country;
+* :func:`data_files` -- every table as a named CSV next to the report.
+
+A country that is a single NUTS 2 region (LU, MT) shows that region only
+(:func:`one_region`).
+"""
+
+from __future__ import annotations
+
+import html as _html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
+from demonoise.report.summary import (
+    HtmlTable,
+    fmt_fixed_column,
+    fmt_int,
+    fmt_pct,
+    fmt_percent_column,
+    region_label,
+)
+
+__all__ = [
+    "MEASURE_LABELS",
+    "load_decision",
+    "one_region",
+    "setting_label",
+    "ClassLegend",
+    "decision_view",
+    "sex_view",
+    "vmax_view",
+    "recommended_text",
+    "main_points",
+    "bands_summary",
+    "bands_view",
+    "indicator_table",
+    "small_cells_view",
+    "comparison_view",
+    "reasons",
+    "ptable_noise_view",
+    "bias_view",
+    "calibration_view",
+    "index_columns",
+    "data_files",
+]
+
+#: How the decision table heads its measures.
+MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
+#: Scale and unit of a headline's numbers in tables (the TFR's sd per 1 000 women).
+_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1.0, "children per woman")}
+_SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
+_SEX_LETTER = {"F": "F", "M": "M", "T": "T", "": ""}
+
+
+# ======================================================================== reading
+_CACHE: dict = {}
+
+
+def load_decision(
+    path,
+    *,
+    dataset: str,
+    country: str,
+    settings: Sequence,
+    thresholds: Sequence[float] = (0.1, 0.414),
+    confidence: Sequence[float] = (0.95,),
+    recommend: Mapping | None = None,
+    granularity: str = "single",
+    mc: int = 0,
+    seed: int = 20230101,
+):
+    """The decision tables of a country: read back from ``path`` (what the batch stored,
+    :func:`demonoise.report.store.read_decision`), or -- ``path`` empty, a notebook run by
+    hand -- computed now through the results store (``<tmp>/demonoise-results``)."""
+    from demonoise.report.store import read_decision
+
+    if path:
+        stamp = Path(path) / "report.json"
+        key = (str(Path(path).resolve()), stamp.stat().st_mtime_ns if stamp.is_file() else 0)
+        if key not in _CACHE:  # the notebooks of a report run one after the other in a reused kernel
+            _CACHE.clear()
+            _CACHE[key] = read_decision(path)
+        return _CACHE[key]
+    import tempfile
+
+    from demonoise.analysis.decision import decision_report
+    from demonoise.io.datasets import load
+    from demonoise.report.store import ResultsSpec, results
+
+    V = tuple(float(s["V"]) for s in settings if s.get("V") is not None)
+    pts = tuple(str(s["ptable"]) for s in settings if s.get("ptable"))
+    spec = ResultsSpec(
+        dataset, V=V, ptables=pts, granularity=granularity, countries=(country,), mc=int(mc), seed=int(seed),
+        confidence=tuple(confidence),
+    )  # fmt: skip
+    df, _ = results(spec, Path(tempfile.gettempdir()) / "demonoise-results")
+    counts = load(dataset)
+    counts = counts.select([r.code for r in counts.regions if r.country == country])
+    return decision_report(
+        df, counts, list(settings), thresholds=thresholds, confidence=confidence, recommend=recommend, country=country
+    )
+
+
+def one_region(frame: pd.DataFrame) -> pd.DataFrame:
+    """Without the country's own rows when the country is a single NUTS 2 region (its
+    figures are that region's): LU, MT."""
+    if "nuts_level" not in frame or frame.empty:
+        return frame
+    if frame.loc[frame["nuts_level"] == 2, "region"].nunique() == 1 and (frame["nuts_level"] == 0).any():
+        return frame[frame["nuts_level"] != 0].reset_index(drop=True)
+    return frame.reset_index(drop=True)
+
+
+def setting_label(key: str) -> str:
+    """A decision table's setting key as every output names it: ``"V=1"`` -> ``"V = 1"``,
+    ``"v01"`` -> ``"p-table v01"``."""
+    key = str(key)
+    return f"V = {key[2:]}" if key.startswith("V=") else f"p-table {key}"
+
+
+def _settings(frame: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(frame["setting"]))
+
+
+def _colours(keys: Sequence[str]) -> dict[str, str]:
+    from demonoise.report.theme import setting_colours
+
+    labels = setting_colours([setting_label(k) for k in keys])
+    return {k: labels[setting_label(k)] for k in keys}
+
+
+def _in_report_order(frame: pd.DataFrame, rep) -> pd.DataFrame:
+    """Rows in the decision table's order: the country first, then its NUTS 2 regions by
+    falling population (the order of every table of the report)."""
+    order = {r: i for i, r in enumerate(dict.fromkeys(rep.decision["region"]))}
+    key = frame["region"].map(order).fillna(len(order))
+    return frame.assign(_o=key.to_numpy()).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def _region_labels(frame: pd.DataFrame) -> list[str]:
+    return [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)]
+
+
+# ===================================================================== the legend
+class ClassLegend:
+    """The colours of the admixture classes, shown above the decision table."""
+
+    def _repr_html_(self) -> str:
+        esc = _html.escape
+        items = "".join(
+            f'<span class="dn-swatch" style="background:{c.colour}"></span>{esc(c.label)}' for c in ADMIXTURE_CLASSES
+        )
+        items += f'<span class="dn-swatch" style="background:{NO_DATA_COLOUR}"></span>not defined (no events)'
+        return f'<p class="dn-legend"><strong>Noise admixture A:</strong> {items}</p>'
+
+
+def _class_colour(key: str) -> str:
+    for c in ADMIXTURE_CLASSES:
+        if c.key == key:
+            return c.colour
+    return NO_DATA_COLOUR
+
+
+# =============================================================== decision table
+def decision_view(rep) -> HtmlTable:
+    """The decision table: one row per region (the country first), for each setting the
+    admixture of e0, e65, the TFR and the median admixture of ASFR and ASMR -- the worst
+    of women, men and both sexes, that sex named -- coloured by class."""
+    wide = one_region(rep.decision_wide)
+    keys = _settings(rep.decision)
+    measures = list(dict.fromkeys(rep.decision["measure"]))
+    shown = pd.DataFrame({"region": _region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]})
+    colours = pd.DataFrame({"region": "", "population (1 Jan.)": ""}, index=shown.index)
+    groups: list[tuple] = [("", 2, "")]
+    palette = _colours(keys)
+    for s in keys:
+        for m in measures:
+            col = f"{m} {s}"
+            pct = fmt_percent_column(wide[col])
+            sex = [_SEX_LETTER.get(str(x) if isinstance(x, str) else "", "") for x in wide[f"{col} sex"]]
+            name = f"{MEASURE_LABELS.get(m, m)} \u00b7{len(groups)}"  # unique column names, one per setting
+            shown[name] = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
+            colours[name] = [_class_colour(c) for c in wide[f"{col} class"]]
+        groups.append((f"{setting_label(s)}: A (%)", len(measures), palette[s]))
+    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+    colours.columns = shown.columns
+    year = rep.population["year"].iloc[0] if len(rep.population) else ""
+    return HtmlTable(
+        wide.drop(columns=["data_status"], errors="ignore"),
+        shown,
+        caption=(
+            f"Decision table: how much noise adds to the Poisson uncertainty (noise admixture A, %), by region "
+            f"and setting; e0, e65 and TFR, and the median of A over the ages of the ASFR and ASMR. Each cell "
+            f"shows the worst of women (F), men (M) and both sexes (T), and names that sex (fertility: women). "
+            f"Population on 1 January {year}."
+        ),
+        colours=colours,
+        groups=groups,
+        keep=True,
+    )
+
+
+def sex_view(rep, measure: str = "e0") -> HtmlTable:
+    """Women, men and both sexes side by side: the noise admixture of one measure (e0,
+    e65, ...) per region and setting, from the decision table (``admixture_F/M/T``), each
+    cell coloured by its class."""
+    dec = one_region(rep.decision[rep.decision["measure"] == measure])
+    keys = _settings(dec)
+    first = dec[dec["setting"] == keys[0]]
+    shown = pd.DataFrame({"region": _region_labels(first)})
+    colours = pd.DataFrame({"region": ""}, index=shown.index)
+    groups: list[tuple] = [("", 1, "")]
+    palette = _colours(keys)
+    for j, s in enumerate(keys):
+        g = dec[dec["setting"] == s].set_index("region").reindex(first["region"])
+        for x in ("F", "M", "T"):
+            col = f"{x} \u00b7{j}"
+            shown[col] = fmt_percent_column(g[f"admixture_{x}"])
+            colours[col] = [
+                _class_colour(c.key) if c else NO_DATA_COLOUR for c in map(admixture_class, g[f"admixture_{x}"])
+            ]
+        groups.append((f"{setting_label(s)}: A (%)", 3, palette[s]))
+    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+    colours.columns = shown.columns
+    title = MEASURE_LABELS.get(measure, measure)
+    return HtmlTable(
+        dec[["region", "region_name", "setting", "measure", "admixture_F", "admixture_M", "admixture_T"]],
+        shown,
+        caption=f"Noise admixture A of {title} (%) for women (F), men (M) and both sexes (T), by region and setting; "
+        "coloured by class.",
+        colours=colours,
+        groups=groups,
+    )
+
+
+def _vmax_cell(shown: str, sex: str) -> str:
+    if shown in ("> range", "< range", "n/a") or not sex:
+        return shown
+    return f"{shown} ({sex})"
+
+
+def vmax_view(rep) -> HtmlTable:
+    """Per region and family (generic; each p-table's family), the largest V keeping the
+    admixture of e0 and of the TFR at or below each threshold (the smallest over the
+    sexes, that sex named); ``"> range"`` where every V searched keeps it."""
+    cw = _in_report_order(one_region(rep.calibration_wide), rep)
+    families = list(dict.fromkeys(cw["family"]))
+    first = cw[cw["family"] == families[0]]
+    shown = pd.DataFrame(
+        {"region": _region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]}
+    )
+    groups: list[tuple] = [("", 2, "")]
+    heads = [c.removesuffix(" shown") for c in cw.columns if c.endswith(" shown")]
+    for j, fam in enumerate(families):
+        g = cw[cw["family"] == fam].set_index("region").reindex(first["region"])
+        for h in heads:
+            what, thr = h.split(" A<=")
+            name = f"{HEADLINES[what].label} A \u2264 {fmt_pct(float(thr), 3)} \u00b7{j}"
+            shown[name] = [
+                _vmax_cell(str(v), str(x or "")) for v, x in zip(g[f"{h} shown"], g[f"{h} sex"], strict=True)
+            ]
+        groups.append((_family_label(fam, cw), len(heads), ""))
+    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+    return HtmlTable(
+        one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
+        shown,
+        caption=(
+            "Largest acceptable V: per region the largest noise variance V keeping the noise admixture of e0 and of "
+            "the TFR at or below each threshold, the smallest over women, men and both sexes (that sex named; 3 "
+            "significant digits); generic model in closed form, a p-table family numerically over the V it can "
+            "reach. \u201c> range\u201d: every V of the range searched keeps the admixture below the threshold."
+        ),
+        groups=groups,
+        note=_range_note(rep.calibration),
+    )
+
+
+def _family_label(family: str, cal: pd.DataFrame) -> str:
+    if family == "generic":
+        return "generic model"
+    return f"p-tables {family.removeprefix('ptable ')}"
+
+
+def _range_note(cal: pd.DataFrame) -> str:
+    parts = []
+    for fam, g in cal.groupby("family", sort=False):
+        if fam != "generic":
+            parts.append(
+                f"p-tables {fam.removeprefix('ptable ')}: V searched from {g['range_lo'].iloc[0]:.3g} to "
+                f"{g['range_hi'].iloc[0]:.3g} (the largest variance such a table reaches)"
+            )
+    return "; ".join(parts) + ("." if parts else "")
+
+
+def recommended_text(rep, family: str = "generic") -> str:
+    """The recommended V as the index shows it: ``"0.748 (LU00, women)"``."""
+    r = rep.recommended[rep.recommended["family"] == family]
+    if r.empty:
+        return "n/a"
+    r = r.iloc[0]
+    who = f"{r['region']}, {SEX_WORDS.get(r['sex'], r['sex'])}" if r["sex"] else str(r["region"])
+    return f"{r['V_shown']} ({who})" if r["range_status"] == "within" else str(r["V_shown"])
+
+
+class _MainPoints:
+    def __init__(self, sentences: Sequence[str], notes: Sequence[str]):
+        self.sentences, self.notes = list(sentences), list(notes)
+
+    def _repr_html_(self) -> str:
+        items = "".join(f"<li>{_html.escape(s)}</li>" for s in self.sentences)
+        notes = "".join(f'<p class="dn-table-note">Note: {_html.escape(n)}</p>' for n in self.notes)
+        return f'<ul class="dn-main-points">{items}</ul>{notes}'
+
+    def _repr_markdown_(self) -> str:
+        return "\n".join(f"- {s}" for s in self.sentences) + "".join(f"\n\n*Note: {n}*" for n in self.notes)
+
+
+def main_points(rep) -> _MainPoints:
+    """The sentences of the main points (:func:`demonoise.analysis.decision.main_points`) and
+    the notes of the decision report (shown when there are any)."""
+    return _MainPoints(rep.main_points.sentences, rep.notes)
+
+
+# ==================================================================== error bands
+def _bands(rep_or_bands, headline: str, sex: str | None = None) -> pd.DataFrame:
+    b = rep_or_bands.error_bands if hasattr(rep_or_bands, "error_bands") else rep_or_bands
+    sex = sex or ("F" if HEADLINES[headline].female_only else "T")
+    return one_region(b[(b["headline"] == headline) & (b["sex"] == sex)])
+
+
+def _levels_word(levels: Sequence[float]) -> str:
+    return ", ".join(fmt_pct(x, 3) for x in levels)
+
+
+def bands_summary(rep, headline: str) -> HtmlTable:
+    """Error bands a user can quote, one table per indicator: per region the value and the
+    half-widths of the intervals at each confidence level from Poisson alone, from noise
+    under each setting (a p-table's centred on its first-order bias, given beside) and
+    both together, in the indicator's units (both sexes; the TFR: women)."""
+    b = _bands(rep, headline)
+    keys = _settings(b)
+    levels = sorted(set(b["level"]))
+    unit = HEADLINES[headline].unit
+    first = b[(b["setting"] == keys[0]) & (b["level"] == levels[0])]
+    rows = []
+    for lev in levels:
+        base = b[(b["setting"] == keys[0]) & (b["level"] == lev)].set_index("region").reindex(first["region"])
+        row = pd.DataFrame({"region": _region_labels(first)})
+        if len(levels) > 1:
+            row["level"] = fmt_pct(lev, 3)
+        row[f"{HEADLINES[headline].label} ({unit})"] = fmt_fixed_column(base["value"], significant=4)
+        row["\u00b1 Poisson"] = fmt_fixed_column(base["half_pois"], significant=2)
+        for s in keys:
+            g = b[(b["setting"] == s) & (b["level"] == lev)].set_index("region").reindex(first["region"])
+            row[f"\u00b1 noise, {setting_label(s)}"] = fmt_fixed_column(g["half_noise"], significant=2)
+            if (g["noise_model"] == "ptable").any():
+                row[f"bias, {setting_label(s)}"] = fmt_fixed_column(g["bias_noise"], significant=2)
+        for s in keys:
+            g = b[(b["setting"] == s) & (b["level"] == lev)].set_index("region").reindex(first["region"])
+            row[f"\u00b1 total, {setting_label(s)}"] = fmt_fixed_column(g["half_tot"], significant=2)
+        rows.append(row)
+    shown = pd.concat(rows, ignore_index=True)
+    frame = b.drop(columns=["data_status"], errors="ignore")
+    sex = "women" if HEADLINES[headline].female_only else "both sexes"
+    return HtmlTable(
+        frame,
+        shown,
+        caption=(
+            f"Error bands of {HEADLINES[headline].title} ({sex}), {_levels_word(levels)}, in {unit}: half-widths "
+            "z sd from Poisson, from the noise of each setting and from both (a p-table's interval centred on value "
+            "+ bias)."
+        ),
+    )
+
+
+def bands_view(bands: pd.DataFrame, headline: str, setting: str | Mapping) -> HtmlTable:
+    """The error bands of one setting (an indicator chapter's subsection): per region the
+    value, the analytic intervals from noise and in total, and beside them the Monte Carlo
+    quantiles of the same level where the batch ran a Monte Carlo (both sexes; TFR: women)."""
+    key = _key(setting)
+    b = _bands(bands, headline)
+    b = b[b["setting"] == key]
+    levels = sorted(set(b["level"]))
+    unit = HEADLINES[headline].unit
+    has_mc = "mc_n" in b and b["mc_n"].notna().any()
+    parts = []
+    for lev in levels:
+        g = b[b["level"] == lev]
+        row = pd.DataFrame({"region": _region_labels(g)})
+        if len(levels) > 1:
+            row["level"] = fmt_pct(lev, 3)
+        row[f"{HEADLINES[headline].label} ({unit})"] = fmt_fixed_column(g["value"], significant=4)
+        row["\u00b1 Poisson"] = fmt_fixed_column(g["half_pois"], significant=2)
+        row["\u00b1 noise"] = fmt_fixed_column(g["half_noise"], significant=2)
+        if (g["noise_model"] == "ptable").any():
+            row["bias"] = fmt_fixed_column(g["bias_noise"], significant=2)
+        dec = _decimals(g)
+        for comp, word in (("noise", "noise"), ("tot", "total")):
+            row[f"{word} from"] = fmt_fixed_column(g[f"lo_{comp}"], significant=dec)
+            row[f"{word} to"] = fmt_fixed_column(g[f"hi_{comp}"], significant=dec)
+            if has_mc:
+                row[f"MC {word} from"] = fmt_fixed_column(g[f"mc_lo_{comp}"], significant=dec)
+                row[f"MC {word} to"] = fmt_fixed_column(g[f"mc_hi_{comp}"], significant=dec)
+        parts.append(row)
+    shown = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    mc = ""
+    if has_mc:
+        n = int(b["mc_n"].dropna().iloc[0])
+        mc = (
+            f"; MC: the Monte Carlo quantiles (1 \u2212 level)/2 and (1 + level)/2 of {fmt_int(n)} replicate values "
+            "under noise alone and under noise and Poisson together"
+        )
+    sex = "women" if HEADLINES[headline].female_only else "both sexes"
+    return HtmlTable(
+        b.drop(columns=["data_status"], errors="ignore"),
+        shown,
+        caption=(
+            f"Error bands of {HEADLINES[headline].label} ({sex}) {_phrase(key)}, {_levels_word(levels)}, in {unit}: "
+            f"half-widths z sd and the intervals from noise and in total (first order"
+            + (", centred on value + bias" if (b["noise_model"] == "ptable").any() else "")
+            + f"){mc}."
+        ),
+    )
+
+
+def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: str) -> HtmlTable:
+    """One setting's table of a headline indicator (an indicator chapter's subsection): per
+    region the events and the value, the relative uncertainties and the admixture, the
+    half-widths of the 95 % (first level) intervals from Poisson and from noise -- a
+    p-table's bias beside -- and the Monte Carlo quantiles of the noise interval where the
+    batch ran one, with the flags of the first-order result (both sexes; TFR: women).
+
+    ``df`` is the results table of the report (relative uncertainties, flags,
+    :func:`demonoise.report.summary.scalar_table`), ``bands`` the decision report's error
+    bands (:func:`demonoise.analysis.decision.error_bands`)."""
+    from demonoise.report.summary import scalar_table
+
+    hl = HEADLINES[headline]
+    base = scalar_table(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
+    d = base.frame
+    b = _bands(bands, headline)
+    b = b[(b["setting"] == _key(setting))]
+    level = float(b["level"].min()) if len(b) else 0.95
+    b = b[b["level"] == level].set_index("region").reindex(d["region"])
+    has_mc = "mc_n" in b and b["mc_n"].notna().any()
+    digits = 3 if headline == "tfr" else 4
+    shown = pd.DataFrame(
+        {
+            "region": d["label"].to_numpy(),
+            "events": [fmt_int(x) for x in d["events"]],
+            f"{hl.label} ({hl.unit})": fmt_fixed_column(d["value"], significant=digits),
+            "\u03b4 Poisson (%)": fmt_percent_column(d["rel_pois"]),
+            "\u03b4 noise (%)": fmt_percent_column(d["rel_noise"]),
+            "A (%)": fmt_percent_column(d["admixture"]),
+            "\u00b1 Poisson": fmt_fixed_column(b["half_pois"], significant=2),
+            "\u00b1 noise": fmt_fixed_column(b["half_noise"], significant=2),
+        }
+    )
+    if (b["noise_model"] == "ptable").any():
+        shown["bias"] = fmt_fixed_column(b["bias_noise"], significant=2)
+    if has_mc:
+        dec = _decimals(b.reset_index())
+        shown["MC noise from"] = fmt_fixed_column(b["mc_lo_noise"], significant=dec)
+        shown["MC noise to"] = fmt_fixed_column(b["mc_hi_noise"], significant=dec)
+    shown["flags"] = d["flag"].to_numpy()
+    frame = d.drop(columns=["data_status"], errors="ignore").merge(
+        b.reset_index()[["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
+                        + (["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else [])],
+        on="region", how="left",
+    )  # fmt: skip
+    mc = (
+        f"; MC from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
+        f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
+        if has_mc
+        else ""
+    )
+    sex = "women" if hl.female_only else "both sexes"
+    return HtmlTable(
+        frame,
+        shown,
+        caption=(
+            f"{hl.title.capitalize()}, {sex}, {_phrase(_key(setting))} (value in {hl.unit}): relative uncertainties "
+            "\u03b4 = sd / value (Poisson, noise), noise admixture A, and the half-widths z sd of the "
+            f"{fmt_pct(level, 3)} intervals from Poisson and from noise in {hl.unit}"
+            + (" (the noise interval centred on value + bias)" if "bias" in shown else "")
+            + f"{mc}. Flags (first order may be unreliable): sparse = more than half of the age cells rest on "
+            "fewer than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error."
+        ),
+        flagged=base.flagged,
+    )
+
+
+def _decimals(g: pd.DataFrame) -> int:
+    """Significant digits for interval ends: enough to show the half-width of the noise."""
+    import math
+
+    v = g["value"].abs().median()
+    h = g["half_noise"].abs()
+    h = h[h > 0].median() if (h > 0).any() else np.nan
+    if not (np.isfinite(v) and np.isfinite(h) and v > 0):
+        return 4
+    return int(min(8, max(3, math.floor(math.log10(v)) - math.floor(math.log10(h)) + 2)))
+
+
+def _key(setting) -> str:
+    """``{"V": 1}`` -> ``"V=1"``; ``{"ptable": "v01"}`` -> ``"v01"`` (the decision tables' keys)."""
+    if isinstance(setting, str):
+        return setting
+    v, p = setting.get("V"), setting.get("ptable")
+    return Path(str(p)).stem.lower() if p else f"V={float(v):g}"
+
+
+def _phrase(key: str) -> str:
+    return f"at {setting_label(key)}" if key.startswith("V=") else f"with {setting_label(key)}"
+
+
+# ==================================================================== small cells
+def small_cells_view(cells: pd.DataFrame, indicator: str | None = None) -> HtmlTable:
+    """Cells resting on few events: per region, of its age cells (every published age, the
+    unknown age spread), how many hold fewer than 10 events, for women (F), men (M) and
+    both sexes (T) -- deaths -- and women -- births. The flags tables print the same
+    counts (:func:`demonoise.analysis.decision.small_cell_text`)."""
+    c = one_region(cells)
+    if indicator is not None:
+        c = c[c["indicator"] == indicator]
+    regions = c.drop_duplicates("region")
+    shown = pd.DataFrame({"region": _region_labels(regions)})
+    for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"])]:
+        word = "deaths" if ind == "asmr" else "births"
+        for s in ("F", "M", "T"):
+            g = c[(c["indicator"] == ind) & (c["sex"] == s)].set_index("region").reindex(regions["region"])
+            if g["age_cells"].isna().all():
+                continue
+            shown[f"{word}, {s}: < 10 of cells"] = [
+                "\u2014" if not np.isfinite(n) else f"{int(k)} of {int(n)} ({fmt_pct(k / n)})"
+                for k, n in zip(g["age_cells_under_10_events"], g["age_cells"], strict=True)
+            ]
+    frame = c.drop(columns=["data_status"], errors="ignore")
+    return HtmlTable(
+        frame,
+        shown,
+        caption=(
+            "Cells resting on few events (first order unreliable there): per region, how many of its age cells "
+            "(every published age; the unknown age spread over the known ones) hold fewer than 10 events, of all "
+            "its age cells, for women (F), men (M) and both sexes (T); births by age of mother are women only. "
+            "The flags tables give the same counts."
+        ),
+    )
+
+
+# ============================================================= generic vs p-table
+def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
+    """Region by region, the noise sd of e0, e65 and the TFR under the generic model at
+    the p-table's nominal V against the p-table's own, and their ratio (e0, e65: both
+    sexes; TFR: women)."""
+    cmp = _comparison(rep, ptable)
+    sel = _in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
+    regions = sel.drop_duplicates("region")
+    shown = pd.DataFrame(
+        {"region": _region_labels(regions), "population (1 Jan.)": [fmt_int(p) for p in regions.population]}
+    )
+    groups: list[tuple] = [("", 2, "")]
+    for h in dict.fromkeys(sel["headline"]):
+        g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
+        scale, unit = _SD_SCALE[h]
+        shown[f"generic ({unit}) \u00b7{h}"] = fmt_fixed_column(scale * g["sd_generic"], significant=2)
+        shown[f"p-table ({unit}) \u00b7{h}"] = fmt_fixed_column(scale * g["sd_ptable"], significant=2)
+        shown[f"ratio \u00b7{h}"] = fmt_fixed_column(g["ratio"], significant=2)
+        groups.append((f"noise sd of {HEADLINES[h].label}", 3, ""))
+    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+    v = float(sel["V"].iloc[0]) if len(sel) else float("nan")
+    return HtmlTable(
+        cmp.drop(columns=["data_status"], errors="ignore"),
+        shown,
+        caption=(
+            f"Noise sd under the generic model at the p-table's nominal V = {v:g} and under the p-table itself, "
+            "and their ratio (p-table / generic): e0 and e65 both sexes, the TFR women."
+        ),
+        groups=groups,
+    )
+
+
+def _comparison(rep, ptable: str | None) -> pd.DataFrame:
+    cmp = rep.ptable_comparison
+    if ptable is not None:
+        cmp = cmp[cmp["ptable"].str.removeprefix("ptable ") == Path(str(ptable)).stem.lower()]
+    return cmp
+
+
+def reasons(rep, ptable: str | None = None):
+    """Why the two models differ, one sentence per region (the headline and sex whose ratio
+    is furthest from 1), from :func:`demonoise.analysis.decision.ptable_comparison`."""
+    from IPython.display import Markdown
+
+    cmp = one_region(_comparison(rep, ptable))
+    cmp = cmp[np.isfinite(cmp["ratio"])]
+    if cmp.empty:
+        return Markdown("No noised cell behind the indicators: nothing to compare.")
+    far = cmp.assign(_d=(cmp["ratio"] - 1).abs()).sort_values("_d", ascending=False, kind="stable")
+    order = [r for r in dict.fromkeys(rep.decision["region"]) if r in set(cmp["region"])]
+    rows = far.drop_duplicates("region").set_index("region").reindex(order)
+    return Markdown("\n".join(f"- {r}" for r in rows["reason"]))
+
+
+def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:
+    """The p-table's count-dependent noise: bias, variance and sd per original count, the
+    probability that a count is published unchanged, and the nominal V."""
+    t = rep.ptable_noise
+    if ptable is not None:
+        t = t[t["ptable"].str.removeprefix("ptable ") == Path(str(ptable)).stem.lower()]
+    shown = pd.DataFrame(
+        {
+            "original count": t["count"].astype(str),
+            "bias (counts)": fmt_fixed_column(t["bias"], significant=2),
+            "variance (counts\u00b2)": fmt_fixed_column(t["variance"], significant=3),
+            "sd (counts)": fmt_fixed_column(t["sd"], significant=3),
+            "P(unchanged) (%)": fmt_percent_column(t["p_stay"], significant=3),
+        }
+    )
+    nominal = float(t["nominal_V"].iloc[0]) if len(t) else float("nan")
+    return HtmlTable(
+        t,
+        shown,
+        caption=(
+            f"Noise of the p-table by original count: mean noise (bias), variance and sd, and the probability that "
+            f"the count is published unchanged; nominal V = {nominal:g}. A count of 0 stays 0; the last row stands "
+            "for every larger count."
+        ),
+    )
+
+
+def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = None) -> HtmlTable:
+    """Each indicator's first-order bias under the p-table, per region, beside its noise
+    sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table -- the
+    median over ages of the relative bias of the ASFR and ASMR."""
+    cmp = _comparison(rep, ptable)
+    sel = _in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
+    regions = sel.drop_duplicates("region")
+    shown = pd.DataFrame({"region": _region_labels(regions)})
+    for h in dict.fromkeys(sel["headline"]):
+        g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
+        scale, unit = _SD_SCALE[h]
+        shown[f"{HEADLINES[h].label} bias ({unit})"] = fmt_fixed_column(scale * g["bias_ptable"], significant=2)
+        shown[f"{HEADLINES[h].label} bias / noise sd (%)"] = fmt_percent_column(g["bias_ptable"] / g["sd_ptable"])
+    if results is not None:
+        for ind in ("asfr", "asmr"):
+            med = _median_relative_bias(results, ind, ptable)
+            if med is not None:
+                shown[f"{ind.upper()}: median rel. bias (%)"] = fmt_percent_column(
+                    med.reindex(regions["region"]).to_numpy()
+                )
+    return HtmlTable(
+        sel.drop(columns=["data_status"], errors="ignore"),
+        shown,
+        caption=(
+            "First-order bias of the indicators under the p-table (the mean change noise makes, to first order: the "
+            "p-table's noise has a non-zero mean on small counts), per region, and as a share of its noise sd; e0 and "
+            "e65 both sexes, the TFR and the ASFR women, the ASMR both sexes (median over ages of bias / value)."
+        ),
+    )
+
+
+def _median_relative_bias(results: pd.DataFrame, indicator: str, ptable: str | None) -> pd.Series | None:
+    sex = "F" if indicator == "asfr" else "T"
+    d = results[(results["noise_model"] == "ptable") & (results["indicator"] == indicator) & (results["sex"] == sex)]
+    if ptable is not None:
+        d = d[d["ptable"].astype(str).str.removeprefix("ptable ") == Path(str(ptable)).stem.lower()]
+    d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
+    if d.empty:
+        return None
+    return (d["bias_noise"] / d["value"]).groupby(d["region"]).median()
+
+
+# ==================================================================== calibration
+def calibration_view(rep) -> HtmlTable:
+    """The calibration chapter: per region and sex, the largest V of each family keeping
+    the admixture of e0 and of the TFR at or below each threshold (the CSV holds every row
+    of :func:`demonoise.uncertainty.calibration.calibrate`'s table, with its status)."""
+    cal = _in_report_order(one_region(rep.calibration), rep)
+    keys = ["region", "region_name", "sex"]
+    base = cal.drop_duplicates(keys)[keys].reset_index(drop=True)
+    shown = pd.DataFrame({"region": _region_labels(base), "sex": base["sex"].map(SEX_WORDS).to_numpy()})
+    groups: list[tuple] = [("", 2, "")]
+    for j, (fam, g) in enumerate(cal.groupby("family", sort=False)):
+        cols = 0
+        for (h, t), gg in g.groupby(["headline", "threshold"], sort=False):
+            m = gg.set_index(["region", "sex"])["V_max_shown"]
+            shown[f"{HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)} \u00b7{j}"] = [
+                m.get((r, s), "\u2014") for r, s in zip(base["region"], base["sex"], strict=True)
+            ]
+            cols += 1
+        groups.append((_family_label(fam, cal), cols, ""))
+    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+    return HtmlTable(
+        cal.drop(columns=["data_status"], errors="ignore"),
+        shown,
+        caption=(
+            "Largest V per region and sex keeping the noise admixture of e0 (and of the TFR, women) at or below each "
+            "threshold: the generic model in closed form and each p-table family numerically (3 significant digits; "
+            "\u201c> range\u201d: every V searched keeps it; \u2014: not published for that sex)."
+        ),
+        groups=groups,
+        note=_range_note(rep.calibration),
+    )
+
+
+# ========================================================================== index
+def index_columns(rep) -> dict[str, Any]:
+    """The index page's cells of a country: its population on 1 January (the decision
+    table's figure), per setting the worst admixture class over the NUTS 2 regions and
+    e0, e65 and the TFR (coloured, naming the indicator and region), and the recommended V."""
+    pop = rep.population
+    country = pop[pop["nuts_level"] == 0]
+    out: dict[str, Any] = {
+        "population (1 Jan.)": fmt_int(float(country["population"].iloc[0])) if len(country) else "\u2014",
+        "NUTS 2 regions": int((pop["nuts_level"] == 2).sum()),
+    }
+    dec = rep.decision[rep.decision["measure"].isin(["e0", "e65", "tfr"])]
+    nuts2 = dec[dec["nuts_level"] == 2] if (dec["nuts_level"] == 2).any() else dec
+    for s in _settings(dec):
+        g = nuts2[(nuts2["setting"] == s) & np.isfinite(nuts2["admixture"].astype(float))]
+        if g.empty:
+            out[f"worst A, {setting_label(s)}"] = "n/a"
+            continue
+        w = g.loc[g["admixture"].astype(float).idxmax()]
+        cls = admixture_class(float(w["admixture"]))
+        out[f"worst A, {setting_label(s)}"] = {
+            "text": f"{fmt_pct(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})",
+            "colour": cls.colour if cls else "",
+        }
+    rec = rep.recommended[rep.recommended["family"] == "generic"]
+    ind = rec["indicator"].iloc[0] if len(rec) else "e0"
+    thr = float(rec["threshold"].iloc[0]) if len(rec) else 0.1
+    out[f"recommended V ({HEADLINES[ind].label}, A \u2264 {fmt_pct(thr, 3)})"] = recommended_text(rep)
+    return out
+
+
+# ======================================================================== CSV files
+class _DataFiles:
+    def __init__(self, files: Mapping[str, pd.DataFrame]):
+        self.files = dict(files)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from demonoise.report.notebook import data_bundle
+
+        return data_bundle(self.files)
+
+
+def data_files(rep) -> _DataFiles:
+    """Every table of the decision report (and the column dictionary with their units) as a
+    CSV file of its own name next to the report (``decision.csv``, ``calibration.csv`` with
+    the columns of ``demonoise calibrate``, ``error_bands.csv``, ...); shows nothing."""
+    return _DataFiles(rep.tables())
