@@ -76,7 +76,8 @@ MAX_BLOCK = 256
 def exact_grouping(noise, floor_zero: bool) -> bool:
     """Whether the noise of a group of cells can be drawn as one number: count-independent
     noise with a known law (``law()`` and ``sum_law(k)``) and no zero floor."""
-    return bool(getattr(noise, "count_independent", False)) and hasattr(noise, "sum_law") and not floor_zero
+    grouped_law = callable(getattr(noise, "sum_law", None))
+    return bool(getattr(noise, "count_independent", False)) and grouped_law and not floor_zero
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Monte Carlo check of the analytic propagation: seeded, vectorised, chunked.
+"""Monte Carlo check of the analytic propagation: seeded, in independent blocks.
 
 Each replicate perturbs the *published* cells and recomputes every indicator
 exactly (UNK spread, grouping, life table), with three components:
@@ -10,15 +10,28 @@ exactly (UNK spread, grouping, life table), with three components:
 ``noise`` and ``total`` use the same uniform numbers for the noise (common random
 numbers), so that with generic noise ``total - poisson`` is exactly the noise part,
 and the admixture estimated by Monte Carlo is not blurred by independent draws.
-Replicates are processed in blocks whose size keeps memory below a limit (at most
-64 replicates); each block has its own random stream spawned from one
-:class:`numpy.random.SeedSequence`, so the result depends on the seed, ``n`` and the
-block size only -- not on the number of worker processes or their scheduling.
+
+Replicates are processed in blocks; each block has its own random stream spawned from
+one :class:`numpy.random.SeedSequence` of the seed, and the block size follows from a
+memory limit and the problem (never from the number of workers), so the result depends
+on the seed, ``n`` and the block size only -- not on the number of worker processes or
+their scheduling. A block is a pure function ``(plan, size, SeedSequence child) ->
+partial sums`` (:func:`demonoise.uncertainty.mc_blocks.run_block`), summed in block order.
+
+Two engines compute the same models and laws with the same seed semantics:
+
+* ``"fused"`` (default, :mod:`demonoise.uncertainty.mc_blocks`): draws one number per
+  group of cells where that is exact (a sum of Poisson cells is one Poisson draw; a sum
+  of ``k`` cells with generic noise is one draw of the ``k``-fold law), by alias tables,
+  and runs the replicate life tables in compiled loops (numba); p-tables and the zero
+  floor go through its exact per-cell path;
+* ``"reference"``: the original vectorised numpy path, every published cell drawn and
+  the indicators recomputed with :mod:`demonoise.demography`; kept to check and time
+  the fused engine against.
 
 Agreement with the analytic standard deviation is judged against sampling error:
 the relative standard error of an sd estimated from ``N`` replicates is about
-``1/sqrt(2N)`` (0.71 % at N = 10 000), hence ``z = (sd_MC / sd_analytic - 1) sqrt(2N)``
-(DESIGN.md section 5).
+``1/sqrt(2N)`` (0.71 % at N = 10 000), hence ``z = (sd_MC / sd_analytic - 1) sqrt(2N)``.
 
 A *zero floor* (``max(0, noisy count)``) is an option: it is a different noise model
 (closer to the Cell Key Method, which never publishes negative counts), not a
@@ -27,6 +40,7 @@ detail of the generic model, and results say which one was used.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -335,7 +349,7 @@ def monte_carlo(
     sizes = [block] * (n // block) + ([n % block] if n % block else [])
     jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes)), strict=True))
     workers = workers or min(2, os.cpu_count() or 1)
-    acc = _run_jobs(task, jobs, shared, workers, progress)
+    acc = _run_jobs(task, jobs, shared, workers, progress, spawn=engine == "fused")
     res = MonteCarloResult(
         n=n, seed=seed, floor_zero=floor_zero, quantiles=tuple(quantiles or ()), block=block, engine=engine
     )
@@ -344,31 +358,41 @@ def monte_carlo(
     return res
 
 
-def _run_jobs(task, jobs, shared, workers, progress) -> dict:
+def _run_jobs(task, jobs, shared, workers, progress, spawn=False) -> dict:
     """Run the blocks in-process or on a pool of worker processes; sum their parts in
-    block order (so the sums do not depend on which worker ran which block)."""
+    block order (so the sums do not depend on which worker ran which block). Stored
+    replicate values go straight into one array per statistic, at the block's offset.
+
+    ``spawn``: fresh worker processes (``multiprocessing`` "spawn" context) that receive
+    the shared state pickled, instead of forked copies of this process -- their memory is
+    then their own work only (a forked worker maps all of its parent's pages)."""
     acc: dict = {}
+    n = sum(size for size, _ in jobs)
     done = 0
 
-    def absorb(part):
+    def absorb(part, offset):
         for key, rec in part.items():
-            a = acc.setdefault(key, {"n": 0, "s1": 0.0, "s2": 0.0, "values": []})
+            a = acc.setdefault(key, {"n": 0, "s1": 0.0, "s2": 0.0, "values": None})
             a["n"] = a["n"] + rec["n"]
             a["s1"] = a["s1"] + rec["s1"]
             a["s2"] = a["s2"] + rec["s2"]
             if "values" in rec:
-                a["values"].append(rec["values"])
+                v = rec["values"]
+                if a["values"] is None:
+                    a["values"] = np.empty((n,) + v.shape[1:], dtype=v.dtype)
+                a["values"][offset : offset + v.shape[0]] = v
 
     if workers <= 1 or len(jobs) == 1:
         _init_worker(shared)
         parts = map(task, jobs)
         ex = None
     else:
-        ex = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(shared,))
+        ctx = multiprocessing.get_context("spawn") if spawn else None
+        ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(shared,))
         parts = ex.map(task, jobs)
     try:
         for (size, _), part in zip(jobs, parts, strict=True):
-            absorb(part)
+            absorb(part, done)
             done += size
             if progress:
                 progress(done)
@@ -385,15 +409,16 @@ def _moments(a: dict, ref: np.ndarray, quantiles) -> dict:
     mean_d = a["s1"] / m
     var = np.where(a["n"] > 1, (a["s2"] - a["n"] * mean_d**2) / np.maximum(a["n"] - 1, 1), np.nan)
     st = {"mean": ref + mean_d, "sd": np.sqrt(np.maximum(var, 0.0)), "n_valid": a["n"]}
-    if a["values"]:
-        vals = np.concatenate(a["values"], axis=0)
-        a["values"].clear()
+    if a["values"] is not None:
+        vals, a["values"] = a["values"], None
         with np.errstate(invalid="ignore"):
-            # np.quantile is vectorised; nanquantile falls back to a Python loop per cell
+            # np.quantile is vectorised (and partitions the stored values in place);
+            # nanquantile falls back to a Python loop per cell
             q = (
-                np.quantile(vals, quantiles, axis=0)
+                np.quantile(vals, quantiles, axis=0, overwrite_input=True)
                 if not np.isnan(vals).any()
-                else np.nanquantile(vals, quantiles, axis=0)
+                else np.nanquantile(vals, quantiles, axis=0, overwrite_input=True)
             )
+        del vals
         st["q_lo"], st["q_hi"] = q[0], q[-1]
     return st
