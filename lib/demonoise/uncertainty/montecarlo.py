@@ -303,7 +303,10 @@ def monte_carlo(
         Bytes of working memory per block (sets the block size; default 1.5e8 for the
         fused engine, 5e8 for the reference engine).
     workers : int, optional
-        Worker processes (default: ``min(2, os.cpu_count())``); 1 runs in-process.
+        Worker processes (default: ``min(2, os.cpu_count())``); 1 runs in-process. The
+        fused engine starts fresh ("spawn") processes, so a *script* that calls this
+        with ``workers > 1`` must guard its entry point (``if __name__ == "__main__":``),
+        as with any spawn-based pool; notebooks, the CLI and pytest need nothing.
     progress : callable, optional
         Called with the number of replicates done after each block.
     engine : {"fused", "reference"}
