@@ -202,12 +202,20 @@ def run_child(spec: dict, cache_dir: str | None = None) -> dict:
     env["PYTHONPATH"] = LIB + os.pathsep + env.get("PYTHONPATH", "")
     if cache_dir:
         env["NUMBA_CACHE_DIR"] = cache_dir
+    cache = " (empty numba cache)" if cache_dir and not os.listdir(cache_dir) else ""
     out = subprocess.run(
         [sys.executable, __file__, "--child", json.dumps(spec)], env=env, capture_output=True, text=True, check=False
     )
     if out.returncode != 0:
         raise SystemExit(f"benchmark child failed ({spec}):\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    what = f"{spec['engine']}, {spec['workers']} worker(s), N = {spec['n']}" + (
+        ", NUTS 3-sized" if spec["nuts3"] else ""
+    )
+    print(
+        f"  [run] {what}{cache}: {r['wall']:.1f} s, cpu {r['cpu']:.0f} s, peak RSS sum {r['sum_mb']:.0f} MB", flush=True
+    )
+    return r
 
 
 def _mem(r):
