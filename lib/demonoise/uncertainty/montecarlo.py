@@ -18,7 +18,8 @@ on the seed, ``n``, the block size and the indicators simulated -- not on the nu
 worker processes, their scheduling or the quantiles asked for. (The fused engine draws at
 the coarsest grouping the requested indicators share, so asking for the TFR beside e_x
 changes the population draws e_x sees; the reference engine draws every cell and does not.)
-A block is a pure function ``(plan, size, SeedSequence child) -> partial sums`` (:func:`demonoise.uncertainty.mc_blocks.run_block`), summed in block order.
+A block is a pure function ``(plan, size, SeedSequence child) -> partial sums``
+(:func:`demonoise.uncertainty.mc_blocks.run_block`), summed in block order.
 
 Two engines compute the same models and laws with the same seed semantics:
 
