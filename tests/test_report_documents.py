@@ -113,7 +113,11 @@ def test_charts_use_the_vocabulary_colours(lu):
     from demonoise.report.summary import across_settings, at, load_results
 
     o = lu["o"]
-    res = next((lu["out"] / "results" / "ess-2023").glob("LU-single-*[0-9a-f].parquet"))
+    res = next(
+        p
+        for p in sorted((lu["out"] / "results" / "ess-2023").glob("LU-single-*.parquet"))
+        if "-calibration" not in p.name and "-comparison-" not in p.name
+    )
     df = load_results(res, dataset="ess-2023", country="LU", setting={"V": 5})
     # the noise line of each setting has the setting's colour, Poisson its own
     for i, s in enumerate(({"V": 1}, {"V": 5}, {"ptable": "v01"})):

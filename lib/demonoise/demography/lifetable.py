@@ -45,6 +45,7 @@ __all__ = [
     "life_table_from_rates",
     "e_derivative",
     "e_only",
+    "closed_interval_constants",
 ]
 
 #: Eurostat's ``a_0`` (fraction of the first year of life lived by infants who die):
@@ -470,6 +471,16 @@ def e_derivative(lt: LifeTable, ages=None) -> np.ndarray:
         out = w[..., None, :] / lt.l[..., ks][..., :, None]
         out = np.where(np.arange(X)[None, :] >= ks[:, None], out, 0.0)
     return out[..., 0, :] if scalar else out
+
+
+def closed_interval_constants(lower, *, a=0.5, a0=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n_x``, ``n_x b_x`` and ``n_x a_x`` (``b = 1 - a``) of the closed intervals, (X-1,) each:
+    the constants of the recurrences of :func:`e_only` (``a``, ``a0`` as in :func:`life_table`;
+    ``a`` a scalar or per interval)."""
+    lo = _check_lower(lower)
+    a_arr = _broadcast_a(a, a0, lo, ())  # (X,)
+    n = np.diff(lo).astype(float)
+    return n, n * (1.0 - a_arr[:-1]), n * a_arr[:-1]
 
 
 def e_only(deaths, exposure, lower, ages, *, a=0.5, a0=None, dtype=np.float64) -> np.ndarray:

@@ -42,6 +42,7 @@ __all__ = [
     "PTableNoise",
     "zero_floor",
     "discrete_gaussian",
+    "alias_table",
 ]
 
 
@@ -127,6 +128,32 @@ class NoiseModel(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+def alias_table(support, probs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Walker's alias table of an integer law (Vose's construction; Walker 1977, Vose 1991).
+
+    A uniform ``u`` in ``[0, 1)`` draws the law exactly (up to floating point): with
+    ``n = len(support)``, ``j = floor(n u)`` picks a column and the fraction ``n u - j``
+    takes ``value[j]`` when below ``prob[j]``, else ``alias_value[j]``.
+
+    Returns
+    -------
+    prob : ndarray of float64 (n,)
+    value, alias_value : ndarray of int64 (n,)
+    """
+    support = np.asarray(support, dtype=np.int64)
+    p = np.asarray(probs, dtype=np.float64) * support.size  # probabilities summing to 1
+    n = p.size
+    prob, alias = np.ones(n), np.arange(n)
+    small = [i for i in range(n) if p[i] < 1.0]
+    large = [i for i in range(n) if p[i] >= 1.0]
+    while small and large:
+        s_, l_ = small.pop(), large.pop()
+        prob[s_], alias[s_] = p[s_], l_
+        p[l_] = p[l_] + p[s_] - 1.0
+        (small if p[l_] < 1.0 else large).append(l_)
+    return prob, support.copy(), support[alias]
 
 
 # ----------------------------------------------------------------------------- generic
@@ -265,6 +292,22 @@ class GenericNoise(NoiseModel):
         """``(support, probabilities)`` of the noise law actually used."""
         return self._support.copy(), self._probs.copy()
 
+    def sum_law(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(support, probabilities)`` of the sum of ``k`` independent draws of the law:
+        its ``k``-fold convolution (variance ``k V``), exact up to floating point.
+
+        The noise on a sum of ``k`` published cells, each with its own independent noise,
+        is one draw from this law (what the Monte Carlo draws for a life-table group).
+        """
+        k = int(k)
+        if k < 1:
+            raise ParameterError(f"k (number of cells) must be >= 1, got {k}")
+        p = self._probs
+        for _ in range(k - 1):
+            p = np.convolve(p, self._probs)
+        lo = k * int(self._support[0])
+        return np.arange(lo, lo + p.size, dtype=np.int64), p
+
     def exact_variance(self) -> float:
         """Variance :math:`\\sum_k k^2 p(k)` of the law actually used (equals ``V`` to ~1e-15)."""
         k = self._support.astype(np.float64)
@@ -308,20 +351,8 @@ class GenericNoise(NoiseModel):
         return self._support.size
 
     def _build_alias(self):
-        """Vose's construction of the alias table of the law."""
-        p = self._probs * self._support.size
-        n = p.size
-        prob, alias = np.ones(n), np.arange(n)
-        small = [i for i in range(n) if p[i] < 1.0]
-        large = [i for i in range(n) if p[i] >= 1.0]
-        p = p.copy()
-        while small and large:
-            s_, l_ = small.pop(), large.pop()
-            prob[s_], alias[s_] = p[s_], l_
-            p[l_] = p[l_] + p[s_] - 1.0
-            (small if p[l_] < 1.0 else large).append(l_)
-        self._alias_prob = prob
-        self._alias_value = self._support[alias]
+        """Vose's construction of the alias table of the law (:func:`alias_table`)."""
+        self._alias_prob, _, self._alias_value = alias_table(self._support, self._probs)
         # the smallest integer type that holds the support keeps the gathers cheap
         dt = np.int8 if self._support.max() < 128 else (np.int16 if self._support.max() < 2**15 else np.int64)
         self._alias_low = self._support.astype(dt)

@@ -1,4 +1,4 @@
-"""Monte Carlo check of the analytic propagation: seeded, vectorised, chunked.
+"""Monte Carlo check of the analytic propagation: seeded, in independent blocks.
 
 Each replicate perturbs the *published* cells and recomputes every indicator
 exactly (UNK spread, grouping, life table), with three components:
@@ -10,10 +10,27 @@ exactly (UNK spread, grouping, life table), with three components:
 ``noise`` and ``total`` use the same uniform numbers for the noise (common random
 numbers), so that with generic noise ``total - poisson`` is exactly the noise part,
 and the admixture estimated by Monte Carlo is not blurred by independent draws.
-Replicates are processed in blocks whose size keeps memory below a limit (at most
-64 replicates); each block has its own random stream spawned from one
-:class:`numpy.random.SeedSequence`, so the result depends on the seed, ``n`` and the
-block size only -- not on the number of worker processes or their scheduling.
+
+Replicates are processed in blocks; each block has its own random stream spawned from
+one :class:`numpy.random.SeedSequence` of the seed, and the block size follows from a
+memory limit and the problem (never from the number of workers), so the result depends
+on the seed, ``n``, the block size and the indicators simulated -- not on the number of
+worker processes, their scheduling or the quantiles asked for. (The fused engine draws at
+the coarsest grouping the requested indicators share, so asking for the TFR beside e_x
+changes the population draws e_x sees; the reference engine draws every cell and does not.)
+A block is a pure function ``(plan, size, SeedSequence child) -> partial sums``
+(:func:`demonoise.uncertainty.mc_blocks.run_block`), summed in block order.
+
+Two engines compute the same models and laws with the same seed semantics:
+
+* ``"fused"`` (default, :mod:`demonoise.uncertainty.mc_blocks`): draws one number per
+  group of cells where that is exact (a sum of Poisson cells is one Poisson draw; a sum
+  of ``k`` cells with generic noise is one draw of the ``k``-fold law), by alias tables,
+  and runs the replicate life tables in compiled loops (numba); p-tables and the zero
+  floor go through its exact per-cell path;
+* ``"reference"``: the original vectorised numpy path, every published cell drawn and
+  the indicators recomputed with :mod:`demonoise.demography`; kept to check and time
+  the fused engine against.
 
 Agreement with the analytic standard deviation is judged against sampling error:
 the relative standard error of an sd estimated from ``N`` replicates is about
@@ -27,6 +44,7 @@ detail of the generic model, and results say which one was used.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -39,9 +57,13 @@ from demonoise.demography.indicators import exposure
 from demonoise.demography.lifetable import e_only
 from demonoise.uncertainty.propagation import TABLES, Linearised, check_noised
 
-__all__ = ["COMPONENTS", "MonteCarloResult", "monte_carlo", "z_score"]
+__all__ = ["COMPONENTS", "ENGINES", "MonteCarloResult", "monte_carlo", "z_score"]
 
 COMPONENTS = ("noise", "poisson", "total")
+#: Monte Carlo engines: the fused one (default) and the reference numpy path.
+ENGINES = ("fused", "reference")
+#: Default working memory of a block of the fused engine (bytes).
+FUSED_MEMORY = 1.5e8
 _EVENTS = ("deaths", "births")
 
 
@@ -72,6 +94,8 @@ class MonteCarloResult:
         ``q_lo``/``q_hi`` (the first and last of ``quantiles``) and ``quantiles``
         (``{probability: array}`` for every requested quantile).
     quantiles : tuple of float
+    engine : str
+        ``"fused"`` or ``"reference"`` (:func:`monte_carlo`).
     """
 
     n: int
@@ -80,6 +104,7 @@ class MonteCarloResult:
     quantiles: tuple
     stats: dict = field(default_factory=dict)
     block: int = 0
+    engine: str = "fused"
 
 
 def _spread_group(x, axis, grouping):
@@ -130,8 +155,8 @@ def _init_worker(shared: dict):
     _SHARED.update(shared)
 
 
-def _chunk(job):
-    """Worker: one block of replicates (its own seed) -> partial sums (and stored values)."""
+def _reference_block(job):
+    """Reference engine, worker: one block of replicates (its own seed) -> partial sums (and stored values)."""
     size, seed_seq = job
     sh = _SHARED
     c, lay, noise, indicators, components = sh["counts"], sh["layout"], sh["noise"], sh["indicators"], sh["components"]
@@ -203,6 +228,43 @@ def _chunk(job):
     return out
 
 
+def _run_fused(job):
+    """Fused engine, worker: one block (its own seed) -> partial sums."""
+    from demonoise.uncertainty.mc_blocks import run_block
+
+    size, seed_seq = job
+    return run_block(_SHARED["plan"], size, seed_seq)
+
+
+def _reference_setup(lz, noise, indicators, components, floor_zero, noised, quantiles, n, memory_limit, store_limit):
+    """Shared state and block size of the reference engine."""
+    c = lz.counts
+    e_idx = None
+    if "e" in indicators:
+        e_idx = np.searchsorted(lz.layout.lt_lower, lz.blocks["e"].age_lower)
+    refs = {i: np.nan_to_num(lz.blocks[i].lin.value) for i in indicators}
+    # memory per replicate: cells of every table, a few copies per component
+    cells = sum(v.size for v in (c.deaths, c.births, c.pop_start, c.pop_end) if v is not None)
+    per_rep = cells * 8 * (6 + 4 * len(components))
+    block = int(max(1, min(64, n, memory_limit // per_rep)))
+    keep = {}
+    for i in indicators:
+        if not quantiles:
+            keep[i] = ""
+            continue
+        nbytes = n * lz.blocks[i].lin.value.size * len(components) * 8
+        keep[i] = "f8" if nbytes <= store_limit else ("f4" if nbytes / 2 <= store_limit else "")
+    # deaths of both sexes (T) equal F + M cell by cell (always so in Eurostat's tables
+    # barring unknown sex): then the Poisson draw of T is the sum of those of F and M
+    t_is_sum = c.deaths is not None and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
+    shared = {
+        "counts": c, "layout": lz.layout, "noise": noise, "indicators": tuple(indicators),
+        "components": tuple(components), "e_idx": e_idx, "t_is_sum": t_is_sum, "floor_zero": floor_zero,
+        "noised": tuple(noised), "refs": refs, "keep": keep, "lt_kw": lz.lifetable_kw,
+    }  # fmt: skip
+    return shared, block, refs
+
+
 def monte_carlo(
     lz: Linearised,
     noise,
@@ -214,10 +276,11 @@ def monte_carlo(
     floor_zero: bool = False,
     noised=TABLES,
     quantiles=(0.025, 0.975),
-    memory_limit: float = 5.0e8,
+    memory_limit: float | None = None,
     store_limit: float = 1.0e9,
     workers: int | None = None,
     progress=None,
+    engine: str = "fused",
 ) -> MonteCarloResult:
     """Monte Carlo replicates of the indicators in ``lz`` under ``noise``.
 
@@ -242,12 +305,22 @@ def monte_carlo(
     quantiles : (float, float) or None
         Quantiles reported where the replicate values fit ``store_limit`` bytes
         (``None``: moments only, nothing stored).
-    memory_limit : float
-        Bytes of working memory per chunk (sets the chunk size).
+    memory_limit : float, optional
+        Bytes of working memory per block (sets the block size; default 1.5e8 for the
+        fused engine, 5e8 for the reference engine).
     workers : int, optional
-        Worker processes (default: ``min(2, os.cpu_count())``); 1 runs in-process.
+        Worker processes (default: ``min(2, os.cpu_count())``); 1 runs in-process. The
+        fused engine starts fresh ("spawn") processes, so a *script* that calls this
+        with ``workers > 1`` must guard its entry point (``if __name__ == "__main__":``),
+        as with any spawn-based pool; notebooks, the CLI and pytest need nothing.
     progress : callable, optional
-        Called with the number of replicates done after each chunk.
+        Called with the number of replicates done after each block.
+    engine : {"fused", "reference"}
+        ``"fused"`` (default): draws per group of cells where that is exact and runs the
+        replicate life tables in compiled loops (:mod:`demonoise.uncertainty.mc_blocks`).
+        ``"reference"``: the original vectorised numpy path, per published cell, kept to
+        check and time the fused engine against. Same laws and seed semantics; the
+        draws, hence the figures, differ within sampling error.
 
     Returns
     -------
@@ -255,6 +328,8 @@ def monte_carlo(
     """
     if n < 2:
         raise ParameterError(f"Monte Carlo needs at least 2 replicates, got n={n}")
+    if engine not in ENGINES:
+        raise ParameterError(f"unknown Monte Carlo engine {engine!r}; choose from {', '.join(ENGINES)}")
     bad = set(components) - set(COMPONENTS)
     if bad:
         raise ParameterError(f"unknown Monte Carlo component(s) {sorted(bad)}; choose from {', '.join(COMPONENTS)}")
@@ -264,55 +339,69 @@ def monte_carlo(
     noised = check_noised(noised)
     if not hasattr(noise, "perturb"):
         raise ParameterError(f"noise model {noise!r} cannot be sampled (no perturb method)")
-    c = lz.counts
-    e_idx = None
-    if "e" in indicators:
-        e_idx = np.searchsorted(lz.layout.lt_lower, lz.blocks["e"].age_lower)
-    refs = {i: np.nan_to_num(lz.blocks[i].lin.value) for i in indicators}
-    # memory per replicate: cells of every table, a few copies per component
-    cells = sum(v.size for v in (c.deaths, c.births, c.pop_start, c.pop_end) if v is not None)
-    per_rep = cells * 8 * (6 + 4 * len(components))
-    block = int(max(1, min(64, n, memory_limit // per_rep)))
-    keep = {}
-    for i in indicators:
-        if not quantiles:
-            keep[i] = ""
-            continue
-        nbytes = n * lz.blocks[i].lin.value.size * len(components) * 8
-        keep[i] = "f8" if nbytes <= store_limit else ("f4" if nbytes / 2 <= store_limit else "")
-    # deaths of both sexes (T) equal F + M cell by cell (always so in Eurostat's tables
-    # barring unknown sex): then the Poisson draw of T is the sum of those of F and M
-    t_is_sum = c.deaths is not None and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
+    indicators, components = tuple(indicators), tuple(components)
+    if engine == "reference":
+        shared, block, refs = _reference_setup(
+            lz, noise, indicators, components, floor_zero, noised, quantiles, n, memory_limit or 5.0e8, store_limit
+        )
+        task = _reference_block
+    else:
+        from demonoise.uncertainty.mc_blocks import build_plan, fused_block_size
+
+        plan = build_plan(
+            lz, noise, indicators=indicators, components=components, floor_zero=floor_zero, noised=noised,
+            quantiles=quantiles, n=n, store_limit=store_limit,
+        )  # fmt: skip
+        block = fused_block_size(plan, n, memory_limit or FUSED_MEMORY)
+        shared, refs = {"plan": plan}, {i: np.nan_to_num(lz.blocks[i].lin.value) for i in indicators}
+        task = _run_fused
     sizes = [block] * (n // block) + ([n % block] if n % block else [])
     jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes)), strict=True))
-    shared = {
-        "counts": c, "layout": lz.layout, "noise": noise, "indicators": tuple(indicators),
-        "components": tuple(components), "e_idx": e_idx, "t_is_sum": t_is_sum, "floor_zero": floor_zero,
-        "noised": tuple(noised), "refs": refs, "keep": keep, "lt_kw": lz.lifetable_kw,
-    }  # fmt: skip
     workers = workers or min(2, os.cpu_count() or 1)
+    acc = _run_jobs(task, jobs, shared, workers, progress, spawn=engine == "fused")
+    res = MonteCarloResult(
+        n=n, seed=seed, floor_zero=floor_zero, quantiles=tuple(quantiles or ()), block=block, engine=engine
+    )
+    for (ind, comp), a in acc.items():
+        res.stats[(ind, comp)] = _moments(a, refs[ind], quantiles)
+    return res
+
+
+def _run_jobs(task, jobs, shared, workers, progress, spawn=False) -> dict:
+    """Run the blocks in-process or on a pool of worker processes; sum their parts in
+    block order (so the sums do not depend on which worker ran which block). Stored
+    replicate values go straight into one array per statistic, at the block's offset.
+
+    ``spawn``: fresh worker processes (``multiprocessing`` "spawn" context) that receive
+    the shared state pickled, instead of forked copies of this process -- their memory is
+    then their own work only (a forked worker maps all of its parent's pages)."""
     acc: dict = {}
+    n = sum(size for size, _ in jobs)
     done = 0
 
-    def absorb(part):
+    def absorb(part, offset):
         for key, rec in part.items():
-            a = acc.setdefault(key, {"n": 0, "s1": 0.0, "s2": 0.0, "values": []})
+            a = acc.setdefault(key, {"n": 0, "s1": 0.0, "s2": 0.0, "values": None})
             a["n"] = a["n"] + rec["n"]
             a["s1"] = a["s1"] + rec["s1"]
             a["s2"] = a["s2"] + rec["s2"]
             if "values" in rec:
-                a["values"].append(rec["values"])
+                v = rec["values"]
+                if a["values"] is None:
+                    a["values"] = np.empty((n,) + v.shape[1:], dtype=v.dtype)
+                a["values"][offset : offset + v.shape[0]] = v
 
     if workers <= 1 or len(jobs) == 1:
         _init_worker(shared)
-        parts = map(_chunk, jobs)
+        parts = map(task, jobs)
         ex = None
     else:
-        ex = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(shared,))
-        parts = ex.map(_chunk, jobs)
+        ctx = multiprocessing.get_context("spawn") if spawn else None
+        ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(shared,))
+        parts = ex.map(task, jobs)
     try:
         for (size, _), part in zip(jobs, parts, strict=True):
-            absorb(part)
+            absorb(part, done)
             done += size
             if progress:
                 progress(done)
@@ -320,23 +409,26 @@ def monte_carlo(
         if ex is not None:
             ex.shutdown(cancel_futures=True)
         _SHARED.clear()
+    return acc
 
-    res = MonteCarloResult(n=n, seed=seed, floor_zero=floor_zero, quantiles=tuple(quantiles or ()), block=block)
-    for (ind, comp), a in acc.items():
-        m = np.maximum(a["n"], 1)
-        mean_d = a["s1"] / m
-        var = np.where(a["n"] > 1, (a["s2"] - a["n"] * mean_d**2) / np.maximum(a["n"] - 1, 1), np.nan)
-        st = {"mean": refs[ind] + mean_d, "sd": np.sqrt(np.maximum(var, 0.0)), "n_valid": a["n"]}
-        if a["values"]:
-            vals = np.concatenate(a["values"], axis=0)
-            with np.errstate(invalid="ignore"):
-                # np.quantile is vectorised; nanquantile falls back to a Python loop per cell
-                q = (
-                    np.quantile(vals, quantiles, axis=0)
-                    if not np.isnan(vals).any()
-                    else np.nanquantile(vals, quantiles, axis=0)
-                )
-            st["q_lo"], st["q_hi"] = q[0], q[-1]
-            st["quantiles"] = {float(p): q[i] for i, p in enumerate(quantiles)}
-        res.stats[(ind, comp)] = st
-    return res
+
+def _moments(a: dict, ref: np.ndarray, quantiles) -> dict:
+    """Mean, sd, valid count (and quantiles where values were kept) from summed parts."""
+    m = np.maximum(a["n"], 1)
+    mean_d = a["s1"] / m
+    var = np.where(a["n"] > 1, (a["s2"] - a["n"] * mean_d**2) / np.maximum(a["n"] - 1, 1), np.nan)
+    st = {"mean": ref + mean_d, "sd": np.sqrt(np.maximum(var, 0.0)), "n_valid": a["n"]}
+    if a["values"] is not None:
+        vals, a["values"] = a["values"], None
+        with np.errstate(invalid="ignore"):
+            # np.quantile is vectorised (and partitions the stored values in place);
+            # nanquantile falls back to a Python loop per cell
+            q = (
+                np.quantile(vals, quantiles, axis=0, overwrite_input=True)
+                if not np.isnan(vals).any()
+                else np.nanquantile(vals, quantiles, axis=0, overwrite_input=True)
+            )
+        del vals
+        st["q_lo"], st["q_hi"] = q[0], q[-1]
+        st["quantiles"] = {float(p): q[i] for i, p in enumerate(quantiles)}
+    return st
