@@ -338,7 +338,12 @@ def execute(state: Plan, computed: Mapping[Report, Computed], *, force=False, wo
 
     facts = {s.dataset: _dataset_facts(s.dataset) for s in state.params.selections}
     jobs, todo = [], []
-    for run in state.runs:
+    # the largest countries first, and in each the runs that draw the chapters' charts: the
+    # longest jobs start first; a country's runs follow one another (its tables stay cached)
+    rank = {r: i for i, r in enumerate(_by_size(state.reports))}
+    first = state.params.settings[0]
+    runs = sorted(state.runs, key=lambda x: (rank[x.report], x.setting not in (None, first)))
+    for run in runs:
         done = computed[run.report]
         if done.error:
             continue
@@ -389,7 +394,7 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
     out = state.output
     summary_path = Run(report, SUMMARY).output(out)
     metrics = read_metrics(summary_path)
-    parts = [Section(p, landscape=i == 0) for i, p in enumerate(split_sections(load_notebook(summary_path)[0]))]
+    parts = [Section(p, landscape=_wide_part(p)) for p in split_sections(load_notebook(summary_path)[0])]
     colours = setting_colours([s.label for s in state.params.settings])
     chapters = [
         Chapter(
@@ -411,6 +416,16 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
     )
     nb = assemble([parts[0], *chapters, *parts[1:]], title=title, cover=cover, source=source_of(facts["provenance"]))
     return nb, metrics
+
+
+#: Parts of the summary printed on landscape pages (their tables have a column per setting or family).
+LANDSCAPE = ("Main points", "Calibration")
+
+
+def _wide_part(part) -> bool:
+    first = next((c for c in part.cells if c.get("cell_type") == "markdown"), None)
+    title = (first.get("source", "") if first else "").lstrip().removeprefix("# ").split("\n")[0].strip()
+    return title in LANDSCAPE
 
 
 @dataclass
@@ -512,8 +527,11 @@ def render(state: Plan, executed, computed, *, pdf_reason: str | None, workers: 
     if not tasks:
         return outcomes
     ctx = multiprocessing.get_context("spawn")
+    # the longest first (the size of the assembled notebook stands for its pages), so that
+    # the last task to start is a short one
+    order = sorted(tasks, key=lambda rep: -Path(tasks[rep][0]).stat().st_size)
     with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks))), mp_context=ctx) as pool:
-        futures = {pool.submit(_render_task, *t[:3]): rep for rep, t in tasks.items()}
+        futures = {pool.submit(_render_task, *tasks[rep][:3]): rep for rep in order}
         for fut in cf.as_completed(futures):
             rep = futures[fut]
             try:

@@ -596,16 +596,36 @@ def _settings_order(df: pd.DataFrame, settings) -> list[str]:
     return list(settings) if settings else list(dict.fromkeys(df["setting"]))
 
 
+def _panels(df: pd.DataFrame, most: int) -> tuple[pd.DataFrame, bool]:
+    """At most ``most`` regions for a faceted chart: the country, the largest region and
+    the smallest ones (where noise weighs most); ``True`` when some were left out."""
+    order = _order_by_population(df)
+    if len(order) <= most:
+        return df, False
+    keep = set(order[:2]) | set(order[-(most - 2) :])
+    labels = pd.Series(_region_label(df), index=df.index)
+    return df[labels.isin(keep)], True
+
+
 def uncertainty_by_age_settings(
-    df: pd.DataFrame, *, settings=None, title: str = "", columns: int | None = None, log: bool = True
+    df: pd.DataFrame,
+    *,
+    settings=None,
+    title: str = "",
+    columns: int | None = None,
+    log: bool = True,
+    max_panels: int = 9,
 ):
     """Relative uncertainty (%) by age, one panel per region: Poisson (blue) and the noise
     of every setting (one line each, the setting's colour). ``df``: rows of one indicator
     and one sex for every setting, with a ``setting`` label
     (:func:`demonoise.report.summary.across_settings` with ``nuts_level=None``). Cells
-    with fewer than 10 events are open circles on the Poisson line."""
+    with fewer than 10 events are open circles on the Poisson line. With more than
+    ``max_panels`` regions, the country, the largest region and the smallest ones are
+    drawn (the admixture chart beside it shows every region)."""
     order_s = _settings_order(df, settings)
     colours = setting_colours(order_s)
+    df, cut = _panels(df, max_panels)
     d = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
     keep = [c for c in ("region", "region_name", "sex", "age", "age_group", "events", "small_count") if c in d]
     first = d[d["setting"] == order_s[0]]
@@ -644,7 +664,8 @@ def uncertainty_by_age_settings(
         .properties(
             title=_title(
                 title,
-                "relative uncertainty in % (log scale); open circles: fewer than 10 events (first order unreliable)",
+                ("the country, the largest and the smallest regions; " if cut else "")
+                + "relative uncertainty in % (log scale); open circles: fewer than 10 events (first order unreliable)",
             )
         )
     )
@@ -777,7 +798,7 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
             x2="hi_tot:Q",
             color=alt.Color(
                 "setting:N",
-                title="95 % interval, Poisson and noise:",
+                title="Poisson and noise, 95 %:",
                 scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]),
                 legend=alt.Legend(orient="top"),
             ),

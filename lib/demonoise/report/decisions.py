@@ -30,6 +30,7 @@ A country that is a single NUTS 2 region (LU, MT) shows that region only
 from __future__ import annotations
 
 import html as _html
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -359,45 +360,60 @@ def _levels_word(levels: Sequence[float]) -> str:
     return ", ".join(fmt_pct(x, 3) for x in levels)
 
 
-def bands_summary(rep, headline: str) -> HtmlTable:
-    """Error bands a user can quote, one table per indicator: per region the value and the
-    half-widths of the intervals at each confidence level from Poisson alone, from noise
-    under each setting (a p-table's centred on its first-order bias, given beside) and
-    both together, in the indicator's units (both sexes; the TFR: women)."""
-    b = _bands(rep, headline)
+def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlTable:
+    """Error bands a user can quote, in one table: per region, for e0, e65 (both sexes)
+    and the TFR (women), the value and the half-widths of the intervals at each confidence
+    level from Poisson alone and from the noise of each setting (a p-table's centred on
+    its first-order bias, given beside), in the indicator's units. The total half-width is
+    ``sqrt(P^2 + N^2)`` (the CSV gives it, with every sex)."""
+    b = rep.error_bands
     keys = _settings(b)
     levels = sorted(set(b["level"]))
-    unit = HEADLINES[headline].unit
-    first = b[(b["setting"] == keys[0]) & (b["level"] == levels[0])]
-    rows = []
+    first = _bands(b, headlines[0])
+    first = first[(first["setting"] == keys[0]) & (first["level"] == levels[0])]
+    rows, groups = [], [("", 2 if len(levels) > 1 else 1, "")]
     for lev in levels:
-        base = b[(b["setting"] == keys[0]) & (b["level"] == lev)].set_index("region").reindex(first["region"])
         row = pd.DataFrame({"region": _region_labels(first)})
         if len(levels) > 1:
             row["level"] = fmt_pct(lev, 3)
-        row[f"{HEADLINES[headline].label} ({unit})"] = fmt_fixed_column(base["value"], significant=4)
-        row["\u00b1 Poisson"] = fmt_fixed_column(base["half_pois"], significant=2)
-        for s in keys:
-            g = b[(b["setting"] == s) & (b["level"] == lev)].set_index("region").reindex(first["region"])
-            row[f"\u00b1 noise, {setting_label(s)}"] = fmt_fixed_column(g["half_noise"], significant=2)
-            if (g["noise_model"] == "ptable").any():
-                row[f"bias, {setting_label(s)}"] = fmt_fixed_column(g["bias_noise"], significant=2)
-        for s in keys:
-            g = b[(b["setting"] == s) & (b["level"] == lev)].set_index("region").reindex(first["region"])
-            row[f"\u00b1 total, {setting_label(s)}"] = fmt_fixed_column(g["half_tot"], significant=2)
+        for h in headlines:
+            hb = _bands(b, h)
+            hb = hb[hb["level"] == lev]
+            base = hb[hb["setting"] == keys[0]].set_index("region").reindex(first["region"])
+            cols = {HEADLINES[h].label: fmt_fixed_column(base["value"], significant=4 if h != "tfr" else 3)}
+            cols["\u00b1 P"] = fmt_fixed_column(base["half_pois"], significant=2)
+            for s in keys:
+                g = hb[hb["setting"] == s].set_index("region").reindex(first["region"])
+                cols[f"\u00b1 N {_short_setting(s)}"] = fmt_fixed_column(g["half_noise"], significant=2)
+                if (g["noise_model"] == "ptable").any():
+                    label, values = _scaled(g["bias_noise"], "")
+                    cols[f"bias {_short_setting(s)}" + (f" ({label})" if label else "")] = values
+            for name, values in cols.items():
+                row[f"{name} \u00b7{h}"] = values
+            if lev == levels[0]:
+                groups.append((f"{HEADLINES[h].label} ({HEADLINES[h].unit})", len(cols), ""))
         rows.append(row)
     shown = pd.concat(rows, ignore_index=True)
-    frame = b.drop(columns=["data_status"], errors="ignore")
-    sex = "women" if HEADLINES[headline].female_only else "both sexes"
+    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+    names = ", ".join(
+        f"{_short_setting(s)} = {setting_label(s)}" for s in keys if _short_setting(s) != setting_label(s)
+    )
     return HtmlTable(
-        frame,
+        b.drop(columns=["data_status"], errors="ignore"),
         shown,
         caption=(
-            f"Error bands of {HEADLINES[headline].title} ({sex}), {_levels_word(levels)}, in {unit}: half-widths "
-            "z sd from Poisson, from the noise of each setting and from both (a p-table's interval centred on value "
-            "+ bias)."
+            f"Error bands, {_levels_word(levels)}: a published value carries \u00b1 the half-width z sd from Poisson "
+            "(statistical) variation (P) and from the noise of each setting (N), first order; e0 and e65 both sexes, "
+            "the TFR women, in the units of the indicator. A p-table's noise interval is centred on value + bias; "
+            "Poisson and noise together: \u00b1 sqrt(P\u00b2 + N\u00b2)" + (f" ({names})" if names else "") + "."
         ),
+        groups=groups,
     )
+
+
+def _short_setting(key: str) -> str:
+    """A setting in a column header: ``"V=1"`` -> ``"V1"``, ``"v01"`` -> ``"v01"``."""
+    return key.replace("=", "") if key.startswith("V=") else key
 
 
 def bands_view(bands: pd.DataFrame, headline: str, setting: str | Mapping) -> HtmlTable:
@@ -471,32 +487,35 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     b = b[b["level"] == level].set_index("region").reindex(d["region"])
     has_mc = "mc_n" in b and b["mc_n"].notna().any()
     digits = 3 if headline == "tfr" else 4
+    events = "births" if hl.female_only else "deaths"
     shown = pd.DataFrame(
         {
             "region": d["label"].to_numpy(),
-            "events": [fmt_int(x) for x in d["events"]],
-            f"{hl.label} ({hl.unit})": fmt_fixed_column(d["value"], significant=digits),
-            "\u03b4 Poisson (%)": fmt_percent_column(d["rel_pois"]),
-            "\u03b4 noise (%)": fmt_percent_column(d["rel_noise"]),
+            events: [fmt_int(x) for x in d["events"]],
+            hl.label: fmt_fixed_column(d["value"], significant=digits),
+            "\u03b4 P (%)": fmt_percent_column(d["rel_pois"]),
+            "\u03b4 N (%)": fmt_percent_column(d["rel_noise"]),
             "A (%)": fmt_percent_column(d["admixture"]),
-            "\u00b1 Poisson": fmt_fixed_column(b["half_pois"], significant=2),
-            "\u00b1 noise": fmt_fixed_column(b["half_noise"], significant=2),
+            "\u00b1 P": fmt_fixed_column(b["half_pois"], significant=2),
+            "\u00b1 N": fmt_fixed_column(b["half_noise"], significant=2),
         }
     )
     if (b["noise_model"] == "ptable").any():
-        shown["bias"] = fmt_fixed_column(b["bias_noise"], significant=2)
+        label, values = _scaled(b["bias_noise"], hl.unit)
+        shown[f"bias ({label})"] = values
     if has_mc:
         dec = _decimals(b.reset_index())
-        shown["MC noise from"] = fmt_fixed_column(b["mc_lo_noise"], significant=dec)
-        shown["MC noise to"] = fmt_fixed_column(b["mc_hi_noise"], significant=dec)
-    shown["flags"] = d["flag"].to_numpy()
+        shown["MC N from"] = fmt_fixed_column(b["mc_lo_noise"], significant=dec)
+        shown["MC N to"] = fmt_fixed_column(b["mc_hi_noise"], significant=dec)
+    if (d["flag"] != "").any():
+        shown["flags"] = d["flag"].to_numpy()
     frame = d.drop(columns=["data_status"], errors="ignore").merge(
         b.reset_index()[["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
                         + (["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else [])],
         on="region", how="left",
     )  # fmt: skip
     mc = (
-        f"; MC from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
+        f"; MC N from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
         f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
         if has_mc
         else ""
@@ -506,12 +525,17 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
         frame,
         shown,
         caption=(
-            f"{hl.title.capitalize()}, {sex}, {_phrase(_key(setting))} (value in {hl.unit}): relative uncertainties "
-            "\u03b4 = sd / value (Poisson, noise), noise admixture A, and the half-widths z sd of the "
-            f"{fmt_pct(level, 3)} intervals from Poisson and from noise in {hl.unit}"
-            + (" (the noise interval centred on value + bias)" if "bias" in shown else "")
-            + f"{mc}. Flags (first order may be unreliable): sparse = more than half of the age cells rest on "
-            "fewer than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error."
+            f"{hl.title.capitalize()}, {sex}, {_phrase(_key(setting))} ({hl.unit}): relative uncertainties "
+            "\u03b4 = sd / value from Poisson (P) and noise (N), noise admixture A, and the half-widths z sd of the "
+            f"{fmt_pct(level, 3)} intervals from P and N in {hl.unit}"
+            + (" (the noise interval centred on value + bias)" if any(c.startswith("bias") for c in shown) else "")
+            + f"{mc}."
+            + (
+                " Flags (first order may be unreliable): sparse = more than half of the age cells rest on fewer than "
+                "10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error."
+                if "flags" in shown
+                else ""
+            )
         ),
         flagged=base.flagged,
     )
@@ -519,8 +543,6 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
 
 def _decimals(g: pd.DataFrame) -> int:
     """Significant digits for interval ends: enough to show the half-width of the noise."""
-    import math
-
     v = g["value"].abs().median()
     h = g["half_noise"].abs()
     h = h[h > 0].median() if (h > 0).any() else np.nan
@@ -552,7 +574,15 @@ def small_cells_view(cells: pd.DataFrame, indicator: str | None = None) -> HtmlT
         c = c[c["indicator"] == indicator]
     regions = c.drop_duplicates("region")
     shown = pd.DataFrame({"region": _region_labels(regions)})
-    for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"])]:
+    if indicator == "asfr":  # one sex: every count of its cells
+        g = c.set_index("region").reindex(regions["region"])
+        shown["age cells"] = [fmt_int(x) for x in g["age_cells"]]
+        shown["with births"] = [fmt_int(x) for x in g["age_cells_with_events"]]
+        shown["< 10 births"] = [
+            f"{int(k)} ({fmt_pct(k / n)})" for k, n in zip(g["age_cells_under_10_events"], g["age_cells"], strict=True)
+        ]
+        shown["none"] = [fmt_int(x) for x in g["age_cells_without_events"]]
+    for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"]) and indicator != "asfr"]:
         word = "deaths" if ind == "asmr" else "births"
         for s in ("F", "M", "T"):
             g = c[(c["indicator"] == ind) & (c["sex"] == s)].set_index("region").reindex(regions["region"])
@@ -579,21 +609,19 @@ def small_cells_view(cells: pd.DataFrame, indicator: str | None = None) -> HtmlT
 def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     """Region by region, the noise sd of e0, e65 and the TFR under the generic model at
     the p-table's nominal V against the p-table's own, and their ratio (e0, e65: both
-    sexes; TFR: women)."""
+    sexes; TFR: women; the TFR's sd per 1 000 women)."""
     cmp = _comparison(rep, ptable)
     sel = _in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
     regions = sel.drop_duplicates("region")
-    shown = pd.DataFrame(
-        {"region": _region_labels(regions), "population (1 Jan.)": [fmt_int(p) for p in regions.population]}
-    )
-    groups: list[tuple] = [("", 2, "")]
+    shown = pd.DataFrame({"region": _region_labels(regions)})
+    groups: list[tuple] = [("", 1, "")]
     for h in dict.fromkeys(sel["headline"]):
         g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
         scale, unit = _SD_SCALE[h]
-        shown[f"generic ({unit}) \u00b7{h}"] = fmt_fixed_column(scale * g["sd_generic"], significant=2)
-        shown[f"p-table ({unit}) \u00b7{h}"] = fmt_fixed_column(scale * g["sd_ptable"], significant=2)
+        shown[f"generic \u00b7{h}"] = fmt_fixed_column(scale * g["sd_generic"], significant=2)
+        shown[f"p-table \u00b7{h}"] = fmt_fixed_column(scale * g["sd_ptable"], significant=2)
         shown[f"ratio \u00b7{h}"] = fmt_fixed_column(g["ratio"], significant=2)
-        groups.append((f"noise sd of {HEADLINES[h].label}", 3, ""))
+        groups.append((f"noise sd of {HEADLINES[h].label} ({unit})", 3, ""))
     shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
     v = float(sel["V"].iloc[0]) if len(sel) else float("nan")
     return HtmlTable(
@@ -657,34 +685,50 @@ def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:
 
 
 def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = None) -> HtmlTable:
-    """Each indicator's first-order bias under the p-table, per region, beside its noise
-    sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table -- the
-    median over ages of the relative bias of the ASFR and ASMR."""
+    """Each indicator's first-order bias under the p-table, per region, and as a share of
+    its noise sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table
+    -- the median over ages of the relative bias of the ASFR and ASMR."""
     cmp = _comparison(rep, ptable)
     sel = _in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
     regions = sel.drop_duplicates("region")
     shown = pd.DataFrame({"region": _region_labels(regions)})
     for h in dict.fromkeys(sel["headline"]):
         g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
-        scale, unit = _SD_SCALE[h]
-        shown[f"{HEADLINES[h].label} bias ({unit})"] = fmt_fixed_column(scale * g["bias_ptable"], significant=2)
-        shown[f"{HEADLINES[h].label} bias / noise sd (%)"] = fmt_percent_column(g["bias_ptable"] / g["sd_ptable"])
+        label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
+        shown[f"{HEADLINES[h].label} bias ({label})"] = values
+        shown[f"{HEADLINES[h].label}: bias / sd (%)"] = fmt_percent_column(g["bias_ptable"] / g["sd_ptable"])
     if results is not None:
         for ind in ("asfr", "asmr"):
             med = _median_relative_bias(results, ind, ptable)
             if med is not None:
-                shown[f"{ind.upper()}: median rel. bias (%)"] = fmt_percent_column(
+                shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
                     med.reindex(regions["region"]).to_numpy()
                 )
     return HtmlTable(
         sel.drop(columns=["data_status"], errors="ignore"),
         shown,
         caption=(
-            "First-order bias of the indicators under the p-table (the mean change noise makes, to first order: the "
-            "p-table's noise has a non-zero mean on small counts), per region, and as a share of its noise sd; e0 and "
-            "e65 both sexes, the TFR and the ASFR women, the ASMR both sexes (median over ages of bias / value)."
+            "First-order bias of the indicators under the p-table (the mean change its noise makes, to first order: "
+            "the table's noise has a mean of its own on small counts), per region and as a share of the noise sd; e0 "
+            "and e65 both sexes, the TFR and the ASFR women, the ASMR both sexes (median over ages of bias / value)."
         ),
     )
+
+
+def _scaled(values, unit: str) -> tuple[str, list[str]]:
+    """Small numbers shown in a power of ten of their unit, fixed decimals for the column:
+    ``([-4.7e-6, ...], "years")`` -> ``("10\u207b\u2076 years", ["-4.7", ...])``."""
+    v = np.asarray(list(values), dtype=float)
+    finite = np.abs(v[np.isfinite(v) & (v != 0)])
+    k = 0
+    if finite.size:
+        mag = math.floor(math.log10(float(np.median(finite))))
+        k = 3 * math.floor(mag / 3) if mag < -2 else 0
+    sup = str(k).translate(
+        str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+    )
+    label = (f"10{sup} {unit}" if k else unit).strip()
+    return label, fmt_fixed_column(v / 10.0**k, significant=2)
 
 
 def _median_relative_bias(results: pd.DataFrame, indicator: str, ptable: str | None) -> pd.Series | None:
@@ -700,31 +744,34 @@ def _median_relative_bias(results: pd.DataFrame, indicator: str, ptable: str | N
 
 # ==================================================================== calibration
 def calibration_view(rep) -> HtmlTable:
-    """The calibration chapter: per region and sex, the largest V of each family keeping
-    the admixture of e0 and of the TFR at or below each threshold (the CSV holds every row
-    of :func:`demonoise.uncertainty.calibration.calibrate`'s table, with its status)."""
+    """The calibration chapter: per region the largest V of each family keeping the
+    admixture at or below each threshold, for e0 by sex (women, men, both sexes) and for
+    the TFR (women); the CSV holds every row of
+    :func:`demonoise.uncertainty.calibration.calibrate`'s table, with its status."""
     cal = _in_report_order(one_region(rep.calibration), rep)
-    keys = ["region", "region_name", "sex"]
-    base = cal.drop_duplicates(keys)[keys].reset_index(drop=True)
-    shown = pd.DataFrame({"region": _region_labels(base), "sex": base["sex"].map(SEX_WORDS).to_numpy()})
-    groups: list[tuple] = [("", 2, "")]
+    regions = cal.drop_duplicates("region")
+    shown = pd.DataFrame({"region": _region_labels(regions)})
+    groups: list[tuple] = [("", 1, "")]
     for j, (fam, g) in enumerate(cal.groupby("family", sort=False)):
-        cols = 0
         for (h, t), gg in g.groupby(["headline", "threshold"], sort=False):
             m = gg.set_index(["region", "sex"])["V_max_shown"]
-            shown[f"{HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)} \u00b7{j}"] = [
-                m.get((r, s), "\u2014") for r, s in zip(base["region"], base["sex"], strict=True)
-            ]
-            cols += 1
-        groups.append((_family_label(fam, cal), cols, ""))
+            sexes = [x for x in ("F", "M", "T") if (gg["sex"] == x).any()]
+            for x in sexes:
+                shown[f"{x} \u00b7{j}{h}{t}"] = [m.get((r, x), "\u2014") for r in regions["region"]]
+            label = (
+                f"{'generic' if fam == 'generic' else 'p-tables'}: {HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)}"
+            )
+            groups.append((label, len(sexes), ""))
     shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+    fams = [f for f in dict.fromkeys(cal["family"]) if f != "generic"]
     return HtmlTable(
         cal.drop(columns=["data_status"], errors="ignore"),
         shown,
         caption=(
-            "Largest V per region and sex keeping the noise admixture of e0 (and of the TFR, women) at or below each "
-            "threshold: the generic model in closed form and each p-table family numerically (3 significant digits; "
-            "\u201c> range\u201d: every V searched keeps it; \u2014: not published for that sex)."
+            "Largest V per region keeping the noise admixture at or below each threshold, for women (F), men (M) and "
+            "both sexes (T): the generic model in closed form"
+            + (f", the p-tables {', '.join(x.removeprefix('ptable ') for x in fams)} numerically" if fams else "")
+            + " (3 significant digits; \u201c> range\u201d: every V searched keeps it)."
         ),
         groups=groups,
         note=_range_note(rep.calibration),

@@ -1234,8 +1234,9 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
             f"Of these {fmt_int(cells)} cells with {many}, {fmt_int(len(small))} cells ({fmt_pct(len(small) / cells)}) "
             f"rest on fewer than 10 {many} (1 to 9): their relative total uncertainty has a median of "
             f"{fmt_pct(small['rel_tot'].median())}; the first-order result is unreliable there (open circles in the "
-            "charts; the counts for women, men and both sexes, of every age cell, are in the table of cells resting "
-            "on few events)."
+            "charts; the counts of every age cell"
+            + (", for women, men and both sexes," if indicator == "asmr" else "")
+            + " are in the main points' table of cells resting on few events)."
         )
     v.numbers.update(
         cells=cells,
