@@ -133,7 +133,11 @@ def main() -> int:
         for k in ("compute", "notebooks", "render", "overview_extras"):
             print(f"| {k} | {s.get(k)} |")
         print(f"| second run (all up to date) | {r['rerun_wall_s']} |")
-        print(f"summed work: notebooks {w['notebooks']} s, HTML {w['html']} s, PDF {w['pdf']} s, {w['pages']} pages")
+        per_page = f"{w['pdf'] / w['pages']:.2f}" if w["pages"] else "n/a"
+        print(
+            f"summed work: notebooks {w['notebooks']} s, HTML {w['html']} s, PDF {w['pdf']} s, {w['pages']} pages "
+            f"({per_page} PDF s/page)"
+        )
         print("\n| report | notebooks (s) | HTML (s) | PDF (s) | pages | PDF s/page | HTML MB | PDF MB |")
         print("|---|---|---|---|---|---|---|---|")
         for x in r["per_report"]:
