@@ -199,7 +199,7 @@ def plan(
 def _injected_names(run: Run, params: ReportParams) -> list[str]:
     """The parameters the execute stage gives ``run``'s notebook (:func:`_parameters`)."""
     facts = {"label": "", "year": None, "provenance": {}, "implications": ""}
-    return list(_parameters(run, Computed(results=Path(), calibration=Path()), params, facts))
+    return list(_parameters(run, Computed(results=Path(), decision=Path()), params, facts))
 
 
 def _check_contracts(state: Plan, names: list[str]) -> None:
