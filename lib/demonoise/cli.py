@@ -15,19 +15,26 @@
     demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out DIR] [--no-pdf]
     demonoise report --params params/default.yaml [--output output] [--force] [--workers 2] [--no-pdf]
 
+``compute``, ``compare``, ``overview`` and ``report`` take ``--scheduler ADDRESS`` (run what
+fans out on that Dask cluster) and ``--workers N`` (the size of the local cluster used
+otherwise; 1: everything in this process).
+
 Every command exits with status 0 on success, 2 on bad input or parameters (a
-one-line message naming what is wrong), 1 on a failed batch.
+one-line message naming what is wrong), 1 on a failed batch, 130 when interrupted
+(Ctrl-C, SIGTERM or SIGHUP: one line, nothing half-written, no process left).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import time
 from pathlib import Path
 
 from demonoise.core.errors import DemonoiseError
+from demonoise.core.signals import Interrupted, interruptible
 
 __all__ = ["main", "build_parser"]
 
@@ -156,21 +163,23 @@ def cmd_compute(args) -> int:
 
     check_table_path(args.out)
     check_confidence(args.confidence)
-    counts = _load_counts(args)
-    settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
-    t0 = time.perf_counter()
-    progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
-    df = compute(
-        counts,
-        settings,
-        granularity=args.granularity,
-        indicators=args.indicators,
-        mc=args.mc,
-        seed=args.seed,
-        zero_floor=args.zero_floor,
-        confidence=args.confidence,
-        progress=progress,
-    )
+    with _cluster(args) as cluster:  # a --scheduler is reached (or refused) before any work
+        counts = _load_counts(args)
+        settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
+        t0 = time.perf_counter()
+        progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
+        df = compute(
+            counts,
+            settings,
+            granularity=args.granularity,
+            indicators=args.indicators,
+            mc=args.mc,
+            seed=args.seed,
+            zero_floor=args.zero_floor,
+            confidence=args.confidence,
+            progress=progress,
+            cluster=cluster,
+        )
     out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(
@@ -292,7 +301,8 @@ def cmd_overview(args) -> int:
 
     t0 = time.perf_counter()
     params = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
-    r = render_overview(params, args.out, pdf=not args.no_pdf, force=args.force, store=args.store)
+    with _cluster(args) as cluster:
+        r = render_overview(params, args.out, pdf=not args.no_pdf, force=args.force, store=args.store, cluster=cluster)
     dt = time.perf_counter() - t0
     print(
         f"Europe overview -> {r.html}"
@@ -307,13 +317,15 @@ def cmd_report(args) -> int:
     from demonoise.report.params import load_params
 
     params = load_params(args.params)
-    rep = run_reports(
-        params,
-        args.output,
-        force=args.force,
-        workers=args.workers,
-        pdf=False if args.no_pdf else None,
-    )
+    with _cluster(args, params.scheduler) as cluster:
+        rep = run_reports(
+            params,
+            args.output,
+            force=args.force,
+            workers=args.workers,
+            pdf=False if args.no_pdf else None,
+            cluster=cluster,
+        )
     t = rep.timings
     print(rep.summary())
     print(
@@ -327,6 +339,34 @@ def cmd_report(args) -> int:
         print(f"  FAILED {r.label}: {first}", file=sys.stderr)
     print(f"index: {rep.index}")
     return 0 if rep.ok else 1
+
+
+def _cluster(args, default_address: str | None = None):
+    """The Dask cluster of a command: ``--scheduler`` (else ``default_address``), connected
+    now so that a bad address fails before any work; else a local one of ``--workers``
+    processes, started only when something fans out."""
+    from demonoise.core.cluster import Cluster
+
+    cluster = Cluster(getattr(args, "scheduler", None) or default_address, workers=getattr(args, "workers", None))
+    if cluster.address:
+        cluster.client()
+    return cluster
+
+
+def _cluster_args(s, what: str) -> None:
+    s.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help=f"run {what} on the Dask cluster of this scheduler, e.g. tcp://10.0.0.5:8786 "
+        "(default: a local cluster of --workers processes)",
+    )
+    s.add_argument(
+        "--workers",
+        type=_workers,
+        default=2,
+        help="worker processes of the local cluster (default 2; 1: everything in this process)",
+    )
 
 
 def _workers(s: str) -> int:
@@ -473,14 +513,15 @@ def cmd_compare(args) -> int:
     from demonoise.uncertainty.comparison import compare_noise, comparison_note, summarise_comparison
 
     check_table_path(args.out)
-    counts = _load_counts(args)
-    table = _open_table(args.ptable)
-    t0 = time.perf_counter()
-    progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
-    df = compare_noise(
-        counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
-        mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes,
-    )  # fmt: skip
+    with _cluster(args) as cluster:  # a --scheduler is reached (or refused) before any work
+        counts = _load_counts(args)
+        table = _open_table(args.ptable)
+        t0 = time.perf_counter()
+        progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
+        df = compare_noise(
+            counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
+            mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes, cluster=cluster,
+        )  # fmt: skip
     out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(
@@ -624,6 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Monte Carlo: levels of the quantile intervals kept, in (0, 1) (default 0.95)",
     )
     s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz")
+    _cluster_args(s, "the Monte Carlo blocks")
     s.set_defaults(func=cmd_compute)
 
     s = sub.add_parser("fetch", help="download real Eurostat tables for a year (cached) -> dataset eurostat-<year>")
@@ -741,6 +783,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=_nonneg_int, default=20230101)
     s.add_argument("--out", required=True, type=Path, help="output table: .parquet, .csv or .csv.gz")
     s.add_argument("--note", type=Path, default=None, help="also write the closing note to this text file")
+    _cluster_args(s, "the Monte Carlo blocks")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser(
@@ -840,6 +883,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--store", type=Path, default=None, help="results store (default OUT/results)")
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--force", action="store_true", help="recompute and re-execute even if up to date")
+    _cluster_args(s, "the Monte Carlo blocks and the notebook")
     s.set_defaults(func=cmd_overview)
 
     s = sub.add_parser(
@@ -848,10 +892,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--params", required=True, type=Path, help="YAML params file, e.g. params/default.yaml")
     s.add_argument("--output", type=Path, default=Path("output"), help="output directory (default: output)")
     s.add_argument("--force", action="store_true", help="execute and render everything again, even if up to date")
-    s.add_argument(
-        "--workers", type=_workers, default=2, help="parallel kernels / Monte Carlo processes / renderers (default 2)"
-    )
     s.add_argument("--no-pdf", action="store_true", help="write HTML reports only")
+    _cluster_args(s, "the Monte Carlo blocks, notebooks and renderings (also: scheduler: in the params)")
     s.set_defaults(func=cmd_report)
     return p
 
@@ -881,7 +923,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with interruptible(f"demonoise {args.command}: interrupted"):
+            return int(args.func(args) or 0)
     except DemonoiseError as e:
         cmd = args.command + (f" {args.ptable_command}" if getattr(args, "ptable_command", None) else "")
         print(f"demonoise {cmd}: error: {e}", file=sys.stderr)
@@ -889,8 +932,9 @@ def main(argv=None) -> int:
     except OSError as e:  # e.g. a full disk or an unwritable output directory: nothing half-written remains
         print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM, SIGHUP (demonoise.core.signals); clean-up has run
+        how = f" ({e.args[0]})" if isinstance(e, Interrupted) and e.signum != signal.SIGINT else ""
+        print(f"demonoise {args.command}: interrupted{how}", file=sys.stderr)
         return 130
 
 
