@@ -17,8 +17,8 @@ memory limit and the problem (never from the number of workers), so the result d
 on the seed, ``n``, the block size and the indicators simulated -- not on the number of
 worker processes, their scheduling or the quantiles asked for. (The fused engine draws at
 the coarsest grouping the requested indicators share, so asking for the TFR beside e_x
-changes the population draws e_x sees; the reference engine draws every cell and does
-not.) A block is a pure function ``(plan, size, SeedSequence child) -> partial sums``
+changes the population draws e_x sees; the reference engine draws every cell and does not.)
+A block is a pure function ``(plan, size, SeedSequence child) -> partial sums``
 (:func:`demonoise.uncertainty.mc_blocks.run_block`), summed in block order. Blocks run in
 this process or as tasks on a Dask cluster (:mod:`demonoise.core.cluster`), local by
 default.
