@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import signal
 import sys
 import time
 from pathlib import Path
 
 from demonoise.core.errors import DemonoiseError
-from demonoise.core.signals import Interrupted, interruptible
+from demonoise.core.signals import interruptible
 
 __all__ = ["main", "build_parser"]
 
@@ -932,9 +931,7 @@ def main(argv=None) -> int:
     except OSError as e:  # e.g. a full disk or an unwritable output directory: nothing half-written remains
         print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM, SIGHUP (demonoise.core.signals); clean-up has run
-        how = f" ({e.args[0]})" if isinstance(e, Interrupted) and e.signum != signal.SIGINT else ""
-        print(f"demonoise {args.command}: interrupted{how}", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: clean-up has run, the line is written
         return 130
 
 

@@ -9,19 +9,32 @@ machine it runs in. :class:`Cluster` runs such lists:
 * ``Cluster("tcp://host:8786")`` -- on an existing Dask cluster (a ``dask scheduler`` and
   its ``dask worker`` processes, or one started by dask-jobqueue on Slurm or by
   dask-kubernetes). On connecting, the client checks that every worker runs the same
-  demonoise (version and source fingerprint, :func:`demonoise.core.fingerprint.source_fingerprint`)
-  and refuses a mismatch in one line. The cluster is not ours: an interrupted run cancels
+  demonoise (version and source fingerprint,
+  :func:`demonoise.core.fingerprint.source_fingerprint`) and refuses a mismatch in one
+  line; an unreachable scheduler fails within :data:`CONNECT_TIMEOUT` s. The cluster is
+  not ours: an interrupted run cancels
   its own tasks (and runs the cancel hooks registered for it, e.g. ending the kernels its
   notebook tasks started) and leaves the scheduler and workers up.
-* ``Cluster(workers=N)`` -- a local cluster (:class:`distributed.LocalCluster`: the
-  scheduler in this process, ``N`` worker processes of one thread each, started by Dask's
-  nannies), started on the first task only: an analytic run starts nothing. It ends with
-  this process whatever ends it: :meth:`Cluster.close` on a normal exit or an exception
-  (Ctrl-C and SIGTERM included, :mod:`demonoise.core.signals`), and on SIGKILL -- which
-  cannot be caught -- each worker process exits by itself when its parent is gone
-  (Dask's nanny holds a pipe whose closing the worker watches), and each Jupyter kernel
-  a worker started exits when its parent worker is gone (ipykernel's parent poller: the
-  kernel is launched with ``JPY_PARENT_PID``, checked every second).
+* ``Cluster(workers=N)`` -- a local cluster, started on the first task only (an analytic
+  run starts nothing): the scheduler in this process (:class:`distributed.LocalCluster`
+  without workers) and one ``dask worker`` process of ours (:func:`serve_workers`) with
+  ``N`` worker processes of one thread, each under its nanny. It ends with this process
+  whatever ends it:
+
+  - normal exit, an error, Ctrl-C, SIGTERM, SIGHUP (:mod:`demonoise.core.signals`):
+    :meth:`Cluster.close` -- after an interrupt the tasks are cancelled, the kernels of
+    this run ended (cancel hooks) and the workers' process group killed at once (their
+    results are not wanted), so that stopping takes about a second;
+  - SIGKILL, which cannot be caught: the workers' process watches its parent (a thread
+    checking ``getppid()`` every :data:`WATCH` s) and kills its own process group --
+    nannies and worker processes; each Jupyter kernel a worker started exits when its
+    parent worker is gone (ipykernel's parent poller: kernels are launched with
+    ``JPY_PARENT_PID`` and checked every second).
+
+  The workers' process has a session of its own, so a terminal's Ctrl-C (sent to its
+  whole foreground process group) reaches this process only, which cancels and prints
+  one line -- no worker dies half-way with a traceback of its own. Their temporary files
+  live in one directory of ours, removed at close.
 * ``workers=1`` without an address: no cluster at all; the callers run their tasks in
   this process, one after the other (same results).
 
@@ -34,12 +47,20 @@ notebook. A task whose worker is lost is run again on another worker by the sche
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import DemonoiseError, ParameterError
@@ -53,7 +74,12 @@ WORKER_WAIT = 20.0
 #: Seconds allowed to the cancel hooks and to closing the client and a local cluster.
 CLOSE_TIMEOUT = 3.0
 _SCHEMES = ("tcp", "tls", "ws", "wss")
+#: Seconds for the local workers to start.
+LOCAL_START = 90.0
+#: Seconds between two checks of the local workers' process that its parent is alive.
+WATCH = 0.5
 _LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
+_SILENT = logging.CRITICAL + 1
 
 
 class ClusterError(DemonoiseError):
@@ -93,7 +119,7 @@ def _quiet_logs() -> None:
     """Dask's own logging (connection errors while closing, shutdown tracebacks) stays off
     the terminal: what matters is reported by the caller in one line."""
     for name in _LOGGERS:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+        logging.getLogger(name).setLevel(_SILENT)
 
 
 def _identity() -> str:
@@ -128,6 +154,9 @@ class Cluster:
         self._hooks: list[Callable[[str], Any]] = []
         self._plugins: set[str] = set()
         self._lock = threading.Lock()
+        self._interrupted = False
+        self._tmp: str | None = None
+        self._workers_proc: subprocess.Popen | None = None
 
     # ------------------------------------------------------------------ state
     @property
@@ -156,7 +185,9 @@ class Cluster:
     def __enter__(self) -> Cluster:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            self._interrupted = True
         self.close()
 
     def __getstate__(self):  # a Cluster stays in its process; tasks get plain arguments
@@ -199,18 +230,36 @@ class Cluster:
         return client
 
     def _start_local(self):
+        """The scheduler in this process; the workers in one ``dask worker`` process of
+        ours (:func:`serve_workers`) in its own session, with a watch on this process."""
         from distributed import Client, LocalCluster
 
+        # the workers' temporary files (a task's copies of its inputs, a rendering) go
+        # under one directory of ours, removed at close even if the workers were killed
+        self._tmp = tempfile.mkdtemp(prefix="demonoise-cluster-")
         self._local = LocalCluster(
-            n_workers=self.workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            scheduler_port=0,
-            dashboard_address=None,
-            silence_logs=logging.CRITICAL,
+            n_workers=0, host="127.0.0.1", scheduler_port=0, dashboard_address=None, silence_logs=_SILENT
         )
-        return Client(self._local, set_as_default=False)
+        atexit.unregister(_spec_close_clusters())  # close() does it, bounded in time
+        log = open(Path(self._tmp) / "workers.log", "wb")  # noqa: SIM115 - the child's output, kept for errors
+        self._workers_proc = subprocess.Popen(
+            [sys.executable, "-m", __name__, self._local.scheduler_address, str(self.workers)],
+            env={**os.environ, "TMPDIR": self._tmp},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # no terminal signal reaches it: Ctrl-C is this process's to handle
+        )
+        log.close()
+        client = Client(self._local, set_as_default=False)
+        try:
+            client.wait_for_workers(self.workers, timeout=LOCAL_START)
+        except (OSError, TimeoutError):
+            tail = (Path(self._tmp) / "workers.log").read_text(errors="replace").strip().splitlines()[-1:]
+            raise ClusterError(
+                f"the local Dask workers did not start within {LOCAL_START:g} s" + (f": {tail[0]}" if tail else "")
+            ) from None
+        return client
 
     def _check_workers(self, client) -> None:
         from demonoise.core import fingerprint
@@ -234,9 +283,10 @@ class Cluster:
         return self.client().run(os.getpid)
 
     # ------------------------------------------------------------------ tasks
-    def on_cancel(self, hook: Callable[[str], Any]) -> None:
-        """Run ``hook(run_id)`` on every worker when this run is interrupted (after its
-        tasks are cancelled); ``hook`` must be importable there (a module-level function)."""
+    def on_cancel(self, hook: Callable[[str, bool], Any]) -> None:
+        """Run ``hook(run_id, closing)`` on every worker when this run is interrupted (after
+        its tasks are cancelled; ``closing``: the worker is about to be ended, a local
+        one); ``hook`` must be importable there (a module-level function)."""
         if hook not in self._hooks:
             self._hooks.append(hook)
 
@@ -277,8 +327,9 @@ class Cluster:
                 yield index[fut.key], (None if err is not None else fut.result()), err
                 fut.release()
         except BaseException as e:
-            client.cancel([f for f in futures if not f.done()], force=True)
-            if isinstance(e, (KeyboardInterrupt, GeneratorExit)):
+            pending = [f for f in futures if not f.done()]
+            _bounded(lambda: client.cancel(pending, force=True), CLOSE_TIMEOUT)
+            if isinstance(e, KeyboardInterrupt):
                 self.cancel_run()
             raise
         finally:
@@ -323,36 +374,73 @@ class Cluster:
                 nxt += 1
 
     def cancel_run(self) -> None:
-        """Run the cancel hooks of this run on every worker, within :data:`CLOSE_TIMEOUT`."""
+        """Run the cancel hooks of this run on every worker, within :data:`CLOSE_TIMEOUT`
+        (a local cluster about to close: ``closing=True``, every kept kernel ends)."""
+        self._interrupted = True
         if self._client is None or not self._hooks:
             return
-        client, run_id = self._client, self.run_id
+        client, run_id, closing = self._client, self.run_id, self.local
 
         def hooks():
             for hook in self._hooks:
-                with contextlib.suppress(Exception):
-                    client.run(hook, run_id, on_error="ignore")
+                client.run(hook, run_id, closing, on_error="ignore")
 
-        t = threading.Thread(target=hooks, daemon=True)
-        t.start()
-        t.join(CLOSE_TIMEOUT)
+        _bounded(hooks, CLOSE_TIMEOUT)
 
     # ------------------------------------------------------------------ closing
     def close(self) -> None:
-        """Disconnect; a local cluster's workers (and their kernels) end."""
+        """Disconnect; a local cluster's workers (and their kernels) end. After an
+        interrupt the local workers are killed rather than closed (their results are
+        not wanted), so that closing takes a second, not the workers' time to finish."""
         with self._lock:
             self._close_now()
 
     def _close_now(self) -> None:
-        client, local = self._client, self._local
-        self._client = self._local = None
+        client, local, proc = self._client, self._local, self._workers_proc
+        self._client = self._local = self._workers_proc = None
         self._plugins.clear()
         if client is not None:
-            with contextlib.suppress(Exception):
-                client.close(timeout=CLOSE_TIMEOUT)
+            _bounded(lambda: client.close(timeout=CLOSE_TIMEOUT), CLOSE_TIMEOUT)
+        if proc is not None:
+            _end_group(proc, 0.0 if self._interrupted else CLOSE_TIMEOUT)
         if local is not None:
-            with contextlib.suppress(Exception):
-                local.close(timeout=CLOSE_TIMEOUT)
+            _bounded(lambda: local.close(timeout=CLOSE_TIMEOUT), CLOSE_TIMEOUT)
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def _end_group(proc: subprocess.Popen, grace: float) -> None:
+    """End the local workers' process group: SIGTERM (their nannies close the workers,
+    whose plugins end their kernels), then SIGKILL after ``grace`` seconds (at once after
+    an interrupt: their results are not wanted)."""
+    if grace > 0:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace)
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(CLOSE_TIMEOUT)
+
+
+def _bounded(fn: Callable[[], Any], seconds: float) -> None:
+    """``fn()`` in a daemon thread, waited for at most ``seconds``; its errors ignored."""
+
+    def run():
+        with contextlib.suppress(BaseException):
+            fn()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+
+
+def _spec_close_clusters():
+    from distributed.deploy import spec
+
+    return spec.close_clusters
 
 
 def _first_line(e: BaseException) -> str:
@@ -367,8 +455,31 @@ def using(cluster: Cluster | None = None, workers: int | None = None) -> Iterato
     if cluster is not None:
         yield cluster
         return
-    own = Cluster(workers=workers)
-    try:
+    with Cluster(workers=workers) as own:
         yield own
-    finally:
-        own.close()
+
+
+# ---------------------------------------------------------------------- the local workers
+def serve_workers(address: str, n: int) -> None:
+    """The local workers' process (``python -m demonoise.core.cluster ADDRESS N``, started
+    by :class:`Cluster` in its own session): ``dask worker`` with ``N`` worker processes
+    of one thread, and a watchdog thread that kills this whole process group -- the
+    nannies and their worker processes -- as soon as the parent (the client) is gone,
+    whatever ended it (SIGKILL included); each worker's kernel then ends by itself."""
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(WATCH)
+            if os.getppid() != parent:
+                os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="demonoise-parent-watch", daemon=True).start()
+    from distributed.cli.dask_worker import main
+
+    args = [address, "--nworkers", str(n), "--nthreads", "1", "--no-dashboard", "--name", "demonoise-local"]
+    main.main(args=args, prog_name="dask worker", standalone_mode=True)
+
+
+if __name__ == "__main__":  # pragma: no cover - run by Cluster as the local workers' process
+    serve_workers(sys.argv[1], int(sys.argv[2]))

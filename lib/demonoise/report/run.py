@@ -485,11 +485,12 @@ def kill_worker_kernel() -> None:
         k.kill()
 
 
-def cancel_run_kernels(run_id: str) -> None:
+def cancel_run_kernels(run_id: str, closing: bool = False) -> None:
     """Cancel hook of a run (:meth:`demonoise.core.cluster.Cluster.on_cancel`), called on
     every worker: end the kernel if it is running a notebook of that run (the task then
-    fails at once instead of waiting for a cell that may never return)."""
-    if run_id and _state.get("run") == run_id:
+    fails at once instead of waiting for a cell that may never return), or whatever it
+    runs when the worker is about to be ended (``closing``)."""
+    if closing or (run_id and _state.get("run") == run_id):
         kill_worker_kernel()
 
 
