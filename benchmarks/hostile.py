@@ -69,7 +69,7 @@ class Case:
         Short unique name.
     cls : str
         The class of problem it belongs to (``counts``, ``exposure``, ``codes``, ``files``,
-        ``json``, ``ptable-file``, ``options``, ``limits``, ``control``).
+        ``json``, ``ptable-file``, ``options``, ``limits``, ``outputs``, ``contract``, ``control``).
     argv : sequence of str, optional
         ``demonoise`` arguments (``{dir}``, ``{out}`` substituted).
     python : str, optional
@@ -216,6 +216,60 @@ def _huge_int_value(d: dict) -> None:
 
 def ptable_file(text: str, name: str = "p.csv") -> Callable[[Path], None]:
     return text_file(name, text)
+
+
+def symlink(name: str, target: str) -> Callable[[Path], None]:
+    """A symlink ``name`` in the case directory pointing to ``target`` ({dir} substituted)."""
+
+    def make(d: Path) -> None:
+        (d / name).symlink_to(target.replace("{dir}", str(d)))
+
+    return make
+
+
+def directory(name: str) -> Callable[[Path], None]:
+    def make(d: Path) -> None:
+        (d / name).mkdir()
+
+    return make
+
+
+def many_settings(n: int) -> Callable[[Path], None]:
+    """A valid params file comparing ``n`` values of V for one country."""
+    return text_file(
+        "p.yaml", "datasets: {ess-2023: [LU]}\nnoise:\n" + "".join(f"  - {{V: {1 + i}}}\n" for i in range(n))
+    )
+
+
+def report_notebooks(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    """The report notebooks copied to ``{dir}/nb``, the summary's parameters cell edited."""
+
+    def make(d: Path) -> None:
+        (d / "nb").mkdir()
+        for src in (ROOT / "notebooks").glob("*.ipynb"):
+            nb = json.loads(src.read_text(encoding="utf-8"))
+            if src.stem == "summary":
+                cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+                edit(cell)
+            (d / "nb" / src.name).write_text(json.dumps(nb), encoding="utf-8")
+
+    return make
+
+
+def _untag(cell: dict) -> None:
+    cell["metadata"]["tags"] = []
+
+
+def _drop_country(cell: dict) -> None:
+    src = cell["source"]
+    lines = src.splitlines(keepends=True) if isinstance(src, str) else list(src)
+    cell["source"] = [line for line in lines if not line.lstrip().startswith("country")]
+
+
+PLAN = (
+    "from demonoise.report.batch import plan\nfrom demonoise.report.params import load_params\n"
+    "plan(load_params('{root}/params/default.yaml'), '{out}', notebooks_dir='{dir}/nb')"
+).replace("{root}", str(ROOT))
 
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -740,6 +794,147 @@ CASES: list[Case] = [
         2,
         "use a .parquet, .csv or .csv.gz extension",
         ("compute", "--dataset", "be-2023", "--V", "1", "--out", "{out}/r.xlsx"),
+    ),
+    # ---- output locations: checked before any work, one line, nothing written
+    Case(
+        "out-symlink-to-device",
+        "outputs",
+        2,
+        "(a symlink to /dev/full) is a character device",
+        ("compute", "--dataset", "be-2023", "--V", "1", "--out", "{dir}/x.csv"),
+        fixture=symlink("x.csv", "/dev/full"),
+        fast=True,
+    ),
+    Case(
+        "out-device-path",
+        "outputs",
+        2,
+        "is a device or process file under /dev",
+        ("ptable", "build", "--D", "2", "--V", "1", "--out", "/dev/full"),
+    ),
+    Case(
+        "out-file-in-place-of-dir",
+        "outputs",
+        2,
+        "f/r.csv: Not a directory",
+        ("compute", "--dataset", "be-2023", "--V", "1", "--out", "{dir}/f/r.csv"),
+        fixture=text_file("f", ""),
+    ),
+    Case(
+        "out-is-a-directory",
+        "outputs",
+        2,
+        "d.csv is a directory",
+        ("compute", "--dataset", "be-2023", "--V", "1", "--out", "{dir}/d.csv"),
+        fixture=directory("d.csv"),
+    ),
+    Case(
+        "out-dir-is-a-file-overview",
+        "outputs",
+        2,
+        "exists and is not a directory",
+        ("overview", "--out-dir", "{dir}/f", "--no-pdf"),
+        fixture=text_file("f", ""),
+    ),
+    Case(
+        "out-dir-is-a-file-report-former-spelling",
+        "outputs",
+        2,
+        "exists and is not a directory",
+        ("report", "--params", "params/default.yaml", "--output", "{dir}/f"),
+        fixture=text_file("f", ""),
+    ),
+    Case(
+        "out-dir-is-a-file-notebook",
+        "outputs",
+        2,
+        "exists and is not a directory",
+        ("notebook", "whatif", "--out-dir", "{dir}/f", "--no-pdf"),
+        fixture=text_file("f", ""),
+    ),
+    Case(
+        "compare-note-unwritable",
+        "outputs",
+        2,
+        "f/n.md: Not a directory",
+        ("compare", "--dataset", "be-2023", "--ptable", "v01", "--out", OUT, "--note", "{dir}/f/n.md"),
+        fixture=text_file("f", ""),
+    ),
+    Case(
+        "control-out-symlink-written-through",
+        "outputs",
+        0,
+        "rows",
+        ("compute", "--dataset", "be-2023", "--V", "1", "--out", "{dir}/link.csv"),
+        fixture=chain(directory("shared"), symlink("link.csv", "{dir}/shared/r.csv")),
+    ),
+    # ---- the notebook contract
+    Case(
+        "notebook-unknown-parameter",
+        "contract",
+        2,
+        "unknown parameter 'regoin' for notebook whatif",
+        ("notebook", "whatif", "-p", "regoin", "BE10", "--out-dir", "{out}", "--no-pdf"),
+        fast=True,
+    ),
+    Case(
+        "report-notebook-without-parameters-tag",
+        "contract",
+        2,
+        "summary.ipynb has no code cell tagged 'parameters'",
+        python=PLAN,
+        fixture=report_notebooks(_untag),
+    ),
+    Case(
+        "report-notebook-lacking-a-parameter",
+        "contract",
+        2,
+        "does not define country",
+        python=PLAN,
+        fixture=report_notebooks(_drop_country),
+    ),
+    # ---- bounded work
+    Case(
+        "report-1000-settings-without-yes",
+        "limits",
+        2,
+        "the batch is large: 1 reports, 4001 notebook executions",
+        ("report", "--params", "{dir}/p.yaml", "--out-dir", "{out}"),
+        fixture=many_settings(1000),
+        fast=True,
+    ),
+    Case(
+        "mc-beyond-address-space-limit",
+        "limits",
+        2,
+        "N = 500000000 replicates over 12 regions",
+        python="import resource\nresource.setrlimit(resource.RLIMIT_AS, (3 * 10**9, 3 * 10**9))\n"
+        "from demonoise.cli import main\n"
+        "raise SystemExit(main(['compute', '--dataset', 'be-2023', '--V', '1', '--mc', '500000000', "
+        "'--out', '{out}/r.csv']))",
+    ),
+    Case(
+        "ptable-build-D-101",
+        "limits",
+        2,
+        "above the limit 100 for building a p-table",
+        ("ptable", "build", "--D", "101", "--V", "1", "--out", "{out}/p.csv"),
+    ),
+    Case(
+        "calibrate-ptable-D-500",
+        "limits",
+        2,
+        "above the limit 100 for building a p-table",
+        ("calibrate", "--dataset", "be-2023", "--ptable-D", "500", "--out", OUT),
+    ),
+    Case(
+        "control-V-1e12",
+        "control",
+        0,
+        "rows",
+        ("compute", "--dataset", "be-2023", "--V", "1e12", "--out", OUT),
+        outputs=("r.csv",),
+        timeout=60.0,
     ),
     # ---- controls: valid uses still succeed and leave exactly their output
     Case("control-compute", "control", 0, "rows", COMPUTE, fixture=copy_template(), outputs=("r.csv",), fast=True),

@@ -27,10 +27,21 @@ hostile = _load_hostile()
 
 def test_table_has_the_classes_and_a_fast_subset():
     cases = hostile.select()
-    assert len(cases) >= 40
-    assert {c.cls for c in cases} >= {"counts", "exposure", "codes", "files", "json", "options", "limits", "control"}
+    assert len(cases) >= 60
+    assert {c.cls for c in cases} >= {
+        "counts",
+        "exposure",
+        "codes",
+        "files",
+        "json",
+        "options",
+        "limits",
+        "outputs",
+        "contract",
+        "control",
+    }
     fast = hostile.select(fast=True)
-    assert 12 <= len(fast) <= 16 and len({c.cls for c in fast}) >= 7
+    assert 12 <= len(fast) <= 20 and len({c.cls for c in fast}) >= 7
 
 
 @pytest.mark.slow

@@ -594,7 +594,7 @@ def test_cli_overview_arguments():
 
     a = build_parser().parse_args(["overview", "--V", "5", "1", "--countries", "BE", "--no-pdf"])
     assert a.func.__name__ == "cmd_overview" and a.dataset == "ess-2023" and a.V == [5.0, 1.0] and a.no_pdf
-    assert str(a.out) == "output"
+    assert str(a.out_dir) == "output"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["overview", "--V", "-1"])
 

@@ -11,17 +11,24 @@
     demonoise compare --dataset ess-2023 --ptable v01 [--mc 10000] --out comparison.parquet [--note note.md]
     demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
     demonoise calibrate --dataset be-2023 [--thresholds 0.1 0.5 1] [--ptable-D 3 --ptable-js 0] --out calib.csv
-    demonoise notebook whatif|teaching [-p NAME VALUE ...] [--out DIR] [--no-pdf] [--force]
-    demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out DIR] [--no-pdf]
-    demonoise report --params params/default.yaml [--output output] [--force] [--workers 2] [--no-pdf]
+    demonoise notebook whatif|teaching [-p NAME VALUE ...] [--out-dir DIR] [--no-pdf] [--force]
+    demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out-dir DIR] [--no-pdf]
+    demonoise report --params params/default.yaml [--out-dir output] [--force] [--workers 2] [--no-pdf] [--yes]
+
+One spelling for outputs: ``--out FILE`` for the commands that write a table (compute,
+compare, calibrate, ptable build), ``--out-dir DIR`` for the commands that write documents
+(notebook, overview, report). The former spellings -- ``--out DIR`` of notebook and
+overview, ``--output DIR`` of report -- are kept as aliases. Every output location is
+checked before any work (:func:`demonoise.core.atomic.check_output_file`).
 
 ``compute``, ``compare``, ``overview`` and ``report`` take ``--scheduler ADDRESS`` (run what
 fans out on that Dask cluster) and ``--workers N`` (the size of the local cluster used
 otherwise; 1: everything in this process).
 
 Every command exits with status 0 on success, 2 on bad input or parameters (a
-one-line message naming what is wrong), 1 on a failed batch, 130 when interrupted
-(Ctrl-C, SIGTERM or SIGHUP: one line, nothing half-written, no process left).
+one-line message naming what is wrong; an output location that cannot be written is
+one), 1 on a failed batch, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: one line,
+nothing half-written, no process left).
 """
 
 from __future__ import annotations
@@ -159,8 +166,9 @@ def _load_counts(args):
 def cmd_compute(args) -> int:
     from demonoise.analysis.compute import check_table_path, compute, noise_settings, summarise, write_results
     from demonoise.analysis.results import check_confidence
+    from demonoise.core.atomic import check_output_file
 
-    check_table_path(args.out)
+    check_output_file(check_table_path(args.out))
     check_confidence(args.confidence)
     with _cluster(args) as cluster:  # a --scheduler is reached (or refused) before any work
         counts = _load_counts(args)
@@ -279,6 +287,7 @@ def _parameter_value(text: str):
 
 
 def cmd_notebook(args) -> int:
+    from demonoise.core.atomic import check_output_dir
     from demonoise.core.errors import ParameterError
     from demonoise.report.extras import render_notebook
 
@@ -287,7 +296,8 @@ def cmd_notebook(args) -> int:
         if not name.isidentifier():
             raise ParameterError(f"parameter name {name!r} is not a Python identifier")
         params[name] = _parameter_value(value)
-    res = render_notebook(args.name, params, args.out, pdf=not args.no_pdf, force=args.force)
+    check_output_dir(args.out_dir)
+    res = render_notebook(args.name, params, args.out_dir, pdf=not args.no_pdf, force=args.force)
     print(f"{args.name}: {res.html} ({res.html_bytes / 1e6:.1f} MB, {res.html_seconds:.1f} s)")
     if res.pdf is not None:
         print(f"{args.name}: {res.pdf} ({res.pdf_seconds:.1f} s)")
@@ -296,12 +306,16 @@ def cmd_notebook(args) -> int:
 
 
 def cmd_overview(args) -> int:
+    from demonoise.core.atomic import check_output_dir
     from demonoise.report.overview import render_overview
 
+    check_output_dir(args.out_dir)
     t0 = time.perf_counter()
     params = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
     with _cluster(args) as cluster:
-        r = render_overview(params, args.out, pdf=not args.no_pdf, force=args.force, store=args.store, cluster=cluster)
+        r = render_overview(
+            params, args.out_dir, pdf=not args.no_pdf, force=args.force, store=args.store, cluster=cluster
+        )
     dt = time.perf_counter() - t0
     print(
         f"Europe overview -> {r.html}"
@@ -319,10 +333,11 @@ def cmd_report(args) -> int:
     with _cluster(args, params.scheduler) as cluster:
         rep = run_reports(
             params,
-            args.output,
+            args.out_dir,
             force=args.force,
             workers=args.workers,
             pdf=False if args.no_pdf else None,
+            yes=args.yes,
             cluster=cluster,
         )
     t = rep.timings
@@ -454,9 +469,10 @@ def cmd_ptable_build(args) -> int:
     import warnings
 
     from demonoise.analysis.ptables import write_ptable
-    from demonoise.core.atomic import atomic_path
+    from demonoise.core.atomic import atomic_path, check_output_file
     from demonoise.noise.ptable import VarianceNotReachedWarning, build_ptable
 
+    check_output_file(args.out)
     pstay = None
     if args.pstay:
         pstay = args.pstay[0] if len(args.pstay) == 1 else list(args.pstay)
@@ -507,11 +523,13 @@ def cmd_ptable_show(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from demonoise.analysis.compute import check_table_path, write_results
-    from demonoise.core.atomic import atomic_write_text
+    from demonoise.analysis.compute import check_table_path
+    from demonoise.core.atomic import check_output_file
     from demonoise.uncertainty.comparison import compare_noise, comparison_note, summarise_comparison
 
-    check_table_path(args.out)
+    check_output_file(check_table_path(args.out))
+    if args.note is not None:
+        check_output_file(args.note)
     with _cluster(args) as cluster:  # a --scheduler is reached (or refused) before any work
         counts = _load_counts(args)
         table = _open_table(args.ptable)
@@ -521,7 +539,8 @@ def cmd_compare(args) -> int:
             counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
             mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes, cluster=cluster,
         )  # fmt: skip
-    out = write_results(df, args.out)
+    note = comparison_note(df)
+    out = _write_table_and_note(df, args.out, note, args.note)
     dt = time.perf_counter() - t0
     print(
         f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  "
@@ -532,11 +551,22 @@ def cmd_compare(args) -> int:
     head = summ[(summ.indicator == "tfr") | ((summ.indicator == "e") & summ.age_group.isin(birth_labels))]
     with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
         print((head if len(head) else summ).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    note = comparison_note(df)
     print()
     print(note)
-    if args.note:
-        atomic_write_text(args.note, note + "\n")
+
+
+def _write_table_and_note(df, out, note: str, note_path) -> Path:
+    """The results table and (optionally) the note, both or neither: the note goes to its
+    temporary file first, the table is written, then the note replaces its target."""
+    import contextlib
+
+    from demonoise.analysis.compute import write_results
+    from demonoise.core.atomic import atomic_path
+
+    with atomic_path(note_path) if note_path is not None else contextlib.nullcontext() as tmp:
+        if tmp is not None:
+            tmp.write_text(note + "\n", encoding="utf-8")
+        return write_results(df, out)
 
 
 def _select(counts, regions, countries):
@@ -560,12 +590,13 @@ def _select(counts, regions, countries):
 
 def cmd_calibrate(args) -> int:
     from demonoise.analysis.compute import check_table_path, write_results
+    from demonoise.core.atomic import check_output_file
     from demonoise.core.errors import ParameterError
     from demonoise.uncertainty.calibration import calibrate, calibration_summary, check_thresholds
 
     # every parameter is checked before any data are read or anything is written
     thresholds = check_thresholds(args.thresholds)
-    check_table_path(args.out)
+    check_output_file(check_table_path(args.out))
     ptable_opts = args.ptable_D is not None or args.ptable_js is not None or args.pstay is not None
     if args.family == "generic" and ptable_opts and args.ptable_D is None:
         raise ParameterError("--ptable-js/--pstay need --ptable-D (the p-table family's maximum deviation)")
@@ -663,7 +694,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="C",
         help="Monte Carlo: levels of the quantile intervals kept, in (0, 1) (default 0.95)",
     )
-    s.add_argument("--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz")
+    s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
     _cluster_args(s, "the Monte Carlo blocks")
     s.set_defaults(func=cmd_compute)
 
@@ -727,7 +758,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--K", type=_cell_keys, default=None, help="number of cell keys for --format eurostat (default 100000)"
     )
     b.add_argument("--label", default="", help="short name used in results tables")
-    b.add_argument("--out", required=True, type=Path, help="output file (.gz: gzipped); written atomically")
+    b.add_argument(
+        "--out", required=True, type=Path, metavar="FILE", help="output file (.gz: gzipped); written atomically"
+    )
     b.set_defaults(func=cmd_ptable_build)
     w = psub.add_parser("show", help="per-count moments of a p-table: bias, variance, nominal V, reached?")
     w.add_argument("table", help="an embedded table (v01, v03, v04) or a p-table file (either format)")
@@ -780,8 +813,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="noise-only Monte Carlo replicates: p-table and generic noise with a zero floor (default 0)",
     )
     s.add_argument("--seed", type=_nonneg_int, default=20230101)
-    s.add_argument("--out", required=True, type=Path, help="output table: .parquet, .csv or .csv.gz")
-    s.add_argument("--note", type=Path, default=None, help="also write the closing note to this text file")
+    s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
+    s.add_argument(
+        "--note",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the closing note to this text file (both files are written, or neither)",
+    )
     _cluster_args(s, "the Monte Carlo blocks")
     s.set_defaults(func=cmd_compare)
 
@@ -838,7 +877,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries")
     s.add_argument("--regions", nargs="+", metavar="CODE", help="restrict to these regions")
     s.add_argument(
-        "--out", required=True, type=Path, help="output file: .parquet, .csv or .csv.gz (written atomically)"
+        "--out",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="output table: .parquet, .csv or .csv.gz (written atomically)",
     )
     s.set_defaults(func=cmd_calibrate)
 
@@ -854,7 +897,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar=("NAME", "VALUE"),
         help="papermill parameter; VALUE is read as JSON if it parses (4, 0.5, [1, 5], null), else as text (BE34)",
     )
-    s.add_argument("--out", type=Path, default=Path("output"), help="output directory (default: output)")
+    _out_dir_arg(s, "--out")
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--force", action="store_true", help="execute even if the executed notebook is up to date")
     s.set_defaults(func=cmd_notebook)
@@ -878,8 +921,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="Monte Carlo replicates for a check of e0/TFR (default 0)",
     )
-    s.add_argument("--out", type=Path, default=Path("output"), help="output directory (default output)")
-    s.add_argument("--store", type=Path, default=None, help="results store (default OUT/results)")
+    _out_dir_arg(s, "--out")
+    s.add_argument("--store", type=Path, default=None, help="results store (default OUT_DIR/results)")
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--force", action="store_true", help="recompute and re-execute even if up to date")
     _cluster_args(s, "the Monte Carlo blocks and the notebook")
@@ -889,12 +932,32 @@ def build_parser() -> argparse.ArgumentParser:
         "report", help="quality reports: notebooks per country and V -> HTML/PDF reports + output/index.html"
     )
     s.add_argument("--params", required=True, type=Path, help="YAML params file, e.g. params/default.yaml")
-    s.add_argument("--output", type=Path, default=Path("output"), help="output directory (default: output)")
+    _out_dir_arg(s, "--output", "--out")
     s.add_argument("--force", action="store_true", help="execute and render everything again, even if up to date")
     s.add_argument("--no-pdf", action="store_true", help="write HTML reports only")
     _cluster_args(s, "the Monte Carlo blocks, notebooks and renderings (also: scheduler: in the params)")
+    s.add_argument(
+        "--yes",
+        action="store_true",
+        help="run a batch above 200 notebook executions or an estimated 30 minutes (refused without it; "
+        "the refusal prints the batch's size and time estimate, and nothing ever prompts)",
+    )
     s.set_defaults(func=cmd_report)
     return p
+
+
+def _out_dir_arg(s, *former: str) -> None:
+    """``--out-dir DIR`` of a document command, with its former spelling(s) as aliases."""
+    s.add_argument(
+        "--out-dir",
+        *former,
+        dest="out_dir",
+        type=Path,
+        default=Path("output"),
+        metavar="DIR",
+        help=f"output directory (default: output); --out-dir is the current spelling, {', '.join(former)} "
+        "still accepted (former spelling)",
+    )
 
 
 def _data_args(s):

@@ -26,6 +26,7 @@ __all__ = [
     "FormatError",
     "FetchError",
     "ReportError",
+    "OutputError",
 ]
 
 # Order in which location fields are printed.
@@ -39,6 +40,12 @@ class DemonoiseError(Exception):
 class ParameterError(DemonoiseError, ValueError):
     """An analysis parameter is invalid (V <= 0, unreachable V for a maximum deviation D,
     unknown dataset, country, indicator or granularity, ...)."""
+
+
+class OutputError(ParameterError):
+    """An output path cannot be written: its directory is not writable or cannot be
+    created, the path is a directory, a device or another non-regular file, or writing
+    failed (a full disk). The message names the path the user gave."""
 
 
 class DataError(DemonoiseError, ValueError):

@@ -61,6 +61,8 @@ __all__ = [
     "D_MAX",
     "check_variance_limit",
     "check_deviation_limit",
+    "BUILD_D_MAX",
+    "check_build_limit",
 ]
 
 #: Largest noise variance accepted anywhere. A noise sd above 10^6 swamps every published
@@ -79,6 +81,23 @@ def check_deviation_limit(D: int, what: str = "D (maximum deviation)") -> None:
         raise ParameterError(
             f"{what} = {D} is above the limit 10^4: building the p-table takes memory growing like D^2 "
             "(74.5 GiB at D = 10^5) and time faster still; Eurostat's tables use D <= 5"
+        )
+
+
+#: Largest ``D`` of a p-table *built* here. Each row's interior-point solve works on dense
+#: (2D + 1)-square systems, so the build time grows like about D^3.5: 1.2 s at D = 10,
+#: 4.7 s at D = 20, 18.5 s at D = 30 (``demonoise ptable build --V 1``, 2 cores shared,
+#: load average about 6), hence about 20 minutes at D = 100 and days at D = 10^3.
+#: Reading a table of larger D from a file is not limited by this.
+BUILD_D_MAX = 100
+
+
+def check_build_limit(D: int, what: str = "D (maximum deviation)") -> None:
+    """Refuse building a p-table of ``D`` above :data:`BUILD_D_MAX`, saying why."""
+    if D > BUILD_D_MAX:
+        raise ParameterError(
+            f"{what} = {D} is above the limit {BUILD_D_MAX} for building a p-table: the build time grows like "
+            "D^3.5 (18.5 s at D = 30, about 20 minutes at D = 100); Eurostat's tables use D <= 5"
         )
 
 
@@ -654,6 +673,7 @@ def build_ptable(
     if D_int != D or D_int < 1:
         raise ParameterError(f"D (maximum deviation) must be a positive integer, got {D!r}")
     check_deviation_limit(D_int)
+    check_build_limit(D_int)
     if not (isinstance(V, (int, float, np.floating, np.integer)) and np.isfinite(V) and V > 0):
         raise ParameterError(f"V (noise variance) must be a finite number > 0, got {V!r}")
     V = float(V)

@@ -150,28 +150,76 @@ def _stale_files(reports_dir: Path) -> list[Path]:
     return sorted(p for p in reports_dir.glob("*/*-V*.*") if p.suffix in (".html", ".pdf"))
 
 
-def plan(params: ReportParams, output: str | os.PathLike, notebooks_dir=None) -> Plan:
-    """The reports and their notebook runs; removes the files of the old per-V layout.
+def plan(
+    params: ReportParams,
+    output: str | os.PathLike,
+    notebooks_dir=None,
+    *,
+    yes: bool = True,
+    workers: int = 2,
+    pdf: bool = True,
+) -> Plan:
+    """The reports and their notebook runs, checked before any work; removes the files of
+    the old per-V layout.
+
+    Checks, in order: the output directory can be written; the batch's size and time
+    estimate (:func:`demonoise.report.budget.check_batch_size`; ``yes`` lets a large
+    batch run); every notebook's contract (a tagged parameters cell defining every
+    parameter the batch injects, :func:`demonoise.report.contract.check_contract`) and
+    the extras' parameters (:func:`~demonoise.report.contract.check_known`).
 
     Raises
     ------
+    OutputError
+        The output directory cannot be written.
+    ParameterError
+        A batch too large without ``yes`` (its size and estimate in the message), or an
+        extra notebook given a parameter it does not define.
     ReportError
-        A notebook of the reports is missing (an explicit directory is not replaced by another).
+        A notebook of the reports is missing (an explicit directory is not replaced by
+        another) or breaks the contract (the notebook named).
     """
+    from demonoise.core.atomic import check_output_dir
+    from demonoise.report.budget import check_batch_size, estimate_batch
     from demonoise.report.locate import find_dir
 
-    output = Path(output)
-    names = [SUMMARY, *params.indicators]
-    nbdir = find_dir("notebooks", tuple(f"{n}.ipynb" for n in names), notebooks_dir)
+    output = check_output_dir(Path(output))
     reports = [Report(s.dataset, c) for s in params.selections for c in s.countries]
     runs = []
     for r in reports:
         runs.append(Run(r, SUMMARY))
         runs += [Run(r, n, s) for n in params.indicators for s in params.settings]
-    removed = _stale_files(output / "reports")
-    for p in removed:
+    state = Plan(params, output, Path(), reports, runs, [], list(params.notices))
+    check_batch_size(estimate_batch(state, workers=workers, pdf=pdf), yes=yes)
+    names = [SUMMARY, *params.indicators]
+    state.notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in names), notebooks_dir)
+    _check_contracts(state, names)
+    state.removed = _stale_files(output / "reports")
+    for p in state.removed:
         p.unlink(missing_ok=True)
-    return Plan(params, output, nbdir, reports, runs, removed, list(params.notices))
+    return state
+
+
+def _injected_names(run: Run, params: ReportParams) -> list[str]:
+    """The parameters the execute stage gives ``run``'s notebook (:func:`_parameters`)."""
+    facts = {"label": "", "year": None, "provenance": {}, "implications": ""}
+    return list(_parameters(run, Computed(results=Path(), calibration=Path()), params, facts))
+
+
+def _check_contracts(state: Plan, names: list[str]) -> None:
+    """Every notebook's tagged parameters cell defines what the batch injects; every
+    extra notebook defines the parameters the params file gives it."""
+    from demonoise.report.contract import check_contract, check_known
+    from demonoise.report.locate import find_notebook
+
+    first = {}
+    for run in state.runs:
+        first.setdefault(run.notebook, run)
+    for n in names:
+        if n in first:
+            check_contract(state.notebooks / f"{n}.ipynb", _injected_names(first[n], state.params))
+    for name, opts in state.params.extras:
+        check_known(find_notebook(name), dict(opts), name)
 
 
 # ===================================================================== compute
@@ -414,6 +462,29 @@ def _notebook_failures(report: Report, state: Plan, executed: Mapping) -> str | 
     return "\n".join(errs) or None
 
 
+def _wrong_sections(report: Report, state: Plan) -> str | None:
+    """Why a section of ``report`` does not show the dataset, country and setting its run
+    asked for (:func:`demonoise.report.contract.check_shown`), or ``None``."""
+    from demonoise.report.contract import check_shown
+    from demonoise.report.summary import setting_label
+
+    every = [setting_label(s.as_parameter()) for s in state.params.settings]
+    errs = []
+    for run in (r for r in state.runs if r.report == report):
+        one = None if run.setting is None else setting_label(run.setting.as_parameter())
+        try:
+            check_shown(
+                run.output(state.output),
+                dataset=report.dataset,
+                country=report.country,
+                setting=one,
+                settings=every if one is None else (),
+            )
+        except DemonoiseError as e:
+            errs.append(f"{run.name}: {e}")
+    return "\n".join(errs) or None
+
+
 def _render_task(nb: bytes, html_name: str, pdf: bool) -> dict:
     """A rendering task for any worker (module level: picklable): the assembled notebook's
     bytes in; the HTML, its CSV files and the PDF out as bytes, written here by
@@ -469,7 +540,7 @@ def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, t
     from demonoise.core.atomic import atomic_path
     from demonoise.report.cache import is_current, read_stamp
 
-    failed = computed[report].error or _notebook_failures(report, state, executed)
+    failed = computed[report].error or _notebook_failures(report, state, executed) or _wrong_sections(report, state)
     if failed:
         return Rendered("failed", error=failed), None
     out = state.output
@@ -678,6 +749,7 @@ def run_reports(
     progress: bool | None = None,
     notebooks_dir: str | os.PathLike | None = None,
     log: Callable[[str], None] | None = _stderr,
+    yes: bool = True,
     cluster=None,
 ) -> BatchReport:
     """Run a report batch (module notes) and write ``<output>/index.html``.
@@ -685,13 +757,17 @@ def run_reports(
     The Monte Carlo blocks, notebook executions and renderings run as tasks on
     ``cluster`` (:class:`demonoise.core.cluster.Cluster`); without one, on the Dask
     scheduler of ``params.scheduler`` if set, else on a local cluster of ``workers``
-    processes started when the first task is (and closed at the end).
+    processes started when the first task is (and closed at the end). ``yes=False`` (the
+    command line without ``--yes``) refuses a batch above 200 notebook executions or an
+    estimated 30 minutes (:mod:`demonoise.report.budget`).
 
     Raises
     ------
     ParameterError, ReportError
-        Only for problems that stop every report (no notebooks, invalid workers, no
-        template); a failing country or notebook is recorded in its outcome instead.
+        Only for problems that stop every report (no notebooks, a notebook breaking the
+        contract, invalid workers, no template, a batch too large without ``yes``,
+        an output directory that cannot be written); a failing country or notebook is
+        recorded in its outcome instead.
     """
     from demonoise.core.cluster import Cluster
 
@@ -699,13 +775,13 @@ def run_reports(
         raise ParameterError(f"workers must be >= 1, got {workers}")
     where = cluster if cluster is not None else Cluster(params.scheduler, workers=workers)
     try:
-        return _run_stages(params, output, where, force, workers, pdf, progress, notebooks_dir, log)
+        return _run_stages(params, output, where, force, workers, pdf, progress, notebooks_dir, log, yes)
     finally:
         if cluster is None:
             where.close()
 
 
-def _run_stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log) -> BatchReport:
+def _run_stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
     """plan -> compute -> execute -> render -> index, every fan-out on ``cluster``."""
     t, times = time.perf_counter(), {}
 
@@ -713,10 +789,10 @@ def _run_stages(params, output, cluster, force, workers, pdf, progress, notebook
         nonlocal t
         times[name], t = time.perf_counter() - t, time.perf_counter()
 
-    state = plan(params, output, notebooks_dir)
+    pdf_reason = _pdf_reason(params, pdf)
+    state = plan(params, output, notebooks_dir, yes=yes, workers=workers, pdf=pdf_reason is None)
     for note in state.notes:
         _say(log, f"demonoise report: note: {note}")
-    pdf_reason = _pdf_reason(params, pdf)
     _say(
         log,
         f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings "

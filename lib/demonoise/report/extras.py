@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import ReportError
+from demonoise.report.contract import check_known
 from demonoise.report.locate import find_notebook
 from demonoise.report.render import RenderResult, load_notebook, render_report
 from demonoise.report.run import DEFAULT_KERNEL, Job, run_jobs
@@ -101,15 +102,18 @@ def render_notebook(
     Raises
     ------
     ParameterError
-        Unknown notebook, parameters that are not JSON-serialisable.
+        Unknown notebook, a parameter the notebook's tagged ``parameters`` cell does not
+        define (naming it and listing the known ones), parameters that are not
+        JSON-serialisable.
     ReportError
         The notebook failed (the message names the exception and the cell; the partly
         executed notebook is kept as ``<name>.failed.ipynb``), or HTML rendering failed.
     """
     src = find_notebook(name, notebook_dir)
+    params = dict(parameters or {})
+    check_known(src, params, name)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    params = dict(parameters or {})
     stem = scenario_name(name, params)
     job = Job(src, out_dir / f"{stem}.ipynb", params, name=stem)
     batch = run_jobs(

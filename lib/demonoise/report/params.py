@@ -85,6 +85,9 @@ class Setting(_Strict):
             raise ValueError(f"V must be a number, got {v!r}")
         if not math.isfinite(float(v)) or float(v) <= 0:
             raise ValueError(f"V is a variance and must be a finite number > 0, got {v!r}")
+        from demonoise.noise.ptable import check_variance_limit
+
+        check_variance_limit(float(v), "V")
         return float(v)
 
     @field_validator("ptable")
@@ -193,9 +196,15 @@ class Overview(_Strict):
         return d
 
 
+#: Most Monte Carlo replicates accepted (as ``demonoise compute --mc``; a check needs 10^3 to 10^5).
+MC_MAX = 10**9
+
+
 def _check_replicates(n: int) -> int:
     if n < 0 or n == 1:
         raise ValueError(f"Monte Carlo replicates must be 0 or an integer >= 2, got {n}")
+    if n > MC_MAX:
+        raise ValueError(f"Monte Carlo replicates must be at most 10^9 (a check needs 10^3 to 10^5), got {n}")
     return n
 
 

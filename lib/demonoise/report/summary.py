@@ -215,6 +215,13 @@ def load_results(
     ReportError
         Missing file, or a table without the requested dataset/country/setting/granularity
         (naming what is missing).
+
+    Notes
+    -----
+    In a notebook it also displays a metrics output recording what the returned rows hold
+    (dataset, country, the setting asked for, every setting present), which the report
+    batch checks against the run's parameters before rendering the section
+    (:func:`demonoise.report.contract.check_shown`).
     """
     from demonoise.analysis.compute import read_table
 
@@ -252,7 +259,21 @@ def load_results(
     if granularity is not None:
         df = df[df["granularity"] == granularity]
     df = df.reset_index(drop=True)
-    return drop_duplicate_country(df) if dedupe else df
+    df = drop_duplicate_country(df) if dedupe else df
+    _record_shown(df, setting)
+    return df
+
+
+def _record_shown(df: pd.DataFrame, setting) -> None:
+    """In a kernel: a metrics output saying what the rows hold, which the batch's render
+    stage compares with what it asked for (:func:`demonoise.report.contract.check_shown`)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from demonoise.report.contract import SHOWN, shown_record
+    from demonoise.report.notebook import display_metrics
+
+    if InteractiveShell.initialized():
+        display_metrics({SHOWN: shown_record(df, setting_label=setting_label(setting))})
 
 
 _CACHE: dict = {}

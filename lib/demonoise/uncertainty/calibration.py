@@ -79,7 +79,7 @@ import pandas as pd
 from demonoise.core.counts import Counts
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, INDICATORS
-from demonoise.noise.ptable import PTable, build_ptable, check_deviation_limit
+from demonoise.noise.ptable import PTable, build_ptable, check_build_limit, check_deviation_limit
 from demonoise.uncertainty.propagation import (
     TABLES,
     Linearised,
@@ -328,6 +328,7 @@ class PTableFamily:
         if js != self.js or js < 0:
             raise ParameterError(f"p-table family: js must be a non-negative integer, got {self.js!r}")
         check_deviation_limit(D, "p-table family: D (maximum deviation)")
+        check_build_limit(D, "p-table family: D (maximum deviation)")
         object.__setattr__(self, "D", D)
         object.__setattr__(self, "js", js)
         if self.pstay is not None:

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from demonoise.core.cluster import using
+from demonoise.core.cluster import default_workers, using
 from demonoise.core.counts import spread_unknown
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import exposure
@@ -335,6 +335,7 @@ def monte_carlo(
     if not hasattr(noise, "perturb"):
         raise ParameterError(f"noise model {noise!r} cannot be sampled (no perturb method)")
     indicators, components = tuple(indicators), tuple(components)
+    default_memory = 5.0e8 if engine == "reference" else FUSED_MEMORY
     if engine == "reference":
         shared, block, refs = _reference_setup(
             lz, noise, indicators, components, floor_zero, noised, quantiles, n, memory_limit or 5.0e8, store_limit
@@ -350,6 +351,9 @@ def monte_carlo(
         block = fused_block_size(plan, n, memory_limit or FUSED_MEMORY)
         shared, refs = {"plan": plan}, {i: np.nan_to_num(lz.blocks[i].lin.value) for i in indicators}
         task = _run_fused
+    workers = workers or default_workers()
+    keep = plan.keep if engine == "fused" else shared["keep"]
+    _check_memory(lz, noise, n, block, keep, len(components), workers, memory_limit or default_memory)
     sizes = [block] * (n // block) + ([n % block] if n % block else [])
     jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes)), strict=True))
     with using(cluster, workers) as where:
@@ -360,6 +364,18 @@ def monte_carlo(
     for (ind, comp), a in acc.items():
         res.stats[(ind, comp)] = _moments(a, refs[ind], quantiles)
     return res
+
+
+def _check_memory(lz, noise, n, block, keep, n_components, workers, working) -> None:
+    """Refuse, before any block runs, a run whose estimated memory does not fit
+    (:mod:`demonoise.uncertainty.mc_memory`)."""
+    from demonoise.uncertainty.mc_memory import check_memory, estimate_memory
+
+    kept = {i: (lz.blocks[i].lin.value.size * n_components, 8 if k == "f8" else 4) for i, k in keep.items() if k}
+    law = getattr(noise, "law", None)
+    points = int(np.size(law()[0])) if callable(law) else 0
+    parts = estimate_memory(n=n, block=block, kept=kept, workers=workers, working=working, law_points=points)
+    check_memory(parts, n=n, regions=len(lz.counts.regions))
 
 
 def _run_jobs(task, jobs, shared, cluster, progress) -> dict:
