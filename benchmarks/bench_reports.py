@@ -5,15 +5,18 @@ Run from the repository root::
     PYTHONPATH=lib python benchmarks/bench_reports.py                 # default + ess-2023
     PYTHONPATH=lib python benchmarks/bench_reports.py --only default  # just the showcase
     PYTHONPATH=lib python benchmarks/bench_reports.py --workers 2 --keep /tmp/bench
+    PYTHONPATH=lib python benchmarks/bench_reports.py --workers 1 2     # speed-up of 2 local workers
 
 For each params file (``params/default.yaml``, ``params/ess-2023.yaml``) the batch runs
 from scratch into a fresh temporary output directory (results computed, notebooks
 executed, HTML and PDF rendered), then once more into the same directory (everything
 up to date). Printed: wall time of the whole run and of its stages (compute = results
 tables incl. Monte Carlo, calibration, comparison; notebooks; render = HTML + PDF in
-``workers`` processes), then one line per report: its notebook, HTML and PDF seconds,
+``workers`` processes of the local Dask cluster), then one line per report: its notebook, HTML and PDF seconds,
 its pages and PDF seconds per page; sizes, and the load average before and after
-(other work on the machine inflates every figure). JSON goes to
+(other work on the machine inflates every figure). With several ``--workers`` (e.g.
+``1 2``) each params file runs once per size, back to back, and the wall-time speed-up
+against the first size is printed. JSON goes to
 ``benchmarks/out/reports.json``.
 
 Setup (the virtual environment, the kernelspec) is excluded, as is Python's start-up.
@@ -101,7 +104,7 @@ def bench(name: str, params_file: Path, out: Path, workers: int, pdf: bool | Non
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["default", "ess"], help="run one params file only")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, nargs="+", default=[2], help="local cluster sizes, run back to back")
     ap.add_argument("--no-pdf", action="store_true")
     ap.add_argument("--keep", type=Path, help="write outputs here (kept) instead of a temporary directory")
     args = ap.parse_args()
@@ -113,21 +116,19 @@ def main() -> int:
         "workers": args.workers,
         "runs": {},
     }
-    for name, f in files.items():
-        base = args.keep / name if args.keep else Path(tempfile.mkdtemp(prefix=f"dn-bench-{name}-"))
+    for (name, f), workers in ((nf, w) for nf in files.items() for w in args.workers):
+        key = name if len(args.workers) == 1 else f"{name}-w{workers}"
+        base = args.keep / key if args.keep else Path(tempfile.mkdtemp(prefix=f"dn-bench-{key}-"))
         if base.exists() and args.keep:
             shutil.rmtree(base)
         try:
-            r = bench(name, f, base, args.workers, False if args.no_pdf else None)
+            r = bench(name, f, base, workers, False if args.no_pdf else None)
         finally:
             if not args.keep:
                 shutil.rmtree(base, ignore_errors=True)
-        results["runs"][name] = r
+        results["runs"][key] = r
         s, w = r["stages_s"], r["work_s"]
-        print(
-            f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), "
-            f"workers {args.workers}"
-        )
+        print(f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {workers}")
         print("| stage | wall (s) |\n|---|---|")
         print(f"| total | {r['wall_s']} |")
         for k in ("compute", "notebooks", "render", "overview_extras"):
@@ -148,6 +149,12 @@ def main() -> int:
         print(f"load average before {r['loadavg_before']}, after {r['loadavg_after']}")
         for n in r["notes"]:
             print(f"note: {n}")
+        first = results["runs"].get(f"{name}-w{args.workers[0]}")
+        if first is not None and workers != args.workers[0]:
+            print(
+                f"speed-up, {workers} workers against {args.workers[0]} (same run, back to back): "
+                f"{first['wall_s'] / r['wall_s']:.2f} (wall {first['wall_s']} s -> {r['wall_s']} s)"
+            )
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)
     (out / "reports.json").write_text(json.dumps(results, indent=1))

@@ -21,9 +21,14 @@ compare, calibrate, ptable build), ``--out-dir DIR`` for the commands that write
 overview, ``--output DIR`` of report -- are kept as aliases. Every output location is
 checked before any work (:func:`demonoise.core.atomic.check_output_file`).
 
+``compute``, ``compare``, ``overview`` and ``report`` take ``--scheduler ADDRESS`` (run what
+fans out on that Dask cluster) and ``--workers N`` (the size of the local cluster used
+otherwise; 1: everything in this process).
+
 Every command exits with status 0 on success, 2 on bad input or parameters (a
 one-line message naming what is wrong; an output location that cannot be written is
-one), 1 on a failed batch, 130 when interrupted.
+one), 1 on a failed batch, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: one line,
+nothing half-written, no process left).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import time
 from pathlib import Path
 
 from demonoise.core.errors import DemonoiseError
+from demonoise.core.signals import interruptible
 
 __all__ = ["main", "build_parser"]
 
@@ -164,21 +170,23 @@ def cmd_compute(args) -> int:
 
     check_output_file(check_table_path(args.out))
     check_confidence(args.confidence)
-    counts = _load_counts(args)
-    settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
-    t0 = time.perf_counter()
-    progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
-    df = compute(
-        counts,
-        settings,
-        granularity=args.granularity,
-        indicators=args.indicators,
-        mc=args.mc,
-        seed=args.seed,
-        zero_floor=args.zero_floor,
-        confidence=args.confidence,
-        progress=progress,
-    )
+    with _cluster(args) as cluster:  # a --scheduler is reached (or refused) before any work
+        counts = _load_counts(args)
+        settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
+        t0 = time.perf_counter()
+        progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
+        df = compute(
+            counts,
+            settings,
+            granularity=args.granularity,
+            indicators=args.indicators,
+            mc=args.mc,
+            seed=args.seed,
+            zero_floor=args.zero_floor,
+            confidence=args.confidence,
+            progress=progress,
+            cluster=cluster,
+        )
     out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(
@@ -304,7 +312,10 @@ def cmd_overview(args) -> int:
     check_output_dir(args.out_dir)
     t0 = time.perf_counter()
     params = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
-    r = render_overview(params, args.out_dir, pdf=not args.no_pdf, force=args.force, store=args.store)
+    with _cluster(args) as cluster:
+        r = render_overview(
+            params, args.out_dir, pdf=not args.no_pdf, force=args.force, store=args.store, cluster=cluster
+        )
     dt = time.perf_counter() - t0
     print(
         f"Europe overview -> {r.html}"
@@ -319,14 +330,16 @@ def cmd_report(args) -> int:
     from demonoise.report.params import load_params
 
     params = load_params(args.params)
-    rep = run_reports(
-        params,
-        args.out_dir,
-        force=args.force,
-        workers=args.workers,
-        pdf=False if args.no_pdf else None,
-        yes=args.yes,
-    )
+    with _cluster(args, params.scheduler) as cluster:
+        rep = run_reports(
+            params,
+            args.out_dir,
+            force=args.force,
+            workers=args.workers,
+            pdf=False if args.no_pdf else None,
+            yes=args.yes,
+            cluster=cluster,
+        )
     t = rep.timings
     print(rep.summary())
     pages = sum(o.pages for o in rep.outcomes.values())
@@ -342,6 +355,34 @@ def cmd_report(args) -> int:
         print(f"  FAILED {r.label}: {first}", file=sys.stderr)
     print(f"index: {rep.index}")
     return 0 if rep.ok else 1
+
+
+def _cluster(args, default_address: str | None = None):
+    """The Dask cluster of a command: ``--scheduler`` (else ``default_address``), connected
+    now so that a bad address fails before any work; else a local one of ``--workers``
+    processes, started only when something fans out."""
+    from demonoise.core.cluster import Cluster
+
+    cluster = Cluster(getattr(args, "scheduler", None) or default_address, workers=getattr(args, "workers", None))
+    if cluster.address:
+        cluster.client()
+    return cluster
+
+
+def _cluster_args(s, what: str) -> None:
+    s.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help=f"run {what} on the Dask cluster of this scheduler, e.g. tcp://10.0.0.5:8786 "
+        "(default: a local cluster of --workers processes)",
+    )
+    s.add_argument(
+        "--workers",
+        type=_workers,
+        default=2,
+        help="worker processes of the local cluster (default 2; 1: everything in this process)",
+    )
 
 
 def _workers(s: str) -> int:
@@ -491,14 +532,15 @@ def cmd_compare(args) -> int:
     check_output_file(check_table_path(args.out))
     if args.note is not None:
         check_output_file(args.note)
-    counts = _load_counts(args)
-    table = _open_table(args.ptable)
-    t0 = time.perf_counter()
-    progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
-    df = compare_noise(
-        counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
-        mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes,
-    )  # fmt: skip
+    with _cluster(args) as cluster:  # a --scheduler is reached (or refused) before any work
+        counts = _load_counts(args)
+        table = _open_table(args.ptable)
+        t0 = time.perf_counter()
+        progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
+        df = compare_noise(
+            counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
+            mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes, cluster=cluster,
+        )  # fmt: skip
     note = comparison_note(df)
     out = _write_table_and_note(df, args.out, note, args.note)
     dt = time.perf_counter() - t0
@@ -655,6 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Monte Carlo: levels of the quantile intervals kept, in (0, 1) (default 0.95)",
     )
     s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
+    _cluster_args(s, "the Monte Carlo blocks")
     s.set_defaults(func=cmd_compute)
 
     s = sub.add_parser("fetch", help="download real Eurostat tables for a year (cached) -> dataset eurostat-<year>")
@@ -780,6 +823,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also write the closing note to this text file (both files are written, or neither)",
     )
+    _cluster_args(s, "the Monte Carlo blocks")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser(
@@ -883,6 +927,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--store", type=Path, default=None, help="results store (default OUT_DIR/results)")
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--force", action="store_true", help="recompute and re-execute even if up to date")
+    _cluster_args(s, "the Monte Carlo blocks and the notebook")
     s.set_defaults(func=cmd_overview)
 
     s = sub.add_parser(
@@ -891,10 +936,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--params", required=True, type=Path, help="YAML params file, e.g. params/default.yaml")
     _out_dir_arg(s, "--output", "--out")
     s.add_argument("--force", action="store_true", help="execute and render everything again, even if up to date")
-    s.add_argument(
-        "--workers", type=_workers, default=2, help="parallel kernels / Monte Carlo processes / renderers (default 2)"
-    )
     s.add_argument("--no-pdf", action="store_true", help="write HTML reports only")
+    _cluster_args(s, "the Monte Carlo blocks, notebooks and renderings (also: scheduler: in the params)")
     s.add_argument(
         "--yes",
         action="store_true",
@@ -944,7 +987,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with interruptible(f"demonoise {args.command}: interrupted"):
+            return int(args.func(args) or 0)
     except DemonoiseError as e:
         cmd = args.command + (f" {args.ptable_command}" if getattr(args, "ptable_command", None) else "")
         print(f"demonoise {cmd}: error: {e}", file=sys.stderr)
@@ -952,8 +996,7 @@ def main(argv=None) -> int:
     except OSError as e:  # e.g. a full disk or an unwritable output directory: nothing half-written remains
         print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: clean-up has run, the line is written
         return 130
 
 

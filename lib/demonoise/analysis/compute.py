@@ -14,6 +14,7 @@ import pandas as pd
 
 from demonoise.analysis.results import CONFIDENCE, NoiseSetting, mc_quantiles, results_table
 from demonoise.core.atomic import atomic_path
+from demonoise.core.cluster import using
 from demonoise.core.counts import Counts
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import INDICATORS
@@ -55,6 +56,7 @@ def compute(
     confidence=CONFIDENCE,
     workers: int | None = None,
     progress=None,
+    cluster=None,
     **layout_kw,
 ) -> pd.DataFrame:
     """Analytic propagation (and, with ``mc > 0``, a Monte Carlo check) for every noise
@@ -62,26 +64,37 @@ def compute(
 
     ``confidence`` (levels in (0, 1), default 0.95) sets the Monte Carlo quantiles kept
     (:func:`~demonoise.analysis.results.mc_quantiles`): columns
-    ``mc_lo_<component>_<level>`` and ``mc_hi_<component>_<level>``."""
+    ``mc_lo_<component>_<level>`` and ``mc_hi_<component>_<level>``.
+
+    The Monte Carlo blocks run on ``cluster`` (:class:`demonoise.core.cluster.Cluster`),
+    or, when none is given, on a local cluster of ``workers`` processes started for this
+    call (``workers=1``: in this process); the analytic pass always runs here."""
     quantiles = mc_quantiles(confidence)
     lz = linearise(counts, granularity=granularity, indicators=indicators, e_ages=e_ages, **layout_kw)
     runs = {}
     mc_ind = [i for i in mc_indicators if i in lz.blocks]
     if mc and mc_ind:  # nothing to simulate when no Monte Carlo indicator was linearised
-        for i, s in enumerate(settings):
-            runs[i] = monte_carlo(
-                lz,
-                s.model,
-                n=mc,
-                seed=seed,
-                indicators=mc_ind,
-                floor_zero=zero_floor,
-                noised=s.noised,
-                quantiles=quantiles,
-                workers=workers,
-                progress=progress,
-            )
+        with using(cluster, workers) as where:
+            runs = {
+                i: _simulate(lz, s, mc, seed, mc_ind, zero_floor, quantiles, where, progress)
+                for i, s in enumerate(settings)
+            }
     return results_table(lz, settings, mc=runs, zero_floor=zero_floor)
+
+
+def _simulate(lz, setting, n, seed, indicators, zero_floor, quantiles, cluster, progress):
+    return monte_carlo(
+        lz,
+        setting.model,
+        n=n,
+        seed=seed,
+        indicators=indicators,
+        floor_zero=zero_floor,
+        noised=setting.noised,
+        quantiles=quantiles,
+        cluster=cluster,
+        progress=progress,
+    )
 
 
 def check_table_path(path) -> Path:

@@ -14,15 +14,21 @@ function taking and returning a small state object.
    stored under ``<output>/results/`` and read back while spec, library and data are
    unchanged (:mod:`.cache`).
 3. **execute** (:func:`execute`) -- every notebook run is a self-contained task
-   (:class:`~.run.Task`: notebook bytes, parameters, results path in; executed notebook
-   out), run by papermill in a pool of reused kernels (:func:`~.run.run_jobs`).
+   (:class:`~.run.Task`: notebook bytes, parameters and the tables it reads as bytes in;
+   executed notebook out), run by papermill on the workers of the batch's Dask cluster,
+   each keeping a kernel (:func:`~.run.run_jobs`).
 4. **render** (:func:`render`) -- per country one document: main points, then a chapter per
    indicator (a subsection per setting), then generic vs p-table, calibration, method and
-   data (:func:`assemble_report`); HTML and PDF written in worker processes
-   (:func:`~.render.render_document`), ``<output>/reports/<dataset>/<CC>.html|.pdf`` with
-   the CSV files of every table and chart in ``<CC>-data/``.
+   data (:func:`assemble_report`) here; HTML and PDF rendered as tasks on the cluster
+   (:func:`~.render.render_document`; bytes in and out, written here),
+   ``<output>/reports/<dataset>/<CC>.html|.pdf`` with the CSV files of every table and chart in ``<CC>-data/``.
 5. **index** (:func:`index`) -- ``<output>/index.html``: one row per country (and the
    overview and extras), linking HTML, PDF and the report's CSV files.
+
+What fans out -- Monte Carlo blocks, notebook executions, renderings -- runs as tasks on
+one Dask cluster (:mod:`demonoise.core.cluster`): the scheduler named by ``scheduler:`` in
+the params (or ``--scheduler``), else a local cluster of ``--workers`` processes started
+at the first task and closed with the batch.
 
 A failing country or notebook does not stop the batch: its row says why and
 :attr:`BatchReport.ok` is false (the CLI then exits 1). Without Pango: HTML only, and the
@@ -31,8 +37,6 @@ index says why. The params file is described in :mod:`.params`.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing
 import os
 import sys
 import time
@@ -265,9 +269,9 @@ def _decision_tables(report: Report, params: ReportParams, results, results_path
     return write_decision(rep, where)
 
 
-def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: int) -> Computed:
+def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: int, cluster=None) -> Computed:
     """One country: its results table (every setting, Monte Carlo included) and its
-    decision tables. Runs in a worker process of :func:`compute`."""
+    decision tables; the Monte Carlo blocks run on ``cluster``."""
     from demonoise.report.store import ResultsSpec, results
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -281,14 +285,9 @@ def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: 
         seed=params.seed,
         confidence=params.confidence,
     )
-    df, path = results(spec, store, workers=mc_workers)
+    df, path = results(spec, store, workers=mc_workers, cluster=cluster)
     dec = _decision_tables(report, params, df, path, spec.key())
     return Computed(path.resolve(), spec.key(), dec.resolve(), None, time.perf_counter() - t0, time.process_time() - c0)
-
-
-def _compute_task(report: Report, params: ReportParams, store: str, mc_workers: int) -> Computed:
-    """A compute task for a worker process (module level: picklable)."""
-    return _compute_one(report, params, Path(store), mc_workers)
 
 
 def _by_size(reports: list[Report]) -> list[Report]:
@@ -307,35 +306,18 @@ def _by_size(reports: list[Report]) -> list[Report]:
     return sorted(reports, key=lambda r: -sizes.get((r.dataset, r.country), 0))
 
 
-def compute(state: Plan, *, workers: int = 2, log=None) -> dict[Report, Computed]:
-    """Results and decision tables of every report, the countries in ``workers``
-    processes (largest first; one country's failure is recorded, the others go on)."""
+def compute(state: Plan, *, workers: int = 2, log=None, cluster=None) -> dict[Report, Computed]:
+    """Results and decision tables of every report (one country's failure is
+    recorded; the others go on); the Monte Carlo blocks run on ``cluster``."""
     out: dict[Report, Computed] = {}
     store = state.output / "results"
-    reports = _by_size(state.reports)
-    n = max(1, min(workers, len(reports)))
-    mc_workers = max(1, workers // n)
-
-    def failed(r, e):
-        out[r] = Computed(error=f"results for {r.label} failed: {_why(e)}")
-        _say(log, f"demonoise report: {out[r].error}")
-
-    if n == 1:
-        for r in reports:
-            try:
-                out[r] = _compute_one(r, state.params, store, mc_workers)
-            except Exception as e:
-                failed(r, e)
-        return {r: out[r] for r in state.reports}
-    ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        futures = {pool.submit(_compute_task, r, state.params, str(store), mc_workers): r for r in reports}
-        for fut in cf.as_completed(futures):
-            try:
-                out[futures[fut]] = fut.result()
-            except Exception as e:  # one country's failure is recorded; the others go on
-                failed(futures[fut], e)
-    return {r: out[r] for r in state.reports}
+    for r in state.reports:
+        try:
+            out[r] = _compute_one(r, state.params, store, workers, cluster)
+        except Exception as e:
+            out[r] = Computed(error=f"results for {r.label} failed: {_why(e)}")
+            _say(log, f"demonoise report: {out[r].error}")
+    return out
 
 
 # ===================================================================== execute
@@ -379,9 +361,14 @@ def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> 
     }
 
 
-def execute(state: Plan, computed: Mapping[Report, Computed], *, force=False, workers=2, progress=None):
-    """Run every notebook of the reports whose results exist; returns ``{Run: JobResult}``
-    and the kernel note (if the named kernel was missing)."""
+def _read_files(done: Computed) -> tuple:
+    """The tables a report's notebooks read (carried as bytes by their tasks)."""
+    return tuple(str(p) for p in (done.results, done.calibration, *done.comparisons.values()) if p is not None)
+
+
+def execute(state: Plan, computed: Mapping[Report, Computed], *, force=False, workers=2, progress=None, cluster=None):
+    """Run every notebook of the reports whose results exist (as tasks on ``cluster``);
+    returns ``{Run: JobResult}`` and the kernel note (if the named kernel was missing)."""
     from demonoise.report.run import Job, run_jobs
 
     facts = {s.dataset: _dataset_facts(s.dataset) for s in state.params.selections}
@@ -396,9 +383,10 @@ def execute(state: Plan, computed: Mapping[Report, Computed], *, force=False, wo
         if done.error:
             continue
         p = _parameters(run, done, state.params, facts[run.report.dataset])
-        jobs.append(Job(state.notebooks / f"{run.notebook}.ipynb", run.output(state.output), p, name=run.name))
+        nb = state.notebooks / f"{run.notebook}.ipynb"
+        jobs.append(Job(nb, run.output(state.output), p, name=run.name, files=_read_files(done)))
         todo.append(run)
-    batch = run_jobs(jobs, workers=workers, force=force, progress=progress)
+    batch = run_jobs(jobs, workers=workers, force=force, progress=progress, cluster=cluster)
     return dict(zip(todo, batch, strict=True)), batch.kernel_note
 
 
@@ -526,11 +514,44 @@ def _wrong_sections(report: Report, state: Plan) -> str | None:
     return "\n".join(errs) or None
 
 
-def _render_task(nb_path: str, html: str, pdf: str | None):
-    """A rendering task for a worker process (module level: picklable)."""
+def _render_task(nb: bytes, html_name: str, pdf: bool) -> dict:
+    """A rendering task for any worker (module level: picklable): the assembled notebook's
+    bytes in; the HTML, its CSV files and the PDF out as bytes, written here by
+    :func:`_write_rendered` (a worker of a cluster need not share this machine's disk)."""
+    import dataclasses
+    import tempfile
+
     from demonoise.report.render import render_document
 
-    return render_document(nb_path, html, pdf)
+    with tempfile.TemporaryDirectory(prefix="dn-render-") as tmp:
+        src = Path(tmp) / "report.ipynb"
+        src.write_bytes(nb)
+        html = Path(tmp) / "out" / html_name
+        res = render_document(src, html, html.with_suffix(".pdf") if pdf else None)
+        return {
+            "html": html.read_bytes(),
+            "pdf": res.pdf.read_bytes() if res.pdf is not None else None,
+            "files": {f.relative_to(html.parent).as_posix(): f.read_bytes() for f in res.files},
+            "result": dataclasses.replace(res, html=Path(html_name), pdf=None, files=()),
+        }
+
+
+def _write_rendered(out: dict, html: Path, pdf: Path | None):
+    """Write what a rendering task returned (atomically, the CSV files first, as
+    :func:`~.render.render_document` does); its result with the paths here. A PDF that
+    could not be made removes a stale one."""
+    import dataclasses
+
+    from demonoise.core.atomic import atomic_write_bytes
+
+    files = tuple(atomic_write_bytes(html.parent / rel, data) for rel, data in sorted(out["files"].items()))
+    atomic_write_bytes(html, out["html"])
+    pdf_path = None
+    if pdf is not None and out["pdf"] is not None:
+        pdf_path = atomic_write_bytes(pdf, out["pdf"])
+    elif pdf is not None:
+        pdf.unlink(missing_ok=True)
+    return dataclasses.replace(out["result"], html=html, pdf=pdf_path, files=files)
 
 
 def _render_key(nb_path: Path, pdf: bool) -> str:
@@ -587,26 +608,32 @@ def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
     write_stamp(stamp, {"key": key if ok else None, "pages": res.pages, "files": [str(f) for f in res.files]})
 
 
-def render(state: Plan, executed, computed, *, pdf_reason: str | None, workers: int = 2) -> dict[Report, Rendered]:
-    """Assemble every report and render its HTML and PDF in ``workers`` processes."""
+def render(
+    state: Plan, executed, computed, *, pdf_reason: str | None, workers: int = 2, cluster=None
+) -> dict[Report, Rendered]:
+    """Assemble every report (here) and render its HTML and PDF as tasks on ``cluster``
+    (a local one of ``workers`` processes when none is given; one report renders here)."""
+    from demonoise.core.cluster import using
+
     outcomes: dict[Report, Rendered] = {}
     tasks = {}
     for report in state.reports:
         outcomes[report], task = _prepare(report, state, executed, computed, pdf_reason)
         if task is not None:
             tasks[report] = task
-    if not tasks:
-        return outcomes
-    ctx = multiprocessing.get_context("spawn")
     # the longest first (the size of the assembled notebook stands for its pages), so that
     # the last task to start is a short one
-    order = sorted(tasks, key=lambda rep: -Path(tasks[rep][0]).stat().st_size)
-    with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks))), mp_context=ctx) as pool:
-        futures = {pool.submit(_render_task, *tasks[rep][:3]): rep for rep in order}
-        for fut in cf.as_completed(futures):
-            rep = futures[fut]
+    reps = sorted(tasks, key=lambda rep: -Path(tasks[rep][0]).stat().st_size)
+    items = [(Path(tasks[r][0]).read_bytes(), Path(tasks[r][1]).name, tasks[r][2] is not None) for r in reps]
+    with using(cluster, workers) as where:
+        for i, out, err in where.each(_render_task, items, label="render", names=[r.label for r in reps]):
+            rep = reps[i]
+            nb_path, html, pdf, key, stamp = tasks[rep]
             try:
-                _finish(outcomes[rep], fut.result(), tasks[rep][3], tasks[rep][4], pdf_reason)
+                if err is not None:
+                    raise err
+                res = _write_rendered(out, Path(html), Path(pdf) if pdf else None)
+                _finish(outcomes[rep], res, key, stamp, pdf_reason)
             except Exception as e:  # one report's failure is recorded; the others go on
                 outcomes[rep].status, outcomes[rep].error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
@@ -643,7 +670,7 @@ class BatchReport:
         )
 
 
-def _extras(state: Plan, *, pdf: bool, force: bool, workers: int, log) -> list:
+def _extras(state: Plan, *, pdf: bool, force: bool, workers: int, log, cluster=None) -> list:
     """The Europe overview and the extra notebooks, as index rows."""
     from demonoise.report.extras import render_notebook
     from demonoise.report.index import IndexRow
@@ -661,6 +688,7 @@ def _extras(state: Plan, *, pdf: bool, force: bool, workers: int, log) -> list:
                 pdf=pdf,
                 force=force,
                 workers=workers,
+                cluster=cluster,
             )
             rows.append(
                 IndexRow(
@@ -677,7 +705,7 @@ def _extras(state: Plan, *, pdf: bool, force: bool, workers: int, log) -> list:
         _say(log, f"demonoise report: extra notebook {name}")
         try:
             kw = {k: list(v) if isinstance(v, tuple) else v for k, v in opts}
-            res = render_notebook(name, kw, state.output / "extras", pdf=pdf, force=force)
+            res = render_notebook(name, kw, state.output / "extras", pdf=pdf, force=force, cluster=cluster)
             rows.append(
                 IndexRow(
                     name=f"{name} notebook",
@@ -773,11 +801,16 @@ def run_reports(
     notebooks_dir: str | os.PathLike | None = None,
     log: Callable[[str], None] | None = _stderr,
     yes: bool = True,
+    cluster=None,
 ) -> BatchReport:
     """Run a report batch (module notes) and write ``<output>/index.html``.
 
-    ``yes=False`` (the command line without ``--yes``) refuses a batch above 200
-    notebook executions or an estimated 30 minutes (:mod:`demonoise.report.budget`).
+    The Monte Carlo blocks, notebook executions and renderings run as tasks on
+    ``cluster`` (:class:`demonoise.core.cluster.Cluster`); without one, on the Dask
+    scheduler of ``params.scheduler`` if set, else on a local cluster of ``workers``
+    processes started when the first task is (and closed at the end). ``yes=False`` (the
+    command line without ``--yes``) refuses a batch above 200 notebook executions or an
+    estimated 30 minutes (:mod:`demonoise.report.budget`).
 
     Raises
     ------
@@ -787,8 +820,20 @@ def run_reports(
         an output directory that cannot be written); a failing country or notebook is
         recorded in its outcome instead.
     """
+    from demonoise.core.cluster import Cluster
+
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
+    where = cluster if cluster is not None else Cluster(params.scheduler, workers=workers)
+    try:
+        return _run_stages(params, output, where, force, workers, pdf, progress, notebooks_dir, log, yes)
+    finally:
+        if cluster is None:
+            where.close()
+
+
+def _run_stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
+    """plan -> compute -> execute -> render -> index, every fan-out on ``cluster``."""
     t, times = time.perf_counter(), {}
     cpu = _cpu_seconds()
 
@@ -804,15 +849,16 @@ def run_reports(
     _say(
         log,
         f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings "
-        + ", ".join(s.label for s in params.settings),
+        + ", ".join(s.label for s in params.settings)
+        + f"; on {cluster.describe()}",
     )
-    computed = compute(state, workers=workers, log=log)
+    computed = compute(state, workers=workers, log=log, cluster=cluster)
     lap("compute")
-    executed, kernel_note = execute(state, computed, force=force, workers=workers, progress=progress)
+    executed, kernel_note = execute(state, computed, force=force, workers=workers, progress=progress, cluster=cluster)
     lap("notebooks")
-    rendered = render(state, executed, computed, pdf_reason=pdf_reason, workers=workers)
+    rendered = render(state, executed, computed, pdf_reason=pdf_reason, workers=workers, cluster=cluster)
     lap("render")
-    further = _extras(state, pdf=pdf_reason is None, force=force, workers=workers, log=log)
+    further = _extras(state, pdf=pdf_reason is None, force=force, workers=workers, log=log, cluster=cluster)
     lap("overview_extras")
     path = index(state, rendered, further, pdf_reason=pdf_reason)
     times["total"] = sum(v for k, v in times.items() if not k.endswith("_cpu"))

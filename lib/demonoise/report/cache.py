@@ -4,9 +4,10 @@ Every cached artefact of a batch -- a results table, an executed notebook, a ren
 report -- carries a *key*: the sha256 of a JSON document naming what it was made from
 (:func:`digest`). The parts are
 
-* :func:`source_fingerprint` -- the version and a hash of the package's sources (all of
-  them for notebooks and reports; without the presentation layer for results, so that a
-  chart change re-renders but does not recompute);
+* :func:`source_fingerprint` (from :mod:`demonoise.core.fingerprint`) -- the version and a
+  hash of the package's sources (all of them for notebooks and reports; without the
+  presentation layer for results, so that a chart change re-renders but does not
+  recompute);
 * :func:`tree_fingerprint` -- the files of a directory (the nbconvert template);
 * :func:`file_digest` -- one file's bytes (an input notebook, a calibration table);
 * a dataset's own fingerprint (:func:`demonoise.io.datasets.fingerprint`).
@@ -20,43 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from demonoise.core.atomic import atomic_write_text
+from demonoise.core.fingerprint import digest, source_fingerprint
 
 __all__ = ["digest", "source_fingerprint", "tree_fingerprint", "file_digest", "read_stamp", "write_stamp", "is_current"]
-
-_PRESENTATION = ("report/", "cli.py")
-
-
-def digest(payload: Any, length: int = 64) -> str:
-    """sha256 of ``payload`` as canonical JSON (sorted keys; other types by ``str``)."""
-    text = json.dumps(payload, sort_keys=True, default=str, allow_nan=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
-
-
-@lru_cache(maxsize=4)
-def _package_hash(presentation: bool) -> str:
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
-        rel = p.relative_to(root).as_posix()
-        if not presentation and rel.startswith(_PRESENTATION):
-            continue
-        h.update(rel.encode())
-        h.update(b"\0")
-        h.update(p.read_bytes())
-    return h.hexdigest()[:12]
-
-
-def source_fingerprint(*, presentation: bool = True) -> str:
-    """``demonoise <version>+<hash>`` of the package sources; ``presentation=False``
-    leaves out ``report/`` and ``cli.py`` (what decides the numbers only)."""
-    from demonoise.core.version import __version__
-
-    return f"demonoise {__version__}+{_package_hash(bool(presentation))}"
 
 
 def tree_fingerprint(root: Path) -> str:

@@ -66,6 +66,7 @@ def render_notebook(
     force: bool = False,
     kernel_name: str = DEFAULT_KERNEL,
     cell_timeout: float | None = 600.0,
+    cluster=None,
 ) -> RenderResult:
     """Execute ``notebooks/<name>.ipynb`` with ``parameters`` and render it.
 
@@ -90,8 +91,9 @@ def render_notebook(
     force : bool
         Execute even if ``<name>.ipynb`` in ``out_dir`` is up to date (same notebook,
         parameters and library).
-    kernel_name, cell_timeout
-        As in :func:`~.run.run_jobs`.
+    kernel_name, cell_timeout, cluster
+        As in :func:`~.run.run_jobs` (with a cluster, the notebook runs on it when it is
+        external or started).
 
     Returns
     -------
@@ -114,7 +116,15 @@ def render_notebook(
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = scenario_name(name, params)
     job = Job(src, out_dir / f"{stem}.ipynb", params, name=stem)
-    batch = run_jobs([job], workers=1, force=force, kernel_name=kernel_name, progress=False, cell_timeout=cell_timeout)
+    batch = run_jobs(
+        [job],
+        workers=1,
+        force=force,
+        kernel_name=kernel_name,
+        progress=False,
+        cell_timeout=cell_timeout,
+        cluster=cluster,
+    )
     res = batch[0]
     if not res.ok:
         where = f"; partly executed notebook kept as {res.failed_notebook}" if res.failed_notebook else ""

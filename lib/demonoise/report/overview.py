@@ -1305,6 +1305,7 @@ def render_overview(
     calibration: str | os.PathLike | pd.DataFrame | None = None,
     notebook: str | os.PathLike | None = None,
     workers: int | None = None,
+    cluster=None,
 ) -> OverviewResult:
     """Build the Europe overview report: ``<out_dir>/overview.html`` (+ ``overview.pdf``).
 
@@ -1335,7 +1336,9 @@ def render_overview(
     notebook : path-like, optional
         The overview notebook (default: :func:`demonoise.report.locate.find_notebook`).
     workers : int, optional
-        Monte Carlo worker processes.
+        Monte Carlo worker processes (a local cluster of that size, when no ``cluster``).
+    cluster : demonoise.core.cluster.Cluster, optional
+        Where the Monte Carlo blocks and the notebook run (a Dask cluster).
 
     Raises
     ------
@@ -1371,7 +1374,7 @@ def render_overview(
             mc=p.mc if gran == "single" else 0,
             e_ages=(0, 65),
         )
-        df, path = results(spec, store, force=force, workers=workers)
+        df, path = results(spec, store, force=force, workers=workers, cluster=cluster)
         paths[gran] = path.resolve()
         if gran == "single":
             single = df
@@ -1410,9 +1413,10 @@ def render_overview(
         name="overview",
         # the calibration file's content is data the run reads (its path does not change)
         data_fingerprint=file_digest(cal_path) if cal_path is not None else "",
+        files=tuple(str(x) for x in (paths["single"], paths["5y"], cal_path and cal_path.resolve()) if x),
     )
     t = time.perf_counter()
-    batch = run_jobs([job], workers=1, force=force, progress=False)
+    batch = run_jobs([job], workers=1, force=force, progress=False, cluster=cluster)
     res = batch.results[0]
     seconds["notebook"] = time.perf_counter() - t
     if res.status == "failed":

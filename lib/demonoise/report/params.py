@@ -21,6 +21,7 @@ The schema (``params/default.yaml`` is an example)::
     pdf: true
     overview: true              # or {dataset: ess-2023, mc: 0, countries: [...], sex: T}
     extras: [teaching]          # or {whatif: {region: BE34, scale: 4}}
+    scheduler: tcp://10.0.0.5:8786   # optional: run on this Dask cluster (default: a local one)
 
 The old form ``V: [1, 5]`` with ``noise: generic`` is read as two generic settings; the
 loader then gives a one-line notice showing the new form (:attr:`ReportParams.notices`).
@@ -224,6 +225,7 @@ class ReportParams(_Strict):
     publisher: Publisher | None = None
     overview: Overview | None = None
     extras: tuple[tuple[str, tuple], ...] = ()
+    scheduler: str | None = None
     source: str = Field("", exclude=True)
     notices: tuple[str, ...] = Field((), exclude=True)
 
@@ -238,6 +240,18 @@ class ReportParams(_Strict):
     @classmethod
     def _replicates(cls, n):
         return _check_replicates(n)
+
+    @field_validator("scheduler")
+    @classmethod
+    def _address(cls, a):
+        from demonoise.core.cluster import check_address
+
+        if a is None:
+            return a
+        try:
+            return check_address(a)
+        except ParameterError as e:
+            raise ValueError(str(e)) from None
 
     @field_validator("thresholds")
     @classmethod
@@ -409,7 +423,7 @@ def _extras(ex) -> tuple:
 
 _TOP = {
     "title", "datasets", "noise", "V", "thresholds", "confidence", "recommend", "publisher", "indicators",
-    "granularity", "mc", "seed", "pdf", "overview", "extras",
+    "granularity", "mc", "seed", "pdf", "overview", "extras", "scheduler",
 }  # fmt: skip
 
 
@@ -441,7 +455,18 @@ def _parse(data, source: str) -> ReportParams:
         raise ParameterError("noise: a list of settings, e.g. [{V: 1}, {V: 5}, {ptable: v01}]")
     fields = {
         k: data[k]
-        for k in ("title", "granularity", "mc", "seed", "pdf", "recommend", "publisher", "thresholds", "confidence")
+        for k in (
+            "title",
+            "granularity",
+            "mc",
+            "seed",
+            "pdf",
+            "recommend",
+            "publisher",
+            "thresholds",
+            "confidence",
+            "scheduler",
+        )  # fmt: skip
         if k in data
     }
     for k in ("thresholds", "confidence"):

@@ -3,10 +3,14 @@
 A :class:`Job` is (input notebook, parameters, output path). :func:`run_jobs` runs a
 list of jobs and returns one :class:`JobResult` per job, in job order:
 
-* **pool** -- ``workers`` processes (default 2; ``workers=1`` runs in the calling
-  process). Processes, not threads: papermill changes the working directory, which is
-  not thread-safe.
-* **kernel reuse** -- each worker keeps one kernel alive and runs its notebooks in it;
+* **where** -- each notebook is a self-contained :class:`Task` (notebook and the files it
+  reads as bytes in, executed notebook out) run on a Dask cluster
+  (:mod:`demonoise.core.cluster`): one given by the caller (``cluster=``, e.g. at a
+  scheduler's address), or a local one of ``workers`` processes (default 2) started for
+  the batch; ``workers=1`` or a single notebook runs in the calling process. Processes,
+  not threads: papermill changes the working directory, which is not thread-safe.
+* **kernel reuse** -- each worker keeps one kernel alive and runs its notebooks in it
+  (:class:`demonoise.report.worker.KernelPlugin` ends it when the worker closes);
   between two notebooks the namespace is reset (``get_ipython().reset(new_session=True)``)
   through a *separate* kernel client carrying its own session id (a client sharing
   papermill's ZMQ identity never gets the reply). Kernel start, shutdown and library
@@ -31,6 +35,11 @@ list of jobs and returns one :class:`JobResult` per job, in job order:
   version and a hash of the package sources) and a caller-supplied data fingerprint. A job whose output
   carries the same key is skipped (``status="skipped"``) unless ``force=True``.
 
+* **interrupts** -- Ctrl-C (or SIGTERM, :mod:`demonoise.core.signals`) cancels the tasks
+  not done and ends the kernels running this batch's notebooks (:func:`cancel_run_kernels`,
+  on every worker); a local cluster then closes, an external one stays up. A kernel
+  whose worker dies (even by SIGKILL) exits by itself (ipykernel's parent poller).
+
 Parameters must be JSON-serialisable (papermill stores them in the notebook metadata).
 Programs that call :func:`run_jobs` with ``workers > 1`` must guard their entry point
 with ``if __name__ == "__main__":`` (worker processes are *spawned*).
@@ -38,11 +47,9 @@ with ``if __name__ == "__main__":`` (worker processes are *spawned*).
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import hashlib
 import json
-import multiprocessing
 import os
 import signal
 import sys
@@ -56,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.atomic import atomic_path
+from demonoise.core.cluster import using
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.cache import digest, source_fingerprint
 
@@ -100,6 +108,11 @@ class Job:
     data_fingerprint : str
         Identifies the data this job reads (added to the batch-level fingerprint in
         the run key), e.g. a hash of the input files or an extraction timestamp.
+    files : tuple of path-like
+        Files the notebook reads, named by their paths in ``parameters`` (e.g. the
+        results table of ``results_path``): the task carries their bytes, and the
+        notebook reads a copy where it runs (a worker of a cluster need not share this
+        machine's disk).
     """
 
     input: Path
@@ -108,12 +121,14 @@ class Job:
     name: str | None = None
     cwd: Path | None = None
     data_fingerprint: str = ""
+    files: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "input", Path(self.input))
         object.__setattr__(self, "output", Path(self.output))
         if self.cwd is not None:
             object.__setattr__(self, "cwd", Path(self.cwd))
+        object.__setattr__(self, "files", tuple(str(f) for f in self.files))
         if not isinstance(self.parameters, Mapping):
             raise ParameterError(
                 f"job {self.label}: parameters must be a mapping, got {type(self.parameters).__name__}"
@@ -422,6 +437,17 @@ class _Kernel:
             c = reply["content"]
             raise ReportError(f"kernel reset failed: {c.get('ename')}: {c.get('evalue')}")
 
+    def kill(self) -> None:
+        """End the kernel at once, from any thread: SIGKILL to its process group (the
+        kernel leads its own session), then its connection and socket files removed."""
+        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.km.cleanup_connection_file()
+            self.km.cleanup_ipc_files()
+
     def shutdown(self, now: bool = False) -> None:
         from jupyter_core.utils import run_sync
 
@@ -442,7 +468,7 @@ class _Options:
     reset: bool = True  # tests switch it off to show what the reset prevents
 
 
-_state: dict[str, Any] = {"kernel": None}
+_state: dict[str, Any] = {"kernel": None, "run": None}
 
 
 def _shutdown_worker_kernel() -> None:
@@ -452,11 +478,20 @@ def _shutdown_worker_kernel() -> None:
         k.shutdown(now=False)
 
 
-def _worker_init() -> None:
-    """Pool worker start-up: ignore nothing, but shut the kept kernel down on exit."""
-    from multiprocessing import util
+def kill_worker_kernel() -> None:
+    """End this process's kept kernel at once (a Dask worker closing: any thread)."""
+    k, _state["kernel"] = _state.get("kernel"), None
+    if k is not None:
+        k.kill()
 
-    util.Finalize(None, _shutdown_worker_kernel, exitpriority=10)
+
+def cancel_run_kernels(run_id: str, closing: bool = False) -> None:
+    """Cancel hook of a run (:meth:`demonoise.core.cluster.Cluster.on_cancel`), called on
+    every worker: end the kernel if it is running a notebook of that run (the task then
+    fails at once instead of waiting for a cell that may never return), or whatever it
+    runs when the worker is about to be ended (``closing``)."""
+    if closing or (run_id and _state.get("run") == run_id):
+        kill_worker_kernel()
 
 
 def _error_from(exc: BaseException) -> JobError:
@@ -500,16 +535,21 @@ def _stamp(nb, job: Job, key: str, options: _Options, seconds: float, reused: bo
 
 @dataclass(frozen=True)
 class Task:
-    """One notebook execution, self-contained: the notebook's bytes, its parameters and the
-    working directory in; the executed notebook's bytes out (:func:`execute_task`). The
-    results table a report notebook reads is named by its ``results_path`` parameter. A
-    task touches no output path: the caller writes what comes back (atomically), so a
-    task can run in any process (a pool worker here; a Dask worker later)."""
+    """One notebook execution, self-contained: the notebook's bytes, its parameters, the
+    bytes of the files it reads (``files``: path as named in the parameters -> bytes) and
+    the working directory in; the executed notebook's bytes out (:func:`execute_task`).
+    A task touches no output path: the caller writes what comes back (atomically), so a
+    task runs in any process -- this one, or a worker of a Dask cluster on another
+    machine (the files are written to a temporary directory there and the parameters
+    point to the copies; a working directory that does not exist there is replaced by
+    that temporary directory)."""
 
     name: str
     notebook: bytes
     parameters: Mapping[str, Any]
     cwd: str
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    run_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -520,6 +560,7 @@ class TaskResult:
     seconds: float
     reused: bool
     healthy: bool = True
+    pid: int = 0  # the process that ran it
 
 
 def _kernel_for_task(options: _Options, cwd: Path) -> tuple[_Kernel, bool]:
@@ -542,6 +583,26 @@ def _kernel_for_task(options: _Options, cwd: Path) -> tuple[_Kernel, bool]:
     return kernel, reused
 
 
+def _localised(parameters: Mapping[str, Any], files: Mapping[str, bytes], where: Path) -> dict:
+    """``parameters`` with every path of ``files`` replaced by a copy written under ``where``."""
+    copies = {}
+    for i, (path, data) in enumerate(files.items()):
+        copy = where / f"in{i}-{Path(path).name}"
+        copy.write_bytes(data)
+        copies[path] = str(copy)
+
+    def swap(v):
+        if isinstance(v, str):
+            return copies.get(v, v)
+        if isinstance(v, Mapping):
+            return {k: swap(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [swap(x) for x in v]
+        return v
+
+    return {k: swap(v) for k, v in parameters.items()}
+
+
 def execute_task(task: Task, options: _Options) -> TaskResult:
     """Execute one notebook with papermill (public API: ``execute_notebook(..., km=...)``)
     in this process's kernel; return the executed notebook's bytes."""
@@ -552,16 +613,19 @@ def execute_task(task: Task, options: _Options) -> TaskResult:
 
     _register_engine()
     t0 = time.perf_counter()
-    kernel, reused = _kernel_for_task(options, Path(task.cwd))
     nb_in = nbformat.reads(task.notebook.decode("utf-8"), as_version=4)
     with tempfile.TemporaryDirectory(prefix="dn-task-") as tmpdir:
+        parameters = _localised(task.parameters, task.files, Path(tmpdir))
+        cwd = task.cwd if Path(task.cwd).is_dir() else tmpdir
+        kernel, reused = _kernel_for_task(options, Path(cwd))
+        _state["run"] = task.run_id
         out = Path(tmpdir) / "executed.ipynb"
         error, healthy = None, True
         try:
             pm.execute_notebook(
                 nb_in,
                 str(out),
-                parameters=dict(task.parameters),
+                parameters=parameters,
                 engine_name=_ENGINE,
                 kernel_name=options.choice.name,
                 language="python",
@@ -570,7 +634,7 @@ def execute_task(task: Task, options: _Options) -> TaskResult:
                 request_save_on_cell_execute=False,
                 start_timeout=options.start_timeout,
                 execution_timeout=options.cell_timeout,
-                cwd=task.cwd,
+                cwd=cwd,
                 km=kernel.km,
             )
         except BaseException as exc:
@@ -582,21 +646,31 @@ def execute_task(task: Task, options: _Options) -> TaskResult:
             healthy = type(exc).__name__ == "PapermillExecutionError"
         finally:
             kernel.runs += 1
+            _state["run"] = None
         executed = out.read_bytes() if out.is_file() else None
     if not options.reuse_kernel or not healthy:
         kernel.shutdown(now=not healthy)
         if _state["kernel"] is kernel:
             _state["kernel"] = None
-    return TaskResult(error is None, executed, error, time.perf_counter() - t0, reused, healthy)
+    return TaskResult(error is None, executed, error, time.perf_counter() - t0, reused, healthy, os.getpid())
 
 
-def _run_one(job: Job, key: str, options: _Options) -> JobResult:
-    """Run ``job`` as a :class:`Task` and write its output atomically (a failure keeps the
-    partly executed notebook as ``<stem>.failed.ipynb`` and removes any older output)."""
+def _task_of(job: Job, run_id: str = "") -> Task:
+    """The self-contained task of ``job`` (its notebook and the files it reads, as bytes)."""
+    files = {}
+    for f in job.files:
+        try:
+            files[f] = Path(f).read_bytes()
+        except OSError as e:
+            raise ReportError(f"job {job.label}: cannot read {f}: {e.strerror or e}") from None
+    return Task(job.label, job.input.read_bytes(), dict(job.parameters), str(job.workdir), files, run_id)
+
+
+def _written(job: Job, key: str, options: _Options, res: TaskResult) -> JobResult:
+    """Write what a task returned, atomically (a failure keeps the partly executed notebook
+    as ``<stem>.failed.ipynb`` and removes any older output)."""
     import nbformat
 
-    task = Task(job.label, job.input.read_bytes(), dict(job.parameters), str(job.workdir))
-    res = execute_task(task, options)
     fail_to = failed_path(job.output)
     kept: Path | None = None
     if res.ok:
@@ -622,12 +696,32 @@ def _run_one(job: Job, key: str, options: _Options) -> JobResult:
         kernel=options.choice.name,
         kernel_reused=res.reused,
         key=key if res.ok else "",
-        worker_pid=os.getpid(),
+        worker_pid=res.pid,
     )
 
 
-def _run_in_worker(job: Job, key: str, options: _Options) -> JobResult:
-    return _run_one(job, key, options)
+def _failed(job: Job, options: _Options, e: BaseException) -> JobResult:
+    job.output.unlink(missing_ok=True)
+    return JobResult(job, "failed", error=JobError(type(e).__name__, _one_line(e)), kernel=options.choice.name)
+
+
+def _one_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0][:2000] if lines else type(e).__name__
+
+
+def _run_one(job: Job, key: str, options: _Options) -> JobResult:
+    """Run ``job`` in this process and write its output."""
+    try:
+        task = _task_of(job)
+    except ReportError as e:
+        return _failed(job, options, e)
+    return _written(job, key, options, execute_task(task, options))
+
+
+def remote_task(task: Task, options: _Options) -> TaskResult:
+    """What a Dask worker runs for a notebook: :func:`execute_task` in the worker's kept kernel."""
+    return execute_task(task, options)
 
 
 # ======================================================================= batch
@@ -642,6 +736,7 @@ def run_jobs(
     progress: bool | None = None,
     cell_timeout: float | None = 600.0,
     start_timeout: float = 60.0,
+    cluster=None,
     _reset: bool = True,
 ) -> BatchResult:
     """Run notebook jobs; one failing notebook does not stop the others.
@@ -651,7 +746,8 @@ def run_jobs(
     jobs : iterable of Job
         Output paths must be distinct.
     workers : int
-        Worker processes (each with its own kernel). ``1`` runs in this process.
+        Without ``cluster``: the size of the local Dask cluster started for these jobs
+        (each worker with its own kernel); ``1``, or a single job, runs in this process.
     reuse_kernel : bool
         Keep one kernel per worker and reset its namespace between notebooks;
         ``False`` starts a fresh kernel for every notebook.
@@ -668,6 +764,9 @@ def run_jobs(
         Seconds a single cell may run (``None``: no limit).
     start_timeout : float
         Seconds to wait for a kernel to start.
+    cluster : demonoise.core.cluster.Cluster, optional
+        Where the notebooks run: each job a task on that Dask cluster (its workers keep
+        a kernel each); the outputs are written here.
 
     Returns
     -------
@@ -679,8 +778,8 @@ def run_jobs(
     ParameterError
         Invalid arguments or duplicate output paths.
     KeyboardInterrupt
-        After cancelling pending jobs, interrupting running ones and removing their
-        temporary files.
+        After cancelling pending jobs, ending the kernels of running ones and removing
+        their temporary files.
     """
     jobs = list(jobs)
     if workers < 1:
@@ -732,11 +831,11 @@ def run_jobs(
         leave=True,
     )
     try:
-        n_workers = min(workers, len(todo))
-        if n_workers <= 1:
-            _run_serial(todo, options, results, bar)
-        else:
-            _run_pool(todo, options, results, bar, n_workers)
+        with using(cluster, workers) as where:
+            if where.fan_out_for(len(todo)):
+                _run_cluster(todo, options, results, bar, where)
+            else:
+                _run_serial(todo, options, results, bar)
     finally:
         bar.close()
     return BatchResult(tuple(results), time.perf_counter() - t0, choice.note)  # type: ignore[arg-type]
@@ -757,29 +856,23 @@ def _run_serial(todo, options, results, bar) -> None:
         _shutdown_worker_kernel()
 
 
-def _run_pool(todo, options, results, bar, n_workers: int) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    ex = cf.ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=_worker_init)
-    futures: dict[cf.Future, tuple[int, Job]] = {}
-    try:
-        for i, job, key in todo:
-            futures[ex.submit(_run_in_worker, job, key, options)] = (i, job)
-        for fut in cf.as_completed(futures):
-            i, job = futures[fut]
-            try:
-                res = fut.result()
-            except KeyboardInterrupt:
-                raise
-            except BaseException as e:  # the worker itself died (e.g. killed): isolate it too
-                res = JobResult(job, "failed", error=JobError(type(e).__name__, str(e)), kernel=options.choice.name)
-            results[i] = res
-            _tick(bar, res, results)
-    except KeyboardInterrupt:
-        for f in futures:
-            f.cancel()
-        for p in list(getattr(ex, "_processes", {}).values()):  # processes this call started
-            with contextlib.suppress(ProcessLookupError, OSError):
-                os.kill(p.pid, signal.SIGINT)
-        ex.shutdown(wait=True, cancel_futures=True)
-        raise
-    ex.shutdown(wait=True)
+def _run_cluster(todo, options, results, bar, cluster) -> None:
+    """Every job a task on ``cluster``; outputs written here as the tasks complete. A task
+    whose workers kept dying (``KilledWorker``) or that could not be sent fails by name."""
+    from demonoise.report.worker import KernelPlugin
+
+    cluster.register_plugin(KernelPlugin(), name="demonoise-kernels")
+    cluster.on_cancel(cancel_run_kernels)
+    items, jobs = [], []
+    for i, job, key in todo:
+        try:
+            items.append((_task_of(job, cluster.run_id), options))
+            jobs.append((i, job, key))
+        except ReportError as e:
+            results[i] = _failed(job, options, e)
+            _tick(bar, results[i], results)
+    names = [f"{k}-{job.label}" for k, (_, job, _) in enumerate(jobs)]
+    for n, res, err in cluster.run_each(remote_task, items, label="notebook", names=names):
+        i, job, key = jobs[n]
+        results[i] = _failed(job, options, err) if err is not None else _written(job, key, options, res)
+        _tick(bar, results[i], results)

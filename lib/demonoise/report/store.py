@@ -97,7 +97,7 @@ def results_path(spec: ResultsSpec, store="output/results") -> Path:
 
 
 def results(
-    spec: ResultsSpec, store="output/results", *, force: bool = False, progress=None, workers=None
+    spec: ResultsSpec, store="output/results", *, force: bool = False, progress=None, workers=None, cluster=None
 ) -> tuple[pd.DataFrame, Path]:
     """The results table of ``spec``: read from the store if up to date, else computed
     and stored (atomically). Returns the table and its path."""
@@ -128,6 +128,7 @@ def results(
         confidence=spec.confidence,
         progress=progress,
         workers=workers,
+        cluster=cluster,
     )
     seconds = time.perf_counter() - t0
     write_table(df, path)

@@ -48,6 +48,7 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
+from demonoise.core.cluster import using
 from demonoise.core.counts import Counts
 from demonoise.core.errors import ParameterError
 from demonoise.noise.models import GenericNoise, PTableNoise
@@ -149,6 +150,7 @@ def compare_noise(
     seed: int = 20230101,
     workers: int | None = None,
     progress=None,
+    cluster=None,
     **layout_kw,
 ) -> pd.DataFrame:
     """Noise uncertainty of each indicator under the generic model and under a p-table.
@@ -178,8 +180,9 @@ def compare_noise(
     mc : int
         Noise-only Monte Carlo replicates (0: analytic only). Runs the p-table and the
         generic model with a zero floor on the same uniform numbers.
-    seed, workers, progress
-        Passed to :func:`demonoise.uncertainty.montecarlo.monte_carlo`.
+    seed, workers, progress, cluster
+        Passed to :func:`demonoise.uncertainty.montecarlo.monte_carlo` (both runs on one
+        cluster: a local one of ``workers`` processes when none is given).
     **layout_kw
         ``open_age, a, a0, fert_min, fert_max`` (:func:`demonoise.uncertainty.propagation.linearise`).
 
@@ -262,11 +265,11 @@ def compare_noise(
             components=("noise",),
             noised=tuple(noised),
             quantiles=None,
-            workers=workers,
             progress=progress,
         )
-        runs["ptable"] = monte_carlo(lz, pt_noise, floor_zero=False, **kw)
-        runs["generic_floor"] = monte_carlo(lz, gen_noise, floor_zero=True, **kw)
+        with using(cluster, workers) as where:
+            runs["ptable"] = monte_carlo(lz, pt_noise, floor_zero=False, cluster=where, **kw)
+            runs["generic_floor"] = monte_carlo(lz, gen_noise, floor_zero=True, cluster=where, **kw)
 
     frames = []
     for name, block in lz.blocks.items():

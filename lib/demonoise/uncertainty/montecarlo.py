@@ -19,7 +19,9 @@ worker processes, their scheduling or the quantiles asked for. (The fused engine
 the coarsest grouping the requested indicators share, so asking for the TFR beside e_x
 changes the population draws e_x sees; the reference engine draws every cell and does not.)
 A block is a pure function ``(plan, size, SeedSequence child) -> partial sums``
-(:func:`demonoise.uncertainty.mc_blocks.run_block`), summed in block order.
+(:func:`demonoise.uncertainty.mc_blocks.run_block`), summed in block order. Blocks run in
+this process or as tasks on a Dask cluster (:mod:`demonoise.core.cluster`), local by
+default.
 
 Two engines compute the same models and laws with the same seed semantics:
 
@@ -44,13 +46,11 @@ detail of the generic model, and results say which one was used.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from demonoise.core.cluster import default_workers, using
 from demonoise.core.counts import spread_unknown
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import exposure
@@ -146,19 +146,9 @@ def _values(lay, indicator, D, E, B, e_idx, lt_kw):
     return (f @ lay.fert_width)[..., None, None]
 
 
-_SHARED: dict = {}
-
-
-def _init_worker(shared: dict):
-    """Process-pool initializer: the counts, layout and noise are sent once per worker."""
-    _SHARED.clear()
-    _SHARED.update(shared)
-
-
-def _reference_block(job):
-    """Reference engine, worker: one block of replicates (its own seed) -> partial sums (and stored values)."""
-    size, seed_seq = job
-    sh = _SHARED
+def _reference_block(sh: dict, size: int, seed_seq):
+    """Reference engine: one block of replicates (its own seed) -> partial sums (and stored
+    values); ``sh`` is the shared state (counts, layout, noise), sent once to every worker."""
     c, lay, noise, indicators, components = sh["counts"], sh["layout"], sh["noise"], sh["indicators"], sh["components"]
     e_idx, floor_zero, noised, refs, keep, lt_kw = (
         sh["e_idx"],
@@ -228,12 +218,11 @@ def _reference_block(job):
     return out
 
 
-def _run_fused(job):
-    """Fused engine, worker: one block (its own seed) -> partial sums."""
+def _run_fused(sh: dict, size: int, seed_seq):
+    """Fused engine: one block (its own seed) -> partial sums."""
     from demonoise.uncertainty.mc_blocks import run_block
 
-    size, seed_seq = job
-    return run_block(_SHARED["plan"], size, seed_seq)
+    return run_block(sh["plan"], size, seed_seq)
 
 
 def _reference_setup(lz, noise, indicators, components, floor_zero, noised, quantiles, n, memory_limit, store_limit):
@@ -281,6 +270,7 @@ def monte_carlo(
     workers: int | None = None,
     progress=None,
     engine: str = "fused",
+    cluster=None,
 ) -> MonteCarloResult:
     """Monte Carlo replicates of the indicators in ``lz`` under ``noise``.
 
@@ -309,10 +299,11 @@ def monte_carlo(
         Bytes of working memory per block (sets the block size; default 1.5e8 for the
         fused engine, 5e8 for the reference engine).
     workers : int, optional
-        Worker processes (default: ``min(2, os.cpu_count())``); 1 runs in-process. The
-        fused engine starts fresh ("spawn") processes, so a *script* that calls this
-        with ``workers > 1`` must guard its entry point (``if __name__ == "__main__":``),
-        as with any spawn-based pool; notebooks, the CLI and pytest need nothing.
+        Without ``cluster``: the size of the local Dask cluster started for this call
+        (default: ``min(2, os.cpu_count())``); 1 runs in-process. Its worker processes are
+        started fresh ("spawn"), so a *script* that calls this with ``workers > 1`` must
+        guard its entry point (``if __name__ == "__main__":``), as with any spawn-based
+        pool; notebooks, the CLI and pytest need nothing.
     progress : callable, optional
         Called with the number of replicates done after each block.
     engine : {"fused", "reference"}
@@ -321,6 +312,10 @@ def monte_carlo(
         ``"reference"``: the original vectorised numpy path, per published cell, kept to
         check and time the fused engine against. Same laws and seed semantics; the
         draws, hence the figures, differ within sampling error.
+    cluster : demonoise.core.cluster.Cluster, optional
+        Where the blocks run (a Dask cluster, local or at an address); the blocks are
+        tasks, the shared plan is sent once to every worker. Results are identical
+        whatever the cluster, its number of workers or the order blocks finish in.
 
     Returns
     -------
@@ -356,12 +351,13 @@ def monte_carlo(
         block = fused_block_size(plan, n, memory_limit or FUSED_MEMORY)
         shared, refs = {"plan": plan}, {i: np.nan_to_num(lz.blocks[i].lin.value) for i in indicators}
         task = _run_fused
-    workers = workers or min(2, os.cpu_count() or 1)
+    workers = workers or default_workers()
     keep = plan.keep if engine == "fused" else shared["keep"]
     _check_memory(lz, noise, n, block, keep, len(components), workers, memory_limit or default_memory)
     sizes = [block] * (n // block) + ([n % block] if n % block else [])
     jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes)), strict=True))
-    acc = _run_jobs(task, jobs, shared, workers, progress, spawn=engine == "fused")
+    with using(cluster, workers) as where:
+        acc = _run_jobs(task, jobs, shared, where, progress)
     res = MonteCarloResult(
         n=n, seed=seed, floor_zero=floor_zero, quantiles=tuple(quantiles or ()), block=block, engine=engine
     )
@@ -382,14 +378,10 @@ def _check_memory(lz, noise, n, block, keep, n_components, workers, working) -> 
     check_memory(parts, n=n, regions=len(lz.counts.regions))
 
 
-def _run_jobs(task, jobs, shared, workers, progress, spawn=False) -> dict:
-    """Run the blocks in-process or on a pool of worker processes; sum their parts in
-    block order (so the sums do not depend on which worker ran which block). Stored
-    replicate values go straight into one array per statistic, at the block's offset.
-
-    ``spawn``: fresh worker processes (``multiprocessing`` "spawn" context) that receive
-    the shared state pickled, instead of forked copies of this process -- their memory is
-    then their own work only (a forked worker maps all of its parent's pages)."""
+def _run_jobs(task, jobs, shared, cluster, progress) -> dict:
+    """Run the blocks in-process or as tasks on ``cluster``; sum their parts in block
+    order (so the sums do not depend on which worker ran which block, or when). Stored
+    replicate values go straight into one array per statistic, at the block's offset."""
     acc: dict = {}
     n = sum(size for size, _ in jobs)
     done = 0
@@ -406,24 +398,15 @@ def _run_jobs(task, jobs, shared, workers, progress, spawn=False) -> dict:
                     a["values"] = np.empty((n,) + v.shape[1:], dtype=v.dtype)
                 a["values"][offset : offset + v.shape[0]] = v
 
-    if workers <= 1 or len(jobs) == 1:
-        _init_worker(shared)
-        parts = map(task, jobs)
-        ex = None
+    if not cluster.fan_out_for(len(jobs)):
+        parts = (task(shared, *job) for job in jobs)
     else:
-        ctx = multiprocessing.get_context("spawn") if spawn else None
-        ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(shared,))
-        parts = ex.map(task, jobs)
-    try:
-        for (size, _), part in zip(jobs, parts, strict=True):
-            absorb(part, done)
-            done += size
-            if progress:
-                progress(done)
-    finally:
-        if ex is not None:
-            ex.shutdown(cancel_futures=True)
-        _SHARED.clear()
+        parts = cluster.run_ordered(task, jobs, shared=shared, label="mc-block")
+    for (size, _), part in zip(jobs, parts, strict=True):
+        absorb(part, done)
+        done += size
+        if progress:
+            progress(done)
     return acc
 
 

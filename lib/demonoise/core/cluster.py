@@ -1,0 +1,485 @@
+"""Where the work that fans out runs: a Dask cluster (``distributed``), local by default.
+
+What fans out -- the Monte Carlo blocks, the notebook executions and the rendering of a
+report batch -- is a list of independent tasks, each a picklable function of small
+picklable arguments that returns its result (partial sums, an executed notebook's
+bytes, a rendered document's bytes); nothing a task does depends on the process or the
+machine it runs in. :class:`Cluster` runs such lists:
+
+* ``Cluster("tcp://host:8786")`` -- on an existing Dask cluster (a ``dask scheduler`` and
+  its ``dask worker`` processes, or one started by dask-jobqueue on Slurm or by
+  dask-kubernetes). On connecting, the client checks that every worker runs the same
+  demonoise (version and source fingerprint,
+  :func:`demonoise.core.fingerprint.source_fingerprint`) and refuses a mismatch in one
+  line; an unreachable scheduler fails within :data:`CONNECT_TIMEOUT` s. The cluster is
+  not ours: an interrupted run cancels
+  its own tasks (and runs the cancel hooks registered for it, e.g. ending the kernels its
+  notebook tasks started) and leaves the scheduler and workers up.
+* ``Cluster(workers=N)`` -- a local cluster, started on the first task only (an analytic
+  run starts nothing): the scheduler in this process (:class:`distributed.LocalCluster`
+  without workers) and one ``dask worker`` process of ours (:func:`serve_workers`) with
+  ``N`` worker processes of one thread, each under its nanny. It ends with this process
+  whatever ends it:
+
+  - normal exit, an error, Ctrl-C, SIGTERM, SIGHUP (:mod:`demonoise.core.signals`):
+    :meth:`Cluster.close` -- after an interrupt the tasks are cancelled, the kernels of
+    this run ended (cancel hooks) and the workers' process group killed at once (their
+    results are not wanted), so that stopping takes about a second;
+  - SIGKILL, which cannot be caught: the workers' process watches its parent (a thread
+    checking ``getppid()`` every :data:`WATCH` s) and kills its own process group --
+    nannies and worker processes; each Jupyter kernel a worker started exits when its
+    parent worker is gone (ipykernel's parent poller: kernels are launched with
+    ``JPY_PARENT_PID`` and checked every second).
+
+  The workers' process has a session of its own, so a terminal's Ctrl-C (sent to its
+  whole foreground process group) reaches this process only, which cancels and prints
+  one line -- no worker dies half-way with a traceback of its own. Their temporary files
+  live in one directory of ours, removed at close.
+* ``workers=1`` without an address: no cluster at all; the callers run their tasks in
+  this process, one after the other (same results).
+
+Results do not depend on where tasks run: the Monte Carlo seeds its blocks by
+``SeedSequence.spawn`` and sums them in block order; a notebook task's output is the
+notebook. A task whose worker is lost is run again on another worker by the scheduler
+(up to ``distributed.scheduler.allowed-failures`` times, default 3; then it fails with
+``KilledWorker``, which callers report by the task's name).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from demonoise.core.errors import DemonoiseError, ParameterError
+
+__all__ = ["Cluster", "ClusterError", "check_address", "default_workers", "using"]
+
+#: Seconds to reach a scheduler before giving up (an unreachable address fails within 10 s).
+CONNECT_TIMEOUT = 5.0
+#: Seconds to wait for the first worker of an external scheduler that has none yet.
+WORKER_WAIT = 20.0
+#: Seconds allowed to the cancel hooks and to closing the client and a local cluster.
+CLOSE_TIMEOUT = 3.0
+_SCHEMES = ("tcp", "tls", "ws", "wss")
+#: Seconds for the local workers to start.
+LOCAL_START = 90.0
+#: Seconds between two checks of the local workers' process that its parent is alive.
+WATCH = 0.5
+_LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
+_SILENT = logging.CRITICAL + 1
+
+
+class ClusterError(DemonoiseError):
+    """The cluster cannot be used (unreachable, no workers, workers of another version)."""
+
+
+def default_workers() -> int:
+    """Local worker processes by default: ``min(2, cpu count)``."""
+    return min(2, os.cpu_count() or 1)
+
+
+def check_address(address: str) -> str:
+    """A scheduler address as Dask spells it, ``tcp://HOST:PORT`` (``HOST:PORT`` alone
+    means tcp); anything else is refused in one line naming the address.
+
+    Raises
+    ------
+    ParameterError
+        Not a string, an unknown scheme, no host, or a port that is not 1..65535.
+    """
+    text = str(address).strip()
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "tcp", text
+    where = f"scheduler address {address!r}"
+    if scheme not in _SCHEMES:
+        raise ParameterError(f"{where}: unknown scheme {scheme!r}; expected tcp://HOST:PORT")
+    host, colon, port = rest.rpartition(":")
+    if not colon or not host or "/" in rest:
+        raise ParameterError(f"{where}: expected {scheme}://HOST:PORT")
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ParameterError(f"{where}: port {port!r} is not a number in 1..65535")
+    return f"{scheme}://{host}:{int(port)}"
+
+
+def _quiet_logs() -> None:
+    """Dask's own logging (connection errors while closing, shutdown tracebacks) stays off
+    the terminal: what matters is reported by the caller in one line."""
+    for name in _LOGGERS:
+        logging.getLogger(name).setLevel(_SILENT)
+
+
+def _identity() -> str:
+    """What a worker runs (called on every worker by :meth:`Cluster.client`)."""
+    from demonoise.core.fingerprint import source_fingerprint
+
+    return source_fingerprint()
+
+
+class Cluster:
+    """A Dask cluster to run tasks on: an existing one (``address``) or a local one of
+    ``workers`` processes started on first use (module notes).
+
+    Parameters
+    ----------
+    address : str, optional
+        Scheduler address, e.g. ``tcp://10.0.0.5:8786`` (:func:`check_address`).
+    workers : int, optional
+        Size of the local cluster (default :func:`default_workers`); ignored with an
+        address. ``1``: no cluster (:attr:`fans_out` is false).
+    """
+
+    def __init__(self, address: str | None = None, *, workers: int | None = None):
+        self.address = check_address(address) if address else None
+        self.workers = int(workers or default_workers())
+        if self.workers < 1:
+            raise ParameterError(f"workers must be >= 1, got {workers}")
+        #: Identifies this run's tasks on the cluster (cancel hooks receive it).
+        self.run_id = uuid.uuid4().hex[:12]
+        self._client = None
+        self._local = None
+        self._hooks: list[Callable[[str], Any]] = []
+        self._plugins: set[str] = set()
+        self._lock = threading.Lock()
+        self._interrupted = False
+        self._tmp: str | None = None
+        self._workers_proc: subprocess.Popen | None = None
+
+    # ------------------------------------------------------------------ state
+    @property
+    def local(self) -> bool:
+        return self.address is None
+
+    @property
+    def fans_out(self) -> bool:
+        """Whether tasks go to worker processes (else callers run them in this process)."""
+        return self.address is not None or self.workers > 1
+
+    @property
+    def started(self) -> bool:
+        return self._client is not None
+
+    def fan_out_for(self, n: int) -> bool:
+        """Whether ``n`` tasks go to the cluster: it fans out, and it is external or started
+        already or there is more than one task (a local cluster is not started for one)."""
+        return self.fans_out and n > 0 and (n > 1 or self.started or not self.local)
+
+    def describe(self) -> str:
+        if self.address:
+            return f"Dask cluster at {self.address}"
+        return f"local Dask cluster of {self.workers} worker processes" if self.fans_out else "this process"
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            self._interrupted = True
+        self.close()
+
+    def __getstate__(self):  # a Cluster stays in its process; tasks get plain arguments
+        raise TypeError("a Cluster is not sent to workers")
+
+    # ------------------------------------------------------------------ connecting
+    def client(self):
+        """The Dask client, connecting (or starting the local cluster) on first call.
+
+        Raises
+        ------
+        ClusterError
+            The scheduler is unreachable, has no workers, or a worker runs another demonoise.
+        """
+        with self._lock:
+            if self._client is None:
+                _quiet_logs()
+                self._client = self._connect() if self.address else self._start_local()
+                try:
+                    self._check_workers(self._client)
+                except BaseException:
+                    self._close_now()
+                    raise
+            return self._client
+
+    def _connect(self):
+        from distributed import Client
+
+        try:
+            client = Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except (OSError, TimeoutError) as e:
+            raise ClusterError(
+                f"scheduler {self.address} is not reachable (no answer within {CONNECT_TIMEOUT:g} s): {_first_line(e)}"
+            ) from None
+        try:
+            client.wait_for_workers(1, timeout=WORKER_WAIT)
+        except (OSError, TimeoutError):
+            client.close(timeout=CLOSE_TIMEOUT)
+            raise ClusterError(f"scheduler {self.address} has no workers (waited {WORKER_WAIT:g} s)") from None
+        return client
+
+    def _start_local(self):
+        """The scheduler in this process; the workers in one ``dask worker`` process of
+        ours (:func:`serve_workers`) in its own session, with a watch on this process."""
+        from distributed import Client, LocalCluster
+
+        # the workers' temporary files (a task's copies of its inputs, a rendering) go
+        # under one directory of ours, removed at close even if the workers were killed
+        self._tmp = tempfile.mkdtemp(prefix="demonoise-cluster-")
+        self._local = LocalCluster(
+            n_workers=0, host="127.0.0.1", scheduler_port=0, dashboard_address=None, silence_logs=_SILENT
+        )
+        atexit.unregister(_spec_close_clusters())  # close() does it, bounded in time
+        log = open(Path(self._tmp) / "workers.log", "wb")  # noqa: SIM115 - the child's output, kept for errors
+        self._workers_proc = subprocess.Popen(
+            [sys.executable, "-m", __name__, self._local.scheduler_address, str(self.workers)],
+            env={**os.environ, "TMPDIR": self._tmp},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # no terminal signal reaches it: Ctrl-C is this process's to handle
+        )
+        log.close()
+        client = Client(self._local, set_as_default=False)
+        try:
+            client.wait_for_workers(self.workers, timeout=LOCAL_START)
+        except (OSError, TimeoutError):
+            tail = (Path(self._tmp) / "workers.log").read_text(errors="replace").strip().splitlines()[-1:]
+            raise ClusterError(
+                f"the local Dask workers did not start within {LOCAL_START:g} s" + (f": {tail[0]}" if tail else "")
+            ) from None
+        return client
+
+    def _check_workers(self, client) -> None:
+        from demonoise.core import fingerprint
+
+        ours = fingerprint.source_fingerprint()
+        found = client.run(_identity, on_error="return")
+        for addr, theirs in sorted(found.items()):
+            if isinstance(theirs, BaseException):
+                raise ClusterError(
+                    f"worker {addr} of {self.describe()} cannot run demonoise: {_first_line(theirs)}; "
+                    f"install {ours} there"
+                )
+            if theirs != ours:
+                raise ClusterError(
+                    f"worker {addr} of {self.describe()} runs {theirs}, this client {ours}: "
+                    "install the same demonoise on every worker"
+                )
+
+    def worker_pids(self) -> dict[str, int]:
+        """``{worker address: pid}`` (a started cluster only)."""
+        return self.client().run(os.getpid)
+
+    # ------------------------------------------------------------------ tasks
+    def on_cancel(self, hook: Callable[[str, bool], Any]) -> None:
+        """Run ``hook(run_id, closing)`` on every worker when this run is interrupted (after
+        its tasks are cancelled; ``closing``: the worker is about to be ended, a local
+        one); ``hook`` must be importable there (a module-level function)."""
+        if hook not in self._hooks:
+            self._hooks.append(hook)
+
+    def register_plugin(self, plugin, name: str) -> None:
+        """A :class:`distributed.WorkerPlugin` on every worker (once per name)."""
+        if name not in self._plugins:
+            self.client().register_plugin(plugin, name=name)
+            self._plugins.add(name)
+
+    def run_each(
+        self,
+        fn: Callable,
+        items: Sequence[tuple],
+        *,
+        shared: Any = None,
+        label: str = "task",
+        names: Sequence[str] | None = None,
+    ) -> Iterator[tuple[int, Any, BaseException | None]]:
+        """Run ``fn(*item)`` -- ``fn(shared, *item)`` when ``shared`` is given, sent once to
+        every worker -- for every item on the cluster; yield ``(index, result, error)`` as
+        tasks complete (``error``: the exception a task raised, or ``KilledWorker`` when its
+        workers kept dying). Leaving the loop early (a break, an exception, Ctrl-C) cancels
+        the tasks not done; an interrupt also runs the cancel hooks (:meth:`on_cancel`)."""
+        from distributed import as_completed
+
+        client = self.client()
+        items = list(items)
+        args0 = () if shared is None else (client.scatter(shared, broadcast=True, hash=False),)
+        keys = names or [str(i) for i in range(len(items))]
+        futures = [
+            client.submit(fn, *args0, *item, key=f"{label}-{k}-{self.run_id}", pure=False)
+            for k, item in zip(keys, items, strict=True)
+        ]
+        index = {f.key: i for i, f in enumerate(futures)}
+        try:
+            for fut in as_completed(futures, loop=client.loop):
+                err = fut.exception() if fut.status == "error" else None
+                yield index[fut.key], (None if err is not None else fut.result()), err
+                fut.release()
+        except BaseException as e:
+            pending = [f for f in futures if not f.done()]
+            _bounded(lambda: client.cancel(pending, force=True), CLOSE_TIMEOUT)
+            if isinstance(e, KeyboardInterrupt):
+                self.cancel_run()
+            raise
+        finally:
+            for f in futures:
+                f.release()
+
+    def each(
+        self,
+        fn: Callable,
+        items: Sequence[tuple],
+        *,
+        shared: Any = None,
+        label: str = "task",
+        names: Sequence[str] | None = None,
+    ) -> Iterator[tuple[int, Any, BaseException | None]]:
+        """:meth:`run_each` where :meth:`fan_out_for` says so, else the same in this
+        process, one item after the other (an ``Exception`` is yielded as the item's error)."""
+        items = list(items)
+        if self.fan_out_for(len(items)):
+            yield from self.run_each(fn, items, shared=shared, label=label, names=names)
+            return
+        head = () if shared is None else (shared,)
+        for i, item in enumerate(items):
+            try:
+                value = fn(*head, *item)
+            except Exception as e:
+                yield i, None, e
+                continue
+            yield i, value, None
+
+    def run_ordered(self, fn: Callable, items: Sequence[tuple], *, shared: Any = None, label: str = "task"):
+        """:meth:`run_each`, results yielded in item order (buffering the early ones); the
+        first failing task raises its error."""
+        pending: dict[int, Any] = {}
+        nxt = 0
+        for i, value, err in self.run_each(fn, items, shared=shared, label=label):
+            if err is not None:
+                raise err
+            pending[i] = value
+            while nxt in pending:
+                yield pending.pop(nxt)
+                nxt += 1
+
+    def cancel_run(self) -> None:
+        """Run the cancel hooks of this run on every worker, within :data:`CLOSE_TIMEOUT`
+        (a local cluster about to close: ``closing=True``, every kept kernel ends)."""
+        self._interrupted = True
+        if self._client is None or not self._hooks:
+            return
+        client, run_id, closing = self._client, self.run_id, self.local
+
+        def hooks():
+            for hook in self._hooks:
+                client.run(hook, run_id, closing, on_error="ignore")
+
+        _bounded(hooks, CLOSE_TIMEOUT)
+
+    # ------------------------------------------------------------------ closing
+    def close(self) -> None:
+        """Disconnect; a local cluster's workers (and their kernels) end. After an
+        interrupt the local workers are killed rather than closed (their results are
+        not wanted), so that closing takes a second, not the workers' time to finish."""
+        with self._lock:
+            self._close_now()
+
+    def _close_now(self) -> None:
+        client, local, proc = self._client, self._local, self._workers_proc
+        self._client = self._local = self._workers_proc = None
+        self._plugins.clear()
+        if client is not None:
+            _bounded(lambda: client.close(timeout=CLOSE_TIMEOUT), CLOSE_TIMEOUT)
+        if proc is not None:
+            _end_group(proc, 0.0 if self._interrupted else CLOSE_TIMEOUT)
+        if local is not None:
+            _bounded(lambda: local.close(timeout=CLOSE_TIMEOUT), CLOSE_TIMEOUT)
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def _end_group(proc: subprocess.Popen, grace: float) -> None:
+    """End the local workers' process group: SIGTERM (their nannies close the workers,
+    whose plugins end their kernels), then SIGKILL after ``grace`` seconds (at once after
+    an interrupt: their results are not wanted)."""
+    if grace > 0:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace)
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(CLOSE_TIMEOUT)
+
+
+def _bounded(fn: Callable[[], Any], seconds: float) -> None:
+    """``fn()`` in a daemon thread, waited for at most ``seconds``; its errors ignored."""
+
+    def run():
+        with contextlib.suppress(BaseException):
+            fn()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+
+
+def _spec_close_clusters():
+    from distributed.deploy import spec
+
+    return spec.close_clusters
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+@contextlib.contextmanager
+def using(cluster: Cluster | None = None, workers: int | None = None) -> Iterator[Cluster]:
+    """``cluster`` itself, or -- when none is given -- a local one of ``workers`` processes
+    for the duration of the block (started only if a task is run, closed at the end)."""
+    if cluster is not None:
+        yield cluster
+        return
+    with Cluster(workers=workers) as own:
+        yield own
+
+
+# ---------------------------------------------------------------------- the local workers
+def serve_workers(address: str, n: int) -> None:
+    """The local workers' process (``python -m demonoise.core.cluster ADDRESS N``, started
+    by :class:`Cluster` in its own session): ``dask worker`` with ``N`` worker processes
+    of one thread, and a watchdog thread that kills this whole process group -- the
+    nannies and their worker processes -- as soon as the parent (the client) is gone,
+    whatever ended it (SIGKILL included); each worker's kernel then ends by itself."""
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(WATCH)
+            if os.getppid() != parent:
+                os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="demonoise-parent-watch", daemon=True).start()
+    from distributed.cli.dask_worker import main
+
+    args = [address, "--nworkers", str(n), "--nthreads", "1", "--no-dashboard", "--name", "demonoise-local"]
+    main.main(args=args, prog_name="dask worker", standalone_mode=True)
+
+
+if __name__ == "__main__":  # pragma: no cover - run by Cluster as the local workers' process
+    serve_workers(sys.argv[1], int(sys.argv[2]))

@@ -1,0 +1,66 @@
+"""The local cluster is started only for work that fans out, and gives the numbers of a
+run in one process.
+
+* an analytic ``compute`` (no ``--mc``) starts no cluster, whatever ``--workers`` says;
+* ``compute --mc`` on a local cluster of 2 workers gives exactly the Monte Carlo columns
+  of ``--workers 1`` (everything in this process) with the same seed: blocks are seeded
+  by ``SeedSequence.spawn`` and summed in block order, whoever runs them;
+* the local cluster's processes end with the command (none left after it returns).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from demonoise.cli import main
+from demonoise.core import cluster as cluster_mod
+from process_helpers import children_of
+
+ARGS = ["compute", "--dataset", "be-2023", "--V", "1", "--indicators", "e", "tfr", "--seed", "11"]
+
+
+@pytest.mark.slow
+def test_an_analytic_compute_starts_no_cluster(monkeypatch, tmp_path):
+    def refuse(self):
+        raise AssertionError("a cluster was started for an analytic run")
+
+    monkeypatch.setattr(cluster_mod.Cluster, "_start_local", refuse)
+    out = tmp_path / "r.parquet"
+    before = set(children_of(os.getpid()))
+    assert main([*ARGS, "--workers", "2", "--out", str(out)]) == 0
+    df = pd.read_parquet(out)
+    assert len(df) > 1000 and not any(c.startswith("mc_") for c in df.columns)
+    assert set(children_of(os.getpid())) <= before
+
+
+def _mc(path: Path) -> pd.DataFrame:
+    df = pd.read_parquet(path)
+    cols = [c for c in df.columns if c.startswith(("mc_", "z_"))]
+    assert "mc_sd_tot" in cols and df["mc_sd_tot"].notna().sum() > 100
+    return df[cols]
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+@pytest.mark.timeout(180)
+def test_the_local_cluster_gives_the_numbers_of_one_process(monkeypatch, tmp_path):
+    started = []
+    real = cluster_mod.Cluster._start_local
+
+    def spy(self):
+        started.append(self.workers)
+        return real(self)
+
+    monkeypatch.setattr(cluster_mod.Cluster, "_start_local", spy)
+    one, two = tmp_path / "one.parquet", tmp_path / "two.parquet"
+    before = set(children_of(os.getpid()))
+    assert main([*ARGS, "--mc", "1500", "--workers", "1", "--out", str(one)]) == 0
+    assert started == []  # --workers 1: no cluster
+    assert main([*ARGS, "--mc", "1500", "--workers", "2", "--out", str(two)]) == 0
+    assert started == [2]
+    pd.testing.assert_frame_equal(_mc(two), _mc(one))
+    assert set(children_of(os.getpid())) <= before  # the workers ended with the run

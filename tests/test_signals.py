@@ -1,0 +1,196 @@
+"""Every process a command starts ends with it, whatever signal ends it (local cluster).
+
+Real process trees: ``demonoise compute --mc`` (a local Dask cluster of 2 worker
+processes) and ``demonoise report`` (workers, their Jupyter kernels, multiprocessing's
+resource tracker) with a notebook whose cell never returns. The command runs in its own
+process group; SIGINT and SIGTERM go to the whole group (as a terminal's Ctrl-C does),
+SIGKILL to the command's process only (children must notice by themselves). Every
+process of the tree carries a tag in its environment, so that none escapes the check
+(kernels start their own sessions). Checked: exit 130 within 5 s with one line on stderr,
+nothing half-written, and no process of the tree left a few seconds later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from nbformat.v4 import new_code_cell
+
+from demonoise.report.locate import ENV_VARS, find_dir
+from process_helpers import kill_tagged, tagged, tagged_env, tmp_files, wait_gone
+
+pytestmark = [pytest.mark.slow, pytest.mark.signals, pytest.mark.timeout(120)]
+
+#: Seconds a command may take to stop after SIGINT or SIGTERM.
+STOP = 5.0
+#: Seconds the children of a SIGKILLed command get to notice (workers: parent watch, 0.5 s; kernels: poller, 1 s).
+ORPHAN_GRACE = 5.0
+
+
+class Tree:
+    """A command in its own process group, tagged."""
+
+    def __init__(self, args, cwd: Path, **env):
+        self.env, self.tag = tagged_env(**env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "demonoise.cli", *args],
+            cwd=cwd,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+
+    def wait_for(self, ready, timeout=90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.proc.poll() is not None:
+                out, err = self.proc.communicate()
+                pytest.fail(f"command ended early ({self.proc.returncode}): {err.decode()[-2000:]}")
+            assert time.monotonic() < deadline, "the command did not get under way"
+            time.sleep(0.1)
+
+    def signal(self, sig: int, group: bool = True) -> float:
+        (os.killpg if group else os.kill)(self.proc.pid, sig)
+        return time.monotonic()
+
+    def finish(self, timeout: float) -> tuple[int, str]:
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.cleanup()
+            pytest.fail(f"no exit within {timeout} s of the signal")
+        return self.proc.returncode, err.decode()
+
+    def cleanup(self) -> None:
+        kill_tagged(self.tag)
+
+
+def _one_line(err: str, command: str) -> None:
+    """The interruption is one line, the last; before it only the command's own progress lines."""
+    lines = err.strip().splitlines()
+    assert lines and lines[-1].startswith(f"demonoise {command}: interrupted"), err
+    assert all(line.startswith(f"demonoise {command}: ") for line in lines), err
+    assert sum("interrupted" in line for line in lines) == 1 and "Traceback" not in err, err
+
+
+def _check_interrupted(tree: Tree, t0: float, command: str) -> None:
+    code, err = tree.finish(timeout=30)
+    took = time.monotonic() - t0
+    assert code == 130, err
+    assert took < STOP, f"took {took:.1f} s to stop"
+    _one_line(err, command)
+    left = wait_gone(tree.tag, 3)
+    tree.cleanup()
+    assert left == [], f"processes left: {left}"
+
+
+# ------------------------------------------------------------------ compute --mc
+def _compute(tmp_path: Path) -> tuple[Tree, Path]:
+    out = tmp_path / "out" / "r.parquet"
+    args = ["compute", "--dataset", "be-2023", "--V", "1", "--indicators", "e", "--mc", "100000", "--out", str(out)]
+    tree = Tree(args, tmp_path)
+    tree.wait_for(lambda: len(tagged(tree.tag)) >= 3)  # the command and its two workers
+    time.sleep(2.0)  # blocks under way
+    return tree, out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_compute_mc_interrupted_stops_cleanly(tmp_path, sig):
+    tree, out = _compute(tmp_path)
+    workers = [p for p in tagged(tree.tag) if p != tree.proc.pid]
+    assert len(workers) >= 2
+    t0 = tree.signal(sig)
+    _check_interrupted(tree, t0, "compute")
+    assert not out.exists() and tmp_files(tmp_path) == []
+
+
+def test_compute_mc_killed_leaves_no_worker(tmp_path):
+    tree, out = _compute(tmp_path)
+    tree.signal(signal.SIGKILL, group=False)  # the command only: its workers must notice
+    tree.finish(timeout=10)
+    left = wait_gone(tree.tag, ORPHAN_GRACE)
+    tree.cleanup()
+    assert left == [], f"processes left after SIGKILL: {left}"
+    assert not out.exists() and tmp_files(tmp_path) == []
+
+
+def test_a_second_ctrl_c_leaves_no_orphan(tmp_path):
+    tree, out = _compute(tmp_path)
+    t0 = tree.signal(signal.SIGINT)
+    time.sleep(0.05)
+    tree.signal(signal.SIGINT)
+    code, err = tree.finish(timeout=30)
+    assert code == 130 and time.monotonic() - t0 < STOP, err
+    _one_line(err, "compute")
+    left = wait_gone(tree.tag, ORPHAN_GRACE)
+    tree.cleanup()
+    assert left == [], f"processes left: {left}"
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------ report, a cell that never returns
+@pytest.fixture(scope="module")
+def hanging_notebooks(tmp_path_factory) -> Path:
+    """The real notebooks, the TFR one with a cell that never returns (after writing its pid)."""
+    d = tmp_path_factory.mktemp("notebooks")
+    for p in find_dir("notebooks", ("summary.ipynb",)).glob("*.ipynb"):
+        shutil.copy(p, d / p.name)
+    nb = nbformat.read(d / "tfr.ipynb", as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "summary.load_results" in c.source) + 1
+    cell = new_code_cell(
+        "import json as _j, os as _o, time as _t\n"
+        "_j.dump({'pid': _o.getpid()}, open(_o.environ['HANG_MARKER'] + '.part', 'w'))\n"
+        "_o.replace(_o.environ['HANG_MARKER'] + '.part', _o.environ['HANG_MARKER'])\n"
+        "_t.sleep(10**6)"
+    )
+    cell["id"] = "never-returns"
+    nb.cells.insert(at, cell)
+    nbformat.write(nb, d / "tfr.ipynb")
+    return d
+
+
+def _report(tmp_path: Path, notebooks: Path) -> tuple[Tree, Path, Path]:
+    params = tmp_path / "p.yaml"
+    small = {"datasets": {"be-2023": ["BE"]}, "noise": [{"V": 1}], "indicators": ["tfr"], "mc": 0, "pdf": False}
+    params.write_text(yaml.safe_dump(small), encoding="utf-8")
+    out, marker = tmp_path / "out", tmp_path / "hang.json"
+    env = {ENV_VARS["notebooks"]: str(notebooks), "HANG_MARKER": str(marker)}
+    tree = Tree(["report", "--params", str(params), "--output", str(out), "--workers", "2"], tmp_path, **env)
+    tree.wait_for(marker.exists)
+    kernel = json.loads(marker.read_text())["pid"]
+    assert kernel in tagged(tree.tag)  # the kernel is part of the tree (and of the check)
+    return tree, out, marker
+
+
+def _no_report(out: Path) -> None:
+    assert not (out / "index.html").exists() and not list(out.glob("reports/*/*.html"))
+    assert not list(out.glob("build/*/*/tfr-*.ipynb")) and tmp_files(out) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_report_interrupted_in_a_cell_that_never_returns(tmp_path, hanging_notebooks, sig):
+    tree, out, _ = _report(tmp_path, hanging_notebooks)
+    t0 = tree.signal(sig)
+    _check_interrupted(tree, t0, "report")
+    _no_report(out)
+
+
+def test_report_killed_in_a_cell_that_never_returns_leaves_no_process(tmp_path, hanging_notebooks):
+    tree, out, _ = _report(tmp_path, hanging_notebooks)
+    tree.signal(signal.SIGKILL, group=False)
+    tree.finish(timeout=10)
+    left = wait_gone(tree.tag, ORPHAN_GRACE)  # workers: their parent watch; kernels: their parent poller
+    tree.cleanup()
+    assert left == [], f"processes left after SIGKILL: {left}"
+    _no_report(out)
