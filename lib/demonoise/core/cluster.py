@@ -238,7 +238,14 @@ class Cluster:
         # under one directory of ours, removed at close even if the workers were killed
         self._tmp = tempfile.mkdtemp(prefix="demonoise-cluster-")
         self._local = LocalCluster(
-            n_workers=0, host="127.0.0.1", scheduler_port=0, dashboard_address=None, silence_logs=_SILENT
+            n_workers=0,
+            host="127.0.0.1",
+            scheduler_port=0,
+            dashboard_address=None,
+            # the scheduler's HTTP routes (health, metrics) on a free port, never 8787 (busy if
+            # another cluster runs: a warning on the user's terminal), and no dashboard
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+            silence_logs=_SILENT,
         )
         atexit.unregister(_spec_close_clusters())  # close() does it, bounded in time
         log = open(Path(self._tmp) / "workers.log", "wb")  # noqa: SIM115 - the child's output, kept for errors

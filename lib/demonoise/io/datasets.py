@@ -59,7 +59,7 @@ from importlib import resources
 from pathlib import Path
 
 from demonoise.core.counts import Counts, Provenance, TableProvenance
-from demonoise.core.errors import DataError, ParameterError
+from demonoise.core.errors import DataError, OutputError, ParameterError
 from demonoise.io.packed import read_packed, write_packed
 from demonoise.io.template import read_counts_csv
 
@@ -304,7 +304,7 @@ def _load_embedded(name: str) -> Counts:
     try:
         write_packed(counts, cached, source_sha256=csv_sha)
         _say(name, f"{npz_name} in the package is {problem}; read {csv_name} and rebuilt the packed form into {cached}")
-    except OSError as e:
+    except (OSError, OutputError) as e:  # an unwritable cache: the CSV is read every time
         _say(name, f"{npz_name} in the package is {problem}; read {csv_name} (could not write {cached}: {e})")
     return counts
 
