@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (demonoise)" >/dev/null
+	@# compile the Monte Carlo kernels once for this machine (numba's cache), ~10 s, so that
+	@# the first report does not pay it in every worker
+	$(VENV)/bin/demonoise compute --dataset be-2023 --V 1 --ptable v01 --mc 20 --workers 1 --out $(VENV)/kernels-warm.parquet >/dev/null
 	touch $(STAMP)
 
 
