@@ -59,6 +59,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -323,10 +324,15 @@ class Cluster:
         items = list(items)
         args0 = () if shared is None else (client.scatter(shared, broadcast=True, hash=False),)
         keys = names or [str(i) for i in range(len(items))]
-        futures = [
-            client.submit(fn, *args0, *item, key=f"{label}-{k}-{self.run_id}", pure=False)
-            for k, item in zip(keys, items, strict=True)
-        ]
+        with warnings.catch_warnings():
+            # a task carries its input tables as bytes on purpose (a remote worker has no
+            # copy of this machine's files): distributed's advice to load them "with Dask
+            # directly" does not apply, and its warning would reach the user's terminal
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+            futures = [
+                client.submit(fn, *args0, *item, key=f"{label}-{k}-{self.run_id}", pure=False)
+                for k, item in zip(keys, items, strict=True)
+            ]
         index = {f.key: i for i, f in enumerate(futures)}
         try:
             for fut in as_completed(futures, loop=client.loop):
