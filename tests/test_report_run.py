@@ -239,3 +239,35 @@ def test_ctrl_c_leaves_no_partial_output_and_no_kernel(tmp_path, workers):
     while any(_is_running(p) for p in kernel_pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_is_running(p) for p in kernel_pids), "a kernel survived the interrupt"
+
+
+def test_a_task_carries_a_directory_it_reads_and_the_notebook_reads_the_copy(tmp_path):
+    """A notebook that reads a file and a directory of tables (the decision tables of a
+    report): the task carries both as bytes; where it runs, the parameters point to copies
+    with the same contents, not to this machine's paths."""
+    from demonoise.report.run import _localised, _task_of
+
+    table = tmp_path / "results.parquet"
+    table.write_bytes(b"table bytes")
+    tables = tmp_path / "decision"
+    tables.mkdir()
+    (tables / "report.json").write_text('{"a": 1}', encoding="utf-8")
+    (tables / "decision.parquet").write_bytes(b"\x00\x01 decision")
+    nb = tmp_path / "in.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), nb)
+    job = Job(
+        nb,
+        tmp_path / "out.ipynb",
+        {"results_path": str(table), "decision_path": str(tables), "country": "BE"},
+        files=(table, tables),
+    )
+    task = _task_of(job)
+    assert task.files[str(tables)] == {"decision.parquet": b"\x00\x01 decision", "report.json": b'{"a": 1}'}
+    elsewhere = tmp_path / "worker"
+    elsewhere.mkdir()
+    p = _localised(task.parameters, task.files, elsewhere)
+    assert p["country"] == "BE"
+    assert Path(p["results_path"]).parent == elsewhere and Path(p["results_path"]).read_bytes() == b"table bytes"
+    copy = Path(p["decision_path"])
+    assert copy.parent == elsewhere and copy.is_dir() and copy != tables
+    assert {m.name: m.read_bytes() for m in copy.iterdir()} == task.files[str(tables)]

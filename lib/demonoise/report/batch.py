@@ -362,10 +362,10 @@ def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> 
 
 
 def _read_files(done: Computed) -> tuple:
-    """The tables a report's notebooks read (carried as bytes by their tasks): the results
-    table. The decision tables are a directory, read in place (a worker on this machine's
-    disk; a remote worker does not yet get them)."""
-    return tuple(str(p) for p in (done.results,) if p is not None)
+    """The tables a report's notebooks read, carried as bytes by their tasks (a worker of a
+    cluster need not share this machine's disk): the results table and the directory of
+    decision tables."""
+    return tuple(str(p) for p in (done.results, done.decision) if p is not None)
 
 
 def execute(state: Plan, computed: Mapping[Report, Computed], *, force=False, workers=2, progress=None, cluster=None):

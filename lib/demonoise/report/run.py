@@ -536,7 +536,8 @@ def _stamp(nb, job: Job, key: str, options: _Options, seconds: float, reused: bo
 @dataclass(frozen=True)
 class Task:
     """One notebook execution, self-contained: the notebook's bytes, its parameters, the
-    bytes of the files it reads (``files``: path as named in the parameters -> bytes) and
+    bytes of the files it reads (``files``: path as named in the parameters -> bytes, or
+    for a directory -> its files' names -> bytes) and
     the working directory in; the executed notebook's bytes out (:func:`execute_task`).
     A task touches no output path: the caller writes what comes back (atomically), so a
     task runs in any process -- this one, or a worker of a Dask cluster on another
@@ -548,7 +549,7 @@ class Task:
     notebook: bytes
     parameters: Mapping[str, Any]
     cwd: str
-    files: Mapping[str, bytes] = field(default_factory=dict)
+    files: Mapping[str, bytes | Mapping[str, bytes]] = field(default_factory=dict)
     run_id: str = ""
 
 
@@ -583,12 +584,18 @@ def _kernel_for_task(options: _Options, cwd: Path) -> tuple[_Kernel, bool]:
     return kernel, reused
 
 
-def _localised(parameters: Mapping[str, Any], files: Mapping[str, bytes], where: Path) -> dict:
-    """``parameters`` with every path of ``files`` replaced by a copy written under ``where``."""
+def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: Path) -> dict:
+    """``parameters`` with every path of ``files`` replaced by a copy written under ``where``
+    (a directory's files copied into a directory of the same name)."""
     copies = {}
     for i, (path, data) in enumerate(files.items()):
         copy = where / f"in{i}-{Path(path).name}"
-        copy.write_bytes(data)
+        if isinstance(data, Mapping):
+            copy.mkdir()
+            for name, member in data.items():
+                (copy / Path(name).name).write_bytes(member)
+        else:
+            copy.write_bytes(data)
         copies[path] = str(copy)
 
     def swap(v):
@@ -660,7 +667,10 @@ def _task_of(job: Job, run_id: str = "") -> Task:
     files = {}
     for f in job.files:
         try:
-            files[f] = Path(f).read_bytes()
+            p = Path(f)
+            files[f] = (
+                {m.name: m.read_bytes() for m in sorted(p.iterdir()) if m.is_file()} if p.is_dir() else p.read_bytes()
+            )
         except OSError as e:
             raise ReportError(f"job {job.label}: cannot read {f}: {e.strerror or e}") from None
     return Task(job.label, job.input.read_bytes(), dict(job.parameters), str(job.workdir), files, run_id)
