@@ -33,7 +33,7 @@ from demonoise.core.counts import Counts, Provenance, TableProvenance
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.io.eurostat_api import COUNT_TABLES
 from demonoise.io.nuts import nuts_codes
-from demonoise.io.tidy import counts_from_eurostat, published_age_codes
+from demonoise.io.tidy import counts_from_eurostat, one_category_per_dimension, published_age_codes
 
 __all__ = [
     "IncompleteRegionWarning",
@@ -104,23 +104,7 @@ def table_years(measure: str, year: int) -> list[int]:
 def _reduce(df: pd.DataFrame, measure: str, keep_sex: bool) -> pd.DataFrame:
     """One category per extra dimension (annual, number, TOTAL); core columns only."""
     file, ds = df.attrs.get("file"), df.attrs.get("dataset")
-    out = df
-    if "freq" in out.columns:
-        out = out[out["freq"] == "A"]
-    for col in [c for c in out.columns if c not in ("geo", "sex", "age", "time", "value", "flag", "freq")]:
-        cats = pd.unique(out[col])
-        if len(cats) <= 1:
-            continue
-        pick = "NR" if col == "unit" and "NR" in cats else "TOTAL" if "TOTAL" in cats else None
-        if pick is None:
-            raise DataError(
-                f"dimension '{col}' has several categories ({', '.join(map(str, cats[:6]))})",
-                file=file,
-                dataset=ds,
-                table=ds,
-                measure=measure,
-            )
-        out = out[out[col] == pick]
+    out = one_category_per_dimension(df, file=file, dataset=ds, table=ds, measure=measure)
     if "sex" in out.columns and not keep_sex:
         out = out[out["sex"] == "T"]
     cols = ["geo"] + (["sex"] if keep_sex else []) + ["age", "time", "value", "flag"]

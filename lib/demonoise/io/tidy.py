@@ -143,11 +143,19 @@ def _prepare(df: pd.DataFrame, measure: str, need_sex: bool) -> pd.DataFrame:
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise DataError(f"tidy table lacks column(s) {missing}", file=file, measure=measure)
+    return one_category_per_dimension(df, file=file, measure=measure)
+
+
+def one_category_per_dimension(df: pd.DataFrame, **where) -> pd.DataFrame:
+    """The annual rows (``freq`` A) and, in every dimension beyond the core columns, one
+    category: the only one, ``NR`` for ``unit``, else ``TOTAL``. ``where`` (file, measure,
+    dataset, ...) names the table in the :class:`DataError` raised when there is no annual
+    row or a dimension has several categories and no total."""
     out = df
     if "freq" in out.columns:
         out = out[out["freq"] == "A"]
         if out.empty:
-            raise DataError("no annual data (freq 'A') in the table", file=file, measure=measure)
+            raise DataError("no annual data (freq 'A') in the table", **where)
     for col in [c for c in out.columns if c not in _CORE and c != "freq"]:
         cats = pd.unique(out[col])
         if len(cats) <= 1:
@@ -156,8 +164,7 @@ def _prepare(df: pd.DataFrame, measure: str, need_sex: bool) -> pd.DataFrame:
         if pick is None:
             raise DataError(
                 f"dimension '{col}' has several categories ({', '.join(map(str, cats[:6]))}); filter the table to one",
-                file=file,
-                measure=measure,
+                **where,
             )
         out = out[out[col] == pick]
     return out

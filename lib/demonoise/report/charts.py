@@ -250,6 +250,16 @@ def _runs(d: pd.DataFrame, key: str) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def _with_age_ends(d: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a finite age, each with ``age_end``: the next age present (the last one
+    extended by the last step, or by 1), so that a rectangle spans its age group."""
+    ages = np.sort(d["age"].dropna().unique())
+    steps = np.diff(ages)
+    ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
+    d = d.assign(age_end=d["age"].map(dict(zip(ages, ends, strict=False))))
+    return d[np.isfinite(d["age"])]
+
+
 def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
     """Noise admixture by age and region as a heatmap (rows: regions by falling
     population, country first; columns: ages). Colour classes < 10 %, 10-41 %,
@@ -269,11 +279,7 @@ def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
         str
     )
     d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS  # no events: no Poisson variance, A undefined
-    ages = np.sort(d["age"].dropna().unique())
-    steps = np.diff(ages)
-    ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
-    d["age_end"] = d["age"].map(dict(zip(ages, ends, strict=False)))
-    d = d[np.isfinite(d["age"])]
+    d = _with_age_ends(d)
     order = _order_by_population(df)
     row = max(11, min(22, int(420 / max(len(order), 1))))
     y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=10))
@@ -732,11 +738,7 @@ def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], title: str):
         str
     )
     d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS
-    ages = np.sort(d["age"].dropna().unique())
-    steps = np.diff(ages)
-    ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
-    d["age_end"] = d["age"].map(dict(zip(ages, ends, strict=False)))
-    d = d[np.isfinite(d["age"])]
+    d = _with_age_ends(d)
     order = _order_by_population(df[df["setting"] == order_s[0]])
     runs = []
     for s in order_s:

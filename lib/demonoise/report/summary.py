@@ -31,13 +31,14 @@ from __future__ import annotations
 import html as _html
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from demonoise.analysis.decision import MainPoints
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.core.vocabulary import (
     A_EQUAL,
@@ -1074,20 +1075,9 @@ def mc_summary(
 
 # =================================================================== verdicts
 @dataclass
-class Verdict:
-    """Plain-language verdict: sentences with numbers, and the numbers themselves."""
-
-    sentences: list[str] = field(default_factory=list)
-    numbers: dict = field(default_factory=dict)
-
-    def markdown(self) -> str:
-        return "\n".join(f"- {s}" for s in self.sentences)
-
-    def _repr_markdown_(self) -> str:
-        return self.markdown()
-
-    def __str__(self) -> str:
-        return " ".join(self.sentences)
+class Verdict(MainPoints):
+    """Plain-language verdict: sentences with numbers, and the numbers themselves (shown
+    as a bullet list, like the report's main points)."""
 
 
 def _what(indicator: str, age: float | None, sex: str) -> str:
