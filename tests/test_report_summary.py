@@ -298,3 +298,32 @@ def test_load_results_checks_the_table(tmp_path):
         S.load_results(path, dataset="hand-made", country="XX", setting=1.0, granularity="5y")
     with pytest.raises(ReportError, match="not found"):
         S.load_results(tmp_path / "missing.parquet", dataset="hand-made", country="XX", setting=1.0)
+
+
+def test_load_results_parses_a_table_once_whatever_its_copy(tmp_path, monkeypatch):
+    """The notebooks of a country each read their own copy of its results table (a task
+    carries it as bytes): a reused kernel parses it once; a different table is parsed."""
+    import shutil
+
+    from demonoise.analysis import compute as C
+
+    reads = []
+    real = C.read_table
+    monkeypatch.setattr(C, "read_table", lambda p: reads.append(p) or real(p))
+    monkeypatch.setattr(S, "_CACHE", {})
+    first = tmp_path / "a" / "in0-r.parquet"
+    first.parent.mkdir()
+    frame().to_parquet(first)
+    copy = tmp_path / "b" / "in0-r.parquet"
+    copy.parent.mkdir()
+    shutil.copy(first, copy)
+    a = S.load_results(first, dataset="hand-made", country="XX", setting=1.0)
+    b = S.load_results(copy, dataset="hand-made", country="XX", setting=1.0)
+    assert len(reads) == 1
+    pd.testing.assert_frame_equal(a, b)
+    other = frame()
+    other["value"] = other["value"] * 2
+    other.to_parquet(copy)
+    c = S.load_results(copy, dataset="hand-made", country="XX", setting=1.0)
+    assert len(reads) == 2
+    assert (c["value"] == 2 * a["value"]).all()

@@ -139,6 +139,40 @@ def test_a_second_ctrl_c_leaves_no_orphan(tmp_path):
     assert not out.exists()
 
 
+def test_after_an_interrupt_the_last_moments_ignore_further_signals(tmp_path):
+    """Python's finalisation puts back the default action of signals that have a Python
+    handler: a second Ctrl-C then would end the process by the signal (status -2), not
+    130. The command line ignores further signals once its clean-up has run."""
+    out = tmp_path / "out" / "r.parquet"
+    code = (
+        "import signal, sys\n"
+        "from demonoise.cli import main\n"
+        "status = main()\n"
+        "ignored = all(signal.getsignal(s) is signal.SIG_IGN for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))\n"
+        "sys.stdout.write('ignored' if ignored else 'handled')\n"
+        "sys.exit(status)\n"
+    )
+    args = ["compute", "--dataset", "be-2023", "--V", "1", "--indicators", "e", "--mc", "100000", "--out", str(out)]
+    env, tag = tagged_env()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while len(tagged(tag)) < 3:
+            assert proc.poll() is None and time.monotonic() < deadline, "the command did not get under way"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, err = proc.communicate(timeout=30)
+    finally:
+        kill_tagged(tag)
+    assert proc.returncode == 130, err.decode()
+    assert stdout.decode() == "ignored"
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------ report, a cell that never returns
 @pytest.fixture(scope="module")
 def hanging_notebooks(tmp_path_factory) -> Path:

@@ -997,6 +997,17 @@ def main(argv=None) -> int:
         print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: clean-up has run, the line is written
+        # Only exiting is left. Python's finalisation puts back the default action of a
+        # signal that has a Python handler, so a second Ctrl-C in those last moments would
+        # kill the process by the signal instead of its exit status 130: ignore them now
+        # (the command line only, argv None; a caller of main() keeps its handlers).
+        if argv is None:
+            import signal
+
+            from demonoise.core.signals import SIGNALS
+
+            for s in SIGNALS:
+                signal.signal(s, signal.SIG_IGN)
         return 130
 
 

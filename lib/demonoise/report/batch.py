@@ -242,16 +242,39 @@ def _country_counts(report: Report):
     return counts.select([r.code for r in counts.regions if r.country == report.country])
 
 
+def _spec(report: Report, params: ReportParams):
+    """What one country's results table holds (:class:`demonoise.report.store.ResultsSpec`)."""
+    from demonoise.report.store import ResultsSpec
+
+    return ResultsSpec(
+        report.dataset,
+        V=params.V,
+        ptables=params.ptables,
+        granularity=params.granularity,
+        countries=(report.country,),
+        mc=params.mc,
+        seed=params.seed,
+        confidence=params.confidence,
+    )
+
+
+def _decision_dir(params: ReportParams, results_path: Path, key: str) -> Path:
+    """Where the decision tables of a results table and these params are stored."""
+    from demonoise.report.store import decision_key
+
+    settings = [s.as_parameter() for s in params.settings]
+    dkey = decision_key(key, settings, params.thresholds, params.confidence, params.recommend.model_dump())
+    return results_path.with_name(f"{results_path.stem}-decision-{dkey}")
+
+
 def _decision_tables(report: Report, params: ReportParams, results, results_path: Path, key: str) -> Path:
     """The decision tables of one country (:func:`demonoise.analysis.decision.decision_report`:
     decision table, calibration, recommended V, error bands, p-table comparison, small
     cells), stored next to its results table and reused while their key is unchanged."""
     from demonoise.analysis.decision import decision_report
-    from demonoise.report.store import decision_key, read_decision, write_decision
+    from demonoise.report.store import read_decision, write_decision
 
-    settings = [s.as_parameter() for s in params.settings]
-    dkey = decision_key(key, settings, params.thresholds, params.confidence, params.recommend.model_dump())
-    where = results_path.with_name(f"{results_path.stem}-decision-{dkey}")
+    where = _decision_dir(params, results_path, key)
     try:
         read_decision(where)
         return where
@@ -260,7 +283,7 @@ def _decision_tables(report: Report, params: ReportParams, results, results_path
     rep = decision_report(
         results,
         _country_counts(report),
-        settings,
+        [s.as_parameter() for s in params.settings],
         thresholds=params.thresholds,
         confidence=params.confidence,
         recommend=params.recommend.model_dump(),
@@ -272,22 +295,78 @@ def _decision_tables(report: Report, params: ReportParams, results, results_path
 def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: int, cluster=None) -> Computed:
     """One country: its results table (every setting, Monte Carlo included) and its
     decision tables; the Monte Carlo blocks run on ``cluster``."""
-    from demonoise.report.store import ResultsSpec, results
+    from demonoise.report.store import results
 
     t0, c0 = time.perf_counter(), time.process_time()
-    spec = ResultsSpec(
-        report.dataset,
-        V=params.V,
-        ptables=params.ptables,
-        granularity=params.granularity,
-        countries=(report.country,),
-        mc=params.mc,
-        seed=params.seed,
-        confidence=params.confidence,
-    )
+    spec = _spec(report, params)
     df, path = results(spec, store, workers=mc_workers, cluster=cluster)
     dec = _decision_tables(report, params, df, path, spec.key())
     return Computed(path.resolve(), spec.key(), dec.resolve(), None, time.perf_counter() - t0, time.process_time() - c0)
+
+
+def _stored(report: Report, params: ReportParams, store: Path) -> Computed | None:
+    """The country's results and decision tables if both are stored and up to date."""
+    from demonoise.report.store import read_decision, results_path
+
+    spec = _spec(report, params)
+    path = results_path(spec, store)
+    if not path.is_file():
+        return None
+    dec = _decision_dir(params, path, spec.key())
+    try:
+        read_decision(dec)
+    except DemonoiseError:
+        return None
+    return Computed(path.resolve(), spec.key(), dec.resolve())
+
+
+def compute_task(report: Report, params: ReportParams) -> dict:
+    """One country's results and decision tables computed on a worker (its Monte Carlo in
+    that process), in a scratch store there; returned as ``{relative path: bytes}`` with
+    their place and timings, so that a worker of a cluster needs no shared disk."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dn-compute-") as tmp:
+        root = Path(tmp).resolve()
+        done = _compute_one(report, params, root, 1, None)
+        files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+        return {
+            "files": files,
+            "key": done.key,
+            "results": done.results.relative_to(root).as_posix(),
+            "decision": done.decision.relative_to(root).as_posix(),
+            "seconds": done.seconds,
+            "cpu_seconds": done.cpu_seconds,
+        }
+
+
+def _store_computed(out: dict, store: Path) -> Computed:
+    """Write what :func:`compute_task` returned into ``store``: the results table and its
+    metadata atomically, the decision directory whole (written aside, then renamed)."""
+    import shutil
+
+    from demonoise.core.atomic import atomic_write_bytes
+
+    decision = store / out["decision"]
+    tmp = decision.with_name(f".{decision.name}.tmp-{os.getpid()}")
+    try:
+        for rel, data in out["files"].items():
+            if rel.startswith(out["decision"] + "/"):
+                target = tmp / rel[len(out["decision"]) + 1 :]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        for rel, data in out["files"].items():
+            if not rel.startswith(out["decision"] + "/"):
+                atomic_write_bytes(store / rel, data)
+        if decision.exists():
+            shutil.rmtree(decision)
+        tmp.rename(decision)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Computed(
+        (store / out["results"]).resolve(), out["key"], decision.resolve(), None, out["seconds"], out["cpu_seconds"]
+    )
 
 
 def _by_size(reports: list[Report]) -> list[Report]:
@@ -306,18 +385,48 @@ def _by_size(reports: list[Report]) -> list[Report]:
     return sorted(reports, key=lambda r: -sizes.get((r.dataset, r.country), 0))
 
 
+def _failed_compute(r: Report, e: BaseException, log) -> Computed:
+    done = Computed(error=f"results for {r.label} failed: {_why(e)}")
+    _say(log, f"demonoise report: {done.error}")
+    return done
+
+
 def compute(state: Plan, *, workers: int = 2, log=None, cluster=None) -> dict[Report, Computed]:
-    """Results and decision tables of every report (one country's failure is
-    recorded; the others go on); the Monte Carlo blocks run on ``cluster``."""
-    out: dict[Report, Computed] = {}
+    """Results and decision tables of every report (one country's failure is recorded;
+    the others go on). Stored ones are reused; with several countries to compute on a
+    cluster that fans out, each country is one task (largest first), its Monte Carlo in
+    the worker; a single country runs here, its Monte Carlo blocks on ``cluster``."""
+    from demonoise.core.cluster import using
+
     store = state.output / "results"
+    out: dict[Report, Computed] = {}
+    todo = []
     for r in state.reports:
-        try:
-            out[r] = _compute_one(r, state.params, store, workers, cluster)
-        except Exception as e:
-            out[r] = Computed(error=f"results for {r.label} failed: {_why(e)}")
-            _say(log, f"demonoise report: {out[r].error}")
-    return out
+        ready = _stored(r, state.params, store)
+        if ready is not None:
+            out[r] = ready
+        else:
+            todo.append(r)
+    with using(cluster, workers) as where:
+        if len(todo) > 1 and where.fans_out:
+            todo = _by_size(todo)
+            items = [(r, state.params) for r in todo]
+            names = [f"{r.dataset}-{r.country}" for r in todo]
+            for i, value, err in where.each(compute_task, items, label="compute", names=names):
+                r = todo[i]
+                try:
+                    if err is not None:
+                        raise err
+                    out[r] = _store_computed(value, store)
+                except Exception as e:
+                    out[r] = _failed_compute(r, e, log)
+        else:
+            for r in todo:
+                try:
+                    out[r] = _compute_one(r, state.params, store, workers, where)
+                except Exception as e:
+                    out[r] = _failed_compute(r, e, log)
+    return {r: out[r] for r in state.reports}
 
 
 # ===================================================================== execute

@@ -331,7 +331,8 @@ def _spec_manager(choice: _KernelChoice):
 def _register_engine() -> None:
     """Register papermill engine ``demonoise``: nbclient, but it closes its kernel
     client's channels after each notebook when the kernel is reused (nbclient leaves
-    them open when it does not own the kernel manager)."""
+    them open when it does not own the kernel manager), and it writes the executed
+    notebook once at the end instead of after every cell."""
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, papermill_engines
     from papermill.log import logger
@@ -366,9 +367,14 @@ def _register_engine() -> None:
                 stderr_file=stderr_file,
             )
             client = PapermillNotebookClient(nb_man, **final_kwargs)
+            # papermill writes the whole notebook after every cell's start and end (two
+            # validations and writes per cell, the outputs growing): here it is written
+            # once, by notebook_complete, after the last cell or the failing one.
+            output_path, nb_man.output_path = nb_man.output_path, None
             try:
                 return client.execute()
             finally:
+                nb_man.output_path = output_path
                 if not client.owns_km and client.kc is not None:
                     client.kc.stop_channels()
                     client.kc = None

@@ -88,6 +88,22 @@ class ResultsSpec:
         return digest({"spec": dataclasses.asdict(self), "library": library, "data": fingerprint(self.dataset)}, 16)
 
 
+def content_key(path) -> str:
+    """A digest of what a file, or a directory of files, holds (BLAKE2b of the names
+    relative to it and the bytes), whatever its own name or place: the notebooks of one
+    country read copies of the same tables from a new directory each (a task carries
+    them as bytes), and a reused kernel recognises them by this key."""
+    import hashlib
+
+    p = Path(path)
+    h = hashlib.blake2b(digest_size=16)
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    for f in files:
+        h.update((f.relative_to(p).as_posix() if p.is_dir() else "").encode() + b"\0")
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def results_path(spec: ResultsSpec, store="output/results") -> Path:
     """Where the table of ``spec`` lives (whether or not it exists yet)."""
     tag = "all" if spec.countries is None else "-".join(spec.countries)

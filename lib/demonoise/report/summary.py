@@ -274,15 +274,17 @@ _CACHE_SIZE = 2
 
 
 def _read_cached(path: Path, reader) -> pd.DataFrame:
-    """Read a results table, remembering the last few by (path, size, mtime).
+    """Read a results table, remembering the last few by their contents.
 
     The report notebooks of one country run one after the other in a reused kernel
     (module state survives the namespace reset between notebooks); the table they all
-    read is parsed once. The key changes whenever the file is rewritten, and a copy is
-    returned, so no notebook can see another's changes.
+    read is parsed once, although each reads its own copy (the key is a digest of the
+    bytes, :func:`demonoise.report.store.content_key`). A copy is returned, so no
+    notebook can see another's changes.
     """
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    from demonoise.report.store import content_key
+
+    key = content_key(path)
     if key not in _CACHE:
         while len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
