@@ -64,3 +64,29 @@ def test_the_local_cluster_gives_the_numbers_of_one_process(monkeypatch, tmp_pat
     assert started == [2]
     pd.testing.assert_frame_equal(_mc(two), _mc(one))
     assert set(children_of(os.getpid())) <= before  # the workers ended with the run
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+@pytest.mark.timeout(180)
+def test_a_fan_out_takes_its_items_lazily_with_a_bounded_window():
+    """Items are pulled from a generator as tasks complete, never more than the window
+    ahead of the results (a Monte Carlo of 10^9 replicates is not submitted at once)."""
+    import operator
+
+    pulled, most_ahead, got = [0], [0], []
+
+    def items():
+        for i in range(60):
+            pulled[0] += 1
+            yield (i,)
+
+    with cluster_mod.Cluster(workers=2) as c:
+        window = c.window()
+        for i, value, err in c.run_each(operator.neg, items(), label="lazy"):  # importable on a worker
+            assert err is None
+            got.append((i, value))
+            most_ahead[0] = max(most_ahead[0], pulled[0] - len(got))
+    assert sorted(got) == [(i, -i) for i in range(60)]
+    assert window == 2 * cluster_mod.WINDOW_PER_WORKER
+    assert 0 < most_ahead[0] <= window

@@ -184,3 +184,19 @@ def test_fused_results_identical_whatever_the_workers(be, floor_zero):
             np.testing.assert_array_equal(a.stats[key][stat], b.stats[key][stat], err_msg=f"{key} {stat}")
     c = monte_carlo(lz, g, seed=6, workers=1, **kw)
     assert not np.array_equal(a.stats[("e", "noise")]["sd"], c.stats[("e", "noise")]["sd"])
+
+
+def test_blocks_are_spawned_lazily_as_if_all_at_once():
+    """The lazy block seeds (a chunk at a time) are the children SeedSequence.spawn gives
+    all at once, with the same sizes: results do not change with the chunking."""
+    import numpy as np
+
+    from demonoise.uncertainty import montecarlo as M
+
+    n, block = 3 * M._SPAWN_CHUNK * 2 + 7, 2
+    lazy = list(M.blocks(n, block, 42))
+    at_once = np.random.SeedSequence(42).spawn(-(-n // block))
+    assert [s for s, _ in lazy] == [block] * (n // block) + [1]
+    assert [c.spawn_key for _, c in lazy] == [c.spawn_key for c in at_once]
+    pairs = zip(lazy, at_once, strict=True)
+    assert all(a.generate_state(2).tolist() == b.generate_state(2).tolist() for (_, a), b in pairs)

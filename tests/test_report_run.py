@@ -66,6 +66,38 @@ def test_reused_kernel_reads_back_parameters_and_metrics_without_leaks(tmp_path)
 
 
 @pytest.mark.slow
+def test_a_reused_kernel_keeps_its_client_and_a_broken_notebook_does_not_break_it(tmp_path, monkeypatch):
+    """The notebooks of a reused kernel run through one kernel client (nbclient's
+    handshake for a new client waits 0.2 s each time): one ``wait_for_ready`` for three
+    notebooks; the failure of the middle one stays its own, and the third one's outputs
+    are its own (its parameters, not the second's error)."""
+    from jupyter_client.asynchronous.client import AsyncKernelClient
+
+    ready = []
+    real = AsyncKernelClient._async_wait_for_ready
+
+    async def counting(self, *a, **kw):
+        ready.append(1)
+        return await real(self, *a, **kw)
+
+    monkeypatch.setattr(AsyncKernelClient, "wait_for_ready", counting)
+    p1 = {"region": "BE10", "V": 1.0, "set_probe": True}
+    p3 = {"region": "BE34", "V": 5.0, "set_probe": False}
+    jobs = [
+        Job(GOOD, tmp_path / "run1.ipynb", p1),
+        Job(BROKEN, tmp_path / "run2.ipynb", {}),
+        Job(GOOD, tmp_path / "run3.ipynb", p3),
+    ]
+    batch = run_jobs(jobs, workers=1, reuse_kernel=True, progress=False)
+    assert [r.status for r in batch] == ["ok", "failed", "ok"]
+    assert batch[2].kernel_reused
+    assert len(ready) == 1
+    m3 = read_metrics(tmp_path / "run3.ipynb")
+    assert m3["region"] == "BE34" and m3["sd"] == pytest.approx(math.sqrt(5.0), rel=1e-15)
+    assert m3["probe_was_defined"] is False
+
+
+@pytest.mark.slow
 def test_without_the_reset_the_probe_does_leak(tmp_path):
     """Control for the test above: the reset is what keeps runs apart."""
     jobs = [

@@ -60,7 +60,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,8 @@ CLOSE_TIMEOUT = 3.0
 _SCHEMES = ("tcp", "tls", "ws", "wss")
 #: Seconds for the local workers to start.
 LOCAL_START = 90.0
+#: Tasks of one fan-out in flight per worker (the next is submitted as one completes).
+WINDOW_PER_WORKER = 4
 #: Seconds between two checks of the local workers' process that its parent is alive.
 WATCH = 0.5
 _LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
@@ -304,10 +306,17 @@ class Cluster:
             self.client().register_plugin(plugin, name=name)
             self._plugins.add(name)
 
+    def window(self) -> int:
+        """Most tasks of one :meth:`run_each` in flight at a time: :data:`WINDOW_PER_WORKER`
+        per worker (enough that no worker waits for its next task, few enough that a run
+        of millions of blocks never lives on the scheduler at once)."""
+        n = self.workers if self.local else len(self.client().scheduler_info().get("workers", {})) or 1
+        return max(2, WINDOW_PER_WORKER * n)
+
     def run_each(
         self,
         fn: Callable,
-        items: Sequence[tuple],
+        items: Iterable[tuple],
         *,
         shared: Any = None,
         label: str = "task",
@@ -316,37 +325,53 @@ class Cluster:
         """Run ``fn(*item)`` -- ``fn(shared, *item)`` when ``shared`` is given, sent once to
         every worker -- for every item on the cluster; yield ``(index, result, error)`` as
         tasks complete (``error``: the exception a task raised, or ``KilledWorker`` when its
-        workers kept dying). Leaving the loop early (a break, an exception, Ctrl-C) cancels
-        the tasks not done; an interrupt also runs the cancel hooks (:meth:`on_cancel`)."""
+        workers kept dying). Items are taken lazily, at most :meth:`window` tasks in
+        flight: the next is submitted when one completes (a generator of items is never
+        made a list). Leaving the loop early (a break, an exception, Ctrl-C) cancels the
+        tasks not done; an interrupt also runs the cancel hooks (:meth:`on_cancel`)."""
         from distributed import as_completed
 
         client = self.client()
-        items = list(items)
         args0 = () if shared is None else (client.scatter(shared, broadcast=True, hash=False),)
-        keys = names or [str(i) for i in range(len(items))]
-        with warnings.catch_warnings():
-            # a task carries its input tables as bytes on purpose (a remote worker has no
-            # copy of this machine's files): distributed's advice to load them "with Dask
-            # directly" does not apply, and its warning would reach the user's terminal
-            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
-            futures = [
-                client.submit(fn, *args0, *item, key=f"{label}-{k}-{self.run_id}", pure=False)
-                for k, item in zip(keys, items, strict=True)
-            ]
-        index = {f.key: i for i, f in enumerate(futures)}
+        todo = enumerate(iter(items))
+        index: dict[str, int] = {}
+        live: set = set()
+
+        def submit_next(ac) -> None:
+            nxt = next(todo, None)
+            if nxt is None:
+                return
+            i, item = nxt
+            key = names[i] if names is not None else str(i)
+            with warnings.catch_warnings():
+                # a task carries its input tables as bytes on purpose (a remote worker has
+                # no copy of this machine's files): distributed's advice to load them "with
+                # Dask directly" does not apply, and its warning would reach the terminal
+                warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+                fut = client.submit(fn, *args0, *item, key=f"{label}-{key}-{self.run_id}", pure=False)
+            index[fut.key] = i
+            live.add(fut)
+            ac.add(fut)
+
+        ac = as_completed([], loop=client.loop)
         try:
-            for fut in as_completed(futures, loop=client.loop):
+            for _ in range(self.window()):
+                submit_next(ac)
+            for fut in ac:
+                live.discard(fut)
                 err = fut.exception() if fut.status == "error" else None
-                yield index[fut.key], (None if err is not None else fut.result()), err
+                value = None if err is not None else fut.result()
                 fut.release()
+                submit_next(ac)
+                yield index.pop(fut.key), value, err
         except BaseException as e:
-            pending = [f for f in futures if not f.done()]
+            pending = [f for f in live if not f.done()]
             _bounded(lambda: client.cancel(pending, force=True), CLOSE_TIMEOUT)
             if isinstance(e, KeyboardInterrupt):
                 self.cancel_run()
             raise
         finally:
-            for f in futures:
+            for f in live:
                 f.release()
 
     def each(
@@ -373,9 +398,9 @@ class Cluster:
                 continue
             yield i, value, None
 
-    def run_ordered(self, fn: Callable, items: Sequence[tuple], *, shared: Any = None, label: str = "task"):
-        """:meth:`run_each`, results yielded in item order (buffering the early ones); the
-        first failing task raises its error."""
+    def run_ordered(self, fn: Callable, items: Iterable[tuple], *, shared: Any = None, label: str = "task"):
+        """:meth:`run_each`, results yielded in item order (buffering the ones that finish
+        before an earlier one); the first failing task raises its error."""
         pending: dict[int, Any] = {}
         nxt = 0
         for i, value, err in self.run_each(fn, items, shared=shared, label=label):

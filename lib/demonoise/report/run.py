@@ -53,6 +53,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -323,16 +324,21 @@ def _spec_manager(choice: _KernelChoice):
                 spec = super().get_kernel_spec(kernel_name, *args, **kwargs)
             if pythonpath:
                 spec.env = {**(spec.env or {}), "PYTHONPATH": pythonpath}
+            # No input history: a batch kernel's cells are the notebook's, and IPython's
+            # history is one SQLite file that every kernel of the batch would write (and
+            # lock) on every cell and every namespace reset. No output cache (Out[n]):
+            # flushing it makes every reset between notebooks a full garbage collection.
+            spec.argv = [*spec.argv, "--HistoryManager.enabled=False", "--InteractiveShell.cache_size=0"]
             return spec
 
     return _Specs()
 
 
 def _register_engine() -> None:
-    """Register papermill engine ``demonoise``: nbclient, but it closes its kernel
-    client's channels after each notebook when the kernel is reused (nbclient leaves
-    them open when it does not own the kernel manager), and it writes the executed
-    notebook once at the end instead of after every cell."""
+    """Register papermill engine ``demonoise``: nbclient, but with a reused kernel its
+    client is kept for the next notebook (``keeper=``, a :class:`_Kernel`) or its
+    channels closed (nbclient leaves them open when it does not own the kernel manager),
+    and the executed notebook is written once at the end instead of after every cell."""
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, papermill_engines
     from papermill.log import logger
@@ -354,6 +360,7 @@ def _register_engine() -> None:
             execution_timeout=None,
             **kwargs,
         ):
+            keeper = kwargs.pop("keeper", None)  # the _Kernel that keeps its client between notebooks
             kwargs = remove_args(["input_path"], **kwargs)
             safe_kwargs = remove_args(["timeout", "startup_timeout"], **kwargs)
             final_kwargs = merge_kwargs(
@@ -367,6 +374,10 @@ def _register_engine() -> None:
                 stderr_file=stderr_file,
             )
             client = PapermillNotebookClient(nb_man, **final_kwargs)
+            if keeper is not None:
+                # a kept client skips nbclient's new-client handshake (its IOPub flush
+                # waits 0.2 s); messages of earlier runs are told apart by their parent
+                client.kc = keeper.take_client()
             # papermill writes the whole notebook after every cell's start and end (two
             # validations and writes per cell, the outputs growing): here it is written
             # once, by notebook_complete, after the last cell or the failing one.
@@ -376,7 +387,10 @@ def _register_engine() -> None:
             finally:
                 nb_man.output_path = output_path
                 if not client.owns_km and client.kc is not None:
-                    client.kc.stop_channels()
+                    if keeper is not None:
+                        keeper.keep_client(client.kc)
+                    else:
+                        client.kc.stop_channels()
                     client.kc = None
 
     papermill_engines.register(_ENGINE, ReusingEngine)
@@ -406,6 +420,29 @@ class _Kernel:
             ip=str(stem) + "-ipc",
         )
         self.runs = 0
+        self._kc = None
+        self._kc_thread: int | None = None
+
+    def keep_client(self, kc) -> None:
+        """Keep the kernel client a notebook ran with, for the next notebook (this thread)."""
+        self._drop_client()
+        self._kc, self._kc_thread = kc, threading.get_ident()
+
+    def take_client(self):
+        """The kept client, or ``None`` (none kept, or kept by another thread: its sockets
+        belong to that thread's event loop)."""
+        kc, self._kc = self._kc, None
+        if kc is not None and self._kc_thread != threading.get_ident():
+            with contextlib.suppress(Exception):
+                kc.stop_channels()
+            return None
+        return kc
+
+    def _drop_client(self) -> None:
+        kc, self._kc = self._kc, None
+        if kc is not None:
+            with contextlib.suppress(Exception):
+                kc.stop_channels()
 
     def alive(self) -> bool:
         from jupyter_core.utils import run_sync
@@ -446,6 +483,7 @@ class _Kernel:
     def kill(self) -> None:
         """End the kernel at once, from any thread: SIGKILL to its process group (the
         kernel leads its own session), then its connection and socket files removed."""
+        self._kc = None  # its sockets go with the process; not touched from another thread
         pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
         if pid:
             with contextlib.suppress(OSError):
@@ -457,6 +495,7 @@ class _Kernel:
     def shutdown(self, now: bool = False) -> None:
         from jupyter_core.utils import run_sync
 
+        self._drop_client()
         with contextlib.suppress(Exception):
             if self.km.has_kernel:
                 run_sync(self.km.shutdown_kernel)(now=now)  # also cleans up connection files
@@ -649,6 +688,7 @@ def execute_task(task: Task, options: _Options) -> TaskResult:
                 execution_timeout=options.cell_timeout,
                 cwd=cwd,
                 km=kernel.km,
+                keeper=kernel if options.reuse_kernel else None,
             )
         except BaseException as exc:
             if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: no kernel left behind

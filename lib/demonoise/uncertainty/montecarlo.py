@@ -46,6 +46,7 @@ detail of the generic model, and results say which one was used.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +66,8 @@ ENGINES = ("fused", "reference")
 #: Default working memory of a block of the fused engine (bytes).
 FUSED_MEMORY = 1.5e8
 _EVENTS = ("deaths", "births")
+#: Block seeds spawned at a time (:func:`blocks`).
+_SPAWN_CHUNK = 1024
 
 
 def z_score(sd_mc, sd_analytic, n):
@@ -354,10 +357,8 @@ def monte_carlo(
     workers = workers or default_workers()
     keep = plan.keep if engine == "fused" else shared["keep"]
     _check_memory(lz, noise, n, block, keep, len(components), workers, memory_limit or default_memory)
-    sizes = [block] * (n // block) + ([n % block] if n % block else [])
-    jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes)), strict=True))
     with using(cluster, workers) as where:
-        acc = _run_jobs(task, jobs, shared, where, progress)
+        acc = _run_jobs(task, n, block, seed, shared, where, progress)
     res = MonteCarloResult(
         n=n, seed=seed, floor_zero=floor_zero, quantiles=tuple(quantiles or ()), block=block, engine=engine
     )
@@ -378,13 +379,28 @@ def _check_memory(lz, noise, n, block, keep, n_components, workers, working) -> 
     check_memory(parts, n=n, regions=len(lz.counts.regions))
 
 
-def _run_jobs(task, jobs, shared, cluster, progress) -> dict:
-    """Run the blocks in-process or as tasks on ``cluster``; sum their parts in block
-    order (so the sums do not depend on which worker ran which block, or when). Stored
-    replicate values go straight into one array per statistic, at the block's offset."""
-    acc: dict = {}
-    n = sum(size for size, _ in jobs)
+def blocks(n: int, block: int, seed) -> Iterator[tuple[int, np.random.SeedSequence]]:
+    """``(size, seed)`` of every block, lazily: ``n // block`` blocks of ``block``
+    replicates and one of the rest, seeded by the children of ``SeedSequence(seed)`` in
+    order -- spawned a chunk at a time, which gives the same children as spawning them
+    all at once (a run of 10^9 replicates never holds millions of seeds)."""
+    root = np.random.SeedSequence(seed)
+    count = -(-n // block)
     done = 0
+    while done < count:
+        for child in root.spawn(min(_SPAWN_CHUNK, count - done)):
+            yield min(block, n - done * block), child
+            done += 1
+
+
+def _run_jobs(task, n, block, seed, shared, cluster, progress) -> dict:
+    """Run the blocks in-process or as tasks on ``cluster`` (a bounded number in flight);
+    sum their parts in block order (so the sums do not depend on which worker ran which
+    block, or when). Stored replicate values go straight into one array per statistic,
+    at the block's offset."""
+    acc: dict = {}
+    done = 0
+    jobs = blocks(n, block, seed)
 
     def absorb(part, offset):
         for key, rec in part.items():
@@ -398,11 +414,12 @@ def _run_jobs(task, jobs, shared, cluster, progress) -> dict:
                     a["values"] = np.empty((n,) + v.shape[1:], dtype=v.dtype)
                 a["values"][offset : offset + v.shape[0]] = v
 
-    if not cluster.fan_out_for(len(jobs)):
+    if not cluster.fan_out_for(-(-n // block)):
         parts = (task(shared, *job) for job in jobs)
     else:
         parts = cluster.run_ordered(task, jobs, shared=shared, label="mc-block")
-    for (size, _), part in zip(jobs, parts, strict=True):
+    for part in parts:  # in block order: block i holds replicates done .. done + size
+        size = min(block, n - done)
         absorb(part, done)
         done += size
         if progress:
