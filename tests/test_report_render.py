@@ -282,3 +282,17 @@ def test_screenshot(report, tmp_path):
 
     png = screenshot(report.html, tmp_path / "shot.png", width=1000, height=1400)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+def test_captions_set_subscripted_symbols_as_the_text_does():
+    """Figure and table captions are plain text in the notebooks ("Relative uncertainty of
+    e_x"); the HTML sets the symbol as the formulas do, and leaves dataset codes alone."""
+    from demonoise.report.exporter import caption_html
+
+    assert caption_html("Relative uncertainty of e_x, both sexes") == (
+        "Relative uncertainty of <i>e</i><sub>x</sub>, both sexes"
+    )
+    assert caption_html("e_0 and e_{65}.") == "<i>e</i><sub>0</sub> and <i>e</i><sub>65</sub>."
+    assert caption_html("m_{85+} & A < 10 %") == "<i>m</i><sub>85+</sub> &amp; A &lt; 10 %"
+    for plain in ("Eurostat demo_r_find3, demo_r_pjangroup", "file x_y.csv", "snake_case"):
+        assert caption_html(plain) == plain

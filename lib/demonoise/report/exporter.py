@@ -23,6 +23,7 @@ import base64
 import html as _html
 import io
 import logging
+import re
 
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter
@@ -52,6 +53,22 @@ def _source_line(nb) -> str:
 
     src = (nb.metadata.get("demonoise") or {}).get("source") or ""
     return f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
+
+
+#: A one-letter symbol with a subscript as the notebooks write it in plain text: ``e_x``,
+#: ``m_x``, ``e_0``, ``e_{65}`` (not ``demo_r_find3``: the letter must start a word).
+_SUBSCRIPT_RE = re.compile(r"(?<![\w.])([A-Za-z])_(\{([A-Za-z0-9+]+)\}|[A-Za-z0-9+]+)(?!\w|\.\w)")
+
+
+def caption_html(text: str) -> str:
+    """A caption's plain text as HTML: escaped, and ``e_x``-style symbols set as an italic
+    letter with its subscript (``<i>e</i><sub>x</sub>``), as the formulas of the text
+    above them set them."""
+
+    def sub(m: re.Match) -> str:
+        return f"<i>{m.group(1)}</i><sub>{m.group(3) or m.group(2)}</sub>"
+
+    return _SUBSCRIPT_RE.sub(sub, _html.escape(text))
 
 
 class DocumentPreprocessor(Preprocessor):
@@ -129,9 +146,9 @@ class DocumentPreprocessor(Preprocessor):
     def _figure(self, out, data, resources):
         meta = data[FIGURE_MIME]
         number = self._number("figure")
-        title = _html.escape(meta.get("title") or "")
+        title = caption_html(meta.get("title") or "")
         sub = meta.get("subtitle") or ""
-        sub = f' <span class="dn-subtitle">{_html.escape(sub)}</span>' if sub else ""
+        sub = f' <span class="dn-subtitle">{caption_html(sub)}</span>' if sub else ""
         svg = data["image/svg+xml"]
         svg = svg if isinstance(svg, str) else "".join(svg)
         src = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
@@ -139,7 +156,7 @@ class DocumentPreprocessor(Preprocessor):
         html = (
             f'<figure class="dn-figure" id="figure-{number.replace(".", "-")}">'
             f'<figcaption><span class="dn-number">Figure {number}.</span> {title}{sub}</figcaption>'
-            f'<img class="dn-chart" alt="Figure {number}: {title}" src="{src}">'
+            f'<img class="dn-chart" alt="Figure {number}: {_html.escape(meta.get("title") or "")}" src="{src}">'
             f'<p class="dn-source">{_html.escape(self._source)}{link}</p></figure>'
         )
         return _html_output(out, html)
@@ -151,9 +168,9 @@ class DocumentPreprocessor(Preprocessor):
         if meta.get("empty"):
             return _html_output(out, body)
         number = self._number("table")
-        caption = _html.escape(meta.get("caption") or "")
+        caption = caption_html(meta.get("caption") or "")
         note = meta.get("note") or ""
-        note = f'<p class="dn-table-note">{_html.escape(note)}</p>' if note else ""
+        note = f'<p class="dn-table-note">{caption_html(note)}</p>' if note else ""
         link = self._csv_link("table", number, meta.get("csv"), resources, meta.get("name") or "")
         keep = " dn-keep" if meta.get("keep") else ""
         html = (
