@@ -4,6 +4,7 @@ the closed form, the recommended V as a brute-force minimum, error bands from th
 quantile, Monte Carlo quantiles from `demonoise compute --mc`, cell counts from the counts
 themselves."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -464,3 +465,21 @@ def test_results_keep_the_monte_carlo_quantiles_of_every_level(be):
     np.testing.assert_array_equal(res.mc_q_lo, res.mc_lo_tot_95)
     np.testing.assert_array_equal(res.mc_q_hi, res.mc_hi_tot_95)
     assert (res.mc_lo_noise_80 >= res.mc_lo_noise_95).all() and (res.mc_hi_noise_80 <= res.mc_hi_noise_95).all()
+
+
+def test_a_decision_table_is_kept_on_one_page_only_when_it_fits(be_report):
+    """Belgium's 12 rows print on one page with their heading and legend; a table of more
+    regions than a landscape page holds (France: 28 rows) is not kept whole -- kept, it
+    would leave its heading and its legend each alone on a page -- but starts under them."""
+    from demonoise.report import decisions as dv
+    from demonoise.report.notebook import TABLE_MIME
+
+    short = dv.decision_view(be_report)
+    assert len(short.frame) == 12 <= dv.KEEP_ROWS
+    assert short._repr_mimebundle_()[TABLE_MIME].get("keep") is True
+    wide = be_report.decision_wide
+    regions = wide[wide["region"] != "BE"]
+    more = pd.concat([wide, *[regions.assign(region=regions["region"] + f"-{i}") for i in range(2)]])
+    many = dv.decision_view(dataclasses.replace(be_report, decision_wide=more))
+    assert len(many.frame) > dv.KEEP_ROWS
+    assert not many._repr_mimebundle_()[TABLE_MIME].get("keep")

@@ -168,6 +168,12 @@ def _region_labels(frame: pd.DataFrame) -> list[str]:
     return [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)]
 
 
+#: A decision table of at most this many regions is printed on one page with its heading
+#: and legend (a landscape page holds about 20); a longer one starts under its heading and
+#: continues on the next page, its column headers repeated.
+KEEP_ROWS = 16
+
+
 # ===================================================================== the legend
 class ClassLegend:
     """The colours of the admixture classes, shown above the decision table."""
@@ -223,7 +229,7 @@ def decision_view(rep) -> HtmlTable:
         ),
         colours=colours,
         groups=groups,
-        keep=True,
+        keep=len(shown) <= KEEP_ROWS,
     )
 
 
