@@ -129,3 +129,23 @@ def test_a_failed_write_leaves_the_target_untouched(tmp_path):
             raise RuntimeError("interrupted")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["t.txt"]
+
+
+def test_a_directory_replaces_its_target_whole_or_not_at_all(tmp_path):
+    """atomic_dir: the old directory stays as it was until the new one is complete; an
+    interrupted block leaves it untouched and no temporary directory behind."""
+    target = tmp_path / "tables"
+    target.mkdir()
+    (target / "old.parquet").write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with atomic.atomic_dir(target) as tmp:
+            (tmp / "new.parquet").write_text("new")
+            assert TMP_MARK in tmp.name and sorted(p.name for p in target.iterdir()) == ["old.parquet"]
+            raise KeyboardInterrupt
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tables"]
+    assert sorted(p.name for p in target.iterdir()) == ["old.parquet"]
+    with atomic.atomic_dir(target) as tmp:
+        (tmp / "new.parquet").write_text("new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tables"]
+    assert sorted(p.name for p in target.iterdir()) == ["new.parquet"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o777 & ~atomic.UMASK

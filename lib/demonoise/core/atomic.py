@@ -45,6 +45,7 @@ from pathlib import Path
 from demonoise.core.errors import OutputError
 
 __all__ = [
+    "atomic_dir",
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
@@ -232,6 +233,35 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary directory next to ``target``; it replaces ``target`` (a directory
+    of files written as one) on success, and is removed if the block raises -- including
+    ``KeyboardInterrupt`` -- leaving ``target`` untouched.
+
+    Raises
+    ------
+    OutputError
+        The parent directory cannot take it, naming ``target`` as given.
+    """
+    import shutil
+
+    shown = Path(target)
+    try:
+        shown.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{shown.name}{TMP_MARK}", dir=shown.parent))
+    except OSError as e:
+        raise OutputError(f"cannot write {shown}: {_reason(e)}") from None
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~UMASK)  # mkdtemp makes it 0700: the mode mkdir would give
+        if shown.is_dir() and not shown.is_symlink():
+            shutil.rmtree(shown)
+        tmp.rename(shown)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def atomic_write_bytes(target: str | os.PathLike, data: bytes) -> Path:

@@ -342,28 +342,17 @@ def compute_task(report: Report, params: ReportParams) -> dict:
 
 def _store_computed(out: dict, store: Path) -> Computed:
     """Write what :func:`compute_task` returned into ``store``: the results table and its
-    metadata atomically, the decision directory whole (written aside, then renamed)."""
-    import shutil
+    metadata atomically, the decision directory whole (:func:`~demonoise.core.atomic.atomic_dir`)."""
+    from demonoise.core.atomic import atomic_dir, atomic_write_bytes
 
-    from demonoise.core.atomic import atomic_write_bytes
-
-    decision = store / out["decision"]
-    tmp = decision.with_name(f".{decision.name}.tmp-{os.getpid()}")
-    try:
+    decision, inside = store / out["decision"], out["decision"] + "/"
+    with atomic_dir(decision) as tmp:
         for rel, data in out["files"].items():
-            if rel.startswith(out["decision"] + "/"):
-                target = tmp / rel[len(out["decision"]) + 1 :]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+            if rel.startswith(inside):
+                (tmp / rel[len(inside) :]).write_bytes(data)
         for rel, data in out["files"].items():
-            if not rel.startswith(out["decision"] + "/"):
+            if not rel.startswith(inside):
                 atomic_write_bytes(store / rel, data)
-        if decision.exists():
-            shutil.rmtree(decision)
-        tmp.rename(decision)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return Computed(
         (store / out["results"]).resolve(), out["key"], decision.resolve(), None, out["seconds"], out["cpu_seconds"]
     )

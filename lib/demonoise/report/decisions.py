@@ -100,10 +100,12 @@ def load_decision(
     """The decision tables of a country: read back from ``path`` (what the batch stored,
     :func:`demonoise.report.store.read_decision`), or -- ``path`` empty, a notebook run by
     hand -- computed now through the results store (``<tmp>/demonoise-results``)."""
-    from demonoise.report.store import content_key, read_decision
+    from demonoise.report.cache import tree_fingerprint
+    from demonoise.report.store import read_decision
 
     if path:
-        key = content_key(path) if Path(path).is_dir() else str(path)
+        # by content: each notebook task reads its own copy of the directory
+        key = tree_fingerprint(path) if Path(path).is_dir() else str(path)
         if key not in _CACHE:  # the notebooks of a report run one after the other in a reused kernel
             _CACHE.clear()
             _CACHE[key] = read_decision(path)

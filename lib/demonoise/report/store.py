@@ -88,22 +88,6 @@ class ResultsSpec:
         return digest({"spec": dataclasses.asdict(self), "library": library, "data": fingerprint(self.dataset)}, 16)
 
 
-def content_key(path) -> str:
-    """A digest of what a file, or a directory of files, holds (BLAKE2b of the names
-    relative to it and the bytes), whatever its own name or place: the notebooks of one
-    country read copies of the same tables from a new directory each (a task carries
-    them as bytes), and a reused kernel recognises them by this key."""
-    import hashlib
-
-    p = Path(path)
-    h = hashlib.blake2b(digest_size=16)
-    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-    for f in files:
-        h.update((f.relative_to(p).as_posix() if p.is_dir() else "").encode() + b"\0")
-        h.update(f.read_bytes())
-    return h.hexdigest()
-
-
 def results_path(spec: ResultsSpec, store="output/results") -> Path:
     """Where the table of ``spec`` lives (whether or not it exists yet)."""
     tag = "all" if spec.countries is None else "-".join(spec.countries)
@@ -196,14 +180,11 @@ def write_decision(rep, directory) -> Path:
     """Store a :class:`~demonoise.analysis.decision.DecisionReport`: one Parquet file per
     table (its ``attrs`` -- CSV name, title, units -- kept) and ``report.json`` (the main
     points, the notes). Written into a temporary directory that replaces ``directory``
-    only once complete."""
-    import shutil
-    import tempfile
+    only once complete (:func:`demonoise.core.atomic.atomic_dir`)."""
+    from demonoise.core.atomic import atomic_dir
 
     directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
-    try:
+    with atomic_dir(directory) as tmp:
         for name in DECISION_FIELDS:
             df = getattr(rep, name)
             if df is not None:
@@ -214,12 +195,6 @@ def write_decision(rep, directory) -> Path:
             "notes": list(rep.notes),
         }
         (tmp / "report.json").write_text(json.dumps(meta, indent=1, default=list), encoding="utf-8")
-        if directory.exists():
-            shutil.rmtree(directory)
-        tmp.rename(directory)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return directory
 
 

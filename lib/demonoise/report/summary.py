@@ -279,12 +279,12 @@ def _read_cached(path: Path, reader) -> pd.DataFrame:
     The report notebooks of one country run one after the other in a reused kernel
     (module state survives the namespace reset between notebooks); the table they all
     read is parsed once, although each reads its own copy (the key is a digest of the
-    bytes, :func:`demonoise.report.store.content_key`). A copy is returned, so no
+    bytes, :func:`demonoise.report.cache.file_digest`). A copy is returned, so no
     notebook can see another's changes.
     """
-    from demonoise.report.store import content_key
+    from demonoise.report.cache import file_digest
 
-    key = content_key(path)
+    key = file_digest(path, 32)
     if key not in _CACHE:
         while len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
