@@ -21,6 +21,7 @@ from demonoise.report.notebook import (
     chart_bundle,
     display_metrics,
     setup_notebook,
+    simplify_svg,
     to_jsonable,
 )
 
@@ -55,6 +56,52 @@ def test_bundle_is_static_svg(df):
     xs = [float(p.split(",")[0]) for p in re.split(r"[ML]", d)[1:]]
     assert len(xs) == len(df) == 18
     assert np.allclose(np.diff(xs), xs[1] - xs[0], atol=2e-3) and xs[1] > xs[0]
+
+
+def test_simplify_svg_rewrites_only_rectangles_circles_and_empty_paths():
+    svg = (
+        '<svg><path class="background" d="M0.5,0.5h560v240h-560Z" stroke="#d5dbe1"/>'
+        '<path d="M10,5h-4v-3h4Z" fill="red"/>'
+        '<path transform="translate(3,4)" d="M2.5,0A2.5,2.5,0,1,1,-2.5,0A2.5,2.5,0,1,1,2.5,0" fill="blue"/>'
+        '<path d="" aria-hidden="true"/>'
+        '<path d="M0,0h5v5h-4Z"/>'  # not closed back to its start: left alone
+        '<path d="M2,0A2,1,0,1,1,-2,0A2,1,0,1,1,2,0"/>'  # an ellipse: left alone
+        '<path d="M0,238.7L16,238.1"/></svg>'
+    )
+    out = simplify_svg(svg)
+    assert out == (
+        '<svg><rect class="background" x="0.5" y="0.5" width="560" height="240" stroke="#d5dbe1"/>'
+        '<rect x="6" y="2" width="4" height="3" fill="red"/>'
+        '<circle transform="translate(3,4)" r="2.5" fill="blue"/>'
+        '<path d="M0,0h5v5h-4Z"/>'
+        '<path d="M2,0A2,1,0,1,1,-2,0A2,1,0,1,1,2,0"/>'
+        '<path d="M0,238.7L16,238.1"/></svg>'
+    )
+
+
+def test_simplified_chart_draws_the_same_picture(df):
+    """A chart with points, rectangles and a frame, drawn by an independent renderer
+    (resvg, through vl-convert) before and after :func:`simplify_svg`: the same pixels."""
+    import vl_convert as vlc
+    from PIL import Image, ImageChops
+
+    base = alt.Chart(df).encode(x="age:Q", y="rate:Q")
+    chart = alt.layer(base.mark_bar(opacity=0.4), base.mark_circle(size=60), base.mark_point(shape="square"))
+    svg = vlc.vegalite_to_svg(chart.to_dict())
+    simple = simplify_svg(svg)
+    assert simple.count("<circle") == len(df) and simple.count("<rect") >= len(df)
+    assert simple.count("<path") < svg.count("<path") - 2 * len(df)
+
+    def png(text):
+        import io
+
+        return Image.open(io.BytesIO(vlc.svg_to_png(text, scale=2.0))).convert("RGB")
+
+    a, b = png(svg), png(simple)
+    assert a.size == b.size
+    diff = np.asarray(ImageChops.difference(a, b).convert("L"))
+    # anti-aliasing of an exact circle against its two-arc path: a few pixels at most
+    assert (diff > 64).sum() < 0.002 * diff.size
 
 
 def test_svg_ids_do_not_collide_between_charts(df):

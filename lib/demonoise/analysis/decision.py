@@ -790,22 +790,55 @@ def _binding(g: pd.DataFrame) -> tuple[pd.Series | None, int]:
     return row, len(ok)
 
 
+def _binding_rows(v: pd.DataFrame, by: list[str]) -> dict[tuple, dict]:
+    """:func:`_binding` of every group of ``by`` at once (one sort instead of a call per
+    group): group key -> the binding row as a dict (``sex`` emptied where beyond)."""
+    ok = v[v["range_status"] != "undefined"]
+    if ok.empty:
+        return {}
+    status = ok["range_status"].astype(str).to_numpy()
+    key = np.where(
+        status == "within",
+        ok["V_max"].to_numpy(dtype=float),
+        pd.Series(status).map(_RANK).to_numpy(dtype=float) * 1e300,
+    )
+    ok = ok.assign(_key=key, _level=-ok["nuts_level"].to_numpy(dtype=float), _pos=np.arange(len(ok)))
+    best = ok.sort_values([*by, "_key", "_level", "_pos"], kind="stable").drop_duplicates(by, keep="first")
+    out = {}
+    for rec in best.drop(columns=["_key", "_level", "_pos"]).to_dict("records"):
+        if rec["range_status"] == "beyond":
+            rec["sex"] = ""
+        out[tuple(rec[k] for k in by)] = rec
+    return out
+
+
 def vmax_wide(vmax: pd.DataFrame) -> pd.DataFrame:
     """The calibration as a report shows it: one row per family and region.
 
     For every headline ``h`` and threshold ``t``: ``"<h> A<=<t>"`` (the smallest V_max
     over the sexes, nan unless ``within``), ``"... shown"`` (a number, ``"> range"``,
     ``"< range"`` or ``"n/a"``), ``"... sex"`` (the binding sex), ``"... status"``;
-    ``t`` printed with 3 significant digits (``A<=0.1``, ``A<=0.414``).
+    ``t`` printed with 3 significant digits (``A<=0.1``, ``A<=0.414``). The binding row
+    of each group is :func:`_binding`'s (the same order, taken in one sort).
     """
     rows = []
     ids = ["dataset", "data_status", "family", "country", "region", "region_name", "nuts_level", "population"]
     units = {**_COMMON_UNITS, "family": "generic | ptable D=<D> js=<js>"}
-    for _, g in vmax.groupby(["family", "region"], sort=False):
-        row = {k: g.iloc[0][k] for k in ids}
-        for (h, t), gg in g.groupby(["headline", "threshold"], sort=False):
+    by = ["family", "region", "headline", "threshold"]
+    best = _binding_rows(vmax, by)
+    cols = [*ids, "headline", "threshold"]
+    records = vmax[cols].to_dict("records")
+    groups: dict[tuple, dict] = {}
+    for rec in records:
+        fam_reg = (rec["family"], rec["region"])
+        if fam_reg not in groups:
+            groups[fam_reg] = {"row": {k: rec[k] for k in ids}, "items": {}}
+        groups[fam_reg]["items"].setdefault((rec["headline"], rec["threshold"]), None)
+    for (fam, reg), grp in groups.items():
+        row = grp["row"]
+        for h, t in grp["items"]:
             name = f"{h} A<={t:.3g}"
-            b, _ = _binding(gg)
+            b = best.get((fam, reg, h, t))
             within = b is not None and b["range_status"] == "within"
             row[name] = float(b["V_max"]) if within else np.nan
             row[f"{name} shown"] = b["V_max_shown"] if b is not None else "n/a"

@@ -52,9 +52,17 @@ _ADMIX_REF = pd.DataFrame({"A": [100 * A_SMALL, 100 * A_EQUAL], "label": ["noise
 __all__ += ["INDICATOR_TITLES"]
 
 
-def _region_label(df: pd.DataFrame) -> pd.Series:
-    name = df["region_name"].fillna("").astype(str).str.split("/").str[0].str.slice(0, 28)
-    return np.where(name != "", df["region"] + " " + name, df["region"])
+def _region_label(df: pd.DataFrame) -> np.ndarray:
+    """``"FR10 Ile-de-France"`` per row (the name's first part, at most 28 characters),
+    worked out once per distinct region and name (a chart's rows repeat each many times)."""
+    rc, regions = pd.factorize(df["region"].astype(str))
+    nc, names = pd.factorize(df["region_name"].fillna("").astype(str))
+    pairs, first, inverse = np.unique(rc * max(len(names), 1) + nc, return_index=True, return_inverse=True)
+    labels = []
+    for k in first:
+        c, n = regions[rc[k]], names[nc[k]].split("/")[0][:28]
+        labels.append(f"{c} {n}" if n else c)
+    return np.asarray(labels, dtype=object)[inverse.reshape(-1)]
 
 
 _BASE_COLS = ["region", "region_name", "nuts_level", "sex", "age", "age_group", "events", "exposure", "small_count"]

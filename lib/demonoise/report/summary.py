@@ -948,10 +948,17 @@ def sparse_regions(df: pd.DataFrame, V: float, indicator: str) -> pd.DataFrame:
 
     base = {"e": "asmr", "asmr": "asmr", "tfr": "asfr", "asfr": "asfr"}[indicator]
     cols = ["region", "sex", "cells", "small", "small_share", "sparse", "text"]
+    # a section asks for the same table's counts several times (its verdict, its tables,
+    # its flags): counted once per table object (kept alive with its counts, so that its
+    # id cannot be reused while it is cached)
+    key = (id(df), len(df), base)
+    hit = _SPARSE.get(key)
+    if hit is not None and hit[0] is df:
+        return hit[1].copy()
     if not (df["indicator"] == base).any():
         return pd.DataFrame(columns=cols)
     c = small_cell_counts(df[df["indicator"] == base], sparse_share=SPARSE_SHARE)
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "region": c["region"].to_numpy(),
             "sex": c["sex"].to_numpy(),
@@ -962,6 +969,13 @@ def sparse_regions(df: pd.DataFrame, V: float, indicator: str) -> pd.DataFrame:
             "text": c["text"].to_numpy(),
         }
     )
+    while len(_SPARSE) >= _CACHE_SIZE * 2:
+        _SPARSE.pop(next(iter(_SPARSE)))
+    _SPARSE[key] = (df, out)
+    return out.copy()
+
+
+_SPARSE: dict = {}
 
 
 def _mc_flag_rows(d: pd.DataFrame, label: str | None) -> list[dict]:
