@@ -422,7 +422,7 @@ def _regions(results: pd.DataFrame, pop: pd.Series) -> pd.DataFrame:
     if missing:
         raise DataError("no population for this region", region=missing[0])
     reg["population"] = reg["region"].map(pop).astype(float)
-    order = {c: i for i, c in enumerate(dict.fromkeys(reg["country"]))}
+    order = {c: i for i, c in enumerate(reg["country"].drop_duplicates().tolist())}
     reg["_c"] = reg["country"].map(order)
     reg = reg.sort_values(["_c", "nuts_level", "population"], ascending=[True, True, False], kind="stable")
     return reg.drop(columns="_c").reset_index(drop=True)
@@ -584,8 +584,8 @@ def decision_wide(decision: pd.DataFrame) -> pd.DataFrame:
     base = decision.drop_duplicates("region")[ids].reset_index(drop=True)
     units = {**_COMMON_UNITS}
     cols = {}
-    for s in dict.fromkeys(decision["setting"]):
-        for m in dict.fromkeys(decision["measure"]):
+    for s in decision["setting"].drop_duplicates().tolist():
+        for m in decision["measure"].drop_duplicates().tolist():
             sel = decision[(decision["setting"] == s) & (decision["measure"] == m)].set_index("region")
             name = f"{m} {s}"
             cols[name] = base["region"].map(sel["admixture"])
@@ -1399,7 +1399,7 @@ def small_cell_counts(
     sex_order = {x: i for i, x in enumerate(SEXES)}
     out["_s"] = out["sex"].map(sex_order)
     out["_i"] = out["indicator"].map({"asmr": 0, "asfr": 1})
-    reg_order = {r: i for i, r in enumerate(dict.fromkeys(d["region"]))}
+    reg_order = {r: i for i, r in enumerate(d["region"].drop_duplicates().tolist())}
     out["_r"] = out["region"].map(reg_order)
     out = out.sort_values(["_i", "_r", "_s"], kind="stable").drop(columns=["_s", "_i", "_r"])
     for k, v in _meta(res).items():

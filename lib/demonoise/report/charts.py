@@ -391,10 +391,11 @@ def value_by_age(
     d["role"] = "other NUTS 2 regions"
     d.loc[d["region_label"] == smallest, "role"] = f"smallest: {smallest}"
     d.loc[d["region_label"].isin(country), "role"] = "country: " + (country[0] if country else "")
+    present = set(d["role"].unique())
     roles = [
         r
         for r in ["country: " + (country[0] if country else ""), f"smallest: {smallest}", "other NUTS 2 regions"]
-        if r in set(d["role"])
+        if r in present
     ]
     colours = {"other NUTS 2 regions": "#b8c2cc"}
     colours[f"smallest: {smallest}"] = "#d62728"
@@ -545,7 +546,7 @@ def uncertainty_vs_population(
     :func:`demonoise.report.summary.across_settings` (a ``setting`` column)."""
     d = _cols(df, column, "rel_pois", "setting")
     d["region_label"] = _region_label(d)
-    order = settings or list(dict.fromkeys(d["setting"]))
+    order = settings or d["setting"].drop_duplicates().tolist()
     colours = setting_colours(order)
     first = d[d["setting"] == order[0]] if (d["setting"] == order[0]).any() else d.drop_duplicates("region")
     noise = d.assign(rel=100.0 * d[column], series="noise, " + d["setting"])
@@ -607,7 +608,7 @@ def uncertainty_vs_population(
 
 
 def _settings_order(df: pd.DataFrame, settings) -> list[str]:
-    return list(settings) if settings else list(dict.fromkeys(df["setting"]))
+    return list(settings) if settings else df["setting"].drop_duplicates().tolist()
 
 
 def _panels(df: pd.DataFrame, most: int) -> tuple[pd.DataFrame, bool]:

@@ -148,7 +148,7 @@ def setting_label(key: str) -> str:
 
 
 def _settings(frame: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(frame["setting"]))
+    return frame["setting"].drop_duplicates().tolist()
 
 
 def _colours(keys: Sequence[str]) -> dict[str, str]:
@@ -161,7 +161,7 @@ def _colours(keys: Sequence[str]) -> dict[str, str]:
 def _in_report_order(frame: pd.DataFrame, rep) -> pd.DataFrame:
     """Rows in the decision table's order: the country first, then its NUTS 2 regions by
     falling population (the order of every table of the report)."""
-    order = {r: i for i, r in enumerate(dict.fromkeys(rep.decision["region"]))}
+    order = {r: i for i, r in enumerate(rep.decision["region"].drop_duplicates().tolist())}
     key = frame["region"].map(order).fillna(len(order))
     return frame.assign(_o=key.to_numpy()).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
 
@@ -203,7 +203,7 @@ def decision_view(rep) -> HtmlTable:
     of women, men and both sexes, that sex named -- coloured by class."""
     wide = one_region(rep.decision_wide)
     keys = _settings(rep.decision)
-    measures = list(dict.fromkeys(rep.decision["measure"]))
+    measures = rep.decision["measure"].drop_duplicates().tolist()
     shown = pd.DataFrame({"region": _region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]})
     colours = pd.DataFrame({"region": "", "population (1 Jan.)": ""}, index=shown.index)
     groups: list[tuple] = [("", 2, "")]
@@ -279,7 +279,7 @@ def vmax_view(rep) -> HtmlTable:
     admixture of e0 and of the TFR at or below each threshold (the smallest over the
     sexes, that sex named); ``"> range"`` where every V searched keeps it."""
     cw = _in_report_order(one_region(rep.calibration_wide), rep)
-    families = list(dict.fromkeys(cw["family"]))
+    families = cw["family"].drop_duplicates().tolist()
     first = cw[cw["family"] == families[0]]
     shown = pd.DataFrame(
         {"region": _region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]}
@@ -622,7 +622,7 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     regions = sel.drop_duplicates("region")
     shown = pd.DataFrame({"region": _region_labels(regions)})
     groups: list[tuple] = [("", 1, "")]
-    for h in dict.fromkeys(sel["headline"]):
+    for h in sel["headline"].drop_duplicates().tolist():
         g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
         scale, unit = _SD_SCALE[h]
         shown[f"generic \u00b7{h}"] = fmt_fixed_column(scale * g["sd_generic"], significant=2)
@@ -659,7 +659,7 @@ def reasons(rep, ptable: str | None = None):
     if cmp.empty:
         return Markdown("No noised cell behind the indicators: nothing to compare.")
     far = cmp.assign(_d=(cmp["ratio"] - 1).abs()).sort_values("_d", ascending=False, kind="stable")
-    order = [r for r in dict.fromkeys(rep.decision["region"]) if r in set(cmp["region"])]
+    order = [r for r in rep.decision["region"].drop_duplicates().tolist() if r in set(cmp["region"])]
     rows = far.drop_duplicates("region").set_index("region").reindex(order)
     return Markdown("\n".join(f"- {r}" for r in rows["reason"]))
 
@@ -699,7 +699,7 @@ def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = Non
     sel = _in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
     regions = sel.drop_duplicates("region")
     shown = pd.DataFrame({"region": _region_labels(regions)})
-    for h in dict.fromkeys(sel["headline"]):
+    for h in sel["headline"].drop_duplicates().tolist():
         g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
         label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
         shown[f"{HEADLINES[h].label} bias ({label})"] = values
@@ -770,7 +770,7 @@ def calibration_view(rep) -> HtmlTable:
             )
             groups.append((label, len(sexes), ""))
     shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
-    fams = [f for f in dict.fromkeys(cal["family"]) if f != "generic"]
+    fams = [f for f in cal["family"].drop_duplicates().tolist() if f != "generic"]
     return HtmlTable(
         cal.drop(columns=["data_status"], errors="ignore"),
         shown,

@@ -89,7 +89,7 @@ def uncertainty_by_setting(
     )
     lines = base.mark_line(strokeWidth=1.3)
     small = base.transform_filter("datum.small_count").mark_point(size=14, filled=False, opacity=0.7)
-    order = list(dict.fromkeys(d0["setting"]))
+    order = d0["setting"].drop_duplicates().tolist()
     return (
         alt.layer(lines, small, data=d)
         .properties(width=width, height=height)

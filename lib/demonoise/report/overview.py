@@ -159,7 +159,7 @@ def setting_order(df: pd.DataFrame) -> list[str]:
     ascending, then the p-tables in order of appearance (their colours follow it)."""
     d = df if "setting" in df else df.assign(setting=_labels(df))
     gen = d.loc[~d["setting"].str.startswith("p-table"), ["setting", "V"]].drop_duplicates("setting")
-    pts = [x for x in dict.fromkeys(d["setting"]) if x.startswith("p-table")]
+    pts = [x for x in d["setting"].drop_duplicates().tolist() if x.startswith("p-table")]
     return gen.sort_values("V", kind="stable")["setting"].tolist() + pts
 
 
@@ -950,7 +950,7 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
     ].copy()
     names = {"e0": "e0", "e65": "e65", "tfr": "TFR"}
     d["indicator"] = d["indicator"].map(lambda k: names.get(k, k))
-    order = [names.get(k, k) for k in dict.fromkeys(effect["indicator"])]
+    order = [names.get(k, k) for k in effect["indicator"].drop_duplicates().tolist()]
     return (
         alt.Chart(d)
         .mark_point(size=18, opacity=0.6, filled=True, aria=False)
@@ -1146,7 +1146,10 @@ def load_inputs(
             raise ParameterError(
                 f"results table {path or gran} has no rows for V = {', '.join(f'{v:g}' for v in missing)}"
             )
-        tables.append(df[df["V"].isin(V) | (df["noise_model"] != "generic")])
+        kept = df[df["V"].isin(V) | (df["noise_model"] != "generic")]
+        # the setting label of every row, worked out once here rather than by each
+        # table and chart of the notebook (the whole dataset has a million rows)
+        tables.append(kept.assign(setting=_labels(kept)))
     cal = read_table(calibration) if calibration else None
     return tables[0], tables[1], cal
 
