@@ -772,6 +772,21 @@ def vmax_table(
 _RANK = {"below": -1, "within": 0, "beyond": 1}
 
 
+def _binding_order(ok: pd.DataFrame) -> pd.DataFrame:
+    """The columns that order candidate rows for the binding one (the defined items of a
+    calibration): ``_key`` the V_max (``below`` first, ``beyond`` last), ``_level`` the
+    negated NUTS level (the most detailed first), ``_pos`` the row's place."""
+    status = ok["range_status"].astype(str).to_numpy()
+    key = np.where(
+        status == "within",
+        ok["V_max"].to_numpy(dtype=float),
+        pd.Series(status).map(_RANK).to_numpy(dtype=float) * 1e300,
+    )
+    return pd.DataFrame(
+        {"_key": key, "_level": -ok["nuts_level"].to_numpy(dtype=float), "_pos": np.arange(len(ok))}, index=ok.index
+    )
+
+
 def _binding(g: pd.DataFrame) -> tuple[pd.Series | None, int]:
     """The smallest V_max of a group (``below`` first, then numbers, then ``beyond``);
     undefined items are left out; of equal values the most detailed NUTS level (a country
@@ -781,9 +796,8 @@ def _binding(g: pd.DataFrame) -> tuple[pd.Series | None, int]:
     ok = g[g["range_status"] != "undefined"]
     if ok.empty:
         return None, 0
-    key = ok["range_status"].map(_RANK).to_numpy(dtype=float) * 1e300
-    key = np.where(ok["range_status"] == "within", ok["V_max"].astype(float), key)
-    first = np.lexsort((np.arange(len(ok)), -ok["nuts_level"].to_numpy(), key))[0]
+    order = _binding_order(ok)
+    first = np.lexsort((order["_pos"], order["_level"], order["_key"]))[0]
     row = ok.iloc[int(first)].copy()
     if row["range_status"] == "beyond":
         row["sex"] = ""
@@ -791,21 +805,20 @@ def _binding(g: pd.DataFrame) -> tuple[pd.Series | None, int]:
 
 
 def _binding_rows(v: pd.DataFrame, by: list[str]) -> dict[tuple, dict]:
-    """:func:`_binding` of every group of ``by`` at once (one sort instead of a call per
-    group): group key -> the binding row as a dict (``sex`` emptied where beyond)."""
+    """:func:`_binding` of every group of ``by`` at once (the same order,
+    :func:`_binding_order`, in one sort instead of a call per group): group key -> the
+    binding row as a dict (``sex`` emptied where beyond)."""
     ok = v[v["range_status"] != "undefined"]
     if ok.empty:
         return {}
-    status = ok["range_status"].astype(str).to_numpy()
-    key = np.where(
-        status == "within",
-        ok["V_max"].to_numpy(dtype=float),
-        pd.Series(status).map(_RANK).to_numpy(dtype=float) * 1e300,
+    order = _binding_order(ok)
+    best = (
+        pd.concat([ok, order], axis=1)
+        .sort_values([*by, *order.columns], kind="stable")
+        .drop_duplicates(by, keep="first")
     )
-    ok = ok.assign(_key=key, _level=-ok["nuts_level"].to_numpy(dtype=float), _pos=np.arange(len(ok)))
-    best = ok.sort_values([*by, "_key", "_level", "_pos"], kind="stable").drop_duplicates(by, keep="first")
     out = {}
-    for rec in best.drop(columns=["_key", "_level", "_pos"]).to_dict("records"):
+    for rec in best.drop(columns=list(order.columns)).to_dict("records"):
         if rec["range_status"] == "beyond":
             rec["sex"] = ""
         out[tuple(rec[k] for k in by)] = rec
