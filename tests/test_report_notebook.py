@@ -79,6 +79,29 @@ def test_simplify_svg_rewrites_only_rectangles_circles_and_empty_paths():
     )
 
 
+def test_opacity_becomes_the_alpha_of_the_only_paint():
+    from demonoise.report.notebook import _opacity_as_paint
+
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg"><g fill="none">'
+        '<circle r="2" stroke="#123456" opacity="0.5"/>'  # stroke only (fill none inherited)
+        '<circle r="2" fill="#123456" opacity="0.5"/>'  # fill only
+        '<circle r="2" fill="#123456" stroke="#000" opacity="0.5"/>'  # both paints: a group
+        '<g fill-opacity="0.5"><rect width="1" height="1" fill="red" opacity="0.4"/></g>'
+        '<line x2="5" stroke="red" opacity="0.25"/>'
+        '<text fill="#000" opacity="0.5">A</text>'
+        "</g></svg>"
+    )
+    out = _opacity_as_paint(svg)
+    assert '<circle r="2" stroke="#123456" stroke-opacity="0.5" />' in out
+    assert '<circle r="2" fill="#123456" fill-opacity="0.5" />' in out
+    assert '<circle r="2" fill="#123456" stroke="#000" opacity="0.5" />' in out
+    assert '<rect width="1" height="1" fill="red" fill-opacity="0.2" />' in out  # 0.5 inherited x 0.4
+    assert '<line x2="5" stroke="red" stroke-opacity="0.25" />' in out
+    assert '<text fill="#000" opacity="0.5">A</text>' in out
+    assert _opacity_as_paint("<svg><rect></svg") == "<svg><rect></svg"  # not XML: left alone
+
+
 def test_simplified_chart_draws_the_same_picture(df):
     """A chart with points, rectangles and a frame, drawn by an independent renderer
     (resvg, through vl-convert) before and after :func:`simplify_svg`: the same pixels."""
@@ -86,11 +109,18 @@ def test_simplified_chart_draws_the_same_picture(df):
     from PIL import Image, ImageChops
 
     base = alt.Chart(df).encode(x="age:Q", y="rate:Q")
-    chart = alt.layer(base.mark_bar(opacity=0.4), base.mark_circle(size=60), base.mark_point(shape="square"))
+    chart = alt.layer(
+        base.mark_bar(opacity=0.4),
+        base.mark_circle(size=60, opacity=0.6),
+        base.mark_point(shape="square", opacity=0.8),
+        base.mark_rule(opacity=0.5, strokeWidth=4),
+    )
     svg = vlc.vegalite_to_svg(chart.to_dict())
     simple = simplify_svg(svg)
     assert simple.count("<circle") == len(df) and simple.count("<rect") >= len(df)
     assert simple.count("<path") < svg.count("<path") - 2 * len(df)
+    # every mark's opacity became the alpha of its paint: no transparency group left
+    assert svg.count(' opacity="0.') >= 4 * len(df) and ' opacity="0.' not in simple
 
     def png(text):
         import io

@@ -123,6 +123,53 @@ def _circle_element(m: re.Match) -> str:
     return f'<circle{attrs} r="{r}"{rest}/>'
 
 
+_SVG_NS = "http://www.w3.org/2000/svg"
+_LEAF_SHAPES = frozenset({"rect", "circle", "ellipse", "path", "line", "polygon", "polyline"})
+_NO_PAINT = frozenset({"none", "transparent"})
+
+
+def _opacity_as_paint(svg: str) -> str:
+    """``opacity`` on a shape that paints only its fill (or only its stroke) written as
+    ``fill-opacity`` (``stroke-opacity``), times the value it inherits: the same pixels,
+    since a single paint has nothing to overlap within the shape. A PDF engine lays out
+    ``opacity < 1`` as a transparency group of its own (WeasyPrint: a form XObject per
+    mark, with its bounding box), ``fill-opacity`` as a colour's alpha. Fill and stroke
+    are followed down the tree (a shape inherits ``fill="none"`` from a Vega group);
+    shapes painting both, text, and shapes with a mask or filter keep their ``opacity``."""
+    import xml.etree.ElementTree as ET
+
+    ET.register_namespace("", _SVG_NS)
+    ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+    try:
+        root = ET.fromstring(svg)
+    except ET.ParseError:
+        return svg
+    changed = False
+
+    def walk(el, fill: str, stroke: str, fill_op: float, stroke_op: float) -> None:
+        nonlocal changed
+        if "style" in el.attrib:  # paint set by CSS: not followed, left as it is
+            return
+        fill, stroke = el.get("fill", fill), el.get("stroke", stroke)
+        fill_op = float(el.get("fill-opacity", fill_op))  # inherited, replaced by the shape's own
+        stroke_op = float(el.get("stroke-opacity", stroke_op))
+        tag = el.tag.rsplit("}", 1)[-1]
+        op = el.get("opacity")
+        if tag in _LEAF_SHAPES and op is not None and "mask" not in el.attrib and "filter" not in el.attrib:
+            paints_fill = tag != "line" and fill not in _NO_PAINT
+            paints_stroke = stroke not in _NO_PAINT
+            if paints_fill != paints_stroke and 0 <= float(op) < 1:
+                kind, base = ("fill-opacity", fill_op) if paints_fill else ("stroke-opacity", stroke_op)
+                del el.attrib["opacity"]
+                el.set(kind, f"{base * float(op):.6g}")
+                changed = True
+        for child in el:
+            walk(child, fill, stroke, fill_op, stroke_op)
+
+    walk(root, "black", "none", 1.0, 1.0)
+    return ET.tostring(root, encoding="unicode") if changed else svg
+
+
 def simplify_svg(svg: str) -> str:
     """The same picture with fewer path elements for a PDF engine to parse.
 
@@ -131,11 +178,13 @@ def simplify_svg(svg: str) -> str:
     for empty groups. WeasyPrint parses each path in Python (arcs into Bezier curves):
     as ``<rect>`` and ``<circle>`` elements (the same attributes, the same geometry) a
     France report's charts lay out about 30 % faster; empty paths, which draw nothing,
-    are dropped. Anything else is left as it is.
+    are dropped; a mark's ``opacity`` becomes its paint's alpha where that draws the same
+    (:func:`_opacity_as_paint`). Anything else is left as it is.
     """
     svg = _EMPTY_PATH_RE.sub("", svg)
     svg = _RECT_PATH_RE.sub(_rect_element, svg)
-    return _CIRCLE_PATH_RE.sub(_circle_element, svg)
+    svg = _CIRCLE_PATH_RE.sub(_circle_element, svg)
+    return _opacity_as_paint(svg)
 
 
 def _script_json(obj: Any) -> str:
