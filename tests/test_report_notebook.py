@@ -100,6 +100,8 @@ def test_opacity_becomes_the_alpha_of_the_only_paint():
     assert '<line x2="5" stroke="red" stroke-opacity="0.25" />' in out
     assert '<text fill="#000" opacity="0.5">A</text>' in out
     assert _opacity_as_paint("<svg><rect></svg") == "<svg><rect></svg"  # not XML: left alone
+    odd = '<svg xmlns="http://www.w3.org/2000/svg"><circle r="2" fill="red" opacity="50%"/></svg>'
+    assert _opacity_as_paint(odd) == odd  # not a plain number: left alone
 
 
 def test_simplified_chart_draws_the_same_picture(df):

@@ -834,35 +834,28 @@ def vmax_wide(vmax: pd.DataFrame) -> pd.DataFrame:
     ``t`` printed with 3 significant digits (``A<=0.1``, ``A<=0.414``). The binding row
     of each group is :func:`_binding`'s (the same order, taken in one sort).
     """
-    rows = []
     ids = ["dataset", "data_status", "family", "country", "region", "region_name", "nuts_level", "population"]
     units = {**_COMMON_UNITS, "family": "generic | ptable D=<D> js=<js>"}
     by = ["family", "region", "headline", "threshold"]
     best = _binding_rows(vmax, by)
-    cols = [*ids, "headline", "threshold"]
-    records = vmax[cols].to_dict("records")
-    groups: dict[tuple, dict] = {}
-    for rec in records:
-        fam_reg = (rec["family"], rec["region"])
-        if fam_reg not in groups:
-            groups[fam_reg] = {"row": {k: rec[k] for k in ids}, "items": {}}
-        groups[fam_reg]["items"].setdefault((rec["headline"], rec["threshold"]), None)
-    for (fam, reg), grp in groups.items():
-        row = grp["row"]
-        for h, t in grp["items"]:
-            name = f"{h} A<={t:.3g}"
-            b = best.get((fam, reg, h, t))
-            within = b is not None and b["range_status"] == "within"
-            row[name] = float(b["V_max"]) if within else np.nan
-            row[f"{name} shown"] = b["V_max_shown"] if b is not None else "n/a"
-            row[f"{name} sex"] = b["sex"] if b is not None else ""
-            row[f"{name} status"] = b["range_status"] if b is not None else "undefined"
-            units[name] = _V_UNIT + f": largest V with A({h}) <= {t:.3g} for every sex"
-            units[f"{name} shown"] = "as shown: a number, '> range', '< range' or 'n/a'"
-            units[f"{name} sex"] = "the binding sex"
-            units[f"{name} status"] = "within | beyond | below | undefined"
-        rows.append(row)
-    return _named(pd.DataFrame(rows), "calibration_wide", "Largest V by region (smallest over sexes)", units)
+    rows: dict[tuple, dict] = {}  # (family, region) -> its row, in order of appearance
+    for rec in vmax.drop_duplicates(by)[[*ids, "headline", "threshold"]].to_dict("records"):
+        row = rows.setdefault((rec["family"], rec["region"]), {k: rec[k] for k in ids})
+        h, t = rec["headline"], rec["threshold"]
+        name = f"{h} A<={t:.3g}"
+        b = best.get((rec["family"], rec["region"], h, t))
+        within = b is not None and b["range_status"] == "within"
+        row[name] = float(b["V_max"]) if within else np.nan
+        row[f"{name} shown"] = b["V_max_shown"] if b is not None else "n/a"
+        row[f"{name} sex"] = b["sex"] if b is not None else ""
+        row[f"{name} status"] = b["range_status"] if b is not None else "undefined"
+        units[name] = _V_UNIT + f": largest V with A({h}) <= {t:.3g} for every sex"
+        units[f"{name} shown"] = "as shown: a number, '> range', '< range' or 'n/a'"
+        units[f"{name} sex"] = "the binding sex"
+        units[f"{name} status"] = "within | beyond | below | undefined"
+    return _named(
+        pd.DataFrame(list(rows.values())), "calibration_wide", "Largest V by region (smallest over sexes)", units
+    )
 
 
 def check_recommend(recommend=None, thresholds=None) -> tuple[str, float]:

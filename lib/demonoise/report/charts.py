@@ -57,7 +57,7 @@ def _region_label(df: pd.DataFrame) -> np.ndarray:
     worked out once per distinct region and name (a chart's rows repeat each many times)."""
     rc, regions = pd.factorize(df["region"].astype(str))
     nc, names = pd.factorize(df["region_name"].fillna("").astype(str))
-    pairs, first, inverse = np.unique(rc * max(len(names), 1) + nc, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(rc * max(len(names), 1) + nc, return_index=True, return_inverse=True)
     labels = []
     for k in first:
         c, n = regions[rc[k]], names[nc[k]].split("/")[0][:28]

@@ -659,7 +659,8 @@ def reasons(rep, ptable: str | None = None):
     if cmp.empty:
         return Markdown("No noised cell behind the indicators: nothing to compare.")
     far = cmp.assign(_d=(cmp["ratio"] - 1).abs()).sort_values("_d", ascending=False, kind="stable")
-    order = [r for r in rep.decision["region"].drop_duplicates().tolist() if r in set(cmp["region"])]
+    compared = set(cmp["region"].unique())
+    order = [r for r in rep.decision["region"].drop_duplicates().tolist() if r in compared]
     rows = far.drop_duplicates("region").set_index("region").reindex(order)
     return Markdown("\n".join(f"- {r}" for r in rows["reason"]))
 

@@ -166,7 +166,10 @@ def _opacity_as_paint(svg: str) -> str:
         for child in el:
             walk(child, fill, stroke, fill_op, stroke_op)
 
-    walk(root, "black", "none", 1.0, 1.0)
+    try:
+        walk(root, "black", "none", 1.0, 1.0)
+    except ValueError:  # an opacity that is not a plain number (e.g. "50%"): left as drawn
+        return svg
     return ET.tostring(root, encoding="unicode") if changed else svg
 
 
