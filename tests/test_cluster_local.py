@@ -5,14 +5,17 @@ run in one process.
 * ``compute --mc`` on a local cluster of 2 workers gives exactly the Monte Carlo columns
   of ``--workers 1`` (everything in this process) with the same seed: blocks are seeded
   by ``SeedSequence.spawn`` and summed in block order, whoever runs them;
-* the local cluster's processes end with the command (none left after it returns).
+* the local cluster's processes end with the command (none left after it returns);
+* its workers run without the nanny's malloc trim threshold and the statistical profiler.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
+import dask
 import pandas as pd
 import pytest
 
@@ -83,6 +86,12 @@ def test_a_fan_out_takes_its_items_lazily_with_a_bounded_window():
 
     with cluster_mod.Cluster(workers=2) as c:
         window = c.window()
+        # the local workers run without the nanny's malloc trim threshold (it made every
+        # array above 128 kB a fresh mmap) and without the statistical profiler
+        client = c.client()
+        assert set(client.run(os.getenv, "MALLOC_TRIM_THRESHOLD_").values()) == {None}
+        profiling = functools.partial(dask.config.get, "distributed.worker.profile.enabled")
+        assert set(client.run(profiling).values()) == {False}
         for i, value, err in c.run_each(operator.neg, items(), label="lazy"):  # importable on a worker
             assert err is None
             got.append((i, value))

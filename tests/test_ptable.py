@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from demonoise.analysis.ptables import load_ptable, read_ptable, write_ptable
+from demonoise.analysis.ptables import load_ptable, read_ptable, resolve_ptable, write_ptable
 from demonoise.core.errors import DataError, FormatError, ParameterError
 from demonoise.io.ptable_files import embedded_ptable_path, read_transition_ptable, sniff_ptable_format
 from demonoise.noise.cellkey import cell_keys, perturb_table
@@ -374,6 +374,21 @@ def test_round_trips(tmp_path):
         b = dict(zip(built.transition(i).v.tolist(), built.transition(i).p, strict=True))
         assert set(a) <= set(b)
         assert max(abs(a.get(v, 0.0) - p) for v, p in b.items()) <= 1 / 1000
+
+
+def test_a_table_is_read_once_until_its_file_changes(tmp_path):
+    """resolve_ptable serves the same (immutable) table again; a file written anew is read anew."""
+    assert resolve_ptable("v01") is resolve_ptable("V01") is load_ptable("eurostat_v01")
+    with pytest.raises(ParameterError, match="unknown embedded p-table 'v09'"):
+        load_ptable("v09")
+    f = tmp_path / "t.csv"
+    write_ptable(build_ptable(3, 0.5, ndigits=None), f, "transition")
+    first = resolve_ptable(f)
+    assert resolve_ptable(str(f)) is first and not first.p.flags.writeable
+    write_ptable(build_ptable(3, 1.0, ndigits=None), f, "transition")
+    second = resolve_ptable(f)
+    assert second is not first and second.variance(3) == pytest.approx(1.0, abs=1e-6)
+    assert first.variance(3) == pytest.approx(0.5, abs=1e-6)
 
 
 def test_eurostat_key_lookup_matches_the_file():

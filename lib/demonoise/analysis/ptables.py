@@ -5,10 +5,15 @@ ever sees :class:`~demonoise.noise.ptable.PTable` objects.
 ``resolve_ptable("my_table.csv")`` reads a file in Eurostat's ``pcv;ckey;pvalue`` format or
 the R package ptable's transition layout (:mod:`demonoise.io.ptable_files`);
 ``write_ptable`` writes a table back in either format.
+
+A table is read once per process: an embedded one by name, a file by its path, size and
+modification time (a :class:`PTable` is immutable, its arrays read-only, so the same
+object serves every caller -- a country's compute task resolves its p-table four times).
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Literal
 
@@ -45,8 +50,13 @@ def read_ptable(
 
 def load_ptable(name: str) -> PTable:
     """One of the embedded Eurostat census test tables: ``"v01"``, ``"v03"`` or ``"v04"``."""
-    path = _files.embedded_ptable_path(name)
-    key = str(name).lower().removeprefix("eurostat_").removeprefix("census_")
+    _files.embedded_ptable_path(name)  # an unknown name: its error
+    return _embedded(str(name).lower().removeprefix("eurostat_").removeprefix("census_"))
+
+
+@functools.lru_cache(maxsize=8)
+def _embedded(key: str) -> PTable:
+    path = _files.embedded_ptable_path(key)
     meta = _files.EMBEDDED_PTABLES[key]
     data = _files.read_eurostat_ptable(path, source=f"Eurostat census test p-table {key} (EUPL)")
     return PTable.from_data(data, D=meta["D"], V=meta["V"], js=meta["js"], label=f"ptable {key}")
@@ -60,11 +70,19 @@ def resolve_ptable(ptable) -> PTable:
         return ptable
     if isinstance(ptable, (str, Path)):
         if Path(ptable).exists():
-            return read_ptable(ptable, label=f"ptable {Path(ptable).name}")
+            st = Path(ptable).stat()
+            return _file_table(str(ptable), str(Path(ptable).resolve()), st.st_mtime_ns, st.st_size)
         return load_ptable(str(ptable))
     raise ParameterError(
         f"ptable must be a PTable, a PTableNoise, an embedded name (v01, v03, v04) or a file, got {ptable!r}"
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _file_table(path: str, resolved: str, mtime_ns: int, size: int) -> PTable:
+    """A p-table file as named, read again when it is another file or its size or
+    modification time changes."""
+    return read_ptable(path, label=f"ptable {Path(path).name}")
 
 
 def write_ptable(
