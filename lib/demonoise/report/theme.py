@@ -73,8 +73,7 @@ def register_theme() -> None:
     """Register and enable the ``demonoise`` Altair theme (idempotent)."""
     import altair as alt
 
-    if THEME not in alt.theme.names():
-        alt.theme.register(THEME, enable=False)(_theme)
+    alt.theme.register(THEME, enable=False)(_theme)  # idempotent; names() reads entry points (20 ms)
     alt.theme.enable(THEME)
 
 
