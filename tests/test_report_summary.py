@@ -258,8 +258,7 @@ def test_tables_and_status_box():
     for col in ("e0 (years)", "noise sd e0 (years)", "A e0 (%)", "TFR (children per woman)"):
         decimals = {len(v.split(".")[1]) if "." in v else 0 for v in t.shown[col] if v != "\u2014"}
         assert len(decimals) == 1, (col, t.shown[col].tolist())
-    # the year's average population (exposure), named apart from the decision table's 1 January figure
-    assert t.shown["average population"].tolist()[1] == "2\u202f000\u202f000"
+    assert t.shown["population"].tolist()[1] == "2\u202f000\u202f000"
     st = S.scalar_table(frame(), 1.0, "e", age=0)
     assert "noise sd (years)" in st.shown and "e0 (years)" in st.shown and "A (%)" in st.shown
     for col in st.shown.columns[3:-1]:

@@ -388,12 +388,6 @@ def scalar_rows(
     return d.reset_index(drop=True)
 
 
-#: Header of the population column of the chapters' tables: the year's average population
-#: (the exposure behind e0, both sexes, all ages), not the population on 1 January that the
-#: decision tables show (``population (1 Jan.)``): two different figures, named apart.
-AVERAGE_POPULATION = "average population"
-
-
 def _population(df: pd.DataFrame) -> pd.Series:
     """Average population (exposure, both sexes, all ages) per region, from the e0 rows,
     else the sum of the mortality exposures."""
@@ -753,7 +747,7 @@ def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
     shown = pd.DataFrame(
         {
             "region": frame["region"] if len(frame) else [],
-            AVERAGE_POPULATION: [fmt_int(x) for x in frame.get("population", [])],
+            "population": [fmt_int(x) for x in frame.get("population", [])],
             "deaths": [fmt_int(x) for x in frame.get("deaths", [])],
             "births": [fmt_int(x) for x in frame.get("births", [])],
             "e0 (years)": fmt_fixed_column(frame.get("e0", []), significant=4),
@@ -794,7 +788,7 @@ def scalar_table(
     shown = pd.DataFrame(
         {
             "region": d["label"],
-            AVERAGE_POPULATION: [fmt_int(x) for x in d["population"]],
+            "population": [fmt_int(x) for x in d["population"]],
             "events": [fmt_int(x) for x in d["events"]],
             f"{_short(indicator, age)} ({unit})": fmt_fixed_column(d["value"], significant=digits),
             "\u03b4 Poisson (%)": fmt_percent_column(d["rel_pois"]),
@@ -921,7 +915,7 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = 
     frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
     frame = frame.reset_index(drop=True)
     ev = _EVENT_WORDS[indicator][1]
-    shown = pd.DataFrame({"region": frame["label"], AVERAGE_POPULATION: [fmt_int(x) for x in frame["population"]]})
+    shown = pd.DataFrame({"region": frame["label"], "population": [fmt_int(x) for x in frame["population"]]})
     for x in sexes:
         shown[f"median A, {x} (%)"] = fmt_percent_column(frame[f"A_median_{x}"])
     shown[f"median rel. total, {sex} (%)"] = fmt_percent_column(frame["rel_tot_median"])
