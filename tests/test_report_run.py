@@ -4,6 +4,7 @@ Ctrl-C."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -259,8 +260,19 @@ def test_ctrl_c_leaves_no_partial_output_and_no_kernel(tmp_path, workers):
     kernel_pids = [json.loads(m.read_text())["pid"] for m in markers]
     assert all(_is_running(p) for p in kernel_pids)
 
+    status = Path(f"/proc/{proc.pid}/status")
+    signals = {
+        k: v.strip() for k, v in (ln.split(":", 1) for ln in status.read_text().splitlines()) if k.startswith("Sig")
+    }
     proc.send_signal(signal.SIGINT)  # to the runner process only, as a terminal would
-    stdout, stderr = proc.communicate(timeout=60)
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # say what the runner did with SIGINT, leave nothing running
+        proc.kill()
+        for p in kernel_pids:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+        pytest.fail(f"the runner did not stop within 60 s of SIGINT; its signal masks before it: {signals}")
     assert proc.returncode != 0, stdout
     assert b"KeyboardInterrupt" in stderr
     assert b"finished without interruption" not in stdout
