@@ -187,21 +187,27 @@ def test_setup_notebook_enables_the_renderer(df):
 
 
 def test_a_shown_chart_is_validated_only_where_asked(df, monkeypatch):
-    """A chart shown in a notebook goes through the renderer; its spec is checked against
-    the Vega-Lite schema when DEMONOISE_VALIDATE_CHARTS=1 (the test suite), not in a batch."""
+    """A chart shown in a notebook goes through the enabled renderer (ours, as
+    setup_notebook leaves it); its spec is checked against the Vega-Lite schema when
+    DEMONOISE_VALIDATE_CHARTS=1 (the test suite), not in a batch."""
     from altair.utils.schemapi import SchemaValidationError
 
     from demonoise.report.notebook import _chart_display
 
     good = alt.Chart(df).mark_line().encode(x="age", y="rate")
     bad = alt.Chart(df, width="wide").mark_line().encode(x="age", y="rate")  # a width is a number or "container"
-    monkeypatch.setenv("DEMONOISE_VALIDATE_CHARTS", "1")
-    with pytest.raises(SchemaValidationError):
-        _chart_display(bad)
-    checked = _chart_display(good)["image/svg+xml"]
-    monkeypatch.setenv("DEMONOISE_VALIDATE_CHARTS", "0")
-    assert _chart_display(good)["image/svg+xml"] == checked  # the same picture, unchecked
-    assert "<svg" in _chart_display(bad)["image/svg+xml"]  # drawn as Vega reads it
+    old = alt.renderers.active
+    alt.renderers.enable(RENDERER_NAME)
+    try:
+        monkeypatch.setenv("DEMONOISE_VALIDATE_CHARTS", "1")
+        with pytest.raises(SchemaValidationError):
+            _chart_display(bad)
+        checked = _chart_display(good)["image/svg+xml"]
+        monkeypatch.setenv("DEMONOISE_VALIDATE_CHARTS", "0")
+        assert _chart_display(good)["image/svg+xml"] == checked  # the same picture, unchecked
+        assert "<svg" in _chart_display(bad)["image/svg+xml"]  # drawn as Vega reads it
+    finally:
+        alt.renderers.enable(old)
 
 
 def test_to_jsonable():

@@ -365,10 +365,14 @@ def _validate_charts() -> bool:
 
 
 def _chart_display(chart, include=None, exclude=None) -> dict:
-    """An Altair chart shown in a report notebook: Altair's own display (its spec, then
-    the enabled renderer), with schema validation only where :func:`_validate_charts`."""
+    """An Altair chart shown in a report notebook: what Altair's own display does (its
+    spec, then the enabled renderer -- ours after :func:`setup_notebook`), with schema
+    validation only where :func:`_validate_charts`."""
+    import altair as alt
+
     spec = chart.to_dict(validate=_validate_charts(), context={"pre_transform": False})
-    return _renderer(spec)
+    renderer = alt.renderers.get()
+    return renderer(spec) if renderer else {}
 
 
 def _frame_bundle(obj, include=None, exclude=None) -> dict:
@@ -380,7 +384,9 @@ def _frame_bundle(obj, include=None, exclude=None) -> dict:
     return {TABLE_MIME: {"caption": "", "note": "", "csv": csv, "empty": len(frame) == 0}}
 
 
-def _register_table_formatter() -> None:
+def _register_formatters() -> None:
+    """The display formatters of a report notebook's shell: tables (:func:`_frame_bundle`)
+    and Altair charts (:func:`_chart_display`)."""
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover - IPython comes with ipykernel
@@ -433,7 +439,7 @@ def setup_notebook(
 
     _register()
     register_theme()
-    _register_table_formatter()
+    _register_formatters()
     _settings.update(formats=tuple(formats), interactive=bool(interactive))
     alt.renderers.enable(RENDERER_NAME)
     if max_chart_rows is None:
