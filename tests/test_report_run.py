@@ -207,11 +207,15 @@ def test_job_validation(tmp_path):
 # ---------------------------------------------------------------------- Ctrl-C
 _INTERRUPT_SCRIPT = textwrap.dedent(
     """
+    import signal
     import sys
     from pathlib import Path
     from demonoise.report.run import Job, run_jobs
 
     if __name__ == "__main__":
+        # Ctrl-C as in a terminal: a test run started in the background of a script (`make
+        # test &`) has SIGINT and SIGQUIT ignored, and its children would inherit that
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         nb, out, workers = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
         jobs = [Job(nb, out / f"slow{i}.ipynb", {"marker": str(out / f"started{i}.json")})
                 for i in range(workers)]
