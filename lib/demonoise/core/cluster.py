@@ -516,9 +516,10 @@ def using(cluster: Cluster | None = None, workers: int | None = None) -> Iterato
 def serve_workers(address: str, n: int) -> None:
     """The local workers' process (``python -m demonoise.core.cluster ADDRESS N``, started
     by :class:`Cluster` in its own session): ``dask worker`` with ``N`` worker processes
-    of one thread (:data:`LOCAL_WORKER_CONFIG`), and a watchdog thread that kills this whole process group -- the
-    nannies and their worker processes -- as soon as the parent (the client) is gone,
-    whatever ended it (SIGKILL included); each worker's kernel then ends by itself."""
+    of one thread, configured by :data:`LOCAL_WORKER_CONFIG`, and a watchdog thread that
+    kills this whole process group -- the nannies and their worker processes -- as soon
+    as the parent (the client) is gone, whatever ended it (SIGKILL included); each
+    worker's kernel then ends by itself."""
     parent = os.getppid()
 
     def watch():
