@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.atomic import atomic_write_bytes, atomic_write_text
+from demonoise.core.collector import fewer_collections
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.exporter import REMOVE_TAGS
 from demonoise.report.notebook import METRICS_MIME
@@ -389,9 +390,11 @@ def _export_html(nb, html_path: Path) -> tuple[str, dict]:
         raise ReportError(f"HTML rendering of {html_path.name} failed: {type(e).__name__}: {e}") from e
 
 
+@fewer_collections()
 def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
     """One rendering task: an assembled notebook -> offline HTML with its CSV files next to
-    it (``<name>-data/``) -> the PDF (WeasyPrint). All files are written atomically.
+    it (``<name>-data/``) -> the PDF (WeasyPrint). All files are written atomically. The
+    garbage collector runs less often meanwhile (:func:`~demonoise.core.collector.fewer_collections`).
 
     A PDF that cannot be made (Pango missing, layout failed) does not raise: the HTML is
     kept and ``pdf_error`` says why; a stale PDF of an earlier run is removed.
