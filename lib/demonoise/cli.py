@@ -345,8 +345,9 @@ def cmd_report(args) -> int:
     pages = sum(o.pages for o in rep.outcomes.values())
     print(
         f"  compute {t['compute']:.1f} s, notebooks {t['notebooks']:.1f} s, reports {t['render']:.1f} s "
-        f"(HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s of work, {pages} pages), overview and extras "
-        f"{t['overview_extras']:.1f} s; CPU {t.get('total_cpu', 0):.0f} s in all"
+        f"(HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s of work, {pages} pages)"
+        + (f", overview and extras prepared in {t['overview_extras']:.1f} s" if rep.further else "")
+        + f"; CPU {t.get('total_cpu', 0):.0f} s in all"
     )
     for note in rep.notes:
         print(f"  note: {note}")

@@ -25,6 +25,12 @@ function taking and returning a small state object.
 5. **index** (:func:`index`) -- ``<output>/index.html``: one row per country (and the
    overview and extras), linking HTML, PDF and the report's CSV files.
 
+The Europe overview and the extra notebooks (:func:`further`) are prepared after the
+compute stage (the overview's results and calibration tables); their notebooks run in the
+execute stage's fan-out, before the countries' (the overview's is the longest single run),
+and their documents render in the render stage's, so that no stage of the batch runs
+on one worker while the other waits.
+
 What fans out -- Monte Carlo blocks, notebook executions, renderings -- runs as tasks on
 one Dask cluster (:mod:`demonoise.core.cluster`): the scheduler named by ``scheduler:`` in
 the params (or ``--scheduler``), else a local cluster of ``--workers`` processes started
@@ -40,7 +46,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -474,9 +480,20 @@ def _read_files(done: Computed) -> tuple:
     return tuple(str(p) for p in (done.results, done.decision) if p is not None)
 
 
-def execute(state: Plan, computed: Mapping[Report, Computed], *, force=False, workers=2, progress=None, cluster=None):
-    """Run every notebook of the reports whose results exist (as tasks on ``cluster``);
-    returns ``{Run: JobResult}`` and the kernel note (if the named kernel was missing)."""
+def execute(
+    state: Plan,
+    computed: Mapping[Report, Computed],
+    *,
+    force=False,
+    workers=2,
+    progress=None,
+    cluster=None,
+    further: Sequence[Further] = (),
+):
+    """Run every notebook of the reports whose results exist (as tasks on ``cluster``),
+    and the notebooks of ``further`` (first: the overview's is the longest single run; its
+    :class:`~.run.JobResult` goes to its ``result``); returns ``{Run: JobResult}`` and the
+    kernel note (if the named kernel was missing)."""
     from demonoise.report.run import Job, run_jobs
 
     facts = {s.dataset: _dataset_facts(s.dataset) for s in state.params.selections}
@@ -494,8 +511,12 @@ def execute(state: Plan, computed: Mapping[Report, Computed], *, force=False, wo
         nb = state.notebooks / f"{run.notebook}.ipynb"
         jobs.append(Job(nb, run.output(state.output), p, name=run.name, files=_read_files(done)))
         todo.append(run)
-    batch = run_jobs(jobs, workers=workers, force=force, progress=progress, cluster=cluster)
-    return dict(zip(todo, batch, strict=True)), batch.kernel_note
+    ready = [f for f in further if f.job is not None]
+    batch = run_jobs([f.job for f in ready] + jobs, workers=workers, force=force, progress=progress, cluster=cluster)
+    results = list(batch)
+    for f, res in zip(ready, results, strict=False):
+        f.result = res
+    return dict(zip(todo, results[len(ready) :], strict=True)), batch.kernel_note
 
 
 # ====================================================================== render
@@ -717,10 +738,18 @@ def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
 
 
 def render(
-    state: Plan, executed, computed, *, pdf_reason: str | None, workers: int = 2, cluster=None
+    state: Plan,
+    executed,
+    computed,
+    *,
+    pdf_reason: str | None,
+    workers: int = 2,
+    cluster=None,
+    further: Sequence[Further] = (),
 ) -> dict[Report, Rendered]:
     """Assemble every report (here) and render its HTML and PDF as tasks on ``cluster``
-    (a local one of ``workers`` processes when none is given; one report renders here)."""
+    (a local one of ``workers`` processes when none is given), with the documents of
+    ``further`` whose notebooks ran (each gets its index ``row``)."""
     from demonoise.core.cluster import using
 
     outcomes: dict[Report, Rendered] = {}
@@ -729,22 +758,42 @@ def render(
         outcomes[report], task = _prepare(report, state, executed, computed, pdf_reason)
         if task is not None:
             tasks[report] = task
+    documents = {f: doc for f in further if (doc := _further_document(f)) is not None}
     # the longest first (the size of the assembled notebook stands for its pages), so that
     # the last task to start is a short one
-    reps = sorted(tasks, key=lambda rep: -Path(tasks[rep][0]).stat().st_size)
-    items = [(Path(tasks[r][0]).read_bytes(), Path(tasks[r][1]).name, tasks[r][2] is not None) for r in reps]
+    todo = sorted([*tasks, *documents], key=lambda k: -_size(k, tasks, documents))
+    items = [_render_item(k, tasks, documents, pdf_reason) for k in todo]
     with using(cluster, workers) as where:
-        for i, out, err in where.each(_render_task, items, label="render", names=[r.label for r in reps]):
-            rep = reps[i]
-            nb_path, html, pdf, key, stamp = tasks[rep]
+        for i, out, err in where.each(_render_task, items, label="render", names=[_label(k) for k in todo]):
+            k = todo[i]
+            if isinstance(k, Further):
+                _finish_further(k, out, err, pdf_reason)
+                continue
+            nb_path, html, pdf, key, stamp = tasks[k]
             try:
                 if err is not None:
                     raise err
                 res = _write_rendered(out, Path(html), Path(pdf) if pdf else None)
-                _finish(outcomes[rep], res, key, stamp, pdf_reason)
+                _finish(outcomes[k], res, key, stamp, pdf_reason)
             except Exception as e:  # one report's failure is recorded; the others go on
-                outcomes[rep].status, outcomes[rep].error = "failed", f"rendering failed: {_why(e)}"
+                outcomes[k].status, outcomes[k].error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
+
+
+def _size(k, tasks, documents) -> int:
+    """The assembled notebook's size in bytes: what stands for a document's pages."""
+    return len(documents[k]) if isinstance(k, Further) else Path(tasks[k][0]).stat().st_size
+
+
+def _render_item(k, tasks, documents, pdf_reason) -> tuple:
+    """The arguments of :func:`_render_task` for a country's report or a further document."""
+    if isinstance(k, Further):
+        return (documents[k], k.html.name, pdf_reason is None)
+    return (Path(tasks[k][0]).read_bytes(), Path(tasks[k][1]).name, tasks[k][2] is not None)
+
+
+def _label(k) -> str:
+    return k.name if isinstance(k, Further) else k.label
 
 
 # ======================================================================= index
@@ -778,54 +827,114 @@ class BatchReport:
         )
 
 
-def _extras(state: Plan, *, pdf: bool, force: bool, workers: int, log, cluster=None) -> list:
-    """The Europe overview and the extra notebooks, as index rows."""
-    from demonoise.report.extras import render_notebook
-    from demonoise.report.index import IndexRow
-    from demonoise.report.overview import OverviewParams, render_overview
+# ============================================================ overview and extras
+@dataclass(eq=False)
+class Further:
+    """The Europe overview or an extra notebook: prepared here, its notebook run with the
+    countries' (:func:`execute` sets ``result``) and its document rendered with theirs
+    (:func:`render` sets ``row``, its line of the index). ``error``: why it was not
+    prepared (then it has no ``job``)."""
 
-    rows, params = [], state.params
+    name: str
+    job: Any = None
+    html: Path | None = None
+    pdf: Path | None = None
+    check: Callable[[Any], None] | None = None
+    document: Callable[[], Any] | None = None
+    summary: dict = field(default_factory=dict)
+    error: str | None = None
+    result: Any = None
+    row: Any = None
+
+
+def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list[Further]:
+    """The Europe overview (its results and calibration tables computed or read back here,
+    the Monte Carlo on ``cluster``) and the extra notebooks of the params, ready to run."""
+    from demonoise.report.extras import check_extra_notebook, extra_document, extra_run
+    from demonoise.report.overview import OverviewParams, check_overview_notebook, overview_document, overview_run
+
+    out, params = [], state.params
     if params.overview is not None:
         ov = params.overview.model_dump()
         name = f"Europe overview: {ov['dataset']}"
         _say(log, f"demonoise report: {name}")
         try:
-            res = render_overview(
+            run = overview_run(
                 OverviewParams.of({**ov, "V": params.V or (1.0,), "ptables": params.ptables}),
                 state.output,
-                pdf=pdf,
                 force=force,
                 workers=workers,
                 cluster=cluster,
             )
-            rows.append(
-                IndexRow(
-                    name=name,
-                    html=res.html,
-                    pdf=res.pdf,
-                    pdf_reason=res.pdf_error,
+            out.append(
+                Further(
+                    name,
+                    run.job,
+                    run.html,
+                    run.pdf,
+                    check=check_overview_notebook,
+                    document=lambda run=run: overview_document(run),
                     summary={"country": "all NUTS 2 regions"},
                 )
             )
         except Exception as e:
-            rows.append(IndexRow(name=name, status="failed", error=_why(e)))
+            out.append(Further(name, error=_why(e)))
     for name, opts in params.extras:
         _say(log, f"demonoise report: extra notebook {name}")
         try:
             kw = {k: list(v) if isinstance(v, tuple) else v for k, v in opts}
-            res = render_notebook(name, kw, state.output / "extras", pdf=pdf, force=force, cluster=cluster)
-            rows.append(
-                IndexRow(
-                    name=f"{name} notebook",
-                    html=res.html,
-                    pdf=res.pdf,
-                    pdf_reason=res.pdf_error,
+            run = extra_run(name, kw, state.output / "extras")
+            out.append(
+                Further(
+                    f"{name} notebook",
+                    run.job,
+                    run.html,
+                    run.pdf,
+                    check=lambda res, run=run: check_extra_notebook(run, res),
+                    document=lambda run=run: extra_document(run),
                     summary={"country": name},
                 )
             )
         except Exception as e:
-            rows.append(IndexRow(name=f"{name} notebook", status="failed", error=_why(e)))
-    return rows
+            out.append(Further(f"{name} notebook", error=_why(e)))
+    return out
+
+
+def _further_document(f: Further) -> bytes | None:
+    """The assembled document of ``f`` as notebook bytes, or ``None`` (and ``f.error``
+    set) when it was not prepared, its notebook failed or its assembly failed."""
+    import nbformat
+
+    if f.error is None and f.result is None:
+        f.error = "its notebook did not run"
+    if f.error is not None:
+        return None
+    try:
+        f.check(f.result)
+        return nbformat.writes(f.document()).encode("utf-8")
+    except Exception as e:
+        f.error = _why(e)
+        return None
+
+
+def _finish_further(f: Further, out: dict | None, err: BaseException | None, pdf_reason: str | None) -> None:
+    """Write what the rendering task of ``f`` returned; its index row."""
+    from demonoise.report.index import IndexRow
+
+    try:
+        if err is not None:
+            raise err
+        res = _write_rendered(out, f.html, f.pdf if pdf_reason is None else None)
+        f.row = IndexRow(name=f.name, html=res.html, pdf=res.pdf, pdf_reason=res.pdf_error, summary=dict(f.summary))
+    except Exception as e:
+        f.error = f"rendering failed: {_why(e)}"
+
+
+def further_rows(items: Sequence[Further]) -> list:
+    """The index rows of the overview and extras: rendered, or failed with why."""
+    from demonoise.report.index import IndexRow
+
+    return [f.row if f.row is not None else IndexRow(name=f.name, status="failed", error=f.error) for f in items]
 
 
 #: The CSV files of a report the index links by name (the decision module's tables).
@@ -962,13 +1071,16 @@ def _run_stages(params, output, cluster, force, workers, pdf, progress, notebook
     )
     computed = compute(state, workers=workers, log=log, cluster=cluster)
     lap("compute")
-    executed, kernel_note = execute(state, computed, force=force, workers=workers, progress=progress, cluster=cluster)
-    lap("notebooks")
-    rendered = render(state, executed, computed, pdf_reason=pdf_reason, workers=workers, cluster=cluster)
-    lap("render")
-    further = _extras(state, pdf=pdf_reason is None, force=force, workers=workers, log=log, cluster=cluster)
+    extra = further(state, force=force, workers=workers, log=log, cluster=cluster)
     lap("overview_extras")
-    path = index(state, rendered, further, pdf_reason=pdf_reason)
+    executed, kernel_note = execute(
+        state, computed, force=force, workers=workers, progress=progress, cluster=cluster, further=extra
+    )
+    lap("notebooks")
+    rendered = render(state, executed, computed, pdf_reason=pdf_reason, workers=workers, cluster=cluster, further=extra)
+    lap("render")
+    rows = further_rows(extra)
+    path = index(state, rendered, rows, pdf_reason=pdf_reason)
     times["total"] = sum(v for k, v in times.items() if not k.endswith("_cpu"))
     times["total_cpu"] = sum(v for k, v in times.items() if k.endswith("_cpu") and k != "total_cpu")
     times["html"] = sum(o.html_seconds for o in rendered.values())
@@ -978,4 +1090,4 @@ def _run_stages(params, output, cluster, force, workers, pdf, progress, notebook
         + [n for n in (kernel_note, pdf_reason) if n]
         + [f"removed old-layout file {p}" for p in state.removed]
     )
-    return BatchReport(params, rendered, path, times, notes, further)
+    return BatchReport(params, rendered, path, times, notes, rows)

@@ -17,16 +17,25 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import ReportError
 from demonoise.report.contract import check_known
 from demonoise.report.locate import find_notebook
-from demonoise.report.render import RenderResult, load_notebook, render_report
+from demonoise.report.render import RenderResult, assemble, load_notebook, render_document
 from demonoise.report.run import DEFAULT_KERNEL, Job, run_jobs
 
-__all__ = ["EXTRAS", "scenario_name", "render_notebook"]
+__all__ = [
+    "EXTRAS",
+    "scenario_name",
+    "render_notebook",
+    "ExtraRun",
+    "extra_run",
+    "check_extra_notebook",
+    "extra_document",
+]
 
 #: Extra notebooks and the title of their report.
 EXTRAS = {
@@ -109,15 +118,9 @@ def render_notebook(
         The notebook failed (the message names the exception and the cell; the partly
         executed notebook is kept as ``<name>.failed.ipynb``), or HTML rendering failed.
     """
-    src = find_notebook(name, notebook_dir)
-    params = dict(parameters or {})
-    check_known(src, params, name)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = scenario_name(name, params)
-    job = Job(src, out_dir / f"{stem}.ipynb", params, name=stem)
+    run = extra_run(name, parameters, out_dir, title=title, notebook_dir=notebook_dir)
     batch = run_jobs(
-        [job],
+        [run.job],
         workers=1,
         force=force,
         kernel_name=kernel_name,
@@ -125,18 +128,63 @@ def render_notebook(
         cell_timeout=cell_timeout,
         cluster=cluster,
     )
-    res = batch[0]
-    if not res.ok:
-        where = f"; partly executed notebook kept as {res.failed_notebook}" if res.failed_notebook else ""
-        raise ReportError(f"notebook {name} failed: {res.error}{where}")
+    check_extra_notebook(run, batch[0])
+    return render_document(extra_document(run), run.html, run.pdf if pdf else None)
+
+
+@dataclass(frozen=True)
+class ExtraRun:
+    """An extra notebook before it runs: its notebook run, its document's title and
+    subtitle, and where the document goes (:func:`extra_run`)."""
+
+    name: str
+    job: Job
+    title: str
+    subtitle: str | None
+    html: Path
+    pdf: Path
+
+
+def extra_run(
+    name: str,
+    parameters: Mapping[str, Any] | None = None,
+    out_dir: str | os.PathLike = "output",
+    *,
+    title: str | None = None,
+    notebook_dir: str | os.PathLike | None = None,
+) -> ExtraRun:
+    """The notebook run of :func:`render_notebook`, not yet executed (a batch runs it with
+    its countries' notebooks and renders it with their documents). Raises as
+    :func:`render_notebook` does for unknown notebooks and parameters."""
+    src = find_notebook(name, notebook_dir)
+    params = dict(parameters or {})
+    check_known(src, params, name)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = scenario_name(name, params)
     if title is None:
         node, _ = load_notebook(src)
         title = EXTRAS.get(name) or node.get("metadata", {}).get("title") or name
-    return render_report(
-        [res.output],
-        out_dir / f"{stem}.html",
-        out_dir / f"{stem}.pdf" if pdf else None,
+    return ExtraRun(
+        name=name,
+        job=Job(src, out_dir / f"{stem}.ipynb", params, name=stem),
         title=title if not params else f"{title} ({_subtitle(params).removeprefix('Parameters: ')})",
         subtitle=_subtitle(params),
-        toc=False,
+        html=out_dir / f"{stem}.html",
+        pdf=out_dir / f"{stem}.pdf",
     )
+
+
+def check_extra_notebook(run: ExtraRun, res) -> None:
+    """Raise :class:`~demonoise.core.errors.ReportError` when the notebook run (a
+    :class:`~demonoise.report.run.JobResult`) failed, naming the exception, the cell and
+    where the partly executed notebook is kept."""
+    if not res.ok:
+        where = f"; partly executed notebook kept as {res.failed_notebook}" if res.failed_notebook else ""
+        raise ReportError(f"notebook {run.name} failed: {res.error}{where}")
+
+
+def extra_document(run: ExtraRun):
+    """The executed notebook as a document (:func:`~demonoise.report.render.assemble`:
+    cover, no contents list)."""
+    return assemble([run.job.output], title=run.title, subtitle=run.subtitle, toc=False)

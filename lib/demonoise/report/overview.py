@@ -24,8 +24,10 @@ to the statistical uncertainty; ``sqrt(2) - 1 = 41.4 %``: noise as large as Pois
 All tables keep the NUTS 2 rows (``nuts_level == 2``) of the generic noise model.
 
 :func:`render_overview` runs the whole thing: results from the store (computed once
-by the library), the notebook executed by papermill, ``overview.html`` (+ PDF).
-Presentation layer.
+by the library), the notebook executed by papermill, ``overview.html`` (+ PDF). Its
+stages are public so that a batch runs the overview's notebook and renders its document
+with the countries' (:func:`overview_run` -> the notebook -> :func:`overview_document`
+-> the rendering -> :func:`overview_result`). Presentation layer.
 """
 
 from __future__ import annotations
@@ -83,6 +85,11 @@ __all__ = [
     "load_inputs",
     "split_sections",
     "render_overview",
+    "OverviewRun",
+    "overview_run",
+    "check_overview_notebook",
+    "overview_document",
+    "overview_result",
 ]
 
 #: Map frame: lon_min, lat_min, lon_max, lat_max (the data README's tested view).
@@ -1351,11 +1358,57 @@ def render_overview(
     ParameterError
         Invalid parameters (unknown dataset or country, bad V).
     """
-    from demonoise.report.batch import provenance_dict, source_of
+    from demonoise.report.render import render_document
+    from demonoise.report.run import run_jobs
+
+    run = overview_run(
+        params, out_dir, store=store, force=force, calibration=calibration, notebook=notebook, workers=workers,
+        cluster=cluster,
+    )  # fmt: skip
+    t = time.perf_counter()
+    batch = run_jobs([run.job], workers=1, force=force, progress=False, cluster=cluster)
+    run.seconds["notebook"] = time.perf_counter() - t
+    check_overview_notebook(batch.results[0])
+    t = time.perf_counter()
+    rr = render_document(overview_document(run), run.html, run.pdf if pdf else None)
+    run.seconds["render"] = time.perf_counter() - t
+    return overview_result(run, rr)
+
+
+@dataclass
+class OverviewRun:
+    """The overview before and after its notebook: its parameters, the results and
+    calibration tables it reads, the notebook run (:class:`~demonoise.report.run.Job`),
+    where its document goes, and the seconds of each step (:func:`overview_run`)."""
+
+    params: OverviewParams
+    job: Any
+    html: Path
+    pdf: Path
+    paths: dict
+    calibration: Path | None
+    label: str
+    single: pd.DataFrame
+    seconds: dict = field(default_factory=dict)
+
+
+def overview_run(
+    params: Any = None,
+    out_dir: str | os.PathLike = "output",
+    *,
+    store: str | os.PathLike | None = None,
+    force: bool = False,
+    calibration: str | os.PathLike | pd.DataFrame | None = None,
+    notebook: str | os.PathLike | None = None,
+    workers: int | None = None,
+    cluster=None,
+) -> OverviewRun:
+    """Steps 1-2 of :func:`render_overview` (the results and the calibration table) and
+    the notebook run of step 3, not yet executed: a batch runs it with its countries'
+    notebooks and renders it with their documents."""
     from demonoise.report.cache import file_digest
     from demonoise.report.locate import find_notebook
-    from demonoise.report.render import Section, render_report
-    from demonoise.report.run import Job, run_jobs
+    from demonoise.report.run import Job
     from demonoise.report.store import ResultsSpec, results
 
     p = OverviewParams.of(params)
@@ -1398,10 +1451,9 @@ def render_overview(
     # the banner of every page shows the label; the implications follow it in data_status
     label = p.label or str(single["data_status"].iloc[0]).split(DATA_STATUS_SEP)[0]
     nb_in = Path(notebook) if notebook is not None else find_notebook("overview")
-    nb_out = out / "notebooks" / "overview.ipynb"
     job = Job(
         input=nb_in,
-        output=nb_out,
+        output=out / "notebooks" / "overview.ipynb",
         parameters={
             "dataset": p.dataset,
             "V": list(p.V),
@@ -1418,45 +1470,61 @@ def render_overview(
         data_fingerprint=file_digest(cal_path) if cal_path is not None else "",
         files=tuple(str(x) for x in (paths["single"], paths["5y"], cal_path and cal_path.resolve()) if x),
     )
-    t = time.perf_counter()
-    batch = run_jobs([job], workers=1, force=force, progress=False, cluster=cluster)
-    res = batch.results[0]
-    seconds["notebook"] = time.perf_counter() - t
+    return OverviewRun(p, job, out / "overview.html", out / "overview.pdf", paths, cal_path, label, single, seconds)
+
+
+def check_overview_notebook(res) -> None:
+    """Raise :class:`~demonoise.core.errors.ReportError` when the overview's notebook run
+    (a :class:`~demonoise.report.run.JobResult`) failed, naming the cell and error and
+    where the failed notebook is kept."""
     if res.status == "failed":
         raise ReportError(
             f"overview notebook failed: {res.error}"
             + (f" (kept as {res.failed_notebook})" if res.failed_notebook else "")
         )
 
+
+def overview_document(run: OverviewRun):
+    """Step 4 of :func:`render_overview` up to the PDF: the executed notebook split at its
+    level-1 headings into sections and assembled (:func:`~demonoise.report.render.assemble`)."""
     import nbformat
 
-    t = time.perf_counter()
-    executed = nbformat.read(nb_out, as_version=4)
+    from demonoise.report.batch import provenance_dict, source_of
+    from demonoise.report.render import Section, assemble
+
+    p = run.params
+    executed = nbformat.read(run.job.output, as_version=4)
     sections = [Section(part) for part in split_sections(executed)]
     scope = "all NUTS 2 regions" if p.countries is None else "NUTS 2 regions of " + ", ".join(p.countries)
-    vs = ", ".join(f"{v:g}" for v in p.V) + "".join(f"; p-table {Path(x).stem}" for x in p.ptables)
-    rr = render_report(
+    vs = _settings_text(p)
+    return assemble(
         sections,
-        out / "overview.html",
-        out / "overview.pdf" if pdf else None,
         title=f"Europe overview: {p.dataset}, V = {vs}",
-        subtitle=f"{scope}; {label}",
+        subtitle=f"{scope}; {run.label}",
         source=source_of(provenance_dict(p.dataset)) + "; NUTS 2021 boundaries: Eurostat GISCO",
     )
-    seconds["render"] = time.perf_counter() - t
 
+
+def _settings_text(p: OverviewParams) -> str:
+    return ", ".join(f"{v:g}" for v in p.V) + "".join(f"; p-table {Path(x).stem}" for x in p.ptables)
+
+
+def overview_result(run: OverviewRun, rendered) -> OverviewResult:
+    """The :class:`OverviewResult` of a rendered overview (a
+    :class:`~demonoise.report.render.RenderResult`), with its summary for the index."""
+    p, single = run.params, run.single
     e0 = indicator_rows(single, "e0", sex=p.sex)
-    summary: dict[str, Any] = {"dataset": p.dataset, "V": vs, "regions": int(e0["region"].nunique())}
+    summary: dict[str, Any] = {"dataset": p.dataset, "V": _settings_text(p), "regions": int(e0["region"].nunique())}
     for setting in setting_order(e0):
         summary[f"e0 A median, {setting}"] = float(e0.loc[e0["setting"] == setting, "admixture"].median())
     return OverviewResult(
-        html=rr.html,
-        pdf=rr.pdf,
-        pdf_error=rr.pdf_error,
-        notebook=nb_out,
-        results_single=paths["single"],
-        results_5y=paths["5y"],
-        calibration=cal_path,
-        seconds=seconds,
+        html=rendered.html,
+        pdf=rendered.pdf,
+        pdf_error=rendered.pdf_error,
+        notebook=Path(run.job.output),
+        results_single=run.paths["single"],
+        results_5y=run.paths["5y"],
+        calibration=run.calibration,
+        seconds=run.seconds,
         summary=summary,
     )
