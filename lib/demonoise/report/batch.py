@@ -693,10 +693,9 @@ def _render_key(nb_path: Path, pdf: bool) -> str:
 def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, tuple | None]:
     """Assemble one report (in this process); returns its outcome so far and its render
     task, or ``None`` when it failed or is up to date."""
-    import nbformat
-
     from demonoise.core.atomic import atomic_path
     from demonoise.report.cache import is_current, read_stamp
+    from demonoise.report.run import notebook_text
 
     failed = computed[report].error or _notebook_failures(report, state, executed) or _wrong_sections(report, state)
     if failed:
@@ -708,7 +707,7 @@ def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, t
         return Rendered("failed", error=f"assembly failed: {e}"), None
     nb_path = report.build_dir(out) / "report.ipynb"
     with atomic_path(nb_path) as tmp:
-        nbformat.write(nb, tmp)
+        Path(tmp).write_text(notebook_text(nb), encoding="utf-8")
     want_pdf = pdf_reason is None
     key = _render_key(nb_path, want_pdf)
     stamp = report.build_dir(out) / "report.json"
@@ -903,7 +902,7 @@ def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> lis
 def _further_document(f: Further) -> bytes | None:
     """The assembled document of ``f`` as notebook bytes, or ``None`` (and ``f.error``
     set) when it was not prepared, its notebook failed or its assembly failed."""
-    import nbformat
+    from demonoise.report.run import notebook_text
 
     if f.error is None and f.result is None:
         f.error = "its notebook did not run"
@@ -911,7 +910,7 @@ def _further_document(f: Further) -> bytes | None:
         return None
     try:
         f.check(f.result)
-        return nbformat.writes(f.document()).encode("utf-8")
+        return notebook_text(f.document()).encode("utf-8")
     except Exception as e:
         f.error = _why(e)
         return None

@@ -1487,13 +1487,11 @@ def check_overview_notebook(res) -> None:
 def overview_document(run: OverviewRun):
     """Step 4 of :func:`render_overview` up to the PDF: the executed notebook split at its
     level-1 headings into sections and assembled (:func:`~demonoise.report.render.assemble`)."""
-    import nbformat
-
     from demonoise.report.batch import provenance_dict, source_of
-    from demonoise.report.render import Section, assemble
+    from demonoise.report.render import Section, assemble, load_notebook
 
     p = run.params
-    executed = nbformat.read(run.job.output, as_version=4)
+    executed, _ = load_notebook(run.job.output)
     sections = [Section(part) for part in split_sections(executed)]
     scope = "all NUTS 2 regions" if p.countries is None else "NUTS 2 regions of " + ", ".join(p.countries)
     vs = _settings_text(p)

@@ -59,13 +59,15 @@ _HEADING_RE = re.compile(r"^(#{1,5})(\s)", re.M)
 
 # =================================================================== reading
 def load_notebook(nb: Any):
-    """Return ``(NotebookNode, label)`` for a path or an already loaded notebook."""
-    import nbformat
+    """Return ``(NotebookNode, label)`` for a path or an already loaded notebook (read as
+    ``nbformat.read`` reads it, without the schema validation that only logs:
+    :func:`~.run.read_notebook_text`)."""
+    from demonoise.report.run import read_notebook_text
 
     if isinstance(nb, (str, os.PathLike)):
         path = Path(nb)
         try:
-            return nbformat.read(path, as_version=4), str(path)
+            return read_notebook_text(path.read_text(encoding="utf-8")), str(path)
         except FileNotFoundError:
             raise ReportError(f"notebook not found: {path}") from None
         except Exception as e:
