@@ -693,9 +693,8 @@ def _render_key(nb_path: Path, pdf: bool) -> str:
 def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, tuple | None]:
     """Assemble one report (in this process); returns its outcome so far and its render
     task, or ``None`` when it failed or is up to date."""
-    from demonoise.core.atomic import atomic_path
     from demonoise.report.cache import is_current, read_stamp
-    from demonoise.report.run import notebook_text
+    from demonoise.report.run import write_notebook
 
     failed = computed[report].error or _notebook_failures(report, state, executed) or _wrong_sections(report, state)
     if failed:
@@ -705,9 +704,7 @@ def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, t
         nb, metrics = assemble_report(report, state, executed, _dataset_facts(report.dataset))
     except DemonoiseError as e:
         return Rendered("failed", error=f"assembly failed: {e}"), None
-    nb_path = report.build_dir(out) / "report.ipynb"
-    with atomic_path(nb_path) as tmp:
-        Path(tmp).write_text(notebook_text(nb), encoding="utf-8")
+    nb_path = write_notebook(nb, report.build_dir(out) / "report.ipynb")
     want_pdf = pdf_reason is None
     key = _render_key(nb_path, want_pdf)
     stamp = report.build_dir(out) / "report.json"
