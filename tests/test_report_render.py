@@ -5,7 +5,9 @@ Chromium with the network off), and HTML only with a one-line reason where Pango
 
 from __future__ import annotations
 
+import html as _html
 import re
+import shutil
 import subprocess
 import sys
 
@@ -13,12 +15,12 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.exporter import DocumentHTMLExporter, pdf_engine_problem
+from demonoise.report.exporter import DocumentHTMLExporter, html_to_pdf, pdf_engine_problem
 from demonoise.report.notebook import METRICS_MIME
 from demonoise.report.render import Chapter, Section, assemble, render_document, render_report
 from demonoise.report.run import Job, run_jobs
 from demonoise.report.templates import ENV_VAR, find_template_dir
-from demonoise.report.typeset import count_formulas, markdown_to_html, tex_svg
+from demonoise.report.typeset import count_formulas, markdown_to_html, print_formulas, tex_svg
 from report_helpers import COVER, GOOD, chromium, no_tmp_files, scan_html
 
 TITLE = "Fixture quality report"
@@ -127,6 +129,57 @@ def test_formulas_are_found_by_nbconvert_markdown_and_typeset_as_svg():
     assert svg.startswith("<svg ") and "<path" in svg and "<use" not in svg and " id=" not in svg
     with pytest.raises(ReportError, match=r"formula cannot be typeset: \$\\notacommand"):
         tex_svg(r"\notacommand{", False)
+
+
+def _ink(pdf: bytes, where, name: str):
+    """The page of ``pdf`` at 600 dpi as a boolean array of dark pixels (pdftoppm)."""
+    import numpy as np
+    from PIL import Image
+
+    (where / f"{name}.pdf").write_bytes(pdf)
+    cmd = ["pdftoppm", "-r", "600", "-gray", "-png", "-singlefile", str(where / f"{name}.pdf"), str(where / name)]
+    subprocess.run(cmd, check=True)
+    return np.asarray(Image.open(where / f"{name}.png").convert("L")) < 128
+
+
+def _near(x, y) -> float:
+    """Share of the dark pixels of ``x`` within one pixel of a dark pixel of ``y``."""
+    import numpy as np
+    from scipy.ndimage import binary_dilation
+
+    return float((x & binary_dilation(y, np.ones((3, 3), bool))).sum() / x.sum())
+
+
+@needs_pango
+@pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="poppler-utils not installed")
+def test_formulas_in_the_pdf_are_images_of_the_typeset_svg(tmp_path):
+    """In the PDF a formula is a PNG rasterised from its SVG at 100 px per em (758 ppi at
+    the print stylesheet's 9.5 pt), its TeX the alt text, a formula used twice embedded
+    once; the page at 600 dpi is the page drawn with the vector formulas to a pixel (and
+    a page with one formula changed is not)."""
+    import weasyprint
+
+    tex = [
+        r"f_x = \frac{b_x}{W_x}",
+        r"\mathrm{Var}(e_k) = \sum_x \left(\frac{\partial e_k}{\partial m_x}\right)^2 V",
+        "e_x",
+    ]
+    body = "".join(f"<p>Text {tex_svg(t, i == 1)} more.</p>" for i, t in enumerate(tex)) * 2
+    html = f"<html><head><style>html {{ font-size: 9.5pt }}</style></head><body>{body}</body></html>"
+    printed = print_formulas(html)
+    assert _maths(printed) == 0 and printed.count('<img class="dn-math') == 6
+    assert all(f'alt="{_html.escape(t, quote=True)}"' in printed for t in tex)
+    raster, pages = html_to_pdf(html)
+    assert pages == 1
+    listing = subprocess.run(["pdfimages", "-list", "-"], input=raster, capture_output=True, check=True).stdout
+    rows = [r.split() for r in listing.decode().splitlines()[2:] if r.split()[2] == "image"]
+    assert len(rows) == 6 and len({r[10] for r in rows}) == 3  # three distinct images, each drawn twice
+    assert min(int(r[12]) for r in rows) >= 740 and min(int(r[13]) for r in rows) >= 740  # x-ppi, y-ppi
+    a = _ink(raster, tmp_path, "raster")
+    b = _ink(weasyprint.HTML(string=html).write_pdf(), tmp_path, "vector")
+    assert _near(a, b) > 0.98 and _near(b, a) > 0.98
+    other = _ink(weasyprint.HTML(string=html.replace(tex_svg("e_x"), tex_svg("e_y"))).write_pdf(), tmp_path, "other")
+    assert _near(a, other) < 0.9
 
 
 # ------------------------------------------------------------------ HTML
