@@ -10,9 +10,11 @@ Run from the repository root::
 For each params file (``params/default.yaml``, ``params/ess-2023.yaml``) the batch runs
 from scratch into a fresh temporary output directory (results computed, notebooks
 executed, HTML and PDF rendered), then once more into the same directory (everything
-up to date). Printed: wall time of the whole run and of its stages (compute = results
-tables incl. Monte Carlo, calibration, comparison; notebooks; render = HTML + PDF in
-``workers`` processes of the local Dask cluster), then one line per report: its notebook, HTML and PDF seconds,
+up to date). Printed: wall time of the whole run, of the overview's preparation and of
+the countries (their compute -- results tables incl. Monte Carlo, calibration,
+comparison --, notebooks and rendering run overlapped on ``workers`` processes of the
+local Dask cluster), the work of each kind summed over the tasks, then one line per
+report: its notebook, HTML and PDF seconds,
 its pages and PDF seconds per page; sizes, and the load average before and after
 (other work on the machine inflates every figure). With several ``--workers`` (e.g.
 ``1 2``) each params file runs once per size, back to back, and the wall-time speed-up
@@ -129,15 +131,15 @@ def main() -> int:
         results["runs"][key] = r
         s, w = r["stages_s"], r["work_s"]
         print(f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {workers}")
-        print("| stage | wall (s) |\n|---|---|")
+        print("| wall (s) | |\n|---|---|")
         print(f"| total | {r['wall_s']} |")
-        for k in ("compute", "notebooks", "render", "overview_extras"):
-            print(f"| {k} | {s.get(k)} |")
+        print(f"| overview and extras prepared | {s.get('overview_extras')} |")
+        print(f"| the countries: compute, notebooks, render overlapped | {s.get('countries')} |")
         print(f"| second run (all up to date) | {r['rerun_wall_s']} |")
         per_page = f"{w['pdf'] / w['pages']:.2f}" if w["pages"] else "n/a"
         print(
-            f"summed work: notebooks {w['notebooks']} s, HTML {w['html']} s, PDF {w['pdf']} s, {w['pages']} pages "
-            f"({per_page} PDF s/page)"
+            f"summed work (inside the tasks): compute {s.get('compute')} s, notebooks {w['notebooks']} s, "
+            f"HTML {w['html']} s, PDF {w['pdf']} s, {w['pages']} pages ({per_page} PDF s/page)"
         )
         print("\n| report | notebooks (s) | HTML (s) | PDF (s) | pages | PDF s/page | HTML MB | PDF MB |")
         print("|---|---|---|---|---|---|---|---|")

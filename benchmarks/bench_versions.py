@@ -4,16 +4,21 @@ Run from the repository root::
 
     git worktree add /tmp/reference <commit>     # the code before the change
     python benchmarks/bench_versions.py --reference /tmp/reference [--candidate .] \
-        [--params params/default.yaml] [--repeat 2] [--workers 2]
+        [--params params/default.yaml] [--repeat 2] [--workers 2] \
+        [--reference-python /tmp/reference/.venv/bin/python]
 
 Each round runs ``demonoise report`` from scratch (a new output directory) once with
 the reference checkout's ``lib`` first on ``PYTHONPATH`` and once with the candidate's,
 in alternating order (reference first in odd rounds, candidate first in even ones), so
 that a machine whose speed drifts during the run (a shared host can change by a third
 within half an hour) weighs on both alike. Printed: every run's wall time and stage
-split as the command reports them, then per version the median and the ratio
-candidate / reference of the medians. Both use this interpreter and its packages; each
-checkout's Monte Carlo kernels are compiled (numba's cache) before the first round.
+split as the command reports them (the compute, notebooks and reports figures of the
+command's summary line, where it prints them: stage walls before the stages overlapped,
+summed work since), then per version the median and the ratio candidate / reference of
+the medians. Both use this interpreter and its packages unless ``--reference-python`` or
+``--candidate-python`` names another (a checkout's own ``.venv``, e.g. one whose PDF
+engine was another); each checkout's Monte Carlo kernels are compiled (numba's cache)
+before the first round where its command line can.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGES = re.compile(r"compute ([\d.]+) s, notebooks ([\d.]+) s, reports ([\d.]+) s")
+STAGES = {k: re.compile(rf"\b{k} ([\d.]+) s\b") for k in ("compute", "notebooks", "reports")}
 
 
 def _env(checkout: Path) -> dict:
@@ -39,8 +44,8 @@ def _env(checkout: Path) -> dict:
     return env
 
 
-def _warm(checkout: Path) -> None:
-    cmd = [sys.executable, "-m", "demonoise.cli", "compute", "--dataset", "be-2023", "--V", "1"]
+def _warm(checkout: Path, python: str) -> None:
+    cmd = [python, "-m", "demonoise.cli", "compute", "--dataset", "be-2023", "--V", "1"]
     cmd += [
         "--ptable",
         "v01",
@@ -51,20 +56,26 @@ def _warm(checkout: Path) -> None:
         "--out",
         str(Path(tempfile.gettempdir()) / "dn-warm.parquet"),
     ]
-    subprocess.run(cmd, cwd=checkout, env=_env(checkout), check=True, capture_output=True)
+    subprocess.run(cmd, cwd=checkout, env=_env(checkout), check=False, capture_output=True)
 
 
-def _run(checkout: Path, params: str, workers: int, out: Path) -> dict:
+def _accepts_yes(checkout: Path, python: str) -> bool:
+    """Whether this version's ``report`` wants ``--yes`` for a large batch (older ones lack it)."""
+    cmd = [python, "-m", "demonoise.cli", "report", "--help"]
+    return "--yes" in subprocess.run(cmd, cwd=checkout, env=_env(checkout), capture_output=True, text=True).stdout
+
+
+def _run(checkout: Path, python: str, params: str, workers: int, out: Path) -> dict:
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [sys.executable, "-m", "demonoise.cli", "report", "--params", params, "--out-dir", str(out)]
-    cmd += ["--workers", str(workers)]
+    cmd = [python, "-m", "demonoise.cli", "report", "--params", params, "--output", str(out)]
+    cmd += ["--workers", str(workers)] + (["--yes"] if _accepts_yes(checkout, python) else [])
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=checkout, env=_env(checkout), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"{checkout}: demonoise report failed ({p.returncode}):\n{p.stderr[-2000:]}")
-    m = STAGES.search(p.stderr + p.stdout)
-    stages = dict(zip(("compute", "notebooks", "reports"), map(float, m.groups()), strict=True)) if m else {}
+    said = p.stderr + p.stdout
+    stages = {k: float(m.group(1)) for k, rx in STAGES.items() if (m := rx.search(said))}
     shutil.rmtree(out, ignore_errors=True)
     return {"wall": wall, **stages}
 
@@ -76,19 +87,22 @@ def main(argv=None) -> int:
     ap.add_argument("--params", default="params/default.yaml")
     ap.add_argument("--repeat", type=int, default=2, help="rounds (each runs both versions once)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--reference-python", default=sys.executable, help="interpreter of the reference (default: this)")
+    ap.add_argument("--candidate-python", default=sys.executable, help="interpreter of the candidate (default: this)")
     a = ap.parse_args(argv)
     versions = {"reference": a.reference.resolve(), "candidate": a.candidate.resolve()}
+    python = {"reference": a.reference_python, "candidate": a.candidate_python}
     for name, path in versions.items():
         if not (path / "lib" / "demonoise").is_dir():
             raise SystemExit(f"--{name} {path}: not a demonoise checkout (no lib/demonoise)")
-        _warm(path)
+        _warm(path, python[name])
     runs: dict[str, list[dict]] = {k: [] for k in versions}
     tmp = Path(tempfile.mkdtemp(prefix="dn-bench-versions-"))
     try:
         for i in range(a.repeat):
             order = list(versions) if i % 2 == 0 else list(reversed(versions))
             for name in order:
-                r = _run(versions[name], a.params, a.workers, tmp / name)
+                r = _run(versions[name], python[name], a.params, a.workers, tmp / name)
                 runs[name].append(r)
                 split = ", ".join(f"{k} {r[k]:.1f}" for k in ("compute", "notebooks", "reports") if k in r)
                 print(f"round {i + 1} {name:9s} wall {r['wall']:6.1f} s ({split})", flush=True)
@@ -99,7 +113,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|")
     med = {}
     for name, rs in runs.items():
-        med[name] = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+        med[name] = {k: statistics.median(r[k] for r in rs if k in r) for k in rs[0]}
         cells = " | ".join(f"{med[name].get(k, float('nan')):.1f}" for k in ("compute", "notebooks", "reports"))
         print(f"| {name} | {med[name]['wall']:.1f} | {cells} |")
     ratio = {k: med["candidate"][k] / med["reference"][k] for k in med["reference"] if med["reference"][k]}

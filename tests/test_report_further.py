@@ -1,7 +1,7 @@
 """The batch links the Europe overview and the extra notebooks from the index; a failing
 extra is recorded there and makes the batch fail, the rest stands. Their notebooks run in
-the same fan-out as the countries' (first, the overview's being the longest), and their
-documents render in the same fan-out as the countries' reports."""
+the same flow of tasks as the countries' (first, the overview's being the longest), and
+their documents render in it with the countries' reports."""
 
 from __future__ import annotations
 
@@ -15,23 +15,18 @@ from demonoise.report.batch import parse_params, run_reports
 @pytest.mark.slow
 def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
     from demonoise.core import cluster as C
-    from demonoise.report import run as R
 
-    runs, renders = [], []
-    run_jobs, each = R.run_jobs, C.Cluster.each
+    taken = []  # what the batch's flow submits, in order: (kind, name)
+    real_next = C.Flow._next
 
-    def recording_run_jobs(jobs, **kw):
-        jobs = list(jobs)
-        runs.append([j.name for j in jobs])
-        return run_jobs(jobs, **kw)
+    def recording_next(self):
+        nxt = real_next(self)
+        if nxt is not None and self._label == "batch":
+            kind, obj = nxt[3][0], nxt[3][1]
+            taken.append((kind, getattr(obj, "name", None) or obj.label))  # a Run or Further, or a Report
+        return nxt
 
-    def recording_each(self, fn, items, *a, **kw):
-        if kw.get("label") == "render":
-            renders.append(list(kw.get("names") or []))
-        return each(self, fn, items, *a, **kw)
-
-    monkeypatch.setattr(R, "run_jobs", recording_run_jobs)
-    monkeypatch.setattr(C.Cluster, "each", recording_each)
+    monkeypatch.setattr(C.Flow, "_next", recording_next)
     params = parse_params(
         {
             "datasets": {"be-2023": ["BE"]},
@@ -53,11 +48,15 @@ def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
     assert 'href="overview.html"' in index and 'href="extras/teaching-mc200.html"' in index
     assert re.search(r"whatif notebook.*failed", index, re.S)
     assert not list(tmp_path.rglob("*.part")) and not list(tmp_path.rglob(".*dn-tmp*"))
-    # one fan-out of notebooks: the overview's and the extras' first, then the country's
-    assert len(runs) == 1, runs
-    assert runs[0][:3] == ["overview", "teaching-mc200", "whatif-XX99"]
-    assert any("tfr" in n for n in runs[0][3:]) and any("summary" in n for n in runs[0][3:]), runs
-    # one fan-out of renderings: the country's report with the overview and teaching documents
-    assert len(renders) == 1 and sorted(renders[0]) == sorted(
+    # one flow of tasks: the overview's and the extras' notebooks first, then the country's,
+    # and the documents of all three rendered in it (the what-if's notebook failed)
+    kinds = [k for k, _ in taken]
+    assert [n for k, n in taken if k == "further"][:3] == [
+        "Europe overview: be-2023",
+        "teaching notebook",
+        "whatif notebook",
+    ]
+    assert kinds[:3] == ["further"] * 3 and kinds.count("executed") == 2 and kinds[3] == "executed"
+    assert sorted(n for k, n in taken if k in ("rendered", "further_rendered")) == sorted(
         ["BE (be-2023)", "Europe overview: be-2023", "teaching notebook"]
-    )
+    ), taken

@@ -169,6 +169,15 @@ def test_formulas_in_the_pdf_are_images_of_the_typeset_svg(tmp_path):
     printed = print_formulas(html)
     assert _maths(printed) == 0 and printed.count('<img class="dn-math') == 6
     assert all(f'alt="{_html.escape(t, quote=True)}"' in printed for t in tex)
+    # as an HTML serialiser may leave a formula (nbconvert's heading anchors do): attributes
+    # in lower case, the SVG namespace on an ancestor or as a prefix -- the same image
+    svg = tex_svg(tex[0])
+    lower = svg.replace("viewBox", "viewbox")
+    moved = lower.replace(' xmlns="http://www.w3.org/2000/svg"', "")
+    prefixed = moved.replace("<svg ", "<ns0:svg ").replace("</svg>", "</ns0:svg>").replace("<path", "<ns0:path")
+    prefixed = prefixed.replace("</path>", "</ns0:path>")
+    same = {print_formulas(f"<p>{v}</p>") for v in (svg, lower, moved, prefixed)}
+    assert len(same) == 1 and "<img " in same.pop()
     raster, pages = html_to_pdf(html)
     assert pages == 1
     listing = subprocess.run(["pdfimages", "-list", "-"], input=raster, capture_output=True, check=True).stdout

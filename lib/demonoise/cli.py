@@ -344,10 +344,10 @@ def cmd_report(args) -> int:
     print(rep.summary())
     pages = sum(o.pages for o in rep.outcomes.values())
     print(
-        f"  compute {t['compute']:.1f} s, notebooks {t['notebooks']:.1f} s, reports {t['render']:.1f} s "
-        f"(HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s of work, {pages} pages)"
-        + (f", overview and extras prepared in {t['overview_extras']:.1f} s" if rep.further else "")
-        + f"; CPU {t.get('total_cpu', 0):.0f} s in all"
+        (f"  overview and extras prepared in {t['overview_extras']:.1f} s; " if rep.further else "  ")
+        + f"the countries computed, executed and rendered in {t['countries']:.1f} s "
+        f"(work: compute {t['compute']:.1f} s, notebooks {t['notebooks']:.1f} s, HTML {t['html']:.1f} s, "
+        f"PDF {t['pdf']:.1f} s, {pages} pages)"
     )
     for note in rep.notes:
         print(f"  note: {note}")

@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import heapq
+import itertools
 import logging
 import os
 import shutil
@@ -66,7 +68,7 @@ from typing import Any
 
 from demonoise.core.errors import DemonoiseError, ParameterError
 
-__all__ = ["Cluster", "ClusterError", "check_address", "default_workers", "using"]
+__all__ = ["Cluster", "ClusterError", "Flow", "check_address", "default_workers", "using"]
 
 #: Seconds to reach a scheduler before giving up (an unreachable address fails within 10 s).
 CONNECT_TIMEOUT = 5.0
@@ -344,50 +346,16 @@ class Cluster:
         flight: the next is submitted when one completes (a generator of items is never
         made a list). Leaving the loop early (a break, an exception, Ctrl-C) cancels the
         tasks not done; an interrupt also runs the cancel hooks (:meth:`on_cancel`)."""
-        from distributed import as_completed
-
         client = self.client()
         args0 = () if shared is None else (client.scatter(shared, broadcast=True, hash=False),)
-        todo = enumerate(iter(items))
-        index: dict[str, int] = {}
-        live: set = set()
+        source = (
+            (fn, (*args0, *item), i, names[i] if names is not None else str(i)) for i, item in enumerate(iter(items))
+        )
+        yield from Flow(self, label=label, here=False, source=source, window=self.window())
 
-        def submit_next(ac) -> None:
-            nxt = next(todo, None)
-            if nxt is None:
-                return
-            i, item = nxt
-            key = names[i] if names is not None else str(i)
-            with warnings.catch_warnings():
-                # a task carries its input tables as bytes on purpose (a remote worker has
-                # no copy of this machine's files): distributed's advice to load them "with
-                # Dask directly" does not apply, and its warning would reach the terminal
-                warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
-                fut = client.submit(fn, *args0, *item, key=f"{label}-{key}-{self.run_id}", pure=False)
-            index[fut.key] = i
-            live.add(fut)
-            ac.add(fut)
-
-        ac = as_completed([], loop=client.loop)
-        try:
-            for _ in range(self.window()):
-                submit_next(ac)
-            for fut in ac:
-                live.discard(fut)
-                err = fut.exception() if fut.status == "error" else None
-                value = None if err is not None else fut.result()
-                fut.release()
-                submit_next(ac)
-                yield index.pop(fut.key), value, err
-        except BaseException as e:
-            pending = [f for f in live if not f.done()]
-            _bounded(lambda: client.cancel(pending, force=True), CLOSE_TIMEOUT)
-            if isinstance(e, KeyboardInterrupt):
-                self.cancel_run()
-            raise
-        finally:
-            for f in live:
-                f.release()
+    def flow(self, label: str = "task") -> Flow:
+        """A :class:`Flow` of tasks on this cluster (in this process when it does not fan out)."""
+        return Flow(self, label=label, here=not self.fans_out)
 
     def each(
         self,
@@ -461,6 +429,120 @@ class Cluster:
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+class Flow:
+    """Tasks that become ready while others run, the most urgent first: a batch whose
+    stages overlap (a country's notebooks start when its tables are computed, its
+    rendering when its notebooks are done, while other countries are still computed).
+
+    :meth:`add` queues a task -- also while the flow is being iterated, typically from
+    the loop body when a task it depends on completed; iterating yields
+    ``(tag, result, error)`` as tasks complete (``error``: the exception the task raised,
+    or ``KilledWorker``). At most ``window`` tasks are on the cluster at once (default two
+    per worker: one running, one waiting, so that no worker waits for the client) and
+    the queued task of smallest ``priority`` goes next; the scheduler gets the same order
+    (Dask's ``priority=-priority``). Tasks with equal priority go in the order added. A
+    ``source`` (an iterator of ``(fn, args, tag, name)``) is drawn from lazily whenever
+    nothing is queued (:meth:`Cluster.run_each`).
+
+    ``here=True`` (a cluster that does not fan out): the tasks run in this process, one
+    at a time, in the same order, an ``Exception`` yielded as the task's error. Leaving
+    the loop early (a break, an exception, Ctrl-C) cancels the tasks not done; an
+    interrupt also runs the cluster's cancel hooks.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        label: str = "task",
+        here: bool = False,
+        source: Iterator[tuple] | None = None,
+        window: int | None = None,
+    ):
+        self._cluster, self._label, self._here = cluster, label, here
+        self._source = source
+        self._window = window
+        self._queue: list = []
+        self._order = itertools.count()
+
+    @property
+    def here(self) -> bool:
+        """Whether the tasks run in this process."""
+        return self._here
+
+    def add(self, fn: Callable, *args: Any, tag: Any = None, priority: int = 0, name: str = "", kind: str = "") -> None:
+        """Queue ``fn(*args)``; its completion is yielded with ``tag``. ``kind`` (default: the
+        flow's label) and ``name`` make the task's key on the cluster, ``<kind>-<n>-<name>-<run>``
+        (Dask groups tasks by the ``<kind>`` prefix in its logs and dashboard)."""
+        heapq.heappush(self._queue, (priority, next(self._order), fn, args, tag, (kind or self._label, name)))
+
+    def _next(self) -> tuple | None:
+        if self._queue:
+            priority, _, fn, args, tag, name = heapq.heappop(self._queue)
+            return priority, fn, args, tag, name
+        nxt = next(self._source, None) if self._source is not None else None
+        return None if nxt is None else (0, nxt[0], nxt[1], nxt[2], (self._label, nxt[3]))
+
+    def __iter__(self) -> Iterator[tuple[Any, Any, BaseException | None]]:
+        if self._here:
+            while (nxt := self._next()) is not None:
+                _, fn, args, tag, _ = nxt
+                try:
+                    value = fn(*args)
+                except Exception as e:
+                    yield tag, None, e
+                    continue
+                yield tag, value, None
+            return
+        yield from self._on_cluster()
+
+    def _on_cluster(self) -> Iterator[tuple[Any, Any, BaseException | None]]:
+        from distributed import as_completed
+
+        cluster = self._cluster
+        client = cluster.client()
+        window = self._window or max(2, 2 * cluster.workers if cluster.local else cluster.window() // 2)
+        tags: dict[str, Any] = {}
+        live: set = set()
+        submitted = itertools.count()
+        ac = as_completed([], loop=client.loop)
+
+        def fill() -> None:
+            while len(live) < window and (nxt := self._next()) is not None:
+                priority, fn, args, tag, (kind, name) = nxt
+                key = f"{kind}-{next(submitted)}-{name}-{cluster.run_id}"
+                with warnings.catch_warnings():
+                    # a task carries its input tables as bytes on purpose (a remote worker has
+                    # no copy of this machine's files): distributed's advice to load them "with
+                    # Dask directly" does not apply, and its warning would reach the terminal
+                    warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+                    fut = client.submit(fn, *args, key=key, pure=False, priority=-priority)
+                tags[fut.key] = tag
+                live.add(fut)
+                ac.add(fut)
+
+        try:
+            fill()
+            while live:
+                fut = next(ac)
+                live.discard(fut)
+                err = fut.exception() if fut.status == "error" else None
+                value = None if err is not None else fut.result()
+                fut.release()
+                tag = tags.pop(fut.key)
+                yield tag, value, err
+                fill()  # after the caller's turn: what it added goes first
+        except BaseException as e:
+            pending = [f for f in live if not f.done()]
+            _bounded(lambda: client.cancel(pending, force=True), CLOSE_TIMEOUT)
+            if isinstance(e, KeyboardInterrupt):
+                cluster.cancel_run()
+            raise
+        finally:
+            for f in live:
+                f.release()
 
 
 def _end_group(proc: subprocess.Popen, grace: float) -> None:

@@ -66,9 +66,7 @@ __all__ = [
     "load_params",
     "parse_params",
     "plan",
-    "compute",
-    "execute",
-    "render",
+    "Countries",
     "index",
     "assemble_report",
     "provenance_dict",
@@ -394,44 +392,6 @@ def _failed_compute(r: Report, e: BaseException, log) -> Computed:
     return done
 
 
-def compute(state: Plan, *, workers: int = 2, log=None, cluster=None) -> dict[Report, Computed]:
-    """Results and decision tables of every report (one country's failure is recorded;
-    the others go on). Stored ones are reused; with several countries to compute on a
-    cluster that fans out, each country is one task (largest first), its Monte Carlo in
-    the worker; a single country runs here, its Monte Carlo blocks on ``cluster``."""
-    from demonoise.core.cluster import using
-
-    store = state.output / "results"
-    out: dict[Report, Computed] = {}
-    todo = []
-    for r in state.reports:
-        ready = _stored(r, state.params, store)
-        if ready is not None:
-            out[r] = ready
-        else:
-            todo.append(r)
-    with using(cluster, workers) as where:
-        if len(todo) > 1 and where.fans_out:
-            todo = _by_size(todo)
-            items = [(r, state.params) for r in todo]
-            names = [f"{r.dataset}-{r.country}" for r in todo]
-            for i, value, err in where.each(compute_task, items, label="compute", names=names):
-                r = todo[i]
-                try:
-                    if err is not None:
-                        raise err
-                    out[r] = _store_computed(value, store)
-                except Exception as e:
-                    out[r] = _failed_compute(r, e, log)
-        else:
-            for r in todo:
-                try:
-                    out[r] = _compute_one(r, state.params, store, workers, where)
-                except Exception as e:
-                    out[r] = _failed_compute(r, e, log)
-    return {r: out[r] for r in state.reports}
-
-
 # ===================================================================== execute
 def _dataset_facts(dataset: str) -> dict:
     """Label, reference year, provenance and the ``implications`` text of a dataset."""
@@ -478,45 +438,6 @@ def _read_files(done: Computed) -> tuple:
     cluster need not share this machine's disk): the results table and the directory of
     decision tables."""
     return tuple(str(p) for p in (done.results, done.decision) if p is not None)
-
-
-def execute(
-    state: Plan,
-    computed: Mapping[Report, Computed],
-    *,
-    force=False,
-    workers=2,
-    progress=None,
-    cluster=None,
-    further: Sequence[Further] = (),
-):
-    """Run every notebook of the reports whose results exist (as tasks on ``cluster``),
-    and the notebooks of ``further`` (first: the overview's is the longest single run; its
-    :class:`~.run.JobResult` goes to its ``result``); returns ``{Run: JobResult}`` and the
-    kernel note (if the named kernel was missing)."""
-    from demonoise.report.run import Job, run_jobs
-
-    facts = {s.dataset: _dataset_facts(s.dataset) for s in state.params.selections}
-    jobs, todo = [], []
-    # the largest countries first, and in each the runs that draw the chapters' charts: the
-    # longest jobs start first; a country's runs follow one another (its tables stay cached)
-    rank = {r: i for i, r in enumerate(_by_size(state.reports))}
-    first = state.params.settings[0]
-    runs = sorted(state.runs, key=lambda x: (rank[x.report], x.setting not in (None, first)))
-    for run in runs:
-        done = computed[run.report]
-        if done.error:
-            continue
-        p = _parameters(run, done, state.params, facts[run.report.dataset])
-        nb = state.notebooks / f"{run.notebook}.ipynb"
-        jobs.append(Job(nb, run.output(state.output), p, name=run.name, files=_read_files(done)))
-        todo.append(run)
-    ready = [f for f in further if f.job is not None]
-    batch = run_jobs([f.job for f in ready] + jobs, workers=workers, force=force, progress=progress, cluster=cluster)
-    results = list(batch)
-    for f, res in zip(ready, results, strict=False):
-        f.result = res
-    return dict(zip(todo, results[len(ready) :], strict=True)), batch.kernel_note
 
 
 # ====================================================================== render
@@ -733,63 +654,191 @@ def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
     write_stamp(stamp, {"key": key if ok else None, "pages": res.pages, "files": [str(f) for f in res.files]})
 
 
-def render(
-    state: Plan,
-    executed,
-    computed,
-    *,
-    pdf_reason: str | None,
-    workers: int = 2,
-    cluster=None,
-    further: Sequence[Further] = (),
-) -> dict[Report, Rendered]:
-    """Assemble every report (here) and render its HTML and PDF as tasks on ``cluster``
-    (a local one of ``workers`` processes when none is given), with the documents of
-    ``further`` whose notebooks ran (each gets its index ``row``)."""
-    from demonoise.core.cluster import using
-
-    outcomes: dict[Report, Rendered] = {}
-    tasks = {}
-    for report in state.reports:
-        outcomes[report], task = _prepare(report, state, executed, computed, pdf_reason)
-        if task is not None:
-            tasks[report] = task
-    documents = {f: doc for f in further if (doc := _further_document(f)) is not None}
-    # the longest first (the size of the assembled notebook stands for its pages), so that
-    # the last task to start is a short one
-    todo = sorted([*tasks, *documents], key=lambda k: -_size(k, tasks, documents))
-    items = [_render_item(k, tasks, documents, pdf_reason) for k in todo]
-    with using(cluster, workers) as where:
-        for i, out, err in where.each(_render_task, items, label="render", names=[_label(k) for k in todo]):
-            k = todo[i]
-            if isinstance(k, Further):
-                _finish_further(k, out, err, pdf_reason)
-                continue
-            nb_path, html, pdf, key, stamp = tasks[k]
-            try:
-                if err is not None:
-                    raise err
-                res = _write_rendered(out, Path(html), Path(pdf) if pdf else None)
-                _finish(outcomes[k], res, key, stamp, pdf_reason)
-            except Exception as e:  # one report's failure is recorded; the others go on
-                outcomes[k].status, outcomes[k].error = "failed", f"rendering failed: {_why(e)}"
-    return outcomes
+# ============================================ the countries: compute -> execute -> render
+#: What goes first when several tasks are ready (smallest first): what is under way is
+#: finished before more is started -- renderings, then notebooks, then the tables of the
+#: next country; within a kind the largest countries first.
+RENDER, NOTEBOOK, COMPUTE = 0, 1, 2
 
 
-def _size(k, tasks, documents) -> int:
-    """The assembled notebook's size in bytes: what stands for a document's pages."""
-    return len(documents[k]) if isinstance(k, Further) else Path(tasks[k][0]).stat().st_size
+def _priority(kind: int, rank: int, minor: int = 0) -> int:
+    return (kind * 100_000 + rank) * 10 + minor
 
 
-def _render_item(k, tasks, documents, pdf_reason) -> tuple:
-    """The arguments of :func:`_render_task` for a country's report or a further document."""
-    if isinstance(k, Further):
-        return (documents[k], k.html.name, pdf_reason is None)
-    return (Path(tasks[k][0]).read_bytes(), Path(tasks[k][1]).name, tasks[k][2] is not None)
+@dataclass
+class Work:
+    """Seconds of work of each kind, measured inside the tasks (summed over the workers)."""
+
+    compute: float = 0.0
+    notebooks: float = 0.0
 
 
-def _label(k) -> str:
-    return k.name if isinstance(k, Further) else k.label
+class Countries:
+    """Every country's compute -> execute -> render as one :class:`~demonoise.core.cluster.Flow`
+    of tasks: a country's notebooks are queued when its tables are stored, its rendering
+    when its notebooks are written, while other countries are still being computed, so
+    that no worker waits for a stage to end. The overview's and extras' notebooks go
+    first (the overview's is the longest single run), their documents are rendered with
+    the countries'. Each step is one method: :meth:`ready` (a country's tables stored:
+    its notebooks queued), :meth:`on_executed` (a notebook written: its country
+    rendered once all of its are), :meth:`on_rendered`; :meth:`on_computed`,
+    :meth:`on_further` and :meth:`on_further_rendered` take the other tasks' results.
+
+    The work of each kind is in :attr:`work`; the outcomes in :attr:`computed`,
+    :attr:`executed` (``{Run: JobResult}``) and :attr:`outcomes` (``{Report: Rendered}``).
+    """
+
+    def __init__(self, state: Plan, further: Sequence[Further], where, *, force: bool, progress, pdf_reason, log):
+        from tqdm import tqdm
+
+        from demonoise.report.run import Notebooks
+
+        self.state, self.params, self.where = state, state.params, where
+        self.pdf_reason, self.log = pdf_reason, log
+        self.store = state.output / "results"
+        self.rank = {r: i for i, r in enumerate(_by_size(state.reports))}
+        self.runs = {r: [x for x in state.runs if x.report == r] for r in state.reports}
+        self.facts = {s.dataset: _dataset_facts(s.dataset) for s in self.params.selections}
+        self.further = [f for f in further if f.job is not None]
+        self.flow = where.flow("batch")
+        self.notebooks = Notebooks(force=force)
+        self.computed: dict[Report, Computed] = {}
+        self.executed: dict[Run, Any] = {}
+        self.outcomes: dict[Report, Rendered] = {}
+        self.work = Work()
+        self._renders: dict[Report, tuple] = {}
+        quiet = (not progress) if progress is not None else None
+        self.bar = tqdm(total=len(state.reports), unit="report", desc="reports", disable=quiet, leave=True)
+
+    def run(self) -> Countries:
+        """Queue what can start, then take the tasks as they complete until none is left."""
+        if not self.flow.here:
+            self.notebooks.attach(self.where)
+        for i, f in enumerate(self.further):
+            self._start(f.job, ("further", f), _priority(NOTEBOOK, i - len(self.further)))
+        todo = []
+        for r in sorted(self.state.reports, key=self.rank.get):
+            stored = _stored(r, self.params, self.store)
+            if stored is not None:
+                self.ready(r, stored)
+            else:
+                todo.append(r)
+        if len(todo) == 1 or (todo and self.flow.here):
+            # one country (or no workers): computed here, its Monte Carlo on the cluster
+            for r in todo:
+                try:
+                    self.ready(r, _compute_one(r, self.params, self.store, self.where.workers, self.where))
+                except Exception as e:
+                    self.ready(r, _failed_compute(r, e, self.log))
+        else:
+            for r in todo:
+                tag, name = ("computed", r), f"{r.dataset}-{r.country}"
+                self.flow.add(
+                    compute_task, r, self.params, tag=tag, priority=self._p(COMPUTE, r), name=name, kind="compute"
+                )
+        try:
+            for tag, value, err in self.flow:
+                getattr(self, f"on_{tag[0]}")(tag, value, err)
+        finally:
+            if self.flow.here:
+                self.notebooks.close()
+            self.bar.close()
+        return self
+
+    def _p(self, kind: int, r: Report, minor: int = 0) -> int:
+        return _priority(kind, self.rank[r], minor)
+
+    def _start(self, job, tag: tuple, priority: int) -> None:
+        """Queue ``job``'s notebook, or record its outcome at once (up to date, unreadable)."""
+        from demonoise.report.run import JobResult, remote_task
+
+        started = self.notebooks.start(job, self.where.run_id)
+        if isinstance(started, JobResult):
+            getattr(self, f"on_{tag[0]}")((*tag, ""), started, None)
+            return
+        task, key = started
+        opts = self.notebooks.options
+        self.flow.add(remote_task, task, opts, tag=(*tag, key), priority=priority, name=job.label, kind="notebook")
+
+    # ------------------------------------------------------------------ the steps
+    def on_computed(self, tag, value, err) -> None:
+        """A country's tables came back: store them, queue its notebooks."""
+        r = tag[1]
+        try:
+            if err is not None:
+                raise err
+            done = _store_computed(value, self.store)
+        except Exception as e:
+            done = _failed_compute(r, e, self.log)
+        self.work.compute += done.seconds
+        self.ready(r, done)
+
+    def ready(self, r: Report, done: Computed) -> None:
+        """``r``'s tables are stored (or failed): queue its notebooks, the runs that draw
+        the chapters' charts (the first setting's) first."""
+        from demonoise.report.run import Job
+
+        self.computed[r] = done
+        if done.error is None:
+            first = self.params.settings[0]
+            facts = self.facts[r.dataset]
+            for run in self.runs[r]:
+                p = _parameters(run, done, self.params, facts)
+                nb = self.state.notebooks / f"{run.notebook}.ipynb"
+                job = Job(nb, run.output(self.state.output), p, name=run.name, files=_read_files(done))
+                minor = 0 if run.setting in (None, first) else 1
+                self._start(job, ("executed", run, job), self._p(NOTEBOOK, r, minor))
+        self._render(r)
+
+    def on_executed(self, tag, value, err) -> None:
+        """A notebook came back: write it; render its country once all of its are written."""
+        run, job, key = tag[1], tag[2], tag[3]
+        res = value if key == "" else self.notebooks.finish(job, key, value, err)
+        self.executed[run] = res
+        self.work.notebooks += res.seconds
+        self._render(run.report)
+
+    def _render(self, r: Report) -> None:
+        """Assemble ``r`` (here) and queue its rendering once nothing of it is pending."""
+        if r in self.outcomes or (self.computed[r].error is None and any(x not in self.executed for x in self.runs[r])):
+            return
+        self.outcomes[r], task = _prepare(r, self.state, self.executed, self.computed, self.pdf_reason)
+        if task is None:
+            self.bar.update(1)
+            return
+        self._renders[r] = task
+        nb_path, html, pdf = task[:3]
+        item = (Path(nb_path).read_bytes(), Path(html).name, pdf is not None)
+        self.flow.add(
+            _render_task, *item, tag=("rendered", r), priority=self._p(RENDER, r), name=r.label, kind="render"
+        )
+
+    def on_rendered(self, tag, value, err) -> None:
+        """A country's HTML, CSV files and PDF came back: write them."""
+        r = tag[1]
+        nb_path, html, pdf, key, stamp = self._renders.pop(r)
+        outcome = self.outcomes[r]
+        try:
+            if err is not None:
+                raise err
+            res = _write_rendered(value, Path(html), Path(pdf) if pdf else None)
+            _finish(outcome, res, key, stamp, self.pdf_reason)
+        except Exception as e:  # one report's failure is recorded; the others go on
+            outcome.status, outcome.error = "failed", f"rendering failed: {_why(e)}"
+        self.bar.update(1)
+
+    def on_further(self, tag, value, err) -> None:
+        """The overview's or an extra's notebook came back: queue its document."""
+        f, key = tag[1], tag[2]
+        f.result = value if key == "" else self.notebooks.finish(f.job, key, value, err)
+        doc = _further_document(f)
+        if doc is not None:
+            item = (doc, f.html.name, self.pdf_reason is None)
+            tag, priority = ("further_rendered", f), _priority(RENDER, -1)
+            self.flow.add(_render_task, *item, tag=tag, priority=priority, name=f.name, kind="render")
+
+    def on_further_rendered(self, tag, value, err) -> None:
+        _finish_further(tag[1], value, err, self.pdf_reason)
 
 
 # ======================================================================= index
@@ -1046,15 +1095,9 @@ def run_reports(
 
 
 def _run_stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
-    """plan -> compute -> execute -> render -> index, every fan-out on ``cluster``."""
-    t, times = time.perf_counter(), {}
-    cpu = _cpu_seconds()
-
-    def lap(name):
-        nonlocal t, cpu
-        times[name], t = time.perf_counter() - t, time.perf_counter()
-        times[f"{name}_cpu"], cpu = _cpu_seconds() - cpu, _cpu_seconds()
-
+    """plan -> overview and extras -> the countries (compute -> execute -> render,
+    overlapped: :class:`Countries`) -> index, every task on ``cluster``."""
+    t0, cpu0 = time.perf_counter(), _cpu_seconds()
     pdf_reason = _pdf_reason(params, pdf)
     state = plan(params, output, notebooks_dir, yes=yes, workers=workers, pdf=pdf_reason is None)
     for note in state.notes:
@@ -1065,25 +1108,26 @@ def _run_stages(params, output, cluster, force, workers, pdf, progress, notebook
         + ", ".join(s.label for s in params.settings)
         + f"; on {cluster.describe()}",
     )
-    computed = compute(state, workers=workers, log=log, cluster=cluster)
-    lap("compute")
     extra = further(state, force=force, workers=workers, log=log, cluster=cluster)
-    lap("overview_extras")
-    executed, kernel_note = execute(
-        state, computed, force=force, workers=workers, progress=progress, cluster=cluster, further=extra
-    )
-    lap("notebooks")
-    rendered = render(state, executed, computed, pdf_reason=pdf_reason, workers=workers, cluster=cluster, further=extra)
-    lap("render")
+    t1 = time.perf_counter()
+    done = Countries(state, extra, cluster, force=force, progress=progress, pdf_reason=pdf_reason, log=log).run()
+    t2 = time.perf_counter()
     rows = further_rows(extra)
-    path = index(state, rendered, rows, pdf_reason=pdf_reason)
-    times["total"] = sum(v for k, v in times.items() if not k.endswith("_cpu"))
-    times["total_cpu"] = sum(v for k, v in times.items() if k.endswith("_cpu") and k != "total_cpu")
-    times["html"] = sum(o.html_seconds for o in rendered.values())
-    times["pdf"] = sum(o.pdf_seconds for o in rendered.values())
+    path = index(state, done.outcomes, rows, pdf_reason=pdf_reason)
+    rendered = done.outcomes
+    times = {
+        "overview_extras": t1 - t0,
+        "countries": t2 - t1,
+        "total": time.perf_counter() - t0,
+        "total_cpu": _cpu_seconds() - cpu0,
+        "compute": done.work.compute,
+        "notebooks": done.work.notebooks,
+        "html": sum(o.html_seconds for o in rendered.values()),
+        "pdf": sum(o.pdf_seconds for o in rendered.values()),
+    }
     notes = (
         state.notes
-        + [n for n in (kernel_note, pdf_reason) if n]
+        + [n for n in (done.notebooks.note, pdf_reason) if n]
         + [f"removed old-layout file {p}" for p in state.removed]
     )
     return BatchReport(params, rendered, path, times, notes, rows)

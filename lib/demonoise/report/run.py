@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.atomic import atomic_write_text
-from demonoise.core.cluster import using
+from demonoise.core.cluster import Flow, using
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.cache import digest, source_fingerprint
 
@@ -78,6 +78,8 @@ __all__ = [
     "JobResult",
     "BatchResult",
     "run_jobs",
+    "Notebooks",
+    "check_outputs",
     "job_key",
     "output_key",
     "failed_path",
@@ -796,21 +798,82 @@ def _one_line(e: BaseException) -> str:
     return lines[0][:2000] if lines else type(e).__name__
 
 
-def _run_one(job: Job, key: str, options: _Options) -> JobResult:
-    """Run ``job`` in this process and write its output."""
-    try:
-        task = _task_of(job)
-    except ReportError as e:
-        return _failed(job, options, e)
-    return _written(job, key, options, execute_task(task, options))
-
-
 def remote_task(task: Task, options: _Options) -> TaskResult:
     """What a Dask worker runs for a notebook: :func:`execute_task` in the worker's kept kernel."""
     return execute_task(task, options)
 
 
 # ======================================================================= batch
+class Notebooks:
+    """The notebook runs of a batch, job by job: what :func:`run_jobs` is made of, for a
+    caller that interleaves them with other tasks (:mod:`demonoise.report.batch` starts a
+    country's notebooks as soon as its tables are computed).
+
+    :meth:`start` gives a job's outcome at once (up to date: ``skipped``; unreadable
+    input: ``failed``) or the task to run (:func:`remote_task` with :attr:`options`, on a
+    cluster prepared by :meth:`attach`, or here); :meth:`finish` writes what the task
+    returned and gives the outcome. Parameters as :func:`run_jobs`.
+    """
+
+    def __init__(
+        self,
+        *,
+        reuse_kernel: bool = True,
+        kernel_name: str = DEFAULT_KERNEL,
+        data_fingerprint: str = "",
+        force: bool = False,
+        cell_timeout: float | None = 600.0,
+        start_timeout: float = 60.0,
+        _reset: bool = True,
+    ):
+        choice = _choose_kernel(kernel_name)
+        if choice.note:
+            warnings.warn(choice.note, RuntimeWarning, stacklevel=3)
+        #: Why the named kernel is not used (``None`` when it is).
+        self.note = choice.note
+        self.force = force
+        self.options = _Options(
+            choice=choice,
+            reuse_kernel=reuse_kernel,
+            cell_timeout=cell_timeout,
+            start_timeout=start_timeout,
+            library=source_fingerprint(),
+            data_fingerprint=data_fingerprint,
+            reset=_reset,
+        )
+
+    def attach(self, cluster) -> None:
+        """Prepare ``cluster``'s workers: each keeps a kernel (ended when the worker
+        closes), and an interrupted run ends the kernels running its notebooks."""
+        from demonoise.report.worker import KernelPlugin
+
+        cluster.register_plugin(KernelPlugin(), name="demonoise-kernels")
+        cluster.on_cancel(cancel_run_kernels)
+
+    def start(self, job: Job, run_id: str = "") -> JobResult | tuple[Task, str]:
+        """``job``'s outcome if it needs no run (up to date, or its input unreadable),
+        else its self-contained task and run key."""
+        options = self.options
+        try:
+            key = job_key(job, library=options.library, data_fingerprint=options.data_fingerprint)
+        except ReportError as e:
+            return JobResult(job, "failed", error=JobError(type(e).__name__, str(e)), kernel=options.choice.name)
+        if not self.force and output_key(job.output) == key:
+            return JobResult(job, "skipped", key=key, kernel=options.choice.name)
+        try:
+            return _task_of(job, run_id), key
+        except ReportError as e:
+            return _failed(job, options, e)
+
+    def finish(self, job: Job, key: str, res: TaskResult | None, err: BaseException | None) -> JobResult:
+        """Write what ``job``'s task returned (or record why it failed: ``err``)."""
+        return _failed(job, self.options, err) if err is not None else _written(job, key, self.options, res)
+
+    def close(self) -> None:
+        """End this process's kernel, if notebooks ran here."""
+        _shutdown_worker_kernel()
+
+
 def run_jobs(
     jobs: Iterable[Job],
     *,
@@ -870,6 +933,57 @@ def run_jobs(
     jobs = list(jobs)
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
+    check_outputs(jobs)
+    t0 = time.perf_counter()
+    runner = Notebooks(
+        reuse_kernel=reuse_kernel,
+        kernel_name=kernel_name,
+        data_fingerprint=data_fingerprint,
+        force=force,
+        cell_timeout=cell_timeout,
+        start_timeout=start_timeout,
+        _reset=_reset,
+    )
+    from tqdm import tqdm
+
+    results: list[JobResult | None] = [None] * len(jobs)
+    quiet = (not progress) if progress is not None else None
+    bar = tqdm(total=len(jobs), unit="nb", desc="notebooks", disable=quiet, leave=True)
+    try:
+        with using(cluster, workers) as where:
+            todo = []
+            for i, job in enumerate(jobs):
+                started = runner.start(job, where.run_id)
+                if isinstance(started, JobResult):
+                    results[i] = started
+                    _tick(bar, started, results)
+                else:
+                    todo.append((i, *started))
+            flow = where.flow("notebook") if where.fan_out_for(len(todo)) else Flow(where, here=True)
+            if not flow.here:
+                runner.attach(where)
+            for i, task, key in todo:
+                flow.add(remote_task, task, runner.options, tag=(i, key), name=f"{i}-{jobs[i].label}")
+            try:
+                for (i, key), res, err in flow:
+                    results[i] = runner.finish(jobs[i], key, res, err)
+                    _tick(bar, results[i], results)
+            finally:
+                if flow.here:
+                    runner.close()
+    finally:
+        bar.close()
+    return BatchResult(tuple(results), time.perf_counter() - t0, runner.note)  # type: ignore[arg-type]
+
+
+def check_outputs(jobs: Sequence[Job]) -> None:
+    """Every job is a :class:`Job` and no two write the same output.
+
+    Raises
+    ------
+    ParameterError
+        Naming the two jobs.
+    """
     outs: dict[Path, str] = {}
     for j in jobs:
         if not isinstance(j, Job):
@@ -879,86 +993,8 @@ def run_jobs(
             raise ParameterError(f"jobs {outs[o]} and {j.label} write the same output {j.output}")
         outs[o] = j.label
 
-    t0 = time.perf_counter()
-    choice = _choose_kernel(kernel_name)
-    if choice.note:
-        warnings.warn(choice.note, RuntimeWarning, stacklevel=2)
-    options = _Options(
-        choice=choice,
-        reuse_kernel=reuse_kernel,
-        cell_timeout=cell_timeout,
-        start_timeout=start_timeout,
-        library=source_fingerprint(),
-        data_fingerprint=data_fingerprint,
-        reset=_reset,
-    )
-
-    results: list[JobResult | None] = [None] * len(jobs)
-    todo: list[tuple[int, Job, str]] = []
-    for i, job in enumerate(jobs):
-        try:
-            key = job_key(job, library=options.library, data_fingerprint=data_fingerprint)
-        except ReportError as e:
-            results[i] = JobResult(job, "failed", error=JobError(type(e).__name__, str(e)), kernel=choice.name)
-            continue
-        if not force and output_key(job.output) == key:
-            results[i] = JobResult(job, "skipped", key=key, kernel=choice.name)
-        else:
-            todo.append((i, job, key))
-
-    from tqdm import tqdm
-
-    bar = tqdm(
-        total=len(jobs),
-        initial=len(jobs) - len(todo),
-        unit="nb",
-        desc="notebooks",
-        disable=(not progress) if progress is not None else None,
-        leave=True,
-    )
-    try:
-        with using(cluster, workers) as where:
-            if where.fan_out_for(len(todo)):
-                _run_cluster(todo, options, results, bar, where)
-            else:
-                _run_serial(todo, options, results, bar)
-    finally:
-        bar.close()
-    return BatchResult(tuple(results), time.perf_counter() - t0, choice.note)  # type: ignore[arg-type]
-
 
 def _tick(bar, res: JobResult, results) -> None:
     bar.update(1)
     failed = sum(1 for r in results if r is not None and r.status == "failed")
     bar.set_postfix_str(f"{res.job.label}: {res.status}" + (f", {failed} failed" if failed else ""), refresh=False)
-
-
-def _run_serial(todo, options, results, bar) -> None:
-    try:
-        for i, job, key in todo:
-            results[i] = _run_one(job, key, options)
-            _tick(bar, results[i], results)
-    finally:
-        _shutdown_worker_kernel()
-
-
-def _run_cluster(todo, options, results, bar, cluster) -> None:
-    """Every job a task on ``cluster``; outputs written here as the tasks complete. A task
-    whose workers kept dying (``KilledWorker``) or that could not be sent fails by name."""
-    from demonoise.report.worker import KernelPlugin
-
-    cluster.register_plugin(KernelPlugin(), name="demonoise-kernels")
-    cluster.on_cancel(cancel_run_kernels)
-    items, jobs = [], []
-    for i, job, key in todo:
-        try:
-            items.append((_task_of(job, cluster.run_id), options))
-            jobs.append((i, job, key))
-        except ReportError as e:
-            results[i] = _failed(job, options, e)
-            _tick(bar, results[i], results)
-    names = [f"{k}-{job.label}" for k, (_, job, _) in enumerate(jobs)]
-    for n, res, err in cluster.run_each(remote_task, items, label="notebook", names=names):
-        i, job, key = jobs[n]
-        results[i] = _failed(job, options, err) if err is not None else _written(job, key, options, res)
-        _tick(bar, results[i], results)

@@ -48,9 +48,12 @@ _SIZE = 24.0
 _DIM = re.compile(r'^<svg ([^>]*?)width="([\d.]+)" height="([\d.]+)"')
 #: Pixels per em of a formula in a PDF (758 ppi at 9.5 pt, 600 ppi up to 12 pt).
 PRINT_PX_PER_EM = 100
-#: A formula as :func:`tex_svg` writes it (no nested ``<svg>``).
-_FORMULA = re.compile(r'<svg [^>]*class="dn-math[^"]*"[^>]*>.*?</svg>', re.S)
-_ATTR = re.compile(r'\s([a-z-]+)="([^"]*)"')
+#: A formula as :func:`tex_svg` writes it (no nested ``<svg>``), also as an HTML serialiser
+#: may leave it: attribute names in lower case, the SVG namespace moved to a prefix
+#: (``<ns0:svg>``, in headings) or to an ancestor.
+_FORMULA = re.compile(r'<(\w+:)?svg [^>]*class="dn-math[^"]*"[^>]*>.*?</\1?svg>', re.S)
+_ATTR = re.compile(r'\s([A-Za-z:-]+)="([^"]*)"')
+_SVG_NS = "http://www.w3.org/2000/svg"
 
 
 @lru_cache(maxsize=4096)
@@ -108,19 +111,22 @@ def _formula_img(svg: str) -> str:
 
     import vl_convert as vlc
 
+    prefix = svg[1 : svg.index("svg ")]  # "" or e.g. "ns0:"
+    if prefix:
+        svg = svg.replace(f"<{prefix}", "<").replace(f"</{prefix}", "</")
     head = svg[: svg.index(">")]
     attrs = dict(_ATTR.findall(head))
     w, h = float(attrs["width"].removesuffix("em")), float(attrs["height"].removesuffix("em"))
+    box = attrs.get("viewBox") or attrs.get("viewbox")
     sized = (
-        head.replace(f'width="{attrs["width"]}"', f'width="{w * PRINT_PX_PER_EM:.1f}"', 1).replace(
-            f'height="{attrs["height"]}"', f'height="{h * PRINT_PX_PER_EM:.1f}"', 1
-        )
-        + svg[len(head) :]
+        f'<svg xmlns="{_SVG_NS}" width="{w * PRINT_PX_PER_EM:.1f}" height="{h * PRINT_PX_PER_EM:.1f}" '
+        f'viewBox="{box}">' + svg[len(head) + 1 :]
     )
     try:
         png = vlc.svg_to_png(sized, scale=1.0)
     except Exception as e:
-        raise ReportError(f"formula cannot be rasterised: ${attrs.get('aria-label', '')}$ ({e})") from None
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ReportError(f"formula cannot be rasterised: ${attrs.get('aria-label', '')}$ ({first})") from None
     style = f"width:{w:.3f}em;height:{h:.3f}em;" + attrs.get("style", "")
     return (
         f'<img class="{attrs["class"]}" alt="{attrs.get("aria-label", "")}" style="{style}" '
