@@ -137,7 +137,13 @@ def check_address(address: str) -> str:
 
 def _quiet_logs() -> None:
     """Dask's own logging (connection errors while closing, shutdown tracebacks) stays off
-    the terminal: what matters is reported by the caller in one line."""
+    the terminal: what matters is reported by the caller in one line. ``distributed``
+    configures its loggers when first imported (``distributed`` at INFO), so it is
+    imported first: silenced before that, a worker's closed connection was logged on the
+    terminal of an interrupted command whenever it came after the local cluster had
+    restored its handlers' levels (about one interrupt in ten)."""
+    import distributed  # noqa: F401 -- configures its loggers on import; silenced after
+
     for name in _LOGGERS:
         logging.getLogger(name).setLevel(_SILENT)
 
