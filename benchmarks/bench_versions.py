@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         med[name] = {k: statistics.median(r[k] for r in rs if k in r) for k in rs[0]}
         cells = " | ".join(f"{med[name].get(k, float('nan')):.1f}" for k in ("compute", "notebooks", "reports"))
         print(f"| {name} | {med[name]['wall']:.1f} | {cells} |")
-    ratio = {k: med["candidate"][k] / med["reference"][k] for k in med["reference"] if med["reference"][k]}
+    ratio = {k: med["candidate"][k] / v for k, v in med["reference"].items() if v and k in med["candidate"]}
     print(
         "| candidate / reference | "
         + " | ".join(f"{ratio.get(k, float('nan')):.3f}" for k in ("wall", "compute", "notebooks", "reports"))
