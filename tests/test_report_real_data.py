@@ -3,9 +3,12 @@ as published by Eurostat) against the reference figures of the design notes: BE3
 (Prov. Luxembourg, about 300 000 people) both sexes, single-age cells, V = 5: relative
 noise sd of e0 0.327 % and admixture 45.2 % with 85+ as one cell; with 85+ carrying
 its 16 published cells (the default layout) the noise sd rises by under 1 %, so the
-admixture lies between 45.2 % and sqrt(1 + 1.02 x 1.1076) - 1 = 46.0 %."""
+admixture lies between 45.2 % and sqrt(1 + 1.02 x 1.1076) - 1 = 46.0 %. The population the
+report shows is Eurostat's published total on 1 January 2023 (demo_r_d2jan, age TOTAL)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,6 +17,15 @@ from demonoise.report.batch import parse_params, run_reports
 from demonoise.report.summary import fmt_pct, index_metrics
 
 pytestmark = pytest.mark.slow
+RAW = Path(__file__).resolve().parents[1] / "data-raw" / "eurostat" / "demo_r_d2jan_BE_2015_2024.csv.gz"
+
+
+def _published_total(geo: str, year: int) -> float:
+    """Eurostat's published population on 1 January, both sexes, age TOTAL (demo_r_d2jan)."""
+    raw = pd.read_csv(RAW)
+    row = raw[(raw["geo"] == geo) & (raw["time"] == year) & (raw["sex"] == "T") & (raw["age"] == "TOTAL")]
+    (value,) = row["values"].tolist()
+    return float(value)
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +56,32 @@ def test_life_expectancy_section_on_real_belgian_data(be):
     assert m["e0_worst_region"] == "BE34"
     assert 0.452 <= m["e0_admixture_worst"] <= 0.460
     assert 0.00327 <= m["e0_rel_noise_worst"] <= 0.00327 * 1.01
-    assert m["e0_worst_region_population"] == pytest.approx(298_172, abs=1)
+    # the population on 1 January (the sum of the published single ages and UNK) is Eurostat's total
+    assert m["e0_worst_region_population"] == _published_total("BE34", 2023) == 297_654
     html = o.html.read_text(encoding="utf-8")
     # the verdict names the smallest region with its admixture, and the real-data label shows
     assert (
-        "In the smallest region, BE34 Prov. Luxembourg (BE) (298\u202f172 people), it adds "
+        "In the smallest region, BE34 Prov. Luxembourg (BE) (297\u202f654 people), it adds "
         f"{fmt_pct(m['e0_admixture_worst'])}" in html
     )
     assert "population and deaths real (Eurostat); regional births modelled from national births" in html
     assert "Noise is at least as large as the Poisson uncertainty (A &gt;= 41 %)" in html
     # no Monte Carlo was asked for, and the section says so instead of hiding it
     assert "No Monte Carlo check was run for life expectancy." in html
+
+
+def test_every_table_shows_eurostats_population_on_1_january(be):
+    """The results table's population of every Belgian region and the country (the figure of
+    the decision table, the chapter tables and the index) is Eurostat's published total on
+    1 January 2023, not the average population behind the rates."""
+    out, _ = be
+    (table,) = (out / "results" / "be-2023").glob("BE-*[0-9a-f].parquet")
+    df = pd.read_parquet(table)
+    pop = df.drop_duplicates("region").set_index("region")["population"]
+    assert len(pop) == 12
+    regions = [geo for geo in pop.index if geo != "BE"]
+    for geo in regions:
+        assert pop[geo] == _published_total(geo, 2023), geo
+    assert pop["BE"] == sum(pop[geo] for geo in regions)  # the country: its 11 regions
+    e0 = df[(df["indicator"] == "e") & (df["sex"] == "T") & (df["age"] == 0)].set_index("region")
+    assert (e0["exposure"] != pop.reindex(e0.index)).all()  # the exposure is another figure

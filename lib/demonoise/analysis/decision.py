@@ -384,7 +384,7 @@ def population(counts: Counts) -> pd.DataFrame:
         ``dataset, data_status, year, country, region, region_name, nuts_level,
         population`` (persons), one row per region of ``counts``.
     """
-    pop = counts.pop_start[:, SEXES.index("T")].sum(-1).astype(float)
+    pop = counts.population[:, SEXES.index("T")].astype(float)
     df = pd.DataFrame(
         {
             "dataset": counts.name,

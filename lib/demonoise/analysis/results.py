@@ -13,9 +13,11 @@ noise_model, ptable, zero_floor, granularity, V
     ``ptable`` (Cell Key Method, ``ptable`` names the table; ``V`` its nominal
     variance); ``zero_floor`` whether the Monte Carlo floored noisy counts at zero (the
     analytic columns never do); the publication granularity.
-region, region_name, nuts_level, country, sex, indicator, age, age_group
-    ``age`` is the lower bound of the interval (``nan`` for TFR); ``age_group`` its
-    Eurostat-style label.
+region, region_name, nuts_level, country, population, sex, indicator, age, age_group
+    ``population``: the region's population on 1 January of the reference year (both
+    sexes, all ages, :attr:`~demonoise.core.counts.Counts.population`), the figure every
+    report table shows; ``age`` is the lower bound of the interval (``nan`` for TFR);
+    ``age_group`` its Eurostat-style label.
 value, events, exposure
     The indicator and the events/exposure behind it (e_k: deaths and exposure at
     ages >= k; TFR: all births and the female exposure 15-49).
@@ -56,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from demonoise.core.errors import ParameterError
-from demonoise.core.vocabulary import SMALL_EVENTS, Z_BOUND
+from demonoise.core.vocabulary import SEXES, SMALL_EVENTS, Z_BOUND
 from demonoise.uncertainty.montecarlo import MonteCarloResult, z_score
 from demonoise.uncertainty.propagation import (
     TABLES,
@@ -80,7 +82,7 @@ __all__ = [
 
 COLUMNS = [
     "dataset", "data_status", "noise_model", "ptable", "zero_floor", "granularity", "V",
-    "region", "region_name", "nuts_level", "country", "sex", "indicator", "age", "age_group",
+    "region", "region_name", "nuts_level", "country", "population", "sex", "indicator", "age", "age_group",
     "value", "events", "exposure", "var_pois", "var_noise", "var_tot", "sd_pois", "sd_noise", "sd_tot",
     "rel_pois", "rel_noise", "rel_tot", "admixture", "bias_noise", "small_count",
 ]  # fmt: skip
@@ -218,10 +220,11 @@ def _block_frame(
     df.insert(1, "region_name", np.array([r.name for r in c.regions])[reg_idx])
     df.insert(2, "nuts_level", np.array([r.level for r in c.regions])[reg_idx])
     df.insert(3, "country", np.array([r.country for r in c.regions])[reg_idx])
-    df.insert(4, "sex", np.tile(np.repeat(np.array(sexes), K), R))
-    df.insert(5, "indicator", block.indicator)
-    df.insert(6, "age", np.tile(block.age_lower, R * S))
-    df.insert(7, "age_group", np.tile(np.array(block.age_labels, dtype=object), R * S))
+    df.insert(4, "population", c.population[:, SEXES.index("T")][reg_idx])
+    df.insert(5, "sex", np.tile(np.repeat(np.array(sexes), K), R))
+    df.insert(6, "indicator", block.indicator)
+    df.insert(7, "age", np.tile(block.age_lower, R * S))
+    df.insert(8, "age_group", np.tile(np.array(block.age_labels, dtype=object), R * S))
     df["small_count"] = df["events"] < small_events
     if mc is not None:
         got = {comp: mc.stats.get((block.indicator, comp)) for comp in ("noise", "poisson", "total")}

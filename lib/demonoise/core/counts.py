@@ -613,6 +613,13 @@ class Counts:
         """Average population ``(P(t) + P(t+1)) / 2``, float, shape (R, 3, A)."""
         return (self.pop_start + self.pop_end) / 2.0
 
+    @property
+    def population(self) -> np.ndarray:
+        """Population on 1 January of ``t``, ``P = sum_a P_a(t)`` over every published age
+        cell (``UNK`` included), per region and sex (F, M, T; ``T`` its own published
+        cell), int64, shape (R, 3): the population every report table shows."""
+        return self.pop_start.sum(-1)
+
     def regroup(self, ages: AgeAxis | None = None, birth_ages: AgeAxis | None = None) -> Counts:
         """Aggregate to coarser published intervals (e.g. single ages -> 5-year groups).
 

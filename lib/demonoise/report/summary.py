@@ -389,8 +389,12 @@ def scalar_rows(
 
 
 def _population(df: pd.DataFrame) -> pd.Series:
-    """Average population (exposure, both sexes, all ages) per region, from the e0 rows,
-    else the sum of the mortality exposures."""
+    """Population on 1 January of the reference year per region (the results table's
+    ``population``, the figure of the decision table and the index); for a table without
+    it, the average population (exposure, both sexes, all ages) from the e0 rows, else
+    the sum of the mortality exposures."""
+    if "population" in df:
+        return df.drop_duplicates("region").set_index("region")["population"].astype(float)
     e0 = df[(df["indicator"] == "e") & (df["sex"] == "T") & np.isclose(df["age"].astype(float), 0.0)]
     if not e0.empty:
         return e0.groupby("region")["exposure"].first()
