@@ -191,6 +191,54 @@ def test_formulas_in_the_pdf_are_images_of_the_typeset_svg(tmp_path):
     assert _near(a, other) < 0.9
 
 
+_PAGE = """<html><body class="dn-body"><main class="dn-report"><h1>Title</h1>
+<p>Plain, <b>bold</b>, <i>italic</i> and <b><i>both</i></b>: 1 234 567 people; <code>demonoise report</code>.</p>
+</main></body></html>"""
+_RENDER = """
+import sys
+from demonoise.report.exporter import html_to_pdf
+pdf, _ = html_to_pdf(open(sys.argv[1]).read())
+open(sys.argv[2], "wb").write(pdf)
+"""
+
+
+@needs_pango
+@pytest.mark.skipif(shutil.which("pdffonts") is None, reason="poppler-utils not installed")
+def test_the_pdf_is_set_in_the_templates_own_typeface_on_any_machine(tmp_path):
+    """The PDF's text is DejaVu Sans from the template's fonts/ (its four faces), also where
+    the machine has no font at all (fontconfig with no font directory): the same text in
+    the same places as with the machine's fonts."""
+    import os
+
+    from demonoise.report.templates import FONT_FACES, fonts_dir
+
+    assert fonts_dir() is not None and len(FONT_FACES) == 6
+    css = (find_template_dir() / "demonoise" / "static" / "demonoise.css").read_text(encoding="utf-8")
+    (tmp_path / "page.html").write_text(_PAGE.replace("<body", f"<head><style>{css}</style></head><body"), "utf-8")
+    (tmp_path / "render.py").write_text(_RENDER, encoding="utf-8")
+    bare = tmp_path / "fonts.conf"
+    bare.write_text(f"<?xml version='1.0'?><fontconfig><cachedir>{tmp_path / 'cache'}</cachedir></fontconfig>")
+    pdfs = {}
+    for name, env in (("here", {}), ("bare", {"FONTCONFIG_FILE": str(bare)})):
+        out = tmp_path / f"{name}.pdf"
+        cmd = [sys.executable, str(tmp_path / "render.py"), str(tmp_path / "page.html"), str(out)]
+        subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, **env})
+        pdfs[name] = out
+    for out in pdfs.values():
+        fonts = subprocess.run(["pdffonts", str(out)], capture_output=True, text=True, check=True).stdout
+        names = {line.split()[0].split("+")[-1] for line in fonts.splitlines()[2:]}
+        assert names == {
+            "DejaVu-Sans",
+            "DejaVu-Sans-Bold",
+            "DejaVu-Sans-Italic",
+            "DejaVu-Sans-Bold-Italic",
+            "DejaVu-Sans-Mono",
+        }, names
+    text = {n: subprocess.run(["pdftotext", "-layout", str(p), "-"], capture_output=True, text=True).stdout
+            for n, p in pdfs.items()}  # fmt: skip
+    assert "1 234 567 people" in text["here"] and text["here"] == text["bare"]
+
+
 # ------------------------------------------------------------------ HTML
 def test_html_is_self_contained(report):
     text = report.html.read_text(encoding="utf-8")

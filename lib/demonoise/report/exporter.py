@@ -33,7 +33,7 @@ from traitlets import Unicode, default
 from demonoise.core.collector import fewer_collections
 from demonoise.core.errors import ReportError
 from demonoise.report.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
-from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
+from demonoise.report.templates import TEMPLATE_NAME, find_template_dir, font_css
 from demonoise.report.typeset import markdown_to_html, print_formulas, tex_svg
 
 __all__ = [
@@ -310,7 +310,8 @@ def html_to_pdf(html: str, base_url: str = ".") -> tuple[bytes, int]:
     WeasyPrint builds the document's whole tree of boxes and pages before it writes; the
     garbage collector runs less often meanwhile (France's 55 pages: 6.7 s of 29 s spent in
     full collections otherwise; :mod:`demonoise.core.collector`). The formulas are laid
-    out as images (:func:`~.typeset.print_formulas`).
+    out as images (:func:`~.typeset.print_formulas`), the text in the template's own
+    typeface (:func:`~.templates.font_css`).
 
     Raises
     ------
@@ -324,9 +325,14 @@ def html_to_pdf(html: str, base_url: str = ".") -> tuple[bytes, int]:
 
     logging.getLogger("weasyprint").setLevel(logging.ERROR)
     logging.getLogger("fontTools").setLevel(logging.ERROR)
+    from weasyprint.text.fonts import FontConfiguration
+
     printed = print_formulas(html)
+    fonts = FontConfiguration()
+    css = font_css()
+    sheets = [weasyprint.CSS(string=css, font_config=fonts)] if css else []
     try:
-        doc = weasyprint.HTML(string=printed, base_url=base_url).render()
+        doc = weasyprint.HTML(string=printed, base_url=base_url).render(stylesheets=sheets, font_config=fonts)
         buf = io.BytesIO()
         doc.write_pdf(buf)
     except Exception as e:

@@ -31,6 +31,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 __all__ = [
@@ -245,6 +246,7 @@ def chart_bundle(
     # One font for measuring (vl-convert) and drawing (the reader).
     spec["config"] = {"aria": False, "font": FONT, **(spec.get("config") or {})}
     vl_version = _vl_version()
+    _chart_fonts()
     bundle: dict[str, Any] = {}
     svg = simplify_svg(_uniquify_svg_ids(vlc.vegalite_to_svg(spec, vl_version=vl_version, format_locale=FORMAT_LOCALE)))
     if "svg" in formats:
@@ -405,6 +407,23 @@ def _register_formatters() -> None:
 
 
 # ------------------------------------------------------------------ notebook setup
+@lru_cache(maxsize=1)
+def _chart_fonts() -> None:
+    """vl-convert measures the charts' text with the template's typeface
+    (:func:`~demonoise.report.templates.fonts_dir`), whatever fonts the machine has."""
+    import vl_convert as vlc
+
+    from demonoise.core.errors import ReportError
+    from demonoise.report.templates import fonts_dir
+
+    try:
+        d = fonts_dir()
+    except ReportError:  # no template found: the machine's fonts
+        return
+    if d is not None:
+        vlc.register_font_directory(str(d))
+
+
 def setup_notebook(
     *,
     interactive: bool = False,
