@@ -7,21 +7,22 @@ size and the time estimate, a batch above :data:`MAX_NOTEBOOKS` notebook executi
 :data:`MAX_SECONDS` of estimated wall time unless the caller says yes (``demonoise report
 --yes``). Nothing ever prompts: a batch runs under CI, without a terminal.
 
-The estimate, in seconds of wall time on ``workers`` processes::
+The estimate, in seconds of wall time on ``workers`` processes (the work of each kind
+spread over the workers: the countries' steps overlap, :class:`demonoise.report.batch.Countries`)::
 
     compute   = sum over reports of [ C_report + C_region r
-                                      + (mc > 0) s (C_mc + mc (C_rep + C_region_rep r)) 2 / workers ]
+                                      + (mc > 0) s (C_mc + mc (C_rep + C_region_rep r)) ] / workers
     notebooks = n_notebooks C_notebook / workers
-    render    = pages C_page / workers,   pages = sum over reports of (3 + 3 i s + 1.6 r)
+    render    = pages C_page / workers,   pages = sum over reports of (15 + i s + r)
 
 with ``r`` the regions of the country (the country and its NUTS 2 regions), ``s`` the
-noise settings and ``i`` the indicator chapters. The constants were measured with
-``demonoise report`` and :func:`demonoise.report.batch.compute` on ess-2023 (LU, MT, FI,
-FR; V = 1, V = 5, p-table v01; mc 0, 1 000 and 4 000) on 2 cores shared with other work
-(load average about 4), so they err on the slow side: 39 notebooks took 73.9 s on 2
-workers, 125 pages 75.8 s (HTML 15.8 s and PDF 98.2 s of work), the compute stage 2.4 s
-(LU) and 4.9 s (FR, 29 regions) without Monte Carlo and 32.7 s and 77.1 s with 4 000
-replicates of three settings. The overview and the extras count as one notebook each.
+noise settings and ``i`` the indicator chapters. The constants come from the full
+ess-2023 batch (36 countries, three settings, mc 1 000; work measured inside the tasks,
+``benchmarks/bench_reports.py``): 470 notebooks 285 s, 1 352 pages (LU 28, FR 55, the page
+formula's 28 and 55) 359 s of HTML and PDF, the compute 102.5 s (FR 7.3-8.5 s, LU about
+1.5 s in one process); each set about 1.5 times higher, as a host shared with other work
+runs them (the same batch took 393 s and 551 s of wall time on one host within two hours).
+The overview and the extras count as one notebook each.
 """
 
 from __future__ import annotations
@@ -45,21 +46,21 @@ __all__ = [
 MAX_NOTEBOOKS = 200
 #: Estimated wall time a batch may take without ``--yes`` (30 minutes).
 MAX_SECONDS = 1800.0
-#: Seconds of work per notebook execution (kernel reused; 39 notebooks, 73.9 s on 2 workers).
-NOTEBOOK_SECONDS = 3.8
-#: Seconds of work per report page, HTML and PDF (114 s of work for 125 pages).
-PAGE_SECONDS_PDF = 0.9
-#: Seconds of work per report page, HTML only (15.8 s for 125 pages).
-PAGE_SECONDS_HTML = 0.13
-#: Compute stage per report (results, calibration, comparisons): fixed and per region.
-COMPUTE_SECONDS = 2.5
-COMPUTE_SECONDS_PER_REGION = 0.09
-#: Monte Carlo per report and setting on 2 workers: start-up, per replicate, per region and replicate.
-MC_START_SECONDS = 5.0
-MC_REPLICATE_SECONDS = 1.0e-3
-MC_REGION_REPLICATE_SECONDS = 1.3e-4
+#: Seconds of work per notebook execution (kernel reused; 0.61 s measured).
+NOTEBOOK_SECONDS = 1.0
+#: Seconds of work per report page, HTML and PDF (0.27 s measured).
+PAGE_SECONDS_PDF = 0.45
+#: Seconds of work per report page, HTML only (0.03 s measured).
+PAGE_SECONDS_HTML = 0.05
+#: Compute per report (results, calibration, comparisons): fixed and per region.
+COMPUTE_SECONDS = 1.0
+COMPUTE_SECONDS_PER_REGION = 0.05
+#: Monte Carlo per report and setting: start-up, per replicate, per region and replicate.
+MC_START_SECONDS = 0.2
+MC_REPLICATE_SECONDS = 1.0e-4
+MC_REGION_REPLICATE_SECONDS = 6.0e-5
 #: Pages of a report: fixed, per chapter section (indicator x setting), per region.
-PAGES_FIXED, PAGES_PER_SECTION, PAGES_PER_REGION = 3.0, 3.0, 1.6
+PAGES_FIXED, PAGES_PER_SECTION, PAGES_PER_REGION = 15.0, 1.0, 1.0
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,7 @@ def estimate_batch(plan, *, workers: int = 2, pdf: bool = True) -> BatchEstimate
         r = _regions(rep.dataset, rep.country)
         compute += COMPUTE_SECONDS + COMPUTE_SECONDS_PER_REGION * r
         if mc:
-            per_setting = MC_START_SECONDS + mc * (MC_REPLICATE_SECONDS + MC_REGION_REPLICATE_SECONDS * r)
-            compute += s * per_setting * 2 / workers
+            compute += s * (MC_START_SECONDS + mc * (MC_REPLICATE_SECONDS + MC_REGION_REPLICATE_SECONDS * r))
         pages += PAGES_FIXED + PAGES_PER_SECTION * i * s + PAGES_PER_REGION * r
     notebooks = len(plan.runs) + len(params.extras) + (params.overview is not None)
     page_cost = PAGE_SECONDS_PDF if pdf else PAGE_SECONDS_HTML
@@ -118,7 +118,7 @@ def estimate_batch(plan, *, workers: int = 2, pdf: bool = True) -> BatchEstimate
         len(plan.reports),
         notebooks,
         round(pages),
-        compute,
+        compute / workers,
         notebooks * NOTEBOOK_SECONDS / workers,
         pages * page_cost / workers,
     )
