@@ -11,10 +11,13 @@ Each round runs ``demonoise report`` from scratch (a new output directory) once 
 the reference checkout's ``lib`` first on ``PYTHONPATH`` and once with the candidate's,
 in alternating order (reference first in odd rounds, candidate first in even ones), so
 that a machine whose speed drifts during the run (a shared host can change by a third
-within half an hour) weighs on both alike. Printed: every run's wall time and stage
-split as the command reports them (the compute, notebooks and reports figures of the
-command's summary line, where it prints them: stage walls before the stages overlapped,
-summed work since), then per version the median and the ratio candidate / reference of
+within half an hour) weighs on both alike. Printed: every run's wall time, the CPU
+time of the command and every process under it (its workers and their kernels: the
+figure a host's speed moves least, as two busy cores leave no idle time to hide in), and
+the stage split as the command reports them (the compute, notebooks and reports figures
+of the command's summary line, where it prints them: stage walls before the stages
+overlapped, summed work since -- two versions on either side of that change share the
+names, not the meaning), then per version the median and the ratio candidate / reference of
 the medians. Both use this interpreter and its packages unless ``--reference-python`` or
 ``--candidate-python`` names another (a checkout's own ``.venv``, e.g. one whose PDF
 engine was another); each checkout's Monte Carlo kernels are compiled (numba's cache)
@@ -70,14 +73,42 @@ def _run(checkout: Path, python: str, params: str, workers: int, out: Path) -> d
     cmd = [python, "-m", "demonoise.cli", "report", "--params", params, "--output", str(out)]
     cmd += ["--workers", str(workers)] + (["--yes"] if _accepts_yes(checkout, python) else [])
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, cwd=checkout, env=_env(checkout), capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if p.returncode != 0:
-        raise SystemExit(f"{checkout}: demonoise report failed ({p.returncode}):\n{p.stderr[-2000:]}")
-    said = p.stderr + p.stdout
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(cmd, cwd=checkout, env=_env(checkout), stdout=log, stderr=subprocess.STDOUT, text=True)
+        cpu = _tree_cpu(proc)
+        wall = time.perf_counter() - t0
+        log.seek(0)
+        said = log.read()
+    if proc.returncode != 0:
+        raise SystemExit(f"{checkout}: demonoise report failed ({proc.returncode}):\n{said[-2000:]}")
     stages = {k: float(m.group(1)) for k, rx in STAGES.items() if (m := rx.search(said))}
     shutil.rmtree(out, ignore_errors=True)
-    return {"wall": wall, **stages}
+    return {"wall": wall, "cpu": cpu, **stages}
+
+
+def _tree_cpu(proc: subprocess.Popen, every: float = 0.25) -> float:
+    """CPU seconds (user and system) of ``proc`` and every process below it until it ends,
+    read every ``every`` seconds (psutil): the Dask workers and their kernels are not all
+    waited for by their parents, so the kernel's count of finished children misses them.
+    A process that ends between two readings loses at most ``every`` seconds."""
+    import psutil
+
+    seen: dict[tuple[int, float], float] = {}
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            tree = []
+        for p in tree:
+            try:
+                with p.oneshot():
+                    t = p.cpu_times()
+                    seen[(p.pid, p.create_time())] = t.user + t.system
+            except psutil.NoSuchProcess:
+                pass
+        time.sleep(every)
+    return sum(seen.values())
 
 
 def main(argv=None) -> int:
@@ -105,21 +136,21 @@ def main(argv=None) -> int:
                 r = _run(versions[name], python[name], a.params, a.workers, tmp / name)
                 runs[name].append(r)
                 split = ", ".join(f"{k} {r[k]:.1f}" for k in ("compute", "notebooks", "reports") if k in r)
-                print(f"round {i + 1} {name:9s} wall {r['wall']:6.1f} s ({split})", flush=True)
+                print(f"round {i + 1} {name:9s} wall {r['wall']:6.1f} s, cpu {r['cpu']:6.1f} s ({split})", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print()
-    print("| version | wall (median, s) | compute | notebooks | reports |")
-    print("|---|---|---|---|---|")
+    print("| version | wall (median, s) | cpu | compute | notebooks | reports |")
+    print("|---|---|---|---|---|---|")
     med = {}
     for name, rs in runs.items():
         med[name] = {k: statistics.median(r[k] for r in rs if k in r) for k in rs[0]}
-        cells = " | ".join(f"{med[name].get(k, float('nan')):.1f}" for k in ("compute", "notebooks", "reports"))
+        cells = " | ".join(f"{med[name].get(k, float('nan')):.1f}" for k in ("cpu", "compute", "notebooks", "reports"))
         print(f"| {name} | {med[name]['wall']:.1f} | {cells} |")
     ratio = {k: med["candidate"][k] / v for k, v in med["reference"].items() if v and k in med["candidate"]}
     print(
         "| candidate / reference | "
-        + " | ".join(f"{ratio.get(k, float('nan')):.3f}" for k in ("wall", "compute", "notebooks", "reports"))
+        + " | ".join(f"{ratio.get(k, float('nan')):.3f}" for k in ("wall", "cpu", "compute", "notebooks", "reports"))
         + " |"
     )
     return 0
