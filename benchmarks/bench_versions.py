@@ -13,7 +13,7 @@ in alternating order (reference first in odd rounds, candidate first in even one
 that a machine whose speed drifts during the run (a shared host can change by a third
 within half an hour) weighs on both alike. Printed: every run's wall time, the CPU
 time of the command and every process under it (its workers and their kernels: the
-figure a host's speed moves least, as two busy cores leave no idle time to hide in), and
+work each version does, which the wall time hides where one keeps the cores busier), and
 the stage split as the command reports them (the compute, notebooks and reports figures
 of the command's summary line, where it prints them: stage walls before the stages
 overlapped, summed work since -- two versions on either side of that change share the
@@ -89,7 +89,7 @@ def _run(checkout: Path, python: str, params: str, workers: int, out: Path) -> d
 def _tree_cpu(proc: subprocess.Popen, every: float = 0.25) -> float:
     """CPU seconds (user and system) of ``proc`` and every process below it until it ends,
     read every ``every`` seconds (psutil): the Dask workers and their kernels are not all
-    waited for by their parents, so the kernel's count of finished children misses them.
+    waited for by their parents, so getrusage's count of finished children misses them.
     A process that ends between two readings loses at most ``every`` seconds."""
     import psutil
 

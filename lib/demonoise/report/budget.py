@@ -18,10 +18,10 @@ spread over the workers: the countries' steps overlap, :class:`demonoise.report.
 with ``r`` the regions of the country (the country and its NUTS 2 regions), ``s`` the
 noise settings and ``i`` the indicator chapters. The constants come from the full
 ess-2023 batch (36 countries, three settings, mc 1 000; work measured inside the tasks,
-``benchmarks/bench_reports.py``): 470 notebooks 285 s, 1 352 pages (LU 28, FR 55, the page
-formula's 28 and 55) 359 s of HTML and PDF, the compute 102.5 s (FR 7.3-8.5 s, LU about
-1.5 s in one process); each set about 1.5 times higher, as a host shared with other work
-runs them (the same batch took 393 s and 551 s of wall time on one host within two hours).
+``benchmarks/bench_reports.py``): 470 notebooks 285 s, 1 352 pages (LU 28, FR 55; the page
+formula's 29 and 55) 358 s of HTML and PDF, the compute 102.5 s; each set about 1.5 times
+higher, as a host shared with other work runs them (the same batch took 393 s to 683 s
+of wall time on one kind of host).
 The overview and the extras count as one notebook each.
 """
 
@@ -50,7 +50,7 @@ MAX_SECONDS = 1800.0
 NOTEBOOK_SECONDS = 1.0
 #: Seconds of work per report page, HTML and PDF (0.27 s measured).
 PAGE_SECONDS_PDF = 0.45
-#: Seconds of work per report page, HTML only (0.03 s measured).
+#: Seconds of work per report page, HTML only (0.022 s measured).
 PAGE_SECONDS_HTML = 0.05
 #: Compute per report (results, calibration, comparisons): fixed and per region.
 COMPUTE_SECONDS = 1.0
