@@ -52,7 +52,9 @@ def test_bundle_is_static_svg(df):
     assert csv[0] == "age,rate" and len(csv) == len(df) + 1
     # the data really are drawn: the line is one path through the 18 points (M + 17 L),
     # with x increasing in equal steps (ages 0, 5, ..., 85)
-    d = re.search(r'class="mark-line[^"]*".*?<path[^>]* d="(M[^"]+)"', svg).group(1)
+    # (the line mark's group, which carries only names, is dissolved: the line is the path
+    # through the most points)
+    d = max(re.findall(r'<path[^>]* d="(M[^"A-Za-z]*(?:L[^"A-Za-z]*)+)"', svg), key=lambda p: p.count("L"))
     xs = [float(p.split(",")[0]) for p in re.split(r"[ML]", d)[1:]]
     assert len(xs) == len(df) == 18
     assert np.allclose(np.diff(xs), xs[1] - xs[0], atol=2e-3) and xs[1] > xs[0]
@@ -119,8 +121,9 @@ def test_simplified_chart_draws_the_same_picture(df):
     )
     svg = vlc.vegalite_to_svg(chart.to_dict())
     simple = simplify_svg(svg)
-    assert simple.count("<circle") == len(df) and simple.count("<rect") >= len(df)
-    assert simple.count("<path") < svg.count("<path") - 2 * len(df)
+    # bars, circles and squares as rectangles, circles or (where they overlap nothing
+    # painted in between) one path per paint: far fewer elements
+    assert len(re.findall(r"<[a-z]", simple)) < len(re.findall(r"<[a-z]", svg)) - 2 * len(df)
     # every mark's opacity became the alpha of its paint: no transparency group left
     assert svg.count(' opacity="0.') >= 4 * len(df) and ' opacity="0.' not in simple
 

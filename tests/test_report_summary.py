@@ -184,6 +184,29 @@ def test_age_verdict_cells_and_small_counts():
     assert "3 cells (25 %) rest on fewer than 10 deaths" in text
 
 
+def test_age_profile_table_medians_and_largest_by_region():
+    """Medians and largest admixtures of the mortality rates per region, from the rows'
+    definition: A = sqrt(1 + ratio) - 1, rel. total = sqrt((1 + ratio) / deaths)."""
+    t = S.age_profile_table(frame(), 1.0, "asmr")
+    f = t.frame.set_index("region")
+    assert list(f.index) == ["XX", "XX01", "XX02", "XX03"]  # country first, then by population
+    big = f.loc["XX01"]  # 200, 50, 12, 900 deaths, ratio 0.21 everywhere: A = 10 % at every age
+    assert big["A_median_T"] == pytest.approx(0.1) and big["A_max"] == pytest.approx(0.1)
+    assert big["A_max_age"] == "Y0" and big["A_max_reliable_age"] == "Y0"  # the first of equals
+    tiny = f.loc["XX03"]  # 2, 1, 5, 40 deaths: ratio 3, 3, 3, 0.21
+    assert tiny["A_median_T"] == pytest.approx(1.0) and tiny["A_max"] == pytest.approx(1.0)
+    assert tiny["A_max_age"] == "Y0"
+    assert tiny["A_max_reliable"] == pytest.approx(0.1) and tiny["A_max_reliable_age"] == "Y3"
+    rel = sorted(math.sqrt((1 + r) / ev) for ev, r in ((2, 3), (1, 3), (5, 3), (40, 0.21)))
+    assert tiny["rel_tot_median"] == pytest.approx((rel[1] + rel[2]) / 2)
+    assert tiny["population"] == 100_000 and tiny["label"] == "XX03 Tiny" and tiny["nuts_level"] == 2
+    # a region whose every cell rests on fewer than 10 events has no reliable largest
+    few = frame()
+    few.loc[few["region"] == "XX03", "small_count"] = True
+    shown = S.age_profile_table(few, 1.0, "asmr").shown
+    assert shown.iloc[3, -1] == "\u2014" and shown.iloc[3, -2] == "100 % (Y0)"
+
+
 def test_sparse_regions_and_flags():
     sp = S.sparse_regions(frame(), 1.0, "e")
     tiny = sp[sp.region == "XX03"].iloc[0]

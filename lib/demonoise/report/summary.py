@@ -867,18 +867,43 @@ def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 
     )
 
 
-def _largest(g: pd.DataFrame) -> tuple[float, str, float, str]:
-    """Largest admixture of a region's cells (and its age), overall and among cells with
-    at least 10 events."""
-    i = g["admixture"].idxmax()
-    big = g[~g["small_count"].astype(bool)]
-    j = big["admixture"].idxmax() if len(big) else None
-    return (
-        float(g.loc[i, "admixture"]),
-        str(g.loc[i, "age_group"]),
-        float(big.loc[j, "admixture"]) if j is not None else np.nan,
-        str(big.loc[j, "age_group"]) if j is not None else "",
+def _largest(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per region (in order of first appearance) the cell of largest admixture: its
+    ``admixture`` and ``age_group`` (the first such cell where several share the largest)."""
+    top = cells.sort_values("admixture", ascending=False, kind="stable", na_position="last")
+    return top.drop_duplicates("region").set_index("region")[["admixture", "age_group"]]
+
+
+def _age_profile_rows(d: pd.DataFrame, sex: str, sexes: list[str], pop: pd.Series) -> pd.DataFrame:
+    """The rows of :func:`age_profile_table` (one per region with cells of ``sex``, in
+    order of first appearance): median admixture per sex, median relative total
+    uncertainty and the largest admixture (and its age) of ``sex``, overall and among
+    cells with at least 10 events."""
+    d = d[["region", "region_name", "nuts_level", "sex", "age_group", "admixture", "rel_tot", "small_count"]]
+    own = d[d["sex"] == sex]
+    regions = pd.unique(own["region"])
+    if len(regions) == 0:
+        return pd.DataFrame()
+    first = d.drop_duplicates("region").set_index("region")
+    top = _largest(own)
+    big = _largest(own[~own["small_count"].astype(bool)]).reindex(regions)
+    frame = pd.DataFrame(
+        {
+            "region": regions,
+            "label": [region_label(r, first.at[r, "region_name"]) for r in regions],
+            "nuts_level": first.loc[regions, "nuts_level"].astype(int).to_numpy(),
+            "population": pop.reindex(regions).astype(float).to_numpy(),
+            "rel_tot_median": own.groupby("region")["rel_tot"].median().reindex(regions).to_numpy(dtype=float),
+            "A_max": top.loc[regions, "admixture"].to_numpy(dtype=float),
+            "A_max_age": top.loc[regions, "age_group"].astype(str).to_numpy(),
+            "A_max_reliable": big["admixture"].to_numpy(dtype=float),
+            "A_max_reliable_age": big["age_group"].fillna("").astype(str).to_numpy(),
+        }
     )
+    for x in sexes:
+        med = d[d["sex"] == x].groupby("region")["admixture"].median()
+        frame[f"A_median_{x}"] = med.reindex(regions).to_numpy(dtype=float)
+    return frame
 
 
 def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = None) -> HtmlTable:
@@ -892,28 +917,7 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = 
     d = at(df, V, indicator)
     d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
     sexes = [x for x in ("F", "M", "T") if (d["sex"] == x).any()]
-    pop = _population(df)
-    rows = []
-    for region, g in d.groupby("region", sort=False):
-        own = g[g["sex"] == sex]
-        if own.empty:
-            continue
-        a, a_age, ab, ab_age = _largest(own)
-        row = {
-            "region": region,
-            "label": region_label(region, g["region_name"].iloc[0]),
-            "nuts_level": int(g["nuts_level"].iloc[0]),
-            "population": float(pop.get(region, np.nan)),
-            "rel_tot_median": float(own["rel_tot"].median()),
-            "A_max": a,
-            "A_max_age": a_age,
-            "A_max_reliable": ab,
-            "A_max_reliable_age": ab_age,
-        }
-        for x in sexes:
-            row[f"A_median_{x}"] = float(g.loc[g["sex"] == x, "admixture"].median())
-        rows.append(row)
-    frame = pd.DataFrame(rows)
+    frame = _age_profile_rows(d, sex, sexes, _population(df))
     if frame.empty:
         return HtmlTable(frame, frame, caption="(no rows)")
     frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
