@@ -94,6 +94,13 @@ def test_what_is_left_alone():
     )
     svg = f'<svg {NS} width="40" height="50">{kept}</svg>'
     assert merge_marks(svg) == svg
+    styled = (
+        f'<svg {NS} width="40" height="20"><style>.a {{ fill: blue }}</style><g class="a">'
+        '<rect class="a" x="0" y="0" width="5" height="5" fill="red"/>'
+        '<rect x="10" y="0" width="5" height="5" fill="red"/>'
+        "</g></svg>"
+    )
+    assert merge_marks(styled) == styled  # a style sheet may select by class
     assert merge_marks("<svg><rect></svg") == "<svg><rect></svg"  # not XML
 
 

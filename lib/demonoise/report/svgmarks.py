@@ -20,7 +20,9 @@ Three rewrites, each drawing the same pixels:
   painting both fill and stroke, dashed strokes, and shapes with a clip, mask, filter,
   marker, ``id``, ``style`` or an ``aria-label`` (a chart drawn with ARIA describes each
   mark; the reports draw theirs without) are left as they are, as is everything inside ``<defs>``,
-  ``<clipPath>``, ``<mask>``, ``<pattern>``, ``<marker>``, ``<symbol>`` and ``<text>``.
+  ``<clipPath>``, ``<mask>``, ``<pattern>``, ``<marker>``, ``<symbol>``, ``<switch>``,
+  ``<foreignObject>`` and ``<text>``; an SVG with a ``<style>`` sheet is left whole
+  (its selectors may name classes).
   Overlap is judged on bounding boxes (with twice the stroke width around a stroke),
   found through a grid of 32-unit cells.
 
@@ -50,7 +52,9 @@ _OWN = frozenset(
     {"id", "style", "clip-path", "mask", "filter", "marker-start", "marker-mid", "marker-end", "rx", "ry", "aria-label"}
 )
 #: Subtrees that are not drawn where they stand (or are drawn as a whole).
-_OPAQUE_SUBTREES = frozenset({"defs", "clipPath", "mask", "pattern", "marker", "symbol", "text"})
+_OPAQUE_SUBTREES = frozenset(
+    {"defs", "clipPath", "mask", "pattern", "marker", "symbol", "text", "switch", "foreignObject"}
+)
 _INHERITED = ("fill", "stroke", "fill-opacity", "stroke-opacity", "stroke-dasharray", "stroke-width")
 _NO_PAINT = frozenset({"none", "transparent"})
 _TRANSLATE = re.compile(r"\s*translate\(\s*([-+\d.eE]+)(?:[\s,]+([-+\d.eE]+))?\s*\)\s*$")
@@ -238,6 +242,8 @@ def merge_tree(root) -> bool:
     """Rewrite the SVG element tree ``root`` in place (module docstring); True if
     anything changed."""
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    if any(_tag(el) == "style" for el in root.iter()):
+        return False  # a style sheet may select by class: names are not inert there
     changed = False
 
     def walk(el, inh: dict) -> None:
