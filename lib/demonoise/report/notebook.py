@@ -187,7 +187,7 @@ def _opacity_tree(root) -> bool:
     return changed
 
 
-def simplify_svg(svg: str) -> str:
+def simplify_svg(svg: str, *, merge: bool = True) -> str:
     """The same picture with fewer elements for a PDF engine to parse.
 
     Vega writes every rectangle (frames, heat-map cells, bars) as a path
@@ -199,7 +199,8 @@ def simplify_svg(svg: str) -> str:
     (:func:`_opacity_as_paint`). Then the marks of one paint are merged into one path
     each, and groups that carry only names are dissolved
     (:func:`demonoise.report.svgmarks.merge_tree`): Germany's charts draw in about a
-    fifth less time. Anything else is left as it is.
+    fifth less time (``merge=False``: without that step, for comparison). Anything else is
+    left as it is.
     """
     from demonoise.report.svgmarks import merge_tree
 
@@ -214,7 +215,7 @@ def simplify_svg(svg: str) -> str:
     except ValueError:  # an opacity that is not a plain number: left as drawn
         return svg
     try:
-        changed = merge_tree(root) or changed
+        changed = (merge and merge_tree(root)) or changed
     except ValueError:  # a length that is not a plain number: marks left as they are
         root = _parse_svg(svg)
         if root is None or not _opacity_tree(root):
