@@ -89,6 +89,8 @@ def test_what_is_left_alone():
         '<rect x="10" y="30" width="5" height="5" fill="red" rx="1"/>'
         '<rect x="0" y="40" width="5" height="5" fill="red" transform="rotate(3)"/>'  # not a translation
         '<rect x="10" y="40" width="5" height="5" fill="red" transform="rotate(3)"/>'
+        '<rect x="20" y="40" width="5" height="5" fill="red" transform="translate(1e)"/>'  # not a number
+        '<rect x="30" y="40" width="5" height="5" fill="red" transform="translate(1e)"/>'
         '<g transform="translate(1,1)"><text x="0" y="0">A</text></g>'  # a group that moves
         '<defs><clipPath id="c"><rect width="3" height="3"/><rect x="4" width="3" height="3"/></clipPath></defs>'
     )

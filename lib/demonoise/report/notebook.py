@@ -126,7 +126,6 @@ def _circle_element(m: re.Match) -> str:
     return f'<circle{attrs} r="{r}"{rest}/>'
 
 
-_SVG_NS = "http://www.w3.org/2000/svg"
 _LEAF_SHAPES = frozenset({"rect", "circle", "ellipse", "path", "line", "polygon", "polyline"})
 _NO_PAINT = frozenset({"none", "transparent"})
 
@@ -139,7 +138,9 @@ def _opacity_as_paint(svg: str) -> str:
     mark, with its bounding box), ``fill-opacity`` as a colour's alpha. Fill and stroke
     are followed down the tree (a shape inherits ``fill="none"`` from a Vega group);
     shapes painting both, text, and shapes with a mask or filter keep their ``opacity``."""
-    root = _parse_svg(svg)
+    from demonoise.report.svgmarks import parse_svg
+
+    root = parse_svg(svg)
     if root is None:
         return svg
     try:
@@ -147,15 +148,6 @@ def _opacity_as_paint(svg: str) -> str:
     except ValueError:  # an opacity that is not a plain number (e.g. "50%"): left as drawn
         return svg
     return ET.tostring(root, encoding="unicode") if changed else svg
-
-
-def _parse_svg(svg: str):
-    ET.register_namespace("", _SVG_NS)
-    ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
-    try:
-        return ET.fromstring(svg)
-    except ET.ParseError:
-        return None
 
 
 def _opacity_tree(root) -> bool:
@@ -198,29 +190,24 @@ def simplify_svg(svg: str, *, merge: bool = True) -> str:
     are dropped; a mark's ``opacity`` becomes its paint's alpha where that draws the same
     (:func:`_opacity_as_paint`). Then the marks of one paint are merged into one path
     each, and groups that carry only names are dissolved
-    (:func:`demonoise.report.svgmarks.merge_tree`): Germany's charts draw in about a
-    fifth less time (``merge=False``: without that step, for comparison). Anything else is
+    (:func:`demonoise.report.svgmarks.merge_tree`): the chapter charts draw in 0.62-0.72
+    of the time (``benchmarks/bench_charts.py``; ``merge=False``: without that step, for
+    comparison). Anything else is
     left as it is.
     """
-    from demonoise.report.svgmarks import merge_tree
+    from demonoise.report.svgmarks import merge_tree, parse_svg
 
     svg = _EMPTY_PATH_RE.sub("", svg)
     svg = _RECT_PATH_RE.sub(_rect_element, svg)
     svg = _CIRCLE_PATH_RE.sub(_circle_element, svg)
-    root = _parse_svg(svg)
+    root = parse_svg(svg)
     if root is None:
         return svg
     try:
         changed = _opacity_tree(root)
     except ValueError:  # an opacity that is not a plain number: left as drawn
         return svg
-    try:
-        changed = (merge and merge_tree(root)) or changed
-    except ValueError:  # a length that is not a plain number: marks left as they are
-        root = _parse_svg(svg)
-        if root is None or not _opacity_tree(root):
-            return svg
-        changed = True
+    changed = (merge and merge_tree(root)) or changed
     return ET.tostring(root, encoding="unicode") if changed else svg
 
 
