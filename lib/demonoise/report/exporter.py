@@ -33,6 +33,7 @@ from traitlets import Unicode, default
 from demonoise.core.collector import fewer_collections
 from demonoise.core.errors import ReportError
 from demonoise.report.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
+from demonoise.report.printtables import print_tables
 from demonoise.report.templates import TEMPLATE_NAME, find_template_dir, font_css
 from demonoise.report.typeset import markdown_to_html, print_formulas, tex_svg
 
@@ -327,7 +328,7 @@ def html_to_pdf(html: str, base_url: str = ".") -> tuple[bytes, int]:
     logging.getLogger("fontTools").setLevel(logging.ERROR)
     from weasyprint.text.fonts import FontConfiguration
 
-    printed = print_formulas(html)
+    printed = print_tables(print_formulas(html))
     fonts = FontConfiguration()
     css = font_css()
     sheets = [weasyprint.CSS(string=css, font_config=fonts)] if css else []
