@@ -435,16 +435,13 @@ def _moments(a: dict, ref: np.ndarray, quantiles) -> dict:
     st = {"mean": ref + mean_d, "sd": np.sqrt(np.maximum(var, 0.0)), "n_valid": a["n"]}
     if a["values"] is not None:
         vals, a["values"] = a["values"], None
-        # replicates last and contiguous: partitioning each cell's replicates then reads
-        # consecutive memory (Germany's e_x: 0.28 s against 0.49 s along the first axis)
-        vals = np.ascontiguousarray(np.moveaxis(vals, 0, -1))
         with np.errstate(invalid="ignore"):
             # np.quantile is vectorised (and partitions the stored values in place);
             # nanquantile falls back to a Python loop per cell
             q = (
-                np.quantile(vals, quantiles, axis=-1, overwrite_input=True)
+                np.quantile(vals, quantiles, axis=0, overwrite_input=True)
                 if not np.isnan(vals).any()
-                else np.nanquantile(vals, quantiles, axis=-1, overwrite_input=True)
+                else np.nanquantile(vals, quantiles, axis=0, overwrite_input=True)
             )
         del vals
         st["q_lo"], st["q_hi"] = q[0], q[-1]
