@@ -20,6 +20,7 @@ from demonoise.report.notebook import (
     VEGA_SPEC_CLASS,
     chart_bundle,
     display_metrics,
+    drawn_fields,
     setup_notebook,
     simplify_svg,
     to_jsonable,
@@ -58,6 +59,41 @@ def test_bundle_is_static_svg(df):
     xs = [float(p.split(",")[0]) for p in re.split(r"[ML]", d)[1:]]
     assert len(xs) == len(df) == 18
     assert np.allclose(np.diff(xs), xs[1] - xs[0], atol=2e-3) and xs[1] > xs[0]
+
+
+def test_the_drawing_gets_only_the_fields_the_chart_names_and_draws_the_same(df):
+    """vl-convert gets each dataset cut to the fields the spec names elsewhere: the SVG is
+    vl-convert's drawing of the whole spec, the figure's CSV keeps every column; a chart
+    that may show every field of a datum (a tooltip of the whole datum) is drawn whole."""
+    import vl_convert as vlc
+
+    from demonoise.report.notebook import _uniquify_svg_ids, _vl_version
+
+    wide = df.assign(region="BE10", region_name="Bruxelles", exposure=1000.0, small_count=False)
+    chart = (
+        alt.Chart(wide)
+        .mark_point()
+        .encode(x="age:Q", y="rate:Q", color="region:N")
+        .transform_filter("!datum.small_count")
+    )
+    spec = chart.to_dict()
+    drawn = drawn_fields(spec)
+    (rows,) = drawn["datasets"].values()
+    assert set(rows[0]) == {"age", "rate", "region", "small_count"} and len(rows) == len(wide)
+    (whole,) = spec["datasets"].values()
+    assert set(whole[0]) == set(wide.columns)  # the spec itself is not touched
+
+    b = chart_bundle(spec)
+    config = {"aria": False, **spec["config"]}
+    from demonoise.report.theme import FONT, FORMAT_LOCALE
+
+    config["font"] = FONT
+    reference = vlc.vegalite_to_svg({**spec, "config": config}, vl_version=_vl_version(), format_locale=FORMAT_LOCALE)
+    assert b["image/svg+xml"] == simplify_svg(_uniquify_svg_ids(reference))
+    assert b[FIGURE_MIME]["csv"].splitlines()[0] == ",".join(wide.columns)
+
+    everything = alt.Chart(wide).mark_point(tooltip=True).encode(x="age:Q", y="rate:Q").to_dict()
+    assert drawn_fields(everything)["datasets"] == everything["datasets"]
 
 
 def test_simplify_svg_rewrites_only_rectangles_circles_and_empty_paths():

@@ -319,3 +319,29 @@ def test_a_task_carries_a_directory_it_reads_and_the_notebook_reads_the_copy(tmp
     copy = Path(p["decision_path"])
     assert copy.parent == elsewhere and copy.is_dir() and copy != tables
     assert {m.name: m.read_bytes() for m in copy.iterdir()} == task.files[str(tables)]
+
+
+def test_cells_with_a_skipped_tag_are_neither_run_nor_kept(tmp_path, tiny):
+    """The runs of an indicator notebook after the first setting's leave out its
+    chapter-only cells: a cell tagged ``chapter`` that would fail is not run, the other
+    cells are, and the run key tells the two kinds of run apart."""
+    nb = nbformat.read(tiny, as_version=4)
+    bad = new_code_cell('raise RuntimeError("a chapter cell ran")')
+    bad.metadata["tags"] = ["chapter"]
+    nb.cells.insert(1, bad)
+    src = tmp_path / "chaptered.ipynb"
+    nbformat.write(nb, src)
+
+    every = run_jobs([Job(src, tmp_path / "all.ipynb", {"region": "BE10"})], workers=1, progress=False)
+    assert every[0].status == "failed" and "a chapter cell ran" in str(every[0].error)
+
+    job = Job(src, tmp_path / "later.ipynb", {"region": "BE10"}, skip_tags=("chapter",))
+    res = run_jobs([job], workers=1, progress=False)
+    assert res[0].status == "ok", res[0].error
+    out = nbformat.read(job.output, as_version=4)
+    assert not [c for c in out.cells if "chapter" in c.metadata.get("tags", [])]
+    printed = [o.get("text", "") for c in out.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert "BE10\n" in printed
+    from demonoise.report.run import job_key
+
+    assert job_key(job, library="x") != job_key(Job(src, tmp_path / "later.ipynb", {"region": "BE10"}), library="x")

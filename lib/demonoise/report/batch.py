@@ -785,8 +785,10 @@ class Countries:
             for run in self.runs[r]:
                 p = _parameters(run, done, self.params, facts)
                 nb = self.state.notebooks / f"{run.notebook}.ipynb"
-                job = Job(nb, run.output(self.state.output), p, name=run.name, files=_read_files(done))
                 minor = 0 if run.setting in (None, first) else 1
+                # the chapter's own cells (method, charts) run with the first setting only
+                skip = ("chapter",) if minor else ()
+                job = Job(nb, run.output(self.state.output), p, name=run.name, files=_read_files(done), skip_tags=skip)
                 self._start(job, ("executed", run, job), self._p(NOTEBOOK, r, minor))
         self._render(r)
 

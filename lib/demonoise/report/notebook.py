@@ -47,6 +47,7 @@ __all__ = [
     "table_bundle",
     "setup_notebook",
     "chart_bundle",
+    "drawn_fields",
     "display_metrics",
     "to_jsonable",
 ]
@@ -211,6 +212,42 @@ def simplify_svg(svg: str, *, merge: bool = True) -> str:
     return ET.tostring(root, encoding="unicode") if changed else svg
 
 
+#: A spec that may use a datum's every field (a tooltip of the whole datum; a map, whose
+#: features' geometry no encoding names): drawn whole.
+_WHOLE_DATUM = re.compile(r'"tooltip":\s*true|"content":\s*"data"|"geoshape"')
+
+
+def drawn_fields(spec: Mapping[str, Any]) -> dict:
+    """``spec`` with each inline dataset cut to the fields the rest of the spec names.
+
+    The chart builders pass whole slices of the results table (a dozen columns) where a
+    chart draws three or four; Vega parses and carries every field of every row. A field
+    is kept wherever its name occurs anywhere outside the data (encodings, transforms,
+    tooltips; a name inside another string keeps it too), so the drawing is the same --
+    the same SVG for every chart of CZ, FR and MT, in a tenth less time. A spec that can
+    use a datum's every field (``tooltip: true``, a map) is returned as it is. The figure's CSV
+    (:func:`_spec_csv`) is made from the whole spec.
+    """
+    sets = spec.get("datasets")
+    if not isinstance(sets, Mapping) or not sets:
+        return dict(spec)
+    rest = json.dumps({k: v for k, v in spec.items() if k != "datasets"}, separators=(",", ":"))
+    if _WHOLE_DATUM.search(rest):
+        return dict(spec)
+    cut = {}
+    for name, rows in sets.items():
+        if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+            cut[name] = rows
+            continue
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        keep = [f for f in fields if f in rest]
+        if len(keep) == len(fields):
+            cut[name] = rows
+        else:
+            cut[name] = [{f: r[f] for f in keep if f in r} for r in rows]
+    return {**spec, "datasets": cut}
+
+
 def _script_json(obj: Any) -> str:
     """JSON safe to embed in a ``<script>`` element (no ``</`` or ``<!--``)."""
     text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
@@ -267,18 +304,20 @@ def chart_bundle(
     vl_version = _vl_version()
     _chart_fonts()
     bundle: dict[str, Any] = {}
-    svg = simplify_svg(_uniquify_svg_ids(vlc.vegalite_to_svg(spec, vl_version=vl_version, format_locale=FORMAT_LOCALE)))
+    drawn = drawn_fields(spec)
+    svg = vlc.vegalite_to_svg(drawn, vl_version=vl_version, format_locale=FORMAT_LOCALE)
+    svg = simplify_svg(_uniquify_svg_ids(svg))
     if "svg" in formats:
         bundle["image/svg+xml"] = svg
     if "png" in formats:
         import base64
 
-        png = vlc.vegalite_to_png(spec, vl_version=vl_version, scale=scale, format_locale=FORMAT_LOCALE)
+        png = vlc.vegalite_to_png(drawn, vl_version=vl_version, scale=scale, format_locale=FORMAT_LOCALE)
         bundle["image/png"] = base64.b64encode(png).decode("ascii")
     if "pdf" in formats:
         import base64
 
-        pdf = vlc.vegalite_to_pdf(spec, vl_version=vl_version, format_locale=FORMAT_LOCALE)
+        pdf = vlc.vegalite_to_pdf(drawn, vl_version=vl_version, format_locale=FORMAT_LOCALE)
         bundle["application/pdf"] = base64.b64encode(pdf).decode("ascii")
     if interactive:
         bundle["text/html"] = (

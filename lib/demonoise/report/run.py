@@ -116,6 +116,11 @@ class Job:
         results table of ``results_path``): the task carries their bytes, and the
         notebook reads a copy where it runs (a worker of a cluster need not share this
         machine's disk).
+    skip_tags : tuple of str
+        Cells carrying any of these tags are left out: not executed, not in the executed
+        notebook (e.g. ``("chapter",)`` for the runs of an indicator notebook after the
+        first setting's, whose chapter-only cells would each cost a kernel round trip of
+        about 8 ms to do nothing, and which the document leaves out anyway).
     """
 
     input: Path
@@ -125,6 +130,7 @@ class Job:
     cwd: Path | None = None
     data_fingerprint: str = ""
     files: tuple = ()
+    skip_tags: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "input", Path(self.input))
@@ -132,6 +138,7 @@ class Job:
         if self.cwd is not None:
             object.__setattr__(self, "cwd", Path(self.cwd))
         object.__setattr__(self, "files", tuple(str(f) for f in self.files))
+        object.__setattr__(self, "skip_tags", tuple(str(t) for t in self.skip_tags))
         if not isinstance(self.parameters, Mapping):
             raise ParameterError(
                 f"job {self.label}: parameters must be a mapping, got {type(self.parameters).__name__}"
@@ -250,6 +257,8 @@ def job_key(job: Job, *, library: str, data_fingerprint: str = "") -> str:
         "library": library,
         "data": [data_fingerprint, job.data_fingerprint],
     }
+    if job.skip_tags:
+        payload["skip_tags"] = sorted(job.skip_tags)
     return digest(payload)
 
 
@@ -598,6 +607,7 @@ class Task:
     cwd: str
     files: Mapping[str, bytes | Mapping[str, bytes]] = field(default_factory=dict)
     run_id: str = ""
+    skip_tags: tuple = ()  # cells with any of these tags are left out (Job.skip_tags)
 
 
 @dataclass(frozen=True)
@@ -668,6 +678,9 @@ def execute_task(task: Task, options: _Options) -> TaskResult:
     _register_engine()
     t0 = time.perf_counter()
     nb_in = nbformat.reads(task.notebook.decode("utf-8"), as_version=4)
+    if task.skip_tags:
+        skip = set(task.skip_tags)
+        nb_in.cells = [c for c in nb_in.cells if not skip & set(c.get("metadata", {}).get("tags") or ())]
     with tempfile.TemporaryDirectory(prefix="dn-task-") as tmpdir:
         parameters = _localised(task.parameters, task.files, Path(tmpdir))
         cwd = task.cwd if Path(task.cwd).is_dir() else tmpdir
@@ -755,7 +768,7 @@ def _task_of(job: Job, run_id: str = "") -> Task:
             )
         except OSError as e:
             raise ReportError(f"job {job.label}: cannot read {f}: {e.strerror or e}") from None
-    return Task(job.label, job.input.read_bytes(), dict(job.parameters), str(job.workdir), files, run_id)
+    return Task(job.label, job.input.read_bytes(), dict(job.parameters), str(job.workdir), files, run_id, job.skip_tags)
 
 
 def _written(job: Job, key: str, options: _Options, res: TaskResult) -> JobResult:
