@@ -345,3 +345,5 @@ def test_cells_with_a_skipped_tag_are_neither_run_nor_kept(tmp_path, tiny):
     from demonoise.report.run import job_key
 
     assert job_key(job, library="x") != job_key(Job(src, tmp_path / "later.ipynb", {"region": "BE10"}), library="x")
+    # one tag given as a bare string is that tag, not its letters
+    assert Job(src, tmp_path / "one.ipynb", skip_tags="chapter").skip_tags == ("chapter",)

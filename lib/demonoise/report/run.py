@@ -116,7 +116,7 @@ class Job:
         results table of ``results_path``): the task carries their bytes, and the
         notebook reads a copy where it runs (a worker of a cluster need not share this
         machine's disk).
-    skip_tags : tuple of str
+    skip_tags : str or tuple of str
         Cells carrying any of these tags are left out: not executed, not in the executed
         notebook (e.g. ``("chapter",)`` for the runs of an indicator notebook after the
         first setting's, whose chapter-only cells would each cost a kernel round trip of
@@ -138,7 +138,8 @@ class Job:
         if self.cwd is not None:
             object.__setattr__(self, "cwd", Path(self.cwd))
         object.__setattr__(self, "files", tuple(str(f) for f in self.files))
-        object.__setattr__(self, "skip_tags", tuple(str(t) for t in self.skip_tags))
+        tags = (self.skip_tags,) if isinstance(self.skip_tags, str) else self.skip_tags
+        object.__setattr__(self, "skip_tags", tuple(str(t) for t in tags))
         if not isinstance(self.parameters, Mapping):
             raise ParameterError(
                 f"job {self.label}: parameters must be a mapping, got {type(self.parameters).__name__}"

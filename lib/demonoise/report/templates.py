@@ -69,4 +69,7 @@ def font_css(template_dir: str | os.PathLike | None = None) -> str:
         f'src: url("{(d / name).resolve().as_uri()}"); }}\n'
         for (family, style, weight), name in FONT_FACES.items()
     )
-    return faces + f':root {{ --dn-font: "{FONT_FAMILY}", sans-serif; --dn-mono: "DejaVu Sans Mono", monospace; }}\n'
+    return faces + (
+        f':root {{ --dn-font: "{FONT_FAMILY}", sans-serif !important; '
+        '--dn-mono: "DejaVu Sans Mono", monospace !important; }\n'
+    )
