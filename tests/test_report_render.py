@@ -408,3 +408,28 @@ def test_captions_set_subscripted_symbols_as_the_text_does():
     assert caption_html("m_{85+} & A < 10 %") == "<i>m</i><sub>85+</sub> &amp; A &lt; 10 %"
     for plain in ("Eurostat demo_r_find3, demo_r_pjangroup", "file x_y.csv", "snake_case"):
         assert caption_html(plain) == plain
+
+
+def test_the_html_is_nbconverts_without_its_second_parse(executed):
+    """The exporter leaves out nbconvert's closing BeautifulSoup pass (more than half of the
+    HTML's time): the page is the one nbconvert's own HTMLExporter writes, once that pass's
+    serialisation is applied to ours, and an image without ``alt`` gets nbconvert's text."""
+    import nbformat
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+
+    from demonoise.report.exporter import DocumentHTMLExporter, _alt_text
+
+    class Nbconverts(DocumentHTMLExporter):
+        def _template_html(self, nb, resources, **kw):
+            return HTMLExporter.from_notebook_node(self, nb, resources, **kw)
+
+    nb = nbformat.read(executed["sections"][0], as_version=4)
+    ours, _ = DocumentHTMLExporter().from_notebook_node(nb)
+    theirs, _ = Nbconverts().from_notebook_node(nb)
+    assert "<img" in ours and ours != theirs
+    assert str(BeautifulSoup(ours, features="html.parser")) == theirs
+    assert _alt_text('<p><img src="a.png"><IMG alt="x" src="b.png"><img\nsrc="c.png"></p>') == (
+        '<p><img alt="No description has been provided for this image" src="a.png"><IMG alt="x" src="b.png">'
+        '<img alt="No description has been provided for this image"\nsrc="c.png"></p>'
+    )
