@@ -158,7 +158,7 @@ class DocumentPreprocessor(Preprocessor):
         html = (
             f'<figure class="dn-figure" id="figure-{number.replace(".", "-")}">'
             f'<figcaption><span class="dn-number">Figure {number}.</span> {title}{sub}</figcaption>'
-            f'<img class="dn-chart" alt="Figure {number}: {_html.escape(meta.get("title") or "")}" src="{src}">'
+            f'<img alt="Figure {number}: {_html.escape(meta.get("title") or "")}" class="dn-chart" src="{src}">'
             f'<p class="dn-source">{_html.escape(self._source)}{link}</p></figure>'
         )
         return _html_output(out, html)
