@@ -109,7 +109,8 @@ def test_every_figure_and_table_is_numbered_with_a_source_and_its_csv(lu):
 
 def _specs(lu) -> list[str]:
     """The SVG of every chart of the report."""
-    srcs = re.findall(r'<img [^>]*class="dn-chart" src="data:image/svg\+xml;base64,([^"]+)"', lu["html"])
+    imgs = re.findall(r'<img [^>]*class="dn-chart"[^>]*>', lu["html"])
+    srcs = [re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', img).group(1) for img in imgs]
     return [base64.b64decode(s).decode("utf-8") for s in srcs]
 
 

@@ -59,8 +59,10 @@ def fonts_dir(template_dir: str | os.PathLike | None = None) -> Path | None:
 def font_css(template_dir: str | os.PathLike | None = None) -> str:
     """The stylesheet that makes the PDF use the template's own typeface: an ``@font-face``
     rule per face of :data:`FONT_FACES` (the template's files), and the stylesheets' two
-    font stacks (``--dn-font``, ``--dn-mono``) set to them; ``""`` when the template has no
-    fonts (:func:`fonts_dir`)."""
+    font stacks (``--dn-font``, ``--dn-mono``) set to them, ``!important`` because the
+    document's own ``:root`` names Arial first and would otherwise win (Liberation Sans
+    answers for Arial where ``fonts-liberation`` is installed); ``""`` when the template
+    has no fonts (:func:`fonts_dir`)."""
     d = fonts_dir(template_dir)
     if d is None:
         return ""
@@ -69,7 +71,5 @@ def font_css(template_dir: str | os.PathLike | None = None) -> str:
         f'src: url("{(d / name).resolve().as_uri()}"); }}\n'
         for (family, style, weight), name in FONT_FACES.items()
     )
-    return faces + (
-        f':root {{ --dn-font: "{FONT_FAMILY}", sans-serif !important; '
-        '--dn-mono: "DejaVu Sans Mono", monospace !important; }\n'
-    )
+    stacks = f'--dn-font: "{FONT_FAMILY}", sans-serif !important; --dn-mono: "DejaVu Sans Mono", monospace !important;'
+    return faces + ":root { " + stacks + " }\n"
