@@ -103,3 +103,52 @@ def test_a_fan_out_takes_its_items_lazily_with_a_bounded_window():
     assert sorted(got) == [(i, -i) for i in range(60)]
     assert window == 2 * cluster_mod.WINDOW_PER_WORKER
     assert 0 < most_ahead[0] <= window
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+@pytest.mark.timeout(180)
+def test_successive_fan_outs_on_one_cluster_never_share_inputs_or_tasks():
+    """Each fan-out (the Monte Carlo of one noise setting) gets its own inputs and tasks.
+    Its shared inputs are a dict (``{"plan": ...}``), which ``scatter`` sent value by value
+    under the dict's own keys: every setting's plan was the key "plan", so the release of
+    one setting's plan dropped the next one's ("cancelled for reason: lost dependencies",
+    about two report runs in three with three settings and one block each) or let it run
+    on the previous plan. Every fan-out numbers its tasks from 0: their keys differ still."""
+    import operator
+
+    with cluster_mod.Cluster(workers=2) as c:
+        scheduler = c.client().cluster.scheduler
+        for k in range(40):
+            got = list(c.run_each(operator.getitem, [("plan",)], shared={"plan": k}, label="mc-block"))
+            assert got == [(0, k, None)]
+        assert "plan" not in scheduler.tasks
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+@pytest.mark.timeout(240)
+def test_three_settings_of_one_block_each_on_a_started_cluster_complete_every_time():
+    """The report's failing configuration (LU of ess-2023, V = 1, V = 5 and p-table v01,
+    100 replicates: one Monte Carlo block per setting on the batch's started cluster), five
+    times, each equal to the same computation in this process; then a stress variant:
+    several countries, six settings of one small block each."""
+    import demonoise as dn
+
+    ess = dn.load("ess-2023")
+    lu = ess.select(country="LU")
+    settings = dn.noise_settings(V=[1, 5], ptables=["v01"])
+    kw = {"indicators": ("e", "tfr"), "seed": 1}
+    alone = _mc_frame(dn.compute(lu, settings, mc=100, workers=1, **kw))
+    with cluster_mod.Cluster(workers=2) as c:
+        c.client()  # started, as in a report batch: a single block then goes to it too
+        for _ in range(5):
+            pd.testing.assert_frame_equal(_mc_frame(dn.compute(lu, settings, mc=100, cluster=c, **kw)), alone)
+        many = dn.noise_settings(V=[0.5, 1, 2, 5], ptables=["v01", "v03"])
+        for country in ("MT", "EE", "CY"):
+            table = dn.compute(ess.select(country=country), many, mc=12, cluster=c, **kw)
+            assert table["mc_sd_tot"].notna().sum() > 0
+
+
+def _mc_frame(df: pd.DataFrame) -> pd.DataFrame:
+    return df[[c for c in df.columns if c.startswith("mc_")]].reset_index(drop=True)

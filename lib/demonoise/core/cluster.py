@@ -353,7 +353,10 @@ class Cluster:
         made a list). Leaving the loop early (a break, an exception, Ctrl-C) cancels the
         tasks not done; an interrupt also runs the cancel hooks (:meth:`on_cancel`)."""
         client = self.client()
-        args0 = () if shared is None else (client.scatter(shared, broadcast=True, hash=False),)
+        # scattered as one object under a key of its own: ``scatter`` of a dict sends each
+        # value under the dict's key ("plan") -- the same key for every fan-out of the run,
+        # so one noise setting's release dropped (or its data replaced) the next one's inputs
+        args0 = () if shared is None else (client.scatter([shared], broadcast=True, hash=False)[0],)
         source = (
             (fn, (*args0, *item), i, names[i] if names is not None else str(i)) for i, item in enumerate(iter(items))
         )
@@ -472,6 +475,9 @@ class Flow:
         self._window = window
         self._queue: list = []
         self._order = itertools.count()
+        #: Makes this flow's task keys unique on the cluster: two flows of one run (the
+        #: Monte Carlo blocks of two noise settings) number their tasks from 0 alike.
+        self._id = uuid.uuid4().hex[:12]
 
     @property
     def here(self) -> bool:
@@ -480,8 +486,10 @@ class Flow:
 
     def add(self, fn: Callable, *args: Any, tag: Any = None, priority: int = 0, name: str = "", kind: str = "") -> None:
         """Queue ``fn(*args)``; its completion is yielded with ``tag``. ``kind`` (default: the
-        flow's label) and ``name`` make the task's key on the cluster, ``<kind>-<n>-<name>-<run>``
-        (Dask groups tasks by the ``<kind>`` prefix in its logs and dashboard)."""
+        flow's label) and ``name`` make the task's key on the cluster, ``<kind>-<n>-<name>-<flow>``
+        with ``<flow>`` unique to this flow (Dask groups tasks by the ``<kind>`` prefix in its
+        logs and dashboard). A key is never reused: a released task's key may still be known
+        to the scheduler, which would then keep the old task (and its inputs) for the new one."""
         heapq.heappush(self._queue, (priority, next(self._order), fn, args, tag, (kind or self._label, name)))
 
     def _next(self) -> tuple | None:
@@ -518,7 +526,7 @@ class Flow:
         def fill() -> None:
             while len(live) < window and (nxt := self._next()) is not None:
                 priority, fn, args, tag, (kind, name) = nxt
-                key = f"{kind}-{next(submitted)}-{name}-{cluster.run_id}"
+                key = f"{kind}-{next(submitted)}-{name}-{self._id}"
                 with warnings.catch_warnings():
                     # a task carries its input tables as bytes on purpose (a remote worker has
                     # no copy of this machine's files): distributed's advice to load them "with
