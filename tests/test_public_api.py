@@ -1,6 +1,6 @@
 """The public API at the top level: every name resolves to the object its layer module
 defines and exports, ``import demonoise`` stays cheap (no numpy, pandas or scipy until a
-name is used), and the modules of 0.1 are gone (README, "Upgrading from 0.1")."""
+name is used), and the modules of 0.1 are gone (CHANGELOG.md, "Upgrading from 0.1 to 0.2")."""
 
 from __future__ import annotations
 
