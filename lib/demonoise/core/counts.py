@@ -226,39 +226,20 @@ class AgeAxis:
             if lab in seen:
                 raise DataError("duplicated age code", file=source, age=lab)
             seen.add(lab)
-            if lab == UNKNOWN_LABEL:
+            parsed = _parse_age_code(lab, source)
+            if parsed == UNKNOWN_LABEL:
                 unknown = True
-            elif lab == "Y_OPEN":
+            elif parsed == "Y_OPEN":
                 has_open_code = True
-            elif m := _RE_SINGLE.match(lab):
-                a = int(m[1])
-                intervals.append((a, a + 1, lab))
-            elif m := _RE_RANGE.match(lab):
-                a, b = int(m[1]), int(m[2])
-                if b < a:
-                    raise DataError("age group with upper bound below lower bound", file=source, age=lab)
-                intervals.append((a, b + 1, lab))
-            elif m := _RE_LT.match(lab):
-                intervals.append((0, int(m[1]), lab))
-            elif m := _RE_GE.match(lab):
-                intervals.append((int(m[1]), None, lab))
             else:
-                raise DataError("unknown age code", file=source, age=lab)
-        for iv in intervals:
-            _check_interval(iv, source)
+                _check_interval(parsed, source)
+                intervals.append(parsed)
         intervals.sort(key=lambda t: (t[0], np.inf if t[1] is None else t[1]))
         if has_open_code:
             if not intervals or intervals[-1][1] is None:
                 raise DataError("Y_OPEN needs closed age intervals before it", file=source, age="Y_OPEN")
             intervals.append((intervals[-1][1], None, "Y_OPEN"))
-        if not intervals:
-            raise DataError("no age intervals", file=source)
-        for (_, b0, l0), (a1, _, l1) in pairwise(intervals):
-            if b0 is None or b0 > a1:
-                raise DataError(f"overlapping age intervals {l0} and {l1}", file=source, age=l1)
-            if b0 < a1:
-                missing = f"Y{b0}" if a1 - b0 == 1 else f"Y{b0}-{a1 - 1}"
-                raise DataError(f"missing ages between {l0} and {l1}", file=source, age=missing)
+        _check_contiguous(intervals, source)
         return cls(tuple(t[0] for t in intervals), tuple(t[1] for t in intervals), unknown)
 
     # ---- properties
@@ -347,6 +328,36 @@ class AgeAxis:
         if not np.all(G[: self.n_known].sum(axis=0)[: target.n_known] > 0):
             raise ParameterError("target age axis has intervals not covered by the source")
         return G
+
+
+def _parse_age_code(lab: str, source: str | None):
+    """One Eurostat age code: ``"UNK"``, ``"Y_OPEN"`` or its interval ``(lower, upper or None, code)``."""
+    if lab in (UNKNOWN_LABEL, "Y_OPEN"):
+        return lab
+    if m := _RE_SINGLE.match(lab):
+        return (int(m[1]), int(m[1]) + 1, lab)
+    if m := _RE_RANGE.match(lab):
+        a, b = int(m[1]), int(m[2])
+        if b < a:
+            raise DataError("age group with upper bound below lower bound", file=source, age=lab)
+        return (a, b + 1, lab)
+    if m := _RE_LT.match(lab):
+        return (0, int(m[1]), lab)
+    if m := _RE_GE.match(lab):
+        return (int(m[1]), None, lab)
+    raise DataError("unknown age code", file=source, age=lab)
+
+
+def _check_contiguous(intervals: list, source: str | None) -> None:
+    """Sorted intervals must exist and follow each other without gap or overlap."""
+    if not intervals:
+        raise DataError("no age intervals", file=source)
+    for (_, b0, l0), (a1, _, l1) in pairwise(intervals):
+        if b0 is None or b0 > a1:
+            raise DataError(f"overlapping age intervals {l0} and {l1}", file=source, age=l1)
+        if b0 < a1:
+            missing = f"Y{b0}" if a1 - b0 == 1 else f"Y{b0}-{a1 - 1}"
+            raise DataError(f"missing ages between {l0} and {l1}", file=source, age=missing)
 
 
 def _check_interval(interval: tuple[int, int | None, str], source: str | None) -> None:
