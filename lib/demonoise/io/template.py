@@ -45,6 +45,7 @@ __all__ = [
     "read_counts_csv",
     "read_panel_csv",
     "write_counts_csv",
+    "write_panel_csv",
 ]
 
 TEMPLATE_COLUMNS = ("region", "sex", "age", "year", "measure", "value")
@@ -343,22 +344,35 @@ def write_counts_csv(
     ``Y_OPEN``). ``comment`` (several lines allowed) is written first as ``#`` lines.
     Written gzipped if ``path`` ends with ``.gz``.
     """
+    return _write_frame(counts.to_frame(), counts, path, names=names, status=status, comment=comment)
+
+
+def write_panel_csv(
+    panel: Panel, path: str | Path, *, names: bool = True, status: bool = True, comment: str | None = None
+) -> Path:
+    """Write a :class:`~demonoise.core.counts.Panel` as a multi-year counts template CSV
+    (inverse of :func:`read_panel_csv`): each 1 January stock once (``population`` rows of
+    ``years[0] .. years[-1] + 1``), the deaths and births of every year; options as
+    :func:`write_counts_csv`."""
+    return _write_frame(panel.to_frame(), panel, path, names=names, status=status, comment=comment)
+
+
+def _write_frame(df: pd.DataFrame, data, path, *, names: bool, status: bool, comment: str | None) -> Path:
     path = Path(path)
-    df = counts.to_frame()
     df["value"] = df["value"].astype(np.int64)
     if names:
-        by_code = {r.code: r.name for r in counts.regions}
+        by_code = {r.code: r.name for r in data.regions}
         df["name"] = df["region"].map(by_code)
     if status:
-        tables = counts.provenance.tables
+        tables = data.provenance.tables
         df["status"] = df["measure"].map({m: t.status for m, t in tables.items()}).fillna("real")
     text = df.to_csv(index=False, lineterminator="\n")
     if comment:
         text = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines()) + text
-    data = text.encode("utf-8")
+    data_bytes = text.encode("utf-8")
     if path.name.endswith(".gz"):
         import gzip
 
-        data = gzip.compress(data, mtime=0)
-    atomic_write_bytes(path, data)
+        data_bytes = gzip.compress(data_bytes, mtime=0)
+    atomic_write_bytes(path, data_bytes)
     return path
