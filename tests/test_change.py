@@ -392,3 +392,72 @@ def test_cli_change_writes_the_table(tmp_path, capsys):
         ]
     )
     assert rc == 2 and "year 2013 is not in dataset 'be-2015-2023'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_ptable_bias_of_the_change_against_monte_carlo(small):
+    """Under the p-table v04 (biased for counts 1 and 2) the ASMR change of BE34 and BE10 has a
+    first-order noise bias ``sum_c (g_to - g_from) b_c``; the Monte Carlo's mean shift agrees
+    (z-scored by its standard error), where the bias is many standard errors away from 0."""
+    from demonoise.analysis.ptables import resolve_ptable
+    from demonoise.noise.models import PTableNoise
+
+    nz = PTableNoise(resolve_ptable("v04"))
+    n = 4000
+    cl = linearise_change(small, 2022, 2023, indicators=("asmr",))
+    bias = change_moments(cl, "asmr", nz)["bias"]
+    mc = monte_carlo_change(cl, nz, n=n, seed=5, indicators=("asmr",))
+    res = mc[("asmr", "change", "noise")]
+    se = res["sd"] / np.sqrt(res["n_valid"])
+    big = np.abs(bias) > 10 * se
+    assert big.sum() >= 5
+    z = (res["mean"][big] - bias[big]) / se[big]
+    assert np.abs(z).max() < 5, np.round(z, 1)
+
+
+def test_design_figures_are_the_change_table():
+    """The table of docs/design.md, section "Change over time and pooled years", is what
+    `demonoise change` computes (to the three decimals it shows)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "design.md").read_text(encoding="utf-8")
+    sec = text.split("## Change over time and pooled years", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(
+        r"^\| (BE\d\d) ([TFM]) \| ([^|]+)\|([^|]+)\|([^|]+)\|([^|]+)\|([^|]+)\|([^|]+)\|([^|]+)\|$", sec, re.M
+    )
+    assert len(rows) == 4
+    be = load_panel("be-2015-2023").select(["BE34", "BE10"])
+    df = change_table(
+        be, noise_settings([1, 5], ptables=["v01"]), year_from=2022, year_to=2023, indicators=("e",), e_ages=[0]
+    )
+    for region, sex, change, sd_p, sd_n, z_p, z_t, mdc_p, mdc_t in rows:
+        sub = df[(df.region == region) & (df.sex == sex)].set_index("setting").loc[["V=1", "V=5", "ptable v01"]]
+        nums = lambda s: [float(x) for x in s.replace("+", "").split("/")]  # noqa: E731
+        assert nums(change) == pytest.approx([round(sub.change.iloc[0], 3)], abs=1e-9)
+        assert nums(sd_p) == pytest.approx([round(sub.sd_poisson.iloc[0], 3)], abs=1e-9)
+        assert nums(sd_n) == pytest.approx(list(sub.sd_noise.round(3)), abs=1e-9)
+        assert nums(z_p) == pytest.approx([round(sub.z_poisson.iloc[0], 2)], abs=1e-9)
+        assert nums(z_t) == pytest.approx(list(sub.z_total.round(2)), abs=1e-9)
+        assert nums(mdc_p) == pytest.approx([round(sub.mdc_poisson.iloc[0], 2)], abs=1e-9)
+        assert nums(mdc_t) == pytest.approx(list(sub.mdc_total.round(2)), abs=1e-9)
+
+
+def test_design_pooled_figures_are_computed():
+    """The 3-year pooling sentence of docs/design.md is what the change table gives for BE34:
+    the year-on-year change 2022 -> 2023 against the 3-year windows 2018-2020 -> 2021-2023."""
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "design.md").read_text(encoding="utf-8").split())
+    be = load_panel("be-2015-2023").select(["BE34"])
+    kw = dict(indicators=("e",), e_ages=[0])
+    yoy = change_table(be, [GenericNoise(5.0)], year_from=2022, year_to=2023, **kw)
+    pooled = change_table(be, [GenericNoise(5.0)], year_from=2020, year_to=2023, pools=(3,), **kw)
+    one, three = (d[d.sex == "T"].iloc[0] for d in (yoy, pooled))
+    for phrase in (
+        f"from {one.mdc_poisson:.2f} years (2022 -> 2023) to {three.mdc_poisson:.2f} without noise",
+        f"from {one.mdc_total:.2f} to {three.mdc_total:.2f} at V = 5",
+        f"({one.sd_poisson_to:.3f} -> {three.sd_poisson_to:.3f} and {one.sd_noise_to:.3f} -> {three.sd_noise_to:.3f}",
+        f"({one.admixture_to:.3f} -> {three.admixture_to:.3f})",
+    ):
+        assert phrase in text, phrase
