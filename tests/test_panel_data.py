@@ -159,3 +159,8 @@ def test_rebuild_is_identical_by_content(tmp_path):
     assert h["content_sha256"] == meta["files"]["be-2015-2023.npz"]["content_sha256"]
     for fname, sha in meta["inputs"].items():
         assert hashlib.sha256((fx.RAW / fname).read_bytes()).hexdigest() == sha
+
+
+def test_multi_year_files_stay_small():
+    size = sum((COMMITTED / f"be-2015-2023{e}").stat().st_size for e in (".csv.gz", ".json", ".npz"))
+    assert size < 600_000, size

@@ -20,6 +20,13 @@ Layout (documented in ``docs/csv_template.md``; example ``templates/counts_templ
 
 The same validation as :func:`demonoise.io.tidy.counts_from_eurostat` applies; errors
 name the file, line, measure, region, sex, age and year.
+
+Several years in one file (the multi-year template, :func:`read_panel_csv` and
+:func:`write_panel_csv`): the same columns, ``population`` rows for 1 January of every
+year from the first reference year to the last plus one -- each stock once, since the
+population on 1 January of ``t + 1`` is the end of year ``t`` and the start of ``t + 1``
+(one published cell) -- and ``deaths`` and ``births`` rows for every reference year.
+:func:`read_counts_csv` reads one year of such a file with ``year=``.
 """
 
 from __future__ import annotations

@@ -136,6 +136,7 @@ class WindowLinearised:
     window: Window
     granularity: str
     blocks: dict = field(default_factory=dict)
+    lifetable_kw: dict = field(default_factory=dict)  # a, a0 of the life table
 
 
 def publish_panel(panel: Panel, granularity: str = "single", **kw) -> Panel:
@@ -241,7 +242,7 @@ def linearise_window(
             if pub.births is None:
                 raise ParameterError(f"dataset {published.name!r} has no births: {kind} not available")
             blocks[kind] = _fertility_block(kind, pub, lay, window)
-    return WindowLinearised(published, lay, window, granularity, blocks)
+    return WindowLinearised(published, lay, window, granularity, blocks, {"a": a, "a0": a0})
 
 
 # ----------------------------------------------------------------------------- cells
@@ -461,7 +462,9 @@ def _window_value(wl: WindowLinearised, indicator: str, x: dict, e_idx):
         fstocks = [x[k][..., 0, :] for k in keys["pop"]]
         return window_values(wl.layout, indicator, births=births, stocks=fstocks)[..., None, :]
     stocks = [x[k] for k in keys["pop"]]
-    return window_values(wl.layout, indicator, deaths=[x[k] for k in keys["deaths"]], stocks=stocks, e_idx=e_idx)
+    return window_values(
+        wl.layout, indicator, deaths=[x[k] for k in keys["deaths"]], stocks=stocks, e_idx=e_idx, **wl.lifetable_kw
+    )
 
 
 def monte_carlo_change(
