@@ -461,3 +461,17 @@ def test_design_pooled_figures_are_computed():
         f"({one.admixture_to:.3f} -> {three.admixture_to:.3f})",
     ):
         assert phrase in text, phrase
+
+
+def test_cli_change_reads_a_multi_year_template(be, tmp_path):
+    """`--counts FILE`: a user's multi-year counts template gives the table the dataset gives."""
+    from demonoise.io.template import write_panel_csv
+
+    path = write_panel_csv(be.select(["BE34"]).window(2021, 2023), tmp_path / "mine.csv")
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    common = ["--from", "2022", "--to", "2023", "--V", "5", "--indicators", "e", "--out"]
+    assert cli.main(["change", "--counts", str(path), *common, str(a)]) == 0
+    assert cli.main(["change", "--dataset", "be-2015-2023", "--regions", "BE34", *common, str(b)]) == 0
+    da, db = pd.read_csv(a), pd.read_csv(b)
+    cols = ["change", "sd_noise", "sd_poisson", "mdc_total"]
+    np.testing.assert_allclose(da[cols].to_numpy(), db[cols].to_numpy(), rtol=1e-12)

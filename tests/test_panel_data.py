@@ -55,6 +55,13 @@ def test_shared_stock_is_one_cell_and_a_disagreement_is_refused(panel):
     assert f"{int(c22.pop_end[r, s, a])} against {int(bad[r, s, a])}" in msg
 
 
+def test_panel_says_which_cells_two_years_share(panel):
+    assert panel.shared(2022, 2023) == (("pop", 2023),)
+    assert panel.shared(2023, 2022) == (("pop", 2023),)
+    assert panel.shared(2021, 2023) == ()
+    assert panel.cells(2015) == (("pop", 2015), ("pop", 2016), ("deaths", 2015), ("births", 2015))
+
+
 def test_panel_years_must_be_consecutive_and_alike(panel):
     with pytest.raises(DataError, match="consecutive: 2021 then 2023"):
         Panel.from_counts([panel.year(2021), panel.year(2023)])

@@ -868,6 +868,20 @@ class Panel:
             raise ParameterError(f"no population on 1 January {year} in dataset {self.name!r}")
         return self.stocks[self.stock_years.index(year)]
 
+    def cells(self, year: int) -> tuple[tuple[str, int], ...]:
+        """The published cells (tables) year ``year`` uses, as keys: ``("pop", year)``,
+        ``("pop", year + 1)`` (its start and end stocks), ``("deaths", year)``, ``("births", year)``."""
+        self.index(year)
+        keys = [("pop", year), ("pop", year + 1)]
+        keys += [(m, year) for m in ("deaths", "births") if getattr(self, m) is not None]
+        return tuple(keys)
+
+    def shared(self, year_a: int, year_b: int) -> tuple[tuple[str, int], ...]:
+        """The published cells two years both use: the stock of 1 January ``max + 1`` of
+        consecutive years (one cell, one noise draw), nothing otherwise."""
+        a = set(self.cells(year_a))
+        return tuple(k for k in self.cells(year_b) if k in a)
+
     def select(self, codes: Iterable[str] | None = None, *, country: str | None = None) -> Panel:
         """A panel restricted to some regions (as :meth:`Counts.select`)."""
         sel = self.year(self.years[0]).select(codes, country=country)
