@@ -13,6 +13,10 @@ and the level of the later window with its own sds (``sd_*_to``, ``admixture_to`
 what pooling buys. With ``mc > 0`` a Monte Carlo check of the change's sds
 (``mc_sd_*`` and ``z_mc_*`` = ``(sd_MC / sd_analytic - 1) sqrt(2N)``) for the
 simulated indicators.
+
+Where a value rests on no events (a cell without deaths or births in either window) its
+Poisson sd is 0: ``z_poisson`` and ``admixture`` are then undefined and written as NaN,
+never as an infinite or zero figure (section "Admixture" of docs/design.md).
 """
 
 from __future__ import annotations
