@@ -131,6 +131,19 @@ def main(src: Path) -> None:
         OUT / "demo_r_magec_BE_2015_2019_2023.csv.gz",
         lambda r: r["time"] in {str(y) for y in (*range(2015, 2020), 2023)},
     )
+    # Belgian NUTS 2 single-age population 2021-2022 and deaths 2020-2022: the years the
+    # multi-year dataset be-2015-2023 needs beyond the files above (kept apart so that
+    # the inputs of be-2023 stay byte for byte what they were).
+    filter_csv(
+        src / "demo_r_d2jan_BE_2015_2025.csv.gz",
+        OUT / "demo_r_d2jan_BE_2021_2022.csv.gz",
+        lambda r: r["time"] in ("2021", "2022"),
+    )
+    filter_csv(
+        src / "demo_r_magec_BE_2015_2023.csv.gz",
+        OUT / "demo_r_magec_BE_2020_2022.csv.gz",
+        lambda r: r["time"] in ("2020", "2021", "2022"),
+    )
     # National births by single age of mother: the ess-2023 countries, all years.
     filter_csv(
         src / "demo_fordagec_sdmx_2015_2023.csv.gz",

@@ -326,7 +326,7 @@ def test_implications_travel_with_the_data(ess, be, capsys):
     assert "e0 and e65" in ess.provenance.implications and "deaths" not in be.provenance.implications
     assert cli.main(["datasets"]) == 0
     out = capsys.readouterr().out
-    assert out.count("what it means: regional births modelled") == 2
+    assert out.count("what it means: regional births modelled") == 3  # be-2023, be-2015-2023, ess-2023
     lz = linearise(be.select(["BE10"]), indicators=("tfr",))
     df = results_table(lz, [GenericNoise(1.0)])
     assert set(df["data_status"]) == {be.provenance.data_status}

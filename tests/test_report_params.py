@@ -65,7 +65,10 @@ GOOD = {"datasets": {"ess-2023": ["LU"]}, "noise": [{"V": 1}, {"V": 5}, {"ptable
     [
         ({"datasets": {"ess-2023": ["XX"]}}, "datasets.ess-2023: unknown country XX for dataset 'ess-2023'; it has BE"),
         ({"datasets": {"ess-2023": ["LU", "ZZ", "QQ"]}}, "unknown countries ZZ, QQ"),
-        ({"datasets": {"nope-2023": ["LU"]}}, "datasets: unknown dataset 'nope-2023'; available: be-2023, ess-2023"),
+        (
+            {"datasets": {"nope-2023": ["LU"]}},
+            "datasets: unknown dataset 'nope-2023'; available: be-2015-2023, be-2023, ess-2023",
+        ),
         ({"datasets": {"eurostat-2023": ["LU"]}}, "demonoise fetch --year YEAR"),
         ({"datasets": {"ess-2023": ["LU", "LU"]}}, "LU listed twice"),
         ({"datasets": []}, "datasets: map each dataset"),

@@ -8,6 +8,8 @@ The public API, importable from the top level (loaded on first use, so that
     counts = dn.load("be-2023")                            # an embedded dataset
     df = dn.compute(counts, dn.noise_settings(V=[1, 5]))   # the tidy results table
     dn.what_if(counts, "BE34", scale=4, V=[1, 5])          # one region, scaled
+    panel = dn.load_panel("be-2015-2023")                  # several years
+    dn.change_table(panel, dn.noise_settings(V=[1]), year_from=2022, year_to=2023)
 
 Everything else lives in its layer's module (e.g. :mod:`demonoise.core.vocabulary` for
 indicator titles, thresholds and colours); the flat modules of 0.1 (``demonoise.counts``,
@@ -35,6 +37,7 @@ from demonoise.core.version import __version__
 _PUBLIC = {
     # data model and errors
     "Counts": "demonoise.core.counts",
+    "Panel": "demonoise.core.counts",
     "AgeAxis": "demonoise.core.counts",
     "Region": "demonoise.core.counts",
     "Provenance": "demonoise.core.counts",
@@ -45,9 +48,12 @@ _PUBLIC = {
     "ParameterError": "demonoise.core.errors",
     # data in
     "load": "demonoise.io.datasets",
+    "load_panel": "demonoise.io.datasets",
     "available": "demonoise.io.datasets",
     "read_counts_csv": "demonoise.io.template",
     "write_counts_csv": "demonoise.io.template",
+    "read_panel_csv": "demonoise.io.template",
+    "write_panel_csv": "demonoise.io.template",
     "read_eurostat": "demonoise.io.eurostat",
     # demography
     "life_table": "demonoise.demography.lifetable",
@@ -71,6 +77,9 @@ _PUBLIC = {
     "calibrate": "demonoise.uncertainty.calibration",
     "calibration_summary": "demonoise.uncertainty.calibration",
     "compare_noise": "demonoise.uncertainty.comparison",
+    "linearise_change": "demonoise.uncertainty.change",
+    "monte_carlo_change": "demonoise.uncertainty.change",
+    "mdc_factor": "demonoise.uncertainty.change",
     # application
     "compute": "demonoise.analysis.compute",
     "noise_settings": "demonoise.analysis.compute",
@@ -81,6 +90,7 @@ _PUBLIC = {
     "read_ptable": "demonoise.analysis.ptables",
     "write_ptable": "demonoise.analysis.ptables",
     "what_if": "demonoise.analysis.whatif",
+    "change_table": "demonoise.analysis.change",
     "decision_report": "demonoise.analysis.decision",
     "sensitivity": "demonoise.analysis.whatif",
     "scale_counts": "demonoise.analysis.whatif",

@@ -647,6 +647,87 @@ def cmd_calibrate(args) -> int:
 
 
 # --------------------------------------------------------------------------- parser
+# --------------------------------------------------------------------------- change (issue 32)
+def cmd_change(args) -> int:
+    """``demonoise change``: the change of every indicator between two years (or pooled
+    windows) with its noise, Poisson and total sd, z and smallest detectable change."""
+    from demonoise.analysis.change import change_table
+    from demonoise.analysis.compute import check_table_path, noise_settings, write_results
+    from demonoise.core.atomic import check_output_file
+    from demonoise.core.errors import DataError
+
+    check_output_file(check_table_path(args.out))
+    if args.counts is not None:
+        if not Path(args.counts).is_file():
+            raise DataError("counts file not found", file=str(args.counts))
+        from demonoise.io.template import read_panel_csv
+
+        panel = read_panel_csv(args.counts)
+    else:
+        from demonoise.io.datasets import load_panel
+
+        panel = load_panel(args.dataset)
+    if args.regions or args.countries:
+        codes = args.regions or [c for c in panel.codes if c[:2] in set(args.countries)]
+        panel = panel.select(codes)
+    settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
+    t0 = time.perf_counter()
+    df = change_table(
+        panel,
+        settings,
+        year_from=args.year_from,
+        year_to=args.year_to,
+        pools=args.pool,
+        granularity=args.granularity,
+        indicators=args.indicators,
+        alpha=args.alpha,
+        power=args.power,
+        mc=args.mc,
+        seed=args.seed,
+    )
+    out = write_results(df, args.out)
+    print(f"{len(df)} rows ({panel.name}: {len(panel.regions)} regions) -> {out}  [{time.perf_counter() - t0:.1f} s]")
+    e0 = df[(df["indicator"] == "e") & (df["age"] == 0) & (df["sex"] == "T")]
+    if len(e0):
+        cols = ["region", "setting", "pool", "window_from", "window_to", "change", "sd_noise", "sd_poisson"]
+        cols += ["z_total", "z_poisson", "mdc_total", "mdc_poisson"]
+        print(f"e0, both sexes (MDC at {args.alpha:g} two-sided, power {args.power:g}):")
+        with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
+            print(e0[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
+def _change_parser(sub, INDICATORS, GRANULARITIES) -> None:
+    s = sub.add_parser(
+        "change", help="change of every indicator between two years (or pooled windows): sd, z and detectable change"
+    )
+    _data_args(s)
+    s.add_argument("--from", dest="year_from", required=True, type=int, metavar="YEAR", help="earlier year")
+    s.add_argument("--to", dest="year_to", required=True, type=int, metavar="YEAR", help="later year")
+    s.add_argument(
+        "--pool",
+        nargs="+",
+        type=_int_option(1, 50),
+        default=[1],
+        metavar="K",
+        help="window length(s): compare the K years ending with --from and --to (default 1: year on year)",
+    )
+    s.add_argument("--V", nargs="+", type=_variance, metavar="V", help="noise variance(s) of the generic model")
+    s.add_argument("--D", type=int, default=None, help="maximum deviation of the generic noise (default: unbounded)")
+    s.add_argument(
+        "--ptable", nargs="+", metavar="TABLE", help="p-table(s): an embedded name (v01, v03, v04) or a file"
+    )
+    s.add_argument("--granularity", default="single", choices=GRANULARITIES)
+    s.add_argument("--indicators", nargs="+", default=list(INDICATORS), choices=INDICATORS)
+    _select_args(s)
+    s.add_argument("--alpha", type=_number, default=0.05, help="two-sided significance level (default 0.05)")
+    s.add_argument("--power", type=_number, default=0.8, help="power of the smallest detectable change (default 0.8)")
+    s.add_argument("--mc", type=_mc_replicates, default=0, metavar="N", help="Monte Carlo replicates (e and TFR)")
+    s.add_argument("--seed", type=_nonneg_int, default=20230101)
+    s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
+    s.set_defaults(func=cmd_change)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from demonoise.core.version import __version__
     from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, GRANULARITIES, INDICATORS, SEXES
@@ -700,6 +781,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
     _cluster_args(s, "the Monte Carlo blocks")
     s.set_defaults(func=cmd_compute)
+
+    _change_parser(sub, INDICATORS, GRANULARITIES)
 
     s = sub.add_parser("fetch", help="download real Eurostat tables for a year (cached) -> dataset eurostat-<year>")
     s.add_argument("--year", required=True, type=int, help="reference year t (population on 1 January t and t+1)")

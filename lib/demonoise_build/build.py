@@ -1,4 +1,5 @@
-r"""Build the embedded datasets ``be-2023`` and ``ess-2023`` from the raw Eurostat extracts.
+r"""Build the embedded datasets ``be-2023``, ``ess-2023`` (and, through
+:mod:`demonoise_build.panel`, the multi-year ``be-2015-2023``) from the raw Eurostat extracts.
 
 This is a *build tool*, not part of the run-time I/O path: it imports the computation
 modules that model what is not published (:mod:`demonoise_build.graduation`,
@@ -197,7 +198,9 @@ STANDARD_YEARS: tuple[int, ...] = (2015, 2016, 2017, 2018, 2019)
 RAW_FILES: dict[str, tuple[str, str]] = {
     "pjangroup": ("demo_r_pjangroup_NUTS2_2023_2024.csv.gz", "demo_r_pjangroup"),
     "d2jan": ("demo_r_d2jan_BE_2015_2024.csv.gz", "demo_r_d2jan"),
+    "d2jan_2021_2022": ("demo_r_d2jan_BE_2021_2022.csv.gz", "demo_r_d2jan"),
     "magec": ("demo_r_magec_BE_2015_2019_2023.csv.gz", "demo_r_magec"),
+    "magec_2020_2022": ("demo_r_magec_BE_2020_2022.csv.gz", "demo_r_magec"),
     "fordagec": ("demo_fordagec_sdmx_2015_2023.csv.gz", "demo_fordagec"),
     "mlifexp": ("demo_r_mlifexp_Y_LT1_Y65_FM_1990_2021.tsv.gz", "demo_r_mlifexp"),
     "find3": ("demo_r_find3_TFR_NUTS0_NUTS2_2013_2022.tsv", "demo_r_find3"),
@@ -206,7 +209,8 @@ RAW_FILES: dict[str, tuple[str, str]] = {
 #: Raw inputs of each dataset (recorded with their sha256 in its JSON).
 INPUTS: dict[str, tuple[str, ...]] = {
     "be-2023": ("d2jan", "magec", "fordagec", "find3", "pjangroup0"),
-    "ess-2023": tuple(RAW_FILES),
+    "ess-2023": tuple(k for k in RAW_FILES if k not in ("d2jan_2021_2022", "magec_2020_2022")),
+    "be-2015-2023": ("d2jan", "d2jan_2021_2022", "magec", "magec_2020_2022", "fordagec", "find3"),
 }
 
 #: Year of the published regional TFR (demo_r_find3) that sets the regional fertility levels.
@@ -672,7 +676,9 @@ class Fertility:
         return self.tfr_national / self.published_national
 
 
-def fertility_rule(find3: pd.DataFrame, codes: Sequence[str], nat: np.ndarray, W: np.ndarray) -> Fertility:
+def fertility_rule(
+    find3: pd.DataFrame, codes: Sequence[str], nat: np.ndarray, W: np.ndarray, *, tfr_year: int = TFR_YEAR
+) -> Fertility:
     """Regional fertility scales and targets (:class:`Fertility`).
 
     Parameters
@@ -686,12 +692,14 @@ def fertility_rule(find3: pd.DataFrame, codes: Sequence[str], nat: np.ndarray, W
         first appearance in ``codes``.
     W : ndarray (R, A_known)
         Female exposure ``(P(t) + P(t+1)) / 2`` by single age, per region.
+    tfr_year : int
+        Year of the published TFR that sets the regional levels (default :data:`TFR_YEAR`).
     """
     codes = list(codes)
     countries = list(dict.fromkeys(c[:2] for c in codes))
     ci = np.array([countries.index(c[:2]) for c in codes])
-    pub_r = published_tfr(find3, codes)
-    pub_c = published_tfr(find3, countries)
+    pub_r = published_tfr(find3, codes, tfr_year)
+    pub_c = published_tfr(find3, countries, tfr_year)
     W_c = np.stack([W[ci == k].sum(axis=0) for k in range(len(countries))])
     t23 = national_tfr(nat, W_c)
     ok = np.isfinite(pub_r) & np.isfinite(pub_c[ci]) & (pub_r > 0) & (pub_c[ci] > 0)
@@ -755,10 +763,11 @@ def round_births(expected: np.ndarray, nat: np.ndarray, rng: np.random.Generator
     return np.diff(F, axis=0, prepend=np.zeros((1, C.shape[1]), np.int64))
 
 
-def _allocate_births(nat: np.ndarray, W: np.ndarray, scale: np.ndarray, country: str) -> np.ndarray:
-    """One country's births (38,) to its regions: :func:`expected_births` then :func:`round_births`."""
+def _allocate_births(nat: np.ndarray, W: np.ndarray, scale: np.ndarray, country: str, rng=None) -> np.ndarray:
+    """One country's births (38,) to its regions: :func:`expected_births` then :func:`round_births`
+    (with the stream ``rng``, default the births stream of ``country``)."""
     e = expected_births(nat, W, scale, country=country)
-    return round_births(e, nat, _stream("births", country))
+    return round_births(e, nat, rng if rng is not None else _stream("births", country))
 
 
 def tfr_cross_check(raw: Raw, countries: Sequence[str], years: Sequence[int] = (TFR_YEAR,)) -> dict:
@@ -1306,8 +1315,19 @@ def build(
     dict
         ``{"csv": path, "npz": path, "json": path}``.
     """
+    if name in _panel_names():
+        from demonoise_build.panel import build_panel
+
+        return build_panel(name, out_dir, raw=raw if raw is not None else read_raw(raw_dir))
     parts = build_parts(name, raw if raw is not None else read_raw(raw_dir), calibration_year=calibration_year)
     return write_dataset(parts, out_dir)
+
+
+def _panel_names() -> tuple[str, ...]:
+    """The multi-year datasets (:mod:`demonoise_build.panel`)."""
+    from demonoise_build.panel import PANEL_NAMES
+
+    return PANEL_NAMES
 
 
 def write_dataset(parts: Parts, out_dir: str | Path | None = None) -> dict[str, Path]:
@@ -1426,18 +1446,22 @@ def _same_packed(old: Path, new: Path) -> tuple[bool, str]:
     if not old.is_file():
         return False, "missing"
     prov = Provenance(TableProvenance("real"))
+    reader = read_packed
+    if new.name[: -len(".npz")] in _panel_names():
+        from demonoise.io.packed import read_packed_panel as reader
     try:
-        _, h_old = read_packed(old, provenance=prov)
+        _, h_old = reader(old, provenance=prov)
     except DataError:
         return False, "damaged"
-    _, h_new = read_packed(new, provenance=prov)
+    _, h_new = reader(new, provenance=prov)
     same = h_old["content_sha256"] == h_new["content_sha256"] and h_old["source_sha256"] == h_new["source_sha256"]
     return same, f"content sha256 {h_new['content_sha256'][:16]}..."
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m demonoise_build", description=__doc__.split("\n\n")[0])
-    p.add_argument("names", nargs="*", default=list(NAMES), help=f"datasets to build (default: {' '.join(NAMES)})")
+    every = list(NAMES) + list(_panel_names())
+    p.add_argument("names", nargs="*", default=every, help=f"datasets to build (default: {' '.join(every)})")
     p.add_argument("--raw", type=Path, default=None, help="folder of the raw extracts (default data-raw/eurostat)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default lib/demonoise/data/datasets)")
     p.add_argument("--calibration-year", type=int, default=DEFAULT_CALIBRATION_YEAR)
@@ -1447,9 +1471,9 @@ def main(argv=None) -> int:
         help="rebuild into a temporary folder and compare with the committed files (sha256; the .npz by content)",
     )
     a = p.parse_args(argv)
-    bad = [n for n in a.names if n not in NAMES]
+    bad = [n for n in a.names if n not in every]
     if bad:
-        p.error(f"unknown dataset(s) {bad}; choose from {', '.join(NAMES)}")
+        p.error(f"unknown dataset(s) {bad}; choose from {', '.join(every)}")
     if a.check:
         status, msgs = check(a.names, out_dir=a.out, raw_dir=a.raw)
         print("\n".join(msgs))
@@ -1463,7 +1487,8 @@ def main(argv=None) -> int:
             f"({out['npz'].stat().st_size} bytes), {out['json'].name}  [{time.perf_counter() - t0:.1f} s]"
         )
         meta = json.loads(out["json"].read_text(encoding="utf-8"))
-        print("\n".join(f"  {line}" for line in cross_check_lines(meta["fertility"]["cross_check"])))
+        if "cross_check" in meta["fertility"]:
+            print("\n".join(f"  {line}" for line in cross_check_lines(meta["fertility"]["cross_check"])))
     return 0
 
 

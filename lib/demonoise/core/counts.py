@@ -43,6 +43,7 @@ __all__ = [
     "TableProvenance",
     "Provenance",
     "Counts",
+    "Panel",
     "spread_unknown",
     "DATA_STATUS_SEP",
     "MAX_COUNT",
@@ -225,39 +226,20 @@ class AgeAxis:
             if lab in seen:
                 raise DataError("duplicated age code", file=source, age=lab)
             seen.add(lab)
-            if lab == UNKNOWN_LABEL:
+            parsed = _parse_age_code(lab, source)
+            if parsed == UNKNOWN_LABEL:
                 unknown = True
-            elif lab == "Y_OPEN":
+            elif parsed == "Y_OPEN":
                 has_open_code = True
-            elif m := _RE_SINGLE.match(lab):
-                a = int(m[1])
-                intervals.append((a, a + 1, lab))
-            elif m := _RE_RANGE.match(lab):
-                a, b = int(m[1]), int(m[2])
-                if b < a:
-                    raise DataError("age group with upper bound below lower bound", file=source, age=lab)
-                intervals.append((a, b + 1, lab))
-            elif m := _RE_LT.match(lab):
-                intervals.append((0, int(m[1]), lab))
-            elif m := _RE_GE.match(lab):
-                intervals.append((int(m[1]), None, lab))
             else:
-                raise DataError("unknown age code", file=source, age=lab)
-        for iv in intervals:
-            _check_interval(iv, source)
+                _check_interval(parsed, source)
+                intervals.append(parsed)
         intervals.sort(key=lambda t: (t[0], np.inf if t[1] is None else t[1]))
         if has_open_code:
             if not intervals or intervals[-1][1] is None:
                 raise DataError("Y_OPEN needs closed age intervals before it", file=source, age="Y_OPEN")
             intervals.append((intervals[-1][1], None, "Y_OPEN"))
-        if not intervals:
-            raise DataError("no age intervals", file=source)
-        for (_, b0, l0), (a1, _, l1) in pairwise(intervals):
-            if b0 is None or b0 > a1:
-                raise DataError(f"overlapping age intervals {l0} and {l1}", file=source, age=l1)
-            if b0 < a1:
-                missing = f"Y{b0}" if a1 - b0 == 1 else f"Y{b0}-{a1 - 1}"
-                raise DataError(f"missing ages between {l0} and {l1}", file=source, age=missing)
+        _check_contiguous(intervals, source)
         return cls(tuple(t[0] for t in intervals), tuple(t[1] for t in intervals), unknown)
 
     # ---- properties
@@ -346,6 +328,36 @@ class AgeAxis:
         if not np.all(G[: self.n_known].sum(axis=0)[: target.n_known] > 0):
             raise ParameterError("target age axis has intervals not covered by the source")
         return G
+
+
+def _parse_age_code(lab: str, source: str | None):
+    """One Eurostat age code: ``"UNK"``, ``"Y_OPEN"`` or its interval ``(lower, upper or None, code)``."""
+    if lab in (UNKNOWN_LABEL, "Y_OPEN"):
+        return lab
+    if m := _RE_SINGLE.match(lab):
+        return (int(m[1]), int(m[1]) + 1, lab)
+    if m := _RE_RANGE.match(lab):
+        a, b = int(m[1]), int(m[2])
+        if b < a:
+            raise DataError("age group with upper bound below lower bound", file=source, age=lab)
+        return (a, b + 1, lab)
+    if m := _RE_LT.match(lab):
+        return (0, int(m[1]), lab)
+    if m := _RE_GE.match(lab):
+        return (int(m[1]), None, lab)
+    raise DataError("unknown age code", file=source, age=lab)
+
+
+def _check_contiguous(intervals: list, source: str | None) -> None:
+    """Sorted intervals must exist and follow each other without gap or overlap."""
+    if not intervals:
+        raise DataError("no age intervals", file=source)
+    for (_, b0, l0), (a1, _, l1) in pairwise(intervals):
+        if b0 is None or b0 > a1:
+            raise DataError(f"overlapping age intervals {l0} and {l1}", file=source, age=l1)
+        if b0 < a1:
+            missing = f"Y{b0}" if a1 - b0 == 1 else f"Y{b0}-{a1 - 1}"
+            raise DataError(f"missing ages between {l0} and {l1}", file=source, age=missing)
 
 
 def _check_interval(interval: tuple[int, int | None, str], source: str | None) -> None:
@@ -693,6 +705,254 @@ class Counts:
         parts.append("births" if self.births is not None else "no births")
         parts.append(self.provenance.status_label)
         return ", ".join(parts) + ")"
+
+
+# ------------------------------------------------------------------------- panels
+@dataclass(frozen=True, eq=False)
+class Panel:
+    """Published counts of consecutive years for one set of regions (a multi-year dataset).
+
+    The population on 1 January of ``t + 1`` is the end stock of year ``t`` and the start
+    stock of year ``t + 1``: *one* published cell, which receives *one* noise draw. A panel
+    therefore holds the stocks once, on 1 January of every year from ``years[0]`` to
+    ``years[-1] + 1``, and the events (deaths, births) of every year ``t`` in ``years``;
+    :meth:`year` gives the single-year :class:`Counts` of ``t`` (``pop_start`` and
+    ``pop_end`` the stocks of ``t`` and ``t + 1``), :meth:`from_counts` assembles a panel
+    from single-year counts and refuses two years whose shared stock disagrees.
+
+    Parameters
+    ----------
+    name : str
+    years : sequence of int
+        Consecutive reference years ``t``.
+    regions : sequence of Region
+    ages : AgeAxis
+        Published age intervals of population and deaths.
+    stocks : array_like of int, shape (Y + 1, R, 3, A)
+        Population on 1 January of ``years[0] .. years[-1] + 1``.
+    provenance : Provenance
+    deaths : array_like of int, shape (Y, R, 3, A), optional
+    births : array_like of int, shape (Y, R, B), optional
+    birth_ages : AgeAxis, optional
+
+    Raises
+    ------
+    DataError
+        Years not consecutive, wrong shapes, a bad count (naming the year, measure,
+        region, sex and age of the first bad cell), duplicated region codes.
+    """
+
+    name: str
+    years: tuple[int, ...]
+    regions: tuple[Region, ...]
+    ages: AgeAxis
+    stocks: np.ndarray
+    provenance: Provenance
+    deaths: np.ndarray | None = None
+    births: np.ndarray | None = None
+    birth_ages: AgeAxis | None = None
+    sexes: tuple[str, ...] = field(default=SEXES, init=False)
+
+    def __post_init__(self):
+        years = tuple(int(y) for y in self.years)
+        object.__setattr__(self, "years", years)
+        if not years or any(b != a + 1 for a, b in pairwise(years)):
+            raise DataError(f"the years of a panel must be consecutive, got {list(years)}", dataset=self.name)
+        # each year's counts go through the single-year checks (shapes, counts, regions)
+        years_counts = [self._counts_of(i, check=True) for i in range(len(years))]
+        object.__setattr__(self, "regions", years_counts[0].regions)
+        object.__setattr__(
+            self, "stocks", _frozen_stack([c.pop_start for c in years_counts] + [years_counts[-1].pop_end])
+        )
+        for nm in ("deaths", "births"):
+            if getattr(self, nm) is not None:
+                object.__setattr__(self, nm, _frozen_stack([getattr(c, nm) for c in years_counts]))
+
+    def _raw(self, nm: str, i: int):
+        v = getattr(self, nm)
+        return None if v is None else np.asarray(v)[i]
+
+    def _counts_of(self, i: int, *, check: bool = False) -> Counts:
+        stocks = np.asarray(self.stocks)
+        if stocks.ndim != 4 or stocks.shape[0] != len(self.years) + 1:
+            raise DataError(
+                f"stocks have shape {stocks.shape}, expected ({len(self.years) + 1}, regions, 3, ages): the population "
+                f"on 1 January of {self.years[0]}..{self.years[-1] + 1}",
+                dataset=self.name,
+                measure="population",
+            )
+        for nm in ("deaths", "births"):
+            v = getattr(self, nm)
+            if v is not None and len(np.asarray(v)) != len(self.years):
+                raise DataError(f"{nm} hold {len(np.asarray(v))} years, expected {len(self.years)}", dataset=self.name)
+        try:
+            return Counts(
+                self.name,
+                self.years[i],
+                self.regions,
+                self.ages,
+                stocks[i],
+                stocks[i + 1],
+                self.provenance,
+                deaths=self._raw("deaths", i),
+                births=self._raw("births", i),
+                birth_ages=self.birth_ages,
+            )
+        except DataError as e:
+            if not check or e.location.get("year") is not None:
+                raise
+            raise DataError(e.reason, **{**e.location, "year": self.years[i]}) from None
+
+    # ---- constructors
+    @classmethod
+    def from_counts(cls, counts: Sequence[Counts], *, name: str | None = None) -> Panel:
+        """A panel from single-year counts of consecutive years.
+
+        Year ``t``'s ``pop_end`` and year ``t + 1``'s ``pop_start`` are the same published
+        cells (the population on 1 January of ``t + 1``): they must agree cell by cell.
+
+        Raises
+        ------
+        DataError
+            Years not consecutive, other regions or age axes between years, or a shared
+            stock that disagrees -- naming region, sex, age and the year of the stock.
+        """
+        counts = sorted(counts, key=lambda c: c.year)
+        if not counts:
+            raise DataError("a panel needs at least one year")
+        c0 = counts[0]
+        for a, b in pairwise(counts):
+            if b.year != a.year + 1:
+                raise DataError(f"the years of a panel must be consecutive: {a.year} then {b.year}", dataset=c0.name)
+            if a.codes != b.codes or a.ages != b.ages or a.birth_ages != b.birth_ages:
+                raise DataError("the years of a panel need the same regions and age axes", dataset=c0.name, year=b.year)
+            _check_shared_stock(a, b)
+        return cls(
+            name or c0.name,
+            tuple(c.year for c in counts),
+            c0.regions,
+            c0.ages,
+            np.stack([c.pop_start for c in counts] + [counts[-1].pop_end]),
+            c0.provenance,
+            deaths=None if c0.deaths is None else np.stack([c.deaths for c in counts]),
+            births=None if c0.births is None else np.stack([c.births for c in counts]),
+            birth_ages=c0.birth_ages,
+        )
+
+    # ---- lookup
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(r.code for r in self.regions)
+
+    @property
+    def stock_years(self) -> tuple[int, ...]:
+        """The years of the 1 January stocks, ``years[0] .. years[-1] + 1``."""
+        return (*self.years, self.years[-1] + 1)
+
+    def index(self, year: int) -> int:
+        """Position of reference year ``year`` (a :class:`ParameterError` lists the years held)."""
+        try:
+            return self.years.index(int(year))
+        except ValueError:
+            raise ParameterError(
+                f"year {year} is not in dataset {self.name!r} (it holds {self.years[0]}-{self.years[-1]})"
+            ) from None
+
+    def year(self, year: int) -> Counts:
+        """The single-year :class:`Counts` of reference year ``year``."""
+        return self._counts_of(self.index(year))
+
+    def stock(self, year: int) -> np.ndarray:
+        """The population on 1 January of ``year`` (R, 3, A)."""
+        if year not in self.stock_years:
+            raise ParameterError(f"no population on 1 January {year} in dataset {self.name!r}")
+        return self.stocks[self.stock_years.index(year)]
+
+    def cells(self, year: int) -> tuple[tuple[str, int], ...]:
+        """The published cells (tables) year ``year`` uses, as keys: ``("pop", year)``,
+        ``("pop", year + 1)`` (its start and end stocks), ``("deaths", year)``, ``("births", year)``."""
+        self.index(year)
+        keys = [("pop", year), ("pop", year + 1)]
+        keys += [(m, year) for m in ("deaths", "births") if getattr(self, m) is not None]
+        return tuple(keys)
+
+    def shared(self, year_a: int, year_b: int) -> tuple[tuple[str, int], ...]:
+        """The published cells two years both use: the stock of 1 January ``max + 1`` of
+        consecutive years (one cell, one noise draw), nothing otherwise."""
+        a = set(self.cells(year_a))
+        return tuple(k for k in self.cells(year_b) if k in a)
+
+    def select(self, codes: Iterable[str] | None = None, *, country: str | None = None) -> Panel:
+        """A panel restricted to some regions (as :meth:`Counts.select`)."""
+        sel = self.year(self.years[0]).select(codes, country=country)
+        idx = [self.codes.index(c) for c in sel.codes]
+        return dataclasses.replace(
+            self,
+            regions=sel.regions,
+            stocks=self.stocks[:, idx],
+            deaths=None if self.deaths is None else self.deaths[:, idx],
+            births=None if self.births is None else self.births[:, idx],
+        )
+
+    def window(self, first: int, last: int) -> Panel:
+        """The panel of the years ``first .. last``."""
+        i, j = self.index(first), self.index(last)
+        if j < i:
+            raise ParameterError(f"empty window {first}-{last}")
+        return dataclasses.replace(
+            self,
+            years=self.years[i : j + 1],
+            stocks=self.stocks[i : j + 2],
+            deaths=None if self.deaths is None else self.deaths[i : j + 1],
+            births=None if self.births is None else self.births[i : j + 1],
+        )
+
+    def to_frame(self):
+        """Tidy table ``region, sex, age, year, measure, value``: each 1 January stock once,
+        the deaths and births of every year (the multi-year counts template layout)."""
+        import pandas as pd
+
+        frames = []
+        for i, t in enumerate(self.years):
+            f = self.year(t).to_frame()
+            keep = (f["measure"] != "population") | (f["year"] == t)
+            if i == len(self.years) - 1:
+                keep |= f["measure"] == "population"
+            frames.append(f[keep])
+        df = pd.concat(frames, ignore_index=True)
+        order = {"population": 0, "deaths": 1, "births": 2}
+        df["_m"] = df["measure"].map(order)
+        df = df.sort_values(["_m", "year"], kind="stable").drop(columns="_m")
+        return df.reset_index(drop=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Panel({self.name!r}, years={self.years[0]}-{self.years[-1]}, regions={len(self.regions)}, "
+            f"{self.provenance.status_label})"
+        )
+
+
+def _frozen_stack(arrays) -> np.ndarray:
+    out = np.stack(arrays)
+    out.setflags(write=False)
+    return out
+
+
+def _check_shared_stock(a: Counts, b: Counts) -> None:
+    """Year ``a``'s end stock and year ``b``'s start stock are one published cell: refuse a disagreement."""
+    diff = a.pop_end != b.pop_start
+    if diff.any():
+        r, s, x = (int(i) for i in np.argwhere(diff)[0])
+        raise DataError(
+            f"the population on 1 January {b.year} is one published cell, the end stock of {a.year} and the start "
+            f"stock of {b.year}, but the two years disagree: {a.pop_end[r, s, x]} against {b.pop_start[r, s, x]}",
+            dataset=a.name,
+            measure="population",
+            region=a.codes[r],
+            sex=a.sexes[s],
+            age=a.ages.labels[x],
+            year=b.year,
+        )
 
 
 def spread_unknown(values: np.ndarray, axis: AgeAxis, weights: np.ndarray | None = None) -> np.ndarray:

@@ -232,13 +232,8 @@ class IndicatorLinearisation:
         out = np.zeros(self.value.shape)
         for m in self.tables:
             v = cell_variance.get(m)
-            if v is None:
-                continue
-            if self.inner:
-                out = out + self.maps[m].quadratic(self.inner[m], self.diag[m], v, self._shared)
-            else:
-                g = self._grads[m]
-                out = out + np.einsum("...ka,...a->...k", g * g, np.asarray(v, dtype=float))
+            if v is not None:
+                out = out + self.table_variance(m, v)
         return out
 
     def shift(self, cell_bias: dict) -> np.ndarray:
@@ -246,13 +241,29 @@ class IndicatorLinearisation:
         out = np.zeros(self.value.shape)
         for m in self.tables:
             b = cell_bias.get(m)
-            if b is None:
-                continue
-            if self.inner:
-                out = out + self.maps[m].linear(self.inner[m], self.diag[m], b, self._shared)
-            else:
-                out = out + np.einsum("...ka,...a->...k", self._grads[m], np.asarray(b, dtype=float))
+            if b is not None:
+                out = out + self.table_shift(m, b)
         return out
+
+    def table_variance(self, m, v) -> np.ndarray:
+        """``sum_c (d value / d c)^2 v_c`` over the cells ``c`` of table ``m`` alone."""
+        if self.inner:
+            return self.maps[m].quadratic(self.inner[m], self.diag[m], v, self._shared)
+        g = self._grads[m]
+        return np.einsum("...ka,...a->...k", g * g, np.asarray(v, dtype=float))
+
+    def table_shift(self, m, b) -> np.ndarray:
+        """``sum_c (d value / d c) b_c`` over the cells ``c`` of table ``m`` alone."""
+        if self.inner:
+            return self.maps[m].linear(self.inner[m], self.diag[m], b, self._shared)
+        return np.einsum("...ka,...a->...k", self._grads[m], np.asarray(b, dtype=float))
+
+    def table_grad(self, m) -> np.ndarray:
+        """``d value / d c`` for the cells of table ``m`` (..., K, A_m), materialised."""
+        if self._grads is not None and m in self._grads:
+            return self._grads[m]
+        g = self.inner[m]
+        return self.maps[m].expand(_diag(g) if self.diag[m] else g)
 
 
 # ------------------------------------------------------------------ building blocks

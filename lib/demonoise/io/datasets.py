@@ -49,6 +49,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -58,10 +59,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from demonoise.core.counts import Counts, Provenance, TableProvenance
+from demonoise.core.counts import Counts, Panel, Provenance, TableProvenance
 from demonoise.core.errors import DataError, OutputError, ParameterError
-from demonoise.io.packed import read_packed, write_packed
-from demonoise.io.template import read_counts_csv
+from demonoise.io.packed import read_packed, read_packed_panel, write_packed, write_packed_panel
+from demonoise.io.template import read_counts_csv, read_panel_csv
 
 __all__ = [
     "DatasetInfo",
@@ -70,6 +71,7 @@ __all__ = [
     "embedded_names",
     "metadata",
     "load",
+    "load_panel",
     "fingerprint",
     "clear_cache",
 ]
@@ -265,19 +267,52 @@ def load(name: str) -> Counts:
         counts = load_cached(name)
         with _lock:
             return _loaded.setdefault(name, counts)
-    counts = _load_embedded(name)
+    meta = _meta(name)
+    if meta.get("years"):  # a multi-year dataset: its reference year's counts
+        counts = load_panel(name).year(int(meta["year"]))
+    else:
+        counts = _load_embedded(name)
     with _lock:
         _loaded.setdefault(name, counts)
         return _loaded[name]
+
+
+_loaded_panels: dict[str, Panel] = {}
+
+
+def load_panel(name: str) -> Panel:
+    """The counts of dataset ``name`` as a :class:`~demonoise.core.counts.Panel` of
+    consecutive years (memoised per process).
+
+    A multi-year embedded dataset (``be-2015-2023``; its JSON lists ``years``) is read
+    from its packed form, checked as :func:`load` checks a single-year one, else from
+    its multi-year CSV (:func:`~demonoise.io.template.read_panel_csv`); a single-year
+    dataset is a panel of one year.
+
+    Raises
+    ------
+    ParameterError
+        Unknown name.
+    """
+    with _lock:
+        if name in _loaded_panels:
+            return _loaded_panels[name]
+    if _check_name(name) == "embedded" and _meta(name).get("years"):
+        panel = _load_embedded(name, panel=True)
+    else:
+        panel = Panel.from_counts([load(name)])
+    with _lock:
+        return _loaded_panels.setdefault(name, panel)
 
 
 def _say(name: str, msg: str) -> None:
     print(f"demonoise: embedded dataset {name}: {msg}", file=sys.stderr, flush=True)
 
 
-def _load_embedded(name: str) -> Counts:
+def _load_embedded(name: str, *, panel: bool = False) -> Counts | Panel:
     """The packed form if it checks out against the JSON and the CSV, else the CSV
-    (module notes: packed again into the user cache, one line on stderr)."""
+    (module notes: packed again into the user cache, one line on stderr); ``panel``:
+    a multi-year dataset, read as a :class:`~demonoise.core.counts.Panel`."""
     meta = _meta(name)
     prov = _provenance(meta)
     folder = _folder()
@@ -289,32 +324,35 @@ def _load_embedded(name: str) -> Counts:
         problem = "missing"
     else:
         with resources.as_file(resource) as path:
-            counts, problem = _checked_packed(path, name, prov, csv_sha, recorded)
+            counts, problem = _checked_packed(path, name, prov, csv_sha, recorded, panel)
         if problem is None:
             return counts
     cached = _packed_cache_path(name, csv_sha)
     if cached.is_file():
-        counts, cache_problem = _checked_packed(cached, name, prov, csv_sha, None)
+        counts, cache_problem = _checked_packed(cached, name, prov, csv_sha, None, panel)
         if cache_problem is None:
             _say(name, f"{npz_name} in the package is {problem}; using the copy rebuilt from {csv_name} in {cached}")
             return counts
     with resources.as_file(folder.joinpath(csv_name)) as path:
-        counts = read_counts_csv(path, name=name, year=int(meta["year"]))
-    counts = counts.replace(provenance=prov)
+        if panel:
+            counts = read_panel_csv(path, name=name)
+        else:
+            counts = read_counts_csv(path, name=name, year=int(meta["year"]))
+    counts = dataclasses.replace(counts, provenance=prov)
     try:
-        write_packed(counts, cached, source_sha256=csv_sha)
+        (write_packed_panel if panel else write_packed)(counts, cached, source_sha256=csv_sha)
         _say(name, f"{npz_name} in the package is {problem}; read {csv_name} and rebuilt the packed form into {cached}")
     except (OSError, OutputError) as e:  # an unwritable cache: the CSV is read every time
         _say(name, f"{npz_name} in the package is {problem}; read {csv_name} (could not write {cached}: {e})")
     return counts
 
 
-def _checked_packed(path, name: str, prov: Provenance, csv_sha: str, recorded: str | None):
+def _checked_packed(path, name: str, prov: Provenance, csv_sha: str, recorded: str | None, panel: bool = False):
     """``(counts, None)`` if the packed file at ``path`` is intact and derived from the CSV
     of sha256 ``csv_sha`` (and has the content digest ``recorded``, if given), else
     ``(None, what is wrong)``."""
     try:
-        counts, header = read_packed(path, provenance=prov, name=name)
+        counts, header = (read_packed_panel if panel else read_packed)(path, provenance=prov, name=name)
     except DataError as e:
         return None, f"damaged ({e.args[0] if e.args else e})"
     if header.get("source_sha256") != csv_sha:
@@ -349,4 +387,5 @@ def clear_cache() -> None:
     """Forget loaded datasets and metadata (after a rebuild in the same process)."""
     with _lock:
         _loaded.clear()
+        _loaded_panels.clear()
     _meta.cache_clear()

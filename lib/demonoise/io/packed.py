@@ -34,10 +34,21 @@ from pathlib import Path
 import numpy as np
 
 from demonoise.core.atomic import atomic_write_bytes
-from demonoise.core.counts import AgeAxis, Counts, Provenance, Region
+from demonoise.core.counts import AgeAxis, Counts, Panel, Provenance, Region
 from demonoise.core.errors import DataError
 
-__all__ = ["FORMAT", "content_digest", "pack", "write_packed", "read_packed", "PackedHeader"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_PANEL",
+    "content_digest",
+    "pack",
+    "write_packed",
+    "read_packed",
+    "PackedHeader",
+    "pack_panel",
+    "write_packed_panel",
+    "read_packed_panel",
+]
 
 #: Format tag stored in the header (bumped if the layout of the members changes).
 FORMAT = "demonoise-packed-counts/1"
@@ -95,6 +106,11 @@ def pack(counts: Counts, *, source_sha256: str) -> tuple[bytes, str]:
         "source_sha256": source_sha256,
         "content_sha256": digest,
     }
+    return _zip(arrays, header), digest
+
+
+def _zip(arrays: dict[str, np.ndarray], header: dict) -> bytes:
+    """The deterministic zip of the array members and the JSON header."""
     members = {f"{k}.npy": _npy(v) for k, v in arrays.items()}
     members[f"{_HEADER}.npy"] = _npy(np.array([json.dumps(header, sort_keys=True)]))
     buf = io.BytesIO()
@@ -105,7 +121,7 @@ def pack(counts: Counts, *, source_sha256: str) -> tuple[bytes, str]:
             info.external_attr = 0o644 << 16
             info.create_system = 3  # Unix, whatever the platform (deterministic bytes)
             zf.writestr(info, members[name], compresslevel=6)
-    return buf.getvalue(), digest
+    return buf.getvalue()
 
 
 def write_packed(counts: Counts, path: str | Path, *, source_sha256: str) -> str:
@@ -131,30 +147,8 @@ def read_packed(path: str | Path, *, provenance: Provenance, name: str | None = 
         naming the file. The :class:`Counts` constructor's checks (shapes, negative
         counts) apply as well.
     """
-    path = Path(path)
-    file = str(path)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as e:
-        raise DataError(f"not a readable packed counts file ({type(e).__name__}: {e})", file=file) from None
-    try:
-        header = PackedHeader(json.loads(str(arrays.pop(_HEADER).reshape(-1)[0])))
-    except (KeyError, ValueError, IndexError):
-        raise DataError("packed counts file without a readable header", file=file) from None
-    if header.get("format") != FORMAT:
-        raise DataError(f"packed counts file of format {header.get('format')!r}, expected {FORMAT!r}", file=file)
-    if content_digest(arrays) != header.get("content_sha256"):
-        raise DataError("packed counts file damaged: its arrays do not match the digest in its header", file=file)
-    region_keys = ("region_code", "region_name", "region_level", "region_country")
-    missing = [k for k in ("pop_start", "pop_end", "ages", *region_keys) if k not in arrays]
-    if missing or ("births" in arrays) != ("birth_ages" in arrays):
-        raise DataError(f"packed counts file lacks member(s) {missing or ['births/birth_ages']}", file=file)
-    if len({len(arrays[k]) for k in region_keys}) != 1:
-        raise DataError("packed counts file with region members of different lengths", file=file)
-    regions = tuple(
-        Region(str(c), str(n), int(lv), str(cc)) for c, n, lv, cc in zip(*(arrays[k] for k in region_keys), strict=True)
-    )
+    arrays, header, file = _open(path, FORMAT)
+    regions = _regions(arrays, ("pop_start", "pop_end", "ages"), file)
     counts = Counts(
         name or header["name"],
         int(header["year"]),
@@ -168,3 +162,99 @@ def read_packed(path: str | Path, *, provenance: Provenance, name: str | None = 
         birth_ages=AgeAxis.from_labels([str(a) for a in arrays["birth_ages"]]) if "birth_ages" in arrays else None,
     )
     return counts, header
+
+
+def _open(path, fmt: str) -> tuple[dict, PackedHeader, str]:
+    """The arrays and header of a packed file of format ``fmt``, its digest checked."""
+    path = Path(path)
+    file = str(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as e:
+        raise DataError(f"not a readable packed counts file ({type(e).__name__}: {e})", file=file) from None
+    try:
+        header = PackedHeader(json.loads(str(arrays.pop(_HEADER).reshape(-1)[0])))
+    except (KeyError, ValueError, IndexError):
+        raise DataError("packed counts file without a readable header", file=file) from None
+    if header.get("format") != fmt:
+        raise DataError(f"packed counts file of format {header.get('format')!r}, expected {fmt!r}", file=file)
+    if content_digest(arrays) != header.get("content_sha256"):
+        raise DataError("packed counts file damaged: its arrays do not match the digest in its header", file=file)
+    return arrays, header, file
+
+
+_REGION_KEYS = ("region_code", "region_name", "region_level", "region_country")
+
+
+def _regions(arrays: dict, needed: tuple, file: str) -> tuple[Region, ...]:
+    """The regions of a packed file, after checking that the ``needed`` members are there."""
+    missing = [k for k in (*needed, *_REGION_KEYS) if k not in arrays]
+    if missing or ("births" in arrays) != ("birth_ages" in arrays):
+        raise DataError(f"packed counts file lacks member(s) {missing or ['births/birth_ages']}", file=file)
+    if len({len(arrays[k]) for k in _REGION_KEYS}) != 1:
+        raise DataError("packed counts file with region members of different lengths", file=file)
+    return tuple(
+        Region(str(c), str(n), int(lv), str(cc))
+        for c, n, lv, cc in zip(*(arrays[k] for k in _REGION_KEYS), strict=True)
+    )
+
+
+# ----------------------------------------------------------------------------- panels
+#: Format tag of a packed panel (several consecutive years, each 1 January stock once).
+FORMAT_PANEL = "demonoise-packed-panel/1"
+
+
+def pack_panel(panel: Panel, *, source_sha256: str) -> tuple[bytes, str]:
+    """The packed bytes of a :class:`~demonoise.core.counts.Panel` and their digest: the
+    stocks (Y + 1, R, 3, A), deaths (Y, R, 3, A), births (Y, R, B), the years, axes and regions."""
+    arrays = {
+        "years": np.array(panel.years, dtype=np.int64),
+        "stocks": panel.stocks,
+        "ages": np.array(panel.ages.labels),
+        "region_code": np.array([r.code for r in panel.regions]),
+        "region_name": np.array([r.name for r in panel.regions]),
+        "region_level": np.array([r.level for r in panel.regions], dtype=np.int64),
+        "region_country": np.array([r.country for r in panel.regions]),
+    }
+    if panel.deaths is not None:
+        arrays["deaths"] = panel.deaths
+    if panel.births is not None:
+        arrays["births"] = panel.births
+        arrays["birth_ages"] = np.array(panel.birth_ages.labels)
+    digest = content_digest(arrays)
+    header = {
+        "format": FORMAT_PANEL,
+        "name": panel.name,
+        "years": [int(y) for y in panel.years],
+        "source_sha256": source_sha256,
+        "content_sha256": digest,
+    }
+    return _zip(arrays, header), digest
+
+
+def write_packed_panel(panel: Panel, path: str | Path, *, source_sha256: str) -> str:
+    """Write a panel packed to ``path`` (atomically); returns the content digest."""
+    data, digest = pack_panel(panel, source_sha256=source_sha256)
+    atomic_write_bytes(Path(path), data)
+    return digest
+
+
+def read_packed_panel(
+    path: str | Path, *, provenance: Provenance, name: str | None = None
+) -> tuple[Panel, PackedHeader]:
+    """Read a packed panel (checks as :func:`read_packed`; the panel's own checks apply)."""
+    arrays, header, file = _open(path, FORMAT_PANEL)
+    regions = _regions(arrays, ("years", "stocks", "ages"), file)
+    panel = Panel(
+        name or header["name"],
+        tuple(int(y) for y in arrays["years"]),
+        regions,
+        AgeAxis.from_labels([str(a) for a in arrays["ages"]]),
+        arrays["stocks"],
+        provenance,
+        deaths=arrays.get("deaths"),
+        births=arrays.get("births"),
+        birth_ages=AgeAxis.from_labels([str(a) for a in arrays["birth_ages"]]) if "birth_ages" in arrays else None,
+    )
+    return panel, header

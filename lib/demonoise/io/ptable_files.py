@@ -205,24 +205,28 @@ def _parse_columns(
     for c in required + optional:
         if c in cols:
             out[c] = arr[:, cols.index(c)]
-    numeric = required if numeric is None else numeric
-    for c in numeric:
-        if c not in out:
-            continue
-        try:
-            out[c] = out[c].astype(np.float64)
-        except ValueError:
-            for k, s in enumerate(out[c]):
-                try:
-                    float(s)
-                except ValueError:
-                    raise FormatError(
-                        f"non-numeric value {s!r} in column {c}", file=path, line=int(linenos[k])
-                    ) from None
-        bad = ~np.isfinite(out[c])
-        if bad.any():
-            k = int(np.argmax(bad))
-            raise FormatError(f"missing or infinite value in column {c}", file=path, line=int(linenos[k]))
+    for c in required if numeric is None else numeric:
+        if c in out:
+            out[c] = _numeric_column(out[c], c, path, linenos)
+    return out
+
+
+def _numeric_column(values: np.ndarray, c: str, path: str, linenos: np.ndarray) -> np.ndarray:
+    """A text column as float; a non-numeric, missing or infinite value is a
+    :class:`FormatError` naming the column and the line."""
+    try:
+        out = values.astype(np.float64)
+    except ValueError:
+        for k, s in enumerate(values):
+            try:
+                float(s)
+            except ValueError:
+                raise FormatError(f"non-numeric value {s!r} in column {c}", file=path, line=int(linenos[k])) from None
+        raise
+    bad = ~np.isfinite(out)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise FormatError(f"missing or infinite value in column {c}", file=path, line=int(linenos[k]))
     return out
 
 
