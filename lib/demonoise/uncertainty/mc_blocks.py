@@ -27,7 +27,10 @@ births and women), and what is drawn per replicate is one number per group:
 * **Generic noise** (count-independent, no zero floor): the noise of a group of ``k``
   cells, a sum of ``k`` independent draws, is one draw from the ``k``-fold convolution of
   the law (:meth:`demonoise.noise.models.GenericNoise.sum_law`) -- exact; e.g. the open
-  group 85+ of single-age tables (16 cells) draws once from the 16-fold law.
+  group 85+ of single-age tables (16 cells) draws once from the 16-fold law. From
+  :data:`demonoise.noise.models.ROUNDED_V` on, that draw is a rounded Gaussian of variance
+  ``k V`` (:func:`demonoise.noise.models.rounded_gaussian`) and nothing is tabulated; with
+  a ``D`` whose ``k``-fold laws would exceed :data:`MAX_LAW_POINTS`, the per-cell path.
 * **Unknown ages** (``UNK``): the noisy ``UNK`` cell is drawn on its own (every published
   cell gets noise), and spreading it in proportion multiplies every known cell of the
   row by the same factor ``1 + UNK / S`` (``S`` the known total), so it commutes with the
@@ -71,6 +74,9 @@ _MORTALITY = ("e", "asmr")
 _FERTILITY = ("asfr", "tfr")
 #: Most replicates per block (the innermost axis of the kernels' arrays).
 MAX_BLOCK = 256
+#: Most support points of the alias tables of the ``k``-fold laws of the grouped path (about
+#: 0.6 s to build and 56 MB); beyond, generic noise with a ``D`` takes the per-cell path.
+MAX_LAW_POINTS = 10**6
 
 
 def exact_grouping(noise, floor_zero: bool) -> bool:
@@ -142,6 +148,7 @@ class Plan:
     e: dict = field(default_factory=dict)
     asmr: dict = field(default_factory=dict)
     fert: dict = field(default_factory=dict)
+    round_sd: np.ndarray | None = None  # sigma of each k-fold law drawn by rounding a Gaussian (grouped path)
 
     @property
     def need_noise(self) -> bool:
@@ -188,11 +195,34 @@ def _table(name, cells2d, axis, keys, noised, grouped, noise) -> tuple[TablePlan
     return t, known_group
 
 
+def _sum_sizes(tables: dict) -> list[int]:
+    """The numbers of cells ``k`` of the draw groups of ``tables``, sorted."""
+    return sorted({int(k) for t in tables.values() for k in t.law})
+
+
+def _tabulable(noise, tables: dict) -> bool:
+    """Whether the ``k``-fold laws of the draw groups can be drawn: by rounding a Gaussian,
+    or through alias tables of at most :data:`MAX_LAW_POINTS` points in all (else the
+    per-cell path draws each cell, from a law of ``2 D + 1`` points)."""
+    if getattr(noise, "rounded", False):
+        return True
+    return sum(noise.sum_law_points(k) for k in _sum_sizes(tables)) <= MAX_LAW_POINTS
+
+
+def _round_scales(noise, tables: dict) -> np.ndarray:
+    """``sigma`` of the rounded Gaussian of each ``k``-fold law; ``law`` re-indexed into them."""
+    ks = _sum_sizes(tables)
+    index = {k: i for i, k in enumerate(ks)}
+    for t in tables.values():
+        t.law = np.array([index[int(k)] for k in t.law], dtype=np.int64)
+    return np.array([noise.sum_sd(k) for k in ks])
+
+
 def _laws(noise, tables: dict) -> tuple:
     """Alias tables of the ``k``-fold laws the tables need; ``law`` re-indexed into them."""
     from demonoise.noise.models import alias_table
 
-    ks = sorted({int(k) for t in tables.values() for k in t.law})
+    ks = _sum_sizes(tables)
     offset, width, prob, val, alias = [], [], [], [], []
     at = 0
     for k in ks:
@@ -254,7 +284,13 @@ def build_plan(lz, noise, *, indicators, components, floor_zero, noised, quantil
             t.t_sum = bool(t_sum)
         elif m == "births":
             t.event_rows = np.arange(R)
-    laws = _laws(noise, tables) if grouped else ()
+    if grouped and not _tabulable(noise, tables):
+        grouped = False
+        for t in tables.values():
+            t.law = np.zeros_like(t.law)
+    rounded = grouped and bool(getattr(noise, "rounded", False))
+    round_sd = _round_scales(noise, tables) if rounded else None
+    laws = _laws(noise, tables) if grouped and not rounded else ()
     comps = np.array([k in components for k in ("noise", "poisson", "total")])
     refs, shapes, keep = {}, {}, {}
     for i in indicators:
@@ -267,8 +303,9 @@ def build_plan(lz, noise, *, indicators, components, floor_zero, noised, quantil
             nbytes = n * v.size * len(components) * 8
             keep[i] = "f8" if nbytes <= store_limit else ("f4" if nbytes / 2 <= store_limit else "")
     plan = Plan(
-        uuid.uuid4().hex, comps, tuple(indicators), noise, bool(floor_zero), grouped, tables, laws, shapes, refs, keep
-    )
+        uuid.uuid4().hex, comps, tuple(indicators), noise, bool(floor_zero), grouped, tables, laws, shapes, refs, keep,
+        round_sd=round_sd,
+    )  # fmt: skip
     p = tables["pop_start"]
     E_known = exposure(c.pop_start, c.pop_end, lay.ages)  # (R, S, known ages), no noise
     if "e" in mort:
@@ -363,6 +400,9 @@ def _draw_grouped(plan: Plan, B: int, g_noise, g_pois):
             t = plan.tables.get(m)
             if t is not None and t.noised:
                 raw = g_noise.bit_generator.random_raw((t.rows, t.ncols, B))
+                if plan.round_sd is not None:
+                    eps[m] = _rounded_draws(raw, plan.round_sd[t.law])
+                    continue
                 eps[m] = raw.view(np.float64)
                 K.alias_in_place(raw, eps[m], t.law, *plan.laws)
     if plan.need_poisson:
@@ -374,6 +414,17 @@ def _draw_grouped(plan: Plan, B: int, g_noise, g_pois):
                 K.poisson_in_place(raw, drawn, *_poisson_tables(plan, t))
                 pois[m] = _full_events(t, drawn)
     return eps, dict(eps), pois
+
+
+def _rounded_draws(raw: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """Raw 64-bit draws (rows, columns, B) -> rounded Gaussian noise of ``sd[column]``
+    (:func:`demonoise.noise.models.rounded_gaussian`), as float64; the uniform is the one
+    ``Generator.random`` makes of the same bits, ``(raw >> 11) 2^-53``."""
+    from demonoise.noise.models import rounded_gaussian
+
+    u = (raw >> np.uint64(11)).astype(np.float64)
+    u *= 2.0**-53
+    return rounded_gaussian(u, sd[None, :, None]).astype(np.float64)
 
 
 def _draw_cells(plan: Plan, B: int, g_noise, g_pois):
