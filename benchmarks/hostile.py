@@ -761,6 +761,13 @@ CASES: list[Case] = [
         ("fetch", "--year", "2023", "--offline", "--cache-dir", "{dir}", "--timeout", "1e300"),
     ),
     Case(
+        "fetch-deadline-0",
+        "options",
+        2,
+        "argument --deadline: deadline must be a number of seconds in (0, 86400]",
+        ("fetch", "--year", "2023", "--offline", "--cache-dir", "{dir}", "--deadline", "0"),
+    ),
+    Case(
         "fetch-year-negative",
         "options",
         2,

@@ -317,6 +317,7 @@ def cmd_fetch(args) -> int:
         refresh=args.refresh,
         offline=args.offline,
         timeout=args.timeout,
+        deadline=args.deadline,
         endpoint=args.endpoint,
         progress=_download_bar,
     )
@@ -494,6 +495,13 @@ def _positive_seconds(s: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
     if not (0 < v <= 3600):  # also refuses nan and inf
         raise argparse.ArgumentTypeError(f"timeout must be a number of seconds in (0, 3600], got {s}")
+    return v
+
+
+def _deadline_seconds(s: str) -> float:
+    v = _float(s)
+    if not (0 < v <= 86400):  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"deadline must be a number of seconds in (0, 86400], got {s}")
     return v
 
 
@@ -809,6 +817,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_seconds,
         default=60.0,
         help="seconds allowed to connect and for each read (default 60)",
+    )
+    s.add_argument(
+        "--deadline",
+        type=_deadline_seconds,
+        default=600.0,
+        help="seconds one table's download may take in all, retries and their waits included (default 600)",
     )
     s.add_argument(
         "--endpoint",
