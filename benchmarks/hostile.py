@@ -511,6 +511,25 @@ CASES: list[Case] = [
     ),
     Case("template-empty", "files", 2, "empty file", COMPUTE, fixture=text_file("c.csv", "")),
     Case(
+        "template-extra-field",
+        "files",
+        2,
+        "9) [file",
+        COMPUTE,
+        fixture=template_cell("BE34", "M", "Y30", "deaths", "1,2"),
+    ),
+    Case(
+        "params-ptable-is-counts",
+        "files",
+        2,
+        "noise[1].ptable: the p-table file",
+        ("report", "--params", "{dir}/p.yaml", "--out-dir", "{out}", "--no-pdf"),
+        fixture=chain(
+            copy_template("counts.csv"),
+            text_file("p.yaml", "datasets: {ess-2023: [LU]}\nnoise: [{V: 1}, {ptable: counts.csv}]\n"),
+        ),
+    ),
+    Case(
         "template-header-only",
         "files",
         2,
@@ -678,6 +697,25 @@ CASES: list[Case] = [
         2,
         "above the limit 10^12",
         ("compute", "--dataset", "be-2023", "--V", "1e300", "--out", OUT),
+    ),
+    Case(
+        "params-V-1e300",
+        "limits",
+        2,
+        "noise[0].V: V = 1e+300 is above the limit 10^12",
+        ("report", "--params", "{dir}/p.yaml", "--out-dir", "{out}", "--no-pdf"),
+        fixture=text_file("p.yaml", "datasets: {ess-2023: [LU]}\nnoise: [{V: 1e300}]\n"),
+    ),
+    Case(
+        "params-date-not-a-date",
+        "options",
+        2,
+        "publisher.date: not a date",
+        ("report", "--params", "{dir}/p.yaml", "--out-dir", "{out}", "--no-pdf"),
+        fixture=text_file(
+            "p.yaml",
+            "datasets: {ess-2023: [LU]}\nnoise: [{V: 1}]\npublisher: {organisation: O, contact: c, date: not-a-date}\n",
+        ),
     ),
     Case(
         "V-nan",

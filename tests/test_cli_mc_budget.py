@@ -74,3 +74,24 @@ def test_the_probe_leaves_the_results_unchanged(data_dir):
     assert calls[0][0] == 400 and calls[0][1] > 0 and calls[-1] == 400
     for key in a.stats:
         np.testing.assert_array_equal(a.stats[key]["sd"], b.stats[key]["sd"])
+
+
+def test_workers_above_the_cores_warn_and_are_bounded_by_memory(tmp_path, capsys, monkeypatch):
+    """--workers 64 on 2 cores: one warning line, and the run goes on; with 1 GB of memory
+    left the local cluster gets 4 workers (250 MB each), said in one line."""
+    import os
+
+    from demonoise.core import resources
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert cli.main([*COMPUTE[:-2], "--workers", "64", "--out", str(tmp_path / "r.csv")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "demonoise compute: warning: --workers 64 is more than the 2 cores of this machine: the workers share them, "
+        "which makes the run slower, not faster (use at most 2)"
+    ]
+    monkeypatch.setattr(resources, "available_memory", lambda: (1.0e9, "left by the test"))
+    assert cli._local_workers("compute", 64) == 4 and cli._local_workers("compute", 2) == 2
+    err = capsys.readouterr().err
+    said = "--workers 64 lowered to 4: 1.0 GB of memory is left by the test, and a worker is counted for 250.0 MB"
+    assert said in err

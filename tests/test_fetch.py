@@ -354,7 +354,8 @@ FAILURES = {
     ),
     "server-error": (
         [Reply(status=500, body=b"oops")],
-        r"demo_r_d2jan: HTTP 500 Internal Server Error \(Eurostat: oops\) \(after 2 attempts; waited 0.01 s of backoff\)",
+        r"demo_r_d2jan: HTTP 500 Internal Server Error \(Eurostat: oops\) "
+        r"\(after 2 attempts; waited 0.01 s of backoff\)",
     ),
     "brotli": (
         Reply(body=b"\x0b\x02\x80{}\x03", headers={"Content-Encoding": "br"}),

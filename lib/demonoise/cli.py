@@ -452,10 +452,44 @@ def _cluster(args, default_address: str | None = None):
     processes, started only when something fans out."""
     from demonoise.core.cluster import Cluster
 
-    cluster = Cluster(getattr(args, "scheduler", None) or default_address, workers=getattr(args, "workers", None))
+    address = getattr(args, "scheduler", None) or default_address
+    workers = getattr(args, "workers", None)
+    cluster = Cluster(address, workers=workers if address or workers is None else _local_workers(args.command, workers))
     if cluster.address:
         cluster.client()
     return cluster
+
+
+#: Memory a local worker process is counted for: Python with demonoise, numpy and numba
+#: loaded (about 100 MB; 64 workers peaked at 5.4 GB) and a Monte Carlo block's working
+#: memory (:data:`demonoise.uncertainty.montecarlo.FUSED_MEMORY`, 150 MB).
+WORKER_BYTES = 2.5e8
+
+
+def _local_workers(command: str, n: int) -> int:
+    """``--workers n`` of a local cluster: a warning above the machine's cores (the workers
+    share them: slower, not faster), and at most what the available memory holds at
+    :data:`WORKER_BYTES` each (said in one line)."""
+    import os
+
+    from demonoise.core.resources import available_memory, format_bytes
+
+    cores = os.cpu_count() or 1
+    if n > cores:
+        print(
+            f"demonoise {command}: warning: --workers {n} is more than the {cores} cores of this machine: the "
+            f"workers share them, which makes the run slower, not faster (use at most {cores})",
+            file=sys.stderr,
+        )
+    avail = available_memory()
+    fit = n if avail is None else max(1, int(avail[0] // WORKER_BYTES))
+    if n > fit:
+        print(
+            f"demonoise {command}: --workers {n} lowered to {fit}: {format_bytes(avail[0])} of memory is "
+            f"{avail[1]}, and a worker is counted for {format_bytes(WORKER_BYTES)}",
+            file=sys.stderr,
+        )
+    return min(n, fit)
 
 
 def _cluster_args(s, what: str) -> None:
