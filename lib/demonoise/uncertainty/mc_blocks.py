@@ -275,33 +275,10 @@ def build_plan(lz, noise, *, indicators, components, floor_zero, noised, quantil
         tables["births"], birth_known = _table(
             "births", c.births, lay.birth_ages, [bkey], "births" in noised, grouped, noise
         )
-    # events drawn for the Poisson component
-    for m, t in tables.items():
-        if m == "deaths":
-            t_sum = S == 3 and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
-            rows = np.arange(R * S).reshape(R, S)
-            t.event_rows = rows[:, :2].ravel() if t_sum else rows.ravel()
-            t.t_sum = bool(t_sum)
-        elif m == "births":
-            t.event_rows = np.arange(R)
-    if grouped and not _tabulable(noise, tables):
-        grouped = False
-        for t in tables.values():
-            t.law = np.zeros_like(t.law)
-    rounded = grouped and bool(getattr(noise, "rounded", False))
-    round_sd = _round_scales(noise, tables) if rounded else None
-    laws = _laws(noise, tables) if grouped and not rounded else ()
+    _event_rows(tables, c, R, S)
+    grouped, round_sd, laws = _sampling(noise, tables, grouped)
     comps = np.array([k in components for k in ("noise", "poisson", "total")])
-    refs, shapes, keep = {}, {}, {}
-    for i in indicators:
-        v = np.nan_to_num(lz.blocks[i].lin.value)
-        shapes[i] = v.shape
-        refs[i] = np.ascontiguousarray(v.reshape(-1, v.shape[-1]), dtype=float)
-        if not quantiles:
-            keep[i] = ""
-        else:
-            nbytes = n * v.size * len(components) * 8
-            keep[i] = "f8" if nbytes <= store_limit else ("f4" if nbytes / 2 <= store_limit else "")
+    refs, shapes, keep = _references(lz, indicators, quantiles, n * len(components), store_limit)
     plan = Plan(
         uuid.uuid4().hex, comps, tuple(indicators), noise, bool(floor_zero), grouped, tables, laws, shapes, refs, keep,
         round_sd=round_sd,
@@ -337,6 +314,46 @@ def build_plan(lz, noise, *, indicators, components, floor_zero, noised, quantil
             width=np.asarray(lay.fert_width, dtype=float), e_orig=_rows2d(lay.group_pop_fert(E_known[:, 0])),
         )  # fmt: skip
     return plan
+
+
+def _event_rows(tables: dict, c, R: int, S: int) -> None:
+    """Rows of the events drawn for the Poisson component: deaths of ``F`` and ``M`` only
+    when the published ``T`` cells are their sums, births of every region."""
+    for m, t in tables.items():
+        if m == "deaths":
+            t_sum = S == 3 and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
+            rows = np.arange(R * S).reshape(R, S)
+            t.event_rows = rows[:, :2].ravel() if t_sum else rows.ravel()
+            t.t_sum = bool(t_sum)
+        elif m == "births":
+            t.event_rows = np.arange(R)
+
+
+def _sampling(noise, tables: dict, grouped: bool) -> tuple[bool, np.ndarray | None, tuple]:
+    """How the draw groups' noise is drawn: ``(grouped, round_sd, laws)`` -- by rounding a
+    Gaussian, through alias tables of the k-fold laws, or per cell (``grouped`` false)."""
+    if grouped and not _tabulable(noise, tables):
+        grouped = False
+        for t in tables.values():
+            t.law = np.zeros_like(t.law)
+    if grouped and getattr(noise, "rounded", False):
+        return True, _round_scales(noise, tables), ()
+    return grouped, None, _laws(noise, tables) if grouped else ()
+
+
+def _references(lz, indicators, quantiles, values_per_cell: int, store_limit: float) -> tuple[dict, dict, dict]:
+    """Reference values (rows, K), shapes and the storage of replicate values of each
+    indicator: ``"f8"``, ``"f4"`` when only that fits ``store_limit`` bytes, ``""`` none."""
+    refs, shapes, keep = {}, {}, {}
+    for i in indicators:
+        v = np.nan_to_num(lz.blocks[i].lin.value)
+        shapes[i] = v.shape
+        refs[i] = np.ascontiguousarray(v.reshape(-1, v.shape[-1]), dtype=float)
+        nbytes = values_per_cell * v.size * 8
+        keep[i] = (
+            "" if not quantiles else ("f8" if nbytes <= store_limit else ("f4" if nbytes / 2 <= store_limit else ""))
+        )
+    return refs, shapes, keep
 
 
 def _rows2d(a: np.ndarray) -> np.ndarray:
