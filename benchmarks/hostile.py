@@ -69,7 +69,8 @@ class Case:
         Short unique name.
     cls : str
         The class of problem it belongs to (``counts``, ``exposure``, ``codes``, ``files``,
-        ``json``, ``ptable-file``, ``options``, ``limits``, ``outputs``, ``contract``, ``control``).
+        ``json``, ``ptable-file``, ``options``, ``limits``, ``outputs``, ``contract``, ``control``,
+        ``fetch``).
     argv : sequence of str, optional
         ``demonoise`` arguments (``{dir}``, ``{out}`` substituted).
     python : str, optional
@@ -271,6 +272,46 @@ PLAN = (
     "plan(load_params('{root}/params/default.yaml'), '{out}', notebooks_dir='{dir}/nb')"
 ).replace("{root}", str(ROOT))
 
+
+#: A server on 127.0.0.1 in a thread of the case: ``ANSWER`` (bytes of a whole HTTP
+#: answer) sent ``STEP`` bytes at a time, ``PAUSE`` seconds apart; then the snippet's ``GET``.
+SERVE = """
+import socket, threading, time
+from demonoise.io.http import download
+from demonoise.io.options import FetchOptions
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(4)
+def serve():
+    while True:
+        c, _ = srv.accept()
+        c.recv(65536)
+        try:
+            for k in range(0, len(ANSWER), STEP):
+                c.sendall(ANSWER[k : k + STEP]); time.sleep(PAUSE)
+        except OSError:
+            pass
+        c.close()
+threading.Thread(target=serve, daemon=True).start()
+URL = f"http://127.0.0.1:{srv.getsockname()[1]}/data"
+"""
+TRICKLE = (
+    "ANSWER = b'HTTP/1.1 200 OK\\r\\nContent-Length: 100000\\r\\n\\r\\n' + b'x' * 100000\nSTEP, PAUSE = 1, 0.5\n"
+    + SERVE
+    + "download(URL, 'p', FetchOptions(timeout=5, deadline=3), label='demo_r_d2jan')"
+)
+BOMB = (
+    "import gzip\nBODY = gzip.compress(bytes(1 << 30), 9)\n"
+    "ANSWER = b'HTTP/1.1 200 OK\\r\\nContent-Encoding: gzip\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(BODY) + BODY\n"
+    "STEP, PAUSE = 1 << 16, 0\n"
+    + SERVE
+    + "import resource\nresource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+    "download(URL, 'p', FetchOptions(timeout=5), label='demo_r_d2jan', max_bytes=1 << 27)"
+)
+RETRY_AFTER = (
+    "ANSWER = b'HTTP/1.1 429 Too Many Requests\\r\\nRetry-After: 60\\r\\nContent-Length: 0\\r\\n\\r\\n'\n"
+    "STEP, PAUSE = 1 << 16, 0\n"
+    + SERVE
+    + "download(URL, 'p', FetchOptions(timeout=5, retries=3, max_wait=30), label='demo_r_d2jan')"
+)
 
 DEEP = "[" * 100_000 + "]" * 100_000
 T = "{dir}/c.csv"
@@ -647,6 +688,17 @@ CASES: list[Case] = [
         "invalid or truncated JSON",
         python="from demonoise.io.eurostat import read_eurostat\nread_eurostat('x.json')",
         fixture=text_file("x.json", '{"class": "dataset", "value": [1, 2'),
+    ),
+    # ---- fetch: bounded whatever the server does
+    Case("fetch-trickle-deadline", "fetch", 2, "gave up at the 3 s deadline of a download", python=TRICKLE, timeout=15),
+    Case("fetch-gzip-bomb", "fetch", 2, "the answer decodes to more than 128 MiB", python=BOMB, timeout=30),
+    Case(
+        "fetch-429-retry-after-beyond-budget",
+        "fetch",
+        2,
+        "HTTP 429 (after 1 attempt); the next attempt would wait 60 s more (Retry-After), beyond the 30 s",
+        python=RETRY_AFTER,
+        timeout=15,
     ),
     # ---- p-table files
     Case(

@@ -297,7 +297,7 @@ def test_a_retry_after_beyond_the_waiting_budget_fails_saying_what_it_waited_for
 def test_a_retry_after_beyond_the_deadline_fails_at_once(serve, tmp_path):
     srv = serve(Answer(503, b"busy", headers={"Retry-After": "30"}))
     t0 = time.perf_counter()
-    match = r"HTTP 503 \(after 1 attempts\); .* wait 30 s more \(Retry-After\), beyond the 2 s deadline"
+    match = r"HTTP 503 \(after 1 attempt\); .* wait 30 s more \(Retry-After\), beyond the 2 s deadline"
     with pytest.raises(FetchError, match=match):
         download(srv.url, tmp_path / "p", opts(retries=3, deadline=2), label="demo_r_d2jan")
     assert time.perf_counter() - t0 < 1.0 and srv.requests == 1
@@ -313,7 +313,7 @@ def test_a_gzip_bomb_stops_at_the_decoded_limit_in_little_memory(serve, tmp_path
     srv = serve(Answer(body=bomb, headers={"Content-Encoding": "gzip"}))
     tracemalloc.start()
     try:
-        with pytest.raises(FetchError, match=r"the answer decodes to more than 64 MiB \(stopped at 6[45] MiB\)"):
+        with pytest.raises(FetchError, match=r"the answer decodes to more than 64 MiB \(a gzip bomb"):
             download(srv.url, tmp_path / "p", opts(retries=3), label="demo_r_d2jan", max_bytes=64 << 20)
         peak = tracemalloc.get_traced_memory()[1]
     finally:

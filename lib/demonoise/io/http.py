@@ -228,7 +228,8 @@ class _Decoded:
     def _count(self, n: int) -> None:
         self.n += n
         if self.n > self.limit:
-            raise _TooBig(f"the answer decodes to more than {_mib(self.limit)} (stopped at {_mib(self.n)})")
+            why = "a gzip bomb, or not the table asked for"
+            raise _TooBig(f"the answer decodes to more than {_mib(self.limit)} ({why})")
 
 
 # ------------------------------------------------------------------------- retry policy
@@ -268,7 +269,8 @@ class DownloadRetry(Retry):
             self.clock.wait(seconds, why)
         except _OutOfTime as e:
             last = f"HTTP {response.status}" if response is not None else "a broken transfer"
-            raise _OutOfTime(f"{last} (after {len(self.history)} attempts); {e}") from None
+            n = len(self.history)
+            raise _OutOfTime(f"{last} (after {n} attempt{'s' if n != 1 else ''}); {e}") from None
 
     def get_backoff_time(self) -> float:
         n = 0
