@@ -69,7 +69,8 @@ class Case:
         Short unique name.
     cls : str
         The class of problem it belongs to (``counts``, ``exposure``, ``codes``, ``files``,
-        ``json``, ``ptable-file``, ``options``, ``limits``, ``outputs``, ``contract``, ``control``).
+        ``json``, ``ptable-file``, ``options``, ``limits``, ``outputs``, ``contract``, ``control``,
+        ``fetch``).
     argv : sequence of str, optional
         ``demonoise`` arguments (``{dir}``, ``{out}`` substituted).
     python : str, optional
@@ -271,6 +272,46 @@ PLAN = (
     "plan(load_params('{root}/params/default.yaml'), '{out}', notebooks_dir='{dir}/nb')"
 ).replace("{root}", str(ROOT))
 
+
+#: A server on 127.0.0.1 in a thread of the case: ``ANSWER`` (bytes of a whole HTTP
+#: answer) sent ``STEP`` bytes at a time, ``PAUSE`` seconds apart; then the snippet's ``GET``.
+SERVE = """
+import socket, threading, time
+from demonoise.io.http import download
+from demonoise.io.options import FetchOptions
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(4)
+def serve():
+    while True:
+        c, _ = srv.accept()
+        c.recv(65536)
+        try:
+            for k in range(0, len(ANSWER), STEP):
+                c.sendall(ANSWER[k : k + STEP]); time.sleep(PAUSE)
+        except OSError:
+            pass
+        c.close()
+threading.Thread(target=serve, daemon=True).start()
+URL = f"http://127.0.0.1:{srv.getsockname()[1]}/data"
+"""
+TRICKLE = (
+    "ANSWER = b'HTTP/1.1 200 OK\\r\\nContent-Length: 100000\\r\\n\\r\\n' + b'x' * 100000\nSTEP, PAUSE = 1, 0.5\n"
+    + SERVE
+    + "download(URL, 'p', FetchOptions(timeout=5, deadline=3), label='demo_r_d2jan')"
+)
+BOMB = (
+    "import gzip\nBODY = gzip.compress(bytes(1 << 30), 9)\n"
+    "ANSWER = b'HTTP/1.1 200 OK\\r\\nContent-Encoding: gzip\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(BODY) + BODY\n"
+    "STEP, PAUSE = 1 << 16, 0\n"
+    + SERVE
+    + "import resource\nresource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+    "download(URL, 'p', FetchOptions(timeout=5), label='demo_r_d2jan', max_bytes=1 << 27)"
+)
+RETRY_AFTER = (
+    "ANSWER = b'HTTP/1.1 429 Too Many Requests\\r\\nRetry-After: 60\\r\\nContent-Length: 0\\r\\n\\r\\n'\n"
+    "STEP, PAUSE = 1 << 16, 0\n"
+    + SERVE
+    + "download(URL, 'p', FetchOptions(timeout=5, retries=3, max_wait=30), label='demo_r_d2jan')"
+)
 
 DEEP = "[" * 100_000 + "]" * 100_000
 T = "{dir}/c.csv"
@@ -511,6 +552,25 @@ CASES: list[Case] = [
     ),
     Case("template-empty", "files", 2, "empty file", COMPUTE, fixture=text_file("c.csv", "")),
     Case(
+        "template-extra-field",
+        "files",
+        2,
+        "9) [file",
+        COMPUTE,
+        fixture=template_cell("BE34", "M", "Y30", "deaths", "1,2"),
+    ),
+    Case(
+        "params-ptable-is-counts",
+        "files",
+        2,
+        "noise[1].ptable: the p-table file",
+        ("report", "--params", "{dir}/p.yaml", "--out-dir", "{out}", "--no-pdf"),
+        fixture=chain(
+            copy_template("counts.csv"),
+            text_file("p.yaml", "datasets: {ess-2023: [LU]}\nnoise: [{V: 1}, {ptable: counts.csv}]\n"),
+        ),
+    ),
+    Case(
         "template-header-only",
         "files",
         2,
@@ -629,6 +689,17 @@ CASES: list[Case] = [
         python="from demonoise.io.eurostat import read_eurostat\nread_eurostat('x.json')",
         fixture=text_file("x.json", '{"class": "dataset", "value": [1, 2'),
     ),
+    # ---- fetch: bounded whatever the server does
+    Case("fetch-trickle-deadline", "fetch", 2, "gave up at the 3 s deadline of a download", python=TRICKLE, timeout=15),
+    Case("fetch-gzip-bomb", "fetch", 2, "the answer decodes to more than 128 MiB", python=BOMB, timeout=30),
+    Case(
+        "fetch-429-retry-after-beyond-budget",
+        "fetch",
+        2,
+        "HTTP 429 (after 1 attempt); the next attempt would wait 60 s more (Retry-After), beyond the 30 s",
+        python=RETRY_AFTER,
+        timeout=15,
+    ),
     # ---- p-table files
     Case(
         "ptable-ckey-beyond-2^53",
@@ -678,6 +749,25 @@ CASES: list[Case] = [
         2,
         "above the limit 10^12",
         ("compute", "--dataset", "be-2023", "--V", "1e300", "--out", OUT),
+    ),
+    Case(
+        "params-V-1e300",
+        "limits",
+        2,
+        "noise[0].V: V = 1e+300 is above the limit 10^12",
+        ("report", "--params", "{dir}/p.yaml", "--out-dir", "{out}", "--no-pdf"),
+        fixture=text_file("p.yaml", "datasets: {ess-2023: [LU]}\nnoise: [{V: 1e300}]\n"),
+    ),
+    Case(
+        "params-date-not-a-date",
+        "options",
+        2,
+        "publisher.date: not a date",
+        ("report", "--params", "{dir}/p.yaml", "--out-dir", "{out}", "--no-pdf"),
+        fixture=text_file(
+            "p.yaml",
+            "datasets: {ess-2023: [LU]}\nnoise: [{V: 1}]\npublisher: {organisation: O, contact: c, date: not-a-date}\n",
+        ),
     ),
     Case(
         "V-nan",
@@ -759,6 +849,13 @@ CASES: list[Case] = [
         2,
         "argument --timeout",
         ("fetch", "--year", "2023", "--offline", "--cache-dir", "{dir}", "--timeout", "1e300"),
+    ),
+    Case(
+        "fetch-deadline-0",
+        "options",
+        2,
+        "argument --deadline: deadline must be a number of seconds in (0, 86400]",
+        ("fetch", "--year", "2023", "--offline", "--cache-dir", "{dir}", "--deadline", "0"),
     ),
     Case(
         "fetch-year-negative",
@@ -935,6 +1032,45 @@ CASES: list[Case] = [
         ("compute", "--dataset", "be-2023", "--V", "1e12", "--out", OUT),
         outputs=("r.csv",),
         timeout=60.0,
+    ),
+    Case(
+        "compute-mc-10^7-without-yes",
+        "limits",
+        2,
+        "pass --yes to run it",
+        ("compute", "--dataset", "ess-2023", "--V", "1", "--mc", "10000000", "--out", OUT),
+        timeout=60.0,
+    ),
+    Case(
+        "compute-V-1e9-mc-10",
+        "limits",
+        0,
+        "rows",
+        ("compute", "--counts", T, "--V", "1e9", "--mc", "10", "--workers", "1", "--out", OUT),
+        fixture=copy_template(),
+        outputs=("r.csv",),
+        timeout=30.0,
+        fast=True,
+    ),
+    Case(
+        "compute-V-1e12-mc-10",
+        "limits",
+        0,
+        "rows",
+        ("compute", "--counts", T, "--V", "1e12", "--mc", "10", "--workers", "1", "--out", OUT),
+        fixture=copy_template(),
+        outputs=("r.csv",),
+        timeout=30.0,
+    ),
+    Case(
+        "compute-V-1e12-D-mc-10",
+        "limits",
+        0,
+        "rows",
+        ("compute", "--counts", T, "--V", "1e12", "--D", "2000000", "--mc", "10", "--workers", "1", "--out", OUT),
+        fixture=copy_template(),
+        outputs=("r.csv",),
+        timeout=30.0,
     ),
     # ---- controls: valid uses still succeed and leave exactly their output
     Case("control-compute", "control", 0, "rows", COMPUTE, fixture=copy_template(), outputs=("r.csv",), fast=True),

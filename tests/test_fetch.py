@@ -354,7 +354,8 @@ FAILURES = {
     ),
     "server-error": (
         [Reply(status=500, body=b"oops")],
-        r"demo_r_d2jan: HTTP 500 Internal Server Error \(Eurostat: oops\) \(after 2 attempts\)",
+        r"demo_r_d2jan: HTTP 500 Internal Server Error \(Eurostat: oops\) "
+        r"\(after 2 attempts; waited 0.01 s of backoff\)",
     ),
     "brotli": (
         Reply(body=b"\x0b\x02\x80{}\x03", headers={"Content-Encoding": "br"}),
@@ -362,7 +363,7 @@ FAILURES = {
     ),
     "cut-short": (
         [Reply(body=b'{"version": "2.0"', length=5000)],
-        r"transfer cut short after 17 of 5000 bytes \(after 2 attempts\)",
+        r"transfer cut short after 17 of 5000 bytes \(after 2 attempts; waited 0.01 s of backoff\)",
     ),
 }
 

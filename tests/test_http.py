@@ -34,6 +34,8 @@ class Answer:
     headers: dict = field(default_factory=dict)
     length: int | None = None
     drop: bool = False
+    trickle: float = 0.0  # seconds between single bytes of the answer, status line included...
+    trickle_body: bool = False  # ... or of its body only
 
 
 class Scripted:
@@ -55,6 +57,19 @@ class Scripted:
                 a = srv.answers[min(srv.requests, len(srv.answers)) - 1]
                 if a.drop:
                     self.close_connection = True
+                    return
+                if a.trickle:
+                    self.close_connection = True
+                    head = f"HTTP/1.1 {a.status} OK\r\nContent-Length: {len(a.body)}\r\n\r\n".encode()
+                    whole, at = head + a.body, len(head) if a.trickle_body else 0
+                    try:
+                        self.wfile.write(whole[:at])
+                        for i in range(at, len(whole)):
+                            self.wfile.write(whole[i : i + 1])
+                            self.wfile.flush()
+                            time.sleep(a.trickle)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
                     return
                 self.send_response(a.status)
                 self.send_header("Content-Length", str(a.length if a.length is not None else len(a.body)))
@@ -146,7 +161,7 @@ def test_a_server_that_stays_down_exhausts_the_retries(serve, tmp_path):
     e = ei.value
     assert str(e) == (
         "demo_r_d2jan: HTTP 503 Service Unavailable (Eurostat: Service temporarily unavailable) "
-        f"(after 3 attempts) from {srv.url}"
+        f"(after 3 attempts; waited 0.03 s of backoff) from {srv.url}"
     )
     assert e.status == 503 and e.dataset == "demo_r_d2jan" and e.url == srv.url
 
@@ -180,7 +195,10 @@ def test_body_cut_short_is_downloaded_again(serve, tmp_path):
 
 def test_status_and_body_failures_share_one_budget(serve, tmp_path):
     srv = serve(Answer(502, b""), Answer(body=BODY[:10], length=len(BODY)))
-    with pytest.raises(FetchError, match=rf"transfer cut short after 10 of {len(BODY)} bytes \(after 2 attempts\)"):
+    with pytest.raises(
+        FetchError,
+        match=rf"transfer cut short after 10 of {len(BODY)} bytes \(after 2 attempts; waited 0.01 s of backoff\)",
+    ):
         download(srv.url, tmp_path / "p", opts(retries=1, backoff=0.01), label="demo_r_d2jan")
     assert srv.requests == 2
 
@@ -244,3 +262,74 @@ def test_downloaded_file_path_is_reused(serve, tmp_path):
     srv = serve(Answer(200, b"short"))
     download(srv.url, dest, opts(), label="demo_r_d2jan")
     assert Path(dest).read_bytes() == b"short"
+
+
+# ---------------------------------------------------------------------------- bounded
+@pytest.mark.parametrize("body_only", [False, True])
+def test_a_trickling_server_is_given_up_at_the_deadline(serve, tmp_path, body_only):
+    """A byte every 0.2 s never trips the 5 s per-read timeout; the 1.5 s deadline of the
+    download ends it (the watchdog shuts the socket), whether the headers or only the body
+    trickle. Not retried."""
+    srv = serve(Answer(trickle=0.2, trickle_body=body_only))
+    t0 = time.perf_counter()
+    with pytest.raises(FetchError, match=r"demo_r_d2jan: gave up at the 1\.5 s deadline of a download") as ei:
+        download(srv.url, tmp_path / "p", opts(retries=3, deadline=1.5), label="demo_r_d2jan")
+    dt = time.perf_counter() - t0
+    assert 1.4 < dt < 3.0, dt
+    assert srv.requests == 1 and "\n" not in str(ei.value)
+
+
+def test_a_retry_after_beyond_the_waiting_budget_fails_saying_what_it_waited_for(serve, tmp_path):
+    """429 with Retry-After: 1, five retries allowed, 1.5 s of waiting in all: one wait of
+    1 s, then the second would pass the budget -- fails at once, after 2 attempts."""
+    srv = serve(Answer(429, b"slow down", headers={"Retry-After": "1"}))
+    t0 = time.perf_counter()
+    with pytest.raises(FetchError) as ei:
+        download(srv.url, tmp_path / "p", opts(retries=5, max_wait=1.5), label="demo_r_d2jan")
+    dt = time.perf_counter() - t0
+    assert srv.requests == 2 and 1.0 <= dt < 2.0, (srv.requests, dt)
+    assert str(ei.value) == (
+        "demo_r_d2jan: HTTP 429 (after 2 attempts); the next attempt would wait 1 s more (Retry-After), "
+        f"beyond the 1.5 s of waiting allowed from {srv.url}"
+    )
+
+
+def test_a_retry_after_beyond_the_deadline_fails_at_once(serve, tmp_path):
+    srv = serve(Answer(503, b"busy", headers={"Retry-After": "30"}))
+    t0 = time.perf_counter()
+    match = r"HTTP 503 \(after 1 attempt\); .* wait 30 s more \(Retry-After\), beyond the 2 s deadline"
+    with pytest.raises(FetchError, match=match):
+        download(srv.url, tmp_path / "p", opts(retries=3, deadline=2), label="demo_r_d2jan")
+    assert time.perf_counter() - t0 < 1.0 and srv.requests == 1
+
+
+def test_a_gzip_bomb_stops_at_the_decoded_limit_in_little_memory(serve, tmp_path):
+    """256 MiB of zeros gzipped to 255 KB, in two gzip members, sent as a gzip body: the
+    download stops beyond 64 MiB decoded, holding at most a few MiB at a time (traced)."""
+    import tracemalloc
+
+    half = gzip.compress(bytes(128 << 20), compresslevel=9)
+    bomb = half + half
+    srv = serve(Answer(body=bomb, headers={"Content-Encoding": "gzip"}))
+    tracemalloc.start()
+    try:
+        with pytest.raises(FetchError, match=r"the answer decodes to more than 64 MiB \(a gzip bomb"):
+            download(srv.url, tmp_path / "p", opts(retries=3), label="demo_r_d2jan", max_bytes=64 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak
+    assert srv.requests == 1
+
+
+def test_what_a_body_decodes_to_is_counted_exactly(serve, tmp_path):
+    """Below the limit nothing changes: the body is kept as received; the limit counts the
+    decoded bytes (gzip of two members, or plain), so one byte less refuses."""
+    data = BODY * 50
+    two = gzip.compress(data[:1000]) + gzip.compress(data[1000:])
+    for body, enc in ((two, {"Content-Encoding": "gzip"}), (data, {})):
+        srv = serve(Answer(body=body, headers=enc))
+        d = download(srv.url, tmp_path / "p", opts(), label="x", max_bytes=len(data))
+        assert (tmp_path / "p").read_bytes() == body and d.size == len(body)
+        with pytest.raises(FetchError, match=r"decodes to more than"):
+            download(srv.url, tmp_path / "q", opts(), label="x", max_bytes=len(data) - 1)

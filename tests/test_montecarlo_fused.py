@@ -200,3 +200,64 @@ def test_blocks_are_spawned_lazily_as_if_all_at_once():
     assert [c.spawn_key for _, c in lazy] == [c.spawn_key for c in at_once]
     pairs = zip(lazy, at_once, strict=True)
     assert all(a.generate_state(2).tolist() == b.generate_state(2).tolist() for (_, a), b in pairs)
+
+
+# ------------------------------------------------------------------ large V: no tables
+def test_rounded_draws_of_the_kernel_path_are_generic_noise_draws_from_the_same_bits():
+    """The grouped path's rounded Gaussian draws (V >= ROUNDED_V) equal
+    GenericNoise.noise_from_uniform of the uniforms Generator.random makes of the same bits."""
+    from demonoise.uncertainty.mc_blocks import _rounded_draws
+
+    g = GenericNoise(1e9)
+    raw = np.random.default_rng(11).bit_generator.random_raw((4, 3, 200))
+    out = _rounded_draws(raw, np.full(3, g.sum_sd(1)))
+    np.testing.assert_array_equal(out, g.noise_from_uniform(np.random.default_rng(11).random((4, 3, 200))))
+
+
+def test_large_V_groups_draw_sums_of_variance_k_V(be):
+    """V = 10^9: the plan has no alias table, one rounded Gaussian per draw group with sd
+    sqrt(k V - 1/12); the draws of each column have variance k V (k its cells: 16 for 85+)
+    within sampling error."""
+    from demonoise.uncertainty import mc_blocks as MB
+
+    lz = linearise(be, indicators=("e",), e_ages=[0])
+    V = 1e9
+    plan = MB.build_plan(
+        lz, GenericNoise(V), indicators=("e",), components=("noise",), floor_zero=False,
+        noised=("deaths", "pop_start", "pop_end"), quantiles=None, n=256, store_limit=0,
+    )  # fmt: skip
+    assert plan.grouped and plan.laws == () and plan.round_sd is not None
+    B = 256
+    eps, _, _ = MB._draw_grouped(plan, B, np.random.default_rng(1), np.random.default_rng(2))
+    d = plan.tables["deaths"]
+    k = np.append(d.size, 1.0) if d.unk else d.size
+    assert k.max() == 16
+    np.testing.assert_allclose(plan.round_sd[d.law], np.sqrt(k * V - 1 / 12))
+    x = eps["deaths"].transpose(1, 0, 2).reshape(d.ncols, -1)
+    var = (x * x).mean(axis=1)
+    z = (var / (k * V) - 1) / np.sqrt(2 / x.shape[1])
+    assert np.abs(z).max() < 5, z.round(2)
+    r = monte_carlo(lz, GenericNoise(V), n=20, indicators=("e",), components=("noise",), quantiles=None, workers=1)
+    assert np.isfinite(r.stats[("e", "noise")]["sd"]).any()
+
+
+def test_bounded_noise_with_large_sum_tables_takes_the_per_cell_path(be):
+    """D = 40 000 (V = 5e8): the 16-fold law would have 1.28e6 points, beyond MAX_LAW_POINTS:
+    the plan draws every cell from the 80 001-point law instead."""
+    from demonoise.uncertainty import mc_blocks as MB
+
+    g = GenericNoise(5e8, D=40_000)
+    assert exact_grouping(g, False) and not g.rounded and g.sum_law_points(16) > MB.MAX_LAW_POINTS
+    lz = linearise(be.select(["BE10"]), indicators=("e",), e_ages=[0])
+    plan = MB.build_plan(
+        lz, g, indicators=("e",), components=("noise",), floor_zero=False,
+        noised=("deaths", "pop_start", "pop_end"), quantiles=None, n=4, store_limit=0,
+    )  # fmt: skip
+    assert not plan.grouped and plan.laws == () and plan.round_sd is None
+    small = MB.build_plan(
+        lz, GenericNoise(5.0, D=4), indicators=("e",), components=("noise",), floor_zero=False,
+        noised=("deaths",), quantiles=None, n=4, store_limit=0,
+    )  # fmt: skip
+    assert small.grouped and len(small.laws) == 5
+    r = monte_carlo(lz, g, n=4, indicators=("e",), components=("noise",), quantiles=None, workers=1)
+    assert r.stats[("e", "noise")]["n_valid"].shape == (1, 3, 1)

@@ -205,3 +205,54 @@ def test_overview_and_extras_params():
     ]:
         with pytest.raises(ParameterError, match=msg.replace("(", r"\(")):
             parse_params({**GOOD, **bad})
+
+
+def test_numbers_written_as_yaml_1_1_reads_them(tmp_path):
+    """``1e3`` is text to YAML 1.1 (PyYAML): V, mc, seed and the overview's mc accept it as
+    the number it is; a fraction for mc, or a word, is still refused naming the key."""
+    f = tmp_path / "p.yaml"
+    f.write_text(
+        "datasets: {ess-2023: [LU]}\nnoise: [{V: 1e3}, {V: 2.5e-1}]\nmc: 1e3\nseed: 1e2\noverview: {mc: 2e2}\n"
+    )
+    p = load_params(f)
+    assert p.V == (1000.0, 0.25) and p.mc == 1000 and p.seed == 100 and p.overview.mc == 200
+    for bad, msg in [
+        ({"mc": "1.5e0"}, "mc: Monte Carlo replicates must be an integer, got '1.5e0'"),
+        ({"mc": "many"}, "mc: Monte Carlo replicates must be an integer, got 'many'"),
+        ({"noise": [{"V": "1e300"}]}, "noise[0].V: V = 1e+300 is above the limit 10^12"),
+        ({"noise": [{"V": 1e300}]}, "noise[0].V: V = 1e+300 is above the limit 10^12"),
+        ({"noise": [{"V": "nan"}]}, "noise[0].V: V is a variance and must be a finite number > 0, got nan"),
+    ]:
+        with pytest.raises(ParameterError) as e:
+            parse_params({**GOOD, **bad}, source="p.yaml")
+        assert str(e.value) == f"p.yaml: {msg}" or str(e.value).startswith(f"p.yaml: {msg}"), str(e.value)
+
+
+def test_a_ptable_file_is_read_with_the_params(tmp_path):
+    """A p-table file that cannot be read -- a counts file, a malformed table -- fails when
+    the params are validated, naming the key and the file; a valid one passes."""
+    counts = ROOT / "templates" / "counts_template.csv"
+    bad = tmp_path / "p.csv"
+    bad.write_text("i,j,p\n0,0,banana\n")
+    for path in (counts, bad):
+        with pytest.raises(ParameterError) as e:
+            parse_params({**GOOD, "noise": [{"V": 1}, {"ptable": str(path)}]}, source="p.yaml")
+        assert str(e.value).startswith(f"p.yaml: noise[1].ptable: the p-table file {path} cannot be read: ")
+        assert "\n" not in str(e.value)
+    good = ROOT / "tests" / "data" / "ptables"
+    table = next(p for p in sorted(good.iterdir()) if p.suffix in (".csv", ".gz"))
+    assert parse_params({**GOOD, "noise": [{"ptable": str(table)}]}).ptables == (str(table.resolve()),)
+
+
+def test_publisher_date_is_an_iso_date():
+    pub = {"organisation": "S", "contact": "c"}
+    assert parse_params({**GOOD, "publisher": {**pub, "date": "2026-02-28"}}).publisher.date == "2026-02-28"
+    for bad in ("not-a-date", "2026-02-30", "31/12/2026"):
+        with pytest.raises(ParameterError, match=r"publisher\.date: not a date: give it as YYYY-MM-DD"):
+            parse_params({**GOOD, "publisher": {**pub, "date": bad}})
+
+
+def test_keys_of_the_model_are_not_keys_of_the_file():
+    for key in ("source", "notices", "selections", "settings"):
+        with pytest.raises(ParameterError, match=rf"^{key}: unknown key$"):
+            parse_params({**GOOD, key: "x"})

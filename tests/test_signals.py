@@ -173,6 +173,48 @@ def test_after_an_interrupt_the_last_moments_ignore_further_signals(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    "sig, command, V",
+    [
+        (signal.SIGINT, "compute", "1"),
+        (signal.SIGTERM, "compute", "1"),
+        (signal.SIGINT, "compute", "1e12"),
+        (signal.SIGTERM, "compute", "1e12"),
+        (signal.SIGTERM, "compare", "1e12"),
+    ],
+)
+def test_in_process_monte_carlo_interrupted_mid_way(tmp_path, sig, command, V):
+    """``--workers 1``: the Monte Carlo blocks, the longest numeric step, run in the
+    command's own process (compiled kernels; at V = 10^12 the rounded Gaussian draws of the
+    k-fold laws, or, for compare's zero floor, of every cell). Signalled once its progress
+    lines show blocks done, it stops within 5 s, exit 130, one line, nothing written."""
+    out = tmp_path / "out" / "r.parquet"
+    what = ["--ptable", "v01"] if command == "compare" else []
+    args = [command, "--dataset", "be-2023", *what, "--V", V, "--mc", "1000000", "--workers", "1", "--yes"]
+    env, tag = tagged_env()
+    err_file = tmp_path / "stderr.txt"
+    with open(err_file, "w") as err_out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "demonoise.cli", *args, "--out", str(out)], cwd=tmp_path, env=env,
+            stdout=subprocess.DEVNULL, stderr=err_out, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while " of 1000000 replicates, " not in err_file.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, err_file.read_text()[-2000:]
+            time.sleep(0.1)
+        t0 = time.monotonic()
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        kill_tagged(tag)
+    assert proc.returncode == 130, err_file.read_text()[-2000:]
+    assert took < STOP, f"took {took:.1f} s to stop"
+    _one_line(err_file.read_text(), command)
+    assert not out.exists() and tmp_files(tmp_path) == []
+
+
 # ------------------------------------------------------------------ report, a cell that never returns
 @pytest.fixture(scope="module")
 def hanging_notebooks(tmp_path_factory) -> Path:

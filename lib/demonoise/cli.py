@@ -34,6 +34,7 @@ nothing half-written, no process left).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import time
@@ -96,20 +97,105 @@ def _int_option(lo: int, hi: int | None = None, why: str = ""):
     return parse
 
 
-def _progress(total: int, label: str):
-    """A tqdm progress bar on stderr (silent when stderr is not a terminal and quiet)."""
-    from tqdm.auto import tqdm
+#: Estimated Monte Carlo wall time a command runs without ``--yes`` (30 minutes, as a report batch).
+MC_MAX_SECONDS = 1800.0
+#: Seconds between two progress lines on a stderr that is not a terminal.
+PROGRESS_EVERY = 5.0
 
-    bar = tqdm(total=total, desc=label, unit="rep", file=sys.stderr, leave=False)
-    state = {"done": 0}
 
-    def update(done: int):
-        bar.update(done - state["done"])
-        state["done"] = done
-        if done >= total:
-            bar.close()
+def _duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3.2 h``, ``41 days``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
 
-    return update
+
+class _MonteCarloProgress:
+    """The Monte Carlo runs of a command (one per noise setting), their time budget and
+    their progress on stderr.
+
+    Before each run :func:`demonoise.uncertainty.montecarlo.monte_carlo` calls
+    :meth:`start` with the seconds per replicate it measured on a probe block; the runs
+    left are estimated at ``runs left x n x seconds / processes`` and, above
+    :data:`MC_MAX_SECONDS` without ``--yes``, refused in one line naming the size and the
+    estimate (never a prompt). Then a tqdm bar on a terminal, else a line every
+    :data:`PROGRESS_EVERY` seconds (``demonoise compute: Monte Carlo 1 of 2 (generic
+    V=1): 4200 of 10000 replicates, 12 s, about 17 s left``)."""
+
+    def __init__(self, command: str, names: list[str], regions: int, processes: int, yes: bool):
+        self.command, self.names, self.regions = command, names, regions
+        self.processes, self.yes = max(1, processes), yes
+        self.run, self.n, self.t0, self.last, self.bar, self.first = 0, 0, 0.0, 0.0, None, None
+
+    def start(self, n: int, seconds: float | None) -> None:
+        self._close_bar()
+        self.run, self.n = self.run + 1, n
+        left = len(self.names) - self.run + 1
+        estimate = None if seconds is None else seconds * n / self.processes
+        if estimate is not None:
+            self._check(estimate * left, left)
+        self.t0 = self.last = time.monotonic()
+        self.first = None
+        about = "" if estimate is None else f", estimated {_duration(estimate)} on {self.processes} process(es)"
+        self._line(f"{self._label()}: {n} replicates over {self.regions} regions{about}")
+        if sys.stderr.isatty():
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=n, desc="Monte Carlo", unit="rep", file=sys.stderr, leave=False)
+
+    def _check(self, estimate: float, left: int) -> None:
+        if self.yes or estimate <= MC_MAX_SECONDS:
+            return
+        from demonoise.core.errors import ParameterError
+
+        raise ParameterError(
+            f"the Monte Carlo is large: {left} noise setting(s) x {self.n} replicates over {self.regions} regions, "
+            f"estimated {_duration(estimate)} on {self.processes} process(es), above the limit of "
+            f"{_duration(MC_MAX_SECONDS)}: pass --yes to run it, or lower --mc (a check needs 10^3 to 10^5)"
+        )
+
+    def __call__(self, done: int) -> None:
+        if self.bar is not None:
+            self.bar.update(done - self.bar.n)
+            if done >= self.n:
+                self._close_bar()
+            return
+        now = time.monotonic()
+        if self.first is None:  # the rate is measured from the first block on (a cluster may start first)
+            self.first = (now, done)
+        if now - self.last < PROGRESS_EVERY and done < self.n:
+            return
+        self.last, elapsed = now, now - self.t0
+        (t1, d1), left = self.first, ""
+        if d1 < done < self.n:
+            left = f", about {_duration((self.n - done) * (now - t1) / (done - d1))} left"
+        self._line(f"{self._label()}: {done} of {self.n} replicates, {_duration(elapsed)}{left}")
+
+    def _label(self) -> str:
+        return f"Monte Carlo {self.run} of {len(self.names)} ({self.names[self.run - 1]})"
+
+    def _line(self, text: str) -> None:
+        if self.bar is None:
+            with contextlib.suppress(OSError):  # a closed stderr loses the progress, not the run
+                print(f"demonoise {self.command}: {text}", file=sys.stderr, flush=True)
+
+    def _close_bar(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _processes(cluster) -> int:
+    """Processes the Monte Carlo blocks run on: the cluster's workers, or 1."""
+    if not cluster.fans_out:
+        return 1
+    if cluster.address is None:
+        return cluster.workers
+    return max(1, len(cluster.client().scheduler_info().get("workers", {})))
 
 
 def _number(s: str) -> float:
@@ -174,7 +260,8 @@ def cmd_compute(args) -> int:
         counts = _load_counts(args)
         settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
         t0 = time.perf_counter()
-        progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
+        names = [s.model.name for s in settings]
+        progress = _MonteCarloProgress("compute", names, len(counts.regions), _processes(cluster), args.yes)
         df = compute(
             counts,
             settings,
@@ -230,6 +317,7 @@ def cmd_fetch(args) -> int:
         refresh=args.refresh,
         offline=args.offline,
         timeout=args.timeout,
+        deadline=args.deadline,
         endpoint=args.endpoint,
         progress=_download_bar,
     )
@@ -364,10 +452,44 @@ def _cluster(args, default_address: str | None = None):
     processes, started only when something fans out."""
     from demonoise.core.cluster import Cluster
 
-    cluster = Cluster(getattr(args, "scheduler", None) or default_address, workers=getattr(args, "workers", None))
+    address = getattr(args, "scheduler", None) or default_address
+    workers = getattr(args, "workers", None)
+    cluster = Cluster(address, workers=workers if address or workers is None else _local_workers(args.command, workers))
     if cluster.address:
         cluster.client()
     return cluster
+
+
+#: Memory a local worker process is counted for: Python with demonoise, numpy and numba
+#: loaded (about 100 MB; 64 workers peaked at 5.4 GB) and a Monte Carlo block's working
+#: memory (:data:`demonoise.uncertainty.montecarlo.FUSED_MEMORY`, 150 MB).
+WORKER_BYTES = 2.5e8
+
+
+def _local_workers(command: str, n: int) -> int:
+    """``--workers n`` of a local cluster: a warning above the machine's cores (the workers
+    share them: slower, not faster), and at most what the available memory holds at
+    :data:`WORKER_BYTES` each (said in one line)."""
+    import os
+
+    from demonoise.core.resources import available_memory, format_bytes
+
+    cores = os.cpu_count() or 1
+    if n > cores:
+        print(
+            f"demonoise {command}: warning: --workers {n} is more than the {cores} cores of this machine: the "
+            f"workers share them, which makes the run slower, not faster (use at most {cores})",
+            file=sys.stderr,
+        )
+    avail = available_memory()
+    fit = n if avail is None else max(1, int(avail[0] // WORKER_BYTES))
+    if n > fit:
+        print(
+            f"demonoise {command}: --workers {n} lowered to {fit}: {format_bytes(avail[0])} of memory is "
+            f"{avail[1]}, and a worker is counted for {format_bytes(WORKER_BYTES)}",
+            file=sys.stderr,
+        )
+    return min(n, fit)
 
 
 def _cluster_args(s, what: str) -> None:
@@ -407,6 +529,13 @@ def _positive_seconds(s: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
     if not (0 < v <= 3600):  # also refuses nan and inf
         raise argparse.ArgumentTypeError(f"timeout must be a number of seconds in (0, 3600], got {s}")
+    return v
+
+
+def _deadline_seconds(s: str) -> float:
+    v = _float(s)
+    if not (0 < v <= 86400):  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"deadline must be a number of seconds in (0, 86400], got {s}")
     return v
 
 
@@ -537,7 +666,8 @@ def cmd_compare(args) -> int:
         counts = _load_counts(args)
         table = _open_table(args.ptable)
         t0 = time.perf_counter()
-        progress = _progress(args.mc, "Monte Carlo") if args.mc and sys.stderr.isatty() else None
+        names = [table.label, "generic noise with a zero floor"]
+        progress = _MonteCarloProgress("compare", names, len(counts.regions), _processes(cluster), args.yes)
         df = compare_noise(
             counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
             mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes, cluster=cluster,
@@ -780,6 +910,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
     _cluster_args(s, "the Monte Carlo blocks")
+    _yes_arg(s)
     s.set_defaults(func=cmd_compute)
 
     _change_parser(sub, INDICATORS, GRANULARITIES)
@@ -803,6 +934,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_seconds,
         default=60.0,
         help="seconds allowed to connect and for each read (default 60)",
+    )
+    s.add_argument(
+        "--deadline",
+        type=_deadline_seconds,
+        default=600.0,
+        help="seconds one table's download may take in all, retries and their waits included (default 600)",
     )
     s.add_argument(
         "--endpoint",
@@ -908,6 +1045,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the closing note to this text file (both files are written, or neither)",
     )
     _cluster_args(s, "the Monte Carlo blocks")
+    _yes_arg(s)
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser(
@@ -1030,6 +1168,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_report)
     return p
+
+
+def _yes_arg(s) -> None:
+    s.add_argument(
+        "--yes",
+        action="store_true",
+        help="run a Monte Carlo estimated above 30 minutes (refused without it, in one line with its size and "
+        "estimate; nothing ever prompts)",
+    )
 
 
 def _out_dir_arg(s, *former: str) -> None:

@@ -65,7 +65,8 @@ def csv_frame(text: str, path: Path, *, sep: str = ",", comments: bool = False) 
     except pd.errors.ParserError as e:
         m = re.search(r"line (\d+)", str(e))
         line = keep[int(m[1]) - 1] + 1 if m and int(m[1]) - 1 < len(keep) else None
-        raise FormatError(f"malformed delimited text ({e})", file=str(path), line=line) from e
+        why = " ".join(str(e).split())  # pandas ends its message with a newline: one line
+        raise FormatError(f"malformed delimited text ({why})", file=str(path), line=line) from e
     df.index = pd.Index(np.array(keep[1:], dtype=np.int64) + 1, name="line")
     # pandas pads short rows silently: count the fields of every row
     n = np.fromiter(

@@ -512,65 +512,68 @@ def _jsonstat_shape(d: dict, file: str) -> tuple[list[str], list[int], int]:
     return ids, size, N
 
 
+def _jsonstat_categories(dimension: dict, k: str, n: int, file: str) -> np.ndarray:
+    """The category codes of dimension ``k`` in cube order (its index: a list, or an object
+    of positions; a single labelled category without an index), checked against its size."""
+    try:
+        idx = dimension[k]["category"]["index"]
+    except (KeyError, TypeError):
+        lab = _get(_get(_get(dimension, k), "category"), "label")
+        if not (isinstance(lab, dict) and len(lab) == 1):
+            raise FormatError(f"JSON-stat dimension {k!r} has no category index", file=file) from None
+        idx = {next(iter(lab)): 0}
+    if isinstance(idx, list):
+        order = [str(c) for c in idx]
+    elif isinstance(idx, dict):
+        order = [None] * len(idx)
+        for c, p in idx.items():
+            if not isinstance(p, int) or not 0 <= p < len(idx) or order[p] is not None:
+                raise FormatError(f"JSON-stat dimension {k!r}: bad category index {p!r} for {c!r}", file=file)
+            order[p] = str(c)
+    else:
+        raise FormatError(f"JSON-stat dimension {k!r}: category index must be a list or an object", file=file)
+    if len(order) != n:
+        raise FormatError(f"JSON-stat dimension {k!r} has {len(order)} categories but size {n}", file=file)
+    return np.array(order, dtype=object)
+
+
+def _jsonstat_cells(obj, name: str, default, N: int, file: str) -> np.ndarray:
+    """Dense object array of length N from a list, a sparse dict or a scalar (status)."""
+    out = np.full(N, default, dtype=object)
+    if obj is None:
+        return out
+    if isinstance(obj, list):
+        if len(obj) != N:
+            raise FormatError(f"JSON-stat '{name}' list has {len(obj)} entries, the cube has {N} cells", file=file)
+        out[:] = [default if v is None else v for v in obj]
+        return out
+    if isinstance(obj, dict):
+        try:
+            pos = np.fromiter((int(p) for p in obj.keys()), dtype=np.int64, count=len(obj))
+        except (ValueError, OverflowError):
+            raise FormatError(f"JSON-stat '{name}' has a non-integer position", file=file) from None
+        if len(pos) and (pos.min() < 0 or pos.max() >= N):
+            bad = int(pos[(pos < 0) | (pos >= N)][0])
+            raise FormatError(f"JSON-stat '{name}' position {bad} outside the cube of {N} cells", file=file)
+        out[pos] = [default if v is None else v for v in obj.values()]
+        return out
+    if name == "status" and isinstance(obj, str):
+        out[:] = obj
+        return out
+    raise FormatError(f"JSON-stat '{name}' must be a list or an object", file=file)
+
+
 def jsonstat_to_frame(d: dict, *, file: str = "<json-stat>", dataset: str | None = None) -> pd.DataFrame:
     """Tidy table from a parsed JSON-stat 2.0 dataset (see :func:`read_jsonstat`)."""
     if not isinstance(d, dict) or d.get("class", "dataset") != "dataset":
         raise FormatError("not a JSON-stat 2.0 dataset (class must be 'dataset')", file=file)
     ids, size, N = _jsonstat_shape(d, file)
-    codes = []
-    for k, n in zip(ids, size, strict=True):
-        try:
-            idx = d["dimension"][k]["category"]["index"]
-        except (KeyError, TypeError):
-            lab = _get(_get(_get(d["dimension"], k), "category"), "label")
-            if isinstance(lab, dict) and len(lab) == 1:
-                idx = {next(iter(lab)): 0}
-            else:
-                raise FormatError(f"JSON-stat dimension {k!r} has no category index", file=file) from None
-        if isinstance(idx, list):
-            order = [str(c) for c in idx]
-        elif isinstance(idx, dict):
-            order = [None] * len(idx)
-            for c, p in idx.items():
-                if not isinstance(p, int) or not 0 <= p < len(idx) or order[p] is not None:
-                    raise FormatError(f"JSON-stat dimension {k!r}: bad category index {p!r} for {c!r}", file=file)
-                order[p] = str(c)
-        else:
-            raise FormatError(f"JSON-stat dimension {k!r}: category index must be a list or an object", file=file)
-        if len(order) != n:
-            raise FormatError(f"JSON-stat dimension {k!r} has {len(order)} categories but size {n}", file=file)
-        codes.append(np.array(order, dtype=object))
+    codes = [_jsonstat_categories(d["dimension"], k, n, file) for k, n in zip(ids, size, strict=True)]
     low = [k.lower() for k in ids]
     if "time" not in low:
         raise FormatError("JSON-stat dataset has no 'time' dimension", file=file)
-
-    def cells(obj, name, default):
-        """Dense object array of length N from a list, a sparse dict or a scalar."""
-        out = np.full(N, default, dtype=object)
-        if obj is None:
-            return out
-        if isinstance(obj, list):
-            if len(obj) != N:
-                raise FormatError(f"JSON-stat '{name}' list has {len(obj)} entries, the cube has {N} cells", file=file)
-            out[:] = [default if v is None else v for v in obj]
-            return out
-        if isinstance(obj, dict):
-            try:
-                pos = np.fromiter((int(p) for p in obj.keys()), dtype=np.int64, count=len(obj))
-            except (ValueError, OverflowError):
-                raise FormatError(f"JSON-stat '{name}' has a non-integer position", file=file) from None
-            if len(pos) and (pos.min() < 0 or pos.max() >= N):
-                bad = int(pos[(pos < 0) | (pos >= N)][0])
-                raise FormatError(f"JSON-stat '{name}' position {bad} outside the cube of {N} cells", file=file)
-            out[pos] = [default if v is None else v for v in obj.values()]
-            return out
-        if name == "status" and isinstance(obj, str):
-            out[:] = obj
-            return out
-        raise FormatError(f"JSON-stat '{name}' must be a list or an object", file=file)
-
-    raw_val = cells(d["value"], "value", None)
-    status = cells(d.get("status"), "status", "")
+    raw_val = _jsonstat_cells(d["value"], "value", None, N, file)
+    status = _jsonstat_cells(d.get("status"), "status", "", N, file)
     grid = np.unravel_index(np.arange(N), size) if N else [np.array([], int)] * len(size)
     df = pd.DataFrame({lk: codes[j][grid[j]] for j, lk in enumerate(low)})
     df.index = pd.Index(np.arange(N), name="position")

@@ -80,6 +80,10 @@ _LEVEL_NAMES = {0: "country", 1: "nuts1", 2: "nuts2", 3: "nuts3"}
 _LEVELS = {v: k for k, v in _LEVEL_NAMES.items()}
 _RE_NUTS_LIKE = re.compile(r"^[A-Z]{2}[0-9A-Z]{0,3}$")
 _TSV_QUERY = [("format", "TSV"), ("compressed", "true")]
+#: Most bytes an answer may decode to, by format: a JSON answer is parsed in memory (the
+#: API's 5 million cells are about 100 MB of JSON-stat), a TSV is read line by line (a
+#: full NUTS 2 dataset, every year, is a few hundred MB).
+MAX_BYTES = {"json": 1 << 27, "tsv": 1 << 32}
 
 
 # ------------------------------------------------------------------------------ queries
@@ -220,7 +224,7 @@ def _download_into_cache(dataset: str, key: str, fmt: str, url: str, query, opti
             "endpoint": "statistics/1.0" if fmt == "json" else "sdmx/2.1",
             "query": [list(q) for q in (query if fmt == "json" else _TSV_QUERY)],
         },
-        download=lambda path: download(url, path, options, label=dataset),
+        download=lambda path: download(url, path, options, label=dataset, max_bytes=MAX_BYTES[fmt]),
         check=lambda entry: _check_answer(entry, levels, years),
     )
 

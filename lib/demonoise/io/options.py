@@ -31,6 +31,8 @@ from demonoise.core.errors import ParameterError
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_TIMEOUT",
+    "DEFAULT_DEADLINE",
+    "DEFAULT_MAX_WAIT",
     "ENDPOINTS",
     "ENV_BASE_URL",
     "ENV_CACHE",
@@ -44,6 +46,10 @@ ENV_BASE_URL = "DEMONOISE_EUROSTAT_URL"
 ENV_CACHE = "DEMONOISE_CACHE"
 #: Seconds allowed for connecting and for each read of the response.
 DEFAULT_TIMEOUT = 60.0
+#: Seconds one table's download may take in all: every attempt and every wait between them.
+DEFAULT_DEADLINE = 600.0
+#: Seconds of waiting between attempts one download may spend in all (backoff and Retry-After).
+DEFAULT_MAX_WAIT = 60.0
 #: ``json``: the statistics API's filtered JSON-stat; ``tsv``: the SDMX 2.1 API's full-dataset TSV.
 ENDPOINTS = ("json", "tsv")
 
@@ -87,6 +93,12 @@ class FetchOptions:
         Never use the network; a table that is not cached is a :class:`FetchError`.
     timeout : float
         Seconds allowed for connecting and for every read of the response.
+    deadline : float
+        Seconds one table's download may take in all, attempts and waits included: a server
+        that trickles its answer (each read well within ``timeout``) is given up on then.
+    max_wait : float
+        Seconds of waiting between attempts one download may spend in all (backoff and
+        ``Retry-After``); a wait beyond what is left fails at once, saying what it waited for.
     retries : int
         Further attempts after a transient failure (HTTP 5xx or 429, a connection reset,
         a transfer cut short).
@@ -100,8 +112,9 @@ class FetchOptions:
     Raises
     ------
     ParameterError
-        On construction: refresh together with offline, a non-positive timeout, negative
-        retries or backoff, an unknown endpoint, a base URL that is not http(s).
+        On construction: refresh together with offline, a non-positive timeout or deadline,
+        a negative max_wait, negative retries or backoff, an unknown endpoint, a base URL
+        that is not http(s).
     """
 
     cache_dir: str | os.PathLike | None = None
@@ -110,6 +123,8 @@ class FetchOptions:
     refresh: bool = False
     offline: bool = False
     timeout: float = DEFAULT_TIMEOUT
+    deadline: float = DEFAULT_DEADLINE
+    max_wait: float = DEFAULT_MAX_WAIT
     retries: int = 3
     backoff: float = 1.0
     progress: Callable | None = dataclasses.field(default=None, compare=False)
@@ -121,6 +136,11 @@ class FetchOptions:
             raise ParameterError("refresh and offline exclude each other")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
             raise ParameterError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        for name, least in (("deadline", 1e-9), ("max_wait", 0.0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not least <= v < float("inf"):
+                more = "> 0" if least else ">= 0"
+                raise ParameterError(f"{name} must be a finite number of seconds {more}, got {v!r}")
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
             raise ParameterError(f"retries must be an integer >= 0, got {self.retries!r}")
         if isinstance(self.backoff, bool) or not isinstance(self.backoff, (int, float)) or not self.backoff >= 0:

@@ -334,6 +334,127 @@ def _region_objects(
 
 
 # ------------------------------------------------------------------------------ main
+def _of_the_years(sources: dict, year: int):
+    """Population of 1 January ``year`` and ``year + 1``, deaths and births (sex T) of
+    ``year``: the tidy tables prepared and restricted, each present or a DataError."""
+    population, deaths, births = sources["population"], sources["deaths"], sources["births"]
+    pop = _prepare(population, "population", True)
+    dea = None if deaths is None else _prepare(deaths, "deaths", True)
+    bir = None if births is None else _prepare(births, "births", False)
+    pop = pop[pop["time"].isin([year, year + 1])]
+    for t in (year, year + 1):
+        if not (pop["time"] == t).any():
+            raise DataError(
+                f"population on 1 January {t} is not in the table (the exposure needs P({year}) and P({year + 1}))",
+                file=_file(population),
+                measure="population",
+                year=t,
+            )
+    if dea is not None:
+        dea = dea[dea["time"] == year]
+        if dea.empty:
+            raise DataError(f"no deaths for {year} in the table", file=_file(deaths), measure="deaths", year=year)
+    bir = None if bir is None else _births_of(bir, year, _file(births))
+    return pop, dea, bir
+
+
+def _births_of(bir: pd.DataFrame, year: int, file) -> pd.DataFrame:
+    """Births of ``year``, all live births (sex T where the table has a sex)."""
+    bir = bir[bir["time"] == year]
+    if bir.empty:
+        raise DataError(f"no births for {year} in the table", file=file, measure="births", year=year)
+    if "sex" not in bir.columns:
+        return bir
+    if not (bir["sex"] == "T").any():
+        raise DataError("births table has no sex 'T' (all live births) rows", file=file, measure="births", sex="T")
+    return bir[bir["sex"] == "T"]
+
+
+def _region_codes(pop: pd.DataFrame, year: int, regions) -> tuple[list[str], dict[str, Region]]:
+    """The region codes asked for (default: every geo of the population in ``year``), and
+    the :class:`Region` objects given among them; a code asked twice is a DataError."""
+    given: dict[str, Region] = {}
+    if regions is None:
+        return list(dict.fromkeys(pop.loc[pop["time"] == year, "geo"].astype(str))), given
+    codes = []
+    for r in regions:
+        if isinstance(r, Region):
+            given[r.code] = r
+            codes.append(r.code)
+        else:
+            codes.append(str(r).strip())
+    if len(set(codes)) != len(codes):
+        dup = next(c for c in codes if codes.count(c) > 1)
+        raise DataError("region requested twice", region=dup)
+    return codes, given
+
+
+def _check_regions(codes: list[str], tables: dict, sources: dict, year: int) -> None:
+    """Every region in every table, and in the population of both years."""
+    for label, df in tables.items():
+        if df is None:
+            continue
+        have = set(pd.unique(df["geo"].astype(str)))
+        for c in codes:
+            if c not in have:
+                hint = ""
+                if not is_nuts_code(c):
+                    hint = (
+                        " (not a NUTS 2021 code either"
+                        + ("; Eurostat writes Greece as EL" if c.startswith("GR") else "")
+                        + ")"
+                    )
+                raise DataError(
+                    f"unknown region code: not in the {label} table{hint}",
+                    file=_file(sources[label]),
+                    measure=label,
+                    region=c,
+                    year=year,
+                )
+        if label == "population":
+            _check_both_years(codes, df, sources["population"], year)
+
+
+def _check_both_years(codes: list[str], pop: pd.DataFrame, source, year: int) -> None:
+    """Population on 1 January of ``year`` and ``year + 1`` for every region."""
+    for t in (year, year + 1):
+        have_t = set(pd.unique(pop.loc[pop["time"] == t, "geo"].astype(str)))
+        for c in codes:
+            if c not in have_t:
+                raise DataError(
+                    f"no population on 1 January {t} for this region (the exposure needs P({year}) and P({year + 1}))",
+                    file=_file(source),
+                    measure="population",
+                    region=c,
+                    year=t,
+                )
+
+
+def _age_axes(pop, dea, bir, deaths, check_totals: str):
+    """The age axes of population (and deaths: the same) and births, aggregates and TOTAL
+    dropped (``TOTAL`` rows checked against the cells first), with the provenance notes."""
+    _check_totals(pop, "population", check_totals)
+    ages, dropped = _axis(pop, "population")
+    notes = {"population": f"aggregate age codes dropped: {', '.join(dropped)}" if dropped else ""}
+    if dea is not None:
+        _check_totals(dea, "deaths", check_totals)
+        d_ages, d_dropped = _axis(dea, "deaths")
+        if d_ages != ages:
+            raise DataError(
+                f"deaths are published on another age axis ({d_ages.labels[0]}..{d_ages.labels[-1]}, "
+                f"{d_ages.size} cells) than population ({ages.labels[0]}..{ages.labels[-1]}, {ages.size} cells)",
+                file=_file(deaths),
+                measure="deaths",
+            )
+        notes["deaths"] = f"aggregate age codes dropped: {', '.join(d_dropped)}" if d_dropped else ""
+    birth_ages = None
+    if bir is not None:
+        _check_totals(bir, "births", check_totals)
+        birth_ages, b_dropped = _axis(bir, "births")
+        notes["births"] = f"aggregate age codes dropped: {', '.join(b_dropped)}" if b_dropped else ""
+    return ages, birth_ages, notes
+
+
 def counts_from_eurostat(
     population: pd.DataFrame,
     deaths: pd.DataFrame | None = None,
@@ -390,107 +511,14 @@ def counts_from_eurostat(
     if check_totals not in ("warn", "raise", "ignore"):
         raise ParameterError(f"check_totals must be 'warn', 'raise' or 'ignore', got {check_totals!r}")
     year = int(year)
-    pop = _prepare(population, "population", True)
-    dea = None if deaths is None else _prepare(deaths, "deaths", True)
-    bir = None if births is None else _prepare(births, "births", False)
-    pop = pop[pop["time"].isin([year, year + 1])]
+    sources = {"population": population, "deaths": deaths, "births": births}
+    pop, dea, bir = _of_the_years(sources, year)
     pop_file = _file(population)
-    for t in (year, year + 1):
-        if not (pop["time"] == t).any():
-            raise DataError(
-                f"population on 1 January {t} is not in the table (the exposure needs P({year}) and P({year + 1}))",
-                file=pop_file,
-                measure="population",
-                year=t,
-            )
-    if dea is not None:
-        dea = dea[dea["time"] == year]
-        if dea.empty:
-            raise DataError(f"no deaths for {year} in the table", file=_file(deaths), measure="deaths", year=year)
-    if bir is not None:
-        bir = bir[bir["time"] == year]
-        if bir.empty:
-            raise DataError(f"no births for {year} in the table", file=_file(births), measure="births", year=year)
-        if "sex" in bir.columns:
-            if not (bir["sex"] == "T").any():
-                raise DataError(
-                    "births table has no sex 'T' (all live births) rows", file=_file(births), measure="births", sex="T"
-                )
-            bir = bir[bir["sex"] == "T"]
-
-    # regions
-    given: dict[str, Region] = {}
-    if regions is None:
-        codes = list(dict.fromkeys(pop.loc[pop["time"] == year, "geo"].astype(str)))
-    else:
-        codes = []
-        for r in regions:
-            if isinstance(r, Region):
-                given[r.code] = r
-                codes.append(r.code)
-            else:
-                codes.append(str(r).strip())
-        if len(set(codes)) != len(codes):
-            dup = next(c for c in codes if codes.count(c) > 1)
-            raise DataError("region requested twice", region=dup)
-    for label, df, src in (("population", pop, population), ("deaths", dea, deaths), ("births", bir, births)):
-        if df is None:
-            continue
-        have = set(pd.unique(df["geo"].astype(str)))
-        for c in codes:
-            if c not in have:
-                hint = ""
-                if not is_nuts_code(c):
-                    hint = (
-                        " (not a NUTS 2021 code either"
-                        + ("; Eurostat writes Greece as EL" if c.startswith("GR") else "")
-                        + ")"
-                    )
-                raise DataError(
-                    f"unknown region code: not in the {label} table{hint}",
-                    file=_file(src),
-                    measure=label,
-                    region=c,
-                    year=year,
-                )
-        if label == "population":
-            for t in (year, year + 1):
-                have_t = set(pd.unique(df.loc[df["time"] == t, "geo"].astype(str)))
-                for c in codes:
-                    if c not in have_t:
-                        raise DataError(
-                            f"no population on 1 January {t} for this region (the exposure needs "
-                            f"P({year}) and P({year + 1}))",
-                            file=_file(src),
-                            measure=label,
-                            region=c,
-                            year=t,
-                        )
-
-    # age axes (aggregates and TOTAL dropped)
+    codes, given = _region_codes(pop, year, regions)
+    _check_regions(codes, {"population": pop, "deaths": dea, "births": bir}, sources, year)
     sel = lambda d: d[d["geo"].astype(str).isin(codes)]  # noqa: E731
     pop, dea, bir = sel(pop), None if dea is None else sel(dea), None if bir is None else sel(bir)
-    notes = {}
-    _check_totals(pop, "population", check_totals)
-    ages, dropped = _axis(pop, "population")
-    notes["population"] = f"aggregate age codes dropped: {', '.join(dropped)}" if dropped else ""
-    if dea is not None:
-        _check_totals(dea, "deaths", check_totals)
-        d_ages, d_dropped = _axis(dea, "deaths")
-        if d_ages != ages:
-            raise DataError(
-                f"deaths are published on another age axis ({d_ages.labels[0]}..{d_ages.labels[-1]}, "
-                f"{d_ages.size} cells) than population ({ages.labels[0]}..{ages.labels[-1]}, {ages.size} cells)",
-                file=_file(deaths),
-                measure="deaths",
-            )
-        notes["deaths"] = f"aggregate age codes dropped: {', '.join(d_dropped)}" if d_dropped else ""
-    birth_ages = None
-    if bir is not None:
-        _check_totals(bir, "births", check_totals)
-        birth_ages, b_dropped = _axis(bir, "births")
-        notes["births"] = f"aggregate age codes dropped: {', '.join(b_dropped)}" if b_dropped else ""
-
+    ages, birth_ages, notes = _age_axes(pop, dea, bir, deaths, check_totals)
     sexes = list(SEXES)
     for label, df, src in (("population", pop, population), ("deaths", dea, deaths)):
         if df is None:

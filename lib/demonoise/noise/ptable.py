@@ -132,6 +132,49 @@ class Transition(NamedTuple):
 
 
 # =============================================================================== PTable
+def _checked_entries(i, v, p, table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A p-table's entries ``(i, v, p)`` checked and sorted by count then noise, with row 0
+    added when absent; DataError naming what is wrong (integers, no negative result,
+    probabilities in [0, 1] summing to 1 per count, no duplicate, classes 0..I without
+    gaps, zeros left unchanged)."""
+    i, v, p = np.asarray(i), np.asarray(v), np.asarray(p, dtype=np.float64)
+    if not (i.shape == v.shape == p.shape) or i.ndim != 1 or i.size == 0:
+        raise DataError("p-table entries i, v, p must be 1-D arrays of equal, non-zero length", table=table)
+    for name, a in (("i", i), ("v", v)):
+        if a.dtype.kind == "f" and np.any(a != np.round(a)):
+            raise DataError(f"p-table column {name} must hold integers", table=table)
+    i, v = i.astype(np.int64), v.astype(np.int64)
+    if np.any(i < 0) or np.any(i + v < 0):
+        k = int(np.argmax((i < 0) | (i + v < 0)))
+        raise DataError(f"p-table entry i={i[k]}, v={v[k]} gives a negative count", table=table)
+    if np.any(~np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
+        raise DataError("p-table probabilities must lie in [0, 1]", table=table)
+    order = np.lexsort((v, i))
+    i, v, p = i[order], v[order], p[order]
+    if np.any((np.diff(i) == 0) & (np.diff(v) == 0)):
+        k = int(np.argmax((np.diff(i) == 0) & (np.diff(v) == 0)))
+        raise DataError(f"duplicated p-table entry i={i[k]}, v={v[k]}", table=table)
+    if i[0] != 0:
+        i, v, p = np.r_[0, i], np.r_[0, v], np.r_[1.0, p]
+    _check_rows(i, v, p, table)
+    return i, v, p
+
+
+def _check_rows(i: np.ndarray, v: np.ndarray, p: np.ndarray, table) -> None:
+    """Classes 0..I without gaps, zeros unchanged, each row's probabilities summing to 1."""
+    I = int(i[-1])
+    if len(np.unique(i)) != I + 1:
+        raise DataError(f"p-table classes must run over 0..{I} without gaps", table=table)
+    row0 = i == 0
+    if not (row0.sum() == 1 and v[row0][0] == 0 and p[row0][0] == 1.0):
+        raise DataError("p-table row for count 0 must leave zeros unchanged (v = 0 with p = 1)", table=table)
+    starts = np.flatnonzero(np.r_[True, np.diff(i) != 0])
+    sums = np.add.reduceat(p, starts)
+    if np.any(np.abs(sums - 1) > 1e-6):
+        r = int(np.argmax(np.abs(sums - 1)))
+        raise DataError(f"p-table probabilities for count {r} sum to {sums[r]!r}, not 1", table=table)
+
+
 @dataclass(frozen=True, eq=False)
 class PTable:
     """An immutable perturbation table for count data.
@@ -181,42 +224,9 @@ class PTable:
     _m2: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
-        i = np.asarray(self.i)
-        v = np.asarray(self.v)
-        p = np.asarray(self.p, dtype=np.float64)
-        if not (i.shape == v.shape == p.shape) or i.ndim != 1 or i.size == 0:
-            raise DataError(
-                "p-table entries i, v, p must be 1-D arrays of equal, non-zero length", table=self.source or None
-            )
-        for name, a in (("i", i), ("v", v)):
-            if a.dtype.kind == "f" and np.any(a != np.round(a)):
-                raise DataError(f"p-table column {name} must hold integers", table=self.source or None)
-        i, v = i.astype(np.int64), v.astype(np.int64)
-        if np.any(i < 0) or np.any(i + v < 0):
-            k = int(np.argmax((i < 0) | (i + v < 0)))
-            raise DataError(f"p-table entry i={i[k]}, v={v[k]} gives a negative count", table=self.source or None)
-        if np.any(~np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
-            raise DataError("p-table probabilities must lie in [0, 1]", table=self.source or None)
-        order = np.lexsort((v, i))
-        i, v, p = i[order], v[order], p[order]
-        if np.any((np.diff(i) == 0) & (np.diff(v) == 0)):
-            k = int(np.argmax((np.diff(i) == 0) & (np.diff(v) == 0)))
-            raise DataError(f"duplicated p-table entry i={i[k]}, v={v[k]}", table=self.source or None)
-        if i[0] != 0:
-            i, v, p = np.r_[0, i], np.r_[0, v], np.r_[1.0, p]
+        i, v, p = _checked_entries(self.i, self.v, self.p, self.source or None)
         I = int(i[-1])
-        if len(np.unique(i)) != I + 1:
-            raise DataError(f"p-table classes must run over 0..{I} without gaps", table=self.source or None)
-        row0 = i == 0
-        if not (row0.sum() == 1 and v[row0][0] == 0 and p[row0][0] == 1.0):
-            raise DataError(
-                "p-table row for count 0 must leave zeros unchanged (v = 0 with p = 1)", table=self.source or None
-            )
         starts = np.flatnonzero(np.r_[True, np.diff(i) != 0])
-        sums = np.add.reduceat(p, starts)
-        if np.any(np.abs(sums - 1) > 1e-6):
-            r = int(np.argmax(np.abs(sums - 1)))
-            raise DataError(f"p-table probabilities for count {r} sum to {sums[r]!r}, not 1", table=self.source or None)
         counts = np.diff(np.r_[starts, len(i)])
         W = int(counts.max())
         vals = np.zeros((I + 1, W), dtype=np.int64)
@@ -490,6 +500,54 @@ def _variance_range(A, b, G, h) -> tuple[float | None, float | None]:
     return out[0], out[1]
 
 
+def _fixed_row(v: np.ndarray, V: float, lb: np.ndarray):
+    """``(p, info)`` of a row whose law the constraints fix -- noises on one side of 0 and
+    0 (a point mass at 0), or two noises (sum and mean fix it) --, None for any other row;
+    raises :class:`_Infeasible` when there is no law."""
+    if v.min() > 0 or v.max() < 0:
+        raise _Infeasible("mean 0", "every allowed perturbed value lies on one side of the original count")
+    if v.min() == 0 or v.max() == 0:
+        # only v = 0 and values on one side: mean 0 forces a point mass at v = 0 (the
+        # other entries get probability 0; ptable's solver returns epsilon there)
+        p = (v == 0).astype(np.float64)
+        return p, {"iterations": 0, "residual": 0.0, "note": "point mass (one-sided support)"}
+    if len(v) != 2:
+        return None
+    a, c = -v[0], v[1]
+    p = np.array([c / (a + c), a / (a + c)])
+    if p @ v**2 > V * (1 + 1e-12):
+        raise _Infeasible(
+            "variance <= V", f"the only law with mean 0 on noises {v.tolist()} has variance {p @ v**2:.6g}"
+        )
+    if np.any(p < lb):
+        raise _Infeasible("lower bound", f"the only law with mean 0 on noises {v.tolist()} violates the lower bounds")
+    return p, {"iterations": 0, "residual": 0.0}
+
+
+def _interior_start(A, b, G, h, V: float):
+    """Phase I: the point of largest slack, ``max tau`` s.t. ``G x + tau <= h``, ``A x = b``,
+    ``tau <= 1`` (a linear programme); raises :class:`_Infeasible` naming the constraint
+    that leaves no interior (a lower bound, the variance bound, or none strictly)."""
+    m, n = G.shape
+    c = np.zeros(n + 1)
+    c[-1] = -1.0
+    res = _lp(
+        c, np.hstack([G, np.ones((m, 1))]), h, np.hstack([A, np.zeros((2, 1))]), b, [(None, None)] * n + [(None, 1.0)]
+    )
+    tau = res.x[-1] if res.status == 0 else -np.inf
+    if tau > 1e-11:
+        return res
+    vmin, _ = _variance_range(A, b, G, h)
+    if vmin is None:
+        raise _Infeasible(
+            "lower bound", "no law with mean 0 satisfies the lower bounds (epsilon / pstay) and monotonicity"
+        )
+    if vmin >= V - 1e-11:
+        why = " (just above V: every probability must be at least epsilon)" if vmin - V < 1e-6 else ""
+        raise _Infeasible("variance <= V", f"the smallest variance the other constraints allow is {vmin:.10g}{why}")
+    raise _Infeasible("strict feasibility", "the constraints leave no interior (degenerate parameter set)")
+
+
 def _max_entropy_row(v: np.ndarray, V: float, lb: np.ndarray, mono: bool, tol: float = 1e-12, maxiter: int = 200):
     """Maximum entropy law on the noises ``v`` under ptable's constraints.
 
@@ -502,44 +560,12 @@ def _max_entropy_row(v: np.ndarray, V: float, lb: np.ndarray, mono: bool, tol: f
     residual. Raises :class:`_Infeasible` naming the violated constraint.
     """
     n = len(v)
-    if v.min() > 0 or v.max() < 0:
-        raise _Infeasible("mean 0", "every allowed perturbed value lies on one side of the original count")
-    if v.min() == 0 or v.max() == 0:
-        # only v = 0 and values on one side: mean 0 forces a point mass at v = 0 (the
-        # other entries get probability 0; ptable's solver returns epsilon there)
-        p = (v == 0).astype(np.float64)
-        return p, {"iterations": 0, "residual": 0.0, "note": "point mass (one-sided support)"}
+    fixed = _fixed_row(v, V, lb)
+    if fixed is not None:
+        return fixed
     A, b, G, h, _names = _row_problem(v, V, lb, mono)
-    if n == 2:  # sum and mean fix the law
-        a, c = -v[0], v[1]
-        p = np.array([c / (a + c), a / (a + c)])
-        if p @ v**2 > V * (1 + 1e-12):
-            raise _Infeasible(
-                "variance <= V", f"the only law with mean 0 on noises {v.tolist()} has variance {p @ v**2:.6g}"
-            )
-        if np.any(p < lb):
-            raise _Infeasible(
-                "lower bound", f"the only law with mean 0 on noises {v.tolist()} violates the lower bounds"
-            )
-        return p, {"iterations": 0, "residual": 0.0}
     m = len(h)
-    # phase I: max tau s.t. G x + tau <= h, A x = b, tau <= 1
-    c = np.zeros(n + 1)
-    c[-1] = -1.0
-    res = _lp(
-        c, np.hstack([G, np.ones((m, 1))]), h, np.hstack([A, np.zeros((2, 1))]), b, [(None, None)] * n + [(None, 1.0)]
-    )
-    tau = res.x[-1] if res.status == 0 else -np.inf
-    if not tau > 1e-11:
-        vmin, _ = _variance_range(A, b, G, h)
-        if vmin is None:
-            raise _Infeasible(
-                "lower bound", "no law with mean 0 satisfies the lower bounds (epsilon / pstay) and monotonicity"
-            )
-        if vmin >= V - 1e-11:
-            why = " (just above V: every probability must be at least epsilon)" if vmin - V < 1e-6 else ""
-            raise _Infeasible("variance <= V", f"the smallest variance the other constraints allow is {vmin:.10g}{why}")
-        raise _Infeasible("strict feasibility", "the constraints leave no interior (degenerate parameter set)")
+    res = _interior_start(A, b, G, h, V)
     x = res.x[:n].copy()
     lam = np.ones(m)
     nu = np.zeros(2)
@@ -594,6 +620,95 @@ def _round_row(p: np.ndarray, ndigits: int) -> np.ndarray:
     ub = np.cumsum(p)
     lb = ub - p
     return np.round(ub, ndigits) - np.round(lb, ndigits)
+
+
+def _build_arguments(D, V, js, epsilon) -> tuple[int, float, int]:
+    """``(D, V, js)`` of :func:`build_ptable` checked (ParameterError naming the one at fault)."""
+    try:
+        D_int = int(D)
+    except (TypeError, ValueError):
+        raise ParameterError(f"D must be a positive integer, got {D!r}") from None
+    if D_int != D or D_int < 1:
+        raise ParameterError(f"D (maximum deviation) must be a positive integer, got {D!r}")
+    check_deviation_limit(D_int)
+    check_build_limit(D_int)
+    if not (isinstance(V, (int, float, np.floating, np.integer)) and np.isfinite(V) and V > 0):
+        raise ParameterError(f"V (noise variance) must be a finite number > 0, got {V!r}")
+    check_variance_limit(float(V))
+    if int(js) != js or js < 0:
+        raise ParameterError(f"js must be a non-negative integer, got {js!r}")
+    if not (0 < epsilon < 1e-2):
+        raise ParameterError(f"epsilon must lie in (0, 0.01), got {epsilon!r}")
+    return D_int, float(V), int(js)
+
+
+def _pstay_rows(pstay, ncat: int) -> list:
+    """``pstay`` per count 1..ncat (None: no preset), checked."""
+    if pstay is None:
+        return [None] * ncat
+    arr = np.atleast_1d(np.asarray(pstay, dtype=float))
+    if arr.size == 1:
+        arr = np.repeat(arr, ncat)
+    if arr.size != ncat:
+        raise ParameterError(f"pstay must be a scalar or have {ncat} values (one per count 1..{ncat}), got {arr.size}")
+    if np.any(~((arr > 0) & (arr < 1))):
+        raise ParameterError(f"pstay must lie strictly between 0 and 1, got {arr.tolist()}")
+    return arr.tolist()
+
+
+def _solve_row(v: np.ndarray, V: float, pstay, epsilon: float, mono: bool, blocked: bool):
+    """The maximum-entropy law of one row, ptable's way: with a ``pstay``, its lower bound
+    on ``p(v = 0)`` is lowered by 0.05 (at most 19 times) while the variance rounded to 3
+    decimals differs from ``V`` or no law exists. Returns ``(p, info, bound of p(0), lower
+    bounds)``; raises :class:`_Infeasible` for the last failure."""
+    lb0 = epsilon if pstay is None else max(pstay, epsilon)
+    for it in range(20):
+        if it > 0:
+            lb0 = max(lb0 - 0.05, epsilon)
+        lb = np.full(len(v), epsilon)
+        lb[v == 0] = lb0
+        try:
+            p, sinfo = _max_entropy_row(v, V, lb, mono)
+        except _Infeasible as e:
+            if pstay is None or lb0 <= epsilon or e.constraint == "mean 0" or it == 19:
+                raise
+            continue
+        if blocked or round(float(p @ v**2), 3) == V or pstay is None:
+            break
+    return p, sinfo, lb0, lb
+
+
+def _row_info(i: int, p, v, V: float, lb, mono: bool, sinfo: dict, pstay_bound: float, short: list) -> dict:
+    """The ``build_info`` row of count ``i``; a row short of ``V`` is appended to ``short``
+    with the largest variance the other constraints allow."""
+    var = float(p @ v**2)
+    vmax = np.nan
+    if var < V - 1e-9:  # record how far the constraints would have allowed
+        A, b, G, h, _ = _row_problem(v, V, lb, mono)
+        vmax = _variance_range(A, b, G, h)[1] if len(v) > 2 and "note" not in sinfo else var
+        short.append((i, var, vmax))
+    return dict(
+        i=i, variance_unrounded=var, max_variance=vmax, pstay_bound=pstay_bound, iterations=sinfo["iterations"],
+        residual=sinfo["residual"], note=sinfo.get("note", ""),
+    )  # fmt: skip
+
+
+def _warn_variance_short(short: list, D: int, V: float, js: int) -> None:
+    det = "; ".join(
+        f"count {i}: {var:.4g}"
+        + (
+            f" (the other constraints allow up to {vmax:.4g})"
+            if vmax > V
+            else f" (the other constraints allow at most {vmax:.4g})"
+        )
+        for i, var, vmax in short
+    )
+    warnings.warn(
+        f"p-table D={D}, V={V:g}, js={js}: variance below V at small counts -- {det}. ptable's "
+        "construction treats V as an upper bound and keeps the entropy maximum.",
+        VarianceNotReachedWarning,
+        stacklevel=3,
+    )
 
 
 def build_ptable(
@@ -666,120 +781,35 @@ def build_ptable(
     (ptable uses NLopt's SLSQP with ``xtol_rel = 1e-7``). Its output agrees with the
     package's to about 1e-8 per probability on the reference tables in ``tests/data``.
     """
-    try:
-        D_int = int(D)
-    except (TypeError, ValueError):
-        raise ParameterError(f"D must be a positive integer, got {D!r}") from None
-    if D_int != D or D_int < 1:
-        raise ParameterError(f"D (maximum deviation) must be a positive integer, got {D!r}")
-    check_deviation_limit(D_int)
-    check_build_limit(D_int)
-    if not (isinstance(V, (int, float, np.floating, np.integer)) and np.isfinite(V) and V > 0):
-        raise ParameterError(f"V (noise variance) must be a finite number > 0, got {V!r}")
-    V = float(V)
-    check_variance_limit(V)
-    if int(js) != js or js < 0:
-        raise ParameterError(f"js must be a non-negative integer, got {js!r}")
-    js = int(js)
-    if not (0 < epsilon < 1e-2):
-        raise ParameterError(f"epsilon must lie in (0, 0.01), got {epsilon!r}")
+    D_int, V, js = _build_arguments(D, V, js, epsilon)
     ncat = D_int if js == 0 else D_int + js + 1
-    if pstay is None:
-        pst = [None] * ncat
-    else:
-        arr = np.atleast_1d(np.asarray(pstay, dtype=float))
-        if arr.size == 1:
-            arr = np.repeat(arr, ncat)
-        if arr.size != ncat:
-            raise ParameterError(
-                f"pstay must be a scalar or have {ncat} values (one per count 1..{ncat}), got {arr.size}"
-            )
-        if np.any(~((arr > 0) & (arr < 1))):
-            raise ParameterError(f"pstay must lie strictly between 0 and 1, got {arr.tolist()}")
-        pst = arr.tolist()
+    pst = _pstay_rows(pstay, ncat)
     blocking = set(range(1, js + 1))
-
     ii, vv, pp = [np.array([0])], [np.array([0])], [np.array([1.0])]
     info_rows = [
-        dict(
-            i=0,
-            variance_unrounded=0.0,
-            max_variance=0.0,
-            pstay_bound=np.nan,
-            iterations=0,
-            residual=0.0,
-            note="zeros stay zero",
-        )
-    ]
+        dict(i=0, variance_unrounded=0.0, max_variance=0.0, pstay_bound=np.nan, iterations=0, residual=0.0,
+             note="zeros stay zero")
+    ]  # fmt: skip
     short = []
     for i in range(1, ncat + 1):
         j = np.arange(max(i - D_int, 0), i + D_int + 1)
         j = j[~np.isin(j, list(blocking))]
         v = (j - i).astype(np.float64)
-        lb0 = epsilon if pst[i - 1] is None else max(pst[i - 1], epsilon)
-        p = None
-        last_err: _Infeasible | None = None
-        for it in range(20):
-            if it > 0:
-                lb0 = max(lb0 - 0.05, epsilon)
-            lb = np.full(len(v), epsilon)
-            lb[v == 0] = lb0
-            try:
-                p, sinfo = _max_entropy_row(v, V, lb, mono)
-                last_err = None
-            except _Infeasible as e:
-                last_err = e
-                if pst[i - 1] is None or lb0 <= epsilon or e.constraint == "mean 0":
-                    break
-                continue
-            if i in blocking or round(float(p @ v**2), 3) == V or pst[i - 1] is None:
-                break
-        if last_err is not None or p is None:
-            e = last_err
+        try:
+            p, sinfo, lb0, lb = _solve_row(v, V, pst[i - 1], epsilon, mono, i in blocking)
+        except _Infeasible as e:
             raise ParameterError(
                 f"no p-table for D={D_int}, V={V:g}, js={js}"
                 + (f", pstay={pst[i - 1]:g}" if pst[i - 1] is not None else "")
                 + f": constraint '{e.constraint}' cannot hold at original count {i} "
                 f"(perturbed values {j.tolist()}): {e.detail}"
-            )
-        var = float(p @ v**2)
-        vmax = np.nan
-        if var < V - 1e-9:  # record how far the constraints would have allowed
-            A, b, G, h, _ = _row_problem(v, V, lb, mono)
-            vmax = _variance_range(A, b, G, h)[1] if len(v) > 2 and "note" not in sinfo else var
-            short.append((i, var, vmax))
-        info_rows.append(
-            dict(
-                i=i,
-                variance_unrounded=var,
-                max_variance=vmax,
-                pstay_bound=(lb0 if pst[i - 1] is not None else np.nan),
-                iterations=sinfo["iterations"],
-                residual=sinfo["residual"],
-                note=sinfo.get("note", ""),
-            )
-        )
-        if ndigits is not None:
-            p = _round_row(p, ndigits)
+            ) from None
+        info_rows.append(_row_info(i, p, v, V, lb, mono, sinfo, lb0 if pst[i - 1] is not None else np.nan, short))
         ii.append(np.full(len(v), i))
         vv.append(v.astype(np.int64))
-        pp.append(p)
+        pp.append(p if ndigits is None else _round_row(p, ndigits))
     if short and warn:
-        det = "; ".join(
-            f"count {i}: {var:.4g}"
-            + (
-                f" (the other constraints allow up to {vmax:.4g})"
-                if vmax > V
-                else f" (the other constraints allow at most {vmax:.4g})"
-            )
-            for i, var, vmax in short
-        )
-        warnings.warn(
-            f"p-table D={D_int}, V={V:g}, js={js}: variance below V at small counts -- {det}. ptable's "
-            "construction treats V as an upper bound and keeps the entropy maximum.",
-            VarianceNotReachedWarning,
-            stacklevel=2,
-        )
+        _warn_variance_short(short, D_int, V, js)
     import pandas as pd
 
     return PTable(

@@ -29,6 +29,12 @@ loader then gives a one-line notice showing the new form (:attr:`ReportParams.no
 Every bad entry is one line naming the file and the key, e.g.
 ``params/x.yaml: noise[2].ptable: unknown p-table 'v99'; embedded: v01, v03, v04``. The YAML
 loader rejects duplicate keys (PyYAML silently keeps the last) and a file that is not UTF-8.
+
+pydantic alone validates: every key is a field of :class:`ReportParams` (``datasets`` and
+``noise`` by alias), each with its validator; the old form is a ``before`` model validator.
+A p-table file is read when the params are (a malformed one, or a counts file, fails then,
+naming the key and the file); ``V``, ``mc`` and ``seed`` written as ``1e3``, which YAML 1.1
+reads as text, are numbers; a publisher's ``date`` must be an ISO date.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import A_EQUAL, A_SMALL, GRANULARITIES, HEADLINES
@@ -81,14 +87,16 @@ class Setting(_Strict):
     def _variance(cls, v):
         if v is None:
             return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"V must be a number, got {v!r}")
-        if not math.isfinite(float(v)) or float(v) <= 0:
-            raise ValueError(f"V is a variance and must be a finite number > 0, got {v!r}")
+        v = _number(v, "V must be a number")
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError(f"V is a variance and must be a finite number > 0, got {v:g}")
         from demonoise.noise.ptable import check_variance_limit
 
-        check_variance_limit(float(v), "V")
-        return float(v)
+        try:
+            check_variance_limit(v, "V")
+        except ParameterError as e:
+            raise ValueError(str(e)) from None
+        return v
 
     @field_validator("ptable")
     @classmethod
@@ -98,8 +106,11 @@ class Setting(_Strict):
         from demonoise.analysis.ptables import embedded_ptable_names
 
         names = embedded_ptable_names()
-        if p.lower() in names or Path(p).is_file():
-            return p.lower() if p.lower() in names else str(Path(p).resolve())
+        if p.lower() in names:
+            return p.lower()
+        if Path(p).is_file():
+            _readable_ptable(p)
+            return str(Path(p).resolve())
         raise ValueError(f"unknown p-table {p!r}; embedded: {', '.join(names)}, or give a file that exists")
 
     @model_validator(mode="after")
@@ -127,6 +138,38 @@ class Setting(_Strict):
         return {"V": self.V} if self.V is not None else {"ptable": self.ptable}
 
 
+def _number(v, what: str) -> float:
+    """A number as given, or as text YAML 1.1 leaves it (``1e3``); ValueError otherwise."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise ValueError(f"{what}, got {v!r}")
+    try:
+        return float(v)
+    except ValueError:
+        raise ValueError(f"{what}, got {v!r}") from None
+
+
+def _integer(v, what: str):
+    """An integer as given, or written as a number with no fraction (``1e3``, ``2000.0``);
+    other values are left to the field's own validation."""
+    if isinstance(v, bool) or not isinstance(v, (float, str)):
+        return v
+    x = _number(v, what)
+    if not (math.isfinite(x) and x == int(x)):
+        raise ValueError(f"{what}, got {v!r}")
+    return int(x)
+
+
+def _readable_ptable(path: str) -> None:
+    """Read a p-table file now, so that a malformed one fails with the params (ValueError)."""
+    from demonoise.analysis.ptables import resolve_ptable
+    from demonoise.core.errors import DemonoiseError
+
+    try:
+        resolve_ptable(path)
+    except DemonoiseError as e:
+        raise ValueError(f"the p-table file {path} cannot be read: {e}") from None
+
+
 class Publisher(_Strict):
     """Who publishes the report (its cover): organisation, contact, date."""
 
@@ -137,7 +180,12 @@ class Publisher(_Strict):
     @field_validator("date", mode="before")
     @classmethod
     def _iso(cls, d):
-        return d.isoformat() if isinstance(d, date) else d
+        if d is None or isinstance(d, date):
+            return None if d is None else d.isoformat()
+        try:
+            return date.fromisoformat(str(d).strip()).isoformat()
+        except ValueError:
+            raise ValueError(f"not a date: give it as YYYY-MM-DD, e.g. 2026-12-01, got {d!r}") from None
 
 
 class Recommend(_Strict):
@@ -180,10 +228,27 @@ class Overview(_Strict):
     countries: tuple[str, ...] | None = None
     sex: Literal["T", "F", "M"] = "T"
 
+    @field_validator("mc", mode="before")
+    @classmethod
+    def _replicates_as_written(cls, n):
+        return _integer(n, "Monte Carlo replicates must be an integer")
+
     @field_validator("mc")
     @classmethod
     def _replicates(cls, n):
         return _check_replicates(n)
+
+    @field_validator("countries", mode="before")
+    @classmethod
+    def _upper(cls, cs):
+        return None if cs is None else tuple(str(c).strip().upper() for c in _as_list(cs))
+
+    @model_validator(mode="after")
+    def _countries_of_the_dataset(self):
+        unknown = [c for c in self.countries or () if c not in _available_countries(self.dataset)]
+        if unknown:
+            raise ValueError(f".countries: unknown country {', '.join(unknown)} for {self.dataset!r}")
+        return self
 
     @field_validator("dataset")
     @classmethod
@@ -209,10 +274,13 @@ def _check_replicates(n: int) -> int:
 
 
 class ReportParams(_Strict):
-    """Validated parameters of a report batch (the module notes give the YAML)."""
+    """Validated parameters of a report batch (the module notes give the YAML): build it
+    with :func:`parse_params` (the keys as in the file: ``datasets``, ``noise``)."""
 
-    selections: tuple[Selection, ...]
-    settings: tuple[Setting, ...]
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, populate_by_name=True)
+
+    selections: tuple[Selection, ...] = Field(validation_alias="datasets")
+    settings: tuple[Setting, ...] = Field((), validation_alias="noise")
     indicators: tuple[str, ...] = REPORT_INDICATORS
     granularity: str = "single"
     mc: int = 2000
@@ -228,6 +296,68 @@ class ReportParams(_Strict):
     scheduler: str | None = None
     source: str = Field("", exclude=True)
     notices: tuple[str, ...] = Field((), exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _as_written(cls, data, info: ValidationInfo):
+        """The file's mapping: the old form ``V: [1, 5]`` read as settings (with a notice),
+        the source from the context; ``source`` and ``notices`` are not keys of the file."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"the params file must be a mapping of keys to values, got {type(data).__name__}")
+        data = {str(k): v for k, v in data.items()}
+        for k in ("source", "notices", "selections", "settings"):
+            if k in data:
+                raise ValueError(f".{k}: unknown key")
+        data["noise"], notice = _old_noise(data)
+        data.pop("V", None)
+        data["notices"] = (notice,) if notice else ()
+        data["source"] = str((info.context or {}).get("source", ""))
+        return data
+
+    @field_validator("selections", mode="before")
+    @classmethod
+    def _datasets(cls, ds):
+        return _selections(ds)
+
+    @field_validator("settings", mode="before")
+    @classmethod
+    def _noise_list(cls, ss):
+        if not isinstance(ss, (list, tuple)):
+            raise ValueError("a list of settings, e.g. [{V: 1}, {V: 5}, {ptable: v01}]")
+        return ss
+
+    @field_validator("indicators", mode="before")
+    @classmethod
+    def _indicator_names(cls, values):
+        return _indicators(values)
+
+    @field_validator("overview", mode="before")
+    @classmethod
+    def _overview_form(cls, ov):
+        return _overview(ov)
+
+    @field_validator("extras", mode="before")
+    @classmethod
+    def _extra_notebooks(cls, ex):
+        return _extras(ex)
+
+    @field_validator("pdf", mode="before")
+    @classmethod
+    def _bool(cls, v):
+        if not isinstance(v, bool):
+            raise ValueError(f"true or false, got {v!r}")
+        return v
+
+    @field_validator("mc", "seed", mode="before")
+    @classmethod
+    def _integers_as_written(cls, n, info: ValidationInfo):
+        what = "Monte Carlo replicates must be an integer" if info.field_name == "mc" else "seed must be an integer"
+        return _integer(n, what)
+
+    @field_validator("thresholds", "confidence", mode="before")
+    @classmethod
+    def _listed(cls, v):
+        return tuple(_number(x, "must be numbers") for x in _as_list(v))
 
     @field_validator("granularity")
     @classmethod
@@ -295,9 +425,10 @@ class ReportParams(_Strict):
         return tuple(s.ptable for s in self.settings if s.ptable is not None)
 
 
-# ---------------------------------------------------------------------------- reading
+# ---------------------------------------------------------------------------- validators' steps
 def _one_line(e: ValidationError) -> str:
-    """The first error of a pydantic validation as ``key.path: message``."""
+    """The first error of a pydantic validation as ``key.path: message``; a message that
+    starts with ``.`` or ``[`` continues the path (a validator naming a key below its own)."""
     err = e.errors()[0]
     loc = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"]).replace(".[", "[")
     loc = "noise" + loc.removeprefix("settings") if loc.startswith("settings") else loc
@@ -306,6 +437,8 @@ def _one_line(e: ValidationError) -> str:
         msg = "unknown key"
     elif err["type"] == "missing":
         msg = "required key missing"
+    if msg.startswith((".", "[")):
+        return (loc + msg).lstrip(".")
     return f"{loc}: {msg}" if loc else msg
 
 
@@ -320,7 +453,7 @@ def _old_noise(data: dict) -> tuple[list, str | None]:
     if "V" not in data:
         return data.get("noise", []), None
     if data.get("noise", "generic") not in ("generic", None):
-        raise ParameterError(
+        raise ValueError(
             f"noise: {data['noise']!r} next to V: the old form knows only noise: generic; "
             "give the settings as noise: [{V: 1}, {ptable: v01}]"
         )
@@ -334,9 +467,7 @@ def _selections(ds) -> list[dict]:
     from demonoise.io import datasets as reg
 
     if not ds or not isinstance(ds, Mapping):
-        raise ParameterError(
-            "datasets: map each dataset to its countries, e.g. {ess-2023: [FI, LU]} or {ess-2023: all}"
-        )
+        raise ValueError("map each dataset to its countries, e.g. {ess-2023: [FI, LU]} or {ess-2023: all}")
     names = [d.name for d in reg.available()]
     out = []
     for name, countries in ds.items():
@@ -347,24 +478,25 @@ def _selections(ds) -> list[dict]:
                 if name.startswith("eurostat-")
                 else ""
             )
-            raise ParameterError(f"datasets: unknown dataset {name!r}; available: {', '.join(names) or 'none'}{hint}")
-        have = _available_countries(name)
-        chosen = (
-            list(have) if countries in ("all", "ALL", None) else [str(c).strip().upper() for c in _as_list(countries)]
-        )
-        bad = [c for c in chosen if c not in have]
-        if bad:
-            raise ParameterError(
-                f"datasets.{name}: unknown countr{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)} for dataset "
-                f"{name!r}; it has {', '.join(have)}"
-            )
-        twice = sorted({c for c in chosen if chosen.count(c) > 1})
-        if twice or not chosen:
-            raise ParameterError(
-                f"datasets.{name}: " + (f"{', '.join(twice)} listed twice" if twice else "no countries")
-            )
-        out.append({"dataset": name, "countries": tuple(chosen)})
+            raise ValueError(f"unknown dataset {name!r}; available: {', '.join(names) or 'none'}{hint}")
+        out.append({"dataset": name, "countries": _countries(name, countries)})
     return out
+
+
+def _countries(name: str, countries) -> tuple[str, ...]:
+    """The countries chosen for dataset ``name`` (``all``: every one), each known, none twice."""
+    have = _available_countries(name)
+    chosen = list(have) if countries in ("all", "ALL", None) else [str(c).strip().upper() for c in _as_list(countries)]
+    bad = [c for c in chosen if c not in have]
+    if bad:
+        raise ValueError(
+            f".{name}: unknown countr{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)} for dataset "
+            f"{name!r}; it has {', '.join(have)}"
+        )
+    twice = sorted({c for c in chosen if chosen.count(c) > 1})
+    if twice or not chosen:
+        raise ValueError(f".{name}: " + (f"{', '.join(twice)} listed twice" if twice else "no countries"))
+    return tuple(chosen)
 
 
 def _available_countries(dataset: str) -> tuple[str, ...]:
@@ -381,30 +513,20 @@ def _indicators(values) -> tuple[str, ...]:
     for i in _as_list(values):
         key = _ALIASES.get(str(i).strip().lower(), str(i).strip().lower())
         if key not in REPORT_INDICATORS:
-            raise ParameterError(f"indicators: unknown indicator {i!r}; choose from {', '.join(REPORT_INDICATORS)}")
+            raise ValueError(f"unknown indicator {i!r}; choose from {', '.join(REPORT_INDICATORS)}")
         keys.append(key)
     if not keys:
-        raise ParameterError("indicators: none given")
+        raise ValueError("none given")
     return tuple(i for i in REPORT_INDICATORS if i in keys)
 
 
-def _overview(ov) -> dict | None:
+def _overview(ov):
     if ov is True:
         return {}
     if ov in (False, None):
         return None
     if not isinstance(ov, Mapping):
-        raise ParameterError(f"overview: must be true, false or a mapping (dataset, mc, countries, sex), got {ov!r}")
-    ov = dict(ov)
-    if "countries" in ov and ov["countries"] is not None:
-        ov["countries"] = tuple(str(c).upper() for c in _as_list(ov["countries"]))
-        dataset = str(ov.get("dataset", "ess-2023"))
-        from demonoise.io import datasets as reg
-
-        if dataset in [d.name for d in reg.available()]:
-            unknown = [c for c in ov["countries"] if c not in _available_countries(dataset)]
-            if unknown:
-                raise ParameterError(f"overview.countries: unknown country {', '.join(unknown)} for {dataset!r}")
+        raise ValueError(f"must be true, false or a mapping (dataset, mc, countries, sex), got {ov!r}")
     return ov
 
 
@@ -413,22 +535,16 @@ def _extras(ex) -> tuple:
     out = []
     for name, opts in items:
         if str(name) not in EXTRAS:
-            raise ParameterError(f"extras: unknown extra notebook {name!r}; choose from {', '.join(EXTRAS)}")
+            raise ValueError(f"unknown extra notebook {name!r}; choose from {', '.join(EXTRAS)}")
         if not isinstance(opts or {}, Mapping):
-            raise ParameterError(f"extras.{name}: its parameters must be a mapping, got {opts!r}")
+            raise ValueError(f".{name}: its parameters must be a mapping, got {opts!r}")
         frozen = tuple(sorted((str(k), tuple(v) if isinstance(v, list) else v) for k, v in (opts or {}).items()))
         out.append((str(name), frozen))
     return tuple(out)
 
 
-_TOP = {
-    "title", "datasets", "noise", "V", "thresholds", "confidence", "recommend", "publisher", "indicators",
-    "granularity", "mc", "seed", "pdf", "overview", "extras", "scheduler",
-}  # fmt: skip
-
-
 def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
-    """Validate a parsed params mapping into :class:`ReportParams`.
+    """Validate a parsed params mapping into :class:`ReportParams` (pydantic alone).
 
     Raises
     ------
@@ -437,54 +553,9 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
     """
     where = f"{source}: " if source else ""
     try:
-        return _parse(data, source)
-    except ParameterError as e:
-        raise ParameterError(where + str(e)) from None
+        return ReportParams.model_validate(data, context={"source": source})
     except ValidationError as e:
         raise ParameterError(where + _one_line(e)) from None
-
-
-def _parse(data, source: str) -> ReportParams:
-    if not isinstance(data, Mapping):
-        raise ParameterError(f"the params file must be a mapping of keys to values, got {type(data).__name__}")
-    unknown = sorted(set(map(str, data)) - _TOP)
-    if unknown:
-        raise ParameterError(f"{unknown[0]}: unknown key; allowed: {', '.join(sorted(_TOP))}")
-    settings, notice = _old_noise(dict(data))
-    if not isinstance(settings, list):
-        raise ParameterError("noise: a list of settings, e.g. [{V: 1}, {V: 5}, {ptable: v01}]")
-    fields = {
-        k: data[k]
-        for k in (
-            "title",
-            "granularity",
-            "mc",
-            "seed",
-            "pdf",
-            "recommend",
-            "publisher",
-            "thresholds",
-            "confidence",
-            "scheduler",
-        )  # fmt: skip
-        if k in data
-    }
-    for k in ("thresholds", "confidence"):
-        if k in fields:
-            fields[k] = tuple(_as_list(fields[k]))
-    if "pdf" in data and not isinstance(data["pdf"], bool):
-        raise ParameterError(f"pdf: true or false, got {data['pdf']!r}")
-    params = ReportParams(
-        selections=tuple(_selections(data.get("datasets"))),
-        settings=tuple(settings),
-        indicators=_indicators(data.get("indicators", list(REPORT_INDICATORS))),
-        overview=_overview(data.get("overview", False)),
-        extras=_extras(data.get("extras")),
-        source=source,
-        notices=(notice,) if notice else (),
-        **fields,
-    )
-    return params
 
 
 # ---------------------------------------------------------------------------- YAML

@@ -27,7 +27,10 @@ births and women), and what is drawn per replicate is one number per group:
 * **Generic noise** (count-independent, no zero floor): the noise of a group of ``k``
   cells, a sum of ``k`` independent draws, is one draw from the ``k``-fold convolution of
   the law (:meth:`demonoise.noise.models.GenericNoise.sum_law`) -- exact; e.g. the open
-  group 85+ of single-age tables (16 cells) draws once from the 16-fold law.
+  group 85+ of single-age tables (16 cells) draws once from the 16-fold law. From
+  :data:`demonoise.noise.models.ROUNDED_V` on, that draw is a rounded Gaussian of variance
+  ``k V`` (:func:`demonoise.noise.models.rounded_gaussian`) and nothing is tabulated; with
+  a ``D`` whose ``k``-fold laws would exceed :data:`MAX_LAW_POINTS`, the per-cell path.
 * **Unknown ages** (``UNK``): the noisy ``UNK`` cell is drawn on its own (every published
   cell gets noise), and spreading it in proportion multiplies every known cell of the
   row by the same factor ``1 + UNK / S`` (``S`` the known total), so it commutes with the
@@ -71,6 +74,9 @@ _MORTALITY = ("e", "asmr")
 _FERTILITY = ("asfr", "tfr")
 #: Most replicates per block (the innermost axis of the kernels' arrays).
 MAX_BLOCK = 256
+#: Most support points of the alias tables of the ``k``-fold laws of the grouped path (about
+#: 0.6 s to build and 56 MB); beyond, generic noise with a ``D`` takes the per-cell path.
+MAX_LAW_POINTS = 10**6
 
 
 def exact_grouping(noise, floor_zero: bool) -> bool:
@@ -142,6 +148,7 @@ class Plan:
     e: dict = field(default_factory=dict)
     asmr: dict = field(default_factory=dict)
     fert: dict = field(default_factory=dict)
+    round_sd: np.ndarray | None = None  # sigma of each k-fold law drawn by rounding a Gaussian (grouped path)
 
     @property
     def need_noise(self) -> bool:
@@ -188,11 +195,34 @@ def _table(name, cells2d, axis, keys, noised, grouped, noise) -> tuple[TablePlan
     return t, known_group
 
 
+def _sum_sizes(tables: dict) -> list[int]:
+    """The numbers of cells ``k`` of the draw groups of ``tables``, sorted."""
+    return sorted({int(k) for t in tables.values() for k in t.law})
+
+
+def _tabulable(noise, tables: dict) -> bool:
+    """Whether the ``k``-fold laws of the draw groups can be drawn: by rounding a Gaussian,
+    or through alias tables of at most :data:`MAX_LAW_POINTS` points in all (else the
+    per-cell path draws each cell, from a law of ``2 D + 1`` points)."""
+    if getattr(noise, "rounded", False):
+        return True
+    return sum(noise.sum_law_points(k) for k in _sum_sizes(tables)) <= MAX_LAW_POINTS
+
+
+def _round_scales(noise, tables: dict) -> np.ndarray:
+    """``sigma`` of the rounded Gaussian of each ``k``-fold law; ``law`` re-indexed into them."""
+    ks = _sum_sizes(tables)
+    index = {k: i for i, k in enumerate(ks)}
+    for t in tables.values():
+        t.law = np.array([index[int(k)] for k in t.law], dtype=np.int64)
+    return np.array([noise.sum_sd(k) for k in ks])
+
+
 def _laws(noise, tables: dict) -> tuple:
     """Alias tables of the ``k``-fold laws the tables need; ``law`` re-indexed into them."""
     from demonoise.noise.models import alias_table
 
-    ks = sorted({int(k) for t in tables.values() for k in t.law})
+    ks = _sum_sizes(tables)
     offset, width, prob, val, alias = [], [], [], [], []
     at = 0
     for k in ks:
@@ -245,30 +275,14 @@ def build_plan(lz, noise, *, indicators, components, floor_zero, noised, quantil
         tables["births"], birth_known = _table(
             "births", c.births, lay.birth_ages, [bkey], "births" in noised, grouped, noise
         )
-    # events drawn for the Poisson component
-    for m, t in tables.items():
-        if m == "deaths":
-            t_sum = S == 3 and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
-            rows = np.arange(R * S).reshape(R, S)
-            t.event_rows = rows[:, :2].ravel() if t_sum else rows.ravel()
-            t.t_sum = bool(t_sum)
-        elif m == "births":
-            t.event_rows = np.arange(R)
-    laws = _laws(noise, tables) if grouped else ()
+    _event_rows(tables, c, R, S)
+    grouped, round_sd, laws = _sampling(noise, tables, grouped)
     comps = np.array([k in components for k in ("noise", "poisson", "total")])
-    refs, shapes, keep = {}, {}, {}
-    for i in indicators:
-        v = np.nan_to_num(lz.blocks[i].lin.value)
-        shapes[i] = v.shape
-        refs[i] = np.ascontiguousarray(v.reshape(-1, v.shape[-1]), dtype=float)
-        if not quantiles:
-            keep[i] = ""
-        else:
-            nbytes = n * v.size * len(components) * 8
-            keep[i] = "f8" if nbytes <= store_limit else ("f4" if nbytes / 2 <= store_limit else "")
+    refs, shapes, keep = _references(lz, indicators, quantiles, n * len(components), store_limit)
     plan = Plan(
-        uuid.uuid4().hex, comps, tuple(indicators), noise, bool(floor_zero), grouped, tables, laws, shapes, refs, keep
-    )
+        uuid.uuid4().hex, comps, tuple(indicators), noise, bool(floor_zero), grouped, tables, laws, shapes, refs, keep,
+        round_sd=round_sd,
+    )  # fmt: skip
     p = tables["pop_start"]
     E_known = exposure(c.pop_start, c.pop_end, lay.ages)  # (R, S, known ages), no noise
     if "e" in mort:
@@ -300,6 +314,46 @@ def build_plan(lz, noise, *, indicators, components, floor_zero, noised, quantil
             width=np.asarray(lay.fert_width, dtype=float), e_orig=_rows2d(lay.group_pop_fert(E_known[:, 0])),
         )  # fmt: skip
     return plan
+
+
+def _event_rows(tables: dict, c, R: int, S: int) -> None:
+    """Rows of the events drawn for the Poisson component: deaths of ``F`` and ``M`` only
+    when the published ``T`` cells are their sums, births of every region."""
+    for m, t in tables.items():
+        if m == "deaths":
+            t_sum = S == 3 and np.array_equal(c.deaths[:, 2], c.deaths[:, 0] + c.deaths[:, 1])
+            rows = np.arange(R * S).reshape(R, S)
+            t.event_rows = rows[:, :2].ravel() if t_sum else rows.ravel()
+            t.t_sum = bool(t_sum)
+        elif m == "births":
+            t.event_rows = np.arange(R)
+
+
+def _sampling(noise, tables: dict, grouped: bool) -> tuple[bool, np.ndarray | None, tuple]:
+    """How the draw groups' noise is drawn: ``(grouped, round_sd, laws)`` -- by rounding a
+    Gaussian, through alias tables of the k-fold laws, or per cell (``grouped`` false)."""
+    if grouped and not _tabulable(noise, tables):
+        grouped = False
+        for t in tables.values():
+            t.law = np.zeros_like(t.law)
+    if grouped and getattr(noise, "rounded", False):
+        return True, _round_scales(noise, tables), ()
+    return grouped, None, _laws(noise, tables) if grouped else ()
+
+
+def _references(lz, indicators, quantiles, values_per_cell: int, store_limit: float) -> tuple[dict, dict, dict]:
+    """Reference values (rows, K), shapes and the storage of replicate values of each
+    indicator: ``"f8"``, ``"f4"`` when only that fits ``store_limit`` bytes, ``""`` none."""
+    refs, shapes, keep = {}, {}, {}
+    for i in indicators:
+        v = np.nan_to_num(lz.blocks[i].lin.value)
+        shapes[i] = v.shape
+        refs[i] = np.ascontiguousarray(v.reshape(-1, v.shape[-1]), dtype=float)
+        nbytes = values_per_cell * v.size * 8
+        keep[i] = (
+            "" if not quantiles else ("f8" if nbytes <= store_limit else ("f4" if nbytes / 2 <= store_limit else ""))
+        )
+    return refs, shapes, keep
 
 
 def _rows2d(a: np.ndarray) -> np.ndarray:
@@ -363,6 +417,9 @@ def _draw_grouped(plan: Plan, B: int, g_noise, g_pois):
             t = plan.tables.get(m)
             if t is not None and t.noised:
                 raw = g_noise.bit_generator.random_raw((t.rows, t.ncols, B))
+                if plan.round_sd is not None:
+                    eps[m] = _rounded_draws(raw, plan.round_sd[t.law])
+                    continue
                 eps[m] = raw.view(np.float64)
                 K.alias_in_place(raw, eps[m], t.law, *plan.laws)
     if plan.need_poisson:
@@ -374,6 +431,17 @@ def _draw_grouped(plan: Plan, B: int, g_noise, g_pois):
                 K.poisson_in_place(raw, drawn, *_poisson_tables(plan, t))
                 pois[m] = _full_events(t, drawn)
     return eps, dict(eps), pois
+
+
+def _rounded_draws(raw: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """Raw 64-bit draws (rows, columns, B) -> rounded Gaussian noise of ``sd[column]``
+    (:func:`demonoise.noise.models.rounded_gaussian`), as float64; the uniform is the one
+    ``Generator.random`` makes of the same bits, ``(raw >> 11) 2^-53``."""
+    from demonoise.noise.models import rounded_gaussian
+
+    u = (raw >> np.uint64(11)).astype(np.float64)
+    u *= 2.0**-53
+    return rounded_gaussian(u, sd[None, :, None]).astype(np.float64)
 
 
 def _draw_cells(plan: Plan, B: int, g_noise, g_pois):

@@ -220,35 +220,60 @@ def _spread_into(base, extra, use_extra, r, ng, has_unk, gmap, gsize, n_known, w
     known cell is multiplied by ``1 + u / S`` (``S`` the known total), so the spread of a
     group is its sum times that factor; uniform spread (``u`` times the group's share of
     the known cells) where ``S <= 0`` (:func:`demonoise.core.counts.spread_unknown`)."""
-    B = out.shape[1]
     bb = base.shape[2] > 1
     all_pos = True
     if has_unk:
-        S[:] = 0.0
-        for g in range(ng):
-            if bb:
-                for b in range(B):
-                    S[b] += base[r, g, b]
-            else:
-                v0 = base[r, g, 0]
-                for b in range(B):
-                    S[b] += v0
-            if use_extra:
-                for b in range(B):
-                    S[b] += extra[r, g, b]
-        for b in range(B):
-            u = base[r, ng, b if bb else 0]
-            if use_extra:
-                u += extra[r, ng, b]
-            if S[b] > 0:
-                fac[b] = weight * (1.0 + u / S[b])
-                S[b] = 0.0
-            else:  # uniform spread of u, added below
-                fac[b] = weight
-                S[b] = u
-                all_pos = False
+        _known_totals(base, extra, use_extra, r, ng, bb, S)
+        all_pos = _unknown_factors(base, extra, use_extra, r, ng, bb, weight, S, fac)
     else:
         fac[:] = weight
+    _add_groups(base, extra, use_extra, r, ng, bb, gmap, out, fac)
+    if not all_pos:
+        _add_uniform(ng, gmap, gsize, n_known, weight, out, S)
+
+
+@_jit
+def _known_totals(base, extra, use_extra, r, ng, bb, S):
+    """``S[b]``: the known total of row ``r`` in replicate ``b`` (``base`` + ``extra``)."""
+    B = S.shape[0]
+    S[:] = 0.0
+    for g in range(ng):
+        if bb:
+            for b in range(B):
+                S[b] += base[r, g, b]
+        else:
+            v0 = base[r, g, 0]
+            for b in range(B):
+                S[b] += v0
+        if use_extra:
+            for b in range(B):
+                S[b] += extra[r, g, b]
+
+
+@_jit
+def _unknown_factors(base, extra, use_extra, r, ng, bb, weight, S, fac):
+    """``fac[b] = weight (1 + u / S[b])`` where the known total is positive (``S[b]`` then
+    cleared); else ``fac[b] = weight`` and ``S[b] = u``, spread uniformly by
+    :func:`_add_uniform`. Returns whether every known total was positive."""
+    all_pos = True
+    for b in range(S.shape[0]):
+        u = base[r, ng, b if bb else 0]
+        if use_extra:
+            u += extra[r, ng, b]
+        if S[b] > 0:
+            fac[b] = weight * (1.0 + u / S[b])
+            S[b] = 0.0
+        else:
+            fac[b] = weight
+            S[b] = u
+            all_pos = False
+    return all_pos
+
+
+@_jit
+def _add_groups(base, extra, use_extra, r, ng, bb, gmap, out, fac):
+    """``out[gmap[g], b] += (base + extra)[r, g, b] * fac[b]`` over the known groups."""
+    B = out.shape[1]
     for g in range(ng):
         x = gmap[g]
         if x < 0:
@@ -263,14 +288,20 @@ def _spread_into(base, extra, use_extra, r, ng, has_unk, gmap, gsize, n_known, w
         if use_extra:
             for b in range(B):
                 out[x, b] += extra[r, g, b] * fac[b]
-    if not all_pos:
-        for g in range(ng):
-            x = gmap[g]
-            if x < 0:
-                continue
-            share = weight * gsize[g] / n_known
-            for b in range(B):
-                out[x, b] += S[b] * share
+
+
+@_jit
+def _add_uniform(ng, gmap, gsize, n_known, weight, out, S):
+    """The uniform spread of ``S[b]`` (the unknown cell where the known total is not
+    positive): each group gets its share of the known cells."""
+    B = out.shape[1]
+    for g in range(ng):
+        x = gmap[g]
+        if x < 0:
+            continue
+        share = weight * gsize[g] / n_known
+        for b in range(B):
+            out[x, b] += S[b] * share
 
 
 @_jit

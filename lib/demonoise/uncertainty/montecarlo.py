@@ -46,6 +46,7 @@ detail of the generic model, and results say which one was used.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -308,7 +309,11 @@ def monte_carlo(
         guard its entry point (``if __name__ == "__main__":``), as with any spawn-based
         pool; notebooks, the CLI and pytest need nothing.
     progress : callable, optional
-        Called with the number of replicates done after each block.
+        Called with the number of replicates done after each block. If it has a
+        ``start(n, seconds)`` method, that is called first, before any block runs, with
+        the replicates and the estimated seconds of work per replicate in one process
+        (:func:`_probe`; ``None`` for a run of a few blocks); it may refuse the run by
+        raising.
     engine : {"fused", "reference"}
         ``"fused"`` (default): draws per group of cells where that is exact and runs the
         replicate life tables in compiled loops (:mod:`demonoise.uncertainty.mc_blocks`).
@@ -357,6 +362,9 @@ def monte_carlo(
     workers = workers or default_workers()
     keep = plan.keep if engine == "fused" else shared["keep"]
     _check_memory(lz, noise, n, block, keep, len(components), workers, memory_limit or default_memory)
+    start = getattr(progress, "start", None)
+    if callable(start):
+        start(n, _probe(task, shared, block, n))
     with using(cluster, workers) as where:
         acc = _run_jobs(task, n, block, seed, shared, where, progress)
     res = MonteCarloResult(
@@ -373,10 +381,30 @@ def _check_memory(lz, noise, n, block, keep, n_components, workers, working) -> 
     from demonoise.uncertainty.mc_memory import check_memory, estimate_memory
 
     kept = {i: (lz.blocks[i].lin.value.size * n_components, 8 if k == "f8" else 4) for i, k in keep.items() if k}
-    law = getattr(noise, "law", None)
-    points = int(np.size(law()[0])) if callable(law) else 0
+    points = getattr(noise, "table_points", None)  # generic noise: 0 when drawn by rounding
+    if points is None:
+        law = getattr(noise, "law", None)
+        points = int(np.size(law()[0])) if callable(law) else 0
     parts = estimate_memory(n=n, block=block, kept=kept, workers=workers, working=working, law_points=points)
     check_memory(parts, n=n, regions=len(lz.counts.regions))
+
+
+#: Blocks below which a run is not probed (:func:`_probe`): it takes about as long as the probe.
+PROBE_FROM_BLOCKS = 4
+
+
+def _probe(task, shared, block: int, n: int) -> float | None:
+    """Seconds of work per replicate, measured in this process on one block of ``block``
+    replicates after a warm-up block of one replicate (compiled kernels loaded, per-process
+    tables built), both from their own seeds (the run's blocks and results are untouched).
+    ``None`` when the run has fewer than :data:`PROBE_FROM_BLOCKS` blocks."""
+    if -(-n // block) < PROBE_FROM_BLOCKS:
+        return None
+    probe = np.random.SeedSequence(0, spawn_key=(2**32 - 1,)).spawn(2)
+    task(shared, 1, probe[0])
+    t0 = time.perf_counter()
+    task(shared, block, probe[1])
+    return (time.perf_counter() - t0) / block
 
 
 def blocks(n: int, block: int, seed) -> Iterator[tuple[int, np.random.SeedSequence]]:
@@ -418,12 +446,18 @@ def _run_jobs(task, n, block, seed, shared, cluster, progress) -> dict:
         parts = (task(shared, *job) for job in jobs)
     else:
         parts = cluster.run_ordered(task, jobs, shared=shared, label="mc-block")
-    for part in parts:  # in block order: block i holds replicates done .. done + size
-        size = min(block, n - done)
-        absorb(part, done)
-        done += size
-        if progress:
-            progress(done)
+    try:
+        for part in parts:  # in block order: block i holds replicates done .. done + size
+            size = min(block, n - done)
+            absorb(part, done)
+            done += size
+            if progress:
+                progress(done)
+    finally:
+        # an error here (a progress callback that raised, an interrupt) closes the tasks
+        # now: left to the garbage collector, the generator's clean-up could run during
+        # the interpreter's finalisation, where it can no longer start a thread, and hang
+        parts.close()
     return acc
 
 
