@@ -15,6 +15,7 @@ This module imports nothing heavy: the kernel imports it to build the mime bundl
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections.abc import Mapping, Sequence
@@ -74,8 +75,10 @@ def value(obj: Any) -> str:
         return "none"
     if isinstance(obj, bool):
         return "true" if obj else "false"
-    if isinstance(obj, (int, float)):
+    if isinstance(obj, int):
         return repr(obj)
+    if isinstance(obj, float):
+        return repr(obj) if math.isfinite(obj) else string_literal(obj)
     if isinstance(obj, str):
         return string_literal(obj)
     if isinstance(obj, Mapping):
