@@ -186,6 +186,7 @@ def test_user_text_is_escaped_for_typst(tmp_path):
     nothing is run as code, maths, a label or a comment."""
     import pandas as pd
 
+    from demonoise.report.cover import cover_html
     from demonoise.report.summary import HtmlTable
 
     nasty = '#panic("x") $a$ *b* _c_ <lab> @ref [x] \\ // not a comment /* nor this */ = not a heading ~ `q'
@@ -200,11 +201,15 @@ def test_user_text_is_escaped_for_typst(tmp_path):
     ]
     md = "Words: " + nasty.replace("*", "\\*").replace("_", "\\_").replace("`", "\\`").replace("$", "\\$")
     nb = new_notebook(cells=[new_markdown_cell("# Chapter"), new_markdown_cell(md), cell])
-    res = render_document(assemble([nb], title=nasty), tmp_path / "x.html", tmp_path / "x.pdf")
+    publisher = type("Publisher", (), {"organisation": nasty, "contact": nasty, "date": "2026-11-30"})()
+    cover = cover_html(nasty, publisher=publisher, data_status=nasty, settings=[nasty])
+    res = render_document(assemble([nb], title=nasty, cover=cover), tmp_path / "x.html", tmp_path / "x.pdf")
     assert res.pdf_error is None, res.pdf_error
     text = re.sub(r"\s+", " ", pdf_text(res.pdf))
     flat = re.sub(r"\s+", " ", nasty)
-    assert text.count(flat) >= 5, text  # markdown, caption, note, cell, HTML, stream (and the footer)
+    # cover (title, organisation, contact, data, settings), running header and footer, markdown,
+    # caption, table head and cell, note, HTML, stream
+    assert text.count(flat) >= 14, text.count(flat)
 
 
 def test_a_long_table_breaks_across_pages_with_its_header_repeated(tmp_path):
