@@ -71,7 +71,7 @@ def test_memory_estimate_counts_stored_values_and_blocks():
 def test_available_memory_sees_the_address_space_limit():
     code = (
         "import resource; resource.setrlimit(resource.RLIMIT_AS, (4 * 10**9, 4 * 10**9))\n"
-        "from demonoise.core.resources import available_memory\nb, why = available_memory()\n"
+        "from demonoise.runtime.resources import available_memory\nb, why = available_memory()\n"
         "assert 0 < b < 4e9 and 'address-space' in why, (b, why)\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

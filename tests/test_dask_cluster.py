@@ -131,8 +131,8 @@ def test_a_report_batch_runs_on_the_cluster(cluster, tmp_path):
 _CLIENT = """
 import sys
 from pathlib import Path
-from demonoise.core.cluster import Cluster
-from demonoise.core.signals import interruptible
+from demonoise.runtime.cluster import Cluster
+from demonoise.runtime.signals import interruptible
 from demonoise.report.run import Job, run_jobs
 
 if __name__ == "__main__":
@@ -215,7 +215,7 @@ def test_an_interrupted_client_cancels_its_tasks_and_the_cluster_stays_up(cluste
 
 # ------------------------------------------------------------------ refusals
 def test_a_worker_with_another_demonoise_is_refused(cluster, monkeypatch, capsys, tmp_path):
-    from demonoise.core import fingerprint
+    from demonoise.runtime import fingerprint
 
     # this client "runs" another demonoise than the workers
     monkeypatch.setattr(fingerprint, "source_fingerprint", lambda **kw: "demonoise 0.0.0+000000000000")

@@ -14,7 +14,7 @@ from demonoise.report.batch import parse_params, run_reports
 
 @pytest.mark.slow
 def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
-    from demonoise.core import cluster as C
+    from demonoise.runtime import cluster as C
 
     taken = []  # what the batch's flow submits, in order: (kind, name)
     real_next = C.Flow._next

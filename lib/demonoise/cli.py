@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 from demonoise.core.errors import DemonoiseError
-from demonoise.core.signals import interruptible
+from demonoise.runtime.signals import interruptible
 
 __all__ = ["main", "build_parser"]
 
@@ -362,7 +362,7 @@ def _cluster(args, default_address: str | None = None):
     """The Dask cluster of a command: ``--scheduler`` (else ``default_address``), connected
     now so that a bad address fails before any work; else a local one of ``--workers``
     processes, started only when something fans out."""
-    from demonoise.core.cluster import Cluster
+    from demonoise.runtime.cluster import Cluster
 
     cluster = Cluster(getattr(args, "scheduler", None) or default_address, workers=getattr(args, "workers", None))
     if cluster.address:
@@ -1005,7 +1005,7 @@ def main(argv=None) -> int:
         if argv is None:
             import signal
 
-            from demonoise.core.signals import SIGNALS
+            from demonoise.runtime.signals import SIGNALS
 
             for s in SIGNALS:
                 signal.signal(s, signal.SIG_IGN)

@@ -32,7 +32,7 @@ and their documents render in the render stage's, so that no stage of the batch 
 on one worker while the other waits.
 
 What fans out -- Monte Carlo blocks, notebook executions, renderings -- runs as tasks on
-one Dask cluster (:mod:`demonoise.core.cluster`): the scheduler named by ``scheduler:`` in
+one Dask cluster (:mod:`demonoise.runtime.cluster`): the scheduler named by ``scheduler:`` in
 the params (or ``--scheduler``), else a local cluster of ``--workers`` processes started
 at the first task and closed with the batch.
 
@@ -674,7 +674,7 @@ class Work:
 
 
 class Countries:
-    """Every country's compute -> execute -> render as one :class:`~demonoise.core.cluster.Flow`
+    """Every country's compute -> execute -> render as one :class:`~demonoise.runtime.cluster.Flow`
     of tasks: a country's notebooks are queued when its tables are stored, its rendering
     when its notebooks are written, while other countries are still being computed, so
     that no worker waits for a stage to end. The overview's and extras' notebooks go
@@ -1070,7 +1070,7 @@ def run_reports(
     """Run a report batch (module notes) and write ``<output>/index.html``.
 
     The Monte Carlo blocks, notebook executions and renderings run as tasks on
-    ``cluster`` (:class:`demonoise.core.cluster.Cluster`); without one, on the Dask
+    ``cluster`` (:class:`demonoise.runtime.cluster.Cluster`); without one, on the Dask
     scheduler of ``params.scheduler`` if set, else on a local cluster of ``workers``
     processes started when the first task is (and closed at the end). ``yes=False`` (the
     command line without ``--yes``) refuses a batch above 200 notebook executions or an
@@ -1084,7 +1084,7 @@ def run_reports(
         an output directory that cannot be written); a failing country or notebook is
         recorded in its outcome instead.
     """
-    from demonoise.core.cluster import Cluster
+    from demonoise.runtime.cluster import Cluster
 
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")

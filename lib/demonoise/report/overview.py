@@ -1347,7 +1347,7 @@ def render_overview(
         The overview notebook (default: :func:`demonoise.report.locate.find_notebook`).
     workers : int, optional
         Monte Carlo worker processes (a local cluster of that size, when no ``cluster``).
-    cluster : demonoise.core.cluster.Cluster, optional
+    cluster : demonoise.runtime.cluster.Cluster, optional
         Where the Monte Carlo blocks and the notebook run (a Dask cluster).
 
     Raises

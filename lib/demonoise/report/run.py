@@ -5,7 +5,7 @@ list of jobs and returns one :class:`JobResult` per job, in job order:
 
 * **where** -- each notebook is a self-contained :class:`Task` (notebook and the files it
   reads as bytes in, executed notebook out) run on a Dask cluster
-  (:mod:`demonoise.core.cluster`): one given by the caller (``cluster=``, e.g. at a
+  (:mod:`demonoise.runtime.cluster`): one given by the caller (``cluster=``, e.g. at a
   scheduler's address), or a local one of ``workers`` processes (default 2) started for
   the batch; ``workers=1`` or a single notebook runs in the calling process. Processes,
   not threads: papermill changes the working directory, which is not thread-safe.
@@ -35,7 +35,7 @@ list of jobs and returns one :class:`JobResult` per job, in job order:
   version and a hash of the package sources) and a caller-supplied data fingerprint. A job whose output
   carries the same key is skipped (``status="skipped"``) unless ``force=True``.
 
-* **interrupts** -- Ctrl-C (or SIGTERM, :mod:`demonoise.core.signals`) cancels the tasks
+* **interrupts** -- Ctrl-C (or SIGTERM, :mod:`demonoise.runtime.signals`) cancels the tasks
   not done and ends the kernels running this batch's notebooks (:func:`cancel_run_kernels`,
   on every worker); a local cluster then closes, an external one stays up. A kernel
   whose worker dies (even by SIGKILL) exits by itself (ipykernel's parent poller).
@@ -64,9 +64,9 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.atomic import atomic_write_text
-from demonoise.core.cluster import Flow, using
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.cache import digest, source_fingerprint
+from demonoise.runtime.cluster import Flow, using
 
 __all__ = [
     "DEFAULT_KERNEL",
@@ -543,7 +543,7 @@ def kill_worker_kernel() -> None:
 
 
 def cancel_run_kernels(run_id: str, closing: bool = False) -> None:
-    """Cancel hook of a run (:meth:`demonoise.core.cluster.Cluster.on_cancel`), called on
+    """Cancel hook of a run (:meth:`demonoise.runtime.cluster.Cluster.on_cancel`), called on
     every worker: end the kernel if it is running a notebook of that run (the task then
     fails at once instead of waiting for a cell that may never return), or whatever it
     runs when the worker is about to be ended (``closing``)."""
@@ -927,7 +927,7 @@ def run_jobs(
         Seconds a single cell may run (``None``: no limit).
     start_timeout : float
         Seconds to wait for a kernel to start.
-    cluster : demonoise.core.cluster.Cluster, optional
+    cluster : demonoise.runtime.cluster.Cluster, optional
         Where the notebooks run: each job a task on that Dask cluster (its workers keep
         a kernel each); the outputs are written here.
 

@@ -10,7 +10,7 @@ machine it runs in. :class:`Cluster` runs such lists:
   its ``dask worker`` processes, or one started by dask-jobqueue on Slurm or by
   dask-kubernetes). On connecting, the client checks that every worker runs the same
   demonoise (version and source fingerprint,
-  :func:`demonoise.core.fingerprint.source_fingerprint`) and refuses a mismatch in one
+  :func:`demonoise.runtime.fingerprint.source_fingerprint`) and refuses a mismatch in one
   line; an unreachable scheduler fails within :data:`CONNECT_TIMEOUT` s. The cluster is
   not ours: an interrupted run cancels
   its own tasks (and runs the cancel hooks registered for it, e.g. ending the kernels its
@@ -21,7 +21,7 @@ machine it runs in. :class:`Cluster` runs such lists:
   ``N`` worker processes of one thread, each under its nanny. It ends with this process
   whatever ends it:
 
-  - normal exit, an error, Ctrl-C, SIGTERM, SIGHUP (:mod:`demonoise.core.signals`):
+  - normal exit, an error, Ctrl-C, SIGTERM, SIGHUP (:mod:`demonoise.runtime.signals`):
     :meth:`Cluster.close` -- after an interrupt the tasks are cancelled, the kernels of
     this run ended (cancel hooks) and the workers' process group killed at once (their
     results are not wanted), so that stopping takes about a second;
@@ -150,7 +150,7 @@ def _quiet_logs() -> None:
 
 def _identity() -> str:
     """What a worker runs (called on every worker by :meth:`Cluster.client`)."""
-    from demonoise.core.fingerprint import source_fingerprint
+    from demonoise.runtime.fingerprint import source_fingerprint
 
     return source_fingerprint()
 
@@ -295,7 +295,7 @@ class Cluster:
         return client
 
     def _check_workers(self, client) -> None:
-        from demonoise.core import fingerprint
+        from demonoise.runtime import fingerprint
 
         ours = fingerprint.source_fingerprint()
         found = client.run(_identity, on_error="return")
@@ -610,7 +610,7 @@ def using(cluster: Cluster | None = None, workers: int | None = None) -> Iterato
 
 # ---------------------------------------------------------------------- the local workers
 def serve_workers(address: str, n: int) -> None:
-    """The local workers' process (``python -m demonoise.core.cluster ADDRESS N``, started
+    """The local workers' process (``python -m demonoise.runtime.cluster ADDRESS N``, started
     by :class:`Cluster` in its own session): ``dask worker`` with ``N`` worker processes
     of one thread, configured by :data:`LOCAL_WORKER_CONFIG`, and a watchdog thread that
     kills this whole process group -- the nannies and their worker processes -- as soon
