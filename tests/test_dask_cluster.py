@@ -27,7 +27,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from demonoise.cli import main
-from process_helpers import DaskCluster, tagged_env, tmp_files, wait_gone
+from process_helpers import DaskCluster, tagged, tagged_env, tmp_files, wait_gone
 
 pytestmark = [pytest.mark.slow, pytest.mark.dask, pytest.mark.timeout(240)]
 
@@ -125,6 +125,24 @@ def test_a_report_batch_runs_on_the_cluster(cluster, tmp_path):
     for prefix, n in (("mc-block", 1), ("notebook", 2), ("render", 1)):
         assert after.get(prefix, 0) - before.get(prefix, 0) >= n, (prefix, before, after)
     assert tmp_files(out) == []
+    # the kernels the batch started on the workers ended with it (the cluster is not ours,
+    # it stays up; an idle kernel kept ~300 MB on each worker)
+    deadline = time.monotonic() + 10
+    while _kernels(cluster.tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _kernels(cluster.tag) == [] and cluster.n_workers() == 2
+
+
+def _kernels(tag: str) -> list[int]:
+    """Jupyter kernels among the processes of the cluster (started with its tag)."""
+    return [p for p in tagged(tag) if b"ipykernel" in _cmdline(p)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 # ------------------------------------------------------------------ an interrupted client

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 from demonoise.core.errors import DemonoiseError
+from demonoise.runtime.cluster import ClusterLost
 from demonoise.runtime.signals import interruptible
 
 __all__ = ["main", "build_parser"]
@@ -344,10 +345,9 @@ def cmd_report(args) -> int:
     print(rep.summary())
     pages = sum(o.pages for o in rep.outcomes.values())
     print(
-        (f"  overview and extras prepared in {t['overview_extras']:.1f} s; " if rep.further else "  ")
-        + f"the countries computed, executed and rendered in {t['countries']:.1f} s "
-        f"(work: compute {t['compute']:.1f} s, notebooks {t['notebooks']:.1f} s, HTML {t['html']:.1f} s, "
-        f"PDF {t['pdf']:.1f} s, {pages} pages)"
+        f"  stages: plan {t['plan']:.1f} s, compute {t['compute']:.1f} s, execute {t['execute']:.1f} s, "
+        f"render {t['render']:.1f} s, index {t['index']:.1f} s (work: compute {t['compute_work']:.1f} s, "
+        f"notebooks {t['notebooks']:.1f} s, HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s, {pages} pages)"
     )
     for note in rep.notes:
         print(f"  note: {note}")
@@ -364,7 +364,8 @@ def _cluster(args, default_address: str | None = None):
     processes, started only when something fans out."""
     from demonoise.runtime.cluster import Cluster
 
-    cluster = Cluster(getattr(args, "scheduler", None) or default_address, workers=getattr(args, "workers", None))
+    address = getattr(args, "scheduler", None)
+    cluster = Cluster(address if address is not None else default_address, workers=getattr(args, "workers", None))
     if cluster.address:
         cluster.client()
     return cluster
@@ -990,6 +991,9 @@ def main(argv=None) -> int:
     try:
         with interruptible(f"demonoise {args.command}: interrupted"):
             return int(args.func(args) or 0)
+    except ClusterLost as e:  # the run had started: not a bad input
+        print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
+        return 1
     except DemonoiseError as e:
         cmd = args.command + (f" {args.ptable_command}" if getattr(args, "ptable_command", None) else "")
         print(f"demonoise {cmd}: error: {e}", file=sys.stderr)
