@@ -67,7 +67,6 @@ __all__ = [
     "render",
     "index",
     "assemble_report",
-    "provenance_dict",
     "run_reports",
 ]
 
@@ -443,6 +442,7 @@ def compute(state: Plan, cluster, *, log=None) -> dict[Report, Computed]:
 def _dataset_facts(dataset: str) -> dict:
     """Label, reference year, provenance and the ``implications`` text of a dataset."""
     from demonoise.io import datasets as reg
+    from demonoise.report.cover import provenance_dict
 
     info = next((d for d in reg.available() if d.name == dataset), None)
     meta = reg.metadata(dataset) if dataset in reg.embedded_names() else {}
@@ -612,38 +612,11 @@ def execute(jobs: Mapping[Any, Any], cluster, opts, *, force: bool = False, prog
 
 
 # ====================================================================== render
-def provenance_dict(dataset: str) -> dict:
-    """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source and note."""
-    from demonoise.io import datasets as reg
-
-    if dataset in reg.embedded_names():
-        prov = reg.metadata(dataset)["provenance"]
-        keys = ("status", "datasets", "extracted", "source", "note")
-        return {t: {k: p.get(k, "") for k in keys} for t, p in prov.items() if p}
-    prov = reg.load(dataset).provenance
-    return {
-        name: {
-            "status": t.status,
-            "datasets": list(t.datasets),
-            "extracted": t.extracted,
-            "source": t.source,
-            "note": t.note,
-        }
-        for name, t in prov.tables.items()
-    }
-
-
-def source_of(provenance: Mapping[str, Any]) -> str:
-    """``"Eurostat (demo_r_d2jan, demo_r_magec, ...)"``: the Source line of every figure."""
-    codes = sorted({c for p in provenance.values() for c in (p.get("datasets") or [])})
-    return f"Eurostat ({', '.join(codes)})" if codes else "Eurostat"
-
-
 def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], facts: dict):
     """The document of one country: cover, contents, main points, a chapter per indicator
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
-    from demonoise.report.cover import cover_html
+    from demonoise.report.cover import cover_html, source_of
     from demonoise.report.overview import split_sections
     from demonoise.report.render import Chapter, Section, assemble, load_notebook, read_metrics
     from demonoise.report.theme import setting_colours

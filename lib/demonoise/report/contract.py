@@ -116,12 +116,11 @@ def check_known(path: str | os.PathLike, given: Mapping[str, Any], what: str) ->
 
 
 # ----------------------------------------------------------------------- what was shown
-def shown_record(df, *, setting_label: str) -> dict:
+def shown_record(df, *, setting_label: str, row_settings) -> dict:
     """What a section's rows hold: dataset(s), country(ies), the setting the section is
-    about and every setting present (the labels of :func:`~demonoise.report.summary.setting_label`)."""
+    about (``setting_label``) and every setting present (``row_settings``: the label of
+    each row, :func:`~demonoise.report.summary.row_setting_labels`)."""
     import pandas as pd
-
-    from demonoise.report.summary import row_setting_labels
 
     # the distinct values, not a Python set over every row: iterating an Arrow-backed
     # string column boxes each element (a third of a second per section for France)
@@ -129,7 +128,7 @@ def shown_record(df, *, setting_label: str) -> dict:
         "dataset": sorted(map(str, df["dataset"].unique())),
         "country": sorted(map(str, df["country"].unique())),
         "setting": setting_label,
-        "settings": sorted(map(str, pd.unique(row_setting_labels(df)))),
+        "settings": sorted(map(str, pd.unique(row_settings))),
     }
 
 

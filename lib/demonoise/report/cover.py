@@ -3,6 +3,8 @@
 From the params' ``publisher:`` block (organisation, contact, date); without one the cover
 says "demonoise demonstration — not an official publication". Always: the tool version,
 the data's extraction date(s) and status, the settings compared, a link back to the index.
+The data's provenance per table (:func:`provenance_dict`) and the "Source:" line of every
+figure (:func:`source_of`) come from the same place.
 The data status is also the running header of every PDF page (``.dn-data-status-line``,
 picked up by the print stylesheet with ``string-set``).
 """
@@ -14,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
-__all__ = ["UNOFFICIAL", "extraction_dates", "cover_html"]
+__all__ = ["UNOFFICIAL", "extraction_dates", "cover_html", "provenance_dict", "source_of"]
 
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
 
@@ -68,3 +70,30 @@ def cover_html(
         f'<p class="dn-data-status-line">{esc(status)}</p>'
         f"{head}<h1>{esc(title)}</h1><dl>{dl}</dl></section>"
     )
+
+
+def provenance_dict(dataset: str) -> dict:
+    """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source and note."""
+    from demonoise.io import datasets as reg
+
+    if dataset in reg.embedded_names():
+        prov = reg.metadata(dataset)["provenance"]
+        keys = ("status", "datasets", "extracted", "source", "note")
+        return {t: {k: p.get(k, "") for k in keys} for t, p in prov.items() if p}
+    prov = reg.load(dataset).provenance
+    return {
+        name: {
+            "status": t.status,
+            "datasets": list(t.datasets),
+            "extracted": t.extracted,
+            "source": t.source,
+            "note": t.note,
+        }
+        for name, t in prov.tables.items()
+    }
+
+
+def source_of(provenance: Mapping[str, Any]) -> str:
+    """``"Eurostat (demo_r_d2jan, demo_r_magec, ...)"``: the Source line of every figure."""
+    codes = sorted({c for p in provenance.values() for c in (p.get("datasets") or [])})
+    return f"Eurostat ({', '.join(codes)})" if codes else "Eurostat"

@@ -1487,7 +1487,7 @@ def check_overview_notebook(res) -> None:
 def overview_document(run: OverviewRun):
     """Step 4 of :func:`render_overview` up to the PDF: the executed notebook split at its
     level-1 headings into sections and assembled (:func:`~demonoise.report.render.assemble`)."""
-    from demonoise.report.batch import provenance_dict, source_of
+    from demonoise.report.cover import provenance_dict, source_of
     from demonoise.report.render import Section, assemble, load_notebook
 
     p = run.params
