@@ -20,7 +20,7 @@ def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
     real_each = C.Cluster.each
 
     def recording_each(self, fn, items, *, names=None, label="task", **kw):
-        taken.append((label, list(names or [])))
+        taken.append((label, names))  # read at the end: the render stage names its documents as it goes
         return real_each(self, fn, items, names=names, label=label, **kw)
 
     monkeypatch.setattr(C.Cluster, "each", recording_each)
@@ -47,7 +47,7 @@ def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
     assert not list(tmp_path.rglob("*.part")) and not list(tmp_path.rglob(".*dn-tmp*"))
     # the execute stage: the overview's and the extras' notebooks first, then the country's;
     # the render stage: the documents of all three (the what-if's notebook failed)
-    stages = dict(taken)
+    stages = {label: list(names) for label, names in taken}
     assert [label for label, _ in taken] == ["notebook", "render"], taken
     assert stages["notebook"][:3] == ["overview", "teaching-mc200", "whatif-XX99"], stages
     assert len(stages["notebook"]) == 5 and stages["notebook"][3].startswith("be-2023/BE/")

@@ -830,40 +830,42 @@ def _finish_further(f: Further, out: dict | None, err: BaseException | None, pdf
 
 def render(state: Plan, computed, executed: Mapping, extra: Sequence[Further], cluster, pdf_reason) -> dict:
     """Every country's document assembled here and rendered as a task on ``cluster``, the
-    overview's and extras' with them; what comes back is written here (atomically).
-    Returns ``{Report: Rendered}``; the further documents' rows are set on them."""
+    overview's and extras' first; each task is submitted as soon as its document is
+    assembled (the workers render while the next is assembled), and what comes back is
+    written here (atomically). Returns ``{Report: Rendered}``; the further documents'
+    index rows are set on them."""
     outcomes: dict[Report, Rendered] = {}
-    items, owners = [], []
-    for f in extra:
-        f.result = executed.get(f, f.result)
-        doc = _further_document(f)
-        if doc is not None:
-            items.append((doc, f.html.name, pdf_reason is None))
-            owners.append((f, None))
-    for r in state.reports:
-        outcomes[r], task = _prepare(r, state, executed, computed, pdf_reason)
-        if task is not None:
-            items.append((Path(task[0]).read_bytes(), Path(task[1]).name, task[2] is not None))
-            owners.append((r, task))
-    names = [o.name if isinstance(o, Further) else o.label for o, _ in owners]
-    for i, value, err in cluster.each(_render_task, items, label="render", names=names):
+    owners, names = [], []  # filled as the documents are assembled
+
+    def documents():
+        for f in extra:
+            f.result = executed.get(f, f.result)
+            doc = _further_document(f)
+            if doc is not None:
+                owners.append((f, None))
+                names.append(f.name)
+                yield doc, f.html.name, pdf_reason is None
+        for r in state.reports:
+            outcomes[r], task = _prepare(r, state, executed, computed, pdf_reason)
+            if task is not None:
+                owners.append((r, task))
+                names.append(r.label)
+                yield Path(task[0]).read_bytes(), Path(task[1]).name, task[2] is not None
+
+    count = len(state.reports) + len(extra)
+    for i, value, err in cluster.each(_render_task, documents(), label="render", names=names, count=count):
         owner, task = owners[i]
         if isinstance(owner, Further):
             _finish_further(owner, value, err, pdf_reason)
             continue
-        outcome = outcomes[owner]
         try:
             if err is not None:
                 raise err
-            _finish(
-                outcome,
-                _write_rendered(value, Path(task[1]), Path(task[2]) if task[2] else None),
-                *task[3:],
-                pdf_reason,
-            )
+            html, pdf = Path(task[1]), Path(task[2]) if task[2] else None
+            _finish(outcomes[owner], _write_rendered(value, html, pdf), *task[3:], pdf_reason)
         except Exception as e:  # one report's failure is recorded; the others go on
-            outcome.status, outcome.error = "failed", f"rendering failed: {_why(e)}"
-    return outcomes
+            outcomes[owner].status, outcomes[owner].error = "failed", f"rendering failed: {_why(e)}"
+    return {r: outcomes[r] for r in state.reports}
 
 
 # ======================================================================= index

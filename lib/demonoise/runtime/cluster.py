@@ -12,8 +12,9 @@ machine it runs in. :class:`Cluster` runs such lists:
   demonoise (version and source fingerprint,
   :func:`demonoise.runtime.fingerprint.source_fingerprint`) and refuses a mismatch in one
   line; an address where no Dask scheduler answers (nothing listening, a silent listener,
-  an HTTP server, another protocol) fails within :data:`CONNECT_TIMEOUT` s naming the
-  address and what answered (:func:`probe`); a scheduler lost mid-run is
+  an HTTP server, another protocol) fails within 10 s naming the address and what
+  answered (:func:`probe`: :data:`PROBE_TIMEOUT` s and one more for an answer to a line
+  of text; then :data:`CONNECT_TIMEOUT` s and one more to connect); a scheduler lost mid-run is
   :class:`ClusterLost`. The cluster is not ours: an interrupted run cancels its own tasks
   (its caller ends what they left on the workers, e.g. the report's kernels, with
   :meth:`Cluster.on_workers`) and leaves the scheduler and workers up.
@@ -444,7 +445,8 @@ class Cluster:
         result, error)`` as tasks complete (:class:`distributed.as_completed`; ``error``:
         the exception a task raised, or ``KilledWorker`` when its workers kept dying).
         Items are taken lazily, at most :meth:`window` tasks in flight: the next is
-        submitted when one completes (a generator of items is never made a list). Task
+        submitted when one completes (a generator of items is never made a list;
+        ``names`` may grow with it, read when its item is taken). Task
         keys are ``<label>-<index>-<name>-<random>``, never reused (a released key may
         still be known to the scheduler, which would keep the old task for the new one).
         Leaving the loop early (a break, an exception, Ctrl-C) cancels the tasks not done.
@@ -469,7 +471,7 @@ class Cluster:
         def fill() -> None:
             while len(live) < window and (nxt := next(source, None)) is not None:
                 i, item = nxt
-                name = names[i] if names is not None else str(i)
+                name = names[i] if names is not None and i < len(names) else str(i)
                 fut = client.submit(fn, *head, *item, key=f"{label}-{i}-{name}-{tag}", pure=False)
                 live[fut.key] = (i, fut)
                 done.add(fut)
@@ -503,16 +505,18 @@ class Cluster:
     def each(
         self,
         fn: Callable,
-        items: Sequence[tuple],
+        items: Iterable[tuple],
         *,
         shared: Any = None,
         label: str = "task",
         names: Sequence[str] | None = None,
+        count: int | None = None,
     ) -> Iterator[tuple[int, Any, BaseException | None]]:
-        """:meth:`run_each` where :meth:`fan_out_for` says so, else the same in this
-        process, one item after the other (an ``Exception`` is yielded as the item's error)."""
-        items = list(items)
-        if self.fan_out_for(len(items)):
+        """:meth:`run_each` where :meth:`fan_out_for` says so for ``count`` items (default
+        ``len(items)``), else the same in this process, one item after the other (an
+        ``Exception`` is yielded as the item's error). Items are taken lazily either way:
+        a generator that prepares each item lets the first tasks run meanwhile."""
+        if self.fan_out_for(len(items) if count is None else count):
             yield from self.run_each(fn, items, shared=shared, label=label, names=names)
             return
         head = () if shared is None else (shared,)
