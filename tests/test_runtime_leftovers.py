@@ -137,6 +137,56 @@ def test_a_scheduler_lost_mid_run_ends_the_command_in_one_line(tmp_path):
     assert not (tmp_path / "r.parquet").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.dask
+@pytest.mark.timeout(240)
+def test_a_scheduler_lost_while_the_report_runs_its_notebooks_ends_it_in_one_line(tmp_path):
+    """The report batch on an external cluster, its TFR notebook hanging in a cell; the
+    scheduler killed then: exit 1 within 10 s, one line naming the scheduler."""
+    import shutil
+
+    import yaml
+
+    from demonoise.report.locate import ENV_VARS, find_dir
+
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for p in find_dir("notebooks", ("summary.ipynb",)).glob("*.ipynb"):
+        shutil.copy(p, notebooks / p.name)
+    nb = nbformat.read(notebooks / "tfr.ipynb", as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "summary.load_results" in c.source) + 1
+    marker = tmp_path / "hang"  # the kernel runs on the cluster's worker: the path is in the cell
+    hang = new_code_cell(f"open({str(marker)!r}, 'w').close()\n__import__('time').sleep(10**6)")
+    hang["id"] = "never-returns"
+    nb.cells.insert(at, hang)
+    nbformat.write(nb, notebooks / "tfr.ipynb")
+    params = tmp_path / "p.yaml"
+    small = {"datasets": {"be-2023": ["BE"]}, "noise": [{"V": 1}], "indicators": ["tfr"], "mc": 0, "pdf": False}
+    params.write_text(yaml.safe_dump(small), encoding="utf-8")
+    cluster = DaskCluster(2)
+    try:
+        env = {**cluster.env, ENV_VARS["notebooks"]: str(notebooks)}
+        args = ["report", "--params", str(params), "--out-dir", str(tmp_path / "out"), "--scheduler", cluster.address]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "demonoise.cli", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        os.killpg(cluster.scheduler.pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        _, stderr = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        cluster.stop()
+    lines = stderr.decode().strip().splitlines()  # the batch's progress lines, then the error
+    assert proc.returncode == 1 and took < 10, (proc.returncode, took, stderr)
+    assert all(ln.startswith("demonoise report: ") for ln in lines), stderr
+    assert lines[-1].startswith(f"demonoise report: error: lost the Dask scheduler {cluster.address} mid-run")
+    assert sum("error" in ln for ln in lines) == 1 and "Traceback" not in stderr.decode()
+
+
 # ----------------------------------------------------------------- $DEMONOISE_NOTEBOOKS
 def test_a_notebooks_folder_from_the_environment_is_never_replaced(tmp_path, monkeypatch):
     from demonoise.report.batch import plan

@@ -5,9 +5,10 @@ inside the package. In this order:
 
 1. an explicitly given directory -- and *only* that one: if it does not hold what is asked
    for, that is an error (an explicit choice is never silently replaced);
-2. the environment variable (``DEMONOISE_NOTEBOOKS``, ``DEMONOISE_TEMPLATES``) -- an
-   explicit choice too: a folder that does not exist or lacks a file is an error naming
-   what is missing, never a fall back to the bundled files;
+2. the environment variable (``DEMONOISE_NOTEBOOKS``, ``DEMONOISE_TEMPLATES``);
+   ``DEMONOISE_NOTEBOOKS`` is an explicit choice too (the user's own notebooks): a folder
+   that does not exist or lacks a notebook is an error naming what is missing, never a
+   fall back to the bundled notebooks, which would run instead without a word;
 3. ``<repository>/<kind>``, found from the package location (a checkout, ``pip install -e .``
    or ``PYTHONPATH=lib``);
 4. ``<sys.prefix>/share/demonoise/<kind>`` (a wheel install: pyproject's data-files).
@@ -33,9 +34,9 @@ def candidates(kind: Kind, directory: str | os.PathLike | None = None) -> list[t
     if directory is not None:
         return [("given directory", Path(directory))]
     env = os.environ.get(ENV_VARS[kind])
-    if env:
+    if env and kind == "notebooks":
         return [(f"${ENV_VARS[kind]}", Path(env))]
-    out = []
+    out = [(f"${ENV_VARS[kind]}", Path(env))] if env else []
     package = Path(__file__).resolve().parents[1]  # .../lib/demonoise
     out.append(("repository checkout", package.parents[1] / kind))
     out.append(("installed data files", Path(sys.prefix) / "share" / "demonoise" / kind))
