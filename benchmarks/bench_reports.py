@@ -224,12 +224,12 @@ def main() -> int:
         print(f"\n## {r['params']}: {r['reports']} reports ({r['failed']} failed, {r['pdfs']} PDFs), workers {workers}")
         print("| wall (s) | |\n|---|---|")
         print(f"| total | {r['wall_s']} |")
-        print(f"| overview and extras prepared | {s.get('overview_extras')} |")
-        print(f"| the countries: compute, notebooks, render overlapped | {s.get('countries')} |")
+        for stage in ("plan", "compute", "execute", "render", "index"):
+            print(f"| stage {stage} | {s.get(stage)} |")
         print(f"| second run (all up to date) | {r['rerun_wall_s']} |")
         per_page = f"{w['pdf'] / w['pages']:.2f}" if w["pages"] else "n/a"
         print(
-            f"summed work (inside the tasks): compute {s.get('compute')} s, notebooks {w['notebooks']} s, "
+            f"summed work (inside the tasks): compute {s.get('compute_work')} s, notebooks {w['notebooks']} s, "
             f"HTML {w['html']} s, PDF {w['pdf']} s, {w['pages']} pages ({per_page} PDF s/page)"
         )
         print("\n| report | notebooks (s) | HTML (s) | PDF (s) | pages | PDF s/page | HTML MB | PDF MB |")

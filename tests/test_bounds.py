@@ -71,7 +71,7 @@ def test_memory_estimate_counts_stored_values_and_blocks():
 def test_available_memory_sees_the_address_space_limit():
     code = (
         "import resource; resource.setrlimit(resource.RLIMIT_AS, (4 * 10**9, 4 * 10**9))\n"
-        "from demonoise.core.resources import available_memory\nb, why = available_memory()\n"
+        "from demonoise.runtime.resources import available_memory\nb, why = available_memory()\n"
         "assert 0 < b < 4e9 and 'address-space' in why, (b, why)\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -197,13 +197,16 @@ def test_batch_of_1000_settings_needs_yes(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_estimate_grows_with_the_batch(tmp_path):
-    from demonoise.report.batch import plan
-    from demonoise.report.budget import MAX_NOTEBOOKS, estimate_batch
+def test_the_limit_is_a_notebook_count_with_an_estimate(tmp_path):
+    """A summary and four indicator notebooks per setting: 49 settings make 197 notebook
+    executions (run without --yes), 50 make 201 (refused, with the size and an estimate;
+    --yes runs it)."""
+    from demonoise.report.batch import MAX_NOTEBOOKS, plan
 
-    small, large = (estimate_batch(plan(_params(k), tmp_path, yes=False), pdf=False) for k in (1, 3))
-    assert (small.reports, small.notebooks) == (1, 1 + 4 * 1) and large.notebooks == 1 + 4 * 3 < MAX_NOTEBOOKS
-    assert 0 < small.seconds < large.seconds and small.pages < large.pages
+    assert len(plan(_params(49), tmp_path / "a", yes=False).runs) == 1 + 4 * 49 <= MAX_NOTEBOOKS
+    with pytest.raises(ParameterError, match=r"1 reports, 201 notebook executions, about \d+ minutes on 2 workers"):
+        plan(_params(50), tmp_path / "b", yes=False)
+    assert len(plan(_params(50), tmp_path / "b", yes=True).runs) == 201
 
 
 # ----------------------------------------------------------------------------- contract

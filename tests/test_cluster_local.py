@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from demonoise.cli import main
-from demonoise.core import cluster as cluster_mod
+from demonoise.runtime import cluster as cluster_mod
 from process_helpers import children_of
 
 ARGS = ["compute", "--dataset", "be-2023", "--V", "1", "--indicators", "e", "tfr", "--seed", "11"]

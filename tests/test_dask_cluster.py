@@ -27,7 +27,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from demonoise.cli import main
-from process_helpers import DaskCluster, tagged_env, tmp_files, wait_gone
+from process_helpers import DaskCluster, tagged, tagged_env, tmp_files, wait_gone
 
 pytestmark = [pytest.mark.slow, pytest.mark.dask, pytest.mark.timeout(240)]
 
@@ -125,14 +125,32 @@ def test_a_report_batch_runs_on_the_cluster(cluster, tmp_path):
     for prefix, n in (("mc-block", 1), ("notebook", 2), ("render", 1)):
         assert after.get(prefix, 0) - before.get(prefix, 0) >= n, (prefix, before, after)
     assert tmp_files(out) == []
+    # the kernels the batch started on the workers ended with it (the cluster is not ours,
+    # it stays up; an idle kernel kept ~300 MB on each worker)
+    deadline = time.monotonic() + 10
+    while _kernels(cluster.tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _kernels(cluster.tag) == [] and cluster.n_workers() == 2
+
+
+def _kernels(tag: str) -> list[int]:
+    """Jupyter kernels among the processes of the cluster (started with its tag)."""
+    return [p for p in tagged(tag) if b"ipykernel" in _cmdline(p)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 # ------------------------------------------------------------------ an interrupted client
 _CLIENT = """
 import sys
 from pathlib import Path
-from demonoise.core.cluster import Cluster
-from demonoise.core.signals import interruptible
+from demonoise.runtime.cluster import Cluster
+from demonoise.runtime.signals import interruptible
 from demonoise.report.run import Job, run_jobs
 
 if __name__ == "__main__":
@@ -215,7 +233,7 @@ def test_an_interrupted_client_cancels_its_tasks_and_the_cluster_stays_up(cluste
 
 # ------------------------------------------------------------------ refusals
 def test_a_worker_with_another_demonoise_is_refused(cluster, monkeypatch, capsys, tmp_path):
-    from demonoise.core import fingerprint
+    from demonoise.runtime import fingerprint
 
     # this client "runs" another demonoise than the workers
     monkeypatch.setattr(fingerprint, "source_fingerprint", lambda **kw: "demonoise 0.0.0+000000000000")

@@ -1,7 +1,7 @@
 """The batch links the Europe overview and the extra notebooks from the index; a failing
 extra is recorded there and makes the batch fail, the rest stands. Their notebooks run in
-the same flow of tasks as the countries' (first, the overview's being the longest), and
-their documents render in it with the countries' reports."""
+the execute stage with the countries' (first, the overview's being the longest), and
+their documents render in the render stage with the countries' reports."""
 
 from __future__ import annotations
 
@@ -14,19 +14,16 @@ from demonoise.report.batch import parse_params, run_reports
 
 @pytest.mark.slow
 def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
-    from demonoise.core import cluster as C
+    from demonoise.runtime import cluster as C
 
-    taken = []  # what the batch's flow submits, in order: (kind, name)
-    real_next = C.Flow._next
+    taken = []  # what the batch fans out, stage by stage: (label, task names)
+    real_each = C.Cluster.each
 
-    def recording_next(self):
-        nxt = real_next(self)
-        if nxt is not None and self._label == "batch":
-            kind, obj = nxt[3][0], nxt[3][1]
-            taken.append((kind, getattr(obj, "name", None) or obj.label))  # a Run or Further, or a Report
-        return nxt
+    def recording_each(self, fn, items, *, names=None, label="task", **kw):
+        taken.append((label, names))  # read at the end: the render stage names its documents as it goes
+        return real_each(self, fn, items, names=names, label=label, **kw)
 
-    monkeypatch.setattr(C.Flow, "_next", recording_next)
+    monkeypatch.setattr(C.Cluster, "each", recording_each)
     params = parse_params(
         {
             "datasets": {"be-2023": ["BE"]},
@@ -48,15 +45,10 @@ def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
     assert 'href="overview.html"' in index and 'href="extras/teaching-mc200.html"' in index
     assert re.search(r"whatif notebook.*failed", index, re.S)
     assert not list(tmp_path.rglob("*.part")) and not list(tmp_path.rglob(".*dn-tmp*"))
-    # one flow of tasks: the overview's and the extras' notebooks first, then the country's,
-    # and the documents of all three rendered in it (the what-if's notebook failed)
-    kinds = [k for k, _ in taken]
-    assert [n for k, n in taken if k == "further"][:3] == [
-        "Europe overview: be-2023",
-        "teaching notebook",
-        "whatif notebook",
-    ]
-    assert kinds[:3] == ["further"] * 3 and kinds.count("executed") == 2 and kinds[3] == "executed"
-    assert sorted(n for k, n in taken if k in ("rendered", "further_rendered")) == sorted(
-        ["BE (be-2023)", "Europe overview: be-2023", "teaching notebook"]
-    ), taken
+    # the execute stage: the overview's and the extras' notebooks first, then the country's;
+    # the render stage: the documents of all three (the what-if's notebook failed)
+    stages = {label: list(names) for label, names in taken}
+    assert [label for label, _ in taken] == ["notebook", "render"], taken
+    assert stages["notebook"][:3] == ["overview", "teaching-mc200", "whatif-XX99"], stages
+    assert len(stages["notebook"]) == 5 and stages["notebook"][3].startswith("be-2023/BE/")
+    assert sorted(stages["render"]) == sorted(["BE (be-2023)", "Europe overview: be-2023", "teaching notebook"])

@@ -77,11 +77,11 @@ def test_a_reused_kernel_keeps_its_client_and_a_broken_notebook_does_not_break_i
     ready = []
     real = AsyncKernelClient._async_wait_for_ready
 
-    async def counting(self, *a, **kw):
+    async def counting(self, *a, **kw):  # the handshake itself
         ready.append(1)
         return await real(self, *a, **kw)
 
-    monkeypatch.setattr(AsyncKernelClient, "wait_for_ready", counting)
+    monkeypatch.setattr(AsyncKernelClient, "_async_wait_for_ready", counting)
     p1 = {"region": "BE10", "V": 1.0, "set_probe": True}
     p3 = {"region": "BE34", "V": 5.0, "set_probe": False}
     jobs = [

@@ -38,10 +38,13 @@ ORPHAN_GRACE = 5.0
 
 
 class Tree:
-    """A command in its own process group, tagged."""
+    """A command in its own process group, tagged, with a temporary folder of its own
+    (``TMPDIR``: :attr:`tmp`)."""
 
     def __init__(self, args, cwd: Path, **env):
-        self.env, self.tag = tagged_env(**env)
+        self.tmp = cwd / "tmp"
+        self.tmp.mkdir(exist_ok=True)
+        self.env, self.tag = tagged_env(TMPDIR=str(self.tmp), **env)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "demonoise.cli", *args],
             cwd=cwd,
@@ -93,6 +96,7 @@ def _check_interrupted(tree: Tree, t0: float, command: str) -> None:
     left = wait_gone(tree.tag, 3)
     tree.cleanup()
     assert left == [], f"processes left: {left}"
+    assert list(tree.tmp.glob("demonoise-*")) == []  # the local cluster's and kernels' scratch folders
 
 
 # ------------------------------------------------------------------ compute --mc
@@ -270,3 +274,8 @@ def test_report_killed_in_a_cell_that_never_returns_leaves_no_process(tmp_path, 
     tree.cleanup()
     assert left == [], f"processes left after SIGKILL: {left}"
     _no_report(out)
+    # its scratch folder could not be removed; the next run that needs one removes it
+    assert list(tree.tmp.glob("demonoise-cluster-*"))
+    code = "from demonoise.runtime.cluster import scratch_dir; import shutil; shutil.rmtree(scratch_dir('cluster'))"
+    subprocess.run([sys.executable, "-c", code], env=tree.env, check=True, timeout=60)
+    assert list(tree.tmp.glob("demonoise-*")) == []

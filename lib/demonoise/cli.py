@@ -41,7 +41,8 @@ import time
 from pathlib import Path
 
 from demonoise.core.errors import DemonoiseError
-from demonoise.core.signals import interruptible
+from demonoise.runtime.cluster import ClusterLost
+from demonoise.runtime.signals import interruptible
 
 __all__ = ["main", "build_parser"]
 
@@ -432,10 +433,9 @@ def cmd_report(args) -> int:
     print(rep.summary())
     pages = sum(o.pages for o in rep.outcomes.values())
     print(
-        (f"  overview and extras prepared in {t['overview_extras']:.1f} s; " if rep.further else "  ")
-        + f"the countries computed, executed and rendered in {t['countries']:.1f} s "
-        f"(work: compute {t['compute']:.1f} s, notebooks {t['notebooks']:.1f} s, HTML {t['html']:.1f} s, "
-        f"PDF {t['pdf']:.1f} s, {pages} pages)"
+        f"  stages: plan {t['plan']:.1f} s, compute {t['compute']:.1f} s, execute {t['execute']:.1f} s, "
+        f"render {t['render']:.1f} s, index {t['index']:.1f} s (work: compute {t['compute_work']:.1f} s, "
+        f"notebooks {t['notebooks']:.1f} s, HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s, {pages} pages)"
     )
     for note in rep.notes:
         print(f"  note: {note}")
@@ -450,9 +450,10 @@ def _cluster(args, default_address: str | None = None):
     """The Dask cluster of a command: ``--scheduler`` (else ``default_address``), connected
     now so that a bad address fails before any work; else a local one of ``--workers``
     processes, started only when something fans out."""
-    from demonoise.core.cluster import Cluster
+    from demonoise.runtime.cluster import Cluster
 
-    address = getattr(args, "scheduler", None) or default_address
+    address = getattr(args, "scheduler", None)
+    address = address if address is not None else default_address  # "" is refused, not a local cluster
     workers = getattr(args, "workers", None)
     cluster = Cluster(address, workers=workers if address or workers is None else _local_workers(args.command, workers))
     if cluster.address:
@@ -1220,6 +1221,9 @@ def main(argv=None) -> int:
     try:
         with interruptible(f"demonoise {args.command}: interrupted"):
             return int(args.func(args) or 0)
+    except ClusterLost as e:  # the run had started: not a bad input
+        print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
+        return 1
     except DemonoiseError as e:
         cmd = args.command + (f" {args.ptable_command}" if getattr(args, "ptable_command", None) else "")
         print(f"demonoise {cmd}: error: {e}", file=sys.stderr)
@@ -1235,7 +1239,7 @@ def main(argv=None) -> int:
         if argv is None:
             import signal
 
-            from demonoise.core.signals import SIGNALS
+            from demonoise.runtime.signals import SIGNALS
 
             for s in SIGNALS:
                 signal.signal(s, signal.SIG_IGN)

@@ -14,10 +14,10 @@ import pandas as pd
 
 from demonoise.analysis.results import CONFIDENCE, NoiseSetting, mc_quantiles, results_table
 from demonoise.core.atomic import atomic_path
-from demonoise.core.cluster import using
 from demonoise.core.counts import Counts
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import INDICATORS
+from demonoise.runtime.cluster import using
 from demonoise.uncertainty.montecarlo import monte_carlo
 from demonoise.uncertainty.propagation import TABLES, linearise
 
@@ -66,7 +66,7 @@ def compute(
     (:func:`~demonoise.analysis.results.mc_quantiles`): columns
     ``mc_lo_<component>_<level>`` and ``mc_hi_<component>_<level>``.
 
-    The Monte Carlo blocks run on ``cluster`` (:class:`demonoise.core.cluster.Cluster`),
+    The Monte Carlo blocks run on ``cluster`` (:class:`demonoise.runtime.cluster.Cluster`),
     or, when none is given, on a local cluster of ``workers`` processes started for this
     call (``workers=1``: in this process); the analytic pass always runs here."""
     quantiles = mc_quantiles(confidence)

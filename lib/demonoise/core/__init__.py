@@ -2,5 +2,6 @@
 publication layout (:mod:`~demonoise.core.layout`), typed errors
 (:mod:`~demonoise.core.errors`), atomic writes (:mod:`~demonoise.core.atomic`), the
 garbage collector during large tasks (:mod:`~demonoise.core.collector`) and the project's
-vocabulary (:mod:`~demonoise.core.vocabulary`). Imports nothing else of demonoise.
+vocabulary (:mod:`~demonoise.core.vocabulary`). Imports nothing else of demonoise. The
+runtime (cluster, signals, memory, fingerprint) is :mod:`demonoise.runtime`, the layer above.
 """

@@ -1,44 +1,37 @@
-"""Quality reports in batch, in named stages: plan -> compute -> execute -> render -> index.
+"""Quality reports in batch, in five named stages: plan -> compute -> execute -> render -> index.
 
-:func:`run_reports` reads like papermill's ``execute_notebook``: a few named steps, each a
-function taking and returning a small state object.
+:func:`run_reports` calls them in order, each over the whole batch, each a function of
+what the previous ones returned; what fans out is submitted to the batch's Dask cluster
+(:meth:`demonoise.runtime.cluster.Cluster.each`: ``client.submit`` and
+``distributed.as_completed``, a bounded number in flight; in this process with
+``--workers 1``) and written here as it completes.
 
 1. **plan** (:func:`plan`) -- one :class:`Report` per (dataset, country); for each, one run
-   of the summary notebook with the list of settings, and one run of each indicator
-   notebook (ASFR, TFR, ASMR, life expectancy) per (country, setting). Files of the old
-   one-report-per-V layout are removed.
-2. **compute** (:func:`compute`) -- per country, the library's results table for every
-   setting (generic V's and p-tables; Monte Carlo included), the calibration
-   (:func:`demonoise.uncertainty.calibration.calibrate`) and, per p-table, the comparison
-   with the generic model (:func:`demonoise.uncertainty.comparison.compare_noise`);
+   of the summary notebook with every setting, and one run of each indicator notebook
+   (ASFR, TFR, ASMR, life expectancy) per setting. Refused before any work: a batch of
+   more than :data:`MAX_NOTEBOOKS` notebook executions without ``yes`` (one line with its
+   size and a time estimate), a notebook that breaks its contract.
+2. **compute** (:func:`compute`) -- per country, the results table for every setting
+   (Monte Carlo included), the decision tables (calibration, recommended V, comparisons),
    stored under ``<output>/results/`` and read back while spec, library and data are
-   unchanged (:mod:`.cache`).
-3. **execute** (:func:`execute`) -- every notebook run is a self-contained task
-   (:class:`~.run.Task`: notebook bytes, parameters and the tables it reads as bytes in;
-   executed notebook out), run by papermill on the workers of the batch's Dask cluster,
-   each keeping a kernel (:func:`~.run.run_jobs`).
-4. **render** (:func:`render`) -- per country one document: main points, then a chapter per
-   indicator (a subsection per setting), then generic vs p-table, calibration, method and
-   data (:func:`assemble_report`) here; HTML and PDF rendered as tasks on the cluster
-   (:func:`~.render.render_document`; bytes in and out, written here),
-   ``<output>/reports/<dataset>/<CC>.html|.pdf`` with the CSV files of every table and chart in ``<CC>-data/``.
-5. **index** (:func:`index`) -- ``<output>/index.html``: one row per country (and the
-   overview and extras), linking HTML, PDF and the report's CSV files.
-
-The Europe overview and the extra notebooks (:func:`further`) are prepared after the
-compute stage (the overview's results and calibration tables); their notebooks run in the
-execute stage's fan-out, before the countries' (the overview's is the longest single run),
-and their documents render in the render stage's, so that no stage of the batch runs
-on one worker while the other waits.
-
-What fans out -- Monte Carlo blocks, notebook executions, renderings -- runs as tasks on
-one Dask cluster (:mod:`demonoise.core.cluster`): the scheduler named by ``scheduler:`` in
-the params (or ``--scheduler``), else a local cluster of ``--workers`` processes started
-at the first task and closed with the batch.
+   unchanged; one task per country, the largest first (a single country is computed here,
+   its Monte Carlo blocks fanned out instead).
+3. **execute** (:func:`execute`) -- every notebook run (:mod:`.run`: a self-contained task,
+   the notebook and the tables it reads as bytes in, the executed notebook out), the Europe
+   overview's and the extra notebooks' first (:func:`further` prepares them), on workers
+   that each keep a kernel.
+4. **render** (:func:`render`) -- per country one document, assembled here
+   (:func:`assemble_report`: main points, a chapter per indicator with a section per
+   setting, generic vs p-table, calibration, method and data), rendered to HTML (and PDF)
+   as a task (:func:`~.render.render_document`; bytes in and out); the overview's and
+   extras' documents likewise.
+5. **index** (:func:`index`) -- ``<output>/index.html``: one row per country, then the
+   overview and the extras, linking HTML, PDF and the report's CSV files.
 
 A failing country or notebook does not stop the batch: its row says why and
-:attr:`BatchReport.ok` is false (the CLI then exits 1). Without Pango: HTML only, and the
-index says why. The params file is described in :mod:`.params`.
+:attr:`BatchReport.ok` is false (the CLI then exits 1). However the batch ends (Ctrl-C
+included), the kernels it used end with it, on an external cluster too
+(:func:`~.run.end_kernels`). The params file is described in :mod:`.params`.
 """
 
 from __future__ import annotations
@@ -57,19 +50,23 @@ from demonoise.report.params import ReportParams, Setting, load_params, parse_pa
 __all__ = [
     "SUMMARY",
     "CHAPTER_TITLES",
+    "MAX_NOTEBOOKS",
     "Report",
     "Run",
     "Plan",
     "Computed",
     "Rendered",
+    "Further",
     "BatchReport",
     "load_params",
     "parse_params",
     "plan",
-    "Countries",
+    "compute",
+    "further",
+    "execute",
+    "render",
     "index",
     "assemble_report",
-    "provenance_dict",
     "run_reports",
 ]
 
@@ -94,6 +91,13 @@ def _why(e: BaseException) -> str:
 
 
 # ======================================================================== plan
+#: Notebook executions a batch runs without ``--yes`` (the overview and each extra count one).
+MAX_NOTEBOOKS = 200
+#: Seconds of a whole batch per notebook execution and worker, everything included (the
+#: full ess-2023 batch: 470 notebooks in 605.9 s on 2 workers with PDFs), for the estimate.
+SECONDS_PER_NOTEBOOK = 2.6
+
+
 @dataclass(frozen=True)
 class Report:
     """One country's report."""
@@ -161,30 +165,28 @@ def plan(
     *,
     yes: bool = True,
     workers: int = 2,
-    pdf: bool = True,
 ) -> Plan:
     """The reports and their notebook runs, checked before any work; removes the files of
     the old per-V layout.
 
-    Checks, in order: the output directory can be written; the batch's size and time
-    estimate (:func:`demonoise.report.budget.check_batch_size`; ``yes`` lets a large
-    batch run); every notebook's contract (a tagged parameters cell defining every
-    parameter the batch injects, :func:`demonoise.report.contract.check_contract`) and
-    the extras' parameters (:func:`~demonoise.report.contract.check_known`).
+    Checks, in order: the output directory can be written; the batch's size
+    (:func:`check_size`; ``yes`` lets a large batch run); every notebook's contract (a
+    tagged parameters cell defining every parameter the batch injects,
+    :func:`demonoise.report.contract.check_contract`) and the extras' parameters
+    (:func:`~demonoise.report.contract.check_known`).
 
     Raises
     ------
     OutputError
         The output directory cannot be written.
     ParameterError
-        A batch too large without ``yes`` (its size and estimate in the message), or an
-        extra notebook given a parameter it does not define.
+        A batch too large without ``yes``, or an extra notebook given a parameter it does
+        not define.
     ReportError
-        A notebook of the reports is missing (an explicit directory is not replaced by
-        another) or breaks the contract (the notebook named).
+        A notebook of the reports is missing (an explicit directory, or
+        ``$DEMONOISE_NOTEBOOKS``, is not replaced by another) or breaks the contract.
     """
     from demonoise.core.atomic import check_output_dir
-    from demonoise.report.budget import check_batch_size, estimate_batch
     from demonoise.report.locate import find_dir
 
     output = check_output_dir(Path(output))
@@ -193,8 +195,9 @@ def plan(
     for r in reports:
         runs.append(Run(r, SUMMARY))
         runs += [Run(r, n, s) for n in params.indicators for s in params.settings]
+    further_runs = len(params.extras) + (params.overview is not None)
+    check_size(len(reports), len(runs) + further_runs, workers, yes=yes)
     state = Plan(params, output, Path(), reports, runs, [], list(params.notices))
-    check_batch_size(estimate_batch(state, workers=workers, pdf=pdf), yes=yes)
     names = [SUMMARY, *params.indicators]
     state.notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in names), notebooks_dir)
     _check_contracts(state, names)
@@ -202,6 +205,25 @@ def plan(
     for p in state.removed:
         p.unlink(missing_ok=True)
     return state
+
+
+def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None:
+    """Refuse a batch of more than :data:`MAX_NOTEBOOKS` notebook executions unless
+    ``yes``, in one line with its size and a time estimate (never a prompt: a batch runs
+    under CI too).
+
+    Raises
+    ------
+    ParameterError
+        The batch is too large and ``yes`` is false.
+    """
+    if notebooks <= MAX_NOTEBOOKS or yes:
+        return
+    minutes = notebooks * SECONDS_PER_NOTEBOOK / max(1, workers) / 60
+    raise ParameterError(
+        f"the batch is large: {reports} reports, {notebooks} notebook executions, about {minutes:.0f} minutes "
+        f"on {workers} workers (more than {MAX_NOTEBOOKS} notebooks); pass --yes to run it"
+    )
 
 
 def _injected_names(run: Run, params: ReportParams) -> list[str]:
@@ -392,10 +414,43 @@ def _failed_compute(r: Report, e: BaseException, log) -> Computed:
     return done
 
 
+def compute(state: Plan, cluster, *, log=None) -> dict[Report, Computed]:
+    """Every country's results and decision tables: read back where stored and up to date,
+    the others computed as tasks on ``cluster``, the largest countries first; a single
+    country (or no worker processes) is computed here, its Monte Carlo on the cluster."""
+    store = state.output / "results"
+    done: dict[Report, Computed] = {}
+    todo = []
+    for r in _by_size(state.reports):
+        stored = _stored(r, state.params, store)
+        if stored is not None:
+            done[r] = stored
+        else:
+            todo.append(r)
+    if len(todo) == 1 or not cluster.fans_out:
+        for r in todo:
+            try:
+                done[r] = _compute_one(r, state.params, store, cluster.workers, cluster)
+            except Exception as e:
+                done[r] = _failed_compute(r, e, log)
+    else:
+        names = [f"{r.dataset}-{r.country}" for r in todo]
+        items = [(r, state.params) for r in todo]
+        for i, value, err in cluster.run_each(compute_task, items, label="compute", names=names):
+            try:
+                if err is not None:
+                    raise err
+                done[todo[i]] = _store_computed(value, store)
+            except Exception as e:
+                done[todo[i]] = _failed_compute(todo[i], e, log)
+    return {r: done[r] for r in state.reports}
+
+
 # ===================================================================== execute
 def _dataset_facts(dataset: str) -> dict:
     """Label, reference year, provenance and the ``implications`` text of a dataset."""
     from demonoise.io import datasets as reg
+    from demonoise.report.cover import provenance_dict
 
     info = next((d for d in reg.available() if d.name == dataset), None)
     meta = reg.metadata(dataset) if dataset in reg.embedded_names() else {}
@@ -440,39 +495,136 @@ def _read_files(done: Computed) -> tuple:
     return tuple(str(p) for p in (done.results, done.decision) if p is not None)
 
 
+# ============================================================ overview and extras
+@dataclass(eq=False)
+class Further:
+    """The Europe overview or an extra notebook: prepared here (:func:`further`), its
+    notebook run with the countries' (``result``: its :class:`~.run.JobResult`) and its
+    document rendered with theirs (:func:`render` sets ``row``, its line of the index).
+    ``error``: why it was not prepared (then it has no ``job``)."""
+
+    name: str
+    job: Any = None
+    html: Path | None = None
+    pdf: Path | None = None
+    check: Callable[[Any], None] | None = None
+    document: Callable[[], Any] | None = None
+    summary: dict = field(default_factory=dict)
+    error: str | None = None
+    result: Any = None
+    row: Any = None
+
+
+def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list[Further]:
+    """The Europe overview (its results and calibration tables computed or read back here,
+    the Monte Carlo on ``cluster``) and the extra notebooks of the params, ready to run."""
+    from demonoise.report.extras import check_extra_notebook, extra_document, extra_run
+    from demonoise.report.overview import OverviewParams, check_overview_notebook, overview_document, overview_run
+
+    out, params = [], state.params
+    if params.overview is not None:
+        ov = params.overview.model_dump()
+        name = f"Europe overview: {ov['dataset']}"
+        _say(log, f"demonoise report: {name}")
+        try:
+            run = overview_run(
+                OverviewParams.of({**ov, "V": params.V or (1.0,), "ptables": params.ptables}),
+                state.output,
+                force=force,
+                workers=workers,
+                cluster=cluster,
+            )
+            out.append(
+                Further(
+                    name,
+                    run.job,
+                    run.html,
+                    run.pdf,
+                    check=check_overview_notebook,
+                    document=lambda run=run: overview_document(run),
+                    summary={"country": "all NUTS 2 regions"},
+                )
+            )
+        except Exception as e:
+            out.append(Further(name, error=_why(e)))
+    for name, opts in params.extras:
+        _say(log, f"demonoise report: extra notebook {name}")
+        try:
+            kw = {k: list(v) if isinstance(v, tuple) else v for k, v in opts}
+            run = extra_run(name, kw, state.output / "extras")
+            out.append(
+                Further(
+                    f"{name} notebook",
+                    run.job,
+                    run.html,
+                    run.pdf,
+                    check=lambda res, run=run: check_extra_notebook(run, res),
+                    document=lambda run=run: extra_document(run),
+                    summary={"country": name},
+                )
+            )
+        except Exception as e:
+            out.append(Further(f"{name} notebook", error=_why(e)))
+    return out
+
+
+def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
+    """The notebook runs of the countries whose tables are there, as :class:`~.run.Job` objects:
+    the largest countries first; the runs after a chapter's first leave out its
+    chapter-only cells (tag ``chapter``)."""
+    from demonoise.report.run import Job
+
+    facts = {s.dataset: _dataset_facts(s.dataset) for s in state.params.selections}
+    first = state.params.settings[0]
+    rank = {r: i for i, r in enumerate(computed)}
+    jobs = {}
+    for run in sorted(state.runs, key=lambda x: rank[x.report]):
+        done = computed[run.report]
+        if done.error is None:
+            jobs[run] = Job(
+                state.notebooks / f"{run.notebook}.ipynb",
+                run.output(state.output),
+                _parameters(run, done, state.params, facts[run.report.dataset]),
+                name=run.name,
+                files=_read_files(done),
+                skip_tags=("chapter",) if run.setting not in (None, first) else (),
+            )
+    return jobs
+
+
+def execute(jobs: Mapping[Any, Any], cluster, opts, *, force: bool = False, progress=None) -> dict:
+    """Run the notebooks of ``jobs`` (``{key: Job}``) on ``cluster``, each written here as
+    it comes back (:func:`~.run.finish`); the up-to-date ones are skipped. Returns
+    ``{key: JobResult}``."""
+    from tqdm import tqdm
+
+    from demonoise.report.run import JobResult, execute_task, finish, prepare
+
+    out, todo = {}, []
+    for key, job in jobs.items():
+        started = prepare(job, opts, force)
+        if isinstance(started, JobResult):
+            out[key] = started
+        else:
+            todo.append((key, *started))
+    items = [(task, opts) for _, task, _ in todo]
+    names = [jobs[key].label for key, _, _ in todo]
+    with tqdm(
+        total=len(items), unit="nb", desc="notebooks", disable=(not progress) if progress is not None else None
+    ) as bar:
+        for i, res, err in cluster.each(execute_task, items, label="notebook", names=names):
+            key, _, run_key = todo[i]
+            out[key] = finish(jobs[key], run_key, opts, res, err)
+            bar.update(1)
+    return out
+
+
 # ====================================================================== render
-def provenance_dict(dataset: str) -> dict:
-    """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source and note."""
-    from demonoise.io import datasets as reg
-
-    if dataset in reg.embedded_names():
-        prov = reg.metadata(dataset)["provenance"]
-        keys = ("status", "datasets", "extracted", "source", "note")
-        return {t: {k: p.get(k, "") for k in keys} for t, p in prov.items() if p}
-    prov = reg.load(dataset).provenance
-    return {
-        name: {
-            "status": t.status,
-            "datasets": list(t.datasets),
-            "extracted": t.extracted,
-            "source": t.source,
-            "note": t.note,
-        }
-        for name, t in prov.tables.items()
-    }
-
-
-def source_of(provenance: Mapping[str, Any]) -> str:
-    """``"Eurostat (demo_r_d2jan, demo_r_magec, ...)"``: the Source line of every figure."""
-    codes = sorted({c for p in provenance.values() for c in (p.get("datasets") or [])})
-    return f"Eurostat ({', '.join(codes)})" if codes else "Eurostat"
-
-
 def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], facts: dict):
     """The document of one country: cover, contents, main points, a chapter per indicator
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
-    from demonoise.report.cover import cover_html
+    from demonoise.report.cover import cover_html, source_of
     from demonoise.report.overview import split_sections
     from demonoise.report.render import Chapter, Section, assemble, load_notebook, read_metrics
     from demonoise.report.theme import setting_colours
@@ -654,193 +806,74 @@ def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
     write_stamp(stamp, {"key": key if ok else None, "pages": res.pages, "files": [str(f) for f in res.files]})
 
 
-# ============================================ the countries: compute -> execute -> render
-#: What goes first when several tasks are ready (smallest first): what is under way is
-#: finished before more is started -- renderings, then notebooks, then the tables of the
-#: next country; within a kind the largest countries first.
-RENDER, NOTEBOOK, COMPUTE = 0, 1, 2
+def _further_document(f: Further) -> bytes | None:
+    """The assembled document of ``f`` as notebook bytes, or ``None`` (and ``f.error``
+    set) when it was not prepared, its notebook failed or its assembly failed."""
+    from demonoise.report.run import notebook_text
+
+    if f.error is None and f.result is None:
+        f.error = "its notebook did not run"
+    if f.error is not None:
+        return None
+    try:
+        f.check(f.result)
+        return notebook_text(f.document()).encode("utf-8")
+    except Exception as e:
+        f.error = _why(e)
+        return None
 
 
-def _priority(kind: int, rank: int, minor: int = 0) -> int:
-    return (kind * 100_000 + rank) * 10 + minor
+def _finish_further(f: Further, out: dict | None, err: BaseException | None, pdf_reason: str | None) -> None:
+    """Write what the rendering task of ``f`` returned; its index row."""
+    from demonoise.report.index import IndexRow
+
+    try:
+        if err is not None:
+            raise err
+        res = _write_rendered(out, f.html, f.pdf if pdf_reason is None else None)
+        f.row = IndexRow(name=f.name, html=res.html, pdf=res.pdf, pdf_reason=res.pdf_error, summary=dict(f.summary))
+    except Exception as e:
+        f.error = f"rendering failed: {_why(e)}"
 
 
-@dataclass
-class Work:
-    """Seconds of work of each kind, measured inside the tasks (summed over the workers)."""
+def render(state: Plan, computed, executed: Mapping, extra: Sequence[Further], cluster, pdf_reason) -> dict:
+    """Every country's document assembled here and rendered as a task on ``cluster``, the
+    overview's and extras' first; each task is submitted as soon as its document is
+    assembled (the workers render while the next is assembled), and what comes back is
+    written here (atomically). Returns ``{Report: Rendered}``; the further documents'
+    index rows are set on them."""
+    outcomes: dict[Report, Rendered] = {}
+    owners, names = [], []  # filled as the documents are assembled
 
-    compute: float = 0.0
-    notebooks: float = 0.0
+    def documents():
+        for f in extra:
+            f.result = executed.get(f, f.result)
+            doc = _further_document(f)
+            if doc is not None:
+                owners.append((f, None))
+                names.append(f.name)
+                yield doc, f.html.name, pdf_reason is None
+        for r in state.reports:
+            outcomes[r], task = _prepare(r, state, executed, computed, pdf_reason)
+            if task is not None:
+                owners.append((r, task))
+                names.append(r.label)
+                yield Path(task[0]).read_bytes(), Path(task[1]).name, task[2] is not None
 
-
-class Countries:
-    """Every country's compute -> execute -> render as one :class:`~demonoise.core.cluster.Flow`
-    of tasks: a country's notebooks are queued when its tables are stored, its rendering
-    when its notebooks are written, while other countries are still being computed, so
-    that no worker waits for a stage to end. The overview's and extras' notebooks go
-    first (the overview's is the longest single run), their documents are rendered with
-    the countries'. Each step is one method: :meth:`ready` (a country's tables stored:
-    its notebooks queued), :meth:`on_executed` (a notebook written: its country
-    rendered once all of its are), :meth:`on_rendered`; :meth:`on_computed`,
-    :meth:`on_further` and :meth:`on_further_rendered` take the other tasks' results.
-
-    The work of each kind is in :attr:`work`; the outcomes in :attr:`computed`,
-    :attr:`executed` (``{Run: JobResult}``) and :attr:`outcomes` (``{Report: Rendered}``).
-    """
-
-    def __init__(self, state: Plan, further: Sequence[Further], where, *, force: bool, progress, pdf_reason, log):
-        from tqdm import tqdm
-
-        from demonoise.report.run import Notebooks
-
-        self.state, self.params, self.where = state, state.params, where
-        self.pdf_reason, self.log = pdf_reason, log
-        self.store = state.output / "results"
-        self.rank = {r: i for i, r in enumerate(_by_size(state.reports))}
-        self.runs = {r: [x for x in state.runs if x.report == r] for r in state.reports}
-        self.facts = {s.dataset: _dataset_facts(s.dataset) for s in self.params.selections}
-        self.further = [f for f in further if f.job is not None]
-        self.flow = where.flow("batch")
-        self.notebooks = Notebooks(force=force)
-        self.computed: dict[Report, Computed] = {}
-        self.executed: dict[Run, Any] = {}
-        self.outcomes: dict[Report, Rendered] = {}
-        self.work = Work()
-        self._renders: dict[Report, tuple] = {}
-        quiet = (not progress) if progress is not None else None
-        self.bar = tqdm(total=len(state.reports), unit="report", desc="reports", disable=quiet, leave=True)
-
-    def run(self) -> Countries:
-        """Queue what can start, then take the tasks as they complete until none is left."""
-        if not self.flow.here:
-            self.notebooks.attach(self.where)
-        for i, f in enumerate(self.further):
-            self._start(f.job, ("further", f), _priority(NOTEBOOK, i - len(self.further)))
-        todo = []
-        for r in sorted(self.state.reports, key=self.rank.get):
-            stored = _stored(r, self.params, self.store)
-            if stored is not None:
-                self.ready(r, stored)
-            else:
-                todo.append(r)
-        if len(todo) == 1 or (todo and self.flow.here):
-            # one country (or no workers): computed here, its Monte Carlo on the cluster
-            for r in todo:
-                try:
-                    self.ready(r, _compute_one(r, self.params, self.store, self.where.workers, self.where))
-                except Exception as e:
-                    self.ready(r, _failed_compute(r, e, self.log))
-        else:
-            for r in todo:
-                tag, name = ("computed", r), f"{r.dataset}-{r.country}"
-                self.flow.add(
-                    compute_task, r, self.params, tag=tag, priority=self._p(COMPUTE, r), name=name, kind="compute"
-                )
-        try:
-            for tag, value, err in self.flow:
-                getattr(self, f"on_{tag[0]}")(tag, value, err)
-        finally:
-            if self.flow.here:
-                self.notebooks.close()
-            self.bar.close()
-        return self
-
-    def _p(self, kind: int, r: Report, minor: int = 0) -> int:
-        return _priority(kind, self.rank[r], minor)
-
-    def _start(self, job, tag: tuple, priority: int) -> None:
-        """Queue ``job``'s notebook, or record its outcome at once (up to date, unreadable)."""
-        from demonoise.report.run import JobResult, remote_task
-
-        started = self.notebooks.start(job, self.where.run_id)
-        if isinstance(started, JobResult):
-            getattr(self, f"on_{tag[0]}")((*tag, ""), started, None)
-            return
-        task, key = started
-        opts = self.notebooks.options
-        self.flow.add(remote_task, task, opts, tag=(*tag, key), priority=priority, name=job.label, kind="notebook")
-
-    # ------------------------------------------------------------------ the steps
-    def on_computed(self, tag, value, err) -> None:
-        """A country's tables came back: store them, queue its notebooks."""
-        r = tag[1]
+    count = len(state.reports) + len(extra)
+    for i, value, err in cluster.each(_render_task, documents(), label="render", names=names, count=count):
+        owner, task = owners[i]
+        if isinstance(owner, Further):
+            _finish_further(owner, value, err, pdf_reason)
+            continue
         try:
             if err is not None:
                 raise err
-            done = _store_computed(value, self.store)
-        except Exception as e:
-            done = _failed_compute(r, e, self.log)
-        self.work.compute += done.seconds
-        self.ready(r, done)
-
-    def ready(self, r: Report, done: Computed) -> None:
-        """``r``'s tables are stored (or failed): queue its notebooks, the runs that draw
-        the chapters' charts (the first setting's) first."""
-        from demonoise.report.run import Job
-
-        self.computed[r] = done
-        if done.error is None:
-            first = self.params.settings[0]
-            facts = self.facts[r.dataset]
-            for run in self.runs[r]:
-                p = _parameters(run, done, self.params, facts)
-                nb = self.state.notebooks / f"{run.notebook}.ipynb"
-                minor = 0 if run.setting in (None, first) else 1
-                # the chapter's own cells (method, charts) run with the first setting only
-                skip = ("chapter",) if minor else ()
-                job = Job(nb, run.output(self.state.output), p, name=run.name, files=_read_files(done), skip_tags=skip)
-                self._start(job, ("executed", run, job), self._p(NOTEBOOK, r, minor))
-        self._render(r)
-
-    def on_executed(self, tag, value, err) -> None:
-        """A notebook came back: write it; render its country once all of its are written."""
-        run, job, key = tag[1], tag[2], tag[3]
-        res = value if key == "" else self.notebooks.finish(job, key, value, err)
-        self.executed[run] = res
-        self.work.notebooks += res.seconds
-        self._render(run.report)
-
-    def _render(self, r: Report) -> None:
-        """Assemble ``r`` (here) and queue its rendering once nothing of it is pending."""
-        if r in self.outcomes or (self.computed[r].error is None and any(x not in self.executed for x in self.runs[r])):
-            return
-        self.outcomes[r], task = _prepare(r, self.state, self.executed, self.computed, self.pdf_reason)
-        if task is None:
-            self.bar.update(1)
-            return
-        self._renders[r] = task
-        nb_path, html, pdf = task[:3]
-        item = (Path(nb_path).read_bytes(), Path(html).name, pdf is not None)
-        self.flow.add(
-            _render_task, *item, tag=("rendered", r), priority=self._p(RENDER, r), name=r.label, kind="render"
-        )
-
-    def on_rendered(self, tag, value, err) -> None:
-        """A country's HTML, CSV files and PDF came back: write them."""
-        r = tag[1]
-        nb_path, html, pdf, key, stamp = self._renders.pop(r)
-        outcome = self.outcomes[r]
-        try:
-            if err is not None:
-                raise err
-            res = _write_rendered(value, Path(html), Path(pdf) if pdf else None)
-            _finish(outcome, res, key, stamp, self.pdf_reason)
+            html, pdf = Path(task[1]), Path(task[2]) if task[2] else None
+            _finish(outcomes[owner], _write_rendered(value, html, pdf), *task[3:], pdf_reason)
         except Exception as e:  # one report's failure is recorded; the others go on
-            outcome.status, outcome.error = "failed", f"rendering failed: {_why(e)}"
-        self.bar.update(1)
-
-    def on_further(self, tag, value, err) -> None:
-        """The overview's or an extra's notebook came back: queue its document."""
-        f, key = tag[1], tag[2]
-        f.result = value if key == "" else self.notebooks.finish(f.job, key, value, err)
-        doc = _further_document(f)
-        if doc is not None:
-            item = (doc, f.html.name, self.pdf_reason is None)
-            tag, priority = ("further_rendered", f), _priority(RENDER, -1)
-            self.flow.add(_render_task, *item, tag=tag, priority=priority, name=f.name, kind="render")
-
-    def on_further_rendered(self, tag, value, err) -> None:
-        _finish_further(tag[1], value, err, self.pdf_reason)
+            outcomes[owner].status, outcomes[owner].error = "failed", f"rendering failed: {_why(e)}"
+    return {r: outcomes[r] for r in state.reports}
 
 
 # ======================================================================= index
@@ -872,109 +905,6 @@ class BatchReport:
             f"{len(self.outcomes)} reports: {n['ok']} rendered, {n['skipped']} up to date, {n['failed']} failed; "
             f"{pdfs} PDF{'s' if pdfs != 1 else ''} ({self.timings.get('total', 0):.1f} s)"
         )
-
-
-# ============================================================ overview and extras
-@dataclass(eq=False)
-class Further:
-    """The Europe overview or an extra notebook: prepared here, its notebook run with the
-    countries' (:func:`execute` sets ``result``) and its document rendered with theirs
-    (:func:`render` sets ``row``, its line of the index). ``error``: why it was not
-    prepared (then it has no ``job``)."""
-
-    name: str
-    job: Any = None
-    html: Path | None = None
-    pdf: Path | None = None
-    check: Callable[[Any], None] | None = None
-    document: Callable[[], Any] | None = None
-    summary: dict = field(default_factory=dict)
-    error: str | None = None
-    result: Any = None
-    row: Any = None
-
-
-def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list[Further]:
-    """The Europe overview (its results and calibration tables computed or read back here,
-    the Monte Carlo on ``cluster``) and the extra notebooks of the params, ready to run."""
-    from demonoise.report.extras import check_extra_notebook, extra_document, extra_run
-    from demonoise.report.overview import OverviewParams, check_overview_notebook, overview_document, overview_run
-
-    out, params = [], state.params
-    if params.overview is not None:
-        ov = params.overview.model_dump()
-        name = f"Europe overview: {ov['dataset']}"
-        _say(log, f"demonoise report: {name}")
-        try:
-            run = overview_run(
-                OverviewParams.of({**ov, "V": params.V or (1.0,), "ptables": params.ptables}),
-                state.output,
-                force=force,
-                workers=workers,
-                cluster=cluster,
-            )
-            out.append(
-                Further(
-                    name,
-                    run.job,
-                    run.html,
-                    run.pdf,
-                    check=check_overview_notebook,
-                    document=lambda run=run: overview_document(run),
-                    summary={"country": "all NUTS 2 regions"},
-                )
-            )
-        except Exception as e:
-            out.append(Further(name, error=_why(e)))
-    for name, opts in params.extras:
-        _say(log, f"demonoise report: extra notebook {name}")
-        try:
-            kw = {k: list(v) if isinstance(v, tuple) else v for k, v in opts}
-            run = extra_run(name, kw, state.output / "extras")
-            out.append(
-                Further(
-                    f"{name} notebook",
-                    run.job,
-                    run.html,
-                    run.pdf,
-                    check=lambda res, run=run: check_extra_notebook(run, res),
-                    document=lambda run=run: extra_document(run),
-                    summary={"country": name},
-                )
-            )
-        except Exception as e:
-            out.append(Further(f"{name} notebook", error=_why(e)))
-    return out
-
-
-def _further_document(f: Further) -> bytes | None:
-    """The assembled document of ``f`` as notebook bytes, or ``None`` (and ``f.error``
-    set) when it was not prepared, its notebook failed or its assembly failed."""
-    from demonoise.report.run import notebook_text
-
-    if f.error is None and f.result is None:
-        f.error = "its notebook did not run"
-    if f.error is not None:
-        return None
-    try:
-        f.check(f.result)
-        return notebook_text(f.document()).encode("utf-8")
-    except Exception as e:
-        f.error = _why(e)
-        return None
-
-
-def _finish_further(f: Further, out: dict | None, err: BaseException | None, pdf_reason: str | None) -> None:
-    """Write what the rendering task of ``f`` returned; its index row."""
-    from demonoise.report.index import IndexRow
-
-    try:
-        if err is not None:
-            raise err
-        res = _write_rendered(out, f.html, f.pdf if pdf_reason is None else None)
-        f.row = IndexRow(name=f.name, html=res.html, pdf=res.pdf, pdf_reason=res.pdf_error, summary=dict(f.summary))
-    except Exception as e:
-        f.error = f"rendering failed: {_why(e)}"
 
 
 def further_rows(items: Sequence[Further]) -> list:
@@ -1047,6 +977,7 @@ def _cpu_seconds() -> float:
 
 
 def _pdf_reason(params: ReportParams, pdf: bool | None) -> str | None:
+    """Why the batch writes no PDF (not asked, or no engine), or ``None``."""
     from demonoise.report.exporter import pdf_engine_problem
 
     if not (params.pdf if pdf is None else pdf):
@@ -1069,67 +1000,81 @@ def run_reports(
 ) -> BatchReport:
     """Run a report batch (module notes) and write ``<output>/index.html``.
 
-    The Monte Carlo blocks, notebook executions and renderings run as tasks on
-    ``cluster`` (:class:`demonoise.core.cluster.Cluster`); without one, on the Dask
-    scheduler of ``params.scheduler`` if set, else on a local cluster of ``workers``
-    processes started when the first task is (and closed at the end). ``yes=False`` (the
-    command line without ``--yes``) refuses a batch above 200 notebook executions or an
-    estimated 30 minutes (:mod:`demonoise.report.budget`).
+    Its tasks run on ``cluster`` (:class:`demonoise.runtime.cluster.Cluster`); without one,
+    on the Dask scheduler of ``params.scheduler`` if set, else on a local cluster of
+    ``workers`` processes started at the first task and closed at the end. ``yes=False``
+    (the command line without ``--yes``) refuses a batch above :data:`MAX_NOTEBOOKS`
+    notebook executions.
 
     Raises
     ------
     ParameterError, ReportError
         Only for problems that stop every report (no notebooks, a notebook breaking the
-        contract, invalid workers, no template, a batch too large without ``yes``,
-        an output directory that cannot be written); a failing country or notebook is
-        recorded in its outcome instead.
+        contract, invalid workers, a batch too large without ``yes``, an output directory
+        that cannot be written); a failing country or notebook is recorded in its outcome.
+    ClusterError
+        The cluster cannot be used, or its scheduler was lost mid-run (``ClusterLost``).
     """
-    from demonoise.core.cluster import Cluster
+    import contextlib
+
+    from demonoise.report.run import end_kernels
+    from demonoise.runtime.cluster import Cluster
 
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
-    where = cluster if cluster is not None else Cluster(params.scheduler, workers=workers)
-    try:
-        return _run_stages(params, output, where, force, workers, pdf, progress, notebooks_dir, log, yes)
-    finally:
-        if cluster is None:
-            where.close()
+    own = contextlib.nullcontext(cluster) if cluster is not None else Cluster(params.scheduler, workers=workers)
+    with own as where:
+        try:
+            return _stages(params, Path(output), where, force, workers, pdf, progress, notebooks_dir, log, yes)
+        finally:  # no kernel of this batch outlives it, wherever it ran
+            where.on_workers(end_kernels, where.run_id)
+            end_kernels(where.run_id)
 
 
-def _run_stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
-    """plan -> overview and extras -> the countries (compute -> execute -> render,
-    overlapped: :class:`Countries`) -> index, every task on ``cluster``."""
-    t0, cpu0 = time.perf_counter(), _cpu_seconds()
+def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
+    """plan -> compute -> (overview and extras prepared) -> execute -> render -> index."""
+    from demonoise.report.run import options
+
+    wall, t0, cpu0 = {}, time.perf_counter(), _cpu_seconds()
+
+    def lap(stage: str) -> None:
+        wall[stage] = time.perf_counter() - t0 - sum(wall.values())
+
     pdf_reason = _pdf_reason(params, pdf)
-    state = plan(params, output, notebooks_dir, yes=yes, workers=workers, pdf=pdf_reason is None)
+    state = plan(params, output, notebooks_dir, yes=yes, workers=workers)
     for note in state.notes:
         _say(log, f"demonoise report: note: {note}")
+    settings = ", ".join(s.label for s in params.settings)
     _say(
         log,
-        f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings "
-        + ", ".join(s.label for s in params.settings)
-        + f"; on {cluster.describe()}",
+        f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings {settings}; "
+        f"on {cluster.describe()}",
     )
+    lap("plan")
+    computed = compute(state, cluster, log=log)
+    lap("compute")
     extra = further(state, force=force, workers=workers, log=log, cluster=cluster)
-    t1 = time.perf_counter()
-    done = Countries(state, extra, cluster, force=force, progress=progress, pdf_reason=pdf_reason, log=log).run()
-    t2 = time.perf_counter()
+    opts = options(run_id=cluster.run_id)
+    jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
+    executed = execute(jobs, cluster, opts, force=force, progress=progress)
+    lap("execute")
+    rendered = render(state, computed, executed, extra, cluster, pdf_reason)
+    lap("render")
     rows = further_rows(extra)
-    path = index(state, done.outcomes, rows, pdf_reason=pdf_reason)
-    rendered = done.outcomes
+    path = index(state, rendered, rows, pdf_reason=pdf_reason)
+    lap("index")
     times = {
-        "overview_extras": t1 - t0,
-        "countries": t2 - t1,
+        **wall,
         "total": time.perf_counter() - t0,
         "total_cpu": _cpu_seconds() - cpu0,
-        "compute": done.work.compute,
-        "notebooks": done.work.notebooks,
+        "compute_work": sum(c.seconds for c in computed.values()),
+        "notebooks": sum(r.seconds for r in executed.values()),
         "html": sum(o.html_seconds for o in rendered.values()),
         "pdf": sum(o.pdf_seconds for o in rendered.values()),
     }
     notes = (
         state.notes
-        + [n for n in (done.notebooks.note, pdf_reason) if n]
+        + [n for n in (opts.note, pdf_reason) if n]
         + [f"removed old-layout file {p}" for p in state.removed]
     )
     return BatchReport(params, rendered, path, times, notes, rows)

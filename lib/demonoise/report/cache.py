@@ -4,7 +4,7 @@ Every cached artefact of a batch -- a results table, an executed notebook, a ren
 report -- carries a *key*: the sha256 of a JSON document naming what it was made from
 (:func:`digest`). The parts are
 
-* :func:`source_fingerprint` (from :mod:`demonoise.core.fingerprint`) -- the version and a
+* :func:`source_fingerprint` (from :mod:`demonoise.runtime.fingerprint`) -- the version and a
   hash of the package's sources (all of them for notebooks and reports; without the
   presentation layer for results, so that a chart change re-renders but does not
   recompute);
@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from demonoise.core.atomic import atomic_write_text
-from demonoise.core.fingerprint import digest, source_fingerprint
+from demonoise.runtime.fingerprint import digest, source_fingerprint
 
 __all__ = ["digest", "source_fingerprint", "tree_fingerprint", "file_digest", "read_stamp", "write_stamp", "is_current"]
 

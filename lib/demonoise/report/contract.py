@@ -10,8 +10,8 @@ notebook does not define. Three checks close both doors:
   :func:`check_contract` -- the notebook has a cell tagged ``parameters`` that assigns
   every parameter the batch injects; :func:`check_known` -- every parameter a user gives
   is one the notebook defines (an unknown one is an error listing the known ones). Both
-  read the notebook with nbformat and its parameters cell with :mod:`ast`; nothing is
-  executed.
+  read the parameters with :func:`papermill.inspect_notebook` (papermill's own reading of
+  the cell it injects after); nothing is executed.
 * after execution (the render stage): :func:`check_shown` -- each section shows the
   dataset, country and setting it was asked for. The report notebooks read their table
   with :func:`demonoise.report.summary.load_results`, which records what the rows it
@@ -22,7 +22,6 @@ notebook does not define. Three checks close both doors:
 
 from __future__ import annotations
 
-import ast
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -38,27 +37,26 @@ PARAMETERS_TAG = "parameters"
 SHOWN = "shown"
 
 
-def _read(path: str | os.PathLike):
-    import nbformat
-
-    try:
-        return nbformat.read(Path(path), as_version=4)
-    except FileNotFoundError:
-        raise ReportError(f"notebook not found: {path}") from None
-    except Exception as e:
-        raise ReportError(f"cannot read notebook {path}: {type(e).__name__}: {e}") from None
-
-
 def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
-    """Names the cell tagged ``parameters`` of the notebook at ``path`` assigns, in order.
+    """Names the cell tagged ``parameters`` of the notebook at ``path`` assigns, in order,
+    as papermill reads them: :meth:`papermill.translators.PythonTranslator.inspect`, what
+    :func:`papermill.inspect_notebook` runs for a Python notebook, without its need of a
+    kernelspec in the notebook's metadata (the batch runs every notebook as Python).
 
     Raises
     ------
     ReportError
-        The notebook cannot be read, has no cell tagged ``parameters``, or that cell is
-        not valid Python -- naming the notebook.
+        The notebook cannot be read or has no cell tagged ``parameters`` -- naming it.
     """
-    nb = _read(path)
+    import nbformat
+    from papermill.translators import PythonTranslator
+
+    try:
+        nb = nbformat.read(Path(path), as_version=4)
+    except FileNotFoundError:
+        raise ReportError(f"notebook not found: {path}") from None
+    except Exception as e:
+        raise ReportError(f"cannot read notebook {path}: {type(e).__name__}: {e}") from None
     cell = next(
         (c for c in nb.cells if c.get("cell_type") == "code" and PARAMETERS_TAG in (c.metadata.get("tags") or [])),
         None,
@@ -69,22 +67,7 @@ def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
             "above the notebook's own defaults, which then overwrite them (the report would show the defaults' "
             "country and setting); tag the cell that assigns the parameters"
         )
-    try:
-        tree = ast.parse(cell.source)
-    except SyntaxError as e:
-        raise ReportError(
-            f"notebook {path}: its '{PARAMETERS_TAG}' cell is not valid Python (line {e.lineno})"
-        ) from None
-    names: list[str] = []
-    for node in tree.body:
-        targets = (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        )
-        for t in targets:
-            for n in ast.walk(t):
-                if isinstance(n, ast.Name) and n.id not in names:
-                    names.append(n.id)
-    return tuple(names)
+    return tuple(dict.fromkeys(p.name for p in PythonTranslator.inspect(cell)))
 
 
 def check_contract(path: str | os.PathLike, injected: Iterable[str]) -> tuple[str, ...]:
@@ -133,12 +116,11 @@ def check_known(path: str | os.PathLike, given: Mapping[str, Any], what: str) ->
 
 
 # ----------------------------------------------------------------------- what was shown
-def shown_record(df, *, setting_label: str) -> dict:
+def shown_record(df, *, setting_label: str, row_settings) -> dict:
     """What a section's rows hold: dataset(s), country(ies), the setting the section is
-    about and every setting present (the labels of :func:`~demonoise.report.summary.setting_label`)."""
+    about (``setting_label``) and every setting present (``row_settings``: the label of
+    each row, :func:`~demonoise.report.summary.row_setting_labels`)."""
     import pandas as pd
-
-    from demonoise.report.summary import row_setting_labels
 
     # the distinct values, not a Python set over every row: iterating an Arrow-backed
     # string column boxes each element (a third of a second per section for France)
@@ -146,7 +128,7 @@ def shown_record(df, *, setting_label: str) -> dict:
         "dataset": sorted(map(str, df["dataset"].unique())),
         "country": sorted(map(str, df["country"].unique())),
         "setting": setting_label,
-        "settings": sorted(map(str, pd.unique(row_setting_labels(df)))),
+        "settings": sorted(map(str, pd.unique(row_settings))),
     }
 
 

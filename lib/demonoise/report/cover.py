@@ -7,7 +7,8 @@ The data status is also the running header of every PDF page.
 
 :func:`cover_html` returns the HTML as a :class:`Cover` string carrying its Typst twin
 (``.typst``), both made from the same fields; :func:`~.render.assemble` puts both in the
-cover's raw cell.
+cover's raw cell. The data's provenance per table (:func:`provenance_dict`) and the
+"Source:" line of every figure (:func:`source_of`) come from the same place.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
-__all__ = ["UNOFFICIAL", "Cover", "extraction_dates", "cover_html"]
+__all__ = ["UNOFFICIAL", "Cover", "extraction_dates", "cover_html", "provenance_dict", "source_of"]
 
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
 
@@ -87,3 +88,30 @@ def cover_html(
     shown = [(k, str(v)) for k, v in rows if v]
     typst = call("dn-cover", org=org or None, unofficial=UNOFFICIAL, title=title, rows=shown, status=status)
     return Cover(html, typst)
+
+
+def provenance_dict(dataset: str) -> dict:
+    """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source and note."""
+    from demonoise.io import datasets as reg
+
+    if dataset in reg.embedded_names():
+        prov = reg.metadata(dataset)["provenance"]
+        keys = ("status", "datasets", "extracted", "source", "note")
+        return {t: {k: p.get(k, "") for k in keys} for t, p in prov.items() if p}
+    prov = reg.load(dataset).provenance
+    return {
+        name: {
+            "status": t.status,
+            "datasets": list(t.datasets),
+            "extracted": t.extracted,
+            "source": t.source,
+            "note": t.note,
+        }
+        for name, t in prov.tables.items()
+    }
+
+
+def source_of(provenance: Mapping[str, Any]) -> str:
+    """``"Eurostat (demo_r_d2jan, demo_r_magec, ...)"``: the Source line of every figure."""
+    codes = sorted({c for p in provenance.values() for c in (p.get("datasets") or [])})
+    return f"Eurostat ({', '.join(codes)})" if codes else "Eurostat"

@@ -6,6 +6,9 @@ inside the package. In this order:
 1. an explicitly given directory -- and *only* that one: if it does not hold what is asked
    for, that is an error (an explicit choice is never silently replaced);
 2. the environment variable (``DEMONOISE_NOTEBOOKS``, ``DEMONOISE_TEMPLATES``);
+   ``DEMONOISE_NOTEBOOKS`` is an explicit choice too (the user's own notebooks): a folder
+   that does not exist or lacks a notebook is an error naming what is missing, never a
+   fall back to the bundled notebooks, which would run instead without a word;
 3. ``<repository>/<kind>``, found from the package location (a checkout, ``pip install -e .``
    or ``PYTHONPATH=lib``);
 4. ``<sys.prefix>/share/demonoise/<kind>`` (a wheel install: pyproject's data-files).
@@ -30,10 +33,10 @@ def candidates(kind: Kind, directory: str | os.PathLike | None = None) -> list[t
     """The directories to look in, each with where it came from (an explicit one alone)."""
     if directory is not None:
         return [("given directory", Path(directory))]
-    out = []
     env = os.environ.get(ENV_VARS[kind])
-    if env:
-        out.append((f"${ENV_VARS[kind]}", Path(env)))
+    if env and kind == "notebooks":
+        return [(f"${ENV_VARS[kind]}", Path(env))]
+    out = [(f"${ENV_VARS[kind]}", Path(env))] if env else []
     package = Path(__file__).resolve().parents[1]  # .../lib/demonoise
     out.append(("repository checkout", package.parents[1] / kind))
     out.append(("installed data files", Path(sys.prefix) / "share" / "demonoise" / kind))
@@ -53,7 +56,7 @@ def find_dir(kind: Kind, must_hold: tuple[str, ...], directory: str | os.PathLik
         missing = [f for f in must_hold if not (d / f).is_file()]
         if not missing:
             return d.resolve()
-        tried.append(f"{origin} {d} (missing {', '.join(missing)})")
+        tried.append(f"{origin} {d} ({'missing ' + ', '.join(missing) if d.is_dir() else 'no such folder'})")
     raise ReportError(f"{kind} not found; tried: " + "; ".join(tried) + f". Set {ENV_VARS[kind]}.")
 
 

@@ -1347,7 +1347,7 @@ def render_overview(
         The overview notebook (default: :func:`demonoise.report.locate.find_notebook`).
     workers : int, optional
         Monte Carlo worker processes (a local cluster of that size, when no ``cluster``).
-    cluster : demonoise.core.cluster.Cluster, optional
+    cluster : demonoise.runtime.cluster.Cluster, optional
         Where the Monte Carlo blocks and the notebook run (a Dask cluster).
 
     Raises
@@ -1487,7 +1487,7 @@ def check_overview_notebook(res) -> None:
 def overview_document(run: OverviewRun):
     """Step 4 of :func:`render_overview` up to the PDF: the executed notebook split at its
     level-1 headings into sections and assembled (:func:`~demonoise.report.render.assemble`)."""
-    from demonoise.report.batch import provenance_dict, source_of
+    from demonoise.report.cover import provenance_dict, source_of
     from demonoise.report.render import Section, assemble, load_notebook
 
     p = run.params

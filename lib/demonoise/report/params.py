@@ -374,7 +374,7 @@ class ReportParams(_Strict):
     @field_validator("scheduler")
     @classmethod
     def _address(cls, a):
-        from demonoise.core.cluster import check_address
+        from demonoise.runtime.cluster import check_address
 
         if a is None:
             return a

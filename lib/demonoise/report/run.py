@@ -1,48 +1,39 @@
-"""Execute report notebooks with papermill: a batch of jobs, a pool of kernels.
+"""Execute report notebooks with papermill, each worker keeping one kernel.
 
-A :class:`Job` is (input notebook, parameters, output path). :func:`run_jobs` runs a
-list of jobs and returns one :class:`JobResult` per job, in job order:
+A :class:`Job` is (input notebook, parameters, output path). :func:`run_jobs` runs a list
+of jobs and returns one :class:`JobResult` per job, in job order; the report batch
+(:mod:`demonoise.report.batch`) uses the same three steps on its own stage:
+:func:`prepare` (up to date? else the self-contained :class:`Task`), :func:`execute_task`
+(on a worker) and :func:`finish` (write what came back).
 
-* **where** -- each notebook is a self-contained :class:`Task` (notebook and the files it
-  reads as bytes in, executed notebook out) run on a Dask cluster
-  (:mod:`demonoise.core.cluster`): one given by the caller (``cluster=``, e.g. at a
-  scheduler's address), or a local one of ``workers`` processes (default 2) started for
-  the batch; ``workers=1`` or a single notebook runs in the calling process. Processes,
-  not threads: papermill changes the working directory, which is not thread-safe.
-* **kernel reuse** -- each worker keeps one kernel alive and runs its notebooks in it
-  (:class:`demonoise.report.worker.KernelPlugin` ends it when the worker closes);
-  between two notebooks the namespace is reset (``get_ipython().reset(new_session=True)``)
-  through a *separate* kernel client carrying its own session id (a client sharing
-  papermill's ZMQ identity never gets the reply). Kernel start, shutdown and library
-  imports dominate a notebook run; reuse removes most of it (see
-  ``benchmarks/bench_report_machinery.py``). If a reset fails, or the kernel died or
-  timed out, the worker starts a fresh kernel for the next job. Module-level state
-  (imported modules, an enabled Altair renderer, pandas options) deliberately
-  survives a reset; notebooks must not rely on module state set by *another* notebook.
-* **named kernel** -- the kernelspec ``demonoise`` (``python -m ipykernel install
-  --sys-prefix --name demonoise``; ``make setup`` does it). If it is missing, the
-  runner warns once and runs the current interpreter (``sys.executable``) as kernel.
-* **failure isolation** -- a failing notebook does not stop the batch. Its result has
-  ``status="failed"`` and a :class:`JobError` (exception name, message, cell index and
-  source); the partially executed notebook is kept as ``<output>.failed.ipynb`` and any
-  older ``<output>`` is removed, so no valid-looking report remains for that job.
-* **atomic outputs** -- papermill writes into a temporary file next to the output,
-  which replaces the output only once the run succeeded (``os.replace``). After an
-  error or Ctrl-C no half-written output remains.
-* **up-to-date skipping** -- the output notebook records a run key
-  (``metadata.demonoise.run.key``): a hash of the input notebook's bytes, the
-  parameters, the library fingerprint (:func:`demonoise.report.cache.source_fingerprint`:
-  version and a hash of the package sources) and a caller-supplied data fingerprint. A job whose output
-  carries the same key is skipped (``status="skipped"``) unless ``force=True``.
-
-* **interrupts** -- Ctrl-C (or SIGTERM, :mod:`demonoise.core.signals`) cancels the tasks
-  not done and ends the kernels running this batch's notebooks (:func:`cancel_run_kernels`,
-  on every worker); a local cluster then closes, an external one stays up. A kernel
-  whose worker dies (even by SIGKILL) exits by itself (ipykernel's parent poller).
-
-Parameters must be JSON-serialisable (papermill stores them in the notebook metadata).
-Programs that call :func:`run_jobs` with ``workers > 1`` must guard their entry point
-with ``if __name__ == "__main__":`` (worker processes are *spawned*).
+* **where** -- a task carries the notebook and the files it reads as bytes, and returns
+  the executed notebook's bytes; it runs on the workers of a Dask cluster
+  (:class:`demonoise.runtime.cluster.Cluster`: one given by the caller, or a local one of
+  ``workers`` processes started for the jobs), or in this process (``workers=1``, or a
+  single job). Processes, not threads: papermill changes the working directory.
+* **kernel reuse** -- papermill's public engine API: ``execute_notebook(..., km=km)`` with
+  the process's kept kernel manager, and a first cell that resets the namespace
+  (``get_ipython().reset(new_session=True)``) and changes to the task's directory; that
+  cell is removed from the executed notebook. The kernel manager hands nbclient the same
+  client every time (:class:`_KeptClient`: its channels started and its handshake made
+  once), so a reused kernel costs no new connection. Module-level state (imported
+  modules, an enabled Altair renderer) survives a reset, deliberately. A kernel that
+  died, timed out or failed otherwise than by a cell's error is replaced for the next job.
+* **named kernel** -- the kernelspec ``demonoise`` (``make setup`` installs it); if it is
+  missing, a warning says so once and the current interpreter runs as kernel.
+* **failure isolation** -- a failing notebook does not stop the others: its result has
+  ``status="failed"`` and a :class:`JobError` (exception, message, cell index and source);
+  the partly executed notebook is kept as ``<output>.failed.ipynb`` and an older output
+  removed.
+* **atomic outputs** and **up-to-date skipping** -- outputs are written atomically once a
+  run succeeded; an output carrying the job's run key (``metadata.demonoise.run.key``: the
+  input's bytes, the parameters, the library and data fingerprints) is skipped unless
+  ``force``.
+* **no leftovers** -- a kernel's connection file and IPC sockets live in a scratch
+  directory of the process (:func:`demonoise.runtime.cluster.scratch_dir`), not in
+  Jupyter's runtime directory; :func:`end_kernels` (run on every worker at the end of a
+  batch, also after Ctrl-C) ends the kernels the run used and removes them; a kernel whose
+  worker dies (even by SIGKILL) exits by itself (ipykernel's parent poller).
 """
 
 from __future__ import annotations
@@ -51,11 +42,10 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sys
-import threading
 import time
-import uuid
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,30 +54,38 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.atomic import atomic_write_text
-from demonoise.core.cluster import Flow, using
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.cache import digest, source_fingerprint
+from demonoise.runtime.cluster import Cluster, scratch_dir, using
 
 __all__ = [
     "DEFAULT_KERNEL",
-    "Task",
-    "TaskResult",
-    "execute_task",
     "Job",
     "JobError",
     "JobResult",
     "BatchResult",
+    "Options",
+    "Task",
+    "TaskResult",
+    "options",
+    "prepare",
+    "execute_task",
+    "finish",
+    "end_kernels",
     "run_jobs",
-    "Notebooks",
     "check_outputs",
     "job_key",
     "output_key",
     "failed_path",
+    "read_notebook_text",
+    "notebook_text",
+    "write_notebook",
 ]
 
 DEFAULT_KERNEL = "demonoise"
 _FALLBACK_KERNEL = "demonoise-current-interpreter"
-_ENGINE = "demonoise"
+#: Tag of the first cell of every run (namespace reset and working directory), removed after.
+RESET_TAG = "demonoise-reset"
 
 
 # =========================================================================== jobs
@@ -109,18 +107,12 @@ class Job:
         Working directory of the kernel while the notebook runs; defaults to the
         input notebook's directory.
     data_fingerprint : str
-        Identifies the data this job reads (added to the batch-level fingerprint in
-        the run key), e.g. a hash of the input files or an extraction timestamp.
+        Identifies the data this job reads (part of the run key).
     files : tuple of path-like
-        Files the notebook reads, named by their paths in ``parameters`` (e.g. the
-        results table of ``results_path``): the task carries their bytes, and the
-        notebook reads a copy where it runs (a worker of a cluster need not share this
-        machine's disk).
+        Files or directories the notebook reads, named by their paths in ``parameters``:
+        the task carries their bytes and the notebook reads a copy where it runs.
     skip_tags : str or tuple of str
-        Cells carrying any of these tags are left out: not executed, not in the executed
-        notebook (e.g. ``("chapter",)`` for the runs of an indicator notebook after the
-        first setting's, whose chapter-only cells would each cost a kernel round trip of
-        about 8 ms to do nothing, and which the document leaves out anyway).
+        Cells carrying any of these tags are neither executed nor kept.
     """
 
     input: Path
@@ -167,11 +159,8 @@ class Job:
 
 @dataclass(frozen=True)
 class JobError:
-    """Why a job failed.
-
-    ``cell_index`` counts the cells of the *executed* notebook (papermill's injected
-    parameters cell included); ``execution_count`` is the ``In [n]`` number.
-    """
+    """Why a job failed. ``cell_index`` counts the cells of the executed notebook
+    (papermill's injected parameters cell included); ``execution_count`` is ``In [n]``."""
 
     ename: str
     evalue: str
@@ -192,8 +181,7 @@ class JobError:
 
 @dataclass(frozen=True)
 class JobResult:
-    """Outcome of one job. ``status`` is ``"ok"``, ``"failed"`` or ``"skipped"``
-    (output already up to date)."""
+    """Outcome of one job: ``status`` ``"ok"``, ``"failed"`` or ``"skipped"`` (up to date)."""
 
     job: Job
     status: str
@@ -240,10 +228,6 @@ class BatchResult(Sequence[JobResult]):
     def failed(self) -> list[JobResult]:
         return [r for r in self.results if r.status == "failed"]
 
-    def summary(self) -> str:
-        n = {s: sum(r.status == s for r in self.results) for s in ("ok", "skipped", "failed")}
-        return f"{len(self)} jobs: {n['ok']} ok, {n['skipped']} up to date, {n['failed']} failed ({self.seconds:.1f} s)"
-
 
 # ================================================================ keys
 def job_key(job: Job, *, library: str, data_fingerprint: str = "") -> str:
@@ -264,8 +248,7 @@ def job_key(job: Job, *, library: str, data_fingerprint: str = "") -> str:
 
 
 def output_key(path: Path) -> str | None:
-    """Run key recorded in an executed notebook, or ``None`` (missing, unreadable,
-    failed, or not written by :func:`run_jobs`)."""
+    """Run key recorded in an executed notebook, or ``None`` (missing, unreadable, failed)."""
     try:
         with open(path, encoding="utf-8") as fh:
             meta = json.load(fh).get("metadata", {})
@@ -282,333 +265,200 @@ def failed_path(output: Path) -> Path:
     return output.with_name(output.stem + ".failed.ipynb")
 
 
-# ====================================================================== kernels
+# ====================================================================== options
 @dataclass(frozen=True)
-class _KernelChoice:
-    name: str  # spec name given to papermill / the kernel manager
-    fallback: bool  # True: run sys.executable (named spec missing)
+class Options:
+    """How the tasks of a run execute (sent with every task)."""
+
+    kernel: str
+    fallback: bool  # the named kernelspec is missing: run sys.executable
+    cell_timeout: float | None
+    start_timeout: float
+    library: str
+    data_fingerprint: str
+    reuse_kernel: bool = True
+    reset: bool = True  # tests switch it off to show what the reset prevents
+    run_id: str = ""
     note: str | None = None
 
 
-def _choose_kernel(kernel_name: str) -> _KernelChoice:
+def options(
+    kernel_name: str = DEFAULT_KERNEL,
+    *,
+    reuse_kernel: bool = True,
+    cell_timeout: float | None = 600.0,
+    start_timeout: float = 60.0,
+    data_fingerprint: str = "",
+    run_id: str = "",
+    reset: bool = True,
+) -> Options:
+    """The :class:`Options` of a run; a missing kernelspec gives a ``RuntimeWarning`` and
+    the current interpreter as kernel (``note`` says so)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
+    kernel, note = kernel_name, None
     try:
         KernelSpecManager().get_kernel_spec(kernel_name)
-        return _KernelChoice(kernel_name, False)
     except NoSuchKernel:
+        kernel = _FALLBACK_KERNEL
         note = (
             f"kernelspec {kernel_name!r} not found; running notebooks with the current interpreter "
             f"{sys.executable} instead. Install the named kernel with: "
             f"{sys.executable} -m ipykernel install --sys-prefix --name {kernel_name}"
         )
-        return _KernelChoice(_FALLBACK_KERNEL, True, note)
+        warnings.warn(note, RuntimeWarning, stacklevel=3)
+    return Options(
+        kernel,
+        note is not None,
+        cell_timeout,
+        start_timeout,
+        source_fingerprint(),
+        data_fingerprint,
+        reuse_kernel,
+        reset,
+        run_id,
+        note,
+    )
 
 
-def _absolute_pythonpath() -> str | None:
-    """``$PYTHONPATH`` with relative entries made absolute (against this process's cwd).
-
-    A kernel runs in the notebook's directory; a relative entry such as ``lib`` (the
-    way the test suite is run: ``PYTHONPATH=lib``) would otherwise point elsewhere and
-    the kernel would not import the same ``demonoise`` as the runner.
-    """
-    value = os.environ.get("PYTHONPATH")
-    if not value:
-        return None
-    return os.pathsep.join(str(Path(p).resolve()) if p else p for p in value.split(os.pathsep))
-
-
-def _spec_manager(choice: _KernelChoice):
+# ====================================================================== kernels
+def _spec_manager(opts: Options):
+    """Kernelspecs as installed, or the current interpreter (``opts.fallback``); with
+    ``$PYTHONPATH`` made absolute (a kernel runs in the notebook's directory), no input
+    history (one SQLite file every kernel would lock) and no output cache (its flush makes
+    every reset a full garbage collection)."""
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
-    pythonpath = _absolute_pythonpath()
+    path = os.environ.get("PYTHONPATH")
+    pythonpath = os.pathsep.join(str(Path(p).resolve()) if p else p for p in path.split(os.pathsep)) if path else None
 
     class _Specs(KernelSpecManager):
         def get_kernel_spec(self, kernel_name, *args, **kwargs):
-            if choice.fallback:
-                spec = KernelSpec(
-                    argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                    display_name=f"Python ({sys.executable})",
-                    language="python",
-                    resource_dir="",
-                )
+            if opts.fallback:
+                argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+                spec = KernelSpec(argv=argv, display_name=sys.executable, language="python", resource_dir="")
             else:
                 spec = super().get_kernel_spec(kernel_name, *args, **kwargs)
             if pythonpath:
                 spec.env = {**(spec.env or {}), "PYTHONPATH": pythonpath}
-            # No input history: a batch kernel's cells are the notebook's, and IPython's
-            # history is one SQLite file that every kernel of the batch would write (and
-            # lock) on every cell and every namespace reset. No output cache (Out[n]):
-            # flushing it makes every reset between notebooks a full garbage collection.
             spec.argv = [*spec.argv, "--HistoryManager.enabled=False", "--InteractiveShell.cache_size=0"]
             return spec
 
     return _Specs()
 
 
-def _register_engine() -> None:
-    """Register papermill engine ``demonoise``: nbclient, but with a reused kernel its
-    client is kept for the next notebook (``keeper=``, a :class:`_Kernel`) or its
-    channels closed (nbclient leaves them open when it does not own the kernel manager),
-    and the executed notebook is written once at the end instead of after every cell."""
-    from papermill.clientwrap import PapermillNotebookClient
-    from papermill.engines import NBClientEngine, papermill_engines
-    from papermill.log import logger
-    from papermill.utils import merge_kwargs, remove_args
+def _kept_client_class():
+    from jupyter_client.asynchronous import AsyncKernelClient
 
-    if _ENGINE in papermill_engines._engines:
-        return
+    class _KeptClient(AsyncKernelClient):
+        """The one client of a kept kernel: nbclient starts its channels and waits for the
+        kernel once (the handshake's IOPub flush waits 0.2 s); later notebooks find it ready.
+        Their messages are told apart from earlier ones by their parent message."""
 
-    class ReusingEngine(NBClientEngine):
-        @classmethod
-        def execute_managed_notebook(
-            cls,
-            nb_man,
-            kernel_name,
-            log_output=False,
-            stdout_file=None,
-            stderr_file=None,
-            start_timeout=60,
-            execution_timeout=None,
-            **kwargs,
-        ):
-            keeper = kwargs.pop("keeper", None)  # the _Kernel that keeps its client between notebooks
-            kwargs = remove_args(["input_path"], **kwargs)
-            safe_kwargs = remove_args(["timeout", "startup_timeout"], **kwargs)
-            final_kwargs = merge_kwargs(
-                safe_kwargs,
-                timeout=execution_timeout if execution_timeout else kwargs.get("timeout"),
-                startup_timeout=start_timeout,
-                kernel_name=kernel_name,
-                log=logger,
-                log_output=log_output,
-                stdout_file=stdout_file,
-                stderr_file=stderr_file,
-            )
-            client = PapermillNotebookClient(nb_man, **final_kwargs)
-            if keeper is not None:
-                # a kept client skips nbclient's new-client handshake (its IOPub flush
-                # waits 0.2 s); messages of earlier runs are told apart by their parent
-                client.kc = keeper.take_client()
-            # papermill writes the whole notebook after every cell's start and end (two
-            # validations and writes per cell, the outputs growing): here it is written
-            # once, by notebook_complete, after the last cell or the failing one.
-            output_path, nb_man.output_path = nb_man.output_path, None
-            try:
-                return client.execute()
-            finally:
-                nb_man.output_path = output_path
-                if not client.owns_km and client.kc is not None:
-                    if keeper is not None:
-                        keeper.keep_client(client.kc)
-                    else:
-                        client.kc.stop_channels()
-                    client.kc = None
+        _ready = False
 
-    papermill_engines.register(_ENGINE, ReusingEngine)
+        def start_channels(self, *args, **kwargs) -> None:
+            if not self.channels_running:
+                super().start_channels(*args, **kwargs)
+
+        async def wait_for_ready(self, timeout=None) -> None:
+            if not self._ready:
+                await self._async_wait_for_ready(timeout=timeout)
+                self._ready = True
+
+    return _KeptClient
 
 
 class _Kernel:
-    """One kernel manager; started lazily by nbclient on the first notebook."""
+    """This process's kernel: a kernel manager started by nbclient on the first notebook,
+    whose :meth:`client` is always the same :class:`_KeptClient`; connection file and IPC
+    sockets in a scratch directory of this process."""
 
-    def __init__(self, choice: _KernelChoice):
+    def __init__(self, opts: Options):
         from jupyter_client.manager import AsyncKernelManager
 
-        self.choice = choice
-        # IPC transport: no TCP ports to race for between parallel kernels, and no
-        # "running over TCP without encryption" warning from ipykernel.
-        # Absolute connection file and socket paths: papermill starts the kernel inside
-        # chdir(cwd), and a relative "kernel-ipc" would be found by no other client.
-        from jupyter_core.paths import jupyter_runtime_dir
+        self.dir = scratch_dir("kernel")
 
-        runtime = Path(jupyter_runtime_dir())
-        runtime.mkdir(parents=True, exist_ok=True)
-        stem = runtime / f"dn-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.km = AsyncKernelManager(
-            kernel_name=choice.name,
-            kernel_spec_manager=_spec_manager(choice),
-            transport="ipc",
-            connection_file=str(stem) + ".json",
-            ip=str(stem) + "-ipc",
+        class _Manager(AsyncKernelManager):
+            _kc = None
+
+            def client(self, **kwargs):
+                if self._kc is None:
+                    self._kc = super().client(**kwargs)
+                return self._kc
+
+        # IPC: no TCP ports to race for between parallel kernels -- unless the temporary
+        # folder's path is too long for a socket's (about 100 bytes on Linux and macOS)
+        ipc = len(str(self.dir / "ipc-00000")) < _SOCKET_PATH_MAX
+        self.km = _Manager(
+            kernel_name=opts.kernel,
+            kernel_spec_manager=_spec_manager(opts),
+            transport="ipc" if ipc else "tcp",
+            connection_file=str(self.dir / "kernel.json"),
+            ip=str(self.dir / "ipc") if ipc else "127.0.0.1",
         )
+        self.km.client_factory = _kept_client_class()
         self.runs = 0
-        self._kc = None
-        self._kc_thread: int | None = None
-
-    def keep_client(self, kc) -> None:
-        """Keep the kernel client a notebook ran with, for the next notebook (this thread)."""
-        self._drop_client()
-        self._kc, self._kc_thread = kc, threading.get_ident()
-
-    def take_client(self):
-        """The kept client, or ``None`` (none kept, or kept by another thread: its sockets
-        belong to that thread's event loop)."""
-        kc, self._kc = self._kc, None
-        if kc is not None and self._kc_thread != threading.get_ident():
-            with contextlib.suppress(Exception):
-                kc.stop_channels()
-            return None
-        return kc
-
-    def _drop_client(self) -> None:
-        kc, self._kc = self._kc, None
-        if kc is not None:
-            with contextlib.suppress(Exception):
-                kc.stop_channels()
+        self.run_id = ""
 
     def alive(self) -> bool:
         from jupyter_core.utils import run_sync
 
         return bool(self.km.has_kernel and run_sync(self.km.is_alive)())
 
-    def reset(self, cwd: Path, timeout: float = 30.0) -> None:
-        """Clear the user namespace and ``cd`` to ``cwd``, through a separate client.
-
-        Raises
-        ------
-        ReportError
-            The kernel did not reply in time or the reset failed.
-        """
-        from jupyter_client.blocking import BlockingKernelClient
-
-        kc = BlockingKernelClient()
-        kc.load_connection_info(self.km.get_connection_info())  # own Session -> own identity
-        code = f"__import__('os').chdir({str(cwd)!r})\nget_ipython().reset(new_session=True)"
-        # Shell channel only: the execute_reply on the shell channel says the reset is
-        # done; no iopub subscription (and its slow-joiner flush) is needed.
-        kc.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
-        try:
-            msg_id = kc.execute(code, silent=True, store_history=False)
-            deadline = time.monotonic() + timeout
-            while True:
-                reply = kc.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
-                if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                    break
-        except Exception as e:
-            raise ReportError(f"kernel reset failed: {type(e).__name__}: {e}") from e
-        finally:
-            kc.stop_channels()
-        if reply["content"].get("status") != "ok":
-            c = reply["content"]
-            raise ReportError(f"kernel reset failed: {c.get('ename')}: {c.get('evalue')}")
-
     def kill(self) -> None:
-        """End the kernel at once, from any thread: SIGKILL to its process group (the
-        kernel leads its own session), then its connection and socket files removed."""
-        self._kc = None  # its sockets go with the process; not touched from another thread
+        """End the kernel at once, from any thread (SIGKILL to its process group: the
+        kernel leads its own session), and remove its files. Its client's sockets are
+        not touched (they belong to the thread that ran the notebooks)."""
         pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
         if pid:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            self.km.cleanup_connection_file()
-            self.km.cleanup_ipc_files()
-
-    def shutdown(self, now: bool = False) -> None:
-        from jupyter_core.utils import run_sync
-
-        self._drop_client()
-        with contextlib.suppress(Exception):
-            if self.km.has_kernel:
-                run_sync(self.km.shutdown_kernel)(now=now)  # also cleans up connection files
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
-# =============================================================== one job, anywhere
-@dataclass(frozen=True)
-class _Options:
-    choice: _KernelChoice
-    reuse_kernel: bool
-    cell_timeout: float | None
-    start_timeout: float
-    library: str
-    data_fingerprint: str
-    reset: bool = True  # tests switch it off to show what the reset prevents
+#: Longest path of a Unix socket the kernel's IPC transport may use (``sun_path``: 104 bytes on macOS).
+_SOCKET_PATH_MAX = 100
+
+_state: dict[str, Any] = {"kernel": None}
 
 
-_state: dict[str, Any] = {"kernel": None, "run": None}
+def _kernel_for(opts: Options) -> _Kernel:
+    """The kept kernel if it is alive (else a fresh one)."""
+    kernel: _Kernel | None = _state["kernel"]
+    if kernel is not None and kernel.runs and not kernel.alive():
+        kernel.kill()
+        kernel = None
+    if kernel is None:
+        kernel = _state["kernel"] = _Kernel(opts)
+    kernel.run_id = opts.run_id
+    return kernel
 
 
-def _shutdown_worker_kernel() -> None:
-    k = _state.get("kernel")
-    _state["kernel"] = None
-    if k is not None:
-        k.shutdown(now=False)
+def end_kernels(run_id: str = "") -> None:
+    """End this process's kept kernel if it last ran a notebook of ``run_id`` (any run when
+    ``run_id`` is empty): called on every worker when a batch ends, however it ends, so
+    that no kernel outlives its run on an external cluster (another run's kernel is left)."""
+    kernel = _state.get("kernel")
+    if kernel is not None and (not run_id or kernel.run_id == run_id):
+        _state["kernel"] = None
+        kernel.kill()
 
 
-def kill_worker_kernel() -> None:
-    """End this process's kept kernel at once (a Dask worker closing: any thread)."""
-    k, _state["kernel"] = _state.get("kernel"), None
-    if k is not None:
-        k.kill()
-
-
-def cancel_run_kernels(run_id: str, closing: bool = False) -> None:
-    """Cancel hook of a run (:meth:`demonoise.core.cluster.Cluster.on_cancel`), called on
-    every worker: end the kernel if it is running a notebook of that run (the task then
-    fails at once instead of waiting for a cell that may never return), or whatever it
-    runs when the worker is about to be ended (``closing``)."""
-    if closing or (run_id and _state.get("run") == run_id):
-        kill_worker_kernel()
-
-
-def _error_from(exc: BaseException) -> JobError:
-    from papermill.exceptions import PapermillExecutionError
-
-    if isinstance(exc, PapermillExecutionError):
-        tb = exc.traceback if isinstance(exc.traceback, str) else "\n".join(exc.traceback or [])
-        return JobError(
-            ename=str(exc.ename),
-            evalue=str(exc.evalue),
-            cell_index=exc.cell_index,
-            execution_count=exc.exec_count,
-            cell_source=(exc.source or "")[:2000],
-            traceback=_strip_ansi(tb)[-8000:],
-        )
-    return JobError(ename=type(exc).__name__, evalue=str(exc)[:2000])
-
-
-def _strip_ansi(text: str) -> str:
-    import re
-
-    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
-
-
-def _stamp(nb, job: Job, key: str, options: _Options, seconds: float, reused: bool, status: str, error=None):
-    nb.metadata["demonoise"] = {
-        **(nb.metadata.get("demonoise") or {}),
-        "run": {
-            "key": key if status == "ok" else None,
-            "status": status,
-            "error": None if error is None else str(error),
-            "library": options.library,
-            "data_fingerprint": [options.data_fingerprint, job.data_fingerprint],
-            "kernel": options.choice.name,
-            "kernel_reused": reused,
-            "seconds": round(seconds, 3),
-            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-        },
-    }
-
-
+# =============================================================== one task, anywhere
 @dataclass(frozen=True)
 class Task:
     """One notebook execution, self-contained: the notebook's bytes, its parameters, the
-    bytes of the files it reads (``files``: path as named in the parameters -> bytes, or
-    for a directory -> its files' names -> bytes) and
-    the working directory in; the executed notebook's bytes out (:func:`execute_task`).
-    A task touches no output path: the caller writes what comes back (atomically), so a
-    task runs in any process -- this one, or a worker of a Dask cluster on another
-    machine (the files are written to a temporary directory there and the parameters
-    point to the copies; a working directory that does not exist there is replaced by
-    that temporary directory)."""
+    bytes of the files it reads (path as named in the parameters -> bytes, or for a
+    directory -> its files' names -> bytes), the working directory (replaced by a
+    temporary one where it does not exist) and the tags of cells to leave out."""
 
     name: str
     notebook: bytes
     parameters: Mapping[str, Any]
     cwd: str
     files: Mapping[str, bytes | Mapping[str, bytes]] = field(default_factory=dict)
-    run_id: str = ""
-    skip_tags: tuple = ()  # cells with any of these tags are left out (Job.skip_tags)
+    skip_tags: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -618,33 +468,11 @@ class TaskResult:
     error: JobError | None
     seconds: float
     reused: bool
-    healthy: bool = True
     pid: int = 0  # the process that ran it
 
 
-def _kernel_for_task(options: _Options, cwd: Path) -> tuple[_Kernel, bool]:
-    """This process's kept kernel (reset for the next notebook) or a fresh one."""
-    kernel: _Kernel | None = _state["kernel"] if options.reuse_kernel else None
-    if kernel is not None and kernel.runs and not kernel.alive():
-        kernel.shutdown(now=True)
-        kernel = None
-    if kernel is not None and kernel.runs and options.reset:
-        try:
-            kernel.reset(cwd)
-        except ReportError:
-            kernel.shutdown(now=True)
-            kernel = None
-    reused = kernel is not None and kernel.runs > 0
-    if kernel is None:
-        kernel = _Kernel(options.choice)
-    if options.reuse_kernel:
-        _state["kernel"] = kernel
-    return kernel, reused
-
-
 def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: Path) -> dict:
-    """``parameters`` with every path of ``files`` replaced by a copy written under ``where``
-    (a directory's files copied into a directory of the same name)."""
+    """``parameters`` with every path of ``files`` replaced by a copy written under ``where``."""
     copies = {}
     for i, (path, data) in enumerate(files.items()):
         copy = where / f"in{i}-{Path(path).name}"
@@ -668,97 +496,94 @@ def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: P
     return {k: swap(v) for k, v in parameters.items()}
 
 
-def execute_task(task: Task, options: _Options) -> TaskResult:
-    """Execute one notebook with papermill (public API: ``execute_notebook(..., km=...)``)
-    in this process's kernel; return the executed notebook's bytes."""
+def _input_notebook(task: Task, cwd: str, reset: bool):
+    """The task's notebook without its skipped cells, after a first cell that resets the
+    namespace and changes to ``cwd`` (tagged :data:`RESET_TAG`)."""
+    import nbformat
+    from nbformat.v4 import new_code_cell
+
+    nb = nbformat.reads(task.notebook.decode("utf-8"), as_version=4)
+    skip = set(task.skip_tags)
+    nb.cells = [c for c in nb.cells if not skip & set(c.get("metadata", {}).get("tags") or ())]
+    code = f"__import__('os').chdir({cwd!r})" + ("\nget_ipython().reset(new_session=True)" if reset else "")
+    first = new_code_cell(code, metadata={"tags": [RESET_TAG]})
+    nb.cells.insert(0, first)
+    return nb
+
+
+def _without_reset_cell(text: str) -> bytes:
+    nb = read_notebook_text(text)
+    nb.cells = [c for c in nb.cells if RESET_TAG not in (c.get("metadata", {}).get("tags") or ())]
+    return notebook_text(nb).encode("utf-8")
+
+
+def execute_task(task: Task, opts: Options) -> TaskResult:
+    """Execute one notebook with papermill in this process's kept kernel
+    (``execute_notebook(..., km=...)``); return the executed notebook's bytes. A
+    ``KeyboardInterrupt`` kills the kernel before it goes on."""
     import tempfile
 
-    import nbformat
     import papermill as pm
 
-    _register_engine()
     t0 = time.perf_counter()
-    nb_in = nbformat.reads(task.notebook.decode("utf-8"), as_version=4)
-    if task.skip_tags:
-        skip = set(task.skip_tags)
-        nb_in.cells = [c for c in nb_in.cells if not skip & set(c.get("metadata", {}).get("tags") or ())]
-    with tempfile.TemporaryDirectory(prefix="dn-task-") as tmpdir:
-        parameters = _localised(task.parameters, task.files, Path(tmpdir))
-        cwd = task.cwd if Path(task.cwd).is_dir() else tmpdir
-        kernel, reused = _kernel_for_task(options, Path(cwd))
-        _state["run"] = task.run_id
-        out = Path(tmpdir) / "executed.ipynb"
-        error, healthy = None, True
+    with tempfile.TemporaryDirectory(prefix="dn-task-") as tmp:
+        parameters = _localised(task.parameters, task.files, Path(tmp))
+        cwd = task.cwd if Path(task.cwd).is_dir() else tmp
+        kernel = _kernel_for(opts)
+        reused, error, healthy, out = kernel.runs > 0, None, True, Path(tmp) / "executed.ipynb"
         try:
             pm.execute_notebook(
-                nb_in,
+                _input_notebook(task, cwd, opts.reset),
                 str(out),
                 parameters=parameters,
-                engine_name=_ENGINE,
-                kernel_name=options.choice.name,
+                kernel_name=opts.kernel,
                 language="python",
                 progress_bar=False,
-                log_output=False,
                 request_save_on_cell_execute=False,
-                start_timeout=options.start_timeout,
-                execution_timeout=options.cell_timeout,
+                start_timeout=opts.start_timeout,
+                execution_timeout=opts.cell_timeout,
                 cwd=cwd,
                 km=kernel.km,
-                keeper=kernel if options.reuse_kernel else None,
             )
         except BaseException as exc:
             if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: no kernel left behind
-                kernel.shutdown(now=True)
-                _state["kernel"] = None
+                end_kernels()
                 raise
             error = _error_from(exc)
             healthy = type(exc).__name__ == "PapermillExecutionError"
         finally:
             kernel.runs += 1
-            _state["run"] = None
-        executed = out.read_bytes() if out.is_file() else None
-    if not options.reuse_kernel or not healthy:
-        kernel.shutdown(now=not healthy)
-        if _state["kernel"] is kernel:
-            _state["kernel"] = None
-    return TaskResult(error is None, executed, error, time.perf_counter() - t0, reused, healthy, os.getpid())
+        executed = _without_reset_cell(out.read_text(encoding="utf-8")) if out.is_file() else None
+    if not opts.reuse_kernel or not healthy:
+        end_kernels()
+    return TaskResult(error is None, executed, error, time.perf_counter() - t0, reused, os.getpid())
 
 
-def read_notebook_text(text: str):
-    """``nbformat.reads(text, as_version=4)`` without the schema validation.
+def _error_from(exc: BaseException) -> JobError:
+    from papermill.exceptions import PapermillExecutionError
 
-    nbformat's ``reads`` and ``writes`` validate the whole notebook against its JSON
-    schema and only *log* what they find; for the notebooks a batch passes from stage to
-    stage (papermill validated each when it wrote it) that was a third of the time of
-    reading and writing them: 1.9 s of 5.8 s in the client of the default batch (14 s of
-    CPU in all, cProfile). The notebook is read and converted as ``reads`` does
-    (:func:`nbformat.reader.reads`, :func:`nbformat.convert`).
-    """
-    import nbformat
-    from nbformat import reader
-
-    return nbformat.convert(reader.reads(text), 4)
-
-
-def notebook_text(nb) -> str:
-    """``nbformat.writes(nb)`` without the schema validation (see
-    :func:`read_notebook_text`): the same text, ending in a newline as
-    ``nbformat.write`` writes it."""
-    import nbformat
-    from nbformat import reader
-
-    version, _ = reader.get_version(nb)
-    text = nbformat.versions[version].writes_json(nb)
-    return text if text.endswith("\n") else text + "\n"
+    if isinstance(exc, PapermillExecutionError):
+        tb = exc.traceback if isinstance(exc.traceback, str) else "\n".join(exc.traceback or [])
+        return JobError(
+            ename=str(exc.ename),
+            evalue=str(exc.evalue),
+            cell_index=exc.cell_index - 1 if exc.cell_index else exc.cell_index,  # the reset cell is not counted
+            execution_count=exc.exec_count,
+            cell_source=(exc.source or "")[:2000],
+            traceback=_strip_ansi(tb)[-8000:],
+        )
+    return JobError(ename=type(exc).__name__, evalue=str(exc)[:2000])
 
 
-def write_notebook(nb, path: str | os.PathLike) -> Path:
-    """Write ``nb`` to ``path`` atomically (:func:`notebook_text`,
-    :func:`~demonoise.core.atomic.atomic_write_text`)."""
-    return atomic_write_text(path, notebook_text(nb))
+def _strip_ansi(text: str) -> str:
+    """``text`` without terminal colour codes."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 
 
-def _task_of(job: Job, run_id: str = "") -> Task:
+# ========================================================== before and after a task
+def _task_of(job: Job) -> Task:
     """The self-contained task of ``job`` (its notebook and the files it reads, as bytes)."""
     files = {}
     for f in job.files:
@@ -769,125 +594,63 @@ def _task_of(job: Job, run_id: str = "") -> Task:
             )
         except OSError as e:
             raise ReportError(f"job {job.label}: cannot read {f}: {e.strerror or e}") from None
-    return Task(job.label, job.input.read_bytes(), dict(job.parameters), str(job.workdir), files, run_id, job.skip_tags)
+    return Task(job.label, job.input.read_bytes(), dict(job.parameters), str(job.workdir), files, job.skip_tags)
 
 
-def _written(job: Job, key: str, options: _Options, res: TaskResult) -> JobResult:
-    """Write what a task returned, atomically (a failure keeps the partly executed notebook
-    as ``<stem>.failed.ipynb`` and removes any older output)."""
-    fail_to = failed_path(job.output)
-    kept: Path | None = None
+def prepare(job: Job, opts: Options, force: bool = False) -> JobResult | tuple[Task, str]:
+    """``job``'s outcome if it needs no run (up to date, or its input unreadable), else
+    its self-contained task and run key."""
+    try:
+        key = job_key(job, library=opts.library, data_fingerprint=opts.data_fingerprint)
+        if not force and output_key(job.output) == key:
+            return JobResult(job, "skipped", key=key, kernel=opts.kernel)
+        return _task_of(job), key
+    except ReportError as e:
+        return finish(job, "", opts, None, e)
+
+
+def finish(job: Job, key: str, opts: Options, res: TaskResult | None, err: BaseException | None) -> JobResult:
+    """Write what ``job``'s task returned, atomically (a failure keeps the partly executed
+    notebook as ``<stem>.failed.ipynb`` and removes an older output), or record why the
+    task itself failed (``err``)."""
+    if err is not None:
+        job.output.unlink(missing_ok=True)
+        lines = str(err).strip().splitlines()
+        evalue = lines[0][:2000] if lines else type(err).__name__
+        return JobResult(job, "failed", error=JobError(type(err).__name__, evalue), kernel=opts.kernel)
+    fail_to, kept = failed_path(job.output), None
     if res.ok:
-        nb = read_notebook_text(res.notebook.decode("utf-8"))
-        _stamp(nb, job, key, options, res.seconds, res.reused, "ok")
-        write_notebook(nb, job.output)
+        write_notebook(_stamped(res, job, key, opts), job.output)
         fail_to.unlink(missing_ok=True)  # a stale failure from an earlier run
     else:
         job.output.unlink(missing_ok=True)  # no older, valid-looking output for a failed job
         if res.notebook is not None:
-            nb = read_notebook_text(res.notebook.decode("utf-8"))
-            _stamp(nb, job, "", options, res.seconds, res.reused, "failed", res.error)
-            write_notebook(nb, fail_to)
-            kept = fail_to
+            kept = write_notebook(_stamped(res, job, "", opts), fail_to)
     return JobResult(
-        job=job,
-        status="ok" if res.ok else "failed",
-        seconds=res.seconds,
-        error=res.error,
-        failed_notebook=kept,
-        kernel=options.choice.name,
-        kernel_reused=res.reused,
-        key=key if res.ok else "",
-        worker_pid=res.pid,
+        job, "ok" if res.ok else "failed", res.seconds, res.error, kept, opts.kernel, res.reused, key, res.pid
     )
 
 
-def _failed(job: Job, options: _Options, e: BaseException) -> JobResult:
-    job.output.unlink(missing_ok=True)
-    return JobResult(job, "failed", error=JobError(type(e).__name__, _one_line(e)), kernel=options.choice.name)
-
-
-def _one_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0][:2000] if lines else type(e).__name__
-
-
-def remote_task(task: Task, options: _Options) -> TaskResult:
-    """What a Dask worker runs for a notebook: :func:`execute_task` in the worker's kept kernel."""
-    return execute_task(task, options)
+def _stamped(res: TaskResult, job: Job, key: str, opts: Options):
+    nb = read_notebook_text(res.notebook.decode("utf-8"))
+    nb.metadata["demonoise"] = {
+        **(nb.metadata.get("demonoise") or {}),
+        "run": {
+            "key": key if res.ok else None,
+            "status": "ok" if res.ok else "failed",
+            "error": None if res.error is None else str(res.error),
+            "library": opts.library,
+            "data_fingerprint": [opts.data_fingerprint, job.data_fingerprint],
+            "kernel": opts.kernel,
+            "kernel_reused": res.reused,
+            "seconds": round(res.seconds, 3),
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+    }
+    return nb
 
 
 # ======================================================================= batch
-class Notebooks:
-    """The notebook runs of a batch, job by job: what :func:`run_jobs` is made of, for a
-    caller that interleaves them with other tasks (:mod:`demonoise.report.batch` starts a
-    country's notebooks as soon as its tables are computed).
-
-    :meth:`start` gives a job's outcome at once (up to date: ``skipped``; unreadable
-    input: ``failed``) or the task to run (:func:`remote_task` with :attr:`options`, on a
-    cluster prepared by :meth:`attach`, or here); :meth:`finish` writes what the task
-    returned and gives the outcome. Parameters as :func:`run_jobs`.
-    """
-
-    def __init__(
-        self,
-        *,
-        reuse_kernel: bool = True,
-        kernel_name: str = DEFAULT_KERNEL,
-        data_fingerprint: str = "",
-        force: bool = False,
-        cell_timeout: float | None = 600.0,
-        start_timeout: float = 60.0,
-        _reset: bool = True,
-    ):
-        choice = _choose_kernel(kernel_name)
-        if choice.note:
-            warnings.warn(choice.note, RuntimeWarning, stacklevel=3)
-        #: Why the named kernel is not used (``None`` when it is).
-        self.note = choice.note
-        self.force = force
-        self.options = _Options(
-            choice=choice,
-            reuse_kernel=reuse_kernel,
-            cell_timeout=cell_timeout,
-            start_timeout=start_timeout,
-            library=source_fingerprint(),
-            data_fingerprint=data_fingerprint,
-            reset=_reset,
-        )
-
-    def attach(self, cluster) -> None:
-        """Prepare ``cluster``'s workers: each keeps a kernel (ended when the worker
-        closes), and an interrupted run ends the kernels running its notebooks."""
-        from demonoise.report.worker import KernelPlugin
-
-        cluster.register_plugin(KernelPlugin(), name="demonoise-kernels")
-        cluster.on_cancel(cancel_run_kernels)
-
-    def start(self, job: Job, run_id: str = "") -> JobResult | tuple[Task, str]:
-        """``job``'s outcome if it needs no run (up to date, or its input unreadable),
-        else its self-contained task and run key."""
-        options = self.options
-        try:
-            key = job_key(job, library=options.library, data_fingerprint=options.data_fingerprint)
-        except ReportError as e:
-            return JobResult(job, "failed", error=JobError(type(e).__name__, str(e)), kernel=options.choice.name)
-        if not self.force and output_key(job.output) == key:
-            return JobResult(job, "skipped", key=key, kernel=options.choice.name)
-        try:
-            return _task_of(job, run_id), key
-        except ReportError as e:
-            return _failed(job, options, e)
-
-    def finish(self, job: Job, key: str, res: TaskResult | None, err: BaseException | None) -> JobResult:
-        """Write what ``job``'s task returned (or record why it failed: ``err``)."""
-        return _failed(job, self.options, err) if err is not None else _written(job, key, self.options, res)
-
-    def close(self) -> None:
-        """End this process's kernel, if notebooks ran here."""
-        _shutdown_worker_kernel()
-
-
 def run_jobs(
     jobs: Iterable[Job],
     *,
@@ -899,7 +662,7 @@ def run_jobs(
     progress: bool | None = None,
     cell_timeout: float | None = 600.0,
     start_timeout: float = 60.0,
-    cluster=None,
+    cluster: Cluster | None = None,
     _reset: bool = True,
 ) -> BatchResult:
     """Run notebook jobs; one failing notebook does not stop the others.
@@ -909,16 +672,16 @@ def run_jobs(
     jobs : iterable of Job
         Output paths must be distinct.
     workers : int
-        Without ``cluster``: the size of the local Dask cluster started for these jobs
-        (each worker with its own kernel); ``1``, or a single job, runs in this process.
+        Without ``cluster``: the size of the local Dask cluster started for these jobs;
+        ``1``, or a single job, runs in this process.
     reuse_kernel : bool
-        Keep one kernel per worker and reset its namespace between notebooks;
-        ``False`` starts a fresh kernel for every notebook.
+        Keep one kernel per worker, the namespace reset between notebooks; ``False``
+        starts a fresh kernel for every notebook.
     kernel_name : str
-        Kernelspec to use; if missing, the current interpreter is used (with a
-        ``RuntimeWarning`` and ``BatchResult.kernel_note`` saying so).
+        Kernelspec to use; if missing, the current interpreter (``RuntimeWarning``,
+        ``BatchResult.kernel_note``).
     data_fingerprint : str
-        Part of every job's run key (see the module docstring).
+        Part of every job's run key.
     force : bool
         Run even the jobs whose output is up to date.
     progress : bool or None
@@ -927,9 +690,8 @@ def run_jobs(
         Seconds a single cell may run (``None``: no limit).
     start_timeout : float
         Seconds to wait for a kernel to start.
-    cluster : demonoise.core.cluster.Cluster, optional
-        Where the notebooks run: each job a task on that Dask cluster (its workers keep
-        a kernel each); the outputs are written here.
+    cluster : demonoise.runtime.cluster.Cluster, optional
+        Where the notebooks run (the outputs are written here).
 
     Returns
     -------
@@ -941,53 +703,45 @@ def run_jobs(
     ParameterError
         Invalid arguments or duplicate output paths.
     KeyboardInterrupt
-        After cancelling pending jobs, ending the kernels of running ones and removing
-        their temporary files.
+        After cancelling pending jobs and ending the kernels of this run.
     """
+    from tqdm import tqdm
+
     jobs = list(jobs)
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
     check_outputs(jobs)
     t0 = time.perf_counter()
-    runner = Notebooks(
-        reuse_kernel=reuse_kernel,
-        kernel_name=kernel_name,
-        data_fingerprint=data_fingerprint,
-        force=force,
-        cell_timeout=cell_timeout,
-        start_timeout=start_timeout,
-        _reset=_reset,
-    )
-    from tqdm import tqdm
-
     results: list[JobResult | None] = [None] * len(jobs)
-    quiet = (not progress) if progress is not None else None
-    bar = tqdm(total=len(jobs), unit="nb", desc="notebooks", disable=quiet, leave=True)
-    try:
-        with using(cluster, workers) as where:
-            todo = []
-            for i, job in enumerate(jobs):
-                started = runner.start(job, where.run_id)
-                if isinstance(started, JobResult):
-                    results[i] = started
-                    _tick(bar, started, results)
-                else:
-                    todo.append((i, *started))
-            flow = where.flow("notebook") if where.fan_out_for(len(todo)) else Flow(where, here=True)
-            if not flow.here:
-                runner.attach(where)
-            for i, task, key in todo:
-                flow.add(remote_task, task, runner.options, tag=(i, key), name=f"{i}-{jobs[i].label}")
-            try:
-                for (i, key), res, err in flow:
-                    results[i] = runner.finish(jobs[i], key, res, err)
-                    _tick(bar, results[i], results)
-            finally:
-                if flow.here:
-                    runner.close()
-    finally:
-        bar.close()
-    return BatchResult(tuple(results), time.perf_counter() - t0, runner.note)  # type: ignore[arg-type]
+    bar = tqdm(total=len(jobs), unit="nb", desc="notebooks", disable=(not progress) if progress is not None else None)
+    with using(cluster, workers) as where, bar:
+        opts = options(
+            kernel_name,
+            reuse_kernel=reuse_kernel,
+            cell_timeout=cell_timeout,
+            start_timeout=start_timeout,
+            data_fingerprint=data_fingerprint,
+            run_id=where.run_id,
+            reset=_reset,
+        )
+        todo = []
+        for i, job in enumerate(jobs):
+            started = prepare(job, opts, force)
+            if isinstance(started, JobResult):
+                results[i] = started
+            else:
+                todo.append((i, *started))
+        bar.update(len(jobs) - len(todo))
+        try:
+            items = [(task, opts) for _, task, _ in todo]
+            for n, res, err in where.each(execute_task, items, label="notebook"):
+                i, _, key = todo[n]
+                results[i] = finish(jobs[i], key, opts, res, err)
+                bar.update(1)
+        finally:
+            where.on_workers(end_kernels, where.run_id)
+            end_kernels(where.run_id)
+    return BatchResult(tuple(results), time.perf_counter() - t0, opts.note)  # type: ignore[arg-type]
 
 
 def check_outputs(jobs: Sequence[Job]) -> None:
@@ -1008,7 +762,28 @@ def check_outputs(jobs: Sequence[Job]) -> None:
         outs[o] = j.label
 
 
-def _tick(bar, res: JobResult, results) -> None:
-    bar.update(1)
-    failed = sum(1 for r in results if r is not None and r.status == "failed")
-    bar.set_postfix_str(f"{res.job.label}: {res.status}" + (f", {failed} failed" if failed else ""), refresh=False)
+# ====================================================================== notebook text
+def read_notebook_text(text: str):
+    """``nbformat.reads(text, as_version=4)`` without the schema validation (papermill
+    validated the notebooks a batch passes between stages when it made them; validating
+    again was a third of the time of reading and writing them)."""
+    import nbformat
+    from nbformat import reader
+
+    return nbformat.convert(reader.reads(text), 4)
+
+
+def notebook_text(nb) -> str:
+    """``nbformat.writes(nb)`` without the schema validation, ending in a newline as
+    ``nbformat.write`` writes it."""
+    import nbformat
+    from nbformat import reader
+
+    version, _ = reader.get_version(nb)
+    text = nbformat.versions[version].writes_json(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def write_notebook(nb, path: str | os.PathLike) -> Path:
+    """Write ``nb`` to ``path`` atomically."""
+    return atomic_write_text(path, notebook_text(nb))

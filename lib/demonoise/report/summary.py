@@ -267,7 +267,8 @@ def _record_shown(df: pd.DataFrame, setting) -> None:
     from demonoise.report.notebook import display_metrics
 
     if InteractiveShell.initialized():
-        display_metrics({SHOWN: shown_record(df, setting_label=setting_label(setting))})
+        record = shown_record(df, setting_label=setting_label(setting), row_settings=row_setting_labels(df))
+        display_metrics({SHOWN: record})
 
 
 _CACHE: dict = {}
@@ -555,7 +556,7 @@ def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
     """One line per table: ``"deaths: modelled -- Eurostat demo_r_mlifexp, ...; extracted unknown"``.
 
     ``provenance`` maps a table name to ``status``, ``datasets``, ``extracted``,
-    ``source`` (what :func:`demonoise.report.batch.provenance_dict` passes).
+    ``source`` (what :func:`demonoise.report.cover.provenance_dict` passes).
     """
     out = []
     for table, p in (provenance or {}).items():

@@ -48,11 +48,11 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
-from demonoise.core.cluster import using
 from demonoise.core.counts import Counts
 from demonoise.core.errors import ParameterError
 from demonoise.noise.models import GenericNoise, PTableNoise
 from demonoise.noise.ptable import PTable
+from demonoise.runtime.cluster import using
 from demonoise.uncertainty.montecarlo import monte_carlo, z_score
 from demonoise.uncertainty.propagation import TABLES, linearise, noise_cell_moments, poisson_cell_variance
 

@@ -13,7 +13,7 @@ A run of ``N`` replicates in blocks of ``B`` holds, at its peak:
 * **the noise law** on every worker and here: :data:`LAW_BYTES_PER_POINT` bytes per
   support point (support, probabilities, CDF, alias table; 1.8e7 points at V = 10^12).
 
-:func:`check_memory` compares the sum with :func:`demonoise.core.resources.available_memory`
+:func:`check_memory` compares the sum with :func:`demonoise.runtime.resources.available_memory`
 and refuses, in one line naming ``N`` and the regions, a run that does not fit -- instead
 of growing until the system kills it (``--mc 1000000000`` grew by 70 MB/s).
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from demonoise.core.errors import ParameterError
-from demonoise.core.resources import available_memory, format_bytes
+from demonoise.runtime.resources import available_memory, format_bytes
 
 __all__ = ["BLOCK_BYTES", "LAW_BYTES_PER_POINT", "estimate_memory", "check_memory"]
 
@@ -60,7 +60,7 @@ def check_memory(parts: dict[str, float], *, n: int, regions: int, available=Non
     n, regions : int
         Replicates and regions (named in the message).
     available : (float, str), optional
-        ``(bytes, which bound)``; default :func:`demonoise.core.resources.available_memory`.
+        ``(bytes, which bound)``; default :func:`demonoise.runtime.resources.available_memory`.
 
     Raises
     ------

@@ -20,7 +20,7 @@ the coarsest grouping the requested indicators share, so asking for the TFR besi
 changes the population draws e_x sees; the reference engine draws every cell and does not.)
 A block is a pure function ``(plan, size, SeedSequence child) -> partial sums``
 (:func:`demonoise.uncertainty.mc_blocks.run_block`), summed in block order. Blocks run in
-this process or as tasks on a Dask cluster (:mod:`demonoise.core.cluster`), local by
+this process or as tasks on a Dask cluster (:mod:`demonoise.runtime.cluster`), local by
 default.
 
 Two engines compute the same models and laws with the same seed semantics:
@@ -52,11 +52,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from demonoise.core.cluster import default_workers, using
 from demonoise.core.counts import spread_unknown
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import exposure
 from demonoise.demography.lifetable import e_only
+from demonoise.runtime.cluster import default_workers, using
 from demonoise.uncertainty.propagation import TABLES, Linearised, check_noised
 
 __all__ = ["COMPONENTS", "ENGINES", "MonteCarloResult", "monte_carlo", "z_score"]
@@ -320,7 +320,7 @@ def monte_carlo(
         ``"reference"``: the original vectorised numpy path, per published cell, kept to
         check and time the fused engine against. Same laws and seed semantics; the
         draws, hence the figures, differ within sampling error.
-    cluster : demonoise.core.cluster.Cluster, optional
+    cluster : demonoise.runtime.cluster.Cluster, optional
         Where the blocks run (a Dask cluster, local or at an address); the blocks are
         tasks, the shared plan is sent once to every worker. Results are identical
         whatever the cluster, its number of workers or the order blocks finish in.

@@ -5,12 +5,12 @@
 * the first SIGINT, SIGTERM or SIGHUP raises :class:`KeyboardInterrupt` in the main
   thread, so that the ordinary clean-up runs: atomic writes remove their temporary files
   (:mod:`demonoise.core.atomic`), running tasks are cancelled and a local cluster and its
-  kernels are closed (:mod:`demonoise.core.cluster`); :func:`interruptible` writes one
+  kernels are closed (:mod:`demonoise.runtime.cluster`); :func:`interruptible` writes one
   line and the command exits 130;
 * a second one while that clean-up runs ends the process at once (``os._exit(130)``):
   nothing is half-written (the first signal already unwound the writers), and no child
   is left, because every child watches its parent -- the local Dask workers' process
-  kills its process group when its parent is gone (:func:`demonoise.core.cluster.serve_workers`),
+  kills its process group when its parent is gone (:func:`demonoise.runtime.cluster.serve_workers`),
   Jupyter kernels exit when their parent process is gone (ipykernel's parent poller).
 
 SIGKILL cannot be caught; it is covered by the same watching of the parent.

@@ -10,21 +10,24 @@ machine it runs in. :class:`Cluster` runs such lists:
   its ``dask worker`` processes, or one started by dask-jobqueue on Slurm or by
   dask-kubernetes). On connecting, the client checks that every worker runs the same
   demonoise (version and source fingerprint,
-  :func:`demonoise.core.fingerprint.source_fingerprint`) and refuses a mismatch in one
-  line; an unreachable scheduler fails within :data:`CONNECT_TIMEOUT` s. The cluster is
-  not ours: an interrupted run cancels
-  its own tasks (and runs the cancel hooks registered for it, e.g. ending the kernels its
-  notebook tasks started) and leaves the scheduler and workers up.
+  :func:`demonoise.runtime.fingerprint.source_fingerprint`) and refuses a mismatch in one
+  line; an address where no Dask scheduler answers (nothing listening, a silent listener,
+  an HTTP server, another protocol) fails within 10 s naming the address and what
+  answered (:func:`probe`: :data:`PROBE_TIMEOUT` s and one more for an answer to a line
+  of text; then :data:`CONNECT_TIMEOUT` s and one more to connect); a scheduler lost mid-run is
+  :class:`ClusterLost`. The cluster is not ours: an interrupted run cancels its own tasks
+  (its caller ends what they left on the workers, e.g. the report's kernels, with
+  :meth:`Cluster.on_workers`) and leaves the scheduler and workers up.
 * ``Cluster(workers=N)`` -- a local cluster, started on the first task only (an analytic
   run starts nothing): the scheduler in this process (:class:`distributed.LocalCluster`
   without workers) and one ``dask worker`` process of ours (:func:`serve_workers`) with
   ``N`` worker processes of one thread, each under its nanny. It ends with this process
   whatever ends it:
 
-  - normal exit, an error, Ctrl-C, SIGTERM, SIGHUP (:mod:`demonoise.core.signals`):
-    :meth:`Cluster.close` -- after an interrupt the tasks are cancelled, the kernels of
-    this run ended (cancel hooks) and the workers' process group killed at once (their
-    results are not wanted), so that stopping takes about a second;
+  - normal exit, an error, Ctrl-C, SIGTERM, SIGHUP (:mod:`demonoise.runtime.signals`):
+    :meth:`Cluster.close` -- after an interrupt the tasks are cancelled and the workers'
+    process group killed at once (their results are not wanted), so that stopping takes
+    about a second;
   - SIGKILL, which cannot be caught: the workers' process watches its parent (a thread
     checking ``getppid()`` every :data:`WATCH` s) and kills its own process group --
     nannies and worker processes; each Jupyter kernel a worker started exits when its
@@ -34,7 +37,9 @@ machine it runs in. :class:`Cluster` runs such lists:
   The workers' process has a session of its own, so a terminal's Ctrl-C (sent to its
   whole foreground process group) reaches this process only, which cancels and prints
   one line -- no worker dies half-way with a traceback of its own. Their temporary files
-  live in one directory of ours, removed at close.
+  (and their kernels' connection files) live in one directory of ours
+  (:func:`scratch_dir`), removed at close; one left by a process that was killed is
+  removed by the next run.
 * ``workers=1`` without an address: no cluster at all; the callers run their tasks in
   this process, one after the other (same results).
 
@@ -49,12 +54,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import heapq
-import itertools
 import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -68,7 +72,16 @@ from typing import Any
 
 from demonoise.core.errors import DemonoiseError, ParameterError
 
-__all__ = ["Cluster", "ClusterError", "Flow", "check_address", "default_workers", "using"]
+__all__ = [
+    "Cluster",
+    "ClusterError",
+    "ClusterLost",
+    "check_address",
+    "default_workers",
+    "probe",
+    "scratch_dir",
+    "using",
+]
 
 #: Seconds to reach a scheduler before giving up (an unreachable address fails within 10 s).
 CONNECT_TIMEOUT = 5.0
@@ -106,6 +119,10 @@ class ClusterError(DemonoiseError):
     """The cluster cannot be used (unreachable, no workers, workers of another version)."""
 
 
+class ClusterLost(ClusterError):
+    """The scheduler was lost while the run used it (the command exits 1, not 2)."""
+
+
 def default_workers() -> int:
     """Local worker processes by default: ``min(2, cpu count)``."""
     return min(2, os.cpu_count() or 1)
@@ -121,6 +138,8 @@ def check_address(address: str) -> str:
         Not a string, an unknown scheme, no host, or a port that is not 1..65535.
     """
     text = str(address).strip()
+    if not text:
+        raise ParameterError(f"scheduler address {address!r} is empty; expected tcp://HOST:PORT")
     scheme, sep, rest = text.partition("://")
     if not sep:
         scheme, rest = "tcp", text
@@ -144,13 +163,91 @@ def _quiet_logs() -> None:
     restored its handlers' levels (about one interrupt in ten)."""
     import distributed  # noqa: F401 -- configures its loggers on import; silenced after
 
-    for name in _LOGGERS:
+    # and their children that Dask's configuration gives a level of their own
+    # (``distributed.client``: a lost scheduler's reconnection traceback)
+    known = list(logging.root.manager.loggerDict)
+    for name in [*_LOGGERS, *(n for n in known if n.startswith(tuple(f"{p}." for p in _LOGGERS)))]:
         logging.getLogger(name).setLevel(_SILENT)
+    # a task carries its input tables as bytes on purpose (a remote worker has no copy of
+    # this machine's files): distributed's advice to load them "with Dask directly" does
+    # not apply, and its warning would reach the terminal
+    warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+
+
+#: Seconds a scheduler has to send its greeting before the address is refused.
+PROBE_TIMEOUT = 3.0
+
+
+def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
+    """Refuse, in one line naming ``address``, a ``tcp://`` address where no Dask scheduler
+    answers: nothing listening, a listener that stays silent (a Dask server greets first:
+    a message of a few frames, its first 8 bytes the frame count, little-endian) even to
+    a line of text (an HTTP server answers that), or one that sends something else (a
+    banner). Other schemes (encrypted) are left to Dask's own connection.
+
+    Raises
+    ------
+    ClusterError
+        Naming the address and what answered.
+    """
+    scheme, _, rest = address.partition("://")
+    if scheme != "tcp":
+        return
+    host, _, port = rest.rpartition(":")
+    where = f"scheduler {address}"
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+            head, said = _read_some(sock, timeout), b""
+            if not head:  # silent: what does it say to a line of text?
+                with contextlib.suppress(OSError):
+                    sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                said = _read_some(sock, 1.0, 24)
+    except OSError as e:
+        raise ClusterError(f"{where} is not reachable (no answer within {timeout:g} s): {_first_line(e)}") from None
+    if said:
+        raise ClusterError(f"{where}: something answers there but is not a Dask scheduler (it sent {said!r})")
+    if not head:
+        raise ClusterError(f"{where}: something listens there but is not a Dask scheduler (silent for {timeout:g} s)")
+    frames = int.from_bytes(head.ljust(8, b"\0"), "little")
+    if len(head) < 8 or not 1 <= frames <= 64:
+        raise ClusterError(f"{where}: something answers there but is not a Dask scheduler (it sent {head!r})")
+
+
+def _read_some(sock: socket.socket, timeout: float, n: int = 8) -> bytes:
+    """Up to ``n`` bytes received within ``timeout`` s (fewer if the peer stops or closes)."""
+    sock.settimeout(timeout)
+    head = b""
+    with contextlib.suppress(OSError):
+        while len(head) < n and (chunk := sock.recv(n - len(head))):
+            head += chunk
+    return head
+
+
+def scratch_dir(kind: str) -> Path:
+    """A new temporary directory ``demonoise-<kind>-<pid>-<random>`` of this process; first
+    the ones of the same kind left by processes that no longer run (killed: SIGKILL leaves
+    them) are removed."""
+    root = Path(tempfile.gettempdir())
+    for old in root.glob(f"demonoise-{kind}-*"):
+        pid = old.name.removeprefix(f"demonoise-{kind}-").partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"demonoise-{kind}-{os.getpid()}-", dir=root))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def _identity() -> str:
     """What a worker runs (called on every worker by :meth:`Cluster.client`)."""
-    from demonoise.core.fingerprint import source_fingerprint
+    from demonoise.runtime.fingerprint import source_fingerprint
 
     return source_fingerprint()
 
@@ -169,16 +266,14 @@ class Cluster:
     """
 
     def __init__(self, address: str | None = None, *, workers: int | None = None):
-        self.address = check_address(address) if address else None
+        self.address = check_address(address) if address is not None else None
         self.workers = int(workers or default_workers())
         if self.workers < 1:
             raise ParameterError(f"workers must be >= 1, got {workers}")
-        #: Identifies this run's tasks on the cluster (cancel hooks receive it).
+        #: Identifies this run's tasks on the cluster (what they leave there is ended by it).
         self.run_id = uuid.uuid4().hex[:12]
         self._client = None
         self._local = None
-        self._hooks: list[Callable[[str], Any]] = []
-        self._plugins: set[str] = set()
         self._lock = threading.Lock()
         self._interrupted = False
         self._tmp: str | None = None
@@ -240,14 +335,25 @@ class Cluster:
             return self._client
 
     def _connect(self):
+        """Probe the address (:func:`probe`), then connect, the whole within
+        :data:`CONNECT_TIMEOUT` s more (Dask's own timeout does not bound every way a
+        connection can stall)."""
         from distributed import Client
 
-        try:
-            client = Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
-        except (OSError, TimeoutError) as e:
-            raise ClusterError(
-                f"scheduler {self.address} is not reachable (no answer within {CONNECT_TIMEOUT:g} s): {_first_line(e)}"
-            ) from None
+        probe(self.address)
+        made: dict[str, Any] = {}
+
+        def connect():
+            try:
+                made["client"] = Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+            except BaseException as e:  # noqa: BLE001 - reported below, in this thread
+                made["error"] = e
+
+        _bounded(connect, CONNECT_TIMEOUT + 1)
+        if "client" not in made:
+            why = _first_line(made["error"]) if "error" in made else f"no answer within {CONNECT_TIMEOUT:g} s"
+            raise ClusterError(f"scheduler {self.address} is not reachable as a Dask scheduler: {why}") from None
+        client = made["client"]
         try:
             client.wait_for_workers(1, timeout=WORKER_WAIT)
         except (OSError, TimeoutError):
@@ -258,21 +364,23 @@ class Cluster:
     def _start_local(self):
         """The scheduler in this process; the workers in one ``dask worker`` process of
         ours (:func:`serve_workers`) in its own session, with a watch on this process."""
+        import dask
         from distributed import Client, LocalCluster
 
         # the workers' temporary files (a task's copies of its inputs, a rendering) go
         # under one directory of ours, removed at close even if the workers were killed
-        self._tmp = tempfile.mkdtemp(prefix="demonoise-cluster-")
-        self._local = LocalCluster(
-            n_workers=0,
-            host="127.0.0.1",
-            scheduler_port=0,
-            dashboard_address=None,
-            # the scheduler's HTTP routes (health, metrics) on a free port, never 8787 (busy if
-            # another cluster runs: a warning on the user's terminal), and no dashboard
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-            silence_logs=_SILENT,
-        )
+        self._tmp = str(scratch_dir("cluster"))
+        with dask.config.set({"temporary-directory": self._tmp}):  # the scheduler's scratch space too
+            self._local = LocalCluster(
+                n_workers=0,
+                host="127.0.0.1",
+                scheduler_port=0,
+                dashboard_address=None,
+                # the scheduler's HTTP routes (health, metrics) on a free port, never 8787 (busy if
+                # another cluster runs: a warning on the user's terminal), and no dashboard
+                scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                silence_logs=_SILENT,
+            )
         atexit.unregister(_spec_close_clusters())  # close() does it, bounded in time
         log = open(Path(self._tmp) / "workers.log", "wb")  # noqa: SIM115 - the child's output, kept for errors
         self._workers_proc = subprocess.Popen(
@@ -295,7 +403,7 @@ class Cluster:
         return client
 
     def _check_workers(self, client) -> None:
-        from demonoise.core import fingerprint
+        from demonoise.runtime import fingerprint
 
         ours = fingerprint.source_fingerprint()
         found = client.run(_identity, on_error="return")
@@ -316,19 +424,6 @@ class Cluster:
         return self.client().run(os.getpid)
 
     # ------------------------------------------------------------------ tasks
-    def on_cancel(self, hook: Callable[[str, bool], Any]) -> None:
-        """Run ``hook(run_id, closing)`` on every worker when this run is interrupted (after
-        its tasks are cancelled; ``closing``: the worker is about to be ended, a local
-        one); ``hook`` must be importable there (a module-level function)."""
-        if hook not in self._hooks:
-            self._hooks.append(hook)
-
-    def register_plugin(self, plugin, name: str) -> None:
-        """A :class:`distributed.WorkerPlugin` on every worker (once per name)."""
-        if name not in self._plugins:
-            self.client().register_plugin(plugin, name=name)
-            self._plugins.add(name)
-
     def window(self) -> int:
         """Most tasks of one :meth:`run_each` in flight at a time: :data:`WINDOW_PER_WORKER`
         per worker (enough that no worker waits for its next task, few enough that a run
@@ -346,39 +441,82 @@ class Cluster:
         names: Sequence[str] | None = None,
     ) -> Iterator[tuple[int, Any, BaseException | None]]:
         """Run ``fn(*item)`` -- ``fn(shared, *item)`` when ``shared`` is given, sent once to
-        every worker -- for every item on the cluster; yield ``(index, result, error)`` as
-        tasks complete (``error``: the exception a task raised, or ``KilledWorker`` when its
-        workers kept dying). Items are taken lazily, at most :meth:`window` tasks in
-        flight: the next is submitted when one completes (a generator of items is never
-        made a list). Leaving the loop early (a break, an exception, Ctrl-C) cancels the
-        tasks not done; an interrupt also runs the cancel hooks (:meth:`on_cancel`)."""
+        every worker -- for every item on the cluster (``client.submit``); yield ``(index,
+        result, error)`` as tasks complete (:class:`distributed.as_completed`; ``error``:
+        the exception a task raised, or ``KilledWorker`` when its workers kept dying).
+        Items are taken lazily, at most :meth:`window` tasks in flight: the next is
+        submitted when one completes (a generator of items is never made a list;
+        ``names`` may grow with it, read when its item is taken). Task
+        keys are ``<label>-<index>-<name>-<random>``, never reused (a released key may
+        still be known to the scheduler, which would keep the old task for the new one).
+        Leaving the loop early (a break, an exception, Ctrl-C) cancels the tasks not done.
+
+        Raises
+        ------
+        ClusterLost
+            The scheduler went away while tasks were pending.
+        """
+        from distributed import as_completed
+
         client = self.client()
         # scattered as one object under a key of its own: ``scatter`` of a dict sends each
         # value under the dict's key ("plan") -- the same key for every fan-out of the run,
         # so one noise setting's release dropped (or its data replaced) the next one's inputs
-        args0 = () if shared is None else (client.scatter([shared], broadcast=True, hash=False)[0],)
-        source = (
-            (fn, (*args0, *item), i, names[i] if names is not None else str(i)) for i, item in enumerate(iter(items))
-        )
-        yield from Flow(self, label=label, here=False, source=source, window=self.window())
+        head = () if shared is None else (client.scatter([shared], broadcast=True, hash=False)[0],)
+        tag = uuid.uuid4().hex[:12]
+        source, window = enumerate(iter(items)), self.window()
+        live: dict = {}
+        done = as_completed([], loop=client.loop)
 
-    def flow(self, label: str = "task") -> Flow:
-        """A :class:`Flow` of tasks on this cluster (in this process when it does not fan out)."""
-        return Flow(self, label=label, here=not self.fans_out)
+        def fill() -> None:
+            while len(live) < window and (nxt := next(source, None)) is not None:
+                i, item = nxt
+                name = names[i] if names is not None and i < len(names) else str(i)
+                fut = client.submit(fn, *head, *item, key=f"{label}-{i}-{name}-{tag}", pure=False)
+                live[fut.key] = (i, fut)
+                done.add(fut)
+
+        try:
+            fill()
+            while live:
+                fut = next(done)
+                i, _ = live.pop(fut.key)
+                if fut.status == "cancelled":
+                    raise self._lost(fut)
+                err = fut.exception() if fut.status == "error" else None
+                value = None if err is not None else fut.result()
+                fut.release()
+                yield i, value, err
+                fill()
+        except BaseException as e:
+            self._interrupted = self._interrupted or isinstance(e, KeyboardInterrupt)
+            pending = [f for _, f in live.values() if not f.done()]
+            _bounded(lambda: client.cancel(pending, force=True), CLOSE_TIMEOUT)
+            raise
+        finally:
+            for _, f in live.values():
+                f.release()
+
+    def _lost(self, fut) -> ClusterError:
+        """Why a task came back cancelled though nobody cancelled it: the scheduler is gone."""
+        where = self.address or "of the local cluster"
+        return ClusterLost(f"lost the Dask scheduler {where} mid-run (task {fut.key} cancelled)")
 
     def each(
         self,
         fn: Callable,
-        items: Sequence[tuple],
+        items: Iterable[tuple],
         *,
         shared: Any = None,
         label: str = "task",
         names: Sequence[str] | None = None,
+        count: int | None = None,
     ) -> Iterator[tuple[int, Any, BaseException | None]]:
-        """:meth:`run_each` where :meth:`fan_out_for` says so, else the same in this
-        process, one item after the other (an ``Exception`` is yielded as the item's error)."""
-        items = list(items)
-        if self.fan_out_for(len(items)):
+        """:meth:`run_each` where :meth:`fan_out_for` says so for ``count`` items (default
+        ``len(items)``), else the same in this process, one item after the other (an
+        ``Exception`` is yielded as the item's error). Items are taken lazily either way:
+        a generator that prepares each item lets the first tasks run meanwhile."""
+        if self.fan_out_for(len(items) if count is None else count):
             yield from self.run_each(fn, items, shared=shared, label=label, names=names)
             return
         head = () if shared is None else (shared,)
@@ -403,19 +541,13 @@ class Cluster:
                 yield pending.pop(nxt)
                 nxt += 1
 
-    def cancel_run(self) -> None:
-        """Run the cancel hooks of this run on every worker, within :data:`CLOSE_TIMEOUT`
-        (a local cluster about to close: ``closing=True``, every kept kernel ends)."""
-        self._interrupted = True
-        if self._client is None or not self._hooks:
-            return
-        client, run_id, closing = self._client, self.run_id, self.local
-
-        def hooks():
-            for hook in self._hooks:
-                client.run(hook, run_id, closing, on_error="ignore")
-
-        _bounded(hooks, CLOSE_TIMEOUT)
+    def on_workers(self, fn: Callable, *args: Any) -> None:
+        """``fn(*args)`` on every worker of a started cluster, within :data:`CLOSE_TIMEOUT`
+        (errors ignored): what a run leaves on the workers is ended by it (the report's
+        kept kernels), also after an interrupt."""
+        client = self._client
+        if client is not None:
+            _bounded(lambda: client.run(fn, *args, on_error="ignore"), CLOSE_TIMEOUT)
 
     # ------------------------------------------------------------------ closing
     def close(self) -> None:
@@ -428,7 +560,6 @@ class Cluster:
     def _close_now(self) -> None:
         client, local, proc = self._client, self._local, self._workers_proc
         self._client = self._local = self._workers_proc = None
-        self._plugins.clear()
         if client is not None:
             _bounded(lambda: client.close(timeout=CLOSE_TIMEOUT), CLOSE_TIMEOUT)
         if proc is not None:
@@ -438,125 +569,6 @@ class Cluster:
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
-
-
-class Flow:
-    """Tasks that become ready while others run, the most urgent first: a batch whose
-    stages overlap (a country's notebooks start when its tables are computed, its
-    rendering when its notebooks are done, while other countries are still computed).
-
-    :meth:`add` queues a task -- also while the flow is being iterated, typically from
-    the loop body when a task it depends on completed; iterating yields
-    ``(tag, result, error)`` as tasks complete (``error``: the exception the task raised,
-    or ``KilledWorker``). At most ``window`` tasks are on the cluster at once (default two
-    per worker: one running, one waiting, so that no worker waits for the client) and
-    the queued task of smallest ``priority`` goes next; the scheduler gets the same order
-    (Dask's ``priority=-priority``). Tasks with equal priority go in the order added. A
-    ``source`` (an iterator of ``(fn, args, tag, name)``) is drawn from lazily whenever
-    nothing is queued (:meth:`Cluster.run_each`).
-
-    ``here=True`` (a cluster that does not fan out): the tasks run in this process, one
-    at a time, in the same order, an ``Exception`` yielded as the task's error. Leaving
-    the loop early (a break, an exception, Ctrl-C) cancels the tasks not done; an
-    interrupt also runs the cluster's cancel hooks.
-    """
-
-    def __init__(
-        self,
-        cluster: Cluster,
-        *,
-        label: str = "task",
-        here: bool = False,
-        source: Iterator[tuple] | None = None,
-        window: int | None = None,
-    ):
-        self._cluster, self._label, self._here = cluster, label, here
-        self._source = source
-        self._window = window
-        self._queue: list = []
-        self._order = itertools.count()
-        #: Makes this flow's task keys unique on the cluster: two flows of one run (the
-        #: Monte Carlo blocks of two noise settings) number their tasks from 0 alike.
-        self._id = uuid.uuid4().hex[:12]
-
-    @property
-    def here(self) -> bool:
-        """Whether the tasks run in this process."""
-        return self._here
-
-    def add(self, fn: Callable, *args: Any, tag: Any = None, priority: int = 0, name: str = "", kind: str = "") -> None:
-        """Queue ``fn(*args)``; its completion is yielded with ``tag``. ``kind`` (default: the
-        flow's label) and ``name`` make the task's key on the cluster, ``<kind>-<n>-<name>-<flow>``
-        with ``<flow>`` unique to this flow (Dask groups tasks by the ``<kind>`` prefix in its
-        logs and dashboard). A key is never reused: a released task's key may still be known
-        to the scheduler, which would then keep the old task (and its inputs) for the new one."""
-        heapq.heappush(self._queue, (priority, next(self._order), fn, args, tag, (kind or self._label, name)))
-
-    def _next(self) -> tuple | None:
-        if self._queue:
-            priority, _, fn, args, tag, name = heapq.heappop(self._queue)
-            return priority, fn, args, tag, name
-        nxt = next(self._source, None) if self._source is not None else None
-        return None if nxt is None else (0, nxt[0], nxt[1], nxt[2], (self._label, nxt[3]))
-
-    def __iter__(self) -> Iterator[tuple[Any, Any, BaseException | None]]:
-        if self._here:
-            while (nxt := self._next()) is not None:
-                _, fn, args, tag, _ = nxt
-                try:
-                    value = fn(*args)
-                except Exception as e:
-                    yield tag, None, e
-                    continue
-                yield tag, value, None
-            return
-        yield from self._on_cluster()
-
-    def _on_cluster(self) -> Iterator[tuple[Any, Any, BaseException | None]]:
-        from distributed import as_completed
-
-        cluster = self._cluster
-        client = cluster.client()
-        window = self._window or max(2, 2 * cluster.workers if cluster.local else cluster.window() // 2)
-        tags: dict[str, Any] = {}
-        live: set = set()
-        submitted = itertools.count()
-        ac = as_completed([], loop=client.loop)
-
-        def fill() -> None:
-            while len(live) < window and (nxt := self._next()) is not None:
-                priority, fn, args, tag, (kind, name) = nxt
-                key = f"{kind}-{next(submitted)}-{name}-{self._id}"
-                with warnings.catch_warnings():
-                    # a task carries its input tables as bytes on purpose (a remote worker has
-                    # no copy of this machine's files): distributed's advice to load them "with
-                    # Dask directly" does not apply, and its warning would reach the terminal
-                    warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
-                    fut = client.submit(fn, *args, key=key, pure=False, priority=-priority)
-                tags[fut.key] = tag
-                live.add(fut)
-                ac.add(fut)
-
-        try:
-            fill()
-            while live:
-                fut = next(ac)
-                live.discard(fut)
-                err = fut.exception() if fut.status == "error" else None
-                value = None if err is not None else fut.result()
-                fut.release()
-                tag = tags.pop(fut.key)
-                yield tag, value, err
-                fill()  # after the caller's turn: what it added goes first
-        except BaseException as e:
-            pending = [f for f in live if not f.done()]
-            _bounded(lambda: client.cancel(pending, force=True), CLOSE_TIMEOUT)
-            if isinstance(e, KeyboardInterrupt):
-                cluster.cancel_run()
-            raise
-        finally:
-            for f in live:
-                f.release()
 
 
 def _end_group(proc: subprocess.Popen, grace: float) -> None:
@@ -610,7 +622,7 @@ def using(cluster: Cluster | None = None, workers: int | None = None) -> Iterato
 
 # ---------------------------------------------------------------------- the local workers
 def serve_workers(address: str, n: int) -> None:
-    """The local workers' process (``python -m demonoise.core.cluster ADDRESS N``, started
+    """The local workers' process (``python -m demonoise.runtime.cluster ADDRESS N``, started
     by :class:`Cluster` in its own session): ``dask worker`` with ``N`` worker processes
     of one thread, configured by :data:`LOCAL_WORKER_CONFIG`, and a watchdog thread that
     kills this whole process group -- the nannies and their worker processes -- as soon

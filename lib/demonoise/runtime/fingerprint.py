@@ -2,7 +2,7 @@
 
 What decides whether a cached artefact is up to date (:mod:`demonoise.report.cache`) and
 whether a Dask worker runs the same demonoise as its client
-(:mod:`demonoise.core.cluster`): ``demonoise <version>+<hash of the package's .py files>``.
+(:mod:`demonoise.runtime.cluster`): ``demonoise <version>+<hash of the package's .py files>``.
 """
 
 from __future__ import annotations
