@@ -16,7 +16,12 @@ comparison --, notebooks and rendering run overlapped on ``workers`` processes o
 local Dask cluster), the work of each kind summed over the tasks, then one line per
 report: its notebook, HTML and PDF seconds,
 its pages and PDF seconds per page; sizes, and the load average before and after
-(other work on the machine inflates every figure). With several ``--workers`` (e.g.
+(other work on the machine inflates every figure). Then the PDF engines side by side on
+the same assembled notebooks (``build/<dataset>/<country>/report.ipynb``), in this process:
+Typst (the reports' engine: ``demonoise_pdf``) and, where ``weasyprint`` is installed (it is
+no dependency of the project: ``pip install weasyprint``, which needs the system's Pango),
+WeasyPrint laying out the HTML of ``demonoise_html`` -- the engine the PDFs had before --,
+each document's seconds and seconds per page, and the ratio per page. With several ``--workers`` (e.g.
 ``1 2``) each params file runs once per size, back to back, and the wall-time speed-up
 against the first size is printed. JSON goes to
 ``benchmarks/out/reports.json``.
@@ -103,6 +108,90 @@ def bench(name: str, params_file: Path, out: Path, workers: int, pdf: bool | Non
     return res
 
 
+#: The page of the WeasyPrint comparison (the reports' former print stylesheet, in short).
+_PRINT_CSS = """@page { size: A4; margin: 20mm 16mm 18mm 16mm;
+  @bottom-right { content: counter(page) " / " counter(pages) } }
+html { font-size: 9.5pt; } section.dn-chapter { break-before: page; } thead { display: table-header-group; }
+tr, figure { break-inside: avoid; } h1, h2, h3 { break-after: avoid; }"""
+
+
+def _weasyprint(html: str, base: Path) -> tuple[float, int] | None:
+    """Seconds and pages of WeasyPrint laying out ``html``; ``None`` if it is not installed."""
+    try:
+        import weasyprint
+    except (ImportError, OSError):  # not installed, or the system's Pango missing
+        return None
+    import logging
+
+    logging.getLogger("weasyprint").setLevel(logging.ERROR)
+    t0 = time.perf_counter()
+    doc = weasyprint.HTML(string=html, base_url=str(base)).render(stylesheets=[weasyprint.CSS(string=_PRINT_CSS)])
+    doc.write_pdf()
+    return time.perf_counter() - t0, len(doc.pages)
+
+
+def pdf_engines(out: Path, repeat: int = 3) -> dict:
+    """Typst against WeasyPrint on the batch's assembled notebooks (see the module notes):
+    Typst's seconds are the median of ``repeat`` runs of the exporter (the first run of the
+    first document, which starts the compiler and loads the template, is given apart)."""
+    import nbformat
+
+    from demonoise.report.exporter import DocumentHTMLExporter, DocumentPDFExporter
+
+    rows, first = [], None
+    for path in sorted(out.glob("build/*/*/report.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        res = {"metadata": {"name": path.parent.name, "path": str(path.parent)}}
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            _, r = DocumentPDFExporter().from_notebook_node(nb, resources=res)
+            times.append(time.perf_counter() - t0)
+        first = times[0] if first is None else first
+        typst_s, pages = statistics.median(times), r["demonoise_pages"]
+        row = {"report": f"{path.parent.parent.name}/{path.parent.name}", "pages": pages, "typst_s": round(typst_s, 3)}
+        row["typst_s_per_page"] = round(typst_s / pages, 4)
+        html, _ = DocumentHTMLExporter().from_notebook_node(nb, resources=res)
+        weasy = _weasyprint(html, path.parent)
+        if weasy is not None:
+            row.update(weasyprint_s=round(weasy[0], 2), weasyprint_pages=weasy[1])
+            row["weasyprint_s_per_page"] = round(weasy[0] / weasy[1], 3)
+            row["ratio_per_page"] = round(row["weasyprint_s_per_page"] / row["typst_s_per_page"], 1)
+        rows.append(row)
+    return {"typst_first_run_s": round(first or 0, 2), "documents": rows}
+
+
+def _print_engines(e: dict) -> None:
+    rows = e["documents"]
+    print(
+        "\nPDF engines on the same assembled notebooks (Typst: median of 3 runs of demonoise_pdf; the first run "
+        f"in the process, which starts the compiler, took {e['typst_first_run_s']} s)"
+    )
+    if not rows:
+        print("no assembled notebook found")
+        return
+    weasy = "weasyprint_s" in rows[0]
+    if not weasy:
+        print("WeasyPrint not installed here (pip install weasyprint, needs Pango): its columns are skipped")
+    head = "| document | Typst pages | Typst (s) | Typst s/page |"
+    print(head + (" WeasyPrint pages | WeasyPrint (s) | s/page | ratio per page |" if weasy else ""))
+    print("|---|---|---|---|" + ("---|---|---|---|" if weasy else ""))
+    for x in rows:
+        extra = (
+            f" {x['weasyprint_pages']} | {x['weasyprint_s']} | {x['weasyprint_s_per_page']} | {x['ratio_per_page']} |"
+            if weasy
+            else ""
+        )
+        print(f"| {x['report']} | {x['pages']} | {x['typst_s']} | {x['typst_s_per_page']} |" + extra)
+    t_pages, t_s = sum(x["pages"] for x in rows), sum(x["typst_s"] for x in rows)
+    line = f"all: Typst {t_s:.2f} s for {t_pages} pages ({t_s / t_pages:.4f} s/page)"
+    if weasy:
+        w_pages, w_s = sum(x["weasyprint_pages"] for x in rows), sum(x["weasyprint_s"] for x in rows)
+        line += f"; WeasyPrint {w_s:.1f} s for {w_pages} pages ({w_s / w_pages:.3f} s/page)"
+        line += f"; Typst {(w_s / w_pages) / (t_s / t_pages):.1f} times faster per page, {w_s / t_s:.1f} per document"
+    print(line)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["default", "ess"], help="run one params file only")
@@ -125,6 +214,8 @@ def main() -> int:
             shutil.rmtree(base)
         try:
             r = bench(name, f, base, workers, False if args.no_pdf else None)
+            if not args.no_pdf:
+                r["pdf_engines"] = pdf_engines(base)
         finally:
             if not args.keep:
                 shutil.rmtree(base, ignore_errors=True)
@@ -151,6 +242,8 @@ def main() -> int:
         print(f"load average before {r['loadavg_before']}, after {r['loadavg_after']}")
         for n in r["notes"]:
             print(f"note: {n}")
+        if "pdf_engines" in r:
+            _print_engines(r["pdf_engines"])
         first = results["runs"].get(f"{name}-w{args.workers[0]}")
         if first is not None and workers != args.workers[0]:
             print(

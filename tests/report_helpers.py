@@ -88,3 +88,42 @@ def scan_html(text: str) -> _Collector:
 def no_tmp_files(directory: Path) -> list[Path]:
     """Temporary files of demonoise's atomic writes left in ``directory`` (should be none)."""
     return [p for p in Path(directory).rglob("*") if ".dn-tmp-" in p.name]
+
+
+# ------------------------------------------------------------------ PDFs read back with pypdf
+def pdf_text(path, page: int | None = None) -> str:
+    """The text of a PDF (one page, or all of them joined by newlines)."""
+    from pypdf import PdfReader
+
+    pages = PdfReader(path).pages
+    chosen = pages if page is None else [pages[page]]
+    return "\n".join(p.extract_text() or "" for p in chosen)
+
+
+def pdf_links(path) -> list[str]:
+    """The URIs of the PDF's link annotations, in page order."""
+    from pypdf import PdfReader
+
+    out = []
+    for page in PdfReader(path).pages:
+        for a in page.get("/Annots") or []:
+            action = a.get_object().get("/A") or {}
+            if "/URI" in action:
+                out.append(str(action["/URI"]))
+    return out
+
+
+def pdf_fonts(path) -> set[str]:
+    """The embedded fonts of a PDF, without their subset prefix (``"DejaVuSans-Bold"``);
+    fails if one is not embedded."""
+    from pypdf import PdfReader
+
+    names = set()
+    for page in PdfReader(path).pages:
+        for f in ((page.get("/Resources") or {}).get("/Font") or {}).values():
+            f = f.get_object()
+            desc = f.get("/FontDescriptor") or (f["/DescendantFonts"][0].get_object().get("/FontDescriptor"))
+            desc = desc.get_object()
+            assert any(k in desc for k in ("/FontFile", "/FontFile2", "/FontFile3")), f["/BaseFont"]
+            names.add(str(f["/BaseFont"]).lstrip("/").split("+")[-1])
+    return names

@@ -1,7 +1,7 @@
 """The garbage collector during one large task (demonoise.core.collector): raised thresholds
 inside, the previous ones back afterwards, and fewer full collections -- counted by the
 interpreter itself (gc.callbacks) -- while a large graph of long-lived objects is built;
-the PDF layout, the rendering task and the compute task run under them."""
+the compute task runs under them (the PDF, typeset by Typst, no longer needs them)."""
 
 from __future__ import annotations
 
@@ -73,21 +73,6 @@ def _record_threshold(monkeypatch, owner, name, seen):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, recording)
-
-
-def test_pdf_layout_runs_under_the_raised_thresholds(monkeypatch):
-    pytest.importorskip("weasyprint")
-    import weasyprint
-
-    from demonoise.report.exporter import html_to_pdf
-
-    seen = []
-    _record_threshold(monkeypatch, weasyprint.HTML, "render", seen)
-    before = gc.get_threshold()
-    data, pages = html_to_pdf("<html><body><p>One page.</p></body></html>")
-    assert data.startswith(b"%PDF") and pages == 1
-    assert seen == [TASK_THRESHOLDS]
-    assert gc.get_threshold() == before
 
 
 def test_compute_task_runs_under_the_raised_thresholds(monkeypatch):

@@ -60,10 +60,10 @@ def test_a_broken_notebook_is_isolated_and_reported(batch):
     assert "MT.html" not in index
 
 
-def test_without_pango_the_batch_writes_html_and_says_why(batch, broken_notebooks, monkeypatch):
+def test_without_the_pdf_engine_the_batch_writes_html_and_says_why(batch, broken_notebooks, monkeypatch):
     import demonoise.report.exporter as exporter
 
-    reason = "no PDF: WeasyPrint cannot load the system library Pango (test); install libpango-1.0-0 libpangoft2-1.0-0"
+    reason = "no PDF: the typst package is not installed (test); pip install typst"
     monkeypatch.setattr(exporter, "pdf_engine_problem", lambda: reason)
     params = parse_params({**GOOD, "noise": [{"V": 1}], "pdf": True}, source="test")
     rep = run_reports(params, batch["out"], workers=1, progress=False, log=None, notebooks_dir=broken_notebooks)
@@ -71,7 +71,7 @@ def test_without_pango_the_batch_writes_html_and_says_why(batch, broken_notebook
     assert rep.ok and o.html.is_file() and o.pdf is None and o.pdf_error == reason
     assert reason in rep.notes
     index = (batch["out"] / "index.html").read_text(encoding="utf-8")
-    assert "WeasyPrint cannot load the system library Pango (test)" in index
+    assert "the typst package is not installed (test)" in index
 
 
 def test_cli_exit_status(batch, broken_notebooks, tmp_path, monkeypatch, capsys):

@@ -22,7 +22,6 @@ from demonoise.report.notebook import (
     display_metrics,
     drawn_fields,
     setup_notebook,
-    simplify_svg,
     to_jsonable,
 )
 
@@ -89,90 +88,11 @@ def test_the_drawing_gets_only_the_fields_the_chart_names_and_draws_the_same(df)
 
     config["font"] = FONT
     reference = vlc.vegalite_to_svg({**spec, "config": config}, vl_version=_vl_version(), format_locale=FORMAT_LOCALE)
-    assert b["image/svg+xml"] == simplify_svg(_uniquify_svg_ids(reference))
+    assert b["image/svg+xml"] == _uniquify_svg_ids(reference)
     assert b[FIGURE_MIME]["csv"].splitlines()[0] == ",".join(wide.columns)
 
     everything = alt.Chart(wide).mark_point(tooltip=True).encode(x="age:Q", y="rate:Q").to_dict()
     assert drawn_fields(everything)["datasets"] == everything["datasets"]
-
-
-def test_simplify_svg_rewrites_only_rectangles_circles_and_empty_paths():
-    svg = (
-        '<svg><path class="background" d="M0.5,0.5h560v240h-560Z" stroke="#d5dbe1"/>'
-        '<path d="M10,5h-4v-3h4Z" fill="red"/>'
-        '<path transform="translate(3,4)" d="M2.5,0A2.5,2.5,0,1,1,-2.5,0A2.5,2.5,0,1,1,2.5,0" fill="blue"/>'
-        '<path d="" aria-hidden="true"/>'
-        '<path d="M0,0h5v5h-4Z"/>'  # not closed back to its start: left alone
-        '<path d="M2,0A2,1,0,1,1,-2,0A2,1,0,1,1,2,0"/>'  # an ellipse: left alone
-        '<path d="M0,238.7L16,238.1"/></svg>'
-    )
-    out = simplify_svg(svg)
-    assert out == (
-        '<svg><rect class="background" x="0.5" y="0.5" width="560" height="240" stroke="#d5dbe1"/>'
-        '<rect x="6" y="2" width="4" height="3" fill="red"/>'
-        '<circle transform="translate(3,4)" r="2.5" fill="blue"/>'
-        '<path d="M0,0h5v5h-4Z"/>'
-        '<path d="M2,0A2,1,0,1,1,-2,0A2,1,0,1,1,2,0"/>'
-        '<path d="M0,238.7L16,238.1"/></svg>'
-    )
-
-
-def test_opacity_becomes_the_alpha_of_the_only_paint():
-    from demonoise.report.notebook import _opacity_as_paint
-
-    svg = (
-        '<svg xmlns="http://www.w3.org/2000/svg"><g fill="none">'
-        '<circle r="2" stroke="#123456" opacity="0.5"/>'  # stroke only (fill none inherited)
-        '<circle r="2" fill="#123456" opacity="0.5"/>'  # fill only
-        '<circle r="2" fill="#123456" stroke="#000" opacity="0.5"/>'  # both paints: a group
-        '<g fill-opacity="0.5"><rect width="1" height="1" fill="red" opacity="0.4"/></g>'
-        '<line x2="5" stroke="red" opacity="0.25"/>'
-        '<text fill="#000" opacity="0.5">A</text>'
-        "</g></svg>"
-    )
-    out = _opacity_as_paint(svg)
-    assert '<circle r="2" stroke="#123456" stroke-opacity="0.5" />' in out
-    assert '<circle r="2" fill="#123456" fill-opacity="0.5" />' in out
-    assert '<circle r="2" fill="#123456" stroke="#000" opacity="0.5" />' in out
-    assert '<rect width="1" height="1" fill="red" fill-opacity="0.2" />' in out  # 0.5 inherited x 0.4
-    assert '<line x2="5" stroke="red" stroke-opacity="0.25" />' in out
-    assert '<text fill="#000" opacity="0.5">A</text>' in out
-    assert _opacity_as_paint("<svg><rect></svg") == "<svg><rect></svg"  # not XML: left alone
-    odd = '<svg xmlns="http://www.w3.org/2000/svg"><circle r="2" fill="red" opacity="50%"/></svg>'
-    assert _opacity_as_paint(odd) == odd  # not a plain number: left alone
-
-
-def test_simplified_chart_draws_the_same_picture(df):
-    """A chart with points, rectangles and a frame, drawn by an independent renderer
-    (resvg, through vl-convert) before and after :func:`simplify_svg`: the same pixels."""
-    import vl_convert as vlc
-    from PIL import Image, ImageChops
-
-    base = alt.Chart(df).encode(x="age:Q", y="rate:Q")
-    chart = alt.layer(
-        base.mark_bar(opacity=0.4),
-        base.mark_circle(size=60, opacity=0.6),
-        base.mark_point(shape="square", opacity=0.8),
-        base.mark_rule(opacity=0.5, strokeWidth=4),
-    )
-    svg = vlc.vegalite_to_svg(chart.to_dict())
-    simple = simplify_svg(svg)
-    # bars, circles and squares as rectangles, circles or (where they overlap nothing
-    # painted in between) one path per paint: far fewer elements
-    assert len(re.findall(r"<[a-z]", simple)) < len(re.findall(r"<[a-z]", svg)) - 2 * len(df)
-    # every mark's opacity became the alpha of its paint: no transparency group left
-    assert svg.count(' opacity="0.') >= 4 * len(df) and ' opacity="0.' not in simple
-
-    def png(text):
-        import io
-
-        return Image.open(io.BytesIO(vlc.svg_to_png(text, scale=2.0))).convert("RGB")
-
-    a, b = png(svg), png(simple)
-    assert a.size == b.size
-    diff = np.asarray(ImageChops.difference(a, b).convert("L"))
-    # anti-aliasing of an exact circle against its two-arc path: a few pixels at most
-    assert (diff > 64).sum() < 0.002 * diff.size
 
 
 def test_svg_ids_do_not_collide_between_charts(df):

@@ -1,13 +1,13 @@
-"""Rendering: assembly (chapters, settings as subsections), the nbconvert exporters (HTML,
-and the same HTML paged by WeasyPrint), formulas typeset as SVG by nbconvert's own Markdown
-parser, numbered figures and tables with their CSV, offline HTML (static check and headless
-Chromium with the network off), and HTML only with a one-line reason where Pango is missing."""
+"""Rendering: assembly (chapters, settings as subsections), the nbconvert exporters (HTML;
+Typst source; the PDF compiled from it in-process), formulas typeset as SVG by nbconvert's
+own Markdown parser (in the HTML and in the PDF), numbered figures and tables with their
+CSV, offline HTML (static check and headless Chromium with the network off), HTML only with
+a one-line reason where the typst wheel is missing, user text escaped for Typst, long
+tables across pages with their header repeated. PDFs are read back with pypdf."""
 
 from __future__ import annotations
 
-import html as _html
 import re
-import shutil
 import subprocess
 import sys
 
@@ -15,16 +15,15 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.exporter import DocumentHTMLExporter, html_to_pdf, pdf_engine_problem
+from demonoise.report.exporter import DocumentHTMLExporter, DocumentTypstExporter, typst_to_pdf
 from demonoise.report.notebook import METRICS_MIME
 from demonoise.report.render import Chapter, Section, assemble, render_document, render_report
 from demonoise.report.run import Job, run_jobs
 from demonoise.report.templates import ENV_VAR, find_template_dir
-from demonoise.report.typeset import count_formulas, markdown_to_html, print_formulas, tex_svg
-from report_helpers import COVER, GOOD, chromium, no_tmp_files, scan_html
+from demonoise.report.typeset import count_formulas, markdown_to_html, markdown_to_typst, tex_svg
+from report_helpers import COVER, GOOD, chromium, no_tmp_files, pdf_fonts, pdf_links, pdf_text, scan_html
 
 TITLE = "Fixture quality report"
-needs_pango = pytest.mark.skipif(pdf_engine_problem() is not None, reason=str(pdf_engine_problem()))
 
 
 @pytest.fixture(scope="module")
@@ -131,114 +130,111 @@ def test_formulas_are_found_by_nbconvert_markdown_and_typeset_as_svg():
         tex_svg(r"\notacommand{", False)
 
 
-def _ink(pdf: bytes, where, name: str):
-    """The page of ``pdf`` at 600 dpi as a boolean array of dark pixels (pdftoppm)."""
-    import numpy as np
-    from PIL import Image
-
-    (where / f"{name}.pdf").write_bytes(pdf)
-    cmd = ["pdftoppm", "-r", "600", "-gray", "-png", "-singlefile", str(where / f"{name}.pdf"), str(where / name)]
-    subprocess.run(cmd, check=True)
-    return np.asarray(Image.open(where / f"{name}.png").convert("L")) < 128
+def _pdf_of(markdown: str, tmp_path, name: str = "doc"):
+    """A one-chapter document of ``markdown`` rendered to HTML and PDF."""
+    nb = new_notebook(cells=[new_markdown_cell("# Chapter"), new_markdown_cell(markdown)])
+    res = render_document(assemble([nb], title="T", toc=False), tmp_path / f"{name}.html", tmp_path / f"{name}.pdf")
+    assert res.pdf_error is None, res.pdf_error
+    return res
 
 
-def _near(x, y) -> float:
-    """Share of the dark pixels of ``x`` within one pixel of a dark pixel of ``y``."""
-    import numpy as np
-    from scipy.ndimage import binary_dilation
+def test_formulas_in_the_pdf_are_the_typeset_svgs_in_vector(tmp_path):
+    """In the PDF a formula is the SVG of the HTML, drawn as vector paths (no raster
+    image); no TeX is left in the text."""
+    from pypdf import PdfReader
 
-    return float((x & binary_dilation(y, np.ones((3, 3), bool))).sum() / x.sum())
-
-
-@needs_pango
-@pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="poppler-utils not installed")
-def test_formulas_in_the_pdf_are_images_of_the_typeset_svg(tmp_path):
-    """In the PDF a formula is a PNG rasterised from its SVG at 100 px per em (758 ppi at
-    the print stylesheet's 9.5 pt), its TeX the alt text, a formula used twice embedded
-    once; the page at 600 dpi is the page drawn with the vector formulas to a pixel (and
-    a page with one formula changed is not)."""
-    import weasyprint
-
-    tex = [
-        r"f_x = \frac{b_x}{W_x}",
-        r"\mathrm{Var}(e_k) = \sum_x \left(\frac{\partial e_k}{\partial m_x}\right)^2 V",
-        "e_x",
-    ]
-    body = "".join(f"<p>Text {tex_svg(t, i == 1)} more.</p>" for i, t in enumerate(tex)) * 2
-    html = f"<html><head><style>html {{ font-size: 9.5pt }}</style></head><body>{body}</body></html>"
-    printed = print_formulas(html)
-    assert _maths(printed) == 0 and printed.count('<img class="dn-math') == 6
-    assert all(f'alt="{_html.escape(t, quote=True)}"' in printed for t in tex)
-    # as an HTML serialiser may leave a formula (nbconvert's heading anchors do): attributes
-    # in lower case, the SVG namespace on an ancestor or as a prefix -- the same image
-    svg = tex_svg(tex[0])
-    lower = svg.replace("viewBox", "viewbox")
-    moved = lower.replace(' xmlns="http://www.w3.org/2000/svg"', "")
-    prefixed = moved.replace("<svg ", "<ns0:svg ").replace("</svg>", "</ns0:svg>").replace("<path", "<ns0:path")
-    prefixed = prefixed.replace("</path>", "</ns0:path>")
-    same = {print_formulas(f"<p>{v}</p>") for v in (svg, lower, moved, prefixed)}
-    assert len(same) == 1 and "<img " in same.pop()
-    raster, pages = html_to_pdf(html)
-    assert pages == 1
-    listing = subprocess.run(["pdfimages", "-list", "-"], input=raster, capture_output=True, check=True).stdout
-    rows = [r.split() for r in listing.decode().splitlines()[2:] if r.split()[2] == "image"]
-    assert len(rows) == 6 and len({r[10] for r in rows}) == 3  # three distinct images, each drawn twice
-    assert min(int(r[12]) for r in rows) >= 740 and min(int(r[13]) for r in rows) >= 740  # x-ppi, y-ppi
-    a = _ink(raster, tmp_path, "raster")
-    b = _ink(weasyprint.HTML(string=html).write_pdf(), tmp_path, "vector")
-    assert _near(a, b) > 0.98 and _near(b, a) > 0.98
-    other = _ink(weasyprint.HTML(string=html.replace(tex_svg("e_x"), tex_svg("e_y"))).write_pdf(), tmp_path, "other")
-    assert _near(a, other) < 0.9
+    md = r"Inline $\sqrt{V}$ and $e_x$, then "
+    md += r"$$\mathrm{Var}(e_k) = \sum_x \left(\frac{\partial e_k}{\partial m_x}\right)^2 V$$"
+    typst = markdown_to_typst(md)
+    assert typst.count("#dn-math(") == 2 and typst.count("#dn-math-block(") == 1
+    res = _pdf_of(md, tmp_path)
+    text = pdf_text(res.pdf)
+    assert "Inline" in text and "\\sqrt" not in text and "\\frac" not in text and "$" not in text
+    page = PdfReader(res.pdf).pages[1]
+    xobjects = [v.get_object() for v in (page["/Resources"].get("/XObject") or {}).values()]
+    assert all(x["/Subtype"] != "/Image" for x in xobjects)  # no raster image
+    drawn = page.get_contents().get_data() + b"".join(x.get_data() for x in xobjects)
+    assert len(re.findall(rb" c\n", drawn)) > 10  # the glyphs' outlines: Bezier curves
 
 
-_PAGE = """<html><body class="dn-body"><main class="dn-report"><h1>Title</h1>
-<p>Plain, <b>bold</b>, <i>italic</i> and <b><i>both</i></b>: 1 234 567 people; <code>demonoise report</code>.</p>
-</main></body></html>"""
-_RENDER = """
-import sys
-from demonoise.report.exporter import html_to_pdf
-pdf, _ = html_to_pdf(open(sys.argv[1]).read())
-open(sys.argv[2], "wb").write(pdf)
-"""
-
-
-@needs_pango
-@pytest.mark.skipif(shutil.which("pdffonts") is None, reason="poppler-utils not installed")
 def test_the_pdf_is_set_in_the_templates_own_typeface_on_any_machine(tmp_path):
-    """The PDF's text is DejaVu Sans from the template's fonts/ (its four faces), also where
-    the machine has no font at all (fontconfig with no font directory) and where it has a
-    font that the stylesheet's stack names first (Liberation Sans answers for "Arial" where
-    fonts-liberation is installed, as chromium's Debian package does): the same text in the
-    same places as with the machine's fonts."""
-    import os
+    """The PDF's text is DejaVu Sans from the template's fonts/ (its faces, and DejaVu Sans
+    Mono for code), embedded; the compiler is given no other font, so the document is the
+    same on every machine."""
+    import typst
 
+    from demonoise.report.exporter import _compiler
     from demonoise.report.templates import FONT_FACES, fonts_dir
 
     assert fonts_dir() is not None and len(FONT_FACES) == 6
-    css = (find_template_dir() / "demonoise" / "static" / "demonoise.css").read_text(encoding="utf-8")
-    (tmp_path / "page.html").write_text(_PAGE.replace("<body", f"<head><style>{css}</style></head><body"), "utf-8")
-    (tmp_path / "render.py").write_text(_RENDER, encoding="utf-8")
-    bare = tmp_path / "fonts.conf"
-    bare.write_text(f"<?xml version='1.0'?><fontconfig><cachedir>{tmp_path / 'cache'}</cachedir></fontconfig>")
-    pdfs = {}
-    for name, env in (("here", {}), ("bare", {"FONTCONFIG_FILE": str(bare)})):
-        out = tmp_path / f"{name}.pdf"
-        cmd = [sys.executable, str(tmp_path / "render.py"), str(tmp_path / "page.html"), str(out)]
-        subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, **env})
-        pdfs[name] = out
-    for out in pdfs.values():
-        fonts = subprocess.run(["pdffonts", str(out)], capture_output=True, text=True, check=True).stdout
-        names = {line.split()[0].split("+")[-1] for line in fonts.splitlines()[2:]}
-        assert names == {
-            "DejaVu-Sans",
-            "DejaVu-Sans-Bold",
-            "DejaVu-Sans-Italic",
-            "DejaVu-Sans-Bold-Italic",
-            "DejaVu-Sans-Mono",
-        }, names
-    text = {n: subprocess.run(["pdftotext", "-layout", str(p), "-"], capture_output=True, text=True).stdout
-            for n, p in pdfs.items()}  # fmt: skip
-    assert "1 234 567 people" in text["here"] and text["here"] == text["bare"]
+    fonts = typst.Fonts(include_system_fonts=False, include_embedded_fonts=False, font_paths=[str(fonts_dir())])
+    assert set(fonts.families()) == {"DejaVu Sans", "DejaVu Sans Mono"}
+    assert _compiler() is _compiler()  # one compiler per process
+    res = _pdf_of("Plain, **bold**, *italic* and ***both***: 1 234 567 people; `demonoise report`.", tmp_path)
+    assert pdf_fonts(res.pdf) == {
+        "DejaVuSans",
+        "DejaVuSans-Bold",
+        "DejaVuSans-Oblique",
+        "DejaVuSans-BoldOblique",
+        "DejaVuSansMono",
+    }
+    assert "1 234 567 people" in pdf_text(res.pdf)
+
+
+def test_user_text_is_escaped_for_typst(tmp_path):
+    """Markdown, captions, table cells and HTML with Typst syntax in them print as written:
+    nothing is run as code, maths, a label or a comment."""
+    import pandas as pd
+
+    from demonoise.report.cover import cover_html
+    from demonoise.report.summary import HtmlTable
+
+    nasty = '#panic("x") $a$ *b* _c_ <lab> @ref [x] \\ // not a comment /* nor this */ = not a heading ~ `q'
+    table = HtmlTable(
+        pd.DataFrame({"a": [1]}), pd.DataFrame({nasty: [nasty], "n": ["1 234"]}), caption=nasty, note=nasty
+    )
+    cell = new_code_cell("t")
+    cell.outputs = [
+        new_output("display_data", data=table._repr_mimebundle_()),
+        new_output("display_data", data={"text/html": f"<p><b>{nasty.replace('<', '&lt;')}</b></p>"}),
+        new_output("stream", name="stdout", text=nasty),
+    ]
+    md = "Words: " + nasty.replace("*", "\\*").replace("_", "\\_").replace("`", "\\`").replace("$", "\\$")
+    nb = new_notebook(cells=[new_markdown_cell("# Chapter"), new_markdown_cell(md), cell])
+    publisher = type("Publisher", (), {"organisation": nasty, "contact": nasty, "date": "2026-11-30"})()
+    cover = cover_html(nasty, publisher=publisher, data_status=nasty, settings=[nasty])
+    res = render_document(assemble([nb], title=nasty, cover=cover), tmp_path / "x.html", tmp_path / "x.pdf")
+    assert res.pdf_error is None, res.pdf_error
+    text = re.sub(r"\s+", " ", pdf_text(res.pdf))
+    flat = re.sub(r"\s+", " ", nasty)
+    # cover (title, organisation, contact, data, settings), running header and footer, markdown,
+    # caption, table head and cell, note, HTML, stream
+    assert text.count(flat) >= 14, text.count(flat)
+
+
+def test_a_long_table_breaks_across_pages_with_its_header_repeated(tmp_path):
+    import pandas as pd
+
+    from demonoise.report.summary import HtmlTable
+
+    shown = pd.DataFrame({"region": [f"R{i:03d}" for i in range(150)], "value": [f"{i}.5" for i in range(150)]})
+    cell = new_code_cell("t")
+    table = HtmlTable(shown, shown, caption="Long table", name="long")
+    cell.outputs = [new_output("display_data", data=table._repr_mimebundle_())]
+    nb = new_notebook(cells=[new_markdown_cell("# Chapter"), cell])
+    res = render_document(assemble([nb], title="T", toc=False), tmp_path / "l.html", tmp_path / "l.pdf")
+    pages = [pdf_text(res.pdf, i) for i in range(res.pages)]
+    body = [i for i, t in enumerate(pages) if "R0" in t or "R1" in t]
+    assert len(body) >= 3 and all(re.search(r"region\s+value", pages[i]) for i in body)
+    assert "R000" in pages[body[0]] and "R149" in pages[body[-1]]
+    # the CSV link of the table is relative to the document and its file exists
+    (link,) = pdf_links(res.pdf)
+    assert link == "l-data/long.csv" and (tmp_path / link).is_file()
+
+
+def test_typst_errors_are_one_report_error():
+    with pytest.raises(ReportError, match="PDF typesetting failed"):
+        typst_to_pdf('#panic("broken")')
 
 
 # ------------------------------------------------------------------ HTML
@@ -283,15 +279,6 @@ def test_html_content(report):
     targets = re.findall(r'href="#([^"]+)"', toc)
     assert targets == ["sec-1-fixture-indicator", "be34", "by-setting", "by-setting-1", "by-setting-2"]
     assert set(targets) <= scan.ids
-    # print stylesheet: A4, chapters on a new page, contents with page numbers, running header and footer
-    for rule in (
-        "size: A4",
-        "break-before: page",
-        "target-counter(attr(href url), page)",
-        "counter(pages)",
-        "string(datastatus)",
-    ):
-        assert rule in text, rule
     assert no_tmp_files(report.html.parent) == []
 
 
@@ -304,35 +291,92 @@ def test_template_lookup_errors_are_specific(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ PDF
-@needs_pango
+def test_typst_source(executed):
+    """The Typst template: A4, a running header (the data status) and a footer "title n / N",
+    the contents with page numbers, chapters on a new page (landscape where flagged), the
+    settings under their chapter, numbered figures and tables."""
+    nb = assemble(
+        [Section(executed["sections"][0], landscape=True), executed["sections"][1]],
+        title=TITLE,
+        cover=executed["cover"],
+    )
+    src, _ = DocumentTypstExporter().from_notebook_node(nb, resources={"metadata": {"name": "r"}})
+    for rule in (
+        'paper: "a4"',
+        "dn-status.final()",
+        'counter(page).display("1 / 1", both: true)',
+        "outline(title: [Contents]",
+        "#set page(flipped: true)",
+        "#set page(flipped: false)",
+        '#dn-figure(number: "1.1"',
+        '#dn-table-block(number: "2.1"',
+        "<sec-1-fixture-indicator>",
+    ):
+        assert rule in src, rule
+
+
 def test_pdf(report):
     from pypdf import PdfReader
 
     assert report.pdf_error is None and report.pdf.read_bytes()[:5] == b"%PDF-"
-    info = subprocess.run(["pdfinfo", str(report.pdf)], capture_output=True, text=True, check=True).stdout
-    assert re.search(r"Page size:\s+595\.\d+ x 841\.\d+ pts \(A4\)", info) and "WeasyPrint" in info
-    pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
-    assert pages == report.pages >= 4
-    text = subprocess.run(["pdftotext", str(report.pdf), "-"], capture_output=True, text=True, check=True).stdout
+    pdf = PdfReader(report.pdf)
+    assert len(pdf.pages) == report.pages >= 4
+    assert all(round(float(p.mediabox.width)) == 595 and round(float(p.mediabox.height)) == 842 for p in pdf.pages)
+    text = pdf_text(report.pdf)
     assert "\\sqrt" not in text and "\\frac" not in text and "$$" not in text  # maths typeset
-    assert "Figure 1.1." in text and "Contents" in text and re.search(rf"\b2\s*/\s*{pages}\b", text)
-    outline = PdfReader(report.pdf).outline
-    assert any(not isinstance(b, list) and "By setting" in b.title for b in outline)
+    assert "Figure 1.1." in text and "Table 3.2." in text and "Contents" in text
+    assert re.search(rf"{TITLE}\s*2\s*/\s*{report.pages}\b", pdf_text(report.pdf, 1))
+    titles = [b.title for b in pdf.outline if not isinstance(b, list)]
+    assert "2 Second region" in titles and "3 By setting" in titles
+    assert any(
+        isinstance(b, list) and any(k.title == "3.1 V = 1" for k in b if not isinstance(k, list)) for b in pdf.outline
+    )
+    # the CSV links: relative to the document, to files that exist; the charts are vector
+    links = pdf_links(report.pdf)
+    assert len(links) == 12 and all(
+        not u.startswith(("file:", "/")) and (report.html.parent / u).is_file() for u in links
+    )
+    assert pdf_fonts(report.pdf) >= {"DejaVuSans", "DejaVuSans-Bold"}
+    images = [
+        x
+        for p in pdf.pages
+        for x in (p["/Resources"].get("/XObject") or {}).values()
+        if x.get_object()["/Subtype"] == "/Image"
+    ]
+    assert images == []
 
 
-@needs_pango
+def test_landscape_chapters(executed, tmp_path):
+    from pypdf import PdfReader
+
+    res = render_report(
+        [executed["sections"][0], Section(executed["sections"][1], landscape=True)],
+        tmp_path / "w.html",
+        tmp_path / "w.pdf",
+        title="t",
+    )
+    pdf = PdfReader(res.pdf)
+    wide = [float(p.mediabox.width) > float(p.mediabox.height) for p in pdf.pages]
+    start = next(
+        i for i in range(2, len(pdf.pages)) if re.search(r"^\s*2\s*Fixture indicator", pdf_text(res.pdf, i), re.M)
+    )
+    assert not any(wide[:start]) and all(wide[start:])
+
+
 def test_nbconvert_exporter_entry_point_gives_the_pdf(executed, tmp_path):
     nb = assemble(executed["sections"][:1], title=TITLE)
     import nbformat
 
     src = tmp_path / "doc.ipynb"
     nbformat.write(nb, src)
-    subprocess.run(
-        [sys.executable, "-m", "nbconvert", "--to", "demonoise_pdf", str(src), "--output-dir", str(tmp_path)],
-        check=True,
-        capture_output=True,
-    )
+    for fmt in ("demonoise_pdf", "demonoise_typst"):
+        subprocess.run(
+            [sys.executable, "-m", "nbconvert", "--to", fmt, str(src), "--output-dir", str(tmp_path)],
+            check=True,
+            capture_output=True,
+        )
     assert (tmp_path / "doc.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (tmp_path / "doc.typ").read_text(encoding="utf-8").count("#dn-figure(") == 2
     assert sorted(p.name for p in (tmp_path / "doc-data").iterdir()) == [
         "figure-1-1.csv",
         "figure-1-2.csv",
@@ -342,21 +386,21 @@ def test_nbconvert_exporter_entry_point_gives_the_pdf(executed, tmp_path):
     assert _maths(html) == 4
 
 
-def test_without_pango_html_only_and_one_line_reason(executed, tmp_path, monkeypatch):
-    """The system library missing: cffi raises OSError when WeasyPrint is imported."""
+def test_without_typst_html_only_and_one_line_reason(executed, tmp_path, monkeypatch):
+    """The typst wheel missing: the HTML is written, the PDF is not, and one line says why."""
 
-    class NoPango:
+    class NoTypst:
         def find_spec(self, name, path=None, target=None):
-            if name == "weasyprint":
-                raise OSError("cannot load library 'libpango-1.0-0': libpango-1.0-0: cannot open shared object file")
+            if name == "typst":
+                raise ModuleNotFoundError("No module named 'typst'")
 
-    monkeypatch.delitem(sys.modules, "weasyprint", raising=False)
-    monkeypatch.setattr(sys, "meta_path", [NoPango(), *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "typst", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [NoTypst(), *sys.meta_path])
     (tmp_path / "r.pdf").write_bytes(b"%PDF- stale")
     res = render_report(executed["sections"][:1], tmp_path / "r.html", tmp_path / "r.pdf", title="t")
     assert res.html.is_file() and res.pdf is None and not (tmp_path / "r.pdf").exists()
-    assert res.pdf_error.startswith("no PDF: WeasyPrint cannot load the system library Pango")
-    assert "libpango-1.0-0 libpangoft2-1.0-0" in res.pdf_error and "\n" not in res.pdf_error
+    assert res.pdf_error.startswith("no PDF: the typst package is not installed")
+    assert "pip install typst" in res.pdf_error and "\n" not in res.pdf_error
     assert no_tmp_files(tmp_path) == []
 
 
@@ -398,8 +442,9 @@ def test_screenshot(report, tmp_path):
 
 def test_captions_set_subscripted_symbols_as_the_text_does():
     """Figure and table captions are plain text in the notebooks ("Relative uncertainty of
-    e_x"); the HTML sets the symbol as the formulas do, and leaves dataset codes alone."""
-    from demonoise.report.exporter import caption_html
+    e_x"); the HTML and the Typst set the symbol as the formulas do, and leave dataset
+    codes alone."""
+    from demonoise.report.exporter import caption_html, caption_typst
 
     assert caption_html("Relative uncertainty of e_x, both sexes") == (
         "Relative uncertainty of <i>e</i><sub>x</sub>, both sexes"
@@ -408,28 +453,4 @@ def test_captions_set_subscripted_symbols_as_the_text_does():
     assert caption_html("m_{85+} & A < 10 %") == "<i>m</i><sub>85+</sub> &amp; A &lt; 10 %"
     for plain in ("Eurostat demo_r_find3, demo_r_pjangroup", "file x_y.csv", "snake_case"):
         assert caption_html(plain) == plain
-
-
-def test_the_html_is_nbconverts_without_its_second_parse(executed):
-    """The exporter leaves out nbconvert's closing BeautifulSoup pass (more than half of the
-    HTML's time): the page is the one nbconvert's own HTMLExporter writes, once that pass's
-    serialisation is applied to ours, and an image without ``alt`` gets nbconvert's text."""
-    import nbformat
-    from bs4 import BeautifulSoup
-    from nbconvert.exporters import HTMLExporter
-
-    from demonoise.report.exporter import DocumentHTMLExporter, _alt_text
-
-    class Nbconverts(DocumentHTMLExporter):
-        def _template_html(self, nb, resources, **kw):
-            return HTMLExporter.from_notebook_node(self, nb, resources, **kw)
-
-    nb = nbformat.read(executed["sections"][0], as_version=4)
-    ours, _ = DocumentHTMLExporter().from_notebook_node(nb)
-    theirs, _ = Nbconverts().from_notebook_node(nb)
-    assert "<img" in ours and ours != theirs
-    assert str(BeautifulSoup(ours, features="html.parser")) == theirs
-    assert _alt_text('<p><img src="a.png"><IMG alt="x" src="b.png"><img\nsrc="c.png"></p>') == (
-        '<p><img alt="No description has been provided for this image" src="a.png"><IMG alt="x" src="b.png">'
-        '<img alt="No description has been provided for this image"\nsrc="c.png"></p>'
-    )
+    assert caption_typst("Uncertainty of e_x & A < 10 %") == ("Uncertainty of #emph[e]#sub[x] \\& A \\< 10 \\%")

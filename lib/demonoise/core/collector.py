@@ -3,12 +3,12 @@
 CPython collects its youngest generation every 700 net allocations of container objects
 and, after ten of those, the next; a *full* collection (generation 2) follows whenever the
 objects that survived since the last one exceed a quarter of all long-lived objects. A task
-that builds a large graph of objects it keeps to the end -- WeasyPrint's document tree,
-boxes and pages for a 55-page report -- keeps meeting that condition, and every full
-collection walks the whole heap, the worker's own modules and data included. Measured with
-:data:`gc.callbacks` on France's report (55 pages) in one process: 12 full collections of
-about 0.5 s each, 6.7 s of garbage collection in 29.3 s of PDF layout; with
-:data:`TASK_THRESHOLDS` 0.8 s, the peak memory 17 MB higher (348 against 331 MB).
+that builds a large graph of objects it keeps to the end keeps meeting that condition, and
+every full collection walks the whole heap, the worker's own modules and data included.
+Measured with :data:`gc.callbacks` when the PDFs were laid out by WeasyPrint (France's
+55-page report: 6.7 s of garbage collection in 29.3 s of layout; with :data:`TASK_THRESHOLDS`
+0.8 s). The PDF is now typeset by Typst, outside Python's heap; the compute task
+(``report.batch.compute_task``) still runs under these thresholds.
 
 :func:`fewer_collections` sets those thresholds for the duration of one task and restores
 the previous ones afterwards; objects left in reference cycles are collected later, at the

@@ -10,9 +10,11 @@ nothing beyond what :func:`setup_notebook` itself needs):
 * :mod:`.render`    -- one document from executed notebooks: :func:`assemble` (cover,
   contents, chapters with a subsection per setting), :func:`render_document` (HTML,
   CSV files, PDF), :func:`read_metrics`, :func:`read_parameters`;
-* :mod:`.exporter`  -- the nbconvert exporters ``demonoise_html`` and ``demonoise_pdf``
-  (WeasyPrint), figures and tables numbered;
-* :mod:`.typeset`   -- formulas as SVG (ziamath), found by nbconvert's Markdown parser;
+* :mod:`.exporter`  -- the nbconvert exporters ``demonoise_html``, ``demonoise_typst`` and
+  ``demonoise_pdf`` (Typst, in-process), figures and tables numbered;
+* :mod:`.typeset`   -- formulas as SVG (ziamath), Markdown to HTML and to Typst by
+  nbconvert's Markdown parser;
+* :mod:`.typstsrc`  -- Typst source: escaping, values, the Typst twins of the display objects;
 * :mod:`.theme`     -- the Altair theme, colours, number formats, log ticks;
 * :mod:`.cover`     -- the cover (publisher, date, version, data extraction);
 * :mod:`.index`     -- ``index.html`` over a batch: :func:`write_index`;
@@ -59,6 +61,7 @@ __all__ = [
     # templates, exporters
     "DocumentHTMLExporter",
     "DocumentPDFExporter",
+    "DocumentTypstExporter",
     "find_template_dir",
     # store
     "ResultsSpec",
@@ -92,6 +95,7 @@ _WHERE = {
     "write_index": "index",
     "DocumentHTMLExporter": "exporter",
     "DocumentPDFExporter": "exporter",
+    "DocumentTypstExporter": "exporter",
     "find_template_dir": "templates",
     "ResultsSpec": "store",
     "results": "store",

@@ -3,8 +3,11 @@
 From the params' ``publisher:`` block (organisation, contact, date); without one the cover
 says "demonoise demonstration — not an official publication". Always: the tool version,
 the data's extraction date(s) and status, the settings compared, a link back to the index.
-The data status is also the running header of every PDF page (``.dn-data-status-line``,
-picked up by the print stylesheet with ``string-set``).
+The data status is also the running header of every PDF page.
+
+:func:`cover_html` returns the HTML as a :class:`Cover` string carrying its Typst twin
+(``.typst``), both made from the same fields; :func:`~.render.assemble` puts both in the
+cover's raw cell.
 """
 
 from __future__ import annotations
@@ -14,9 +17,20 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
-__all__ = ["UNOFFICIAL", "extraction_dates", "cover_html"]
+__all__ = ["UNOFFICIAL", "Cover", "extraction_dates", "cover_html"]
 
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
+
+
+class Cover(str):
+    """A cover's HTML, with its Typst twin in :attr:`typst` (the PDF's)."""
+
+    typst: str = ""
+
+    def __new__(cls, html: str, typst: str = ""):
+        obj = super().__new__(cls, html)
+        obj.typst = typst
+        return obj
 
 
 def extraction_dates(provenance: Mapping[str, Any] | None) -> str:
@@ -38,8 +52,8 @@ def cover_html(
     settings: Sequence[str] = (),
     dataset: str = "",
     index_href: str | None = None,
-) -> str:
-    """The cover section (HTML) of a report."""
+) -> Cover:
+    """The cover section of a report: HTML, with its Typst twin (:class:`Cover`)."""
     from demonoise.core.version import __version__
 
     esc = _html.escape
@@ -63,8 +77,13 @@ def cover_html(
         f'<p class="dn-backlink"><a href="{esc(index_href)}">\u2190 All reports (index)</a></p>' if index_href else ""
     )
     status = data_status or "data status unknown"
-    return (
+    html = (
         f'<section class="dn-cover" id="cover">{back}'
         f'<p class="dn-data-status-line">{esc(status)}</p>'
         f"{head}<h1>{esc(title)}</h1><dl>{dl}</dl></section>"
     )
+    from demonoise.report.typstsrc import call
+
+    shown = [(k, str(v)) for k, v in rows if v]
+    typst = call("dn-cover", org=org or None, unofficial=UNOFFICIAL, title=title, rows=shown, status=status)
+    return Cover(html, typst)

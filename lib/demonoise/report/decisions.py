@@ -180,12 +180,21 @@ KEEP_ROWS = 16
 class ClassLegend:
     """The colours of the admixture classes, shown above the decision table."""
 
+    @staticmethod
+    def _items() -> list[tuple[str, str]]:
+        return [(c.label, c.colour) for c in ADMIXTURE_CLASSES] + [("not defined (no events)", NO_DATA_COLOUR)]
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from demonoise.report import typstsrc
+
+        typst = typstsrc.call("dn-legend", [(label, typstsrc.colour(c)) for label, c in self._items()])
+        return {"text/html": self._repr_html_(), typstsrc.TYPST_MIME: typst}
+
     def _repr_html_(self) -> str:
         esc = _html.escape
         items = "".join(
-            f'<span class="dn-swatch" style="background:{c.colour}"></span>{esc(c.label)}' for c in ADMIXTURE_CLASSES
+            f'<span class="dn-swatch" style="background:{c}"></span>{esc(label)}' for label, c in self._items()
         )
-        items += f'<span class="dn-swatch" style="background:{NO_DATA_COLOUR}"></span>not defined (no events)'
         return f'<p class="dn-legend"><strong>Noise admixture A:</strong> {items}</p>'
 
 
@@ -348,6 +357,15 @@ class _MainPoints:
 
     def _repr_markdown_(self) -> str:
         return "\n".join(f"- {s}" for s in self.sentences) + "".join(f"\n\n*Note: {n}*" for n in self.notes)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from demonoise.report import typstsrc
+
+        return {
+            "text/html": self._repr_html_(),
+            "text/markdown": self._repr_markdown_(),
+            typstsrc.TYPST_MIME: typstsrc.call("dn-points", self.sentences, self.notes),
+        }
 
 
 def main_points(rep) -> _MainPoints:

@@ -1,4 +1,4 @@
-"""nbconvert exporters of the reports: offline HTML, and the same HTML paged to PDF by WeasyPrint.
+"""nbconvert exporters of the reports: offline HTML, and a PDF typeset by Typst.
 
 * :class:`DocumentHTMLExporter` (``jupyter nbconvert --to demonoise_html``): nbconvert's
   ``HTMLExporter`` with the ``templates/demonoise`` template, no code, no prompts; formulas
@@ -6,44 +6,45 @@
   and table numbered, with a "Source:" line and a link to its data as CSV
   (:class:`DocumentPreprocessor`; the CSV files go to ``resources["outputs"]``, which
   nbconvert's writer puts next to the output).
-* :class:`DocumentPDFExporter` (``jupyter nbconvert --to demonoise_pdf``): that HTML laid
-  out by WeasyPrint with the template's print stylesheet (CSS paged media: contents with
-  page numbers, running header and footer, bookmarks from the headings). WeasyPrint was
-  chosen over a browser because it needs only the system's Pango (no 470 MB Chromium, no
-  root), and it writes PDF bookmarks; it is about four times slower than Chromium per page,
-  so the batch renders in worker processes (it is pure Python: threads do not help).
+* :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst
+  source, written by the ``templates/demonoise_typst`` template as nbconvert's LaTeX
+  exporter writes LaTeX: markdown through a Typst renderer of nbconvert's own Markdown
+  parser (:class:`~.typeset.TypstRenderer`), each output by its Typst representation
+  (:data:`~.typstsrc.TYPST_MIME`, made beside its HTML by the kernel), charts as their SVG.
+* :class:`DocumentPDFExporter` (``--to demonoise_pdf``): that source compiled in this
+  process by the ``typst`` wheel (:func:`typst_to_pdf`), with the template's own fonts
+  only -- no system library, no browser, no TeX.
 
-Both are registered under the ``nbconvert.exporters`` entry point (``pyproject.toml``), as
-nbconvert's own ``webpdf`` is.
+All three are registered under the ``nbconvert.exporters`` entry point (``pyproject.toml``).
 """
 
 from __future__ import annotations
 
-import base64
 import html as _html
-import io
-import logging
 import re
+from functools import lru_cache
 
 from jinja2 import pass_context
-from nbconvert.exporters import HTMLExporter
+from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 from traitlets import Unicode, default
 
-from demonoise.core.collector import fewer_collections
 from demonoise.core.errors import ReportError
 from demonoise.report.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
-from demonoise.report.printtables import print_tables
-from demonoise.report.templates import TEMPLATE_NAME, find_template_dir, font_css
-from demonoise.report.typeset import markdown_to_html, print_formulas, tex_svg
+from demonoise.report.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
+from demonoise.report.typeset import markdown_to_html, markdown_to_typst, tex_svg, tex_typst
+from demonoise.report.typstsrc import TYPST_MIME, Code, call, html_to_typst, markup, png_svg, string_literal
 
 __all__ = [
     "REMOVE_TAGS",
     "DocumentPreprocessor",
     "DocumentHTMLExporter",
+    "DocumentTypstExporter",
     "DocumentPDFExporter",
     "pdf_engine_problem",
-    "html_to_pdf",
+    "typst_to_pdf",
+    "caption_html",
+    "caption_typst",
 ]
 
 #: Cells with any of these tags never reach a rendered report.
@@ -62,21 +63,31 @@ def _source_line(nb) -> str:
 _SUBSCRIPT_RE = re.compile(r"(?<![\w.])([A-Za-z])_(\{([A-Za-z0-9+]+)\}|[A-Za-z0-9+]+)(?!\w|\.\w)")
 
 
+def _caption(text: str, plain, symbol) -> str:
+    out, last = [], 0
+    for m in _SUBSCRIPT_RE.finditer(text):
+        out += [plain(text[last : m.start()]), symbol(m.group(1), m.group(3) or m.group(2))]
+        last = m.end()
+    return "".join(out + [plain(text[last:])])
+
+
 def caption_html(text: str) -> str:
     """A caption's plain text as HTML: escaped, and ``e_x``-style symbols set as an italic
     letter with its subscript (``<i>e</i><sub>x</sub>``), as the formulas of the text
     above them set them."""
+    return _caption(text, _html.escape, lambda s, sub: f"<i>{_html.escape(s)}</i><sub>{_html.escape(sub)}</sub>")
 
-    def sub(m: re.Match) -> str:
-        return f"<i>{m.group(1)}</i><sub>{m.group(3) or m.group(2)}</sub>"
 
-    return _SUBSCRIPT_RE.sub(sub, _html.escape(text))
+def caption_typst(text: str) -> str:
+    """The same caption as Typst markup (``#emph[e]#sub[x]``)."""
+    return _caption(text, markup, lambda s, sub: f"#emph[{markup(s)}]#sub[{markup(sub)}]")
 
 
 class DocumentPreprocessor(Preprocessor):
     """Number every chart and table (per chapter: Figure 2.3, Table 2.1), give each a
     caption, a "Source:" line and a link to its data as CSV; drop metrics payloads and
-    code cells left without output.
+    code cells left without output. Each numbered output gets its HTML and its Typst
+    (:data:`TYPST_MIME`), made from the same caption, number, source and link.
 
     A chapter starts at a raw cell whose metadata holds ``demonoise.chapter`` (written by
     :func:`demonoise.report.render.assemble`); outside chapters the numbers run 1, 2, ...
@@ -122,12 +133,17 @@ class DocumentPreprocessor(Preprocessor):
         self._names.add(path)
         return path
 
-    def _csv_link(self, kind: str, number: str, csv: str | None, resources, name: str = "") -> str:
+    def _csv(self, kind: str, number: str, csv: str | None, resources, name: str = "") -> str | None:
+        """The CSV's path relative to the document (written to ``resources["outputs"]``)."""
         if not csv:
-            return ""
+            return None
         path = self._csv_path(_safe_stem(name) or f"{kind}-{number.replace('.', '-')}")
         resources["outputs"][path] = csv.encode("utf-8")
-        return f' <a class="dn-csv" href="{_html.escape(path)}">Data (CSV)</a>'
+        return path
+
+    def _source_html(self, path: str | None) -> str:
+        link = f' <a class="dn-csv" href="{_html.escape(path)}">Data (CSV)</a>' if path else ""
+        return f'<p class="dn-source">{_html.escape(self._source)}{link}</p>'
 
     def _data_files(self, out, resources) -> None:
         """An output of :func:`~demonoise.report.notebook.data_bundle`: its CSV files, by name."""
@@ -146,58 +162,93 @@ class DocumentPreprocessor(Preprocessor):
         return out
 
     def _figure(self, out, data, resources):
+        import base64
+
         meta = data[FIGURE_MIME]
         number = self._number("figure")
-        title = caption_html(meta.get("title") or "")
-        sub = meta.get("subtitle") or ""
-        sub = f' <span class="dn-subtitle">{caption_html(sub)}</span>' if sub else ""
-        svg = data["image/svg+xml"]
-        svg = svg if isinstance(svg, str) else "".join(svg)
+        title, sub = meta.get("title") or "", meta.get("subtitle") or ""
+        svg = _text(data["image/svg+xml"])
         src = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
-        link = self._csv_link("figure", number, meta.get("csv"), resources)
+        path = self._csv("figure", number, meta.get("csv"), resources)
+        sub_html = f' <span class="dn-subtitle">{caption_html(sub)}</span>' if sub else ""
         html = (
             f'<figure class="dn-figure" id="figure-{number.replace(".", "-")}">'
-            f'<figcaption><span class="dn-number">Figure {number}.</span> {title}{sub}</figcaption>'
-            f'<img class="dn-chart" alt="Figure {number}: {_html.escape(meta.get("title") or "")}" src="{src}">'
-            f'<p class="dn-source">{_html.escape(self._source)}{link}</p></figure>'
+            f'<figcaption><span class="dn-number">Figure {number}.</span> {caption_html(title)}{sub_html}</figcaption>'
+            f'<img class="dn-chart" alt="Figure {number}: {_html.escape(title)}" src="{src}">'
+            f"{self._source_html(path)}</figure>"
         )
-        return _html_output(out, html)
+        typst = call(
+            "dn-figure",
+            number=number,
+            title=Code(f"[{caption_typst(title)}]"),
+            subtitle=Code(f"[{caption_typst(sub)}]"),
+            svg=svg,
+            alt=f"Figure {number}: {title}",
+            source=self._source,
+            csv=path,
+        )
+        return _output_like(out, {"text/html": html, TYPST_MIME: typst})
 
     def _table(self, out, data, resources):
         meta = data[TABLE_MIME]
-        body = data["text/html"]
-        body = body if isinstance(body, str) else "".join(body)
+        body = _text(data["text/html"])
+        body_typst = _text(data[TYPST_MIME]) if TYPST_MIME in data else html_to_typst(body, tex_typst)
         if meta.get("empty"):
-            return _html_output(out, body)
+            return _output_like(out, {"text/html": body, TYPST_MIME: body_typst})
         number = self._number("table")
-        caption = caption_html(meta.get("caption") or "")
-        note = meta.get("note") or ""
-        note = f'<p class="dn-table-note">{caption_html(note)}</p>' if note else ""
-        link = self._csv_link("table", number, meta.get("csv"), resources, meta.get("name") or "")
+        caption, note = meta.get("caption") or "", meta.get("note") or ""
+        path = self._csv("table", number, meta.get("csv"), resources, meta.get("name") or "")
         keep = " dn-keep" if meta.get("keep") else ""
+        note_html = f'<p class="dn-table-note">{caption_html(note)}</p>' if note else ""
         html = (
             f'<div class="dn-table-block{keep}" id="table-{number.replace(".", "-")}">'
-            f'<p class="dn-caption"><span class="dn-number">Table {number}.</span> {caption}</p>{body}{note}'
-            f'<p class="dn-source">{_html.escape(self._source)}{link}</p></div>'
+            f'<p class="dn-caption"><span class="dn-number">Table {number}.</span> {caption_html(caption)}</p>'
+            f"{body}{note_html}{self._source_html(path)}</div>"
         )
-        return _html_output(out, html)
+        typst = call(
+            "dn-table-block",
+            number=number,
+            caption=Code(f"[{caption_typst(caption)}]"),
+            body=Code(f"[{body_typst}]"),
+            note=Code(f"[{caption_typst(note)}]"),
+            source=self._source,
+            csv=path,
+            keep=bool(meta.get("keep")),
+        )
+        return _output_like(out, {"text/html": html, TYPST_MIME: typst})
+
+
+def _text(v) -> str:
+    return v if isinstance(v, str) else "".join(v)
 
 
 def _safe_stem(name: str) -> str:
     """A CSV file name stem of letters, digits, ``_`` and ``-`` only (``""`` if none is left)."""
-    import re
-
     return re.sub(r"[^A-Za-z0-9_-]+", "_", str(name or "")).strip("_")[:60]
 
 
-def _html_output(out, html: str):
+def _output_like(out, data: dict):
     from nbformat.v4 import new_output
 
     kind = out.get("output_type", "display_data")
     kind = kind if kind in ("display_data", "execute_result") else "display_data"
     if kind == "execute_result":
-        return new_output(kind, data={"text/html": html}, execution_count=out.get("execution_count"))
-    return new_output(kind, data={"text/html": html})
+        return new_output(kind, data=data, execution_count=out.get("execution_count"))
+    return new_output(kind, data=data)
+
+
+def _document_resources(nb, resources) -> dict:
+    from demonoise.core.version import __version__
+
+    resources = dict(resources or {})
+    name = (resources.get("metadata") or {}).get("name") or "report"
+    resources["demonoise"] = {
+        "title": nb.metadata.get("title") or name,
+        "version": __version__,
+        "footer": f"Produced with demonoise {_html.escape(__version__)}.",
+        **(resources.get("demonoise") or {}),
+    }
+    return resources
 
 
 class DocumentHTMLExporter(HTMLExporter):
@@ -231,49 +282,12 @@ class DocumentHTMLExporter(HTMLExporter):
         self.register_preprocessor(DocumentPreprocessor(parent=self), True)
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        from demonoise.core.version import __version__
-
-        resources = dict(resources or {})
-        name = (resources.get("metadata") or {}).get("name") or "report"
-        dn = {
-            "title": nb.metadata.get("title") or name,
-            "version": __version__,
-            "footer": f"Produced with demonoise {_html.escape(__version__)}.",
-            **(resources.get("demonoise") or {}),
-        }
-        if "vega_js" not in dn and _uses_interactive_charts(nb):
+        resources = _document_resources(nb, resources)
+        if "vega_js" not in resources["demonoise"] and _uses_interactive_charts(nb):
             import vl_convert as vlc
 
-            dn["vega_js"] = vlc.javascript_bundle()
-        resources["demonoise"] = dn
-        return self._template_html(nb, resources, **kw)
-
-    def _template_html(self, nb, resources, **kw):
-        """The template's HTML: what ``HTMLExporter.from_notebook_node`` does (the code
-        highlighter and the widget filter registered, the resources set up, the template
-        rendered) without its closing pass, which parses the whole page again with
-        BeautifulSoup to give an image without ``alt`` a placeholder text and the cells of a
-        ``.jp-Notebook`` a ``tabindex``: the report's template has no ``.jp-Notebook``, and an
-        image without ``alt`` gets the placeholder here (:func:`_alt_text`). That pass was
-        more than half of the HTML's time (Czechia: 1.46 of 2.67 s under cProfile). The steps
-        are those of nbconvert 7.17; ``tests/test_report_render.py`` compares the page with
-        the one nbconvert's own method writes, so a change there shows in the tests."""
-        from nbconvert.exporters.templateexporter import TemplateExporter
-        from nbconvert.filters.highlight import Highlight2HTML
-        from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
-
-        langinfo = nb.metadata.get("language_info", {})
-        lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
-        self.register_filter(
-            "highlight_code", self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
-        )
-        resources = self._init_resources(resources)
-        self.register_filter(
-            "filter_data_type",
-            WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources),
-        )
-        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
-        return _alt_text(html), resources
+            resources["demonoise"]["vega_js"] = vlc.javascript_bundle()
+        return super().from_notebook_node(nb, resources, **kw)
 
     @pass_context
     def markdown2html(self, context, source):
@@ -295,16 +309,6 @@ class DocumentHTMLExporter(HTMLExporter):
         yield ("latex2svg", _latex_output)
 
 
-#: An ``<img`` tag without an ``alt`` attribute.
-_IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)", re.I)
-
-
-def _alt_text(html: str) -> str:
-    """Every ``<img>`` without ``alt`` given nbconvert's placeholder text (as its
-    ``HTMLExporter`` does)."""
-    return _IMG_WITHOUT_ALT.sub('<img alt="No description has been provided for this image"', html)
-
-
 def _uses_interactive_charts(nb) -> bool:
     from demonoise.report.notebook import VEGA_SPEC_CLASS
 
@@ -312,83 +316,189 @@ def _uses_interactive_charts(nb) -> bool:
     for cell in nb.cells:
         for out in cell.get("outputs", []) or []:
             h = (out.get("data") or {}).get("text/html")
-            if h and marker in (h if isinstance(h, str) else "".join(h)):
+            if h and marker in _text(h):
                 return True
     return False
 
 
-def _latex_output(text: str) -> str:
-    """A ``text/latex`` output (``$...$`` or ``$$...$$``) as SVG."""
+def _latex_parts(text: str) -> tuple[str, bool]:
     t = text.strip()
     display = t.startswith("$$") or t.startswith("\\[")
     body = t.strip("$") if t.startswith("$") else t.removeprefix("\\[").removesuffix("\\]")
-    return tex_svg(body, display)
+    return body, display
+
+
+def _latex_output(text: str) -> str:
+    """A ``text/latex`` output (``$...$`` or ``$$...$$``) as SVG."""
+    return tex_svg(*_latex_parts(text))
+
+
+# ------------------------------------------------------------------------------ Typst
+def _markdown_typst(source: str, sticky: bool = False) -> str:
+    """A markdown cell as Typst; ``sticky``: kept on the page of the output that follows
+    (a heading and the words that introduce a chart or a table are never left alone at
+    the foot of a page)."""
+    body = markdown_to_typst(source).strip()
+    if sticky and body and len(source) < 800:
+        return f"#block(sticky: true, width: 100%)[\n{body}\n]"
+    return body
+
+
+def _raw_typst(cell) -> str:
+    """A raw cell: the Typst twin that :func:`~.render.assemble` wrote beside its HTML
+    (``metadata.demonoise.typst``), else its HTML converted; a raw cell of another format
+    only if it is Typst."""
+    dn = cell.get("metadata", {}).get("demonoise") or {}
+    if "typst" in dn:
+        return dn["typst"]
+    if dn.get("html"):
+        return html_to_typst(cell.source, tex_typst)
+    fmt = cell.get("metadata", {}).get("format") or cell.get("metadata", {}).get("raw_mimetype") or ""
+    return cell.source if fmt == TYPST_MIME else ""
+
+
+#: The Typst exporter's order of preference among an output's representations.
+TYPST_PRIORITY = (
+    TYPST_MIME,
+    "image/svg+xml",
+    "image/png",
+    "text/markdown",
+    "text/latex",
+    "text/html",
+    "text/plain",
+)
+
+
+def _output_typst(out) -> str:
+    """One output as Typst (its representation of :data:`TYPST_PRIORITY`)."""
+    kind = out.get("output_type")
+    if kind == "stream":
+        return f"#dn-text({string_literal(_text(out.get('text', '')))})"
+    data = out.get("data") or {}
+    mime = next((m for m in TYPST_PRIORITY if m in data), None)
+    if mime is None:
+        return ""
+    v = data[mime]
+    if mime == TYPST_MIME:
+        return _text(v)
+    if mime == "image/svg+xml":
+        return call("dn-svg", _text(v))
+    if mime == "image/png":
+        return call("dn-svg", png_svg(_text(v).replace("\n", "")))
+    if mime == "text/markdown":
+        return markdown_to_typst(_text(v))
+    if mime == "text/latex":
+        return tex_typst(*_latex_parts(_text(v)))
+    if mime == "text/html":
+        return html_to_typst(_text(v), tex_typst)
+    return f"#dn-text({string_literal(_text(v))})"
+
+
+class DocumentTypstExporter(TemplateExporter):
+    """The report as Typst source (see the module notes). ``jupyter nbconvert --to demonoise_typst``."""
+
+    export_from_notebook = "demonoise Typst"
+    output_mimetype = TYPST_MIME
+
+    @default("file_extension")
+    def _file_extension_default(self):
+        return ".typ"
+
+    @default("template_extension")
+    def _template_extension_default(self):
+        return ".typ.j2"
+
+    @default("template_name")
+    def _template_name_default(self):
+        return TYPST_TEMPLATE_NAME
+
+    @default("extra_template_basedirs")
+    def _basedirs_default(self):
+        return [str(find_template_dir())]
+
+    @default("exclude_input")
+    def _no_input(self):
+        return True
+
+    def __init__(self, config=None, **kw):
+        super().__init__(config=config, **kw)
+        self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
+        self.register_preprocessor(DocumentPreprocessor(parent=self), True)
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
+
+    def default_filters(self):
+        yield from super().default_filters()
+        yield ("markdown2typst", _markdown_typst)
+        yield ("raw2typst", _raw_typst)
+        yield ("output2typst", _output_typst)
+        yield ("typst_string", string_literal)
+        yield ("typst_markup", markup)
 
 
 # ------------------------------------------------------------------------------ PDF
 def pdf_engine_problem() -> str | None:
-    """Why no PDF can be made here (WeasyPrint or the system's Pango missing), else ``None``."""
+    """Why no PDF can be made here (the ``typst`` wheel missing), else ``None``."""
     try:
-        import weasyprint  # noqa: F401
-    except OSError as e:  # the system library is missing: cffi cannot open it
-        first = str(e).splitlines()[0]
-        return (
-            "no PDF: WeasyPrint cannot load the system library Pango "
-            f"({first}); install libpango-1.0-0 libpangoft2-1.0-0 (Debian) and re-run"
-        )
+        import typst  # noqa: F401
     except ImportError as e:
-        return f"no PDF: WeasyPrint is not installed ({e}); pip install weasyprint"
+        return f"no PDF: the typst package is not installed ({e}); pip install typst"
     return None
 
 
-@fewer_collections()
-def html_to_pdf(html: str, base_url: str = ".") -> tuple[bytes, int]:
-    """Lay out ``html`` with its print stylesheet; returns the PDF and its page count.
+@lru_cache(maxsize=1)
+def _compiler():
+    """One Typst compiler per process (it keeps its fonts and caches between documents):
+    the template's fonts only where the template has them, so that a document is the same
+    on every machine; the machine's fonts otherwise."""
+    import typst
 
-    WeasyPrint builds the document's whole tree of boxes and pages before it writes; the
-    garbage collector runs less often meanwhile (France's 55 pages: 6.7 s of 29 s spent in
-    full collections otherwise; :mod:`demonoise.core.collector`). The formulas are laid
-    out as images (:func:`~.typeset.print_formulas`), the text in the template's own
-    typeface (:func:`~.templates.font_css`).
+    d = fonts_dir()
+    if d is None:
+        return typst.Compiler()
+    return typst.Compiler(font_paths=[str(d)], ignore_system_fonts=True)
+
+
+_PAGES_RE = re.compile(rb"/Type\s*/Pages\s*/Count\s+(\d+)")
+
+
+def typst_to_pdf(source: str) -> tuple[bytes, int]:
+    """Compile Typst ``source`` in this process; returns the PDF and its page count.
 
     Raises
     ------
     ReportError
-        Pango missing (:func:`pdf_engine_problem`) or WeasyPrint failed.
+        The typst wheel missing (:func:`pdf_engine_problem`), or the source did not compile
+        (Typst's message and where).
     """
     problem = pdf_engine_problem()
     if problem:
         raise ReportError(problem)
-    import weasyprint
+    import typst
 
-    logging.getLogger("weasyprint").setLevel(logging.ERROR)
-    logging.getLogger("fontTools").setLevel(logging.ERROR)
-    from weasyprint.text.fonts import FontConfiguration
-
-    printed = print_tables(print_formulas(html))
-    fonts = FontConfiguration()
-    css = font_css()
-    sheets = [weasyprint.CSS(string=css, font_config=fonts)] if css else []
     try:
-        doc = weasyprint.HTML(string=printed, base_url=base_url).render(stylesheets=sheets, font_config=fonts)
-        buf = io.BytesIO()
-        doc.write_pdf(buf)
-    except Exception as e:
-        raise ReportError(f"PDF layout failed: {type(e).__name__}: {e}") from e
-    return buf.getvalue(), len(doc.pages)
+        pdf = _compiler().compile(source.encode("utf-8"), format="pdf")
+    except typst.TypstError as e:
+        where = (getattr(e, "diagnostic", "") or "").strip().splitlines()[:1]
+        raise ReportError(f"PDF typesetting failed: {e.message}" + (f" ({where[0]})" if where else "")) from None
+    m = _PAGES_RE.search(pdf)
+    return pdf, int(m.group(1)) if m else 0
 
 
-class DocumentPDFExporter(DocumentHTMLExporter):
-    """The report HTML paged by WeasyPrint. ``jupyter nbconvert --to demonoise_pdf``."""
+class DocumentPDFExporter(DocumentTypstExporter):
+    """The report's Typst source compiled to PDF in-process. ``jupyter nbconvert --to demonoise_pdf``."""
 
     export_from_notebook = "demonoise PDF"
-    # as nbconvert's webpdf: the template's mimetype stays text/html, the writer is told
-    # the extension through resources["output_extension"]
+    output_mimetype = "application/pdf"
+
+    @default("file_extension")
+    def _file_extension_default(self):
+        return ".pdf"
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        html, resources = super().from_notebook_node(nb, resources, **kw)
-        base = (resources.get("metadata") or {}).get("path") or "."
-        pdf, pages = html_to_pdf(html, base)
+        source, resources = super().from_notebook_node(nb, resources, **kw)
+        pdf, pages = typst_to_pdf(source)
         resources["output_extension"] = ".pdf"
         resources["demonoise_pages"] = pages
         return pdf, resources

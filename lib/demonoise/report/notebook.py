@@ -30,17 +30,16 @@ import json
 import math
 import os
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
 __all__ = [
     "RENDERER_NAME",
-    "simplify_svg",
     "METRICS_MIME",
     "FIGURE_MIME",
     "TABLE_MIME",
+    "TYPST_MIME",
     "DATA_MIME",
     "data_bundle",
     "VEGA_SPEC_CLASS",
@@ -62,6 +61,8 @@ FIGURE_MIME = "application/vnd.demonoise.figure+json"
 TABLE_MIME = "application/vnd.demonoise.table+json"
 #: CSV files written next to the report, not shown (:func:`data_bundle`).
 DATA_MIME = "application/vnd.demonoise.data+json"
+#: An output's Typst representation (the PDF's), beside its HTML (:mod:`.typstsrc`).
+TYPST_MIME = "text/x-typst"
 #: Class of the ``<script type="application/json">`` that carries an interactive spec.
 VEGA_SPEC_CLASS = "dn-vega-spec"
 
@@ -96,120 +97,6 @@ def _uniquify_svg_ids(svg: str) -> str:
     svg = re.sub(r"url\(#(" + alternation + r")\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
     svg = re.sub(r'href="#(' + alternation + r')"', lambda m: f'href="#{prefix}{m.group(1)}"', svg)
     return svg
-
-
-_NUM = r"(-?\d+(?:\.\d+)?(?:e-?\d+)?)"
-_EMPTY_PATH_RE = re.compile(r'<path\b[^>]*\sd=""[^>]*/>')
-_RECT_PATH_RE = re.compile(rf'<path\b([^>]*?)\sd="M{_NUM},{_NUM}h{_NUM}v{_NUM}h{_NUM}Z"([^>]*)/>')
-_CIRCLE_PATH_RE = re.compile(
-    rf'<path\b([^>]*?)\sd="M{_NUM},0A{_NUM},{_NUM},0,1,1,{_NUM},0A{_NUM},{_NUM},0,1,1,{_NUM},0"([^>]*)/>'
-)
-
-
-def _rect_element(m: re.Match) -> str:
-    attrs, x, y, w, h, back, rest = m.groups()
-    x, y, w, h = float(x), float(y), float(w), float(h)
-    if float(back) != -w:
-        return m.group(0)
-    if w < 0:
-        x, w = x + w, -w
-    if h < 0:
-        y, h = y + h, -h
-    return f'<rect{attrs} x="{x:g}" y="{y:g}" width="{w:g}" height="{h:g}"{rest}/>'
-
-
-def _circle_element(m: re.Match) -> str:
-    attrs, r, a1, b1, end1, a2, b2, end2, rest = m.groups()
-    radius = float(r)
-    same = all(float(v) == radius for v in (a1, b1, a2, b2))
-    if not (same and float(end1) == -radius and float(end2) == radius):
-        return m.group(0)
-    return f'<circle{attrs} r="{r}"{rest}/>'
-
-
-_LEAF_SHAPES = frozenset({"rect", "circle", "ellipse", "path", "line", "polygon", "polyline"})
-_NO_PAINT = frozenset({"none", "transparent"})
-
-
-def _opacity_as_paint(svg: str) -> str:
-    """``opacity`` on a shape that paints only its fill (or only its stroke) written as
-    ``fill-opacity`` (``stroke-opacity``), times the value it inherits: the same pixels,
-    since a single paint has nothing to overlap within the shape. A PDF engine lays out
-    ``opacity < 1`` as a transparency group of its own (WeasyPrint: a form XObject per
-    mark, with its bounding box), ``fill-opacity`` as a colour's alpha. Fill and stroke
-    are followed down the tree (a shape inherits ``fill="none"`` from a Vega group);
-    shapes painting both, text, and shapes with a mask or filter keep their ``opacity``."""
-    from demonoise.report.svgmarks import parse_svg
-
-    root = parse_svg(svg)
-    if root is None:
-        return svg
-    try:
-        changed = _opacity_tree(root)
-    except ValueError:  # an opacity that is not a plain number (e.g. "50%"): left as drawn
-        return svg
-    return ET.tostring(root, encoding="unicode") if changed else svg
-
-
-def _opacity_tree(root) -> bool:
-    """:func:`_opacity_as_paint` on a parsed tree, in place; True if anything changed.
-    Raises ValueError on an opacity that is not a plain number."""
-    changed = False
-
-    def walk(el, fill: str, stroke: str, fill_op: float, stroke_op: float) -> None:
-        nonlocal changed
-        if "style" in el.attrib:  # paint set by CSS: not followed, left as it is
-            return
-        fill, stroke = el.get("fill", fill), el.get("stroke", stroke)
-        fill_op = float(el.get("fill-opacity", fill_op))  # inherited, replaced by the shape's own
-        stroke_op = float(el.get("stroke-opacity", stroke_op))
-        tag = el.tag.rsplit("}", 1)[-1]
-        op = el.get("opacity")
-        if tag in _LEAF_SHAPES and op is not None and "mask" not in el.attrib and "filter" not in el.attrib:
-            paints_fill = tag != "line" and fill not in _NO_PAINT
-            paints_stroke = stroke not in _NO_PAINT
-            if paints_fill != paints_stroke and 0 <= float(op) < 1:
-                kind, base = ("fill-opacity", fill_op) if paints_fill else ("stroke-opacity", stroke_op)
-                del el.attrib["opacity"]
-                el.set(kind, f"{base * float(op):.6g}")
-                changed = True
-        for child in el:
-            walk(child, fill, stroke, fill_op, stroke_op)
-
-    walk(root, "black", "none", 1.0, 1.0)
-    return changed
-
-
-def simplify_svg(svg: str, *, merge: bool = True) -> str:
-    """The same picture with fewer elements for a PDF engine to parse.
-
-    Vega writes every rectangle (frames, heat-map cells, bars) as a path
-    ``M x,y h w v h h -w Z``, every circle symbol as two arcs, and an empty ``d=""`` path
-    for empty groups. WeasyPrint parses each path in Python (arcs into Bezier curves):
-    as ``<rect>`` and ``<circle>`` elements (the same attributes, the same geometry) a
-    France report's charts lay out about 30 % faster; empty paths, which draw nothing,
-    are dropped; a mark's ``opacity`` becomes its paint's alpha where that draws the same
-    (:func:`_opacity_as_paint`). Then the marks of one paint are merged into one path
-    each, and groups that carry only names are dissolved
-    (:func:`demonoise.report.svgmarks.merge_tree`): the chapter charts draw in 0.62-0.72
-    of the time (``benchmarks/bench_charts.py``; ``merge=False``: without that step, for
-    comparison). Anything else is
-    left as it is.
-    """
-    from demonoise.report.svgmarks import merge_tree, parse_svg
-
-    svg = _EMPTY_PATH_RE.sub("", svg)
-    svg = _RECT_PATH_RE.sub(_rect_element, svg)
-    svg = _CIRCLE_PATH_RE.sub(_circle_element, svg)
-    root = parse_svg(svg)
-    if root is None:
-        return svg
-    try:
-        changed = _opacity_tree(root)
-    except ValueError:  # an opacity that is not a plain number: left as drawn
-        return svg
-    changed = (merge and merge_tree(root)) or changed
-    return ET.tostring(root, encoding="unicode") if changed else svg
 
 
 #: A spec that may use a datum's every field (a tooltip of the whole datum; a map, whose
@@ -306,7 +193,7 @@ def chart_bundle(
     bundle: dict[str, Any] = {}
     drawn = drawn_fields(spec)
     svg = vlc.vegalite_to_svg(drawn, vl_version=vl_version, format_locale=FORMAT_LOCALE)
-    svg = simplify_svg(_uniquify_svg_ids(svg))
+    svg = _uniquify_svg_ids(svg)
     if "svg" in formats:
         bundle["image/svg+xml"] = svg
     if "png" in formats:
@@ -375,17 +262,21 @@ def table_bundle(
     empty: bool = False,
     name: str = "",
     keep: bool = False,
+    typst: str = "",
 ) -> dict:
-    """A table output the exporter numbers: its HTML, caption, note and data (CSV of
-    ``frame``, written as ``<name>.csv`` when a name is given); ``keep``: printed on one
-    page where it fits."""
+    """A table output the exporter numbers: its HTML (and its Typst, made from the same
+    strings), caption, note and data (CSV of ``frame``, written as ``<name>.csv`` when a
+    name is given); ``keep``: printed on one page where it fits."""
     csv = "" if frame is None or len(frame) == 0 else frame.to_csv(index=False, float_format="%.10g")
     meta = {"caption": caption, "note": note, "csv": csv, "empty": bool(empty)}
     if name:
         meta["name"] = name
     if keep:
         meta["keep"] = True
-    return {"text/html": html_table, TABLE_MIME: meta, "text/plain": f"<Table: {caption}>"}
+    bundle = {"text/html": html_table, TABLE_MIME: meta, "text/plain": f"<Table: {caption}>"}
+    if typst:
+        bundle[TYPST_MIME] = typst
+    return bundle
 
 
 def data_bundle(files: Mapping[str, Any]) -> dict:

@@ -13,7 +13,9 @@ execution failed (``metadata.papermill.exception``) is refused with a
 valid-looking report. A leading level-1 heading of a notebook is its title (taken out of
 the body). In a :class:`Chapter`, cells tagged ``chapter`` (the method note, charts across
 the settings) are kept once, from the first setting, before the subsections; the other
-cells' headings move one level down under the setting's heading.
+cells' headings move one level down under the setting's heading. The raw cells written
+here (cover, contents, chapter and setting headings) carry their HTML as their source and
+their Typst twin in ``metadata.demonoise.typst``, for the two exporters.
 
 :func:`render_document` is one rendering task -- assembled notebook in; HTML, its CSV files
 and the PDF out -- run by the batch in worker processes. Offline rule (tested): nothing is
@@ -34,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.atomic import atomic_write_bytes, atomic_write_text
-from demonoise.core.collector import fewer_collections
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.exporter import REMOVE_TAGS
 from demonoise.report.notebook import METRICS_MIME
+from demonoise.report.typstsrc import Code, call, colour, html_to_typst, markup
 
 __all__ = [
     "Section",
@@ -202,10 +204,12 @@ class Chapter:
     intro: str = ""
 
 
-def _raw(html_text: str, **meta):
+def _raw(html_text: str, typst: str = "", **meta):
+    """A raw cell of the document: its HTML as the source, its Typst twin (the PDF's) in
+    ``metadata.demonoise.typst``."""
     from nbformat.v4 import new_raw_cell
 
-    return new_raw_cell(html_text, metadata={"demonoise": {"html": True, **meta}})
+    return new_raw_cell(html_text, metadata={"demonoise": {"html": True, "typst": typst, **meta}})
 
 
 def _slug(text: str) -> str:
@@ -213,10 +217,17 @@ def _slug(text: str) -> str:
 
 
 def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False):
+    """A chapter's opening: in the PDF a new page (landscape for wide tables) and a heading
+    of level 1 (in the contents and the bookmarks)."""
     cls = "dn-chapter dn-landscape" if landscape else "dn-chapter"
+    typst = (
+        f"#set page(flipped: {'true' if landscape else 'false'})\n"
+        f'#heading(level: 1)[#dn-num("{number}") {markup(title)}] <{anchor}>'
+    )
     return _raw(
         f'<section class="{cls}" id="{anchor}">\n<h1 class="dn-chapter-title">'
         f'<span class="dn-section-number">{number}</span>{_html.escape(title)}</h1>',
+        typst,
         chapter=str(number),
     )
 
@@ -245,9 +256,9 @@ def _chapter_cells(ch: Chapter, number: int, used: set) -> tuple[list, dict]:
     entry = {"title": ch.title, "anchor": ch.anchor, "number": str(number), "source": "", "children": []}
     head = [_open_chapter(number, ch.title, ch.anchor)]
     if ch.intro:
-        head.append(_raw(ch.intro))
+        head.append(_raw(ch.intro, _html_typst(ch.intro)))
     body: list = []
-    for j, (label, colour, nb) in enumerate(ch.settings, 1):
+    for j, (label, colour_css, nb) in enumerate(ch.settings, 1):
         node, src = load_notebook(nb)
         cells = clean_cells(node, src)
         _take_title(cells)
@@ -256,14 +267,23 @@ def _chapter_cells(ch: Chapter, number: int, used: set) -> tuple[list, dict]:
         anchor = f"{ch.anchor}-{j}"
         _check_anchor(anchor, src, used)
         entry["children"].append({"title": label, "anchor": anchor, "number": f"{number}.{j}"})
+        paint = colour(colour_css) if colour(colour_css) != "none" else Code("dn-accent")
+        typst = f'#dn-setting({paint})[#heading(level: 2)[#dn-num("{number}.{j}") {markup(label)}] <{anchor}>]'
         body.append(
             _raw(
-                f'<h2 class="dn-setting" id="{anchor}" style="--dn-setting: {colour}">'
-                f'<span class="dn-section-number">{number}.{j}</span>{_html.escape(label)}</h2>'
+                f'<h2 class="dn-setting" id="{anchor}" style="--dn-setting: {colour_css}">'
+                f'<span class="dn-section-number">{number}.{j}</span>{_html.escape(label)}</h2>',
+                typst,
             )
         )
         body += _demote([c for c in cells if not _tagged(c, "chapter")])
     return [*head, *body, _raw("</section>")], entry
+
+
+def _html_typst(html_text: str) -> str:
+    from demonoise.report.typeset import tex_typst
+
+    return html_to_typst(html_text, tex_typst)
 
 
 def _contents(entries: list[dict]) -> str:
@@ -275,19 +295,28 @@ def _contents(entries: list[dict]) -> str:
             f"{_html.escape(e['title'])}</a>{sub}</li>"
         )
 
-    return (
-        f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>{"".join(item(e) for e in entries)}</ol>\n</nav>'
+    return _raw(
+        f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>{"".join(item(e) for e in entries)}</ol>\n</nav>',
+        call("dn-contents"),
     )
 
 
-def _default_cover(title: str, subtitle: str | None) -> str:
+def _default_cover(title: str, subtitle: str | None):
+    """A cover of the title, the subtitle and the date: a raw cell (HTML and Typst)."""
     from datetime import date
 
+    today = date.today().isoformat()
     sub = f'<p class="dn-subtitle">{_html.escape(subtitle)}</p>\n' if subtitle else ""
-    return (
+    html = (
         f'<section class="dn-cover" id="cover">\n<h1>{_html.escape(title)}</h1>\n{sub}'
-        f'<p class="dn-meta">{date.today().isoformat()}</p>\n</section>'
+        f'<p class="dn-meta">{today}</p>\n</section>'
     )
+    typst = (
+        f'#v(20mm)\n#block(text(size: 24pt, weight: "bold")[{markup(title)}])\n'
+        + (f"#block(text(size: 14pt, fill: dn-muted)[{markup(subtitle)}])\n" if subtitle else "")
+        + f"#block(above: 1.2em, text(fill: dn-muted)[{today}])"
+    )
+    return _raw(html, typst)
 
 
 def assemble(
@@ -338,7 +367,7 @@ def assemble(
         body += cells
         entries.append(entry)
     cover_cells = _cover_cells(cover, title, subtitle)
-    cells = cover_cells + ([_raw(_contents(entries))] if toc else []) + body
+    cells = cover_cells + ([_contents(entries)] if toc else []) + body
     for n, cell in enumerate(cells):  # unique ids across the merged notebooks
         cell["id"] = f"dn-{n}"
         cell.get("metadata", {}).pop("execution", None)
@@ -351,9 +380,9 @@ def assemble(
 
 def _cover_cells(cover, title: str, subtitle: str | None) -> list:
     if cover is None:
-        return [_raw(_default_cover(title, subtitle))]
-    if isinstance(cover, str) and cover.lstrip().startswith("<"):
-        return [_raw(cover)]
+        return [_default_cover(title, subtitle)]
+    if isinstance(cover, str) and cover.lstrip().startswith("<"):  # HTML (a Cover also carries its Typst)
+        return [_raw(str(cover), getattr(cover, "typst", "") or _html_typst(cover))]
     node, label = load_notebook(cover)
     return [_raw('<section class="dn-cover" id="cover">'), *clean_cells(node, label), _raw("</section>")]
 
@@ -362,7 +391,7 @@ def _cover_cells(cover, title: str, subtitle: str | None) -> list:
 @dataclass(frozen=True)
 class RenderResult:
     """What :func:`render_document` produced. ``pdf`` is ``None`` when no PDF was made, and
-    ``pdf_error`` then says why (e.g. Pango missing)."""
+    ``pdf_error`` then says why (e.g. the typst wheel missing)."""
 
     html: Path
     pdf: Path | None
@@ -392,17 +421,27 @@ def _export_html(nb, html_path: Path) -> tuple[str, dict]:
         raise ReportError(f"HTML rendering of {html_path.name} failed: {type(e).__name__}: {e}") from e
 
 
-@fewer_collections()
+def _export_pdf(nb, pdf_path: Path, html_path: Path) -> tuple[bytes, int]:
+    from demonoise.report.exporter import DocumentPDFExporter
+
+    resources = {"metadata": {"name": html_path.stem, "path": str(html_path.parent)}}
+    try:
+        data, resources = DocumentPDFExporter().from_notebook_node(nb, resources=resources)
+    except ReportError:
+        raise
+    except Exception as e:
+        raise ReportError(f"PDF typesetting of {pdf_path.name} failed: {type(e).__name__}: {e}") from e
+    return data, resources.get("demonoise_pages", 0)
+
+
 def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
     """One rendering task: an assembled notebook -> offline HTML with its CSV files next to
-    it (``<name>-data/``) -> the PDF (WeasyPrint). All files are written atomically. The
-    garbage collector runs less often meanwhile (:func:`~demonoise.core.collector.fewer_collections`).
+    it (``<name>-data/``) -> the PDF (typeset by Typst from the same notebook, its CSV links
+    relative to it: the PDF is written beside the HTML). All files are written atomically.
 
-    A PDF that cannot be made (Pango missing, layout failed) does not raise: the HTML is
-    kept and ``pdf_error`` says why; a stale PDF of an earlier run is removed.
+    A PDF that cannot be made (the typst wheel missing, typesetting failed) does not raise:
+    the HTML is kept and ``pdf_error`` says why; a stale PDF of an earlier run is removed.
     """
-    from demonoise.report.exporter import html_to_pdf
-
     node, _ = load_notebook(nb)
     html_path, t0 = Path(html), time.perf_counter()
     text, resources = _export_html(node, html_path)
@@ -415,7 +454,7 @@ def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | N
     if pdf is not None:
         t1 = time.perf_counter()
         try:
-            data, pages = html_to_pdf(text, base_url=str(html_path.parent))
+            data, pages = _export_pdf(node, Path(pdf), html_path)
             pdf_path = atomic_write_bytes(Path(pdf), data)
         except ReportError as e:
             pdf_error = str(e) if str(e).startswith("no PDF") else f"no PDF: {e}"

@@ -22,8 +22,9 @@ Conventions
   sampling error (``z_flag``: ``|z| > 5`` with ``z = (sd_MC / sd_analytic - 1)
   sqrt(2N)``). They are flagged, never dropped.
 
-Objects with ``_repr_html_`` / ``_repr_markdown_`` (:class:`HtmlTable`,
-:class:`Verdict`, :class:`StatusBox`) display themselves in a notebook.
+Objects with ``_repr_mimebundle_`` / ``_repr_markdown_`` (:class:`HtmlTable`,
+:class:`Verdict`, :class:`StatusBox`) display themselves in a notebook, as HTML and as
+Typst (the PDF's) made from the same strings.
 """
 
 from __future__ import annotations
@@ -489,6 +490,23 @@ class HtmlTable:
         groups = self._group_row() if self.groups else ""
         return f'<table class="dn-table"><thead>{groups}<tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
+    def to_typst(self) -> str:
+        """The same table as Typst (``#dn-table``, :func:`~demonoise.report.typstsrc.table`):
+        the same shown strings, colours, groups and flagged rows."""
+        from demonoise.report import typstsrc
+
+        if self.shown.empty:
+            return f"#emph[{typstsrc.markup(self.empty)}]"
+        numeric = [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
+        return typstsrc.table(
+            [str(c) for c in self.shown.columns],
+            self.shown.itertuples(index=False),
+            numeric=numeric,
+            fills=None if self.colours is None else self.colours.to_numpy().tolist(),
+            flagged=list(self.flagged),
+            groups=self.groups,
+        )
+
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         from demonoise.report.notebook import table_bundle
 
@@ -500,6 +518,7 @@ class HtmlTable:
             empty=self.shown.empty,
             name=self.name,
             keep=self.keep,
+            typst=self.to_typst(),
         )
 
     def __len__(self) -> int:
@@ -513,6 +532,12 @@ class StatusBox:
     label: str
     modelled: bool
     details: tuple = ()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from demonoise.report import typstsrc
+
+        typst = typstsrc.call("dn-status-box", label=self.label, modelled=self.modelled, details=list(self.details))
+        return {"text/html": self._repr_html_(), typstsrc.TYPST_MIME: typst}
 
     def _repr_html_(self) -> str:
         esc = _html.escape

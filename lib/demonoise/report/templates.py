@@ -1,13 +1,12 @@
-"""Where the nbconvert template lives: ``templates/demonoise/`` at the top of the repository.
+"""Where the nbconvert templates live: ``templates/`` at the top of the repository.
 
 Found like the notebooks (:mod:`.locate`): an explicit directory (only that one), then
 ``$DEMONOISE_TEMPLATES``, the repository checkout, ``<sys.prefix>/share/demonoise/templates``.
-Each candidate is a *base directory* that must contain ``demonoise/`` with ``conf.json``,
-``index.html.j2`` and the two stylesheets (screen, print). Its ``fonts/`` hold the
-typeface of the PDF (DejaVu Sans, :func:`font_css`), so that a report is the same
-document on every machine: laid out with the fonts a machine happens to have, a country's
-report was up to 5 pages shorter where ``fonts-liberation`` is installed (Liberation Sans
-for the stylesheet's Arial) than on a bare Debian.
+Each candidate is a *base directory* that must contain ``demonoise/`` (the HTML template:
+``conf.json``, ``index.html.j2``, its stylesheet) and ``demonoise_typst/`` (the Typst
+template of the PDF). ``demonoise/fonts/`` holds the typeface of the PDF and of the charts'
+text (DejaVu Sans, :func:`fonts_dir`), which the Typst compiler is given as its only fonts,
+so that a report is the same document on every machine.
 """
 
 from __future__ import annotations
@@ -17,12 +16,29 @@ from pathlib import Path
 
 from demonoise.report.locate import ENV_VARS, find_dir
 
-__all__ = ["TEMPLATE_NAME", "ENV_VAR", "REQUIRED_FILES", "FONT_FAMILY", "FONT_FACES", "find_template_dir", "font_css"]
+__all__ = [
+    "TEMPLATE_NAME",
+    "TYPST_TEMPLATE_NAME",
+    "ENV_VAR",
+    "REQUIRED_FILES",
+    "FONT_FAMILY",
+    "FONT_FACES",
+    "find_template_dir",
+    "fonts_dir",
+]
 
 TEMPLATE_NAME = "demonoise"
+#: The Typst template of the PDF (:class:`~demonoise.report.exporter.DocumentTypstExporter`).
+TYPST_TEMPLATE_NAME = "demonoise_typst"
 ENV_VAR = ENV_VARS["templates"]
-#: Files (relative to ``<base>/demonoise``) that make a template directory usable.
-REQUIRED_FILES = ("conf.json", "index.html.j2", "static/demonoise.css", "static/print.css")
+#: Files (relative to the base directory) that make a template directory usable.
+REQUIRED_FILES = (
+    f"{TEMPLATE_NAME}/conf.json",
+    f"{TEMPLATE_NAME}/index.html.j2",
+    f"{TEMPLATE_NAME}/static/demonoise.css",
+    f"{TYPST_TEMPLATE_NAME}/conf.json",
+    f"{TYPST_TEMPLATE_NAME}/index.typ.j2",
+)
 #: The typeface of the PDF and of the charts' text (the reports' stylesheets name it).
 FONT_FAMILY = "DejaVu Sans"
 #: Its faces and those of its monospaced companion (inline code), (family, style, weight)
@@ -38,15 +54,15 @@ FONT_FACES = {
 
 
 def find_template_dir(template_dir: str | os.PathLike | None = None) -> Path:
-    """The base directory holding the ``demonoise`` nbconvert template (pass it to nbconvert
-    as ``extra_template_basedirs`` with ``template_name="demonoise"``).
+    """The base directory holding the ``demonoise`` and ``demonoise_typst`` nbconvert
+    templates (pass it to nbconvert as ``extra_template_basedirs``).
 
     Raises
     ------
     ReportError
         No complete template directory; the message lists each place tried.
     """
-    return find_dir("templates", tuple(f"{TEMPLATE_NAME}/{f}" for f in REQUIRED_FILES), template_dir)
+    return find_dir("templates", REQUIRED_FILES, template_dir)
 
 
 def fonts_dir(template_dir: str | os.PathLike | None = None) -> Path | None:
@@ -54,22 +70,3 @@ def fonts_dir(template_dir: str | os.PathLike | None = None) -> Path | None:
     (a template of one's own need not ship them: the PDF then uses the machine's fonts)."""
     d = find_template_dir(template_dir) / TEMPLATE_NAME / "fonts"
     return d if all((d / f).is_file() for f in FONT_FACES.values()) else None
-
-
-def font_css(template_dir: str | os.PathLike | None = None) -> str:
-    """The stylesheet that makes the PDF use the template's own typeface: an ``@font-face``
-    rule per face of :data:`FONT_FACES` (the template's files), and the stylesheets' two
-    font stacks (``--dn-font``, ``--dn-mono``) set to them, ``!important`` because the
-    document's own ``:root`` names Arial first and would otherwise win (Liberation Sans
-    answers for Arial where ``fonts-liberation`` is installed); ``""`` when the template
-    has no fonts (:func:`fonts_dir`)."""
-    d = fonts_dir(template_dir)
-    if d is None:
-        return ""
-    faces = "".join(
-        f'@font-face {{ font-family: "{family}"; font-style: {style}; font-weight: {weight}; '
-        f'src: url("{(d / name).resolve().as_uri()}"); }}\n'
-        for (family, style, weight), name in FONT_FACES.items()
-    )
-    stacks = f'--dn-font: "{FONT_FAMILY}", sans-serif !important; --dn-mono: "DejaVu Sans Mono", monospace !important;'
-    return faces + ":root { " + stacks + " }\n"

@@ -1,23 +1,25 @@
-"""Formulas typeset in Python: TeX -> MathML (latex2mathml, through ziamath) -> SVG (ziamath).
+"""Formulas typeset in Python: TeX -> MathML (latex2mathml, through ziamath) -> SVG (ziamath);
+Markdown to HTML and to Typst by nbconvert's own Markdown parser.
 
 The formulas of a notebook are found by nbconvert's own Markdown parser (mistune with its
-math plugin, :class:`nbconvert.filters.markdown_mistune.MarkdownWithMath`): the renderer
-below overrides only how block and inline maths are written -- as an inline ``<svg>``
-element instead of ``$...$`` for MathJax. No browser, no JavaScript: the same SVG is in the
-HTML; the PDF gets each formula as a PNG image rasterised from that SVG
-(:func:`print_formulas`, at :data:`PRINT_PX_PER_EM` pixels per em).
+math plugin, :class:`nbconvert.filters.markdown_mistune.MarkdownWithMath`): the HTML
+renderer below overrides only how block and inline maths are written -- as an inline
+``<svg>`` element instead of ``$...$`` for MathJax; the Typst renderer
+(:class:`TypstRenderer`) writes every token as Typst markup and each formula as the same
+SVG, placed inline on the text's baseline (``box(image(..), baseline: ..)``). No browser,
+no JavaScript, no TeX: the same picture in the HTML and in the PDF.
 
 Why ziamath: pure Python, its own STIX Two Math font drawn as paths (the SVG needs no font
 on the reader's machine), all formulas of the notebooks typeset (see
 ``tests/test_report_documents.py``). ``ziafont.config.svg2 = False`` writes each glyph as
 a ``<path>`` (no ``<symbol>``/``<use>`` ids that would collide between formulas of one page).
 
-Why images in the PDF: WeasyPrint draws an SVG by parsing every glyph outline each time it
-is drawn, in Python; a country report's 87 formulas took 0.85 s of its PDF (LU: about a
-sixth of its 5.8 s), drawn as PNG images 0.13 s (a formula used twice is embedded once).
-At 100 px per em the images have 758 ppi at the print stylesheet's 9.5 pt (600 ppi up to
-12 pt): the same picture as the vector formula at 600 dpi (pdftoppm), and a smaller PDF
-(LU 452 kB instead of 616 kB). The HTML keeps the vector SVG.
+Why not Typst's own maths: its syntax is not TeX, so every formula would go through a
+converter -- pandoc (``pypandoc-binary``, 155 MB installed) converts them well, but it is a
+second typesetter of the same formulas, whose pictures would differ from the HTML's, for a
+dependency twice the size of the Typst compiler. The SVGs cost the PDF little: Typst draws
+a country report's 87 formulas with its charts and tables at a few hundredths of a second
+per page (``benchmarks/bench_reports.py``).
 """
 
 from __future__ import annotations
@@ -30,14 +32,16 @@ from functools import lru_cache
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 from demonoise.core.errors import ReportError
+from demonoise.report.typstsrc import Code, call, html_to_typst, markup, string_literal
 
 __all__ = [
     "MATH_CLASS",
-    "PRINT_PX_PER_EM",
     "tex_svg",
-    "print_formulas",
+    "tex_typst",
     "MathRenderer",
+    "TypstRenderer",
     "markdown_to_html",
+    "markdown_to_typst",
     "count_formulas",
 ]
 
@@ -46,14 +50,28 @@ MATH_CLASS = "dn-math"
 #: ziamath's drawing size (px); the SVG is scaled to the text with em units.
 _SIZE = 24.0
 _DIM = re.compile(r'^<svg ([^>]*?)width="([\d.]+)" height="([\d.]+)"')
-#: Pixels per em of a formula in a PDF (758 ppi at 9.5 pt, 600 ppi up to 12 pt).
-PRINT_PX_PER_EM = 100
-#: A formula as :func:`tex_svg` writes it (no nested ``<svg>``), also as an HTML serialiser
-#: may leave it: attribute names in lower case, the SVG namespace moved to a prefix
-#: (``<ns0:svg>``, in headings) or to an ancestor.
-_FORMULA = re.compile(r'<(\w+:)?svg [^>]*class="dn-math[^"]*"[^>]*>.*?</\1?svg>', re.S)
-_ATTR = re.compile(r'\s([A-Za-z:-]+)="([^"]*)"')
-_SVG_NS = "http://www.w3.org/2000/svg"
+
+
+@lru_cache(maxsize=4096)
+def _typeset(tex: str, display: bool) -> tuple[str, float, float, float]:
+    """ziamath's SVG of one formula, its width and height in em and its baseline offset
+    (em, negative below the baseline)."""
+    import ziafont
+    import ziamath
+
+    ziafont.config.svg2 = False
+    try:
+        with warnings.catch_warnings():  # ziamath's own use of a deprecated importlib.resources call
+            warnings.simplefilter("ignore", DeprecationWarning)
+            m = ziamath.Latex(tex, size=_SIZE, inline=not display)
+            svg = m.svg()
+            descent = m.getyofst()
+    except Exception as e:  # ziamath raises many kinds; one clear line
+        raise ReportError(f"formula cannot be typeset: ${tex}$ ({type(e).__name__}: {e})") from None
+    match = _DIM.match(svg)
+    if not match:
+        raise ReportError(f"formula cannot be typeset: ${tex}$ (unexpected SVG header)")
+    return svg, float(match.group(2)) / _SIZE, float(match.group(3)) / _SIZE, descent / _SIZE
 
 
 @lru_cache(maxsize=4096)
@@ -66,24 +84,10 @@ def tex_svg(tex: str, display: bool = False) -> str:
     ReportError
         ziamath cannot typeset ``tex`` (the message quotes it).
     """
-    import ziafont
-    import ziamath
-
-    ziafont.config.svg2 = False
-    try:
-        with warnings.catch_warnings():  # ziamath's own use of a deprecated importlib.resources call
-            warnings.simplefilter("ignore", DeprecationWarning)
-            m = ziamath.Latex(tex.strip(), size=_SIZE, inline=not display)
-            svg = m.svg()
-            descent = m.getyofst()
-    except Exception as e:  # ziamath raises many kinds; one clear line
-        raise ReportError(f"formula cannot be typeset: ${tex.strip()}$ ({type(e).__name__}: {e})") from None
+    svg, w, h, descent = _typeset(tex.strip(), display)
     match = _DIM.match(svg)
-    if not match:
-        raise ReportError(f"formula cannot be typeset: ${tex.strip()}$ (unexpected SVG header)")
-    w, h = float(match.group(2)) / _SIZE, float(match.group(3)) / _SIZE
     cls = MATH_CLASS + (" dn-math-display" if display else "")
-    style = "" if display else f' style="vertical-align:{descent / _SIZE:.3f}em"'
+    style = "" if display else f' style="vertical-align:{descent:.3f}em"'
     label = _html.escape(tex.strip(), quote=True)
     head = (
         f'<svg {match.group(1)}class="{cls}" role="img" aria-label="{label}" width="{w:.3f}em" '
@@ -92,46 +96,21 @@ def tex_svg(tex: str, display: bool = False) -> str:
     return head + svg[match.end() :]
 
 
-def print_formulas(html: str) -> str:
-    """``html`` with every formula of :func:`tex_svg` replaced by the same formula as a PNG
-    ``<img>`` (same class, size in em, vertical alignment; the TeX source as its ``alt``
-    text): what the PDF lays out (module notes).
+@lru_cache(maxsize=4096)
+def tex_typst(tex: str, display: bool = False) -> str:
+    """One formula as Typst markup: ziamath's SVG (the picture of :func:`tex_svg`) at its
+    size in em, inline on the text's baseline (``#dn-math``), or centred in a block of its
+    own (``#dn-math-block``).
 
     Raises
     ------
     ReportError
-        A formula's SVG cannot be rasterised (its TeX quoted).
+        ziamath cannot typeset ``tex``.
     """
-    return _FORMULA.sub(lambda m: _formula_img(m.group(0)), html)
-
-
-@lru_cache(maxsize=4096)
-def _formula_img(svg: str) -> str:
-    import base64
-
-    import vl_convert as vlc
-
-    prefix = svg[1 : svg.index("svg ")]  # "" or e.g. "ns0:"
-    if prefix:
-        svg = svg.replace(f"<{prefix}", "<").replace(f"</{prefix}", "</")
-    head = svg[: svg.index(">")]
-    attrs = dict(_ATTR.findall(head))
-    w, h = float(attrs["width"].removesuffix("em")), float(attrs["height"].removesuffix("em"))
-    box = attrs.get("viewBox") or attrs.get("viewbox")
-    sized = (
-        f'<svg xmlns="{_SVG_NS}" width="{w * PRINT_PX_PER_EM:.1f}" height="{h * PRINT_PX_PER_EM:.1f}" '
-        f'viewBox="{box}">' + svg[len(head) + 1 :]
-    )
-    try:
-        png = vlc.svg_to_png(sized, scale=1.0)
-    except Exception as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ReportError(f"formula cannot be rasterised: ${attrs.get('aria-label', '')}$ ({first})") from None
-    style = f"width:{w:.3f}em;height:{h:.3f}em;" + attrs.get("style", "")
-    return (
-        f'<img class="{attrs["class"]}" alt="{attrs.get("aria-label", "")}" style="{style}" '
-        f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
-    )
+    svg, w, h, descent = _typeset(tex.strip(), display)
+    if display:
+        return call("dn-math-block", svg, Code(f"{h:.3f}em"), alt=tex.strip())
+    return call("dn-math", svg, Code(f"{h:.3f}em"), Code(f"{-descent:.3f}em"), alt=tex.strip())
 
 
 class MathRenderer(IPythonRenderer):
@@ -151,6 +130,137 @@ class MathRenderer(IPythonRenderer):
 def markdown_to_html(source: str, **renderer_kw) -> str:
     """Markdown (with maths) to HTML, formulas as SVG."""
     return MarkdownWithMath(renderer=MathRenderer(escape=False, **renderer_kw)).render(source)
+
+
+def _formula(tex: str, display: bool) -> str:
+    return tex_typst(tex, display)
+
+
+class TypstRenderer(IPythonRenderer):
+    """nbconvert's Markdown renderer writing Typst markup: text escaped (:func:`~.typstsrc.markup`),
+    headings kept out of the contents (chapters and settings make it) but bookmarked down
+    to level 3, lists, tables (``#dn-table``), code, links, and formulas (:func:`tex_typst`).
+    HTML inside the Markdown goes through :func:`~.typstsrc.html_to_typst`."""
+
+    def __init__(self, **kw):
+        super().__init__(escape=False, **kw)
+        self._head_cells = 0
+
+    # inline
+    def text(self, text: str) -> str:
+        return markup(text)
+
+    def emphasis(self, text: str) -> str:
+        return f"#emph[{text}]"
+
+    def strong(self, text: str) -> str:
+        return f"#strong[{text}]"
+
+    def strikethrough(self, text: str) -> str:
+        return f"#strike[{text}]"
+
+    def link(self, text: str, url: str, title=None) -> str:
+        return f"#link({string_literal(url)})[{text}]"
+
+    def image(self, text: str, url: str, title=None) -> str:
+        return markup(text)
+
+    def codespan(self, text: str) -> str:
+        return f"#raw({string_literal(text)})"
+
+    def linebreak(self) -> str:
+        return "\\\n"
+
+    def softbreak(self) -> str:
+        return "\n"
+
+    def inline_html(self, html: str) -> str:
+        return html_to_typst(html, _formula)
+
+    def inline_math(self, body: str) -> str:
+        return tex_typst(body, False)
+
+    # blocks
+    def paragraph(self, text: str) -> str:
+        return text.strip() + "\n\n"
+
+    def heading(self, text: str, level: int, **attrs) -> str:
+        return f"#heading(level: {level}, outlined: false, bookmarked: {'true' if level <= 3 else 'false'})[{text}]\n\n"
+
+    def blank_line(self) -> str:
+        return ""
+
+    def thematic_break(self) -> str:
+        return "#line(length: 100%, stroke: 0.5pt)\n\n"
+
+    def block_text(self, text: str) -> str:
+        return text
+
+    def block_code(self, code: str, info=None) -> str:
+        return f"#raw(block: true, {string_literal(code.rstrip())})\n\n"
+
+    def block_quote(self, text: str) -> str:
+        return f"#quote(block: true)[{text.strip()}]\n\n"
+
+    def block_html(self, html: str) -> str:
+        return html_to_typst(html, _formula) + "\n\n"
+
+    def block_error(self, text: str) -> str:
+        return text
+
+    def list(self, text: str, ordered: bool, **attrs) -> str:
+        start = attrs.get("start")
+        fn = f"enum(start: {int(start)}, " if ordered and start not in (None, 1) else ("enum(" if ordered else "list(")
+        return f"#{fn}{text})\n\n"
+
+    def list_item(self, text: str, **attrs) -> str:
+        return f"[{text.strip()}], "
+
+    def task_list_item(self, text: str, checked: bool = False, **attrs) -> str:
+        return f"[{'☑' if checked else '☐'} {text.strip()}], "
+
+    def def_list(self, text: str) -> str:
+        return f"#terms({text})\n\n"
+
+    def def_list_head(self, text: str) -> str:
+        return f"terms.item([{text.strip()}], "
+
+    def def_list_item(self, text: str) -> str:
+        return f"[{text.strip()}]), "
+
+    def block_math(self, body: str) -> str:
+        return tex_typst(body, True) + "\n\n"
+
+    def multiline_math(self, text: str) -> str:
+        return self.block_math(text)
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return tex_typst("\\begin{" + name + "}" + body + "\\end{" + name + "}", True) + "\n\n"
+
+    # tables (mistune's table plugin)
+    def table(self, text: str) -> str:
+        n, self._head_cells = self._head_cells, 0
+        return f"#dn-table(columns: {max(n, 1)}, {text}))\n\n"
+
+    def table_head(self, text: str) -> str:
+        return f"heads: (({text}),), rows: ("
+
+    def table_body(self, text: str) -> str:
+        return f"{text}"
+
+    def table_row(self, text: str) -> str:
+        return f"({text}), "
+
+    def table_cell(self, text: str, align=None, head: bool = False) -> str:
+        if head:
+            self._head_cells += 1
+        a = {"center": "center", "right": "right", "left": "left"}.get(align or "")
+        return f"table.cell(align: {a})[{text.strip()}], " if a else f"[{text.strip()}], "
+
+
+def markdown_to_typst(source: str) -> str:
+    """Markdown (with maths) to Typst markup (:class:`TypstRenderer`)."""
+    return MarkdownWithMath(renderer=TypstRenderer()).render(source)
 
 
 class _Counter(IPythonRenderer):
