@@ -160,3 +160,103 @@ def test_chapter_refuses_one_year(settings):
         level_series(load_panel("be-2015-2023"), settings, years=[2030])
     with pytest.raises(ParameterError, match="confidence"):
         level_series(load_panel("be-2015-2023"), settings, confidence=95)
+
+
+# ------------------------------------------------------------------ the chapter's notebook
+NB_PARAMS = {
+    "dataset": "be-2015-2023",
+    "country": "BE",
+    "settings": [{"V": 5.0}],
+    "year_from": 2019,
+    "year_to": 2020,
+}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    from demonoise.report.extras import render_notebook
+
+    out = tmp_path_factory.mktemp("change")
+    res = render_notebook("change", NB_PARAMS, out, pdf=True, title="Change since the previous year")
+    return res, out
+
+
+def _csv(res, stem: str) -> pd.DataFrame:
+    path = next(p for p in res.files if p.name == f"{stem}.csv")
+    return pd.read_csv(path)
+
+
+def test_notebook_is_committed_without_outputs():
+    import nbformat
+
+    from demonoise.report.contract import parameter_names
+
+    path = __import__("pathlib").Path(__file__).resolve().parents[1] / "notebooks" / "change.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.outputs == [] and c.execution_count is None for c in code)
+    assert sum("parameters" in c.metadata.get("tags", []) for c in code) == 1
+    assert sum("metrics" in c.metadata.get("tags", []) for c in code) == 1
+    assert set(NB_PARAMS) <= set(parameter_names(path))
+    body = "".join(c.source for c in code)  # thin: it calls the library, it does not compute
+    for forbidden in ("import numpy", "np.", "groupby", "sqrt(", ".query(", "pivot"):
+        assert forbidden not in body, forbidden
+
+
+@pytest.mark.slow
+def test_notebook_tables_are_the_change_table(rendered, be):
+    from demonoise.report.contract import check_shown
+    from demonoise.report.render import read_metrics
+
+    res, out = rendered
+    nb = next(out.glob("change-*.ipynb"))
+    check_shown(nb, dataset="be-2015-2023", country="BE", settings=["V = 5"])
+    m = read_metrics(nb)
+    assert (m["year_from"], m["year_to"]) == (2019, 2020) and m["settings"] == ["V = 5"]
+    truth = change_table(be, noise_settings([5]), year_from=2019, year_to=2020, indicators=("e", "tfr"), e_ages=[0])
+    for stem, ind, sex in (("change-e0-t", "e", "T"), ("change-e0-f", "e", "F"), ("change-tfr-f", "tfr", "F")):
+        shown = _csv(res, stem)
+        t = truth[(truth.indicator == ind) & (truth.sex == sex) & ((truth.age == 0) | (ind == "tfr"))]
+        mm = shown.merge(t, on="region", suffixes=("", "_t"), validate="one_to_one")
+        assert len(mm) == 12, stem
+        for c in ("change", "sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total"):
+            np.testing.assert_allclose(mm[c], mm[f"{c}_t"], rtol=1e-9, err_msg=f"{stem} {c}")
+        sig = np.abs(mm["z_total_t"]) > Z975
+        lost = (np.abs(mm["z_poisson_t"]) > Z975) & ~sig
+        np.testing.assert_array_equal(mm["verdict"] == "robust", sig)
+        np.testing.assert_array_equal(mm["verdict"] == "lost", lost)
+    d = _csv(res, "detectable-e0-t")
+    t = truth[(truth.indicator == "e") & (truth.sex == "T")]
+    mm = d.merge(t, on="region", suffixes=("", "_t"), validate="one_to_one")
+    np.testing.assert_allclose(mm["mdc_total"], (Z975 + Z80) * mm["sd_total"], rtol=1e-9)
+    np.testing.assert_allclose(mm["mdc_poisson"], (Z975 + Z80) * mm["sd_poisson"], rtol=1e-9)
+    # the time series drawn: its 2020 point is the change table's later year
+    fig = _csv(res, "figure-1-1")
+    pts = fig[(fig["kind"] == "value") & (fig["year"] == 2020)]
+    mm = pts.merge(t, on="region", validate="one_to_one")
+    np.testing.assert_allclose(mm["value"], mm["value_to"], rtol=1e-9)
+    assert sorted(fig["year"].unique()) == list(range(2015, 2024))
+
+
+@pytest.mark.slow
+def test_rendered_chapter(rendered):
+    import re
+
+    from report_helpers import pdf_text, scan_html
+
+    res, _ = rendered
+    html = res.html.read_text(encoding="utf-8")
+    scan = scan_html(html)
+    assert scan.violations == [] and scan.scripts_with_src == []
+    text = re.sub(r"<(svg|style|script)\b.*?</\1>", "", html, flags=re.S)
+    text = re.sub(r'src="data:[^"]*"', "", text)
+    assert not re.search(r"\d[eE][+-]?\d", text)  # no e-notation anywhere in the words and tables
+    assert "Data: population and deaths real (Eurostat)" in text  # e0: real ...
+    assert "Data: births modelled" in text  # ... the regional TFR modelled, on the same page
+    assert "from 2019 to 2020" in text and "smallest change of e0" in text
+    assert len(re.findall(r'<img [^>]*class="dn-chart"', html)) == 2
+    assert res.pdf is not None and res.pages >= 3
+    pdf = pdf_text(res.pdf)
+    assert "Change since the previous year" in pdf and "Table 1.1" in pdf and "Figure 1.2" in pdf
+    assert "Source:" in pdf

@@ -350,7 +350,8 @@ def level_series(
         One row per region, sex, headline, year and setting: ``region``, ``region_name``,
         ``nuts_level``, ``sex``, ``headline``, ``indicator``, ``age``, ``year``, the setting's
         columns, ``value``, ``sd_poisson``, ``sd_noise``, ``sd_total``, ``bias_noise``,
-        ``admixture``, ``events``, ``lo_poisson``, ``hi_poisson``, ``lo_total``,
+        ``admixture``, ``events``, ``exposure`` (e0: the person-years of every age; TFR: the
+        women's 15-49), ``lo_poisson``, ``hi_poisson``, ``lo_total``,
         ``hi_total``, ``confidence``.
 
     Raises
@@ -411,6 +412,7 @@ def level_series(
                     "bias_noise": bias,
                     "admixture": admixture(vp, vn),
                     "events": blk.events[..., k],
+                    "exposure": blk.exposure[..., k],
                     "lo_poisson": value - z * sd_p,
                     "hi_poisson": value + z * sd_p,
                     "lo_total": value + bias - z * sd_t,
@@ -444,6 +446,11 @@ class ChangeChapter:
         ``z_{1 - alpha/2} + z_{power}`` and ``z_{1 - alpha/2}``.
     data_status : str
         The dataset's provenance label (real / modelled).
+    table_status : dict
+        The status of each table (``population``, ``deaths``, ``births``: ``real`` or
+        ``modelled``), so that each indicator says what it rests on.
+    implications : str
+        What the data can't say (the dataset's provenance), if anything.
     """
 
     table: pd.DataFrame
@@ -458,6 +465,8 @@ class ChangeChapter:
     mdc_factor: float
     z_crit: float
     data_status: str
+    table_status: dict
+    implications: str = ""
 
 
 def change_chapter(
@@ -548,4 +557,6 @@ def change_chapter(
         mdc_factor=mdc_factor(alpha, power),
         z_crit=NormalDist().inv_cdf(1.0 - alpha / 2.0),
         data_status=panel.provenance.status_label,
+        table_status={k: t.status for k, t in panel.provenance.tables.items()},
+        implications=panel.provenance.implications or "",
     )
