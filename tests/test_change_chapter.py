@@ -260,3 +260,37 @@ def test_rendered_chapter(rendered):
     pdf = pdf_text(res.pdf)
     assert "Change since the previous year" in pdf and "Table 1.1" in pdf and "Figure 1.2" in pdf
     assert "Source:" in pdf
+
+
+# ------------------------------------------------------------------ what-if: the smallest change I can detect at V
+def test_what_if_change_is_the_change_table_of_the_region(be, table):
+    from demonoise.analysis.whatif import what_if_change
+
+    w = what_if_change(be, "BE34", V=[1, 5], ptable="v01")
+    assert set(w["indicator"]) == {"e0", "e65", "TFR"} and set(w["noise"]) == {"V = 1", "V = 5", "ptable v01"}
+    t = table[(table.region == "BE34") & (table.indicator == "e") & (table.age == 0)]
+    t = t.assign(noise=t["setting"].str.replace("V=", "V = "))
+    m = w[w.indicator == "e0"].merge(t, on=["sex", "noise"], suffixes=("", "_t"), validate="one_to_one")
+    assert len(m) == 9
+    for c in ("change", "sd_total", "mdc_total", "mdc_poisson", "z_total"):
+        np.testing.assert_allclose(m[c], m[f"{c}_t"], rtol=1e-12)
+    r = w[(w.indicator == "e0") & (w.sex == "T") & (w.noise == "V = 5")].iloc[0]
+    assert (round(r.mdc_poisson, 2), round(r.mdc_total, 2)) == (1.00, 1.44)
+
+
+def test_what_if_change_scales_as_the_first_order_formulas_say(be):
+    from demonoise.analysis.whatif import what_if_change
+
+    one = what_if_change(be, "BE34", V=[5], year_from=2021, year_to=2022)
+    four = what_if_change(be, "BE34", V=[5], scale=4, year_from=2021, year_to=2022)
+    m = one.merge(four, on=["sex", "indicator", "noise"], suffixes=("_1", "_4"), validate="one_to_one")
+    # whole-number scale: rates unchanged, Poisson variance / 4, noise variance / 16
+    np.testing.assert_allclose(m["change_4"], m["change_1"], rtol=1e-12)
+    np.testing.assert_allclose(m["sd_poisson_4"], m["sd_poisson_1"] / 2, rtol=1e-10)
+    np.testing.assert_allclose(m["sd_noise_4"], m["sd_noise_1"] / 4, rtol=1e-10)
+    np.testing.assert_allclose(m["mdc_poisson_4"], m["mdc_poisson_1"] / 2, rtol=1e-10)
+    assert (m["mdc_ratio_4"] < m["mdc_ratio_1"]).all()
+    with pytest.raises(ParameterError, match="two or more years"):
+        what_if_change(load("be-2023"), "BE34", V=[5])
+    with pytest.raises(ParameterError, match="scale"):
+        what_if_change(be, "BE34", V=[5], scale=-1)
