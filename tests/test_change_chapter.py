@@ -294,3 +294,29 @@ def test_what_if_change_scales_as_the_first_order_formulas_say(be):
         what_if_change(load("be-2023"), "BE34", V=[5])
     with pytest.raises(ParameterError, match="scale"):
         what_if_change(be, "BE34", V=[5], scale=-1)
+
+
+# ------------------------------------------------------------------ teaching: the change's variance term by term
+def test_change_steps_and_pooling(be):
+    from demonoise.analysis.teaching import change_steps, pooling_gain
+
+    cs = change_steps(be, "BE34", year_from=2022, year_to=2023, V=5)
+    assert cs["grad_fd_max_rel_error"] < 1e-5 and cs["grad_cells"] == 3 * 102
+    for placement in ("every cell", "stocks only"):
+        r = cs[placement]
+        np.testing.assert_allclose(r["var_formula"], r["var_change"], rtol=1e-10)
+        assert (r["cov"] > 0).all() and (r["var_change"] < r["var_independent"]).all()
+    # the change table's noise variance of e0 (V = 5) is the same
+    t = change_table(
+        be.select(["BE34"]), noise_settings([5]), year_from=2022, year_to=2023, indicators=("e",), e_ages=[0]
+    )
+    np.testing.assert_allclose(cs["every cell"]["var_change"], t.sort_values("sex")["sd_noise"] ** 2, rtol=1e-10)
+    ratio = np.sqrt(cs["stocks only"]["var_independent"] / cs["stocks only"]["var_change"])
+    assert (ratio > 1.25).all() and (ratio < 1.45).all()
+    with pytest.raises(ParameterError, match="consecutive"):
+        change_steps(be, "BE34", year_from=2020, year_to=2023)
+    pg = pooling_gain(be, "BE34", year_to=2023, V=(5,)).set_index(["sex", "pool"])
+    # docs/design.md: BE34 T e0, MDC 1.44 -> 0.84 at V = 5 with 3 pooled years; level sds fall ~ 1/sqrt(3)
+    assert round(pg.loc[("T", 1), "mdc_total"], 2) == 1.44 and round(pg.loc[("T", 3), "mdc_total"], 2) == 0.84
+    fall = pg.xs(3, level="pool")["sd_poisson_to"] / pg.xs(1, level="pool")["sd_poisson_to"]
+    assert ((fall > 0.5) & (fall < 0.65)).all()
