@@ -298,11 +298,24 @@ def change_verdicts(
 
 def detectable_changes(table: pd.DataFrame, *, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> pd.DataFrame:
     """The smallest detectable change of each headline per region, sex and setting, with and
-    without noise: ``mdc_poisson`` (Poisson alone), ``mdc_total`` (Poisson and the
-    setting's noise), ``mdc_ratio = mdc_total / mdc_poisson`` (how much the setting
-    widens it; ``sqrt(1 + Var_noise / Var_pois)``) and ``mdc_added`` (the difference, in
-    the indicator's units). The factor ``z_{1 - alpha/2} + z_{power}`` is the table's
-    (``table.attrs["mdc_factor"]``; 2.8016 at 5 % and 80 %)."""
+    without noise.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Rows of :func:`change_table` (its ``mdc_*`` columns hold the factor
+        ``z_{1 - alpha/2} + z_{power}``, 2.8016 at 5 % and 80 %, times the sd).
+    headlines : sequence of str
+        Keys of :data:`~demonoise.core.vocabulary.HEADLINES`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``mdc_poisson`` (Poisson alone), ``mdc_total`` (Poisson and the setting's noise),
+        ``mdc_ratio = mdc_total / mdc_poisson`` (how much the setting widens it,
+        ``sqrt(1 + Var_noise / Var_pois)``; NaN without events) and ``mdc_added`` (the
+        difference, in the indicator's units), with the rows' keys and sds.
+    """
     d = _headline_rows(table, headlines)
     keep = [
         "region", "sex", "headline", "indicator", "age", *_SETTING_COLS, "year_from", "year_to",
