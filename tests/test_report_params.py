@@ -180,7 +180,7 @@ def test_committed_notebooks_are_clean(name):
 
 def test_no_stray_notebooks():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(
-        [SUMMARY, *REPORT_INDICATORS, "overview", "teaching", "whatif"]
+        [SUMMARY, *REPORT_INDICATORS, "overview", "teaching", "whatif", "change"]
     )
 
 

@@ -153,6 +153,13 @@ def test_notebook_checks_pass(rendered):
     assert 2.0 < m["sd_noise_ratio_single_5y"] < 2.5
     # exercise 4: the scale found gives A = 0.10 up to the rounding of the scaled counts
     assert m["A_at_scale"] == pytest.approx(0.10, abs=0.002)
+    # section 12: the change's gradient through the shared stock against finite differences of the exact change
+    assert m["change_fd_max_rel_error"] < 1e-5 and m["change_formula_max_rel_diff"] < 1e-12
+    rows = m["change_rows"]
+    assert len(rows) == 6 and all(r["Cov (shared stock)"] > 0 for r in rows)
+    every = [r["sd too large by"] for r in rows if r["noise on"] == "every cell"]
+    stocks = [r["sd too large by"] for r in rows if r["noise on"] == "stocks only"]
+    assert max(every) < 1.01 and min(stocks) > 1.25  # docs/design.md: 1.25-1.41 with stock noise alone
 
 
 @pytest.mark.slow

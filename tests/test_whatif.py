@@ -23,11 +23,11 @@ import pytest
 from chromium_helpers import dump_dom, page_requests
 from demonoise.analysis.ptables import load_ptable
 from demonoise.analysis.results import results_table
-from demonoise.analysis.whatif import headline, scale_counts, sensitivity, what_if, what_if_settings
+from demonoise.analysis.whatif import headline, scale_counts, sensitivity, what_if, what_if_change, what_if_settings
 from demonoise.cli import _parameter_value, main
 from demonoise.core.counts import AgeAxis, Counts, Provenance, TableProvenance
 from demonoise.core.errors import DataError, ParameterError
-from demonoise.io.datasets import load
+from demonoise.io.datasets import load, load_panel
 from demonoise.noise.models import GenericNoise, PTableNoise
 from demonoise.report.render import read_metrics, read_parameters
 from demonoise.uncertainty.propagation import linearise
@@ -237,6 +237,14 @@ def test_headless_run_reports_the_library_figures(rendered, be):
         assert got["admixture"] == pytest.approx(r["admixture"], rel=1e-12)
     assert m["mc_max_abs_z"] < 5
     assert res.pdf is None and res.pdf_error is None
+    # "the smallest change I can detect at V": the library's figures for the scaled region
+    chg = what_if_change(load_panel("be-2015-2023"), "BE34", scale=4, V=[1, 3], ptable="v01", granularity="5y")
+    chg = chg[chg.indicator == "e0"]
+    assert len(m["change_e0"]) == len(chg) == 9
+    for r in chg.itertuples():
+        got = m["change_e0"][f"{r.sex} {r.noise}"]
+        assert got["mdc_total"] == pytest.approx(r.mdc_total, rel=1e-12)
+        assert got["mdc_poisson"] == pytest.approx(r.mdc_poisson, rel=1e-12)
 
 
 @pytest.mark.slow
@@ -253,6 +261,7 @@ def test_rendered_html(rendered):
     assert "Interactive controls need ipywidgets" not in text  # the controls cell is tagged remove
     assert "import ipywidgets" not in text and "dr.setup_notebook" not in text  # no code
     assert "Largest |z|" in text
+    assert "The smallest change I can detect" in text and "smallest change of e0 BE34 (men) can detect" in text
 
 
 @pytest.mark.slow

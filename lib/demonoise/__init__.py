@@ -91,6 +91,8 @@ _PUBLIC = {
     "write_ptable": "demonoise.analysis.ptables",
     "what_if": "demonoise.analysis.whatif",
     "change_table": "demonoise.analysis.change",
+    "change_chapter": "demonoise.analysis.change",
+    "what_if_change": "demonoise.analysis.whatif",
     "decision_report": "demonoise.analysis.decision",
     "sensitivity": "demonoise.analysis.whatif",
     "scale_counts": "demonoise.analysis.whatif",

@@ -27,11 +27,21 @@ Each closed form here has a finite-difference twin computed from the life table 
 (:func:`demonoise.demography.lifetable.life_table_from_rates`, :func:`demonoise.demography.indicators.life_expectancy`)
 by central differences, all perturbations in one vectorised pass (the perturbed
 quantity becomes a leading axis).
+
+Change over time (:func:`change_steps`, docs/design.md, section "Change over time and
+pooled years"): for ``Delta e = e(t_2) - e(t_1)`` the noise variance over every published
+cell ``c`` of the two years is ``sum_c (de(t_2)/dc - de(t_1)/dc)^2 V_c``; the population
+on 1 January of ``t_2`` is one cell both years use, so
+``Var Delta e = Var e(t_2) + Var e(t_1) - 2 Cov``, ``Cov = sum_{shared c} de(t_2)/dc
+de(t_1)/dc V_c``. Its twin: the gradient of the exact change with respect to every cell
+of the shared stock by central differences. Pooling (:func:`pooling_gain`): the level and
+the smallest detectable change of a ``k``-year window against one year.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from demonoise.core.errors import ParameterError
 from demonoise.core.layout import Layout
@@ -48,6 +58,8 @@ __all__ = [
     "cells_per_group",
     "variance_terms",
     "unknown_cell_variance",
+    "change_steps",
+    "pooling_gain",
 ]
 
 #: The derivation steps checked by :func:`check_steps`: (key, what, closed form).
@@ -339,3 +351,135 @@ def unknown_cell_variance(de_dm, D, E, P0, P1, V: float = 1.0) -> np.ndarray:
     u0 = (gE * P0).sum(-1) / (2.0 * P0.sum(-1))
     u1 = (gE * P1).sum(-1) / (2.0 * P1.sum(-1))
     return V * (uD**2 + u0**2 + u1**2)
+
+
+# ----------------------------------------------------------------------------- change over time
+def _exact_change(cl, e_idx: dict, cells: dict) -> np.ndarray:
+    """``e(w_to) - e(w_from)`` recomputed exactly from keyed cells (leading axes kept)."""
+    from demonoise.demography.pooled import window_keys, window_values
+
+    out = []
+    for wl in (cl.w_to, cl.w_from):
+        keys = window_keys(wl.window.years)
+        out.append(
+            window_values(
+                wl.layout,
+                "e",
+                deaths=[cells[k] for k in keys["deaths"]],
+                stocks=[cells[k] for k in keys["pop"]],
+                e_idx=e_idx[wl.window.last],
+                **wl.lifetable_kw,
+            )
+        )
+    return out[0] - out[1]
+
+
+def change_steps(panel, region: str, *, year_from: int, year_to: int, V: float = 1.0, age: float = 0.0, step=0.2):
+    """The noise variance of the change of ``e_age`` of one region from ``year_from`` to the
+    next year, term by term, with its numerical twin.
+
+    Parameters
+    ----------
+    panel : Panel
+        Consecutive years (:func:`demonoise.io.datasets.load_panel`).
+    region : str
+    year_from, year_to : int
+        Consecutive years (``year_to = year_from + 1``: they share the stock of 1 January
+        ``year_to``).
+    V : float
+        Generic noise variance on every published cell.
+    age : float
+        ``k`` of ``e_k``.
+    step : float
+        Central-difference step on a count (0.2: the change is a difference of two
+        values near 80 years, so much smaller steps lose digits to rounding).
+
+    Returns
+    -------
+    dict
+        Per noise placement (``"every cell"``; ``"stocks only"``: noise on the 1 January
+        stocks alone, where the shared stock is the whole story), arrays over the sexes
+        ``F, M, T``: ``var_from``, ``var_to`` (each year's noise variance), ``cov``
+        (through the shared stock), ``var_change`` (the library's), ``var_formula``
+        (``var_to + var_from - 2 cov``), ``var_independent`` (``var_to + var_from``); and
+        ``grad_fd_max_rel_error``: the gradient of the exact change with respect to every
+        cell of the shared stock by central differences against the library's
+        ``de(t_2)/dc - de(t_1)/dc``, all three sexes, with ``grad_cells`` compared.
+
+    Raises
+    ------
+    ParameterError
+        Years that are not consecutive, or not in the panel.
+    """
+    from demonoise.noise.models import GenericNoise
+    from demonoise.uncertainty.change import cell_moments, level_moments, linearise_change
+
+    if int(year_to) != int(year_from) + 1:
+        raise ParameterError(f"change_steps compares consecutive years, got {year_from} and {year_to}")
+    cl = linearise_change(panel.select([region]), year_from, year_to, indicators=("e",), e_ages=[float(age)])
+    d = cl.diffs["e"]
+    noise = GenericNoise(float(V))
+    out = {}
+    for name, noised in (("every cell", ("deaths", "pop_start", "pop_end")), ("stocks only", ("pop_start", "pop_end"))):
+        var, _, _ = cell_moments(cl.cells(False), noise, noised)
+        lv = {w: level_moments(wl, "e", noise, noised)["var_noise"] for w, wl in (("to", cl.w_to), ("from", cl.w_from))}
+        cov = d.covariance(var)
+        out[name] = {
+            "var_from": lv["from"][0, :, 0],
+            "var_to": lv["to"][0, :, 0],
+            "cov": cov[0, :, 0],
+            "var_change": d.variance(var)[0, :, 0],
+            "var_formula": (lv["to"] + lv["from"] - 2 * cov)[0, :, 0],
+            "var_independent": (lv["to"] + lv["from"])[0, :, 0],
+        }
+    # the twin: d Delta e / d P(year_to) by central differences, every cell of the shared stock
+    key = ("pop", int(year_to))
+    base = cl.cells(None)
+    x = np.asarray(base[key], dtype=float)[0]  # (3, A)
+    n = x.size
+    e_idx = {
+        wl.window.last: np.searchsorted(wl.layout.lt_lower, wl.blocks["e"].age_lower) for wl in (cl.w_to, cl.w_from)
+    }
+    moved = []
+    for sign in (1.0, -1.0):
+        cells = {k: np.broadcast_to(np.asarray(v, dtype=float), (n,) + np.shape(v)).copy() for k, v in base.items()}
+        cells[key].reshape(n, n)[np.arange(n), np.arange(n)] += sign * step
+        moved.append(_exact_change(cl, e_idx, cells)[:, 0, :, 0])  # (n, 3 sexes)
+    fd = (moved[0] - moved[1]) / (2.0 * step)  # d Delta e_s / d cell
+    g = (d.lin_to.table_grad(key) - d.lin_from.table_grad(key))[0, :, 0, :]  # (3, A): sex s, cell (s, a)
+    exact = np.zeros((n, 3))
+    A = x.shape[-1]
+    for s in range(3):
+        exact[s * A : (s + 1) * A, s] = g[s]
+    out["grad_fd_max_rel_error"] = max_relative_error(fd, exact)
+    out["grad_cells"] = int(n)
+    return out
+
+
+def pooling_gain(panel, region: str, *, year_to: int, V=(1.0, 5.0), k: int = 3, alpha=0.05, power=0.8):
+    """What pooling ``k`` years buys one region: e0 of the ``k`` years ending with ``year_to``
+    against ``year_to`` alone -- the level's Poisson and noise sd, the admixture, and the
+    smallest detectable change of the year-on-year change against that of the change from
+    the ``k`` years before (:func:`demonoise.analysis.change.change_table`, pools 1 and ``k``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per sex, setting and pooling: ``pool``, ``window_to``, ``sd_poisson_to``,
+        ``sd_noise_to``, ``admixture_to``, ``window_from``, ``mdc_poisson``, ``mdc_total``.
+    """
+    from demonoise.analysis.change import change_table
+    from demonoise.analysis.compute import noise_settings
+
+    sub = panel.select([region])
+    settings = noise_settings(list(V))
+    kw = {"indicators": ("e",), "e_ages": [0], "alpha": alpha, "power": power}
+    parts = [
+        change_table(sub, settings, year_from=int(year_to) - kk, year_to=int(year_to), pools=(kk,), **kw)
+        for kk in (1, int(k))
+    ]
+
+    t = pd.concat(parts, ignore_index=True)
+    cols = ["region", "sex", "setting", "pool", "window_from", "window_to", "value_to", "sd_poisson_to", "sd_noise_to"]
+    cols += ["admixture_to", "mdc_poisson", "mdc_total"]
+    return t[cols].reset_index(drop=True)

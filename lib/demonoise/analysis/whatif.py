@@ -40,12 +40,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from demonoise.core.counts import Counts, Provenance
+from demonoise.core.counts import Counts, Panel, Provenance
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.core.vocabulary import HEADLINES, INDICATORS, SEXES
 from demonoise.uncertainty.propagation import TABLES
 
-__all__ = ["scale_counts", "what_if_settings", "what_if", "sensitivity", "headline", "HEADLINE"]
+__all__ = [
+    "scale_counts",
+    "scale_panel",
+    "what_if_settings",
+    "what_if",
+    "what_if_change",
+    "sensitivity",
+    "headline",
+    "HEADLINE",
+]
 
 #: The indicators of the compact tables: (label, indicator, age), from the vocabulary's
 #: headline indicators (e0, e65, TFR; the TFR's age is nan).
@@ -104,6 +113,16 @@ def scale_counts(counts: Counts, scale: float) -> Counts:
         births=_scaled(counts.births, s),
         provenance=Provenance(p.population, p.deaths, p.births, label=label, implications=p.implications),
     )
+
+
+def scale_panel(panel: Panel, scale: float) -> Panel:
+    """Every year of ``panel`` scaled by :func:`scale_counts`. A stock two years share is
+    the same published counts in both, so it scales to the same integers: the panel
+    stays one of shared stocks (checked by :meth:`Panel.from_counts`)."""
+    s = _check_scale(scale)
+    if s == 1.0:
+        return panel
+    return Panel.from_counts([scale_counts(panel.year(t), s) for t in panel.years], name=panel.name)
 
 
 # ------------------------------------------------------------------------- settings
@@ -342,3 +361,96 @@ def sensitivity(
         h.insert(h.columns.get_loc("scale") + 1, "population", h["sex"].map(pop).to_numpy())
         frames.append(h[h["sex"].isin(list(sexes))])
     return pd.concat(frames, ignore_index=True)
+
+
+def what_if_change(
+    panel: Panel,
+    region: str,
+    *,
+    scale: float = 1.0,
+    V: Sequence[float] | float | None = (1,),
+    ptable=None,
+    year_from: int | None = None,
+    year_to: int | None = None,
+    pool: int = 1,
+    granularity: str = "single",
+    headlines: Sequence[str] = ("e0", "e65", "tfr"),
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> pd.DataFrame:
+    """ "The smallest change I can detect at V": the change of e0, e65 and the TFR of one
+    region between two years (or two pooled windows), its z with and without noise, and
+    its smallest detectable change with and without noise, under what-if settings.
+
+    The change table (:func:`demonoise.analysis.change.change_table`) of the region,
+    scaled by ``scale`` (:func:`scale_panel`): with a whole-number ``scale`` the Poisson
+    sd of the change falls exactly as ``1/sqrt(s)`` and the noise sd as ``1/s`` (the
+    module notes' homogeneity, for a change as for a level).
+
+    Parameters
+    ----------
+    panel : Panel
+        Two or more consecutive years (:func:`demonoise.io.datasets.load_panel`).
+    region : str
+    scale, V, ptable, granularity
+        As in :func:`what_if`.
+    year_from, year_to : int, optional
+        Default: the panel's last two years.
+    pool : int
+        Years per window (1: year on year).
+    headlines : sequence of str
+        Keys of :data:`~demonoise.core.vocabulary.HEADLINES`.
+    alpha, power : float
+        The test and the smallest detectable change (5 % two-sided, 80 %).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per headline, sex and setting: ``region, sex, noise, scale, indicator,
+        year_from, year_to, pool, value_from, value_to, change, sd_poisson, sd_noise,
+        sd_total, z_poisson, z_total, verdict, mdc_poisson, mdc_total, mdc_ratio``.
+
+    Raises
+    ------
+    ParameterError
+        A panel of one year, years not in it, invalid settings.
+    DataError
+        Unknown region; scaled counts without a life table.
+    """
+    from demonoise.analysis.change import change_table, change_verdicts
+
+    if isinstance(panel, Counts):
+        panel = Panel.from_counts([panel])
+    if len(panel.years) < 2:
+        raise ParameterError(
+            f"dataset {panel.name!r} holds one year ({panel.years[0]}): a change needs two or more years"
+        )
+    if not isinstance(region, str):
+        raise ParameterError(f"region must be one region code (a string), got {region!r}")
+    s = _check_scale(scale)
+    sub = scale_panel(panel.select([region]), s)
+    year_to = int(panel.years[-1] if year_to is None else year_to)
+    year_from = int(year_to - pool if year_from is None else year_from)
+    hs = [HEADLINES[k] for k in headlines if k in HEADLINES]
+    inds = tuple(dict.fromkeys(h.indicator for h in hs if h.indicator != "tfr" or panel.births is not None))
+    e_ages = sorted({float(h.age) for h in hs if h.indicator == "e"}) or None
+    table = change_table(
+        sub,
+        what_if_settings(V, ptable),
+        year_from=year_from,
+        year_to=year_to,
+        pools=(int(pool),),
+        granularity=granularity,
+        indicators=inds,
+        e_ages=e_ages,
+        alpha=alpha,
+        power=power,
+    )
+    v = change_verdicts(table, headlines=[k for k in headlines if HEADLINES[k].indicator in inds])
+    v["noise"] = _setting_label(v)
+    v["scale"] = s
+    v["mdc_ratio"] = v["mdc_total"] / v["mdc_poisson"].where(v["mdc_poisson"] > 0)
+    cols = ["region", "sex", "noise", "scale", "headline", "year_from", "year_to", "pool", "value_from", "value_to"]
+    cols += ["change", "sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total", "verdict"]
+    cols += ["mdc_poisson", "mdc_total", "mdc_ratio"]
+    return v[cols].rename(columns={"headline": "indicator"}).reset_index(drop=True)

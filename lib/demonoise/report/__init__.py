@@ -25,6 +25,8 @@ nothing beyond what :func:`setup_notebook` itself needs):
   :class:`ResultsSpec`, :func:`results`;
 * :mod:`.charts`    -- Altair chart builders over the results table;
 * :mod:`.summary`   -- tables, verdict sentences and flags over the results table;
+* :mod:`.change`    -- the chapter "Change since the previous year" (multi-year datasets):
+  verdict and detectable-change tables, sentences, data labels;
 * :mod:`.batch`     -- the report batch in stages: plan -> compute -> execute -> render
   -> index (:func:`run_reports`).
 """

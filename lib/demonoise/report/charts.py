@@ -36,6 +36,7 @@ __all__ = [
     "regional_intervals",
     "mc_check",
     "uncertainty_vs_population",
+    "level_series_settings",
 ]
 
 #: One colour per uncertainty component (noise: the first setting's; each chart takes its own).
@@ -870,4 +871,79 @@ def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = "", width
         width=width,
         height=height,
         title=_title(title, "dashed: Monte Carlo = analytic; red rings: |z| > 5 (beyond sampling error)"),
+    )
+
+
+# ============================================================ change over time
+def level_series_settings(
+    df: pd.DataFrame,
+    *,
+    settings=None,
+    title: str = "",
+    y_title: str = "",
+    subtitle: str = "",
+    max_panels: int = 12,
+):
+    """A headline indicator by year, one panel per region: the value (black dots joined by a
+    line), its interval from Poisson alone (blue) and from Poisson and the noise of each
+    setting (one bar per setting, in its colour, beside the blue one) -- every mark named in
+    the legend. ``df``: rows of :func:`demonoise.analysis.change.level_series` for one
+    headline and one sex, with a report ``setting`` label per row; the bands are the
+    library's (``lo_poisson`` ... ``hi_total``); ``y_title`` (the unit) goes to the
+    subtitle, the panels having scales of their own. With more than ``max_panels``
+    regions, the country, the largest region and the smallest ones are drawn."""
+    order_s = _settings_order(df, settings)
+    colours = setting_colours(order_s)
+    df, cut = _panels(df, max_panels)
+    level = float(df["confidence"].iloc[0]) if "confidence" in df and len(df) else 0.95
+    pct = f"{100 * level:g} %"
+    keep = ["region", "region_name", "nuts_level", "year", "value", "exposure", "indicator"]
+    first = df[df["setting"] == order_s[0]]
+    pois = first[keep].assign(series=f"Poisson, {pct}", lo=first["lo_poisson"], hi=first["hi_poisson"])
+    tot = df[keep].assign(
+        series=[f"Poisson and noise, {s}" for s in df["setting"]], lo=df["lo_total"], hi=df["hi_total"]
+    )
+    bars = pd.concat([pois, tot], ignore_index=True)
+    bars["region_label"] = _region_label(bars)
+    vals = first[keep].assign(series="value")
+    vals["region_label"] = _region_label(vals)
+    domain = ["value", f"Poisson, {pct}"] + [f"Poisson and noise, {s}" for s in order_s]
+    rng = [TOTAL_COLOUR, POISSON_COLOUR] + [colours[s] for s in order_s]
+    colour = alt.Color(
+        "series:N", scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(title=None, orient="top")
+    )
+    order = _order_by_population(first)
+    ncol, w, h = _facet_layout(len(order))
+    w, h = max(w, 170), max(h, 110)
+    x = alt.X("year:O", title=None, axis=alt.Axis(labelAngle=-90, labelFontSize=9))
+    y = alt.Y("lo:Q", title=None, scale=alt.Scale(zero=False))
+    data = pd.concat([bars.assign(kind="band"), vals.assign(kind="value", lo=vals["value"])], ignore_index=True)
+    band, value = alt.datum.kind == "band", alt.datum.kind == "value"
+    rules = (
+        alt.Chart()
+        .transform_filter(band)
+        .mark_rule(strokeWidth=2)
+        .encode(x=x, xOffset=alt.XOffset("series:N", sort=domain[1:]), y=y, y2="hi:Q", color=colour)
+    )
+    line = alt.Chart().transform_filter(value).mark_line(color=TOTAL_COLOUR, strokeWidth=0.8).encode(x=x, y=y)
+    dots = (
+        alt.Chart().transform_filter(value).mark_point(filled=True, size=14, opacity=1).encode(x=x, y=y, color=colour)
+    )
+    return (
+        alt.layer(rules, line, dots, data=data)
+        .properties(width=w, height=h)
+        .facet(
+            facet=alt.Facet("region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10)),
+            columns=ncol,
+        )
+        .resolve_scale(y="independent")
+        .properties(
+            title=_title(
+                title,
+                ("the country, the largest and the smallest regions; " if cut else "")
+                + (subtitle + "; " if subtitle else "")
+                + (f"{y_title}, " if y_title else "")
+                + "each panel its own scale",
+            )
+        )
     )

@@ -1,0 +1,354 @@
+"""The chapter "Change since the previous year": its tables, sentences and data labels,
+shown from the library's tables (:func:`demonoise.analysis.change.change_chapter`).
+
+Nothing is computed here: the changes, their z with and without noise, the verdicts, the
+smallest detectable changes and the yearly bands come from :mod:`demonoise.analysis.change`;
+this module picks rows, formats numbers (fixed decimals, never e-notation) and writes the
+sentences. Tables are :class:`~demonoise.report.summary.HtmlTable` (HTML and Typst, numbered
+by the exporter with a caption and a "Source:" line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
+from demonoise.report.summary import (
+    HtmlTable,
+    StatusBox,
+    fmt_fixed,
+    region_label,
+    row_setting_labels,
+    setting_label,
+    status_box,
+)
+
+__all__ = [
+    "load_change",
+    "change_status_box",
+    "data_words",
+    "verdict_view",
+    "detectable_view",
+    "series_frame",
+    "change_points",
+    "detectable_points",
+    "DECIMALS",
+]
+
+#: Decimals of each headline's values and changes in the tables and sentences.
+DECIMALS = {"e0": 2, "e65": 2, "TFR": 3}
+_KEY = {h.label: k for k, h in HEADLINES.items()}
+_FAMILY_TABLES = {"e": ("population", "deaths"), "tfr": ("population", "births")}
+_LOST_COLOUR = ADMIXTURE_CLASSES[1].colour  # amber: a significance the noise takes away
+_WORD = {"robust": "yes", "lost": "lost", "not significant": "no", "undefined": "\u2014"}
+
+
+def load_change(
+    *,
+    dataset: str,
+    country: str,
+    settings: Sequence,
+    year_from: int | None = None,
+    year_to: int | None = None,
+    granularity: str = "single",
+    alpha: float = 0.05,
+    power: float = 0.8,
+    confidence: float = 0.95,
+):
+    """The chapter's tables for ``country`` of the multi-year ``dataset``
+    (:func:`demonoise.analysis.change.change_chapter`), computed now (under a second for a
+    country of a dozen regions). In a kernel it records what the rows hold (dataset,
+    country, settings) as :func:`~demonoise.report.summary.load_results` does, for the
+    batch's :func:`~demonoise.report.contract.check_shown`.
+
+    Raises
+    ------
+    ParameterError
+        A dataset of one year, years not in it, an unknown p-table.
+    """
+    from demonoise.analysis.change import change_chapter
+    from demonoise.analysis.compute import noise_settings
+    from demonoise.io.datasets import load_panel
+
+    V = [s["V"] for s in settings if s.get("V") is not None and not s.get("ptable")]
+    tables = [s["ptable"] for s in settings if s.get("ptable")]
+    ch = change_chapter(
+        load_panel(dataset),
+        noise_settings(V, ptables=tables),
+        country=country,
+        year_from=year_from,
+        year_to=year_to,
+        alpha=alpha,
+        power=power,
+        confidence=confidence,
+        granularity=granularity,
+    )
+    _record_shown(ch.table, settings)
+    return ch
+
+
+def _record_shown(table: pd.DataFrame, settings) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from demonoise.report.contract import SHOWN, shown_record
+    from demonoise.report.notebook import display_metrics
+
+    if InteractiveShell.initialized():
+        display_metrics({SHOWN: shown_record(table, setting_label=setting_label(settings[0]))})
+
+
+def data_words(ch, headline: str) -> str:
+    """``"Data: population and deaths real (Eurostat)"``: what a headline rests on, real or
+    modelled, for its tables' and charts' captions."""
+    ind = HEADLINES[_KEY.get(headline, headline)].indicator
+    st = {t: ch.table_status.get(t, "?") for t in _FAMILY_TABLES[ind]}
+    groups: dict[str, list[str]] = {}
+    for t, s in st.items():
+        groups.setdefault(s, []).append(t)
+    parts = [
+        f"{' and '.join(ts)} {s}" + (" (Eurostat)" if s == "real" else "")
+        for s, ts in sorted(groups.items(), key=lambda kv: kv[0] != "modelled")
+    ]
+    return "Data: " + "; ".join(parts)
+
+
+def change_status_box(ch, *, granularity: str | None = None) -> StatusBox:
+    """The data-status box of the chapter: the dataset's label (real and modelled tables),
+    the years compared and what the data can't say."""
+    return status_box(
+        ch.data_status,
+        details=(f"Change from {ch.year_from} to {ch.year_to}; years shown {_years(ch)}",),
+        granularity=granularity,
+        implications=ch.implications,
+    )
+
+
+def _years(ch) -> str:
+    ys = sorted(ch.series["year"].unique())
+    return f"{ys[0]}-{ys[-1]}" if len(ys) > 1 else str(ys[0])
+
+
+def _labelled(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(label=row_setting_labels(frame).to_numpy())
+
+
+def _order(frame: pd.DataFrame) -> list[str]:
+    """Regions: the country first, then the NUTS 2 regions by code."""
+    r = frame.drop_duplicates("region").sort_values(["nuts_level", "region"])
+    return r["region"].tolist()
+
+
+def _label_of(frame: pd.DataFrame) -> dict:
+    r = frame.drop_duplicates("region")
+    return {c: region_label(c, n) for c, n in zip(r["region"], r["region_name"], strict=True)}
+
+
+def _signed(x: float, k: int) -> str:
+    s = fmt_fixed(x, k)
+    return s if s.startswith(("-", "\u2014")) else "+" + s
+
+
+def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> HtmlTable:
+    """Per region: the headline's values in the two years, the change, its z without noise
+    and, per setting, its z with noise and whether it is significant (``yes``, ``no``,
+    ``lost``: significant without noise but not with this setting's)."""
+    v = _labelled(ch.verdicts)
+    v = v[(v["headline"] == headline) & (v["sex"] == sex)]
+    labels = list(settings) if settings else list(dict.fromkeys(v["label"]))
+    k = DECIMALS.get(headline, 3)
+    first = v[v["label"] == labels[0]].set_index("region")
+    names = _label_of(v)
+    rows, fills, frame = [], [], []
+    for code in _order(v):
+        r = first.loc[code]
+        row = {
+            "region": names[code],
+            f"{ch.year_from}": fmt_fixed(r["value_from"], k),
+            f"{ch.year_to}": fmt_fixed(r["value_to"], k),
+            "change": _signed(r["change"], k),
+            "z": fmt_fixed(r["z_poisson"], 2),
+            "significant": _WORD["robust" if r["significant_poisson"] else "not significant"]
+            if np.isfinite(r["z_poisson"])
+            else "\u2014",
+        }
+        fill = [""] * 6
+        for lab in labels:
+            s = v[(v["label"] == lab) & (v["region"] == code)].iloc[0]
+            row[f"z {lab}"] = fmt_fixed(s["z_total"], 2)
+            row[f"sig {lab}"] = _WORD[s["verdict"]]
+            fill += ["", _LOST_COLOUR if s["verdict"] == "lost" else ""]
+            frame.append(
+                {
+                    "region": code,
+                    "sex": sex,
+                    "headline": headline,
+                    "setting": lab,
+                    "value_from": r["value_from"],
+                    "value_to": r["value_to"],
+                    "change": r["change"],
+                    "sd_poisson": s["sd_poisson"],
+                    "sd_noise": s["sd_noise"],
+                    "sd_total": s["sd_total"],
+                    "z_poisson": s["z_poisson"],
+                    "z_total": s["z_total"],
+                    "verdict": s["verdict"],
+                }
+            )
+        rows.append(row)
+        fills.append(fill)
+    shown = pd.DataFrame(rows)
+    shown.columns = [
+        "region", str(ch.year_from), str(ch.year_to), "change", "z", "signif.",
+        *[c for _ in labels for c in ("z", "signif.")],
+    ]  # fmt: skip
+    groups = [("", 4), ("without noise", 2)] + [(lab, 2) for lab in labels]
+    h = HEADLINES[_KEY.get(headline, headline)]
+    return HtmlTable(
+        pd.DataFrame(frame),
+        shown,
+        caption=f"Change of {h.label} from {ch.year_from} to {ch.year_to}, {SEX_WORDS[sex]} ({h.unit}): "
+        f"significant without noise and with it",
+        colours=pd.DataFrame(fills, columns=range(len(shown.columns))),
+        groups=groups,
+        note=f"{data_words(ch, headline)}. z = change / sd, sd from Poisson alone (without noise) or from Poisson "
+        f"and the setting's noise; signif.: significant, |z| > {ch.z_crit:.2f} ({100 * ch.alpha:g} %, two-sided); "
+        "lost (shaded): significant without noise but not with the setting's noise.",
+        name=f"change-{headline}-{sex}".lower(),
+        keep=True,
+    )
+
+
+def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> HtmlTable:
+    """Per region: the smallest detectable change of the headline without noise and, per
+    setting, with it and by how much (per cent) the setting widens it."""
+    d = _labelled(ch.detectable)
+    d = d[(d["headline"] == headline) & (d["sex"] == sex)]
+    labels = list(settings) if settings else list(dict.fromkeys(d["label"]))
+    k = DECIMALS.get(headline, 3)
+    names = _label_of(ch.verdicts)
+    rows, frame = [], []
+    for code in _order(ch.verdicts):
+        g = d[d["region"] == code]
+        first = g[g["label"] == labels[0]].iloc[0]
+        row = [names[code], fmt_fixed(first["mdc_poisson"], k)]
+        for lab in labels:
+            s = g[g["label"] == lab].iloc[0]
+            row += [fmt_fixed(s["mdc_total"], k), _signed(100 * (s["mdc_ratio"] - 1), 1) + " %"]
+            frame.append(
+                {
+                    "region": code,
+                    "sex": sex,
+                    "headline": headline,
+                    "setting": lab,
+                    "mdc_poisson": s["mdc_poisson"],
+                    "mdc_total": s["mdc_total"],
+                    "mdc_ratio": s["mdc_ratio"],
+                }
+            )
+        rows.append(row)
+    shown = pd.DataFrame(rows, columns=["region", "MDC", *[c for _ in labels for c in ("MDC", "wider by")]])
+    h = HEADLINES[_KEY.get(headline, headline)]
+    return HtmlTable(
+        pd.DataFrame(frame),
+        shown,
+        caption=f"Smallest detectable change of {h.label} from one year to the next, {SEX_WORDS[sex]} ({h.unit})",
+        groups=[("", 1), ("without noise", 1)] + [(lab, 2) for lab in labels],
+        note=f"{data_words(ch, headline)}. MDC: the smallest detectable change, {ch.mdc_factor:.2f} sd of the change "
+        f"({ch.z_crit:.2f} + {ch.mdc_factor - ch.z_crit:.2f}): a true change this large is found significant "
+        f"({100 * ch.alpha:g} %, two-sided) with probability {100 * ch.power:g} %; wider by: how much the setting's "
+        "noise widens it.",
+        name=f"detectable-{headline}-{sex}".lower(),
+        keep=True,
+    )
+
+
+def series_frame(ch, headline: str = "e0", sex: str = "T") -> pd.DataFrame:
+    """The yearly rows of one headline and sex, each with its report setting label (what
+    :func:`demonoise.report.charts.level_series_settings` draws)."""
+    s = ch.series[(ch.series["headline"] == headline) & (ch.series["sex"] == sex)]
+    return s.assign(setting=row_setting_labels(s).to_numpy())
+
+
+def _name(headline: str) -> str:
+    """How a sentence names a headline: ``e0``, ``e65``, ``the TFR``."""
+    return "the TFR" if headline == "TFR" else headline
+
+
+def _join(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def change_points(ch, headline: str = "e0", sex: str = "T", settings=None) -> str:
+    """Markdown: which regions' changes are significant without noise, and which of them
+    are still significant with each setting's noise."""
+    v = _labelled(ch.verdicts)
+    v = v[(v["headline"] == headline) & (v["sex"] == sex)]
+    labels = list(settings) if settings else list(dict.fromkeys(v["label"]))
+    first = v[v["label"] == labels[0]]
+    order = _order(v)
+    sig = [c for c in order if bool(first.set_index("region").loc[c, "significant_poisson"])]
+    what = f"The change of {_name(headline)} ({SEX_WORDS[sex]}) from {ch.year_from} to {ch.year_to}"
+    n = len(order)
+    n2 = int((v.drop_duplicates("region")["nuts_level"] > 0).sum())
+    rows = f"{n} ({'the country and ' if n2 < n else ''}{n2} NUTS 2 regions)"
+    out = [
+        f"{what} is significant without noise ({100 * ch.alpha:g} %, two-sided) in {len(sig)} of {rows}"
+        + (f": {_join(sig)}." if sig and len(sig) < n else ", all of them." if sig else ".")
+    ]
+    not_sig = [c for c in order if c not in sig]
+    if not_sig:
+        out.append(f"Not significant even without noise: {_join(not_sig)}.")
+    for lab in labels:
+        s = v[v["label"] == lab].set_index("region")
+        lost = [c for c in sig if s.loc[c, "verdict"] == "lost"]
+        at = ("at " if lab.startswith("V") else "with ") + lab
+        if not sig:
+            continue
+        if lost:
+            detail = _join(
+                [
+                    f"{c} (z {fmt_fixed(s.loc[c, 'z_poisson'], 2)} without noise, {fmt_fixed(s.loc[c, 'z_total'], 2)} "
+                    "with it)"
+                    for c in lost
+                ]
+            )
+            out.append(f"{at[0].upper() + at[1:]}, {len(sig) - len(lost)} of them stay significant; noise takes it "
+                       f"away from {detail}.")  # fmt: skip
+        else:
+            out.append(f"{at[0].upper() + at[1:]}, every one of them stays significant.")
+    return " ".join(out)
+
+
+def detectable_points(ch, headline: str = "e0", sex: str = "T", settings=None) -> str:
+    """Markdown: per setting, the region whose smallest detectable change the noise widens
+    most and the one it widens least, with the numbers."""
+    d = _labelled(ch.detectable)
+    d = d[(d["headline"] == headline) & (d["sex"] == sex)]
+    labels = list(settings) if settings else list(dict.fromkeys(d["label"]))
+    k = DECIMALS.get(headline, 3)
+    h = HEADLINES[_KEY.get(headline, headline)]
+    unit = h.unit
+    level = ch.verdicts.drop_duplicates("region").set_index("region")["nuts_level"]
+    out = []
+    for lab in labels:
+        g = d[(d["label"] == lab) & np.isfinite(d["mdc_ratio"])]
+        if (g["region"].map(level) > 0).any():
+            g = g[g["region"].map(level) > 0]  # the NUTS 2 regions; the country alone otherwise
+        g = g.sort_values("mdc_ratio", kind="stable")
+        if g.empty:
+            continue
+        hi, lo = g.iloc[-1], g.iloc[0]
+        at = ("At " if lab.startswith("V") else "With ") + lab
+        out.append(
+            f"{at} the smallest change of {_name(headline)} {hi['region']} can detect grows from "
+            f"{fmt_fixed(hi['mdc_poisson'], k)} to {fmt_fixed(hi['mdc_total'], k)} {unit} "
+            f"({_signed(100 * (hi['mdc_ratio'] - 1), 1)} %, the most of the regions); "
+            f"{lo['region']}'s from {fmt_fixed(lo['mdc_poisson'], k)} to {fmt_fixed(lo['mdc_total'], k)} "
+            f"({_signed(100 * (lo['mdc_ratio'] - 1), 1)} %, the least)."
+        )
+    return " ".join(out)
