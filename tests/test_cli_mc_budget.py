@@ -81,7 +81,7 @@ def test_workers_above_the_cores_warn_and_are_bounded_by_memory(tmp_path, capsys
     left the local cluster gets 4 workers (250 MB each), said in one line."""
     import os
 
-    from demonoise.core import resources
+    from demonoise.runtime import resources
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     assert cli.main([*COMPUTE[:-2], "--workers", "64", "--out", str(tmp_path / "r.csv")]) == 0

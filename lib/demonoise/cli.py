@@ -473,7 +473,7 @@ def _local_workers(command: str, n: int) -> int:
     :data:`WORKER_BYTES` each (said in one line)."""
     import os
 
-    from demonoise.core.resources import available_memory, format_bytes
+    from demonoise.runtime.resources import available_memory, format_bytes
 
     cores = os.cpu_count() or 1
     if n > cores:
