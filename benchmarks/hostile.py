@@ -219,6 +219,15 @@ def ptable_file(text: str, name: str = "p.csv") -> Callable[[Path], None]:
     return text_file(name, text)
 
 
+def params_with_ptable(name: str) -> Callable[[Path], None]:
+    """A params file ``p.yaml`` comparing V = 1 with the p-table file ``name`` of the case directory."""
+
+    def make(d: Path) -> None:
+        (d / "p.yaml").write_text(f"datasets: {{ess-2023: [LU]}}\nnoise: [{{V: 1}}, {{ptable: {d / name}}}]\n")
+
+    return make
+
+
 def symlink(name: str, target: str) -> Callable[[Path], None]:
     """A symlink ``name`` in the case directory pointing to ``target`` ({dir} substituted)."""
 
@@ -565,10 +574,7 @@ CASES: list[Case] = [
         2,
         "noise[1].ptable: the p-table file",
         ("report", "--params", "{dir}/p.yaml", "--out-dir", "{out}", "--no-pdf"),
-        fixture=chain(
-            copy_template("counts.csv"),
-            text_file("p.yaml", "datasets: {ess-2023: [LU]}\nnoise: [{V: 1}, {ptable: counts.csv}]\n"),
-        ),
+        fixture=chain(copy_template("counts.csv"), params_with_ptable("counts.csv")),
     ),
     Case(
         "template-header-only",
