@@ -56,13 +56,14 @@ def load_change(
     granularity: str = "single",
     alpha: float = 0.05,
     power: float = 0.8,
-    confidence: float = 0.95,
+    confidence=0.95,
 ):
     """The chapter's tables for ``country`` of the multi-year ``dataset``
     (:func:`demonoise.analysis.change.change_chapter`), computed now (under a second for a
     country of a dozen regions). In a kernel it records what the rows hold (dataset,
     country, settings) as :func:`~demonoise.report.summary.load_results` does, for the
-    batch's :func:`~demonoise.report.contract.check_shown`.
+    batch's :func:`~demonoise.report.contract.check_shown`. ``confidence``: the level of
+    the time series' bands, or the batch's list of levels (its first).
 
     Raises
     ------
@@ -75,6 +76,8 @@ def load_change(
 
     V = [s["V"] for s in settings if s.get("V") is not None and not s.get("ptable")]
     tables = [s["ptable"] for s in settings if s.get("ptable")]
+    if isinstance(confidence, (list, tuple)):
+        confidence = confidence[0] if confidence else 0.95
     ch = change_chapter(
         load_panel(dataset),
         noise_settings(V, ptables=tables),
