@@ -72,6 +72,8 @@ __all__ = [
 
 #: The summary notebook: main points first; its later level-1 parts close the report.
 SUMMARY = "summary"
+#: The chapter "Change since the previous year" of a report whose dataset holds two or more years.
+CHANGE = "change"
 #: Chapter titles of the indicator notebooks.
 CHAPTER_TITLES = {
     "asfr": "Age-specific fertility rates",
@@ -195,16 +197,26 @@ def plan(
     for r in reports:
         runs.append(Run(r, SUMMARY))
         runs += [Run(r, n, s) for n in params.indicators for s in params.settings]
+        if _multi_year(r.dataset):
+            runs.append(Run(r, CHANGE))
     further_runs = len(params.extras) + (params.overview is not None)
     check_size(len(reports), len(runs) + further_runs, workers, yes=yes)
     state = Plan(params, output, Path(), reports, runs, [], list(params.notices))
-    names = [SUMMARY, *params.indicators]
+    names = [SUMMARY, *params.indicators] + ([CHANGE] if any(r.notebook == CHANGE for r in runs) else [])
     state.notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in names), notebooks_dir)
     _check_contracts(state, names)
     state.removed = _stale_files(output / "reports")
     for p in state.removed:
         p.unlink(missing_ok=True)
     return state
+
+
+def _multi_year(dataset: str) -> bool:
+    """Whether ``dataset`` holds two or more consecutive years (its report then has the
+    chapter "Change since the previous year")."""
+    from demonoise.io import datasets as reg
+
+    return dataset in reg.embedded_names() and len(reg.metadata(dataset).get("years") or ()) >= 2
 
 
 def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None:
@@ -463,6 +475,14 @@ def _dataset_facts(dataset: str) -> dict:
 
 
 def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> dict:
+    if run.notebook == CHANGE:  # computes its own tables from the dataset's years (under a second)
+        return {
+            "country": run.report.country,
+            "dataset": run.report.dataset,
+            "settings": [s.as_parameter() for s in params.settings],
+            "granularity": params.granularity,
+            "confidence": list(params.confidence),
+        }
     base = {
         "country": run.report.country,
         "dataset": run.report.dataset,
@@ -652,7 +672,10 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
         dataset=report.dataset,
         index_href="../../index.html",
     )
-    nb = assemble([parts[0], *chapters, *parts[1:]], title=title, cover=cover, source=source_of(facts["provenance"]))
+    change = [Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
+    nb = assemble(
+        [parts[0], *chapters, *change, *parts[1:]], title=title, cover=cover, source=source_of(facts["provenance"])
+    )
     return nb, metrics
 
 

@@ -100,7 +100,8 @@ def _record_shown(table: pd.DataFrame, settings) -> None:
     from demonoise.report.notebook import display_metrics
 
     if InteractiveShell.initialized():
-        display_metrics({SHOWN: shown_record(table, setting_label=setting_label(settings[0]))})
+        record = shown_record(table, setting_label=setting_label(settings[0]), row_settings=row_setting_labels(table))
+        display_metrics({SHOWN: record})
 
 
 def data_words(ch, headline: str) -> str:
