@@ -11,7 +11,7 @@ import pytest
 
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import A_EQUAL, A_SMALL
-from demonoise.report.batch import SUMMARY, Report, Run, plan
+from demonoise.report.batch import CHANGE, SUMMARY, Report, Run, plan
 from demonoise.report.params import REPORT_INDICATORS, Setting, load_params, parse_params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +24,7 @@ def test_shipped_params(tmp_path):
     p = load_params(PARAMS / "default.yaml")
     assert [(s.dataset, s.countries) for s in p.selections] == [
         ("ess-2023", ("FI", "FR", "LU", "MT")),
-        ("be-2023", ("BE",)),
+        ("be-2015-2023", ("BE",)),
     ]
     assert p.settings == THREE and p.notices == ()
     assert [s.label for s in p.settings] == ["V = 1", "V = 5", "p-table v01"]
@@ -32,11 +32,13 @@ def test_shipped_params(tmp_path):
     assert p.thresholds == (0.1, 0.414) and p.confidence == (0.95,) and p.recommend.indicator == "e0"
     assert p.publisher is None and p.n_reports == 5
     state = plan(p, tmp_path)
-    assert state.reports[0] == Report("ess-2023", "FI") and state.reports[-1] == Report("be-2023", "BE")
+    assert state.reports[0] == Report("ess-2023", "FI") and state.reports[-1] == Report("be-2015-2023", "BE")
     assert state.reports[0].html(Path("out")) == Path("out/reports/ess-2023/FI.html")
-    assert state.reports[-1].pdf(Path("out")) == Path("out/reports/be-2023/BE.pdf")
-    # per report: the summary once, each indicator notebook once per setting
-    assert len(state.runs) == 5 * (1 + 4 * 3)
+    assert state.reports[-1].pdf(Path("out")) == Path("out/reports/be-2015-2023/BE.pdf")
+    # per report: the summary once, each indicator notebook once per setting; Belgium's
+    # dataset holds 2015-2023, so its report also runs the change chapter once
+    assert len(state.runs) == 5 * (1 + 4 * 3) + 1
+    assert state.runs[-1] == Run(Report("be-2015-2023", "BE"), CHANGE)
     assert state.runs[0] == Run(Report("ess-2023", "FI"), SUMMARY)
     assert state.runs[1].output(Path("o")) == Path("o/build/ess-2023/FI/asfr-V1.ipynb")
     assert state.runs[3].output(Path("o")) == Path("o/build/ess-2023/FI/asfr-ptable-v01.ipynb")

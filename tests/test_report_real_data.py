@@ -1,5 +1,5 @@
-"""The life expectancy section on real data (be-2023: Belgian NUTS 2 population and deaths
-as published by Eurostat) against the reference figures of the design notes: BE34
+"""The life expectancy section on real data (be-2015-2023, whose 2023 is be-2023: Belgian
+NUTS 2 population and deaths as published by Eurostat) against the reference figures of the design notes: BE34
 (Prov. Luxembourg, about 300 000 people) both sexes, single-age cells, V = 5: relative
 noise sd of e0 0.327 % and admixture 45.2 % with 85+ as one cell; with 85+ carrying
 its 16 published cells (the default layout) the noise sd rises by under 1 %, so the
@@ -33,7 +33,7 @@ def be(tmp_path_factory):
     out = tmp_path_factory.mktemp("be")
     params = parse_params(
         {
-            "datasets": {"be-2023": ["BE"]},
+            "datasets": {"be-2015-2023": ["BE"]},
             "noise": [{"V": 5}],
             "indicators": ["life_expectancy"],
             "mc": 0,
@@ -50,7 +50,7 @@ def test_life_expectancy_section_on_real_belgian_data(be):
     assert rep.ok, [o.error for o in rep.outcomes.values()]
     (o,) = rep.outcomes.values()
     # the figures from the results table the report's notebooks read (stored by the compute stage)
-    (table,) = (out / "results" / "be-2023").glob("BE-*[0-9a-f].parquet")
+    (table,) = (out / "results" / "be-2015-2023").glob("BE-*[0-9a-f].parquet")
     m = index_metrics(pd.read_parquet(table), 5.0)
     assert m["regions"] == 11
     assert m["e0_worst_region"] == "BE34"
@@ -64,7 +64,7 @@ def test_life_expectancy_section_on_real_belgian_data(be):
         "In the smallest region, BE34 Prov. Luxembourg (BE) (297\u202f654 people), it adds "
         f"{fmt_pct(m['e0_admixture_worst'])}" in html
     )
-    assert "population and deaths real (Eurostat); regional births modelled from national births" in html
+    assert "population and deaths real (Eurostat), 2015-2023; regional births modelled per year from national births" in html
     assert "Noise is at least as large as the Poisson uncertainty (A &gt;= 41 %)" in html
     # no Monte Carlo was asked for, and the section says so instead of hiding it
     assert "No Monte Carlo check was run for life expectancy." in html
@@ -75,7 +75,7 @@ def test_every_table_shows_eurostats_population_on_1_january(be):
     the decision table, the chapter tables and the index) is Eurostat's published total on
     1 January 2023, not the average population behind the rates."""
     out, _ = be
-    (table,) = (out / "results" / "be-2023").glob("BE-*[0-9a-f].parquet")
+    (table,) = (out / "results" / "be-2015-2023").glob("BE-*[0-9a-f].parquet")
     df = pd.read_parquet(table)
     pop = df.drop_duplicates("region").set_index("region")["population"]
     assert len(pop) == 12
@@ -85,3 +85,19 @@ def test_every_table_shows_eurostats_population_on_1_january(be):
     assert pop["BE"] == sum(pop[geo] for geo in regions)  # the country: its 11 regions
     e0 = df[(df["indicator"] == "e") & (df["sex"] == "T") & (df["age"] == 0)].set_index("region")
     assert (e0["exposure"] != pop.reindex(e0.index)).all()  # the exposure is another figure
+
+
+def test_a_dataset_of_several_years_adds_the_change_chapter_after_the_indicators(be):
+    """be-2015-2023 holds nine years: its report gains "Change since the previous year"
+    (2022 -> 2023) after the indicator chapters, and its smallest detectable change of e0
+    for BE34 is the change table's (the library's ``change_table`` on the same data)."""
+    import demonoise as dn
+    from demonoise.analysis.change import change_table
+
+    _, rep = be
+    (o,) = rep.outcomes.values()
+    html = o.html.read_text(encoding="utf-8")
+    assert html.index("Life expectancy") < html.index("Change since the previous year") < html.index("Method and data")
+    t = change_table(dn.load_panel("be-2015-2023"), dn.noise_settings(V=[5]), year_from=2022, year_to=2023)
+    row = t[(t["region"] == "BE34") & (t["sex"] == "T") & (t["age"] == 0)].iloc[0]
+    assert f"{row['mdc_total']:.2f}" in html and f"{row['mdc_poisson']:.2f}" in html
