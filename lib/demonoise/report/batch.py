@@ -361,15 +361,7 @@ def _stored(report: Report, params: ReportParams, store: Path) -> Computed | Non
 def compute_task(report: Report, params: ReportParams) -> dict:
     """One country's results and decision tables computed on a worker (its Monte Carlo in
     that process), in a scratch store there; returned as ``{relative path: bytes}`` with
-    their place and timings, so that a worker of a cluster needs no shared disk. The
-    garbage collector runs less often meanwhile (:mod:`demonoise.core.collector`)."""
-    from demonoise.core.collector import fewer_collections
-
-    with fewer_collections():
-        return _compute_task(report, params)
-
-
-def _compute_task(report: Report, params: ReportParams) -> dict:
+    their place and timings, so that a worker of a cluster needs no shared disk."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="dn-compute-") as tmp:

@@ -90,8 +90,8 @@ def render_notebook(
         Receives ``<name>.ipynb`` (the executed notebook), ``<name>.html`` and
         ``<name>.pdf``.
     pdf : bool
-        Also write the PDF (WeasyPrint). Without Pango the HTML is kept and
-        ``RenderResult.pdf_error`` says why there is no PDF.
+        Also write the PDF (typeset by Typst). Without the typst package the HTML is
+        kept and ``RenderResult.pdf_error`` says why there is no PDF.
     title : str, optional
         Report title (default: :data:`EXTRAS` entry, else the notebook's
         ``metadata.title``, else ``name``).

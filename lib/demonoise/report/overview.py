@@ -1338,7 +1338,7 @@ def render_overview(
     store : path-like, optional
         Results store (default ``<out_dir>/results``).
     pdf : bool
-        Also print the PDF (needs Pango; without it ``pdf_error`` says why).
+        Also typeset the PDF (Typst; without the typst package ``pdf_error`` says why).
     force : bool
         Recompute results and re-execute the notebook even if up to date.
     calibration : path or DataFrame, optional
