@@ -64,7 +64,8 @@ def test_life_expectancy_section_on_real_belgian_data(be):
         "In the smallest region, BE34 Prov. Luxembourg (BE) (297\u202f654 people), it adds "
         f"{fmt_pct(m['e0_admixture_worst'])}" in html
     )
-    assert "population and deaths real (Eurostat), 2015-2023; regional births modelled per year from national births" in html
+    label = "population and deaths real (Eurostat), 2015-2023; regional births modelled per year from national births"
+    assert label in html
     assert "Noise is at least as large as the Poisson uncertainty (A &gt;= 41 %)" in html
     # no Monte Carlo was asked for, and the section says so instead of hiding it
     assert "No Monte Carlo check was run for life expectancy." in html
