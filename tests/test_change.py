@@ -475,3 +475,17 @@ def test_cli_change_reads_a_multi_year_template(be, tmp_path):
     da, db = pd.read_csv(a), pd.read_csv(b)
     cols = ["change", "sd_noise", "sd_poisson", "mdc_total"]
     np.testing.assert_allclose(da[cols].to_numpy(), db[cols].to_numpy(), rtol=1e-12)
+
+
+def test_a_change_monte_carlo_is_sized_before_it_runs(tmp_path, capsys):
+    """``change --mc`` times a probe block first: 10^8 replicates are refused in one line
+    with the estimate (nothing written), unless ``--yes``; a small run says its estimate."""
+    out = tmp_path / "c.csv"
+    args = ["change", "--dataset", "be-2015-2023", "--from", "2022", "--to", "2023", "--V", "1", "--regions", "BE34"]
+    assert cli.main([*args, "--mc", "100000000", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the Monte Carlo is large" in err[0] and "pass --yes" in err[0], err
+    assert not out.exists()
+    assert cli.main([*args, "--mc", "500", "--out", str(out)]) == 0
+    assert "Monte Carlo 1 run(s) x 500 replicates over 1 regions, estimated" in capsys.readouterr().err
+    assert pd.read_csv(out)["sd_total"].notna().all()

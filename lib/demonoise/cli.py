@@ -802,6 +802,8 @@ def cmd_change(args) -> int:
         codes = args.regions or [c for c in panel.codes if c[:2] in set(args.countries)]
         panel = panel.select(codes)
     settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
+    if args.mc:
+        _check_change_mc(args, panel, settings)
     t0 = time.perf_counter()
     df = change_table(
         panel,
@@ -826,6 +828,37 @@ def cmd_change(args) -> int:
         with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
             print(e0[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
+
+
+#: Replicates of the probe that sizes a change's Monte Carlo (one block of the engine).
+CHANGE_PROBE = 250
+
+
+def _check_change_mc(args, panel, settings) -> None:
+    """Size the change's Monte Carlo before it runs: one probe block of
+    :data:`CHANGE_PROBE` replicates of the first setting and window, timed against the same
+    table without it; refused above :data:`MC_MAX_SECONDS` without ``--yes``, in one line
+    with the size and the estimate; the estimate is printed to stderr either way."""
+    from demonoise.analysis.change import change_table
+    from demonoise.core.errors import ParameterError
+
+    kw = {"year_from": args.year_from, "year_to": args.year_to, "pools": args.pool[:1]}
+    kw.update(granularity=args.granularity, indicators=args.indicators, seed=args.seed)
+    t0 = time.perf_counter()
+    change_table(panel, settings[:1], **kw)
+    t1 = time.perf_counter()
+    change_table(panel, settings[:1], mc=CHANGE_PROBE, **kw)
+    per = max(time.perf_counter() - t1 - (t1 - t0), 0.0) / CHANGE_PROBE
+    runs = len(settings) * len(args.pool)
+    estimate = per * args.mc * runs
+    size = f"{runs} run(s) x {args.mc} replicates over {len(panel.regions)} regions"
+    if estimate > MC_MAX_SECONDS and not args.yes:
+        raise ParameterError(
+            f"the Monte Carlo is large: {size}, estimated {_duration(estimate)} in this process, above the limit "
+            f"of {_duration(MC_MAX_SECONDS)}: pass --yes to run it, or lower --mc (a check needs 10^3 to 10^5)"
+        )
+    with contextlib.suppress(OSError):
+        print(f"demonoise change: Monte Carlo {size}, estimated {_duration(estimate)}", file=sys.stderr, flush=True)
 
 
 def _change_parser(sub, INDICATORS, GRANULARITIES) -> None:
@@ -855,6 +888,7 @@ def _change_parser(sub, INDICATORS, GRANULARITIES) -> None:
     s.add_argument("--power", type=_number, default=0.8, help="power of the smallest detectable change (default 0.8)")
     s.add_argument("--mc", type=_mc_replicates, default=0, metavar="N", help="Monte Carlo replicates (e and TFR)")
     s.add_argument("--seed", type=_nonneg_int, default=20230101)
+    s.add_argument("--yes", action="store_true", help="run a Monte Carlo estimated above 30 minutes (refused without)")
     s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
     s.set_defaults(func=cmd_change)
 
