@@ -23,6 +23,7 @@ from demonoise.demography.indicators import life_expectancy
 from demonoise.io.packed import read_packed, write_packed
 from demonoise.uncertainty.propagation import linearise, poisson_cell_variance
 from demonoise_build import build as bd
+from demonoise_build import make
 
 COMMITTED = bd.default_out_dir()
 
@@ -99,7 +100,7 @@ def test_check_reports_every_file(tmp_path):
     for n in bd.NAMES:
         for ext in (".csv.gz", ".npz", ".json"):
             shutil.copy(COMMITTED / f"{n}{ext}", tmp_path / f"{n}{ext}")
-    status, msgs = bd.check(["be-2023"], out_dir=tmp_path, raw_dir=fx.RAW)
+    status, msgs = make.check(["be-2023"], out_dir=tmp_path, raw_dir=fx.RAW)
     if status == 3:
         pytest.skip(msgs[0])
     assert status == 0 and len(msgs) == 3 and all("identical" in m for m in msgs), msgs
@@ -107,7 +108,7 @@ def test_check_reports_every_file(tmp_path):
     births = c.births.copy()
     births[2, 20] += 1
     write_packed(c.replace(births=births), tmp_path / "be-2023.npz", source_sha256="x")
-    status, msgs = bd.check(["be-2023"], out_dir=tmp_path, raw_dir=fx.RAW)
+    status, msgs = make.check(["be-2023"], out_dir=tmp_path, raw_dir=fx.RAW)
     assert status == 1 and "be-2023: be-2023.npz differs from the committed file" in msgs
 
 

@@ -1,5 +1,5 @@
 """``python -m demonoise_build [--check]``: rebuild the embedded datasets (or check them)."""
 
-from demonoise_build.build import main
+from demonoise_build.make import main
 
 raise SystemExit(main())
