@@ -192,9 +192,25 @@ def test_in_process_monte_carlo_interrupted_mid_way(tmp_path, sig, command, V):
     command's own process (compiled kernels; at V = 10^12 the rounded Gaussian draws of the
     k-fold laws, or, for compare's zero floor, of every cell). Signalled once its progress
     lines show blocks done, it stops within 5 s, exit 130, one line, nothing written."""
-    out = tmp_path / "out" / "r.parquet"
     what = ["--ptable", "v01"] if command == "compare" else []
     args = [command, "--dataset", "be-2023", *what, "--V", V, "--mc", "1000000", "--workers", "1", "--yes"]
+    _signalled_mid_way(tmp_path, args, " of 1000000 replicates, ", sig)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_change_interrupted_in_its_monte_carlo(tmp_path, sig):
+    """``demonoise change --mc``: its Monte Carlo (the longest step, in the command's own
+    process) signalled once its estimate line shows it under way stops within 5 s, exit
+    130, one line, nothing written."""
+    args = ["change", "--dataset", "be-2015-2023", "--from", "2022", "--to", "2023", "--V", "1", "--mc", "2000000"]
+    _signalled_mid_way(tmp_path, [*args, "--yes"], "Monte Carlo 1 run(s) x 2000000 replicates", sig, settle=1.0)
+
+
+def _signalled_mid_way(tmp_path, args: list, under_way: str, sig, settle: float = 0.0) -> None:
+    """Run ``demonoise ARGS --out FILE``, signal its session once stderr shows ``under_way``
+    (and ``settle`` seconds more), and check: exit 130 within :data:`STOP` seconds, one
+    line on stderr besides the progress lines, nothing written."""
+    out = tmp_path / "out" / "r.parquet"
     env, tag = tagged_env()
     err_file = tmp_path / "stderr.txt"
     with open(err_file, "w") as err_out:
@@ -204,9 +220,10 @@ def test_in_process_monte_carlo_interrupted_mid_way(tmp_path, sig, command, V):
         )  # fmt: skip
     try:
         deadline = time.monotonic() + 90
-        while " of 1000000 replicates, " not in err_file.read_text():
+        while under_way not in err_file.read_text():
             assert proc.poll() is None and time.monotonic() < deadline, err_file.read_text()[-2000:]
             time.sleep(0.1)
+        time.sleep(settle)
         t0 = time.monotonic()
         os.killpg(proc.pid, sig)
         proc.wait(timeout=30)
@@ -215,40 +232,7 @@ def test_in_process_monte_carlo_interrupted_mid_way(tmp_path, sig, command, V):
         kill_tagged(tag)
     assert proc.returncode == 130, err_file.read_text()[-2000:]
     assert took < STOP, f"took {took:.1f} s to stop"
-    _one_line(err_file.read_text(), command)
-    assert not out.exists() and tmp_files(tmp_path) == []
-
-
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_change_interrupted_in_its_monte_carlo(tmp_path, sig):
-    """``demonoise change --mc``: its Monte Carlo (the longest step, in the command's own
-    process) signalled once its estimate line shows it under way stops within 5 s, exit
-    130, one line, nothing written."""
-    out = tmp_path / "out" / "c.parquet"
-    args = ["change", "--dataset", "be-2015-2023", "--from", "2022", "--to", "2023", "--V", "1", "--mc", "2000000"]
-    env, tag = tagged_env()
-    err_file = tmp_path / "stderr.txt"
-    with open(err_file, "w") as err_out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "demonoise.cli", *args, "--yes", "--out", str(out)], cwd=tmp_path, env=env,
-            stdout=subprocess.DEVNULL, stderr=err_out, start_new_session=True,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 90
-        while "Monte Carlo 1 run(s) x 2000000 replicates" not in err_file.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, err_file.read_text()[-2000:]
-            time.sleep(0.1)
-        time.sleep(1.0)  # into the replicates
-        t0 = time.monotonic()
-        os.killpg(proc.pid, sig)
-        proc.wait(timeout=30)
-        took = time.monotonic() - t0
-    finally:
-        kill_tagged(tag)
-    assert proc.returncode == 130, err_file.read_text()[-2000:]
-    assert took < STOP, f"took {took:.1f} s to stop"
-    lines = [x for x in err_file.read_text().strip().splitlines() if "replicates over" not in x]
-    assert len(lines) == 1 and lines[0].startswith("demonoise change"), lines
+    _one_line(err_file.read_text(), args[0])
     assert not out.exists() and tmp_files(tmp_path) == []
 
 
