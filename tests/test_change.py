@@ -477,9 +477,11 @@ def test_cli_change_reads_a_multi_year_template(be, tmp_path):
     np.testing.assert_allclose(da[cols].to_numpy(), db[cols].to_numpy(), rtol=1e-12)
 
 
-def test_a_change_monte_carlo_is_sized_before_it_runs(tmp_path, capsys):
+def test_a_change_monte_carlo_is_sized_before_it_runs(tmp_path, capsys, monkeypatch):
     """``change --mc`` times a probe block first: 10^8 replicates are refused in one line
-    with the estimate (nothing written), unless ``--yes``; a small run says its estimate."""
+    with the estimate (nothing written), unless ``--yes``; a small run says its estimate,
+    then its progress (here at every block)."""
+    monkeypatch.setattr(cli, "PROGRESS_EVERY", 0.0)
     out = tmp_path / "c.csv"
     args = ["change", "--dataset", "be-2015-2023", "--from", "2022", "--to", "2023", "--V", "1", "--regions", "BE34"]
     assert cli.main([*args, "--mc", "100000000", "--out", str(out)]) == 2
@@ -487,5 +489,7 @@ def test_a_change_monte_carlo_is_sized_before_it_runs(tmp_path, capsys):
     assert len(err) == 1 and "the Monte Carlo is large" in err[0] and "pass --yes" in err[0], err
     assert not out.exists()
     assert cli.main([*args, "--mc", "500", "--out", str(out)]) == 0
-    assert "Monte Carlo 1 run(s) x 500 replicates over 1 regions, estimated" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Monte Carlo 1 run(s) x 500 replicates over 1 regions, estimated" in err
+    assert "Monte Carlo 250 of 500 replicates" in err and "Monte Carlo 500 of 500 replicates" in err
     assert pd.read_csv(out)["sd_total"].notna().all()

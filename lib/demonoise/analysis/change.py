@@ -164,6 +164,7 @@ def change_table(
     mc: int = 0,
     mc_indicators=("e", "tfr"),
     seed: int = 20230101,
+    progress=None,
     **layout_kw,
 ) -> pd.DataFrame:
     """The change table (module notes) of ``panel`` from ``year_from`` to ``year_to``.
@@ -184,6 +185,8 @@ def change_table(
         (default 5 % and 80 %: 2.80 sd).
     mc : int
         Monte Carlo replicates for ``mc_indicators`` (0: analytic only).
+    progress : callable, optional
+        ``progress(done)`` after each Monte Carlo block (replicates done in the run).
     """
     factor = mdc_factor(alpha, power)
     settings = [s if isinstance(s, NoiseSetting) else NoiseSetting.of(s) for s in settings]
@@ -205,7 +208,9 @@ def change_table(
             runs = None
             sim = [i for i in mc_indicators if i in cl.diffs]
             if mc and sim:
-                runs = monte_carlo_change(cl, s.model, n=mc, seed=seed, indicators=sim, noised=s.noised)
+                runs = monte_carlo_change(
+                    cl, s.model, n=mc, seed=seed, indicators=sim, noised=s.noised, progress=progress
+                )
                 runs["n"] = mc
             for ind in cl.diffs:
                 frames.append(_rows(cl, ind, s, factor, int(k), runs if ind in sim else None))

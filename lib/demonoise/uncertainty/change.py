@@ -61,6 +61,7 @@ from demonoise.demography.pooled import (
     window_mortality_inputs,
     window_values,
 )
+from demonoise.uncertainty.montecarlo import blocks
 from demonoise.uncertainty.propagation import TABLES, check_noised
 
 __all__ = [
@@ -477,6 +478,7 @@ def monte_carlo_change(
     noised=TABLES,
     block: int = 250,
     floor_zero: bool = False,
+    progress=None,
 ) -> dict:
     """Monte Carlo of the change and of both windows' values: every published cell of the
     two windows drawn once per replicate (a shared stock is one draw), the indicators
@@ -488,7 +490,10 @@ def monte_carlo_change(
         ``{(indicator, what, component): {"sd", "mean", "n_valid"}}`` with ``what`` in
         ``change``, ``to``, ``from`` and ``component`` in ``noise``, ``poisson``,
         ``total``; ``mean`` is the mean deviation from the unperturbed value. The
-        result depends on ``seed``, ``n`` and ``block`` only.
+        result depends on ``seed``, ``n`` and ``block`` only: the blocks are seeded by the
+        children of ``SeedSequence(seed)``, spawned a chunk at a time
+        (:func:`demonoise.uncertainty.montecarlo.blocks`), so a run of 10^9 replicates
+        holds no list of millions of seeds. ``progress(done)`` is called after each block.
     """
     kinds = _noised_kinds(noised)
     inds = [i for i in indicators if i in cl.diffs]
@@ -503,8 +508,8 @@ def monte_carlo_change(
         for w, wl in (("to", cl.w_to), ("from", cl.w_from)):
             e_idx[w] = np.searchsorted(wl.layout.lt_lower, wl.blocks["e"].age_lower)
     sums = {}
-    sizes = [block] * (n // block) + ([n % block] if n % block else [])
-    for size, ss in zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes)), strict=True):
+    done = 0
+    for size, ss in blocks(n, block, seed):
         s_noise, s_pois = ss.spawn(2)
         draws = _draw(
             cells, kinds, noise, size, np.random.default_rng(s_noise), np.random.default_rng(s_pois), floor_zero
@@ -520,6 +525,9 @@ def monte_carlo_change(
                     acc[0] = acc[0] + ok.sum(0)
                     acc[1] = acc[1] + dv.sum(0)
                     acc[2] = acc[2] + (dv * dv).sum(0)
+        done += size
+        if progress is not None:
+            progress(done)
     out = {}
     for key, (nv, s1, s2) in sums.items():
         with np.errstate(divide="ignore", invalid="ignore"):
