@@ -482,9 +482,12 @@ class Cluster:
                 fut = next(done)
                 i, _ = live.pop(fut.key)
                 if fut.status == "cancelled":
-                    raise self._lost(fut)
-                err = fut.exception() if fut.status == "error" else None
-                value = None if err is not None else fut.result()
+                    raise self._lost(fut, "cancelled")
+                try:
+                    err = fut.exception() if fut.status == "error" else None
+                    value = None if err is not None else fut.result()
+                except OSError:  # its result could not be gathered (distributed's CommClosedError is one)
+                    raise self._lost(fut, "not gathered") from None
                 fut.release()
                 yield i, value, err
                 fill()
@@ -497,10 +500,11 @@ class Cluster:
             for _, f in live.values():
                 f.release()
 
-    def _lost(self, fut) -> ClusterError:
-        """Why a task came back cancelled though nobody cancelled it: the scheduler is gone."""
+    def _lost(self, fut, what: str) -> ClusterError:
+        """Why a task came back cancelled though nobody cancelled it, or finished with a
+        result that cannot be gathered: the scheduler is gone."""
         where = self.address or "of the local cluster"
-        return ClusterLost(f"lost the Dask scheduler {where} mid-run (task {fut.key} cancelled)")
+        return ClusterLost(f"lost the Dask scheduler {where} mid-run (task {fut.key} {what})")
 
     def each(
         self,
