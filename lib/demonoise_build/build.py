@@ -171,6 +171,7 @@ __all__ = [
     "tfr_cross_check",
     "check_tfr_file",
     "cross_check_lines",
+    "write_files",
     "default_raw_dir",
     "default_out_dir",
 ]
@@ -1295,27 +1296,46 @@ def write_dataset(parts: Parts, out_dir: str | Path | None = None) -> dict[str, 
     sha256 of the gzip file and of its content, and the content digest of the packed
     form (what the loader checks; its bytes also depend on the zip writer).
     """
+    counts = parts.counts
+    return write_files(
+        counts,
+        parts.meta,
+        out_dir,
+        write_csv=lambda path: write_counts_csv(counts, path, names=False, status=True, comment=_comment(parts.meta)),
+        read_csv=lambda path: read_counts_csv(path, name=counts.name, year=counts.year),
+        write_npz=write_packed,
+        read_npz=read_packed,
+        same=_check_same,
+        fmt=PACKED_FORMAT,
+    )
+
+
+def write_files(built, meta: dict, out_dir, *, write_csv, read_csv, write_npz, read_npz, same, fmt) -> dict[str, Path]:
+    """The steps every embedded dataset is written by (:func:`write_dataset`, one year;
+    :func:`demonoise_build.panel.write_panel_dataset`, several): the gzip CSV written,
+    read back with the users' reader and checked ``same`` as ``built``; the packed form
+    made from what was read back, read again and checked; the JSON ``meta`` with the
+    files' digests. ``fmt`` is the packed form's format name."""
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = parts.counts.name
-    meta = dict(parts.meta)
+    name, meta = built.name, dict(meta)
     csv_path = out_dir / f"{name}.csv.gz"
-    write_counts_csv(parts.counts, csv_path, names=False, status=True, comment=_comment(meta))
-    packed = csv_path.read_bytes()
-    csv_sha = hashlib.sha256(packed).hexdigest()
-    read_back = read_counts_csv(csv_path, name=name, year=parts.counts.year)
-    _check_same(parts.counts, read_back, f"{csv_path.name} read back")
+    write_csv(csv_path)
+    data = csv_path.read_bytes()
+    csv_sha = hashlib.sha256(data).hexdigest()
+    read_back = read_csv(csv_path)
+    same(built, read_back, f"{csv_path.name} read back")
     npz_path = out_dir / f"{name}.npz"
-    digest = write_packed(read_back, npz_path, source_sha256=csv_sha)
-    unpacked, _ = read_packed(npz_path, provenance=read_back.provenance, name=name)
-    _check_same(read_back, unpacked, f"{npz_path.name} read back")
+    digest = write_npz(read_back, npz_path, source_sha256=csv_sha)
+    unpacked, _ = read_npz(npz_path, provenance=read_back.provenance, name=name)
+    same(read_back, unpacked, f"{npz_path.name} read back")
     meta["files"] = {
         csv_path.name: {
             "sha256": csv_sha,
-            "content_sha256": hashlib.sha256(gzip.decompress(packed)).hexdigest(),
-            "bytes": len(packed),
+            "content_sha256": hashlib.sha256(gzip.decompress(data)).hexdigest(),
+            "bytes": len(data),
         },
-        npz_path.name: {"content_sha256": digest, "format": PACKED_FORMAT, "source": csv_path.name},
+        npz_path.name: {"content_sha256": digest, "format": fmt, "source": csv_path.name},
     }
     json_path = out_dir / f"{name}.json"
     atomic_write_text(json_path, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")

@@ -24,16 +24,12 @@ read back with :func:`demonoise.io.template.read_panel_csv`), ``be-2015-2023.npz
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from demonoise.core.atomic import atomic_write_text
 from demonoise.core.counts import SEXES, Panel, Provenance, TableProvenance, spread_unknown
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.io.nuts import nuts_codes, nuts_region
@@ -252,31 +248,19 @@ def _same(a: Panel, b: Panel, what: str) -> None:
 
 def write_panel_dataset(parts: PanelParts, out_dir: str | Path | None = None) -> dict[str, Path]:
     """Write ``<name>.csv.gz`` (read back and checked), ``<name>.npz`` (from what was read back,
-    read again and checked) and ``<name>.json``, as :func:`demonoise_build.build.write_dataset`."""
-    out_dir = Path(out_dir) if out_dir is not None else bd.default_out_dir()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    name, meta = parts.panel.name, dict(parts.meta)
-    csv_path = out_dir / f"{name}.csv.gz"
-    write_panel_csv(parts.panel, csv_path, names=False, status=True, comment=bd._comment(meta))
-    data = csv_path.read_bytes()
-    csv_sha = hashlib.sha256(data).hexdigest()
-    read_back = read_panel_csv(csv_path, name=name)
-    _same(parts.panel, read_back, f"{csv_path.name} read back")
-    npz_path = out_dir / f"{name}.npz"
-    digest = write_packed_panel(read_back, npz_path, source_sha256=csv_sha)
-    unpacked, _ = read_packed_panel(npz_path, provenance=read_back.provenance, name=name)
-    _same(read_back, unpacked, f"{npz_path.name} read back")
-    meta["files"] = {
-        csv_path.name: {
-            "sha256": csv_sha,
-            "content_sha256": hashlib.sha256(gzip.decompress(data)).hexdigest(),
-            "bytes": len(data),
-        },
-        npz_path.name: {"content_sha256": digest, "format": FORMAT_PANEL, "source": csv_path.name},
-    }
-    json_path = out_dir / f"{name}.json"
-    atomic_write_text(json_path, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
-    return {"csv": csv_path, "npz": npz_path, "json": json_path}
+    read again and checked) and ``<name>.json``, by :func:`demonoise_build.build.write_files`."""
+    panel = parts.panel
+    return bd.write_files(
+        panel,
+        parts.meta,
+        out_dir,
+        write_csv=lambda path: write_panel_csv(panel, path, names=False, status=True, comment=bd._comment(parts.meta)),
+        read_csv=lambda path: read_panel_csv(path, name=panel.name),
+        write_npz=write_packed_panel,
+        read_npz=read_packed_panel,
+        same=_same,
+        fmt=FORMAT_PANEL,
+    )
 
 
 def build_panel(name: str, out_dir=None, raw_dir=None, *, raw: bd.Raw | None = None) -> dict[str, Path]:
