@@ -251,14 +251,10 @@ def _document_resources(nb, resources) -> dict:
     return resources
 
 
-class DocumentHTMLExporter(HTMLExporter):
-    """Offline HTML of a report (see the module notes). ``jupyter nbconvert --to demonoise_html``."""
-
-    export_from_notebook = "demonoise HTML"
-
-    @default("template_name")
-    def _template_name_default(self):
-        return TEMPLATE_NAME
+class _DocumentExporter(TemplateExporter):
+    """What both document exporters share: the project's template directory, no code, and
+    the two preprocessors (tagged cells removed; figures and tables numbered with their
+    CSV files, :class:`DocumentPreprocessor`)."""
 
     @default("extra_template_basedirs")
     def _basedirs_default(self):
@@ -268,6 +264,21 @@ class DocumentHTMLExporter(HTMLExporter):
     def _no_input(self):
         return True
 
+    def __init__(self, config=None, **kw):
+        super().__init__(config=config, **kw)
+        self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
+        self.register_preprocessor(DocumentPreprocessor(parent=self), True)
+
+
+class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
+    """Offline HTML of a report (see the module notes). ``jupyter nbconvert --to demonoise_html``."""
+
+    export_from_notebook = "demonoise HTML"
+
+    @default("template_name")
+    def _template_name_default(self):
+        return TEMPLATE_NAME
+
     @default("exclude_input_prompt")
     def _no_in_prompt(self):
         return True
@@ -275,11 +286,6 @@ class DocumentHTMLExporter(HTMLExporter):
     @default("exclude_output_prompt")
     def _no_out_prompt(self):
         return True
-
-    def __init__(self, config=None, **kw):
-        super().__init__(config=config, **kw)
-        self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
-        self.register_preprocessor(DocumentPreprocessor(parent=self), True)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         resources = _document_resources(nb, resources)
@@ -394,7 +400,7 @@ def _output_typst(out) -> str:
     return f"#dn-text({string_literal(_text(v))})"
 
 
-class DocumentTypstExporter(TemplateExporter):
+class DocumentTypstExporter(_DocumentExporter):
     """The report as Typst source (see the module notes). ``jupyter nbconvert --to demonoise_typst``."""
 
     export_from_notebook = "demonoise Typst"
@@ -411,19 +417,6 @@ class DocumentTypstExporter(TemplateExporter):
     @default("template_name")
     def _template_name_default(self):
         return TYPST_TEMPLATE_NAME
-
-    @default("extra_template_basedirs")
-    def _basedirs_default(self):
-        return [str(find_template_dir())]
-
-    @default("exclude_input")
-    def _no_input(self):
-        return True
-
-    def __init__(self, config=None, **kw):
-        super().__init__(config=config, **kw)
-        self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
-        self.register_preprocessor(DocumentPreprocessor(parent=self), True)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
