@@ -58,20 +58,24 @@ _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 def _arrays(counts: Counts) -> dict[str, np.ndarray]:
     """The array members of ``counts`` (counts, axes' labels, regions)."""
+    return {"pop_start": counts.pop_start, "pop_end": counts.pop_end, **_shared_arrays(counts)}
+
+
+def _shared_arrays(held: Counts | Panel) -> dict[str, np.ndarray]:
+    """The members a single year and a panel pack alike: the age labels, the regions, the
+    deaths and the births (with their age labels) where held."""
     out = {
-        "pop_start": counts.pop_start,
-        "pop_end": counts.pop_end,
-        "ages": np.array(counts.ages.labels),
-        "region_code": np.array([r.code for r in counts.regions]),
-        "region_name": np.array([r.name for r in counts.regions]),
-        "region_level": np.array([r.level for r in counts.regions], dtype=np.int64),
-        "region_country": np.array([r.country for r in counts.regions]),
+        "ages": np.array(held.ages.labels),
+        "region_code": np.array([r.code for r in held.regions]),
+        "region_name": np.array([r.name for r in held.regions]),
+        "region_level": np.array([r.level for r in held.regions], dtype=np.int64),
+        "region_country": np.array([r.country for r in held.regions]),
     }
-    if counts.deaths is not None:
-        out["deaths"] = counts.deaths
-    if counts.births is not None:
-        out["births"] = counts.births
-        out["birth_ages"] = np.array(counts.birth_ages.labels)
+    if held.deaths is not None:
+        out["deaths"] = held.deaths
+    if held.births is not None:
+        out["births"] = held.births
+        out["birth_ages"] = np.array(held.birth_ages.labels)
     return out
 
 
@@ -208,20 +212,7 @@ FORMAT_PANEL = "demonoise-packed-panel/1"
 def pack_panel(panel: Panel, *, source_sha256: str) -> tuple[bytes, str]:
     """The packed bytes of a :class:`~demonoise.core.counts.Panel` and their digest: the
     stocks (Y + 1, R, 3, A), deaths (Y, R, 3, A), births (Y, R, B), the years, axes and regions."""
-    arrays = {
-        "years": np.array(panel.years, dtype=np.int64),
-        "stocks": panel.stocks,
-        "ages": np.array(panel.ages.labels),
-        "region_code": np.array([r.code for r in panel.regions]),
-        "region_name": np.array([r.name for r in panel.regions]),
-        "region_level": np.array([r.level for r in panel.regions], dtype=np.int64),
-        "region_country": np.array([r.country for r in panel.regions]),
-    }
-    if panel.deaths is not None:
-        arrays["deaths"] = panel.deaths
-    if panel.births is not None:
-        arrays["births"] = panel.births
-        arrays["birth_ages"] = np.array(panel.birth_ages.labels)
+    arrays = {"years": np.array(panel.years, dtype=np.int64), "stocks": panel.stocks, **_shared_arrays(panel)}
     digest = content_digest(arrays)
     header = {
         "format": FORMAT_PANEL,
