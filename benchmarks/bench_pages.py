@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from demonoise.report.batch import run_reports
-from demonoise.report.params import parse_params
+from demonoise.report.batch.params import parse_params
+from demonoise.report.batch.stages import run_reports
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = [{"V": 1}, {"V": 5}, {"ptable": "v01"}]

@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 from demonoise.core.errors import ReportError
-from demonoise.report.exporter import DocumentPDFExporter
-from demonoise.report.render import assemble, render_document
-from demonoise.report.run import Job, run_jobs
+from demonoise.report.batch.execute import Job, run_jobs
+from demonoise.report.document.assemble import assemble, render_document
+from demonoise.report.document.exporters import DocumentPDFExporter
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -42,8 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from demonoise.report.batch import run_reports
-from demonoise.report.params import load_params
+from demonoise.report.batch.params import load_params
+from demonoise.report.batch.stages import run_reports
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,7 +136,7 @@ def pdf_engines(out: Path, repeat: int = 3) -> dict:
     first document, which starts the compiler and loads the template, is given apart)."""
     import nbformat
 
-    from demonoise.report.exporter import DocumentHTMLExporter, DocumentPDFExporter
+    from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentPDFExporter
 
     rows, first = [], None
     for path in sorted(out.glob("build/*/*/report.ipynb")):

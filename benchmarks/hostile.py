@@ -277,7 +277,7 @@ def _drop_country(cell: dict) -> None:
 
 
 PLAN = (
-    "from demonoise.report.batch import plan\nfrom demonoise.report.params import load_params\n"
+    "from demonoise.report.batch.stages import plan\nfrom demonoise.report.batch.params import load_params\n"
     "plan(load_params('{root}/params/default.yaml'), '{out}', notebooks_dir='{dir}/nb')"
 ).replace("{root}", str(ROOT))
 

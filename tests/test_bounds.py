@@ -182,7 +182,7 @@ def test_out_dir_spelling_and_its_aliases():
 
 # --------------------------------------------------------------------------- batch size
 def _params(n_settings):
-    from demonoise.report.params import parse_params
+    from demonoise.report.batch.params import parse_params
 
     return parse_params(
         {"datasets": {"ess-2023": ["LU"]}, "noise": [{"V": 1 + i} for i in range(n_settings)], "mc": 0, "pdf": False}
@@ -190,7 +190,7 @@ def _params(n_settings):
 
 
 def test_batch_of_1000_settings_needs_yes(tmp_path):
-    from demonoise.report.batch import plan
+    from demonoise.report.batch.stages import plan
 
     with pytest.raises(ParameterError, match=r"the batch is large: 1 reports, 4001 notebook executions.*--yes"):
         plan(_params(1000), tmp_path / "out", yes=False)
@@ -201,7 +201,7 @@ def test_the_limit_is_a_notebook_count_with_an_estimate(tmp_path):
     """A summary and four indicator notebooks per setting: 49 settings make 197 notebook
     executions (run without --yes), 50 make 201 (refused, with the size and an estimate;
     --yes runs it)."""
-    from demonoise.report.batch import MAX_NOTEBOOKS, plan
+    from demonoise.report.batch.stages import MAX_NOTEBOOKS, plan
 
     assert len(plan(_params(49), tmp_path / "a", yes=False).runs) == 1 + 4 * 49 <= MAX_NOTEBOOKS
     with pytest.raises(ParameterError, match=r"1 reports, 201 notebook executions, about \d+ minutes on 2 workers"):
@@ -221,7 +221,7 @@ def _notebook(tmp_path, source, tags=("parameters",), name="n.ipynb"):
 
 
 def test_notebook_without_a_parameters_tag_is_named(tmp_path):
-    from demonoise.report.contract import check_contract
+    from demonoise.report.batch.contract import check_contract
 
     path = _notebook(tmp_path, "country = 'LU'\n", tags=())
     with pytest.raises(ReportError, match=r"n.ipynb has no code cell tagged 'parameters'"):
@@ -229,7 +229,7 @@ def test_notebook_without_a_parameters_tag_is_named(tmp_path):
 
 
 def test_notebook_missing_an_injected_parameter_is_named(tmp_path):
-    from demonoise.report.contract import check_contract
+    from demonoise.report.batch.contract import check_contract
 
     path = _notebook(tmp_path, "dataset = 'ess-2023'\nsetting: dict = {}\n")
     assert check_contract(path, ["dataset", "setting"]) == ("dataset", "setting")
@@ -238,7 +238,7 @@ def test_notebook_missing_an_injected_parameter_is_named(tmp_path):
 
 
 def test_unknown_parameter_is_an_error_naming_it(tmp_path):
-    from demonoise.report.contract import check_known
+    from demonoise.report.batch.contract import check_known
 
     path = _notebook(tmp_path, "region = 'BE10'\nV = 1\n")
     check_known(path, {"region": "BE21"}, "whatif")
@@ -249,8 +249,8 @@ def test_unknown_parameter_is_an_error_naming_it(tmp_path):
 
 
 def test_section_showing_another_country_is_caught(tmp_path):
-    from demonoise.report.contract import SHOWN, check_shown
-    from demonoise.report.render import METRICS_MIME
+    from demonoise.report.batch.contract import SHOWN, check_shown
+    from demonoise.report.document.assemble import METRICS_MIME
 
     nb = nbformat.v4.new_notebook()
     record = {"dataset": ["ess-2023"], "country": ["LU"], "setting": "V = 1", "settings": ["V = 1"]}

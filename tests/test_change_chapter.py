@@ -174,7 +174,7 @@ NB_PARAMS = {
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    from demonoise.report.extras import render_notebook
+    from demonoise.report.batch.extras import render_notebook
 
     out = tmp_path_factory.mktemp("change")
     res = render_notebook("change", NB_PARAMS, out, pdf=True, title="Change since the previous year")
@@ -189,7 +189,7 @@ def _csv(res, stem: str) -> pd.DataFrame:
 def test_notebook_is_committed_without_outputs():
     import nbformat
 
-    from demonoise.report.contract import parameter_names
+    from demonoise.report.batch.contract import parameter_names
 
     path = __import__("pathlib").Path(__file__).resolve().parents[1] / "notebooks" / "change.ipynb"
     nb = nbformat.read(path, as_version=4)
@@ -206,8 +206,8 @@ def test_notebook_is_committed_without_outputs():
 
 @pytest.mark.slow
 def test_notebook_tables_are_the_change_table(rendered, be):
-    from demonoise.report.contract import check_shown
-    from demonoise.report.render import read_metrics
+    from demonoise.report.batch.contract import check_shown
+    from demonoise.report.document.assemble import read_metrics
 
     res, out = rendered
     nb = next(out.glob("change-*.ipynb"))

@@ -151,7 +151,7 @@ import sys
 from pathlib import Path
 from demonoise.runtime.cluster import Cluster
 from demonoise.runtime.signals import interruptible
-from demonoise.report.run import Job, run_jobs
+from demonoise.report.batch.execute import Job, run_jobs
 
 if __name__ == "__main__":
     nb, out, address = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]

@@ -471,8 +471,8 @@ def test_a_decision_table_is_kept_on_one_page_only_when_it_fits(be_report):
     """Belgium's 12 rows print on one page with their heading and legend; a table of more
     regions than a landscape page holds (France: 28 rows) is not kept whole -- kept, it
     would leave its heading and its legend each alone on a page -- but starts under them."""
-    from demonoise.report import decisions as dv
-    from demonoise.report.notebook import TABLE_MIME
+    from demonoise.report.content import decisions as dv
+    from demonoise.report.content.notebook import TABLE_MIME
 
     short = dv.decision_view(be_report)
     assert len(short.frame) == 12 <= dv.KEEP_ROWS

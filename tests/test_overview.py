@@ -16,7 +16,7 @@ import pytest
 
 from demonoise.core.errors import FormatError, ParameterError
 from demonoise.io import geo
-from demonoise.report import overview as ov
+from demonoise.report.content import overview as ov
 from report_helpers import scan_html
 
 
@@ -307,7 +307,7 @@ def test_calibration_table_by_hand():
 
 
 def test_calibration_chart_draws_every_finite_V_max():
-    from demonoise.report.notebook import chart_bundle
+    from demonoise.report.content.notebook import chart_bundle
 
     pop = pd.DataFrame({"region": ["AA11", "AA12", "BB21"], "sex": "T", "population": [5000.0, 2000.0, 9000.0]})
     ch = ov.calibration_chart(_calibration_frame(), pop, keys=("e0",), V=(1, 5))
@@ -396,7 +396,7 @@ def test_geojson_format_errors_name_file_and_region(text, match):
 
 
 def test_map_colours_regions_by_class_and_carries_the_credit():
-    from demonoise.report.notebook import chart_bundle
+    from demonoise.report.content.notebook import chart_bundle
 
     values = pd.DataFrame(
         {
@@ -545,7 +545,7 @@ def test_overview_renders_offline_with_the_map(rendered):
 def test_overview_numbers_come_from_the_results(rendered):
     import nbformat
 
-    from demonoise.report.render import read_metrics
+    from demonoise.report.document.assemble import read_metrics
 
     nb = nbformat.read(rendered.notebook, as_version=4)
     m = read_metrics(nb)
@@ -559,7 +559,7 @@ def test_overview_numbers_come_from_the_results(rendered):
 def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
     from pypdf import PdfReader
 
-    from demonoise.report.render import Section, assemble, load_notebook, render_document
+    from demonoise.report.document.assemble import Section, assemble, load_notebook, render_document
 
     parts = ov.split_sections(load_notebook(rendered.notebook)[0])
     doc = assemble([Section(p) for p in parts], title="Europe overview", source="Eurostat")
@@ -585,7 +585,7 @@ def test_calibration_section_shows_the_table_passed(rendered):
 
 
 def test_index_row_links_the_overview(rendered):
-    from demonoise.report.index import write_index
+    from demonoise.report.document.index import write_index
 
     res = rendered
     index = write_index([res.index_row()], res.html.parent / "index.html")

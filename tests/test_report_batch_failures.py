@@ -11,8 +11,8 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from demonoise.cli import main
-from demonoise.report.batch import Report, parse_params, run_reports
-from demonoise.report.locate import ENV_VARS, find_dir
+from demonoise.report.batch.locate import ENV_VARS, find_dir
+from demonoise.report.batch.stages import Report, parse_params, run_reports
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS_ENV = ENV_VARS["notebooks"]
@@ -61,7 +61,7 @@ def test_a_broken_notebook_is_isolated_and_reported(batch):
 
 
 def test_without_the_pdf_engine_the_batch_writes_html_and_says_why(batch, broken_notebooks, monkeypatch):
-    import demonoise.report.exporter as exporter
+    import demonoise.report.document.exporters as exporter
 
     reason = "no PDF: the typst package is not installed (test); pip install typst"
     monkeypatch.setattr(exporter, "pdf_engine_problem", lambda: reason)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from demonoise.report import batch as B
-from demonoise.report.params import parse_params
-from demonoise.report.store import read_decision
+from demonoise.report.batch import stages as B
+from demonoise.report.batch.params import parse_params
+from demonoise.report.batch.store import read_decision
 
 PARAMS = {
     "datasets": {"ess-2023": ["LU"]},

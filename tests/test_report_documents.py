@@ -15,9 +15,9 @@ import pytest
 
 from demonoise.core.version import __version__
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE
-from demonoise.report.batch import Report, run_reports
-from demonoise.report.params import parse_params
-from demonoise.report.typeset import count_formulas
+from demonoise.report.batch.params import parse_params
+from demonoise.report.batch.stages import Report, run_reports
+from demonoise.report.document.typeset import count_formulas
 from report_helpers import chromium, no_tmp_files, pdf_fonts, pdf_links, scan_html
 
 pytestmark = pytest.mark.slow
@@ -113,8 +113,8 @@ def _specs(lu) -> list[str]:
 
 
 def test_charts_use_the_vocabulary_colours(lu):
-    from demonoise.report import charts
-    from demonoise.report.summary import across_settings, at, load_results
+    from demonoise.report.content import charts
+    from demonoise.report.content.summary import across_settings, at, load_results
 
     o = lu["o"]
     res = next(
@@ -146,7 +146,7 @@ def test_charts_use_the_vocabulary_colours(lu):
 def test_a_region_keeps_one_colour_across_the_report():
     import pandas as pd
 
-    from demonoise.report.charts import _region_scale
+    from demonoise.report.content.charts import _region_scale
 
     rows = []
     for reg, lvl, expo in (("FI", 0, 5.5e6), ("FI1B", 2, 1.7e6), ("FI19", 2, 1.4e6), ("FI20", 2, 3.0e4)):
@@ -215,7 +215,7 @@ def test_pdf_bookmarks_contents_page_numbers_and_cover(lu):
 
 
 def test_without_a_publisher_the_cover_says_so(tmp_path):
-    from demonoise.report.cover import UNOFFICIAL, cover_html
+    from demonoise.report.document.cover import UNOFFICIAL, cover_html
 
     html = cover_html("T", data_status="real", provenance={"deaths": {"extracted": "2026-11-20"}})
     assert UNOFFICIAL in html and "2026-11-20" in html and __version__ in html

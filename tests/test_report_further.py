@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from demonoise.report.batch import parse_params, run_reports
+from demonoise.report.batch.stages import parse_params, run_reports
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from demonoise.core.errors import ParameterError
-from demonoise.report.index import IndexRow, write_index
-from demonoise.report.render import RenderResult
+from demonoise.report.document.assemble import RenderResult
+from demonoise.report.document.index import IndexRow, write_index
 from report_helpers import no_tmp_files, scan_html
 
 

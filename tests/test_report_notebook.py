@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from demonoise.core.errors import ParameterError
-from demonoise.report.notebook import (
+from demonoise.report.content.notebook import (
     FIGURE_MIME,
     METRICS_MIME,
     RENDERER_NAME,
@@ -66,7 +66,7 @@ def test_the_drawing_gets_only_the_fields_the_chart_names_and_draws_the_same(df)
     that may show every field of a datum (a tooltip of the whole datum) is drawn whole."""
     import vl_convert as vlc
 
-    from demonoise.report.notebook import _uniquify_svg_ids, _vl_version
+    from demonoise.report.content.notebook import _uniquify_svg_ids, _vl_version
 
     wide = df.assign(region="BE10", region_name="Bruxelles", exposure=1000.0, small_count=False)
     chart = (
@@ -84,7 +84,7 @@ def test_the_drawing_gets_only_the_fields_the_chart_names_and_draws_the_same(df)
 
     b = chart_bundle(spec)
     config = {"aria": False, **spec["config"]}
-    from demonoise.report.theme import FONT, FORMAT_LOCALE
+    from demonoise.report.content.theme import FONT, FORMAT_LOCALE
 
     config["font"] = FONT
     reference = vlc.vegalite_to_svg({**spec, "config": config}, vl_version=_vl_version(), format_locale=FORMAT_LOCALE)
@@ -104,7 +104,7 @@ def test_svg_ids_do_not_collide_between_charts(df):
         refs = set(re.findall(r"url\(#([^)]+)\)", svg))
         assert refs and refs <= ids
     # the prefix is a hash of the SVG: the same SVG always gets the same ids
-    from demonoise.report.notebook import _uniquify_svg_ids
+    from demonoise.report.content.notebook import _uniquify_svg_ids
 
     raw = '<svg><clipPath id="clip1"><rect/></clipPath><g clip-path="url(#clip1)"/></svg>'
     assert _uniquify_svg_ids(raw) == _uniquify_svg_ids(raw) != raw
@@ -151,7 +151,7 @@ def test_a_shown_chart_is_validated_only_where_asked(df, monkeypatch):
     DEMONOISE_VALIDATE_CHARTS=1 (the test suite), not in a batch."""
     from altair.utils.schemapi import SchemaValidationError
 
-    from demonoise.report.notebook import _chart_display
+    from demonoise.report.content.notebook import _chart_display
 
     good = alt.Chart(df).mark_line().encode(x="age", y="rate")
     bad = alt.Chart(df, width="wide").mark_line().encode(x="age", y="rate")  # a width is a number or "container"

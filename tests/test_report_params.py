@@ -11,8 +11,8 @@ import pytest
 
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import A_EQUAL, A_SMALL
-from demonoise.report.batch import CHANGE, SUMMARY, Report, Run, plan
-from demonoise.report.params import REPORT_INDICATORS, Setting, load_params, parse_params
+from demonoise.report.batch.params import REPORT_INDICATORS, Setting, load_params, parse_params
+from demonoise.report.batch.stages import CHANGE, SUMMARY, Report, Run, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = ROOT / "params"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from demonoise.report.batch import parse_params, run_reports
-from demonoise.report.summary import fmt_pct, index_metrics
+from demonoise.report.batch.stages import parse_params, run_reports
+from demonoise.report.content.summary import fmt_pct, index_metrics
 
 pytestmark = pytest.mark.slow
 RAW = Path(__file__).resolve().parents[1] / "data-raw" / "eurostat" / "demo_r_d2jan_BE_2015_2024.csv.gz"

@@ -15,12 +15,12 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.exporter import DocumentHTMLExporter, DocumentTypstExporter, typst_to_pdf
-from demonoise.report.notebook import METRICS_MIME
-from demonoise.report.render import Chapter, Section, assemble, render_document, render_report
-from demonoise.report.run import Job, run_jobs
-from demonoise.report.templates import ENV_VAR, find_template_dir
-from demonoise.report.typeset import count_formulas, markdown_to_html, markdown_to_typst, tex_svg
+from demonoise.report.batch.execute import Job, run_jobs
+from demonoise.report.content.notebook import METRICS_MIME
+from demonoise.report.document.assemble import Chapter, Section, assemble, render_document, render_report
+from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentTypstExporter, typst_to_pdf
+from demonoise.report.document.templates import ENV_VAR, find_template_dir
+from demonoise.report.document.typeset import count_formulas, markdown_to_html, markdown_to_typst, tex_svg
 from report_helpers import COVER, GOOD, chromium, no_tmp_files, pdf_fonts, pdf_links, pdf_text, scan_html
 
 TITLE = "Fixture quality report"
@@ -163,8 +163,8 @@ def test_the_pdf_is_set_in_the_templates_own_typeface_on_any_machine(tmp_path):
     same on every machine."""
     import typst
 
-    from demonoise.report.exporter import _compiler
-    from demonoise.report.templates import FONT_FACES, fonts_dir
+    from demonoise.report.document.exporters import _compiler
+    from demonoise.report.document.templates import FONT_FACES, fonts_dir
 
     assert fonts_dir() is not None and len(FONT_FACES) == 6
     fonts = typst.Fonts(include_system_fonts=False, include_embedded_fonts=False, font_paths=[str(fonts_dir())])
@@ -186,8 +186,8 @@ def test_user_text_is_escaped_for_typst(tmp_path):
     nothing is run as code, maths, a label or a comment."""
     import pandas as pd
 
-    from demonoise.report.cover import cover_html
-    from demonoise.report.summary import HtmlTable
+    from demonoise.report.content.summary import HtmlTable
+    from demonoise.report.document.cover import cover_html
 
     nasty = '#panic("x") $a$ *b* _c_ <lab> @ref [x] \\ // not a comment /* nor this */ = not a heading ~ `q'
     table = HtmlTable(
@@ -215,7 +215,7 @@ def test_user_text_is_escaped_for_typst(tmp_path):
 def test_a_long_table_breaks_across_pages_with_its_header_repeated(tmp_path):
     import pandas as pd
 
-    from demonoise.report.summary import HtmlTable
+    from demonoise.report.content.summary import HtmlTable
 
     shown = pd.DataFrame({"region": [f"R{i:03d}" for i in range(150)], "value": [f"{i}.5" for i in range(150)]})
     cell = new_code_cell("t")
@@ -444,7 +444,7 @@ def test_captions_set_subscripted_symbols_as_the_text_does():
     """Figure and table captions are plain text in the notebooks ("Relative uncertainty of
     e_x"); the HTML and the Typst set the symbol as the formulas do, and leave dataset
     codes alone."""
-    from demonoise.report.exporter import caption_html, caption_typst
+    from demonoise.report.document.exporters import caption_html, caption_typst
 
     assert caption_html("Relative uncertainty of e_x, both sexes") == (
         "Relative uncertainty of <i>e</i><sub>x</sub>, both sexes"

@@ -20,8 +20,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.render import assemble, read_metrics, read_parameters
-from demonoise.report.run import Job, failed_path, run_jobs
+from demonoise.report.batch.execute import Job, failed_path, run_jobs
+from demonoise.report.document.assemble import assemble, read_metrics, read_parameters
 from report_helpers import BROKEN, GOOD, no_tmp_files
 
 LIB = Path(__file__).resolve().parents[1] / "lib"
@@ -210,7 +210,7 @@ _INTERRUPT_SCRIPT = textwrap.dedent(
     import signal
     import sys
     from pathlib import Path
-    from demonoise.report.run import Job, run_jobs
+    from demonoise.report.batch.execute import Job, run_jobs
 
     if __name__ == "__main__":
         # Ctrl-C as in a terminal: a test run started in the background of a script (`make
@@ -293,7 +293,7 @@ def test_a_task_carries_a_directory_it_reads_and_the_notebook_reads_the_copy(tmp
     """A notebook that reads a file and a directory of tables (the decision tables of a
     report): the task carries both as bytes; where it runs, the parameters point to copies
     with the same contents, not to this machine's paths."""
-    from demonoise.report.run import _localised, _task_of
+    from demonoise.report.batch.execute import _localised, _task_of
 
     table = tmp_path / "results.parquet"
     table.write_bytes(b"table bytes")
@@ -342,7 +342,7 @@ def test_cells_with_a_skipped_tag_are_neither_run_nor_kept(tmp_path, tiny):
     assert not [c for c in out.cells if "chapter" in c.metadata.get("tags", [])]
     printed = [o.get("text", "") for c in out.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert "BE10\n" in printed
-    from demonoise.report.run import job_key
+    from demonoise.report.batch.execute import job_key
 
     assert job_key(job, library="x") != job_key(Job(src, tmp_path / "later.ipynb", {"region": "BE10"}), library="x")
     # one tag given as a bare string is that tag, not its letters

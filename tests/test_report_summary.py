@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report import summary as S
-from demonoise.report.notebook import TABLE_MIME
+from demonoise.report.content import summary as S
+from demonoise.report.content.notebook import TABLE_MIME
 
 
 def _row(region, name, level, indicator, sex, age, value, events, exposure, var_pois, ratio, V=1.0, **extra):

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from demonoise.core.errors import ParameterError
-from demonoise.report.store import ResultsSpec, results, results_path
+from demonoise.report.batch.store import ResultsSpec, results, results_path
 
 
 def test_store_reuses_and_recomputes(tmp_path):

@@ -24,7 +24,7 @@ from demonoise.demography.indicators import life_expectancy, lifetable_inputs, l
 from demonoise.demography.lifetable import e_derivative, life_table_from_rates, lifetable_lower
 from demonoise.io.datasets import load
 from demonoise.noise.models import GenericNoise
-from demonoise.report.render import read_metrics
+from demonoise.report.document.assemble import read_metrics
 from demonoise.uncertainty.propagation import linearise
 from report_helpers import chromium, scan_html
 from report_helpers import pdf_text as read_pdf_text
@@ -117,7 +117,7 @@ def test_max_relative_error():
 # ------------------------------------------------------------------ the notebook
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    from demonoise.report.extras import render_notebook
+    from demonoise.report.batch.extras import render_notebook
 
     out = tmp_path_factory.mktemp("teaching")
     res = render_notebook("teaching", {"mc": 4000}, out, pdf=True)

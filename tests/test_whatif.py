@@ -29,7 +29,7 @@ from demonoise.core.counts import AgeAxis, Counts, Provenance, TableProvenance
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.io.datasets import load, load_panel
 from demonoise.noise.models import GenericNoise, PTableNoise
-from demonoise.report.render import read_metrics, read_parameters
+from demonoise.report.document.assemble import read_metrics, read_parameters
 from demonoise.uncertainty.propagation import linearise
 from report_helpers import chromium, scan_html
 
@@ -214,7 +214,7 @@ STEM = "whatif-BE34-V1-3-granularity5y-mc400-ptablev01-scale4-sexM"  # a scenari
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    from demonoise.report.extras import render_notebook
+    from demonoise.report.batch.extras import render_notebook
 
     out = tmp_path_factory.mktemp("whatif")
     res = render_notebook("whatif", PARAMS, out, pdf=False)

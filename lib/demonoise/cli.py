@@ -378,7 +378,7 @@ def _parameter_value(text: str):
 def cmd_notebook(args) -> int:
     from demonoise.core.atomic import check_output_dir
     from demonoise.core.errors import ParameterError
-    from demonoise.report.extras import render_notebook
+    from demonoise.report.batch.extras import render_notebook
 
     params = {}
     for name, value in args.parameter or []:
@@ -396,7 +396,7 @@ def cmd_notebook(args) -> int:
 
 def cmd_overview(args) -> int:
     from demonoise.core.atomic import check_output_dir
-    from demonoise.report.overview import render_overview
+    from demonoise.report.content.overview import render_overview
 
     check_output_dir(args.out_dir)
     t0 = time.perf_counter()
@@ -415,8 +415,8 @@ def cmd_overview(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from demonoise.report.batch import run_reports
-    from demonoise.report.params import load_params
+    from demonoise.report.batch.params import load_params
+    from demonoise.report.batch.stages import run_reports
 
     params = load_params(args.params)
     with _cluster(args, params.scheduler) as cluster:

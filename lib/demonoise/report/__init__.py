@@ -3,31 +3,31 @@
 Modules (imported lazily, so that ``import demonoise.report`` in a kernel costs
 nothing beyond what :func:`setup_notebook` itself needs):
 
-* :mod:`.notebook`  -- kernel side: :func:`setup_notebook` (offline Altair renderer,
+* :mod:`.content.notebook`  -- kernel side: :func:`setup_notebook` (offline Altair renderer,
   pandas display options), :func:`display_metrics`;
-* :mod:`.run`       -- papermill batch: :class:`Job`, :func:`run_jobs` (pool of kernels
+* :mod:`.batch.execute`       -- papermill batch: :class:`Job`, :func:`run_jobs` (pool of kernels
   reused between notebooks, failure isolation, atomic outputs, up-to-date skipping);
-* :mod:`.render`    -- one document from executed notebooks: :func:`assemble` (cover,
+* :mod:`.document.assemble`    -- one document from executed notebooks: :func:`assemble` (cover,
   contents, chapters with a subsection per setting), :func:`render_document` (HTML,
   CSV files, PDF), :func:`read_metrics`, :func:`read_parameters`;
-* :mod:`.exporter`  -- the nbconvert exporters ``demonoise_html``, ``demonoise_typst`` and
+* :mod:`.document.exporters`  -- the nbconvert exporters ``demonoise_html``, ``demonoise_typst`` and
   ``demonoise_pdf`` (Typst, in-process), figures and tables numbered;
-* :mod:`.typeset`   -- formulas as SVG (ziamath), Markdown to HTML and to Typst by
+* :mod:`.document.typeset`   -- formulas as SVG (ziamath), Markdown to HTML and to Typst by
   nbconvert's Markdown parser;
-* :mod:`.typstsrc`  -- Typst source: escaping, values, the Typst twins of the display objects;
-* :mod:`.theme`     -- the Altair theme, colours, number formats, log ticks;
-* :mod:`.cover`     -- the cover (publisher, date, version, data extraction);
-* :mod:`.index`     -- ``index.html`` over a batch: :func:`write_index`;
-* :mod:`.params`    -- the params schema (pydantic) and its YAML loader;
-* :mod:`.cache`     -- fingerprints and stamps (what is up to date);
-* :mod:`.locate`, :mod:`.templates` -- where notebooks, template and params are found;
-* :mod:`.store`     -- results computed once by the library and read by the notebooks:
+* :mod:`.content.typstsrc`  -- Typst source: escaping, values, the Typst twins of the display objects;
+* :mod:`.content.theme`     -- the Altair theme, colours, number formats, log ticks;
+* :mod:`.document.cover`     -- the cover (publisher, date, version, data extraction);
+* :mod:`.document.index`     -- ``index.html`` over a batch: :func:`write_index`;
+* :mod:`.batch.params`    -- the params schema (pydantic) and its YAML loader;
+* :mod:`.batch.cache`     -- fingerprints and stamps (what is up to date);
+* :mod:`.batch.locate`, :mod:`.document.templates` -- where notebooks, template and params are found;
+* :mod:`.batch.store`     -- results computed once by the library and read by the notebooks:
   :class:`ResultsSpec`, :func:`results`;
-* :mod:`.charts`    -- Altair chart builders over the results table;
-* :mod:`.summary`   -- tables, verdict sentences and flags over the results table;
-* :mod:`.change`    -- the chapter "Change since the previous year" (multi-year datasets):
+* :mod:`.content.charts`    -- Altair chart builders over the results table;
+* :mod:`.content.summary`   -- tables, verdict sentences and flags over the results table;
+* :mod:`.content.change`    -- the chapter "Change since the previous year" (multi-year datasets):
   verdict and detectable-change tables, sentences, data labels;
-* :mod:`.batch`     -- the report batch in stages: plan -> compute -> execute -> render
+* :mod:`.batch.stages`     -- the report batch in stages: plan -> compute -> execute -> render
   -> index (:func:`run_reports`).
 """
 
@@ -76,35 +76,35 @@ __all__ = [
 ]
 
 _WHERE = {
-    "setup_notebook": "notebook",
-    "display_metrics": "notebook",
-    "chart_bundle": "notebook",
-    "METRICS_MIME": "notebook",
-    "RENDERER_NAME": "notebook",
-    "Job": "run",
-    "JobResult": "run",
-    "BatchResult": "run",
-    "run_jobs": "run",
-    "Section": "render",
-    "RenderResult": "render",
-    "render_report": "render",
-    "render_document": "render",
-    "Chapter": "render",
-    "assemble": "render",
-    "read_metrics": "render",
-    "read_parameters": "render",
-    "IndexRow": "index",
-    "write_index": "index",
-    "DocumentHTMLExporter": "exporter",
-    "DocumentPDFExporter": "exporter",
-    "DocumentTypstExporter": "exporter",
-    "find_template_dir": "templates",
-    "ResultsSpec": "store",
-    "results": "store",
-    "ReportParams": "params",
-    "load_params": "params",
-    "parse_params": "params",
-    "run_reports": "batch",
+    "setup_notebook": "content.notebook",
+    "display_metrics": "content.notebook",
+    "chart_bundle": "content.notebook",
+    "METRICS_MIME": "content.notebook",
+    "RENDERER_NAME": "content.notebook",
+    "Job": "batch.execute",
+    "JobResult": "batch.execute",
+    "BatchResult": "batch.execute",
+    "run_jobs": "batch.execute",
+    "Section": "document.assemble",
+    "RenderResult": "document.assemble",
+    "render_report": "document.assemble",
+    "render_document": "document.assemble",
+    "Chapter": "document.assemble",
+    "assemble": "document.assemble",
+    "read_metrics": "document.assemble",
+    "read_parameters": "document.assemble",
+    "IndexRow": "document.index",
+    "write_index": "document.index",
+    "DocumentHTMLExporter": "document.exporters",
+    "DocumentPDFExporter": "document.exporters",
+    "DocumentTypstExporter": "document.exporters",
+    "find_template_dir": "document.templates",
+    "ResultsSpec": "batch.store",
+    "results": "batch.store",
+    "ReportParams": "batch.params",
+    "load_params": "batch.params",
+    "parse_params": "batch.params",
+    "run_reports": "batch.stages",
 }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from demonoise.report.locate import ENV_VARS, find_dir
+from demonoise.report.batch.locate import ENV_VARS, find_dir
 
 __all__ = [
     "TEMPLATE_NAME",
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 TEMPLATE_NAME = "demonoise"
-#: The Typst template of the PDF (:class:`~demonoise.report.exporter.DocumentTypstExporter`).
+#: The Typst template of the PDF (:class:`~demonoise.report.document.exporters.DocumentTypstExporter`).
 TYPST_TEMPLATE_NAME = "demonoise_typst"
 ENV_VAR = ENV_VARS["templates"]
 #: Files (relative to the base directory) that make a template directory usable.

@@ -37,9 +37,9 @@ from typing import Any
 
 from demonoise.core.atomic import atomic_write_bytes, atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.exporter import REMOVE_TAGS
-from demonoise.report.notebook import METRICS_MIME
-from demonoise.report.typstsrc import Code, call, colour, html_to_typst, markup
+from demonoise.report.content.notebook import METRICS_MIME
+from demonoise.report.content.typstsrc import Code, call, colour, html_to_typst, markup
+from demonoise.report.document.exporters import REMOVE_TAGS
 
 __all__ = [
     "Section",
@@ -64,7 +64,7 @@ def load_notebook(nb: Any):
     """Return ``(NotebookNode, label)`` for a path or an already loaded notebook (read as
     ``nbformat.read`` reads it, without the schema validation that only logs:
     :func:`~.run.read_notebook_text`)."""
-    from demonoise.report.run import read_notebook_text
+    from demonoise.report.batch.execute import read_notebook_text
 
     if isinstance(nb, (str, os.PathLike)):
         path = Path(nb)
@@ -281,7 +281,7 @@ def _chapter_cells(ch: Chapter, number: int, used: set) -> tuple[list, dict]:
 
 
 def _html_typst(html_text: str) -> str:
-    from demonoise.report.typeset import tex_typst
+    from demonoise.report.document.typeset import tex_typst
 
     return html_to_typst(html_text, tex_typst)
 
@@ -409,7 +409,7 @@ class RenderResult:
 
 
 def _export_html(nb, html_path: Path) -> tuple[str, dict]:
-    from demonoise.report.exporter import DocumentHTMLExporter
+    from demonoise.report.document.exporters import DocumentHTMLExporter
 
     exporter = DocumentHTMLExporter()
     resources = {"metadata": {"name": html_path.stem, "path": str(html_path.parent)}}
@@ -422,7 +422,7 @@ def _export_html(nb, html_path: Path) -> tuple[str, dict]:
 
 
 def _export_pdf(nb, pdf_path: Path, html_path: Path) -> tuple[bytes, int]:
-    from demonoise.report.exporter import DocumentPDFExporter
+    from demonoise.report.document.exporters import DocumentPDFExporter
 
     resources = {"metadata": {"name": html_path.stem, "path": str(html_path.parent)}}
     try:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import DemonoiseError, ParameterError
-from demonoise.report.params import ReportParams, Setting, load_params, parse_params
+from demonoise.report.batch.params import ReportParams, Setting, load_params, parse_params
 
 __all__ = [
     "SUMMARY",
@@ -174,8 +174,8 @@ def plan(
     Checks, in order: the output directory can be written; the batch's size
     (:func:`check_size`; ``yes`` lets a large batch run); every notebook's contract (a
     tagged parameters cell defining every parameter the batch injects,
-    :func:`demonoise.report.contract.check_contract`) and the extras' parameters
-    (:func:`~demonoise.report.contract.check_known`).
+    :func:`demonoise.report.batch.contract.check_contract`) and the extras' parameters
+    (:func:`~demonoise.report.batch.contract.check_known`).
 
     Raises
     ------
@@ -189,7 +189,7 @@ def plan(
         ``$DEMONOISE_NOTEBOOKS``, is not replaced by another) or breaks the contract.
     """
     from demonoise.core.atomic import check_output_dir
-    from demonoise.report.locate import find_dir
+    from demonoise.report.batch.locate import find_dir
 
     output = check_output_dir(Path(output))
     reports = [Report(s.dataset, c) for s in params.selections for c in s.countries]
@@ -247,8 +247,8 @@ def _injected_names(run: Run, params: ReportParams) -> list[str]:
 def _check_contracts(state: Plan, names: list[str]) -> None:
     """Every notebook's tagged parameters cell defines what the batch injects; every
     extra notebook defines the parameters the params file gives it."""
-    from demonoise.report.contract import check_contract, check_known
-    from demonoise.report.locate import find_notebook
+    from demonoise.report.batch.contract import check_contract, check_known
+    from demonoise.report.batch.locate import find_notebook
 
     first = {}
     for run in state.runs:
@@ -281,8 +281,8 @@ def _country_counts(report: Report):
 
 
 def _spec(report: Report, params: ReportParams):
-    """What one country's results table holds (:class:`demonoise.report.store.ResultsSpec`)."""
-    from demonoise.report.store import ResultsSpec
+    """What one country's results table holds (:class:`demonoise.report.batch.store.ResultsSpec`)."""
+    from demonoise.report.batch.store import ResultsSpec
 
     return ResultsSpec(
         report.dataset,
@@ -298,7 +298,7 @@ def _spec(report: Report, params: ReportParams):
 
 def _decision_dir(params: ReportParams, results_path: Path, key: str) -> Path:
     """Where the decision tables of a results table and these params are stored."""
-    from demonoise.report.store import decision_key
+    from demonoise.report.batch.store import decision_key
 
     settings = [s.as_parameter() for s in params.settings]
     dkey = decision_key(key, settings, params.thresholds, params.confidence, params.recommend.model_dump())
@@ -310,7 +310,7 @@ def _decision_tables(report: Report, params: ReportParams, results, results_path
     decision table, calibration, recommended V, error bands, p-table comparison, small
     cells), stored next to its results table and reused while their key is unchanged."""
     from demonoise.analysis.decision import decision_report
-    from demonoise.report.store import read_decision, write_decision
+    from demonoise.report.batch.store import read_decision, write_decision
 
     where = _decision_dir(params, results_path, key)
     try:
@@ -333,7 +333,7 @@ def _decision_tables(report: Report, params: ReportParams, results, results_path
 def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: int, cluster=None) -> Computed:
     """One country: its results table (every setting, Monte Carlo included) and its
     decision tables; the Monte Carlo blocks run on ``cluster``."""
-    from demonoise.report.store import results
+    from demonoise.report.batch.store import results
 
     t0, c0 = time.perf_counter(), time.process_time()
     spec = _spec(report, params)
@@ -344,7 +344,7 @@ def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: 
 
 def _stored(report: Report, params: ReportParams, store: Path) -> Computed | None:
     """The country's results and decision tables if both are stored and up to date."""
-    from demonoise.report.store import read_decision, results_path
+    from demonoise.report.batch.store import read_decision, results_path
 
     spec = _spec(report, params)
     path = results_path(spec, store)
@@ -454,7 +454,7 @@ def compute(state: Plan, cluster, *, log=None) -> dict[Report, Computed]:
 def _dataset_facts(dataset: str) -> dict:
     """Label, reference year, provenance and the ``implications`` text of a dataset."""
     from demonoise.io import datasets as reg
-    from demonoise.report.cover import provenance_dict
+    from demonoise.report.document.cover import provenance_dict
 
     info = next((d for d in reg.available() if d.name == dataset), None)
     meta = reg.metadata(dataset) if dataset in reg.embedded_names() else {}
@@ -530,8 +530,13 @@ class Further:
 def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list[Further]:
     """The Europe overview (its results and calibration tables computed or read back here,
     the Monte Carlo on ``cluster``) and the extra notebooks of the params, ready to run."""
-    from demonoise.report.extras import check_extra_notebook, extra_document, extra_run
-    from demonoise.report.overview import OverviewParams, check_overview_notebook, overview_document, overview_run
+    from demonoise.report.batch.extras import check_extra_notebook, extra_document, extra_run
+    from demonoise.report.content.overview import (
+        OverviewParams,
+        check_overview_notebook,
+        overview_document,
+        overview_run,
+    )
 
     out, params = [], state.params
     if params.overview is not None:
@@ -584,7 +589,7 @@ def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
     """The notebook runs of the countries whose tables are there, as :class:`~.run.Job` objects:
     the largest countries first; the runs after a chapter's first leave out its
     chapter-only cells (tag ``chapter``)."""
-    from demonoise.report.run import Job
+    from demonoise.report.batch.execute import Job
 
     facts = {s.dataset: _dataset_facts(s.dataset) for s in state.params.selections}
     first = state.params.settings[0]
@@ -610,7 +615,7 @@ def execute(jobs: Mapping[Any, Any], cluster, opts, *, force: bool = False, prog
     ``{key: JobResult}``."""
     from tqdm import tqdm
 
-    from demonoise.report.run import JobResult, execute_task, finish, prepare
+    from demonoise.report.batch.execute import JobResult, execute_task, finish, prepare
 
     out, todo = {}, []
     for key, job in jobs.items():
@@ -636,10 +641,10 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
     """The document of one country: cover, contents, main points, a chapter per indicator
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
-    from demonoise.report.cover import cover_html, source_of
-    from demonoise.report.overview import split_sections
-    from demonoise.report.render import Chapter, Section, assemble, load_notebook, read_metrics
-    from demonoise.report.theme import setting_colours
+    from demonoise.report.content.overview import split_sections
+    from demonoise.report.content.theme import setting_colours
+    from demonoise.report.document.assemble import Chapter, Section, assemble, load_notebook, read_metrics
+    from demonoise.report.document.cover import cover_html, source_of
 
     out = state.output
     summary_path = Run(report, SUMMARY).output(out)
@@ -710,9 +715,9 @@ def _notebook_failures(report: Report, state: Plan, executed: Mapping) -> str | 
 
 def _wrong_sections(report: Report, state: Plan) -> str | None:
     """Why a section of ``report`` does not show the dataset, country and setting its run
-    asked for (:func:`demonoise.report.contract.check_shown`), or ``None``."""
-    from demonoise.report.contract import check_shown
-    from demonoise.report.summary import setting_label
+    asked for (:func:`demonoise.report.batch.contract.check_shown`), or ``None``."""
+    from demonoise.report.batch.contract import check_shown
+    from demonoise.report.content.summary import setting_label
 
     every = [setting_label(s.as_parameter()) for s in state.params.settings]
     errs = []
@@ -738,7 +743,7 @@ def _render_task(nb: bytes, html_name: str, pdf: bool) -> dict:
     import dataclasses
     import tempfile
 
-    from demonoise.report.render import render_document
+    from demonoise.report.document.assemble import render_document
 
     with tempfile.TemporaryDirectory(prefix="dn-render-") as tmp:
         src = Path(tmp) / "report.ipynb"
@@ -772,8 +777,8 @@ def _write_rendered(out: dict, html: Path, pdf: Path | None):
 
 
 def _render_key(nb_path: Path, pdf: bool) -> str:
-    from demonoise.report.cache import digest, file_digest, source_fingerprint, tree_fingerprint
-    from demonoise.report.templates import find_template_dir
+    from demonoise.report.batch.cache import digest, file_digest, source_fingerprint, tree_fingerprint
+    from demonoise.report.document.templates import find_template_dir
 
     return digest([file_digest(nb_path), source_fingerprint(), tree_fingerprint(find_template_dir()), pdf])
 
@@ -781,8 +786,8 @@ def _render_key(nb_path: Path, pdf: bool) -> str:
 def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, tuple | None]:
     """Assemble one report (in this process); returns its outcome so far and its render
     task, or ``None`` when it failed or is up to date."""
-    from demonoise.report.cache import is_current, read_stamp
-    from demonoise.report.run import write_notebook
+    from demonoise.report.batch.cache import is_current, read_stamp
+    from demonoise.report.batch.execute import write_notebook
 
     failed = computed[report].error or _notebook_failures(report, state, executed) or _wrong_sections(report, state)
     if failed:
@@ -813,7 +818,7 @@ def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, t
 
 
 def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
-    from demonoise.report.cache import write_stamp
+    from demonoise.report.batch.cache import write_stamp
 
     r.html, r.pdf, r.pdf_error = res.html, res.pdf, res.pdf_error or pdf_reason
     r.files, r.pages, r.html_seconds, r.pdf_seconds = res.files, res.pages, res.html_seconds, res.pdf_seconds or 0.0
@@ -824,7 +829,7 @@ def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
 def _further_document(f: Further) -> bytes | None:
     """The assembled document of ``f`` as notebook bytes, or ``None`` (and ``f.error``
     set) when it was not prepared, its notebook failed or its assembly failed."""
-    from demonoise.report.run import notebook_text
+    from demonoise.report.batch.execute import notebook_text
 
     if f.error is None and f.result is None:
         f.error = "its notebook did not run"
@@ -840,7 +845,7 @@ def _further_document(f: Further) -> bytes | None:
 
 def _finish_further(f: Further, out: dict | None, err: BaseException | None, pdf_reason: str | None) -> None:
     """Write what the rendering task of ``f`` returned; its index row."""
-    from demonoise.report.index import IndexRow
+    from demonoise.report.document.index import IndexRow
 
     try:
         if err is not None:
@@ -924,7 +929,7 @@ class BatchReport:
 
 def further_rows(items: Sequence[Further]) -> list:
     """The index rows of the overview and extras: rendered, or failed with why."""
-    from demonoise.report.index import IndexRow
+    from demonoise.report.document.index import IndexRow
 
     return [f.row if f.row is not None else IndexRow(name=f.name, status="failed", error=f.error) for f in items]
 
@@ -940,7 +945,7 @@ def _csv_links(files) -> dict:
 
 def index(state: Plan, rendered: Mapping[Report, Rendered], further: list, *, pdf_reason: str | None) -> Path:
     """``<output>/index.html``: one row per country, then the overview and the extras."""
-    from demonoise.report.index import IndexRow, write_index
+    from demonoise.report.document.index import IndexRow, write_index
 
     rows = [
         IndexRow(
@@ -993,7 +998,7 @@ def _cpu_seconds() -> float:
 
 def _pdf_reason(params: ReportParams, pdf: bool | None) -> str | None:
     """Why the batch writes no PDF (not asked, or no engine), or ``None``."""
-    from demonoise.report.exporter import pdf_engine_problem
+    from demonoise.report.document.exporters import pdf_engine_problem
 
     if not (params.pdf if pdf is None else pdf):
         return "no PDF: not requested (--no-pdf or pdf: false)"
@@ -1032,7 +1037,7 @@ def run_reports(
     """
     import contextlib
 
-    from demonoise.report.run import end_kernels
+    from demonoise.report.batch.execute import end_kernels
     from demonoise.runtime.cluster import Cluster
 
     if workers < 1:
@@ -1048,7 +1053,7 @@ def run_reports(
 
 def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
     """plan -> compute -> (overview and extras prepared) -> execute -> render -> index."""
-    from demonoise.report.run import options
+    from demonoise.report.batch.execute import options
 
     wall, t0, cpu0 = {}, time.perf_counter(), _cpu_seconds()
 

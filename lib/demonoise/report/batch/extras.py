@@ -7,7 +7,7 @@ skipping) and renders the executed notebook with :func:`~.render.render_report` 
 batch calls it for the extras listed in its parameters; ``demonoise notebook NAME``
 is its command line.
 
-The notebooks are found by :func:`demonoise.report.locate.find_notebook`. A what-if is
+The notebooks are found by :func:`demonoise.report.batch.locate.find_notebook`. A what-if is
 named after its parameters (``whatif-BE34-scale4-V1-3.html``), so that a second scenario
 does not overwrite the first.
 """
@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import ReportError
-from demonoise.report.contract import check_known
-from demonoise.report.locate import find_notebook
-from demonoise.report.render import RenderResult, assemble, load_notebook, render_document
-from demonoise.report.run import DEFAULT_KERNEL, Job, run_jobs
+from demonoise.report.batch.contract import check_known
+from demonoise.report.batch.execute import DEFAULT_KERNEL, Job, run_jobs
+from demonoise.report.batch.locate import find_notebook
+from demonoise.report.document.assemble import RenderResult, assemble, load_notebook, render_document
 
 __all__ = [
     "EXTRAS",
@@ -177,7 +177,7 @@ def extra_run(
 
 def check_extra_notebook(run: ExtraRun, res) -> None:
     """Raise :class:`~demonoise.core.errors.ReportError` when the notebook run (a
-    :class:`~demonoise.report.run.JobResult`) failed, naming the exception, the cell and
+    :class:`~demonoise.report.batch.execute.JobResult`) failed, naming the exception, the cell and
     where the partly executed notebook is kept."""
     if not res.ok:
         where = f"; partly executed notebook kept as {res.failed_notebook}" if res.failed_notebook else ""
@@ -185,6 +185,6 @@ def check_extra_notebook(run: ExtraRun, res) -> None:
 
 
 def extra_document(run: ExtraRun):
-    """The executed notebook as a document (:func:`~demonoise.report.render.assemble`:
+    """The executed notebook as a document (:func:`~demonoise.report.document.assemble.assemble`:
     cover, no contents list)."""
     return assemble([run.job.output], title=run.title, subtitle=run.subtitle, toc=False)

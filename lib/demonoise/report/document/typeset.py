@@ -32,7 +32,7 @@ from functools import lru_cache
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 from demonoise.core.errors import ReportError
-from demonoise.report.typstsrc import Code, call, html_to_typst, markup, string_literal
+from demonoise.report.content.typstsrc import Code, call, html_to_typst, markup, string_literal
 
 __all__ = [
     "MATH_CLASS",

@@ -2,7 +2,7 @@
 number formats and log-axis ticks.
 
 * :data:`THEME` (``"demonoise"``), registered with ``alt.theme.register`` and enabled by
-  :func:`demonoise.report.notebook.setup_notebook`: font, left-anchored titles, the noise
+  :func:`demonoise.report.content.notebook.setup_notebook`: font, left-anchored titles, the noise
   settings' palette (:data:`demonoise.core.vocabulary.SETTING_PALETTE`) as the categorical
   range, quiet axes.
 * Colours: a noise setting has the colour of its *position in the batch*

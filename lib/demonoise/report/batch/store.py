@@ -4,7 +4,7 @@ Report notebooks never compute: the batch asks :func:`results` for the table of 
 :class:`ResultsSpec` (dataset, V's, p-tables, granularity, Monte Carlo, countries),
 which is computed by the library (:func:`demonoise.analysis.compute.compute`) the first time and
 read back from ``<store>/<dataset>/<key>.parquet`` afterwards. The key hashes the
-spec, the sources of the computing layers (:func:`demonoise.report.cache.source_fingerprint`
+spec, the sources of the computing layers (:func:`demonoise.report.batch.cache.source_fingerprint`
 without the presentation layer) and the dataset's content, so a changed parameter, computation or
 dataset recomputes, and an unchanged one does not. Files are written atomically with a
 JSON sidecar (spec, provenance label, timings).
@@ -82,7 +82,7 @@ class ResultsSpec:
 
     def key(self) -> str:
         from demonoise.io.datasets import fingerprint
-        from demonoise.report.cache import digest, source_fingerprint
+        from demonoise.report.batch.cache import digest, source_fingerprint
 
         library = source_fingerprint(presentation=False)
         return digest({"spec": dataclasses.asdict(self), "library": library, "data": fingerprint(self.dataset)}, 16)
@@ -164,7 +164,7 @@ DECISION_FIELDS = (
 def decision_key(results_key: str, settings, thresholds, confidence, recommend) -> str:
     """Key of the decision tables of one results table: the results key and the report
     parameters they depend on (the library is already part of the results key)."""
-    from demonoise.report.cache import digest
+    from demonoise.report.batch.cache import digest
 
     payload = {
         "results": results_key,

@@ -1,8 +1,8 @@
 """Tables, verdicts and flags for the quality reports, computed from the results table.
 
 The report notebooks are thin: they read the results table that the library computed
-(:mod:`demonoise.report.store`) and call the functions of this module and the chart
-builders of :mod:`demonoise.report.charts`. Everything a notebook shows as a number
+(:mod:`demonoise.report.batch.store`) and call the functions of this module and the chart
+builders of :mod:`demonoise.report.content.charts`. Everything a notebook shows as a number
 comes from here, so it can be unit-tested on small hand-made frames.
 
 Conventions
@@ -138,7 +138,7 @@ def fmt_fixed(x: float, decimals: int) -> str:
 
 def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
     """A column of numbers with one number of decimals for all (:func:`~.theme.column_decimals`)."""
-    from demonoise.report.theme import column_decimals
+    from demonoise.report.content.theme import column_decimals
 
     vals = list(values)
     k = column_decimals(vals, significant=significant)
@@ -187,7 +187,7 @@ def load_results(
     Parameters
     ----------
     path : path-like or ``""``/``None``
-        Parquet (or CSV) file written by :func:`demonoise.report.store.results` (what
+        Parquet (or CSV) file written by :func:`demonoise.report.batch.store.results` (what
         the batch passes). Empty: the library computes the table now (through the
         store, in ``<tmp>/demonoise-results``) -- for running a notebook by hand.
     dataset, country, setting, granularity
@@ -215,14 +215,14 @@ def load_results(
     In a notebook it also displays a metrics output recording what the returned rows hold
     (dataset, country, the setting asked for, every setting present), which the report
     batch checks against the run's parameters before rendering the section
-    (:func:`demonoise.report.contract.check_shown`).
+    (:func:`demonoise.report.batch.contract.check_shown`).
     """
     from demonoise.analysis.compute import read_table
 
     if not path:
         import tempfile
 
-        from demonoise.report.store import ResultsSpec, results
+        from demonoise.report.batch.store import ResultsSpec, results
 
         kind, x = _setting(setting)
         spec = ResultsSpec(
@@ -260,11 +260,11 @@ def load_results(
 
 def _record_shown(df: pd.DataFrame, setting) -> None:
     """In a kernel: a metrics output saying what the rows hold, which the batch's render
-    stage compares with what it asked for (:func:`demonoise.report.contract.check_shown`)."""
+    stage compares with what it asked for (:func:`demonoise.report.batch.contract.check_shown`)."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from demonoise.report.contract import SHOWN, shown_record
-    from demonoise.report.notebook import display_metrics
+    from demonoise.report.batch.contract import SHOWN, shown_record
+    from demonoise.report.content.notebook import display_metrics
 
     if InteractiveShell.initialized():
         record = shown_record(df, setting_label=setting_label(setting), row_settings=row_setting_labels(df))
@@ -281,10 +281,10 @@ def _read_cached(path: Path, reader) -> pd.DataFrame:
     The report notebooks of one country run one after the other in a reused kernel
     (module state survives the namespace reset between notebooks); the table they all
     read is parsed once, although each reads its own copy (the key is a digest of the
-    bytes, :func:`demonoise.report.cache.file_digest`). A copy is returned, so no
+    bytes, :func:`demonoise.report.batch.cache.file_digest`). A copy is returned, so no
     notebook can see another's changes.
     """
-    from demonoise.report.cache import file_digest
+    from demonoise.report.batch.cache import file_digest
 
     key = file_digest(path, 32)
     if key not in _CACHE:
@@ -492,9 +492,9 @@ class HtmlTable:
         return f'<table class="dn-table"><thead>{groups}<tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
     def to_typst(self) -> str:
-        """The same table as Typst (``#dn-table``, :func:`~demonoise.report.typstsrc.table`):
+        """The same table as Typst (``#dn-table``, :func:`~demonoise.report.content.typstsrc.table`):
         the same shown strings, colours, groups and flagged rows."""
-        from demonoise.report import typstsrc
+        from demonoise.report.content import typstsrc
 
         if self.shown.empty:
             return f"#emph[{typstsrc.markup(self.empty)}]"
@@ -509,7 +509,7 @@ class HtmlTable:
         )
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.notebook import table_bundle
+        from demonoise.report.content.notebook import table_bundle
 
         return table_bundle(
             self.to_html(),
@@ -535,7 +535,7 @@ class StatusBox:
     details: tuple = ()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report import typstsrc
+        from demonoise.report.content import typstsrc
 
         typst = typstsrc.call("dn-status-box", label=self.label, modelled=self.modelled, details=list(self.details))
         return {"text/html": self._repr_html_(), typstsrc.TYPST_MIME: typst}
@@ -556,7 +556,7 @@ def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
     """One line per table: ``"deaths: modelled -- Eurostat demo_r_mlifexp, ...; extracted unknown"``.
 
     ``provenance`` maps a table name to ``status``, ``datasets``, ``extracted``,
-    ``source`` (what :func:`demonoise.report.cover.provenance_dict` passes).
+    ``source`` (what :func:`demonoise.report.document.cover.provenance_dict` passes).
     """
     out = []
     for table, p in (provenance or {}).items():
@@ -615,7 +615,7 @@ def noise_note(setting, granularity: str | None = None):
 
 def setting_colour(setting, settings: Sequence) -> str:
     """The colour of ``setting``: its position in the batch's list of settings."""
-    from demonoise.report.theme import setting_colours
+    from demonoise.report.content.theme import setting_colours
 
     labels = [setting_label(s) for s in settings] or [setting_label(setting)]
     return setting_colours(labels).get(setting_label(setting), setting_colours(labels)[labels[0]])
@@ -1356,7 +1356,7 @@ def across_settings(
     df: pd.DataFrame, indicator: str, *, sex: str = "T", age: float | None = None, nuts_level: int | None = 2
 ) -> pd.DataFrame:
     """Rows of one indicator (one sex, one age) for every noise setting of the table, with
-    their ``setting`` label: what :func:`demonoise.report.charts.uncertainty_vs_population` draws."""
+    their ``setting`` label: what :func:`demonoise.report.content.charts.uncertainty_vs_population` draws."""
     if indicator in ("tfr", "asfr"):
         sex = "F"
     m = (df["indicator"] == indicator) & (df["sex"] == sex)

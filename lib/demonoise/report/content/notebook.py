@@ -180,7 +180,7 @@ def chart_bundle(
     bad = [f for f in formats if f not in _FORMATS]
     if bad or not formats:
         raise ParameterError(f"chart formats must be a non-empty subset of {_FORMATS}, got {formats}")
-    from demonoise.report.theme import FONT, FORMAT_LOCALE
+    from demonoise.report.content.theme import FONT, FORMAT_LOCALE
 
     spec = dict(spec)
     caption = _take_title(spec)
@@ -359,11 +359,11 @@ def _register_formatters() -> None:
 @lru_cache(maxsize=1)
 def _chart_fonts() -> None:
     """vl-convert measures the charts' text with the template's typeface
-    (:func:`~demonoise.report.templates.fonts_dir`), whatever fonts the machine has."""
+    (:func:`~demonoise.report.document.templates.fonts_dir`), whatever fonts the machine has."""
     import vl_convert as vlc
 
     from demonoise.core.errors import ReportError
-    from demonoise.report.templates import fonts_dir
+    from demonoise.report.document.templates import fonts_dir
 
     try:
         d = fonts_dir()
@@ -403,7 +403,7 @@ def setup_notebook(
     import altair as alt
     import pandas as pd
 
-    from demonoise.report.theme import register_theme
+    from demonoise.report.content.theme import register_theme
 
     _register()
     register_theme()
@@ -464,7 +464,7 @@ def display_metrics(payload: Mapping[str, Any]) -> None:
     Displays ``{METRICS_MIME: payload}`` raw (no ``text/plain`` fallback), so the
     notebook shows nothing in JupyterLab and the report never renders it. Tag the cell
     ``metrics`` so that the rendered report drops the whole cell; read the payloads
-    back with :func:`demonoise.report.render.read_metrics`.
+    back with :func:`demonoise.report.document.assemble.read_metrics`.
 
     Parameters
     ----------

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
-from demonoise.report.summary import (
+from demonoise.report.content.summary import (
     HtmlTable,
     fmt_fixed_column,
     fmt_int,
@@ -98,10 +98,10 @@ def load_decision(
     seed: int = 20230101,
 ):
     """The decision tables of a country: read back from ``path`` (what the batch stored,
-    :func:`demonoise.report.store.read_decision`), or -- ``path`` empty, a notebook run by
+    :func:`demonoise.report.batch.store.read_decision`), or -- ``path`` empty, a notebook run by
     hand -- computed now through the results store (``<tmp>/demonoise-results``)."""
-    from demonoise.report.cache import tree_fingerprint
-    from demonoise.report.store import read_decision
+    from demonoise.report.batch.cache import tree_fingerprint
+    from demonoise.report.batch.store import read_decision
 
     if path:
         # by content: each notebook task reads its own copy of the directory
@@ -114,7 +114,7 @@ def load_decision(
 
     from demonoise.analysis.decision import decision_report
     from demonoise.io.datasets import load
-    from demonoise.report.store import ResultsSpec, results
+    from demonoise.report.batch.store import ResultsSpec, results
 
     V = tuple(float(s["V"]) for s in settings if s.get("V") is not None)
     pts = tuple(str(s["ptable"]) for s in settings if s.get("ptable"))
@@ -152,7 +152,7 @@ def _settings(frame: pd.DataFrame) -> list[str]:
 
 
 def _colours(keys: Sequence[str]) -> dict[str, str]:
-    from demonoise.report.theme import setting_colours
+    from demonoise.report.content.theme import setting_colours
 
     labels = setting_colours([setting_label(k) for k in keys])
     return {k: labels[setting_label(k)] for k in keys}
@@ -185,7 +185,7 @@ class ClassLegend:
         return [(c.label, c.colour) for c in ADMIXTURE_CLASSES] + [("not defined (no events)", NO_DATA_COLOUR)]
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report import typstsrc
+        from demonoise.report.content import typstsrc
 
         typst = typstsrc.call("dn-legend", [(label, typstsrc.colour(c)) for label, c in self._items()])
         return {"text/html": self._repr_html_(), typstsrc.TYPST_MIME: typst}
@@ -359,7 +359,7 @@ class _MainPoints:
         return "\n".join(f"- {s}" for s in self.sentences) + "".join(f"\n\n*Note: {n}*" for n in self.notes)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report import typstsrc
+        from demonoise.report.content import typstsrc
 
         return {
             "text/html": self._repr_html_(),
@@ -499,9 +499,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     batch ran one, with the flags of the first-order result (both sexes; TFR: women).
 
     ``df`` is the results table of the report (relative uncertainties, flags,
-    :func:`demonoise.report.summary.scalar_table`), ``bands`` the decision report's error
+    :func:`demonoise.report.content.summary.scalar_table`), ``bands`` the decision report's error
     bands (:func:`demonoise.analysis.decision.error_bands`)."""
-    from demonoise.report.summary import scalar_table
+    from demonoise.report.content.summary import scalar_table
 
     hl = HEADLINES[headline]
     base = scalar_table(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
@@ -841,7 +841,7 @@ class _DataFiles:
         self.files = dict(files)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.notebook import data_bundle
+        from demonoise.report.content.notebook import data_bundle
 
         return data_bundle(self.files)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.templates import TEMPLATE_NAME, find_template_dir
+from demonoise.report.document.templates import TEMPLATE_NAME, find_template_dir
 
 __all__ = ["IndexRow", "write_index", "STATUSES"]
 
@@ -76,7 +76,7 @@ class IndexRow:
 
     @classmethod
     def from_render(cls, name: str, result, *, summary: Mapping[str, Any] | None = None) -> IndexRow:
-        """Row for a :class:`~demonoise.report.render.RenderResult`."""
+        """Row for a :class:`~demonoise.report.document.assemble.RenderResult`."""
         return cls(
             name=name,
             status="ok",

@@ -1,6 +1,6 @@
 """Typst source for the PDF: escaping, values, and the Typst twins of the display objects.
 
-The PDF is typeset by Typst (:class:`~demonoise.report.exporter.DocumentPDFExporter`). Every
+The PDF is typeset by Typst (:class:`~demonoise.report.document.exporters.DocumentPDFExporter`). Every
 display object of a report (tables, boxes, the legend, the main points, figure and table
 captions, the cover) has a Typst representation beside its HTML one, made from the same
 strings: a call of one of the functions the template defines (``dn-table``, ``dn-status``,
@@ -21,7 +21,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from demonoise.report.notebook import TYPST_MIME
+from demonoise.report.content.notebook import TYPST_MIME
 
 __all__ = [
     "TYPST_MIME",

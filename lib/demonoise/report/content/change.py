@@ -4,7 +4,7 @@ shown from the library's tables (:func:`demonoise.analysis.change.change_chapter
 Nothing is computed here: the changes, their z with and without noise, the verdicts, the
 smallest detectable changes and the yearly bands come from :mod:`demonoise.analysis.change`;
 this module picks rows, formats numbers (fixed decimals, never e-notation) and writes the
-sentences. Tables are :class:`~demonoise.report.summary.HtmlTable` (HTML and Typst, numbered
+sentences. Tables are :class:`~demonoise.report.content.summary.HtmlTable` (HTML and Typst, numbered
 by the exporter with a caption and a "Source:" line).
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
-from demonoise.report.summary import (
+from demonoise.report.content.summary import (
     HtmlTable,
     StatusBox,
     fmt_fixed,
@@ -61,8 +61,8 @@ def load_change(
     """The chapter's tables for ``country`` of the multi-year ``dataset``
     (:func:`demonoise.analysis.change.change_chapter`), computed now (under a second for a
     country of a dozen regions). In a kernel it records what the rows hold (dataset,
-    country, settings) as :func:`~demonoise.report.summary.load_results` does, for the
-    batch's :func:`~demonoise.report.contract.check_shown`. ``confidence``: the level of
+    country, settings) as :func:`~demonoise.report.content.summary.load_results` does, for the
+    batch's :func:`~demonoise.report.batch.contract.check_shown`. ``confidence``: the level of
     the time series' bands, or the batch's list of levels (its first).
 
     Raises
@@ -96,8 +96,8 @@ def load_change(
 def _record_shown(table: pd.DataFrame, settings) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from demonoise.report.contract import SHOWN, shown_record
-    from demonoise.report.notebook import display_metrics
+    from demonoise.report.batch.contract import SHOWN, shown_record
+    from demonoise.report.content.notebook import display_metrics
 
     if InteractiveShell.initialized():
         record = shown_record(table, setting_label=setting_label(settings[0]), row_settings=row_setting_labels(table))
@@ -271,7 +271,7 @@ def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> 
 
 def series_frame(ch, headline: str = "e0", sex: str = "T") -> pd.DataFrame:
     """The yearly rows of one headline and sex, each with its report setting label (what
-    :func:`demonoise.report.charts.level_series_settings` draws)."""
+    :func:`demonoise.report.content.charts.level_series_settings` draws)."""
     s = ch.series[(ch.series["headline"] == headline) & (ch.series["sex"] == sex)]
     return s.assign(setting=row_setting_labels(s).to_numpy())
 

@@ -2,7 +2,7 @@
 
 A :class:`Job` is (input notebook, parameters, output path). :func:`run_jobs` runs a list
 of jobs and returns one :class:`JobResult` per job, in job order; the report batch
-(:mod:`demonoise.report.batch`) uses the same three steps on its own stage:
+(:mod:`demonoise.report.batch.stages`) uses the same three steps on its own stage:
 :func:`prepare` (up to date? else the self-contained :class:`Task`), :func:`execute_task`
 (on a worker) and :func:`finish` (write what came back).
 
@@ -55,7 +55,7 @@ from typing import Any
 
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.cache import digest, source_fingerprint
+from demonoise.report.batch.cache import digest, source_fingerprint
 from demonoise.runtime.cluster import Cluster, scratch_dir, using
 
 __all__ = [

@@ -154,7 +154,7 @@ def nuts2(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _labels(df: pd.DataFrame) -> pd.Series:
-    from demonoise.report.summary import row_setting_labels
+    from demonoise.report.content.summary import row_setting_labels
 
     if "ptable" not in df:
         return "V = " + df["V"].map(lambda v: f"{float(v):g}")
@@ -1133,7 +1133,7 @@ def load_inputs(
     V's asked for) and the calibration table (``None`` if ``calibration`` is empty).
 
     Empty results paths (an interactive run) are filled from the results store
-    (:func:`demonoise.report.store.results`, computed once by the library).
+    (:func:`demonoise.report.batch.store.results`, computed once by the library).
     """
     from demonoise.analysis.compute import read_table
 
@@ -1143,7 +1143,7 @@ def load_inputs(
         if path:
             df = read_table(path)
         else:
-            from demonoise.report.store import ResultsSpec, results
+            from demonoise.report.batch.store import ResultsSpec, results
 
             df, _ = results(
                 ResultsSpec(dataset, V=tuple(V), ptables=tuple(ptables), granularity=gran, e_ages=(0, 65)), store
@@ -1282,8 +1282,8 @@ class OverviewResult:
     summary: dict = field(default_factory=dict)
 
     def index_row(self, name: str = "Europe overview"):
-        """A row for :func:`demonoise.report.index.write_index`."""
-        from demonoise.report.index import IndexRow
+        """A row for :func:`demonoise.report.document.index.write_index`."""
+        from demonoise.report.document.index import IndexRow
 
         return IndexRow(
             name=name, status="ok", html=self.html, pdf=self.pdf, pdf_reason=self.pdf_error, summary=dict(self.summary)
@@ -1321,14 +1321,14 @@ def render_overview(
 
     1. results of the whole dataset (or ``params.countries``) at the params' V's, for
        single-age and 5-year publication, from the results store
-       (:func:`demonoise.report.store.results`: computed once, then read back), with
+       (:func:`demonoise.report.batch.store.results`: computed once, then read back), with
        ``e_ages = (0, 65)`` and ``params.mc`` Monte Carlo replicates (default 0);
     2. the calibration table (``calibration`` if given, else computed when
        :mod:`demonoise.uncertainty.calibration` exists, see :func:`_calibration_results`);
-    3. ``notebooks/overview.ipynb`` executed by :func:`demonoise.report.run.run_jobs`
+    3. ``notebooks/overview.ipynb`` executed by :func:`demonoise.report.batch.execute.run_jobs`
        into ``<out_dir>/notebooks/overview.ipynb`` (skipped when up to date);
     4. split at its level-1 headings into report sections and rendered by
-       :func:`demonoise.report.render.render_report`.
+       :func:`demonoise.report.document.assemble.render_report`.
 
     Parameters
     ----------
@@ -1344,7 +1344,7 @@ def render_overview(
     calibration : path or DataFrame, optional
         A calibration table (:func:`demonoise.uncertainty.calibration.calibrate`).
     notebook : path-like, optional
-        The overview notebook (default: :func:`demonoise.report.locate.find_notebook`).
+        The overview notebook (default: :func:`demonoise.report.batch.locate.find_notebook`).
     workers : int, optional
         Monte Carlo worker processes (a local cluster of that size, when no ``cluster``).
     cluster : demonoise.runtime.cluster.Cluster, optional
@@ -1358,8 +1358,8 @@ def render_overview(
     ParameterError
         Invalid parameters (unknown dataset or country, bad V).
     """
-    from demonoise.report.render import render_document
-    from demonoise.report.run import run_jobs
+    from demonoise.report.batch.execute import run_jobs
+    from demonoise.report.document.assemble import render_document
 
     run = overview_run(
         params, out_dir, store=store, force=force, calibration=calibration, notebook=notebook, workers=workers,
@@ -1378,7 +1378,7 @@ def render_overview(
 @dataclass
 class OverviewRun:
     """The overview before and after its notebook: its parameters, the results and
-    calibration tables it reads, the notebook run (:class:`~demonoise.report.run.Job`),
+    calibration tables it reads, the notebook run (:class:`~demonoise.report.batch.execute.Job`),
     where its document goes, and the seconds of each step (:func:`overview_run`)."""
 
     params: OverviewParams
@@ -1406,10 +1406,10 @@ def overview_run(
     """Steps 1-2 of :func:`render_overview` (the results and the calibration table) and
     the notebook run of step 3, not yet executed: a batch runs it with its countries'
     notebooks and renders it with their documents."""
-    from demonoise.report.cache import file_digest
-    from demonoise.report.locate import find_notebook
-    from demonoise.report.run import Job
-    from demonoise.report.store import ResultsSpec, results
+    from demonoise.report.batch.cache import file_digest
+    from demonoise.report.batch.execute import Job
+    from demonoise.report.batch.locate import find_notebook
+    from demonoise.report.batch.store import ResultsSpec, results
 
     p = OverviewParams.of(params)
     out = Path(out_dir)
@@ -1475,7 +1475,7 @@ def overview_run(
 
 def check_overview_notebook(res) -> None:
     """Raise :class:`~demonoise.core.errors.ReportError` when the overview's notebook run
-    (a :class:`~demonoise.report.run.JobResult`) failed, naming the cell and error and
+    (a :class:`~demonoise.report.batch.execute.JobResult`) failed, naming the cell and error and
     where the failed notebook is kept."""
     if res.status == "failed":
         raise ReportError(
@@ -1486,9 +1486,9 @@ def check_overview_notebook(res) -> None:
 
 def overview_document(run: OverviewRun):
     """Step 4 of :func:`render_overview` up to the PDF: the executed notebook split at its
-    level-1 headings into sections and assembled (:func:`~demonoise.report.render.assemble`)."""
-    from demonoise.report.cover import provenance_dict, source_of
-    from demonoise.report.render import Section, assemble, load_notebook
+    level-1 headings into sections and assembled (:func:`~demonoise.report.document.assemble.assemble`)."""
+    from demonoise.report.document.assemble import Section, assemble, load_notebook
+    from demonoise.report.document.cover import provenance_dict, source_of
 
     p = run.params
     executed, _ = load_notebook(run.job.output)
@@ -1509,7 +1509,7 @@ def _settings_text(p: OverviewParams) -> str:
 
 def overview_result(run: OverviewRun, rendered) -> OverviewResult:
     """The :class:`OverviewResult` of a rendered overview (a
-    :class:`~demonoise.report.render.RenderResult`), with its summary for the index."""
+    :class:`~demonoise.report.document.assemble.RenderResult`), with its summary for the index."""
     p, single = run.params, run.single
     e0 = indicator_rows(single, "e0", sex=p.sex)
     summary: dict[str, Any] = {"dataset": p.dataset, "V": _settings_text(p), "regions": int(e0["region"].nunique())}

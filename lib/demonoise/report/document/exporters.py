@@ -30,10 +30,10 @@ from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 from traitlets import Unicode, default
 
 from demonoise.core.errors import ReportError
-from demonoise.report.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
-from demonoise.report.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
-from demonoise.report.typeset import markdown_to_html, markdown_to_typst, tex_svg, tex_typst
-from demonoise.report.typstsrc import TYPST_MIME, Code, call, html_to_typst, markup, png_svg, string_literal
+from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
+from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, html_to_typst, markup, png_svg, string_literal
+from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
+from demonoise.report.document.typeset import markdown_to_html, markdown_to_typst, tex_svg, tex_typst
 
 __all__ = [
     "REMOVE_TAGS",
@@ -90,7 +90,7 @@ class DocumentPreprocessor(Preprocessor):
     (:data:`TYPST_MIME`), made from the same caption, number, source and link.
 
     A chapter starts at a raw cell whose metadata holds ``demonoise.chapter`` (written by
-    :func:`demonoise.report.render.assemble`); outside chapters the numbers run 1, 2, ...
+    :func:`demonoise.report.document.assemble.assemble`); outside chapters the numbers run 1, 2, ...
     """
 
     files_dir = Unicode("", help="Folder of the CSV files, relative to the report (default: <name>-data)").tag(
@@ -146,7 +146,7 @@ class DocumentPreprocessor(Preprocessor):
         return f'<p class="dn-source">{_html.escape(self._source)}{link}</p>'
 
     def _data_files(self, out, resources) -> None:
-        """An output of :func:`~demonoise.report.notebook.data_bundle`: its CSV files, by name."""
+        """An output of :func:`~demonoise.report.content.notebook.data_bundle`: its CSV files, by name."""
         files = ((out.get("data") or {}).get(DATA_MIME) or {}).get("files") or {}
         for name, csv in files.items():
             stem = _safe_stem(name)
@@ -316,7 +316,7 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
 
 
 def _uses_interactive_charts(nb) -> bool:
-    from demonoise.report.notebook import VEGA_SPEC_CLASS
+    from demonoise.report.content.notebook import VEGA_SPEC_CLASS
 
     marker = f'class="{VEGA_SPEC_CLASS}"'
     for cell in nb.cells:

@@ -83,7 +83,7 @@ def cover_html(
         f'<p class="dn-data-status-line">{esc(status)}</p>'
         f"{head}<h1>{esc(title)}</h1><dl>{dl}</dl></section>"
     )
-    from demonoise.report.typstsrc import call
+    from demonoise.report.content.typstsrc import call
 
     shown = [(k, str(v)) for k, v in rows if v]
     typst = call("dn-cover", org=org or None, unofficial=UNOFFICIAL, title=title, rows=shown, status=status)

@@ -14,7 +14,7 @@ notebook does not define. Three checks close both doors:
   the cell it injects after); nothing is executed.
 * after execution (the render stage): :func:`check_shown` -- each section shows the
   dataset, country and setting it was asked for. The report notebooks read their table
-  with :func:`demonoise.report.summary.load_results`, which records what the rows it
+  with :func:`demonoise.report.content.summary.load_results`, which records what the rows it
   returns hold (a metrics output under :data:`SHOWN`, :func:`shown_record`); the render
   stage compares that record with the run's request and fails the report, naming the
   notebook, on any difference or when the record is missing.
@@ -119,7 +119,7 @@ def check_known(path: str | os.PathLike, given: Mapping[str, Any], what: str) ->
 def shown_record(df, *, setting_label: str, row_settings) -> dict:
     """What a section's rows hold: dataset(s), country(ies), the setting the section is
     about (``setting_label``) and every setting present (``row_settings``: the label of
-    each row, :func:`~demonoise.report.summary.row_setting_labels`)."""
+    each row, :func:`~demonoise.report.content.summary.row_setting_labels`)."""
     import pandas as pd
 
     # the distinct values, not a Python set over every row: iterating an Arrow-backed
@@ -150,9 +150,9 @@ def check_shown(
     ------
     ReportError
         The record is missing (the notebook did not read its table with
-        :func:`~demonoise.report.summary.load_results`) or differs, naming the notebook.
+        :func:`~demonoise.report.content.summary.load_results`) or differs, naming the notebook.
     """
-    from demonoise.report.render import read_metrics
+    from demonoise.report.document.assemble import read_metrics
 
     got = read_metrics(path).get(SHOWN)
     if not isinstance(got, Mapping):

@@ -1,7 +1,7 @@
 """Kernel-side helpers of the what-if and teaching notebooks: Altair chart builders and
 collapsible solution blocks.
 
-Like :mod:`demonoise.report.charts`, every builder takes numbers the library has
+Like :mod:`demonoise.report.content.charts`, every builder takes numbers the library has
 computed (a results table, :func:`demonoise.analysis.whatif.sensitivity`, the arrays of
 :mod:`demonoise.analysis.teaching`) and only draws them. Relative uncertainties are shown in per
 cent; the same component colours as the reports (:data:`~.charts.COMPONENT_COLOURS`).
@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from demonoise.core.vocabulary import SETTING_PALETTE
-from demonoise.report.charts import COMPONENT_COLOURS
-from demonoise.report.theme import log_ticks
+from demonoise.report.content.charts import COMPONENT_COLOURS
+from demonoise.report.content.theme import log_ticks
 
 __all__ = [
     "title",
@@ -254,7 +254,7 @@ def solution(summary: str, *parts) -> object:
         The visible line, e.g. ``"Solution 1"``.
     *parts : str or pandas.DataFrame
         Paragraphs: a string is HTML with maths in ``$...$`` (typeset as SVG here, by
-        :func:`demonoise.report.typeset.markdown_to_html`), a DataFrame is rendered as an HTML table.
+        :func:`demonoise.report.document.typeset.markdown_to_html`), a DataFrame is rendered as an HTML table.
 
     Returns
     -------
@@ -262,7 +262,7 @@ def solution(summary: str, *parts) -> object:
     """
     from IPython.display import HTML
 
-    from demonoise.report.typeset import markdown_to_html
+    from demonoise.report.document.typeset import markdown_to_html
 
     body = []
     for p in parts:

@@ -1,0 +1,1 @@
+"""The batch: params, plan, execution of the notebooks, the results store, caching."""

@@ -1,0 +1,1 @@
+"""The kernel side: what report notebooks display (tables, boxes, charts, sections) and their Typst twins."""

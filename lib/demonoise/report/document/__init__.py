@@ -1,0 +1,1 @@
+"""Documents: assembling executed notebooks, the nbconvert exporters (HTML, Typst PDF), cover, index."""
