@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from demonoise.report.batch.execute import notebook_text, read_notebook_text
+from demonoise.report.document.assemble import notebook_text, read_notebook_text
 
 
 def _executed():

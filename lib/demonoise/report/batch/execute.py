@@ -53,9 +53,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.batch.cache import digest, source_fingerprint
+from demonoise.report.document.assemble import notebook_text, read_notebook_text, write_notebook
 from demonoise.runtime.cluster import Cluster, scratch_dir, using
 
 __all__ = [
@@ -77,9 +77,6 @@ __all__ = [
     "job_key",
     "output_key",
     "failed_path",
-    "read_notebook_text",
-    "notebook_text",
-    "write_notebook",
 ]
 
 DEFAULT_KERNEL = "demonoise"
@@ -760,30 +757,3 @@ def check_outputs(jobs: Sequence[Job]) -> None:
         if o in outs:
             raise ParameterError(f"jobs {outs[o]} and {j.label} write the same output {j.output}")
         outs[o] = j.label
-
-
-# ====================================================================== notebook text
-def read_notebook_text(text: str):
-    """``nbformat.reads(text, as_version=4)`` without the schema validation (papermill
-    validated the notebooks a batch passes between stages when it made them; validating
-    again was a third of the time of reading and writing them)."""
-    import nbformat
-    from nbformat import reader
-
-    return nbformat.convert(reader.reads(text), 4)
-
-
-def notebook_text(nb) -> str:
-    """``nbformat.writes(nb)`` without the schema validation, ending in a newline as
-    ``nbformat.write`` writes it."""
-    import nbformat
-    from nbformat import reader
-
-    version, _ = reader.get_version(nb)
-    text = nbformat.versions[version].writes_json(nb)
-    return text if text.endswith("\n") else text + "\n"
-
-
-def write_notebook(nb, path: str | os.PathLike) -> Path:
-    """Write ``nb`` to ``path`` atomically."""
-    return atomic_write_text(path, notebook_text(nb))

@@ -189,7 +189,7 @@ def plan(
         ``$DEMONOISE_NOTEBOOKS``, is not replaced by another) or breaks the contract.
     """
     from demonoise.core.atomic import check_output_dir
-    from demonoise.report.batch.locate import find_dir
+    from demonoise.report.document.locate import find_dir
 
     output = check_output_dir(Path(output))
     reports = [Report(s.dataset, c) for s in params.selections for c in s.countries]
@@ -248,7 +248,7 @@ def _check_contracts(state: Plan, names: list[str]) -> None:
     """Every notebook's tagged parameters cell defines what the batch injects; every
     extra notebook defines the parameters the params file gives it."""
     from demonoise.report.batch.contract import check_contract, check_known
-    from demonoise.report.batch.locate import find_notebook
+    from demonoise.report.document.locate import find_notebook
 
     first = {}
     for run in state.runs:
@@ -787,7 +787,7 @@ def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, t
     """Assemble one report (in this process); returns its outcome so far and its render
     task, or ``None`` when it failed or is up to date."""
     from demonoise.report.batch.cache import is_current, read_stamp
-    from demonoise.report.batch.execute import write_notebook
+    from demonoise.report.document.assemble import write_notebook
 
     failed = computed[report].error or _notebook_failures(report, state, executed) or _wrong_sections(report, state)
     if failed:
@@ -829,7 +829,7 @@ def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
 def _further_document(f: Further) -> bytes | None:
     """The assembled document of ``f`` as notebook bytes, or ``None`` (and ``f.error``
     set) when it was not prepared, its notebook failed or its assembly failed."""
-    from demonoise.report.batch.execute import notebook_text
+    from demonoise.report.document.assemble import notebook_text
 
     if f.error is None and f.result is None:
         f.error = "its notebook did not run"

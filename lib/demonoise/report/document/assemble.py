@@ -48,6 +48,9 @@ __all__ = [
     "load_notebook",
     "read_parameters",
     "read_metrics",
+    "read_notebook_text",
+    "notebook_text",
+    "write_notebook",
     "clean_cells",
     "assemble",
     "render_document",
@@ -60,12 +63,36 @@ _HEADING_RE = re.compile(r"^(#{1,5})(\s)", re.M)
 
 
 # =================================================================== reading
+def read_notebook_text(text: str):
+    """``nbformat.reads(text, as_version=4)`` without the schema validation (papermill
+    validated the notebooks a batch passes between stages when it made them; validating
+    again was a third of the time of reading and writing them)."""
+    import nbformat
+    from nbformat import reader
+
+    return nbformat.convert(reader.reads(text), 4)
+
+
+def notebook_text(nb) -> str:
+    """``nbformat.writes(nb)`` without the schema validation, ending in a newline as
+    ``nbformat.write`` writes it."""
+    import nbformat
+    from nbformat import reader
+
+    version, _ = reader.get_version(nb)
+    text = nbformat.versions[version].writes_json(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def write_notebook(nb, path: str | os.PathLike) -> Path:
+    """Write ``nb`` to ``path`` atomically."""
+    return atomic_write_text(path, notebook_text(nb))
+
+
 def load_notebook(nb: Any):
     """Return ``(NotebookNode, label)`` for a path or an already loaded notebook (read as
     ``nbformat.read`` reads it, without the schema validation that only logs:
-    :func:`~.run.read_notebook_text`)."""
-    from demonoise.report.batch.execute import read_notebook_text
-
+    read_notebook_text)."""
     if isinstance(nb, (str, os.PathLike)):
         path = Path(nb)
         try:

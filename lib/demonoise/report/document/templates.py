@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from demonoise.report.batch.locate import ENV_VARS, find_dir
+from demonoise.report.document.locate import ENV_VARS, find_dir
 
 __all__ = [
     "TEMPLATE_NAME",
