@@ -433,18 +433,13 @@ def test_display_table_groups_V_columns_and_formats_percent():
     assert ">2,000<" in html  # population
 
 
-def test_params_coercion_and_errors():
-    p = ov.OverviewParams.of({"V": [5, 1, 5], "dataset": "ess-2023", "other": 1})
-    assert p.V == (1.0, 5.0) and p.sex == "T"
+def test_overview_refuses_a_variance_that_is_not_positive(tmp_path):
+    from demonoise.report.batch.extras import overview_run
 
-    class P:
-        dataset, V, countries = "be-2023", 3, ["FR", "BE"]
-
-    q = ov.OverviewParams.of(P())
-    assert q.V == (3.0,) and q.countries == ("BE", "FR")
-    for bad in ({"V": [0]}, {"V": [float("nan")]}, {"V": []}, {"sex": "X"}, {"V": ["a"]}):
-        with pytest.raises(ParameterError):
-            ov.OverviewParams.of(bad)
+    for bad in ([0], [float("nan")], [-1], [float("inf")]):
+        with pytest.raises(ParameterError, match="V is a variance"):
+            overview_run({"dataset": "be-2023", "V": bad}, tmp_path)
+    assert not list(tmp_path.rglob("*.parquet"))
 
 
 def test_split_sections_at_level_one_headings():
@@ -462,7 +457,9 @@ def test_split_sections_at_level_one_headings():
         ],
         metadata={"papermill": {"exception": False}},
     )
-    parts = ov.split_sections(nb)
+    from demonoise.report.document.assemble import split_sections
+
+    parts = split_sections(nb)
     assert [[c.source for c in p.cells] for p in parts] == [["x = 1", "# A\ntext", "a", "## sub"], ["# B", "b"]]
     assert all(p.metadata["papermill"] == {"exception": False} for p in parts)
     nbformat.validate(parts[0])
@@ -502,15 +499,16 @@ def rendered(tmp_path_factory):
             "status": "ok",
         }
     )
-    res = ov.render_overview(
-        {"dataset": "ess-2023", "V": [1, 5], "countries": COUNTRIES}, out, pdf=False, calibration=cal
-    )
+    from demonoise.report.batch.extras import overview_run, render_further
+
+    run = overview_run({"dataset": "ess-2023", "V": [1, 5], "countries": COUNTRIES}, out, calibration=cal)
+    res = render_further(run, pdf=False)
     assert res.pdf is None and res.html == out / "overview.html"
-    return res
+    return run, res
 
 
 def test_overview_renders_offline_with_the_map(rendered):
-    html = rendered.html.read_text(encoding="utf-8")
+    html = rendered[1].html.read_text(encoding="utf-8")
     c = scan_html(html)
     assert c.violations == [] and c.scripts_with_src == []
     svgs = _chart_svgs(html)
@@ -547,9 +545,10 @@ def test_overview_numbers_come_from_the_results(rendered):
 
     from demonoise.report.document.assemble import read_metrics
 
-    nb = nbformat.read(rendered.notebook, as_version=4)
+    run, _ = rendered
+    nb = nbformat.read(run.job.output, as_version=4)
     m = read_metrics(nb)
-    df = pd.read_parquet(rendered.results_single)
+    df = pd.read_parquet(run.job.parameters["results_single"])
     e0 = df[(df.nuts_level == 2) & (df.indicator == "e") & (df.age == 0) & (df.sex == "T")]
     assert m["regions"] == e0.region.nunique() == 45
     assert m["e0_A_median_V5"] == pytest.approx(e0[e0.V == 5].admixture.median())
@@ -559,11 +558,9 @@ def test_overview_numbers_come_from_the_results(rendered):
 def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
     from pypdf import PdfReader
 
-    from demonoise.report.document.assemble import Section, assemble, load_notebook, render_document
+    from demonoise.report.document.assemble import render_document
 
-    parts = ov.split_sections(load_notebook(rendered.notebook)[0])
-    doc = assemble([Section(p) for p in parts], title="Europe overview", source="Eurostat")
-    res = render_document(doc, tmp_path / "overview.html", tmp_path / "overview.pdf")
+    res = render_document(rendered[0].document(), tmp_path / "overview.html", tmp_path / "overview.pdf")
     assert res.pdf_error is None and res.pdf.read_bytes()[:5] == b"%PDF-"
     pages = [p.extract_text() for p in PdfReader(res.pdf).pages]
     # cover, contents, then one page (or more) per section; the map page carries the credit
@@ -575,23 +572,13 @@ def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
 
 
 def test_calibration_section_shows_the_table_passed(rendered):
-    html = rendered.html.read_text(encoding="utf-8")
+    html = rendered[1].html.read_text(encoding="utf-8")
     cal = re.split(r'<section class="dn-chapter"', html)[9]
     assert "Calibration of V" in cal and "not available" not in cal
     row = re.search(r"<tr>(?:(?!</tr>).)*>e0<(?:(?!</tr>).)*</tr>", cal, flags=re.S).group(0)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
     # indicator, threshold (%), regions, V_max min, region of the min, median, below V=1, below V=5
     assert cells == ["e0", "10", "3", "0.25", "BE21", "3.5", "1", "2"]
-
-
-def test_index_row_links_the_overview(rendered):
-    from demonoise.report.document.index import write_index
-
-    res = rendered
-    index = write_index([res.index_row()], res.html.parent / "index.html")
-    page = index.read_text(encoding="utf-8")
-    assert '<a href="overview.html">HTML</a>' in page and "Europe overview" in page
-    assert res.summary["regions"] == 45 and set(res.summary) >= {"e0 A median, V = 1", "e0 A median, V = 5"}
 
 
 def test_cli_overview_arguments():

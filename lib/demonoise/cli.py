@@ -396,15 +396,14 @@ def cmd_notebook(args) -> int:
 
 def cmd_overview(args) -> int:
     from demonoise.core.atomic import check_output_dir
-    from demonoise.report.content.overview import render_overview
+    from demonoise.report.batch.extras import overview_run, render_further
 
     check_output_dir(args.out_dir)
     t0 = time.perf_counter()
-    params = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
+    options = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
     with _cluster(args) as cluster:
-        r = render_overview(
-            params, args.out_dir, pdf=not args.no_pdf, force=args.force, store=args.store, cluster=cluster
-        )
+        run = overview_run(options, args.out_dir, store=args.store, force=args.force, cluster=cluster)
+        r = render_further(run, pdf=not args.no_pdf, force=args.force, cluster=cluster)
     dt = time.perf_counter() - t0
     print(
         f"Europe overview -> {r.html}"

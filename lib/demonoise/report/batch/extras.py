@@ -1,15 +1,15 @@
-"""Extra notebooks (what-if, teaching): execute one with parameters and render it like a report.
+"""Further notebooks: the Europe overview and the extras (what-if, teaching), each run and
+rendered like a report.
 
-:func:`render_notebook` runs ``notebooks/<name>.ipynb`` through the report machinery
-(:func:`~.run.run_jobs`: named kernel, atomic output, failure isolation, up-to-date
-skipping) and renders the executed notebook with :func:`~.render.render_report` into
-``<out_dir>/<name>.html`` and ``<out_dir>/<name>.pdf``. The report
-batch calls it for the extras listed in its parameters; ``demonoise notebook NAME``
-is its command line.
-
-The notebooks are found by :func:`demonoise.report.document.locate.find_notebook`. A what-if is
-named after its parameters (``whatif-BE34-scale4-V1-3.html``), so that a second scenario
-does not overwrite the first.
+:func:`extra_run` prepares ``notebooks/<name>.ipynb`` with its parameters (checked against
+its cell tagged ``parameters``); :func:`overview_run` prepares ``notebooks/overview.ipynb``
+after computing what it reads (the results tables of single ages and 5-year groups, from the
+results store, and the calibration table). :func:`render_further` executes one
+(:func:`~.execute.run_jobs`: named kernel, atomic output, failure isolation, up-to-date
+skipping) and renders its document; the report batch instead runs them with its countries'
+notebooks (:func:`demonoise.report.batch.stages.further`). A what-if is named after its
+parameters (``whatif-BE34-scale4-V1-3.html``), so that a second scenario does not overwrite
+the first.
 """
 
 from __future__ import annotations
@@ -17,31 +17,65 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from demonoise.core.errors import ReportError
 from demonoise.report.batch.contract import check_known
 from demonoise.report.batch.execute import DEFAULT_KERNEL, Job, run_jobs
-from demonoise.report.document.assemble import RenderResult, assemble, load_notebook, render_document
+from demonoise.report.document.assemble import (
+    RenderResult,
+    Section,
+    assemble,
+    load_notebook,
+    render_document,
+    split_sections,
+)
 from demonoise.report.document.locate import find_notebook
 
-__all__ = [
-    "EXTRAS",
-    "scenario_name",
-    "render_notebook",
-    "ExtraRun",
-    "extra_run",
-    "check_extra_notebook",
-    "extra_document",
-]
+__all__ = ["EXTRAS", "FurtherRun", "scenario_name", "extra_run", "overview_run", "render_further", "render_notebook"]
 
 #: Extra notebooks and the title of their report.
 EXTRAS = {
     "whatif": "demonoise what-if analysis",
     "teaching": "The variance of life expectancy, step by step",
 }
+
+
+@dataclass(frozen=True)
+class FurtherRun:
+    """A further notebook before it runs: its run, its index line (``label``, ``summary``)
+    and its document: the executed notebook under a cover, or (``sections``) split at its
+    level-1 headings into numbered sections with a contents list."""
+
+    name: str
+    label: str
+    job: Job
+    title: str
+    subtitle: str | None
+    html: Path
+    pdf: Path
+    summary: dict = field(default_factory=dict)
+    source: str | None = None
+    sections: bool = False
+
+    def check(self, res) -> None:
+        """Raise :class:`~demonoise.core.errors.ReportError` when the notebook run (a
+        :class:`~demonoise.report.batch.execute.JobResult`) failed, naming the exception,
+        the cell and where the partly executed notebook is kept."""
+        if not res.ok:
+            where = f"; partly executed notebook kept as {res.failed_notebook}" if res.failed_notebook else ""
+            raise ReportError(f"notebook {self.name} failed: {res.error}{where}")
+
+    def document(self):
+        """The executed notebook as a document (:func:`~demonoise.report.document.assemble.assemble`)."""
+        if not self.sections:
+            return assemble([self.job.output], title=self.title, subtitle=self.subtitle, toc=False)
+        parts = split_sections(load_notebook(self.job.output)[0])
+        return assemble([Section(p) for p in parts], title=self.title, subtitle=self.subtitle, source=self.source)
 
 
 def _value_tag(v: Any) -> str:
@@ -58,10 +92,156 @@ def scenario_name(name: str, parameters: Mapping[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "", "-".join(parts))[:120]
 
 
-def _subtitle(parameters: Mapping[str, Any]) -> str | None:
-    if not parameters:
-        return None
-    return "Parameters: " + ", ".join(f"{k} = {_value_tag(v).replace('-', ', ')}" for k, v in parameters.items())
+def extra_run(
+    name: str,
+    parameters: Mapping[str, Any] | None = None,
+    out_dir: str | os.PathLike = "output",
+    *,
+    title: str | None = None,
+    notebook_dir: str | os.PathLike | None = None,
+) -> FurtherRun:
+    """``notebooks/<name>.ipynb`` with ``parameters``, to run into ``out_dir`` (the executed
+    notebook, ``<stem>.html`` and ``<stem>.pdf``, :func:`scenario_name`).
+
+    Raises
+    ------
+    ParameterError
+        Unknown notebook, or a parameter its cell tagged ``parameters`` does not define
+        (naming it and listing the known ones).
+    """
+    src = find_notebook(name, notebook_dir)
+    params = dict(parameters or {})
+    check_known(src, params, name)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = scenario_name(name, params)
+    title = title or EXTRAS.get(name) or load_notebook(src)[0].get("metadata", {}).get("title") or name
+    given = ", ".join(f"{k} = {_value_tag(v).replace('-', ', ')}" for k, v in params.items())
+    return FurtherRun(
+        name=name,
+        label=f"{name} notebook",
+        job=Job(src, out_dir / f"{stem}.ipynb", params, name=stem),
+        title=f"{title} ({given})" if params else title,
+        subtitle=f"Parameters: {given}" if params else None,
+        html=out_dir / f"{stem}.html",
+        pdf=out_dir / f"{stem}.pdf",
+        summary={"country": name},
+    )
+
+
+def overview_run(
+    options: Mapping[str, Any],
+    out_dir: str | os.PathLike = "output",
+    *,
+    store: str | os.PathLike | None = None,
+    force: bool = False,
+    workers: int | None = None,
+    cluster=None,
+    calibration: str | os.PathLike | pd.DataFrame | None = None,
+    notebook_dir: str | os.PathLike | None = None,
+) -> FurtherRun:
+    """The Europe overview (``<out_dir>/overview.html``), its tables computed first.
+
+    ``options``: ``dataset`` (default ``ess-2023``), ``V`` (default 1 and 5), ``ptables``,
+    ``countries`` (default all), ``sex`` (``T``), ``mc`` (Monte Carlo replicates of the
+    single-age table, default 0), ``label``, ``n_most``, ``thresholds`` (of the
+    calibration). The results tables come from the results store (``store``, default
+    ``<out_dir>/results``; :func:`demonoise.report.batch.store.results`, the Monte Carlo
+    on ``cluster``); the calibration table is ``calibration`` if given, else computed
+    (:func:`demonoise.uncertainty.calibration.calibrate`).
+
+    Raises
+    ------
+    ParameterError
+        Unknown dataset or country, invalid V.
+    """
+    from demonoise.analysis.compute import write_results
+    from demonoise.core.counts import DATA_STATUS_SEP
+    from demonoise.report.batch.cache import file_digest
+    from demonoise.report.batch.store import ResultsSpec, results
+    from demonoise.report.document.cover import provenance_dict, source_of
+
+    o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "T", "mc": 0, **options}
+    out = Path(out_dir)
+    V = tuple(sorted({float(v) for v in o["V"]}))
+    countries = tuple(sorted(o["countries"])) if o["countries"] else None
+    tables = {}
+    for gran in ("single", "5y"):  # the Monte Carlo check (if any) is for the published layout, single ages
+        spec = ResultsSpec(
+            o["dataset"], V=V, ptables=tuple(o["ptables"]), granularity=gran, countries=countries,
+            mc=o["mc"] if gran == "single" else 0, e_ages=(0, 65),
+        )  # fmt: skip
+        df, path = results(spec, store or out / "results", force=force, workers=workers, cluster=cluster)
+        tables[gran] = (df, path.resolve())
+    cal = out / "notebooks" / "overview-calibration.parquet"
+    if calibration is None:
+        cal = write_results(_calibration(o["dataset"], countries, o.get("thresholds", (0.1, 0.5, 1.0))), cal)
+    elif isinstance(calibration, pd.DataFrame):
+        cal = write_results(calibration, cal)
+    cal = Path(calibration if isinstance(calibration, (str, os.PathLike)) else cal).resolve()
+    label = o.get("label") or str(tables["single"][0]["data_status"].iloc[0]).split(DATA_STATUS_SEP)[0]
+    parameters = {
+        "dataset": o["dataset"], "V": list(V), "ptables": list(o["ptables"]),
+        "results_single": str(tables["single"][1]), "results_5y": str(tables["5y"][1]), "calibration": str(cal),
+        "label": label, "sex": o["sex"], **({"n_most": o["n_most"]} if "n_most" in o else {}),
+    }  # fmt: skip
+    job = Job(
+        find_notebook("overview", notebook_dir), out / "notebooks" / "overview.ipynb", parameters, name="overview",
+        data_fingerprint=file_digest(cal),  # the calibration file's content is data the run reads
+        files=(parameters["results_single"], parameters["results_5y"], str(cal)),
+    )  # fmt: skip
+    settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in o["ptables"])
+    scope = "all NUTS 2 regions" if countries is None else "NUTS 2 regions of " + ", ".join(countries)
+    return FurtherRun(
+        name="overview",
+        label=f"Europe overview: {o['dataset']}",
+        job=job,
+        title=f"Europe overview: {o['dataset']}, V = {settings}",
+        subtitle=f"{scope}; {label}",
+        html=out / "overview.html",
+        pdf=out / "overview.pdf",
+        summary={"country": "all NUTS 2 regions"},
+        source=source_of(provenance_dict(o["dataset"])) + "; NUTS 2021 boundaries: Eurostat GISCO",
+        sections=True,
+    )
+
+
+def _calibration(dataset: str, countries, thresholds) -> pd.DataFrame:
+    """The calibration table of the overview (single ages, e0 and e65)."""
+    from demonoise.io.datasets import load
+    from demonoise.uncertainty.calibration import calibrate
+
+    counts = load(dataset)
+    if countries is not None:
+        counts = counts.select([r.code for r in counts.regions if r.country in countries])
+    return calibrate(counts, tuple(float(t) for t in thresholds), granularity="single", e_ages=(0, 65))
+
+
+def render_further(
+    run: FurtherRun,
+    *,
+    pdf: bool = True,
+    force: bool = False,
+    kernel_name: str = DEFAULT_KERNEL,
+    cell_timeout: float | None = 600.0,
+    cluster=None,
+) -> RenderResult:
+    """Execute ``run``'s notebook (skipped when up to date, unless ``force``) and render its
+    document to HTML (and, with ``pdf``, to PDF: without the typst package the HTML is kept
+    and ``RenderResult.pdf_error`` says why).
+
+    Raises
+    ------
+    ReportError
+        The notebook failed (the message names the exception and the cell; the partly
+        executed notebook is kept as ``<stem>.failed.ipynb``), or HTML rendering failed.
+    """
+    batch = run_jobs(
+        [run.job], workers=1, force=force, kernel_name=kernel_name, progress=False, cell_timeout=cell_timeout,
+        cluster=cluster,
+    )  # fmt: skip
+    run.check(batch[0])
+    return render_document(run.document(), run.html, run.pdf if pdf else None)
 
 
 def render_notebook(
@@ -72,119 +252,8 @@ def render_notebook(
     pdf: bool = True,
     title: str | None = None,
     notebook_dir: str | os.PathLike | None = None,
-    force: bool = False,
-    kernel_name: str = DEFAULT_KERNEL,
-    cell_timeout: float | None = 600.0,
-    cluster=None,
+    **kw,
 ) -> RenderResult:
-    """Execute ``notebooks/<name>.ipynb`` with ``parameters`` and render it.
-
-    Parameters
-    ----------
-    name : str
-        Notebook name (``"whatif"``, ``"teaching"``; see :data:`EXTRAS`).
-    parameters : mapping, optional
-        Papermill parameters (JSON-serialisable), injected after the notebook's cell
-        tagged ``parameters``.
-    out_dir : path-like
-        Receives ``<name>.ipynb`` (the executed notebook), ``<name>.html`` and
-        ``<name>.pdf``.
-    pdf : bool
-        Also write the PDF (typeset by Typst). Without the typst package the HTML is
-        kept and ``RenderResult.pdf_error`` says why there is no PDF.
-    title : str, optional
-        Report title (default: :data:`EXTRAS` entry, else the notebook's
-        ``metadata.title``, else ``name``).
-    notebook_dir : path-like, optional
-        Where ``<name>.ipynb`` lives (see the module notes for the default lookup).
-    force : bool
-        Execute even if ``<name>.ipynb`` in ``out_dir`` is up to date (same notebook,
-        parameters and library).
-    kernel_name, cell_timeout, cluster
-        As in :func:`~.run.run_jobs` (with a cluster, the notebook runs on it when it is
-        external or started).
-
-    Returns
-    -------
-    RenderResult
-
-    Raises
-    ------
-    ParameterError
-        Unknown notebook, a parameter the notebook's tagged ``parameters`` cell does not
-        define (naming it and listing the known ones), parameters that are not
-        JSON-serialisable.
-    ReportError
-        The notebook failed (the message names the exception and the cell; the partly
-        executed notebook is kept as ``<name>.failed.ipynb``), or HTML rendering failed.
-    """
-    run = extra_run(name, parameters, out_dir, title=title, notebook_dir=notebook_dir)
-    batch = run_jobs(
-        [run.job],
-        workers=1,
-        force=force,
-        kernel_name=kernel_name,
-        progress=False,
-        cell_timeout=cell_timeout,
-        cluster=cluster,
-    )
-    check_extra_notebook(run, batch[0])
-    return render_document(extra_document(run), run.html, run.pdf if pdf else None)
-
-
-@dataclass(frozen=True)
-class ExtraRun:
-    """An extra notebook before it runs: its notebook run, its document's title and
-    subtitle, and where the document goes (:func:`extra_run`)."""
-
-    name: str
-    job: Job
-    title: str
-    subtitle: str | None
-    html: Path
-    pdf: Path
-
-
-def extra_run(
-    name: str,
-    parameters: Mapping[str, Any] | None = None,
-    out_dir: str | os.PathLike = "output",
-    *,
-    title: str | None = None,
-    notebook_dir: str | os.PathLike | None = None,
-) -> ExtraRun:
-    """The notebook run of :func:`render_notebook`, not yet executed (a batch runs it with
-    its countries' notebooks and renders it with their documents). Raises as
-    :func:`render_notebook` does for unknown notebooks and parameters."""
-    src = find_notebook(name, notebook_dir)
-    params = dict(parameters or {})
-    check_known(src, params, name)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = scenario_name(name, params)
-    if title is None:
-        node, _ = load_notebook(src)
-        title = EXTRAS.get(name) or node.get("metadata", {}).get("title") or name
-    return ExtraRun(
-        name=name,
-        job=Job(src, out_dir / f"{stem}.ipynb", params, name=stem),
-        title=title if not params else f"{title} ({_subtitle(params).removeprefix('Parameters: ')})",
-        subtitle=_subtitle(params),
-        html=out_dir / f"{stem}.html",
-        pdf=out_dir / f"{stem}.pdf",
-    )
-
-
-def check_extra_notebook(run: ExtraRun, res) -> None:
-    """Raise :class:`~demonoise.core.errors.ReportError` when the notebook run (a
-    :class:`~demonoise.report.batch.execute.JobResult`) failed, naming the exception, the cell and
-    where the partly executed notebook is kept."""
-    if not res.ok:
-        where = f"; partly executed notebook kept as {res.failed_notebook}" if res.failed_notebook else ""
-        raise ReportError(f"notebook {run.name} failed: {res.error}{where}")
-
-
-def extra_document(run: ExtraRun):
-    """The executed notebook as a document (:func:`~demonoise.report.document.assemble.assemble`:
-    cover, no contents list)."""
-    return assemble([run.job.output], title=run.title, subtitle=run.subtitle, toc=False)
+    """``notebooks/<name>.ipynb`` with ``parameters`` executed and rendered into ``out_dir``
+    (:func:`extra_run`, then :func:`render_further` with ``pdf`` and ``kw``)."""
+    return render_further(extra_run(name, parameters, out_dir, title=title, notebook_dir=notebook_dir), pdf=pdf, **kw)

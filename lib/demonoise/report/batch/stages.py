@@ -510,78 +510,38 @@ def _read_files(done: Computed) -> tuple:
 # ============================================================ overview and extras
 @dataclass(eq=False)
 class Further:
-    """The Europe overview or an extra notebook: prepared here (:func:`further`), its
-    notebook run with the countries' (``result``: its :class:`~.run.JobResult`) and its
-    document rendered with theirs (:func:`render` sets ``row``, its line of the index).
-    ``error``: why it was not prepared (then it has no ``job``)."""
+    """The Europe overview or an extra notebook in the batch: prepared by :func:`further`
+    (``run``, a :class:`~demonoise.report.batch.extras.FurtherRun`, or the ``error`` that
+    stopped it), its notebook run with the countries' (``result``) and its document rendered
+    with theirs (:func:`render` sets ``row``, its line of the index)."""
 
     name: str
-    job: Any = None
-    html: Path | None = None
-    pdf: Path | None = None
-    check: Callable[[Any], None] | None = None
-    document: Callable[[], Any] | None = None
-    summary: dict = field(default_factory=dict)
+    run: Any = None
     error: str | None = None
     result: Any = None
     row: Any = None
 
 
 def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list[Further]:
-    """The Europe overview (its results and calibration tables computed or read back here,
-    the Monte Carlo on ``cluster``) and the extra notebooks of the params, ready to run."""
-    from demonoise.report.batch.extras import check_extra_notebook, extra_document, extra_run
-    from demonoise.report.content.overview import (
-        OverviewParams,
-        check_overview_notebook,
-        overview_document,
-        overview_run,
-    )
+    """The Europe overview (its tables computed or read back here, the Monte Carlo on
+    ``cluster``) and the extra notebooks of the params, ready to run."""
+    from demonoise.report.batch.extras import extra_run, overview_run
 
-    out, params = [], state.params
+    params, todo = state.params, []
     if params.overview is not None:
-        ov = params.overview.model_dump()
-        name = f"Europe overview: {ov['dataset']}"
+        ov = {**params.overview.model_dump(), "V": params.V or (1.0,), "ptables": params.ptables}
+        prepare = lambda: overview_run(ov, state.output, force=force, workers=workers, cluster=cluster)  # noqa: E731
+        todo.append((f"Europe overview: {ov['dataset']}", prepare))
+    for name, opts in params.extras:
+        kw = {k: list(v) if isinstance(v, tuple) else v for k, v in opts}
+        todo.append((f"{name} notebook", lambda name=name, kw=kw: extra_run(name, kw, state.output / "extras")))
+    out = []
+    for name, prepare in todo:
         _say(log, f"demonoise report: {name}")
         try:
-            run = overview_run(
-                OverviewParams.of({**ov, "V": params.V or (1.0,), "ptables": params.ptables}),
-                state.output,
-                force=force,
-                workers=workers,
-                cluster=cluster,
-            )
-            out.append(
-                Further(
-                    name,
-                    run.job,
-                    run.html,
-                    run.pdf,
-                    check=check_overview_notebook,
-                    document=lambda run=run: overview_document(run),
-                    summary={"country": "all NUTS 2 regions"},
-                )
-            )
+            out.append(Further(name, prepare()))
         except Exception as e:
             out.append(Further(name, error=_why(e)))
-    for name, opts in params.extras:
-        _say(log, f"demonoise report: extra notebook {name}")
-        try:
-            kw = {k: list(v) if isinstance(v, tuple) else v for k, v in opts}
-            run = extra_run(name, kw, state.output / "extras")
-            out.append(
-                Further(
-                    f"{name} notebook",
-                    run.job,
-                    run.html,
-                    run.pdf,
-                    check=lambda res, run=run: check_extra_notebook(run, res),
-                    document=lambda run=run: extra_document(run),
-                    summary={"country": name},
-                )
-            )
-        except Exception as e:
-            out.append(Further(f"{name} notebook", error=_why(e)))
     return out
 
 
@@ -641,9 +601,15 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
     """The document of one country: cover, contents, main points, a chapter per indicator
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
-    from demonoise.report.content.overview import split_sections
     from demonoise.report.content.theme import setting_colours
-    from demonoise.report.document.assemble import Chapter, Section, assemble, load_notebook, read_metrics
+    from demonoise.report.document.assemble import (
+        Chapter,
+        Section,
+        assemble,
+        load_notebook,
+        read_metrics,
+        split_sections,
+    )
     from demonoise.report.document.cover import cover_html, source_of
 
     out = state.output
@@ -836,8 +802,8 @@ def _further_document(f: Further) -> bytes | None:
     if f.error is not None:
         return None
     try:
-        f.check(f.result)
-        return notebook_text(f.document()).encode("utf-8")
+        f.run.check(f.result)
+        return notebook_text(f.run.document()).encode("utf-8")
     except Exception as e:
         f.error = _why(e)
         return None
@@ -850,8 +816,8 @@ def _finish_further(f: Further, out: dict | None, err: BaseException | None, pdf
     try:
         if err is not None:
             raise err
-        res = _write_rendered(out, f.html, f.pdf if pdf_reason is None else None)
-        f.row = IndexRow(name=f.name, html=res.html, pdf=res.pdf, pdf_reason=res.pdf_error, summary=dict(f.summary))
+        res = _write_rendered(out, f.run.html, f.run.pdf if pdf_reason is None else None)
+        f.row = IndexRow(name=f.name, html=res.html, pdf=res.pdf, pdf_reason=res.pdf_error, summary=dict(f.run.summary))
     except Exception as e:
         f.error = f"rendering failed: {_why(e)}"
 
@@ -872,7 +838,7 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence[Further], c
             if doc is not None:
                 owners.append((f, None))
                 names.append(f.name)
-                yield doc, f.html.name, pdf_reason is None
+                yield doc, f.run.html.name, pdf_reason is None
         for r in state.reports:
             outcomes[r], task = _prepare(r, state, executed, computed, pdf_reason)
             if task is not None:
@@ -1075,7 +1041,7 @@ def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_di
     lap("compute")
     extra = further(state, force=force, workers=workers, log=log, cluster=cluster)
     opts = options(run_id=cluster.run_id)
-    jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
+    jobs = {**{f: f.run.job for f in extra if f.run is not None}, **_jobs(state, computed)}
     executed = execute(jobs, cluster, opts, force=force, progress=progress)
     lap("execute")
     rendered = render(state, computed, executed, extra, cluster, pdf_reason)

@@ -79,6 +79,8 @@ class ResultsSpec:
             raise ParameterError("a results spec needs at least one V or one p-table")
         if self.mc < 0:
             raise ParameterError(f"Monte Carlo replicates must be >= 0, got {self.mc}")
+        if not all(0 < v < float("inf") for v in self.V):
+            raise ParameterError(f"V is a variance and must be finite and > 0, got {', '.join(map(str, self.V))}")
 
     def key(self) -> str:
         from demonoise.io.datasets import fingerprint

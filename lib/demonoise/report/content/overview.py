@@ -23,29 +23,22 @@ noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (10 %: noise adds a t
 to the statistical uncertainty; ``sqrt(2) - 1 = 41.4 %``: noise as large as Poisson).
 All tables keep the NUTS 2 rows (``nuts_level == 2``) of the generic noise model.
 
-:func:`render_overview` runs the whole thing: results from the store (computed once
-by the library), the notebook executed by papermill, ``overview.html`` (+ PDF). Its
-stages are public so that a batch runs the overview's notebook and renders its document
-with the countries' (:func:`overview_run` -> the notebook -> :func:`overview_document`
--> the rendering -> :func:`overview_result`). Presentation layer.
+The batch and ``demonoise overview`` run the notebook like any further notebook
+(:func:`demonoise.report.batch.extras.overview_run`), passing the paths of the tables it
+reads (:func:`load_inputs`). Presentation layer.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import re
-import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from demonoise.core.counts import DATA_STATUS_SEP
-from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import A_EQUAL as _A_EQUAL
 from demonoise.core.vocabulary import A_SMALL, NO_DATA_COLOUR, POISSON_COLOUR, SETTING_PALETTE
 
@@ -54,8 +47,6 @@ __all__ = [
     "OUTERMOST",
     "KEYS",
     "A_EQUAL",
-    "OverviewParams",
-    "OverviewResult",
     "nuts2",
     "setting_order",
     "setting_tag",
@@ -83,13 +74,6 @@ __all__ = [
     "display_table",
     "banner",
     "load_inputs",
-    "split_sections",
-    "render_overview",
-    "OverviewRun",
-    "overview_run",
-    "check_overview_notebook",
-    "overview_document",
-    "overview_result",
 ]
 
 #: Map frame: lon_min, lat_min, lon_max, lat_max (the data README's tested view).
@@ -1127,27 +1111,23 @@ def load_inputs(
     calibration: str = "",
     *,
     ptables: Sequence[str] = (),
-    store="output/results",
 ):
     """What the overview notebook reads: the two results tables (restricted to the
     V's asked for) and the calibration table (``None`` if ``calibration`` is empty).
 
-    Empty results paths (an interactive run) are filled from the results store
-    (:func:`demonoise.report.batch.store.results`, computed once by the library).
+    An empty results path (an interactive run) is computed here from the whole dataset
+    (:func:`demonoise.analysis.compute.compute`, single ages or 5-year groups, e0 and e65).
     """
-    from demonoise.analysis.compute import read_table
+    from demonoise.analysis.compute import compute, noise_settings, read_results
+    from demonoise.io.datasets import load
 
     V = [float(v) for v in V]
     tables = []
     for path, gran in ((results_single, "single"), (results_5y, "5y")):
         if path:
-            df = read_table(path)
+            df = read_results(path)
         else:
-            from demonoise.report.batch.store import ResultsSpec, results
-
-            df, _ = results(
-                ResultsSpec(dataset, V=tuple(V), ptables=tuple(ptables), granularity=gran, e_ages=(0, 65)), store
-            )
+            df = compute(load(dataset), noise_settings(V, ptables=ptables), granularity=gran, e_ages=(0, 65))
         missing = sorted(set(V) - set(v_values(df)))
         if missing:
             raise ParameterError(
@@ -1157,372 +1137,5 @@ def load_inputs(
         # the setting label of every row, worked out once here rather than by each
         # table and chart of the notebook (the whole dataset has a million rows)
         tables.append(kept.assign(setting=_labels(kept)))
-    cal = read_table(calibration) if calibration else None
+    cal = read_results(calibration) if calibration else None
     return tables[0], tables[1], cal
-
-
-def split_sections(nb) -> list:
-    """Split an executed notebook at its level-1 markdown headings.
-
-    Each part starts with a markdown cell opening with ``# Title`` and becomes one
-    report section (its own page, table-of-contents entry and number); cells before
-    the first heading (parameters, imports) go with the first part. The notebook's
-    metadata (papermill's failure flag included) is copied to every part.
-    """
-    import copy
-
-    import nbformat
-
-    parts: list[list] = []
-    lead: list = []
-    for cell in nb.cells:
-        src = cell.get("source", "")
-        if cell.get("cell_type") == "markdown" and src.lstrip().startswith("# "):
-            parts.append([cell])
-        elif parts:
-            parts[-1].append(cell)
-        else:
-            lead.append(cell)
-    if not parts:
-        parts = [lead]
-        lead = []
-    else:
-        # leading cells carry no output worth showing, but a failure there must stay visible
-        parts[0] = lead + parts[0]
-    out = []
-    for cells in parts:
-        node = nbformat.v4.new_notebook(metadata=copy.deepcopy(dict(nb.metadata)))
-        node.cells = [copy.deepcopy(c) for c in cells]
-        out.append(node)
-    return out
-
-
-@dataclass(frozen=True)
-class OverviewParams:
-    """Parameters of the overview.
-
-    Parameters
-    ----------
-    dataset : str
-        Dataset name (default ``ess-2023``, the Europe-wide demonstration set).
-    V : tuple of float
-        Noise variances, shown side by side.
-    ptables : tuple of str
-        P-tables (embedded names such as ``"v01"`` or files), shown beside the V's.
-    countries : tuple of str, optional
-        Restrict to these countries' NUTS 2 regions (default: all).
-    sex : {"T", "F", "M"}
-        Sex shown for the mortality indicators.
-    mc : int
-        Monte Carlo replicates for an optional check of e0/TFR (0: analytic only).
-    label : str, optional
-        Data label; default: the dataset's provenance label.
-    n_most : int
-        Rows of the most-affected table.
-    thresholds : tuple of float
-        Admixture thresholds of the calibration section (fractions).
-    """
-
-    dataset: str = "ess-2023"
-    V: tuple = (1.0, 5.0)
-    ptables: tuple = ()
-    countries: tuple | None = None
-    sex: str = "T"
-    mc: int = 0
-    label: str = ""
-    n_most: int = 20
-    thresholds: tuple = (0.1, 0.5, 1.0)
-
-    def __post_init__(self):
-        V = self.V if isinstance(self.V, (list, tuple)) else (self.V,)
-        try:
-            V = tuple(float(v) for v in V)
-        except (TypeError, ValueError):
-            raise ParameterError(f"V must be numbers, got {self.V!r}") from None
-        if not V or any(not (v > 0 and math.isfinite(v)) for v in V):
-            raise ParameterError(f"V is a variance and must be finite and > 0, got {self.V!r}")
-        object.__setattr__(self, "V", tuple(sorted(set(V))))
-        object.__setattr__(self, "ptables", tuple(str(x) for x in self.ptables))
-        if self.countries is not None:
-            object.__setattr__(self, "countries", tuple(sorted(self.countries)))
-        object.__setattr__(self, "thresholds", tuple(float(t) for t in self.thresholds))
-        if self.sex not in ("T", "F", "M"):
-            raise ParameterError(f"sex must be T, F or M, got {self.sex!r}")
-        if self.mc < 0 or self.n_most < 1:
-            raise ParameterError("mc must be >= 0 and n_most >= 1")
-
-    @classmethod
-    def of(cls, params: Any) -> OverviewParams:
-        """From an ``OverviewParams``, a mapping, or any object with such attributes
-        (unknown keys are ignored)."""
-        if isinstance(params, cls):
-            return params
-        names = cls.__dataclass_fields__.keys()
-        if isinstance(params, Mapping):
-            kw = {k: params[k] for k in names if k in params}
-        elif params is None:
-            kw = {}
-        else:
-            kw = {k: getattr(params, k) for k in names if hasattr(params, k)}
-        return cls(**kw)
-
-
-@dataclass(frozen=True)
-class OverviewResult:
-    """What :func:`render_overview` produced."""
-
-    html: Path
-    pdf: Path | None
-    pdf_error: str | None
-    notebook: Path
-    results_single: Path
-    results_5y: Path
-    calibration: Path | None
-    seconds: dict = field(default_factory=dict)
-    summary: dict = field(default_factory=dict)
-
-    def index_row(self, name: str = "Europe overview"):
-        """A row for :func:`demonoise.report.document.index.write_index`."""
-        from demonoise.report.document.index import IndexRow
-
-        return IndexRow(
-            name=name, status="ok", html=self.html, pdf=self.pdf, pdf_reason=self.pdf_error, summary=dict(self.summary)
-        )
-
-
-def _calibration_results(p: OverviewParams, out: Path) -> Path:
-    """The calibration table of the overview's dataset
-    (``calibrate(counts, thresholds, granularity="single", e_ages=(0, 65))``), written
-    to ``out`` (Parquet)."""
-    from demonoise.analysis.compute import write_table
-    from demonoise.io.datasets import load
-    from demonoise.uncertainty.calibration import calibrate
-
-    counts = load(p.dataset)
-    if p.countries is not None:
-        counts = counts.select([r.code for r in counts.regions if r.country in p.countries])
-    cal = calibrate(counts, p.thresholds, granularity="single", e_ages=(0, 65))
-    return write_table(cal, out)
-
-
-def render_overview(
-    params: Any = None,
-    out_dir: str | os.PathLike = "output",
-    *,
-    store: str | os.PathLike | None = None,
-    pdf: bool = True,
-    force: bool = False,
-    calibration: str | os.PathLike | pd.DataFrame | None = None,
-    notebook: str | os.PathLike | None = None,
-    workers: int | None = None,
-    cluster=None,
-) -> OverviewResult:
-    """Build the Europe overview report: ``<out_dir>/overview.html`` (+ ``overview.pdf``).
-
-    1. results of the whole dataset (or ``params.countries``) at the params' V's, for
-       single-age and 5-year publication, from the results store
-       (:func:`demonoise.report.batch.store.results`: computed once, then read back), with
-       ``e_ages = (0, 65)`` and ``params.mc`` Monte Carlo replicates (default 0);
-    2. the calibration table (``calibration`` if given, else computed when
-       :mod:`demonoise.uncertainty.calibration` exists, see :func:`_calibration_results`);
-    3. ``notebooks/overview.ipynb`` executed by :func:`demonoise.report.batch.execute.run_jobs`
-       into ``<out_dir>/notebooks/overview.ipynb`` (skipped when up to date);
-    4. split at its level-1 headings into report sections and rendered by
-       :func:`demonoise.report.document.assemble.render_report`.
-
-    Parameters
-    ----------
-    params : OverviewParams, mapping or object with ``dataset``, ``V``, ...
-    out_dir : path-like
-        Output directory (the index of a batch links ``overview.html`` there).
-    store : path-like, optional
-        Results store (default ``<out_dir>/results``).
-    pdf : bool
-        Also typeset the PDF (Typst; without the typst package ``pdf_error`` says why).
-    force : bool
-        Recompute results and re-execute the notebook even if up to date.
-    calibration : path or DataFrame, optional
-        A calibration table (:func:`demonoise.uncertainty.calibration.calibrate`).
-    notebook : path-like, optional
-        The overview notebook (default: :func:`demonoise.report.document.locate.find_notebook`).
-    workers : int, optional
-        Monte Carlo worker processes (a local cluster of that size, when no ``cluster``).
-    cluster : demonoise.runtime.cluster.Cluster, optional
-        Where the Monte Carlo blocks and the notebook run (a Dask cluster).
-
-    Raises
-    ------
-    ReportError
-        The notebook failed (the message names the cell and error; the failed notebook
-        is kept next to the output as ``overview.failed.ipynb``).
-    ParameterError
-        Invalid parameters (unknown dataset or country, bad V).
-    """
-    from demonoise.report.batch.execute import run_jobs
-    from demonoise.report.document.assemble import render_document
-
-    run = overview_run(
-        params, out_dir, store=store, force=force, calibration=calibration, notebook=notebook, workers=workers,
-        cluster=cluster,
-    )  # fmt: skip
-    t = time.perf_counter()
-    batch = run_jobs([run.job], workers=1, force=force, progress=False, cluster=cluster)
-    run.seconds["notebook"] = time.perf_counter() - t
-    check_overview_notebook(batch.results[0])
-    t = time.perf_counter()
-    rr = render_document(overview_document(run), run.html, run.pdf if pdf else None)
-    run.seconds["render"] = time.perf_counter() - t
-    return overview_result(run, rr)
-
-
-@dataclass
-class OverviewRun:
-    """The overview before and after its notebook: its parameters, the results and
-    calibration tables it reads, the notebook run (:class:`~demonoise.report.batch.execute.Job`),
-    where its document goes, and the seconds of each step (:func:`overview_run`)."""
-
-    params: OverviewParams
-    job: Any
-    html: Path
-    pdf: Path
-    paths: dict
-    calibration: Path | None
-    label: str
-    single: pd.DataFrame
-    seconds: dict = field(default_factory=dict)
-
-
-def overview_run(
-    params: Any = None,
-    out_dir: str | os.PathLike = "output",
-    *,
-    store: str | os.PathLike | None = None,
-    force: bool = False,
-    calibration: str | os.PathLike | pd.DataFrame | None = None,
-    notebook: str | os.PathLike | None = None,
-    workers: int | None = None,
-    cluster=None,
-) -> OverviewRun:
-    """Steps 1-2 of :func:`render_overview` (the results and the calibration table) and
-    the notebook run of step 3, not yet executed: a batch runs it with its countries'
-    notebooks and renders it with their documents."""
-    from demonoise.report.batch.cache import file_digest
-    from demonoise.report.batch.execute import Job
-    from demonoise.report.batch.store import ResultsSpec, results
-    from demonoise.report.document.locate import find_notebook
-
-    p = OverviewParams.of(params)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    store = Path(store) if store is not None else out / "results"
-    seconds: dict[str, float] = {}
-
-    t = time.perf_counter()
-    paths = {}
-    for gran in ("single", "5y"):
-        # the Monte Carlo check (if any) is for the published layout, single ages
-        spec = ResultsSpec(
-            p.dataset,
-            V=p.V,
-            ptables=p.ptables,
-            granularity=gran,
-            countries=p.countries,
-            mc=p.mc if gran == "single" else 0,
-            e_ages=(0, 65),
-        )
-        df, path = results(spec, store, force=force, workers=workers, cluster=cluster)
-        paths[gran] = path.resolve()
-        if gran == "single":
-            single = df
-    seconds["results"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    cal_path: Path | None = None
-    if isinstance(calibration, pd.DataFrame):
-        from demonoise.analysis.compute import write_table
-
-        cal_path = write_table(calibration, out / "notebooks" / "overview-calibration.parquet")
-    elif calibration is not None:
-        cal_path = Path(calibration)
-    else:
-        cal_path = _calibration_results(p, out / "notebooks" / "overview-calibration.parquet")
-    seconds["calibration"] = time.perf_counter() - t
-
-    # the banner of every page shows the label; the implications follow it in data_status
-    label = p.label or str(single["data_status"].iloc[0]).split(DATA_STATUS_SEP)[0]
-    nb_in = Path(notebook) if notebook is not None else find_notebook("overview")
-    job = Job(
-        input=nb_in,
-        output=out / "notebooks" / "overview.ipynb",
-        parameters={
-            "dataset": p.dataset,
-            "V": list(p.V),
-            "ptables": list(p.ptables),
-            "results_single": str(paths["single"]),
-            "results_5y": str(paths["5y"]),
-            "calibration": str(cal_path.resolve()) if cal_path is not None else "",
-            "label": label,
-            "sex": p.sex,
-            "n_most": p.n_most,
-        },
-        name="overview",
-        # the calibration file's content is data the run reads (its path does not change)
-        data_fingerprint=file_digest(cal_path) if cal_path is not None else "",
-        files=tuple(str(x) for x in (paths["single"], paths["5y"], cal_path and cal_path.resolve()) if x),
-    )
-    return OverviewRun(p, job, out / "overview.html", out / "overview.pdf", paths, cal_path, label, single, seconds)
-
-
-def check_overview_notebook(res) -> None:
-    """Raise :class:`~demonoise.core.errors.ReportError` when the overview's notebook run
-    (a :class:`~demonoise.report.batch.execute.JobResult`) failed, naming the cell and error and
-    where the failed notebook is kept."""
-    if res.status == "failed":
-        raise ReportError(
-            f"overview notebook failed: {res.error}"
-            + (f" (kept as {res.failed_notebook})" if res.failed_notebook else "")
-        )
-
-
-def overview_document(run: OverviewRun):
-    """Step 4 of :func:`render_overview` up to the PDF: the executed notebook split at its
-    level-1 headings into sections and assembled (:func:`~demonoise.report.document.assemble.assemble`)."""
-    from demonoise.report.document.assemble import Section, assemble, load_notebook
-    from demonoise.report.document.cover import provenance_dict, source_of
-
-    p = run.params
-    executed, _ = load_notebook(run.job.output)
-    sections = [Section(part) for part in split_sections(executed)]
-    scope = "all NUTS 2 regions" if p.countries is None else "NUTS 2 regions of " + ", ".join(p.countries)
-    vs = _settings_text(p)
-    return assemble(
-        sections,
-        title=f"Europe overview: {p.dataset}, V = {vs}",
-        subtitle=f"{scope}; {run.label}",
-        source=source_of(provenance_dict(p.dataset)) + "; NUTS 2021 boundaries: Eurostat GISCO",
-    )
-
-
-def _settings_text(p: OverviewParams) -> str:
-    return ", ".join(f"{v:g}" for v in p.V) + "".join(f"; p-table {Path(x).stem}" for x in p.ptables)
-
-
-def overview_result(run: OverviewRun, rendered) -> OverviewResult:
-    """The :class:`OverviewResult` of a rendered overview (a
-    :class:`~demonoise.report.document.assemble.RenderResult`), with its summary for the index."""
-    p, single = run.params, run.single
-    e0 = indicator_rows(single, "e0", sex=p.sex)
-    summary: dict[str, Any] = {"dataset": p.dataset, "V": _settings_text(p), "regions": int(e0["region"].nunique())}
-    for setting in setting_order(e0):
-        summary[f"e0 A median, {setting}"] = float(e0.loc[e0["setting"] == setting, "admixture"].median())
-    return OverviewResult(
-        html=rendered.html,
-        pdf=rendered.pdf,
-        pdf_error=rendered.pdf_error,
-        notebook=Path(run.job.output),
-        results_single=run.paths["single"],
-        results_5y=run.paths["5y"],
-        calibration=run.calibration,
-        seconds=run.seconds,
-        summary=summary,
-    )

@@ -48,6 +48,7 @@ __all__ = [
     "load_notebook",
     "read_parameters",
     "read_metrics",
+    "split_sections",
     "read_notebook_text",
     "notebook_text",
     "write_notebook",
@@ -104,6 +105,40 @@ def load_notebook(nb: Any):
     if isinstance(nb, Mapping) and "cells" in nb:
         return nb, str(nb.get("metadata", {}).get("title") or "<notebook>")
     raise ParameterError(f"expected a notebook path or NotebookNode, got {type(nb).__name__}")
+
+
+def split_sections(nb) -> list:
+    """Split an executed notebook at its level-1 markdown headings.
+
+    Each part starts with a markdown cell opening with ``# Title`` and becomes one
+    report section (its own page, table-of-contents entry and number); cells before
+    the first heading (parameters, imports) go with the first part. The notebook's
+    metadata (papermill's failure flag included) is copied to every part.
+    """
+    import nbformat
+
+    parts: list[list] = []
+    lead: list = []
+    for cell in nb.cells:
+        src = cell.get("source", "")
+        if cell.get("cell_type") == "markdown" and src.lstrip().startswith("# "):
+            parts.append([cell])
+        elif parts:
+            parts[-1].append(cell)
+        else:
+            lead.append(cell)
+    if not parts:
+        parts = [lead]
+        lead = []
+    else:
+        # leading cells carry no output worth showing, but a failure there must stay visible
+        parts[0] = lead + parts[0]
+    out = []
+    for cells in parts:
+        node = nbformat.v4.new_notebook(metadata=copy.deepcopy(dict(nb.metadata)))
+        node.cells = [copy.deepcopy(c) for c in cells]
+        out.append(node)
+    return out
 
 
 def read_parameters(nb: Any) -> dict:
