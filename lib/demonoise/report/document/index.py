@@ -1,15 +1,15 @@
 """``output/index.html``: one offline page listing every report of a batch.
 
 Each row links the HTML report and the PDF (or says why there is no PDF), shows the
-status (``ok`` / ``failed`` / ``skipped``) with the error of a failed run, and any
-summary columns the caller supplies (e.g. country, V, noise sd of e0). Links are
-relative to the index, so the output directory can be moved or zipped as a whole.
-Same stylesheet as the reports, inlined; nothing is loaded from the network.
+status (``ok`` / ``failed`` / ``skipped``) with the error of a failed run, the report's
+CSV files and any summary columns the caller supplies. Links are relative to the index,
+so the output directory can be moved or zipped as a whole. The page is the Jinja template
+``templates/demonoise/batch_index.html.j2`` with the reports' stylesheet inlined; nothing
+is loaded from the network.
 """
 
 from __future__ import annotations
 
-import html as _html
 import math
 import os
 import urllib.parse
@@ -20,16 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.atomic import atomic_write_text
-from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.errors import ParameterError
 from demonoise.report.document.templates import TEMPLATE_NAME, find_template_dir
 
 __all__ = ["IndexRow", "write_index", "STATUSES"]
 
 STATUSES = ("ok", "failed", "skipped")
-
-_FALLBACK_CSS = """body{font-family:"DejaVu Sans",Arial,sans-serif;margin:2rem;color:#1d232a}
-table{border-collapse:collapse}td,th{padding:.3rem .7rem;border-bottom:1px solid #d5dbe1;text-align:left}
-.dn-status-ok{color:#1b6e3a}.dn-status-failed{color:#a61b1b}.dn-error{color:#a61b1b;white-space:pre-wrap}"""
+#: The template of the page, in the ``demonoise`` template directory.
+INDEX_TEMPLATE = "batch_index.html.j2"
 
 
 @dataclass(frozen=True)
@@ -88,53 +86,41 @@ class IndexRow:
 
 
 def _fmt(v: Any) -> str:
-    if v is None:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "\u2014"
     if isinstance(v, bool):
         return "yes" if v else "no"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "\u2014"
-        return format(v, ".4g")
-    return str(v)
+    return format(v, ".4g") if isinstance(v, float) else str(v)
 
 
-def _link(target: Path | None, base: Path, text: str) -> str | None:
-    if target is None:
-        return None
-    rel = os.path.relpath(Path(target).resolve(), base.resolve())
-    href = urllib.parse.quote(Path(rel).as_posix())
-    return f'<a href="{_html.escape(href)}">{_html.escape(text)}</a>'
+def _href(target, base: Path) -> str:
+    return urllib.parse.quote(Path(os.path.relpath(Path(target).resolve(), base.resolve())).as_posix())
 
 
-def _data_cell(r: IndexRow, base: Path) -> str:
-    if not r.files or r.status == "failed":
-        return "&mdash;"
-    folder = Path(r.files[0]).parent
-    named = [_link(Path(f), base, label) for label, f in r.links.items()]
-    every = _link(folder, base, f"all {len(r.files)} CSV") or ""
-    return " &middot; ".join([*(x for x in named if x), every]) or "&mdash;"
-
-
-def _summary_cell(v: Any) -> str:
+def _cell(v: Any) -> tuple[str, str, bool]:
+    """A summary cell: (text, background colour, numeric)."""
     if isinstance(v, Mapping):
-        colour = _html.escape(str(v.get("colour") or ""))
-        style = f' style="background:{colour}"' if colour else ""
-        return f'<td class="dn-num"{style}>{_html.escape(str(v.get("text", "")))}</td>'
-    num = isinstance(v, (int, float)) and not isinstance(v, bool)
-    return f'<td class="{"dn-num" if num else ""}">{_html.escape(_fmt(v))}</td>'
+        return str(v.get("text", "")), str(v.get("colour") or ""), True
+    return _fmt(v), "", isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _counts_line(items, counts) -> str:
-    return f"{len(items)} reports: {counts['ok']} ok, {counts['skipped']} up to date, {counts['failed']} failed."
-
-
-def _css(template_dir) -> str:
-    try:
-        base = find_template_dir(template_dir)
-    except ReportError:
-        return _FALLBACK_CSS
-    return (base / TEMPLATE_NAME / "static" / "demonoise.css").read_text(encoding="utf-8")
+def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
+    """What the template shows of one row: links relative to ``base``, cells formatted."""
+    shown = r.status != "failed"
+    data = []
+    if r.files and shown:
+        data = [(_href(f, base), label) for label, f in r.links.items()]
+        data.append((_href(Path(r.files[0]).parent, base), f"all {len(r.files)} CSV"))
+    return {
+        "name": r.name,
+        "status": r.status,
+        "error": r.error,
+        "html": _href(r.html, base) if r.html is not None and shown else None,
+        "pdf": _href(r.pdf, base) if r.pdf is not None and shown else None,
+        "pdf_reason": r.pdf_reason,
+        "data": data,
+        "cells": [_cell(r.summary.get(c)) for c in columns],
+    }
 
 
 def write_index(
@@ -168,86 +154,32 @@ def write_index(
     modelled : bool
         Some of the data are modelled: the status box is styled as a warning.
     template_dir : path-like, optional
-        Where the stylesheet is found (see :func:`~.templates.find_template_dir`);
-        without a template a minimal inline style is used.
+        Where the template and stylesheet are found (:func:`~.templates.find_template_dir`).
 
     Returns
     -------
     pathlib.Path
     """
-    path = Path(path)
-    base = path.parent
-    items = [r if isinstance(r, IndexRow) else IndexRow(**r) for r in rows]
-    if columns is None:
-        seen: dict[str, None] = {}
-        for r in items:
-            for k in r.summary:
-                seen.setdefault(k, None)
-        columns = list(seen)
-    esc = _html.escape
+    import jinja2
 
-    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    body = []
-    for r in items:
-        html_cell = _link(r.html, base, "HTML") if r.html is not None and r.status != "failed" else None
-        if r.pdf is not None and r.status != "failed":
-            pdf_cell = _link(r.pdf, base, "PDF")
-        elif r.pdf_reason:
-            pdf_cell = f'<span class="dn-muted">{esc(r.pdf_reason)}</span>'
-        else:
-            pdf_cell = None
-        label = "up to date" if r.status == "skipped" else r.status
-        status = f'<span class="dn-status-{r.status}">{esc(label)}</span>'
-        if r.error:
-            status += f'<div class="dn-error">{esc(r.error)}</div>'
-        cells = [
-            f"<td>{esc(r.name)}</td>",
-            f"<td>{status}</td>",
-            f"<td>{html_cell or '&mdash;'}</td>",
-            f"<td>{pdf_cell or '&mdash;'}</td>",
-        ]
-        cells.append(f"<td>{_data_cell(r, base)}</td>")
-        for c in columns:
-            cells.append(_summary_cell(r.summary.get(c)))
-        body.append(f'<tr class="dn-row-{r.status}">' + "".join(cells) + "</tr>")
-
-    counts = {s: sum(r.status == s for r in items) for s in STATUSES}
-    status_box = ""
-    if data_status:
-        lines = "".join(f"<li><strong>{esc(k)}</strong>: {esc(v)}</li>" for k, v in data_status.items())
-        status_box = (
-            f'<div class="dn-status{" dn-status-modelled" if modelled else ""}"><strong>Data '
-            f"status</strong><ul>{lines}</ul></div>"
-        )
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     from demonoise.core.version import __version__
 
-    page = f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<meta name="generator" content="demonoise {esc(__version__)}">
-<title>{esc(title)}</title>
-<style type="text/css">
-{_css(template_dir)}
-</style>
-</head>
-<body class="dn-body">
-<main class="dn-report">
-<h1>{esc(title)}</h1>
-{f"<p>{esc(intro)}</p>" if intro else ""}
-{status_box}
-<p class="dn-muted">{_counts_line(items, counts)} Generated {when}.</p>
-<table class="dn-index">
-<thead><tr><th>Report</th><th>Status</th><th>HTML</th><th>PDF</th><th>Data</th>{head}</tr></thead>
-<tbody>
-{chr(10).join(body)}
-</tbody>
-</table>
-<footer class="dn-footer">Produced with demonoise {esc(__version__)}.</footer>
-</main>
-</body>
-</html>
-"""
+    path = Path(path)
+    items = [r if isinstance(r, IndexRow) else IndexRow(**r) for r in rows]
+    if columns is None:  # every summary key, in order of first appearance
+        columns = list(dict.fromkeys(k for r in items for k in r.summary))
+    here = find_template_dir(template_dir) / TEMPLATE_NAME
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(here), autoescape=True, keep_trailing_newline=True)
+    page = env.get_template(INDEX_TEMPLATE).render(
+        title=title,
+        intro=intro,
+        data_status=data_status or {},
+        modelled=modelled,
+        columns=columns,
+        rows=[_row(r, path.parent, columns) for r in items],
+        counts={s: sum(r.status == s for r in items) for s in STATUSES},
+        when=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        version=__version__,
+        css=(here / "static" / "demonoise.css").read_text(encoding="utf-8"),
+    )
     return atomic_write_text(path, page)

@@ -36,6 +36,7 @@ REQUIRED_FILES = (
     f"{TEMPLATE_NAME}/conf.json",
     f"{TEMPLATE_NAME}/index.html.j2",
     f"{TEMPLATE_NAME}/static/demonoise.css",
+    f"{TEMPLATE_NAME}/batch_index.html.j2",
     f"{TYPST_TEMPLATE_NAME}/conf.json",
     f"{TYPST_TEMPLATE_NAME}/index.typ.j2",
 )
