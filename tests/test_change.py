@@ -18,6 +18,7 @@ from demonoise.core.errors import ParameterError
 from demonoise.demography.pooled import window_keys, window_values
 from demonoise.io.datasets import load_panel
 from demonoise.noise.models import GenericNoise
+from demonoise.runtime import budget
 from demonoise.uncertainty.change import (
     cell_moments,
     change_moments,
@@ -481,7 +482,7 @@ def test_a_change_monte_carlo_is_sized_before_it_runs(tmp_path, capsys, monkeypa
     """``change --mc`` times a probe block first: 10^8 replicates are refused in one line
     with the estimate (nothing written), unless ``--yes``; a small run says its estimate,
     then its progress (here at every block)."""
-    monkeypatch.setattr(cli, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(budget, "EVERY", 0.0)
     out = tmp_path / "c.csv"
     args = ["change", "--dataset", "be-2015-2023", "--from", "2022", "--to", "2023", "--V", "1", "--regions", "BE34"]
     assert cli.main([*args, "--mc", "100000000", "--out", str(out)]) == 2

@@ -12,6 +12,7 @@ import numpy as np
 from demonoise import cli
 from demonoise.io.datasets import load
 from demonoise.noise.models import GenericNoise
+from demonoise.runtime import budget
 from demonoise.uncertainty.montecarlo import PROBE_FROM_BLOCKS, monte_carlo
 from demonoise.uncertainty.propagation import linearise
 
@@ -22,7 +23,7 @@ def test_a_large_monte_carlo_is_refused_in_one_line_without_yes(tmp_path, capsys
     """The limit lowered to a millisecond: refused before any block runs (exit 2, one line
     with the settings, replicates, regions, the estimate and --yes), nothing written;
     --yes runs it."""
-    monkeypatch.setattr(cli, "MC_MAX_SECONDS", 1e-3)
+    monkeypatch.setattr(budget, "MAX_SECONDS", 1e-3)
     out = tmp_path / "r.csv"
     assert cli.main([*COMPUTE, "--V", "1", "5", "--mc", "2000", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -34,7 +35,7 @@ def test_a_large_monte_carlo_is_refused_in_one_line_without_yes(tmp_path, capsys
 
 
 def test_compare_is_sized_too(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "MC_MAX_SECONDS", 1e-3)
+    monkeypatch.setattr(budget, "MAX_SECONDS", 1e-3)
     args = ["compare", "--dataset", "be-2023", "--ptable", "v01", "--mc", "1000", "--workers", "1"]
     assert cli.main([*args, "--out", str(tmp_path / "c.csv")]) == 2
     err = capsys.readouterr().err
@@ -44,7 +45,7 @@ def test_compare_is_sized_too(tmp_path, capsys, monkeypatch):
 def test_progress_lines_without_a_terminal(tmp_path, capsys, monkeypatch):
     """stderr captured (not a terminal): the estimate, then one line per block when the
     interval is 0, each naming the run, replicates done and time; the last says all done."""
-    monkeypatch.setattr(cli, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(budget, "EVERY", 0.0)
     assert cli.main([*COMPUTE, "--mc", "2000", "--out", str(tmp_path / "r.csv")]) == 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert all(line.startswith("demonoise compute: Monte Carlo 1 of 1 (generic V=1): ") for line in lines), lines
@@ -91,7 +92,7 @@ def test_workers_above_the_cores_warn_and_are_bounded_by_memory(tmp_path, capsys
         "which makes the run slower, not faster (use at most 2)"
     ]
     monkeypatch.setattr(resources, "available_memory", lambda: (1.0e9, "left by the test"))
-    assert cli._local_workers("compute", 64) == 4 and cli._local_workers("compute", 2) == 2
+    assert budget.local_workers(64, "demonoise compute") == 4 and budget.local_workers(2, "demonoise compute") == 2
     err = capsys.readouterr().err
     said = "--workers 64 lowered to 4: 1.0 GB of memory is left by the test, and a worker is counted for 250.0 MB"
     assert said in err

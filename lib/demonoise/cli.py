@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from demonoise.core.errors import DemonoiseError
+from demonoise.runtime.budget import MonteCarloProgress, processes
 from demonoise.runtime.cluster import ClusterLost
 from demonoise.runtime.signals import interruptible
 
@@ -98,115 +99,6 @@ def _int_option(lo: int, hi: int | None = None, why: str = ""):
     return parse
 
 
-#: Estimated Monte Carlo wall time a command runs without ``--yes`` (30 minutes, as a report batch).
-MC_MAX_SECONDS = 1800.0
-#: Seconds between two progress lines on a stderr that is not a terminal.
-PROGRESS_EVERY = 5.0
-
-
-def _duration(seconds: float) -> str:
-    """``45 s``, ``12 min``, ``3.2 h``, ``41 days``."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.0f} days"
-
-
-class _MonteCarloProgress:
-    """The Monte Carlo runs of a command (one per noise setting), their time budget and
-    their progress on stderr.
-
-    Before each run :func:`demonoise.uncertainty.montecarlo.monte_carlo` calls
-    :meth:`start` with the seconds per replicate it measured on a probe block; the runs
-    left are estimated at ``runs left x n x seconds / processes`` and, above
-    :data:`MC_MAX_SECONDS` without ``--yes``, refused in one line naming the size and the
-    estimate (never a prompt). Then a tqdm bar on a terminal, else a line every
-    :data:`PROGRESS_EVERY` seconds (``demonoise compute: Monte Carlo 1 of 2 (generic
-    V=1): 4200 of 10000 replicates, 12 s, about 17 s left``)."""
-
-    def __init__(self, command: str, names: list[str], regions: int, processes: int, yes: bool):
-        self.command, self.names, self.regions = command, names, regions
-        self.processes, self.yes = max(1, processes), yes
-        self.run, self.n, self.t0, self.last, self.bar, self.first = 0, 0, 0.0, 0.0, None, None
-
-    def start(self, n: int, seconds: float | None) -> None:
-        self._close_bar()
-        self.run, self.n = self.run + 1, n
-        left = len(self.names) - self.run + 1
-        estimate = None if seconds is None else seconds * n / self.processes
-        if estimate is not None:
-            self._check(estimate * left, left)
-        self.t0 = self.last = time.monotonic()
-        self.first = None
-        about = "" if estimate is None else f", estimated {_duration(estimate)} on {self.processes} process(es)"
-        self._line(f"{self._label()}: {n} replicates over {self.regions} regions{about}")
-        if sys.stderr.isatty():
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=n, desc="Monte Carlo", unit="rep", file=sys.stderr, leave=False)
-
-    def _check(self, estimate: float, left: int) -> None:
-        if self.yes or estimate <= MC_MAX_SECONDS:
-            return
-        from demonoise.core.errors import ParameterError
-
-        raise ParameterError(
-            f"the Monte Carlo is large: {left} noise setting(s) x {self.n} replicates over {self.regions} regions, "
-            f"estimated {_duration(estimate)} on {self.processes} process(es), above the limit of "
-            f"{_duration(MC_MAX_SECONDS)}: pass --yes to run it, or lower --mc (a check needs 10^3 to 10^5)"
-        )
-
-    def __call__(self, done: int) -> None:
-        if self.bar is not None:
-            self.bar.update(done - self.bar.n)
-            if done >= self.n:
-                self._close_bar()
-            return
-        now = time.monotonic()
-        if self.first is None:  # the rate is measured from the first block on (a cluster may start first)
-            self.first = (now, done)
-        if now - self.last < PROGRESS_EVERY and done < self.n:
-            return
-        self.last, elapsed = now, now - self.t0
-        (t1, d1), left = self.first, ""
-        if d1 < done < self.n:
-            left = f", about {_duration((self.n - done) * (now - t1) / (done - d1))} left"
-        self._line(f"{self._label()}: {done} of {self.n} replicates, {_duration(elapsed)}{left}")
-
-    def _label(self) -> str:
-        return f"Monte Carlo {self.run} of {len(self.names)} ({self.names[self.run - 1]})"
-
-    def _line(self, text: str) -> None:
-        if self.bar is None:
-            with contextlib.suppress(OSError):  # a closed stderr loses the progress, not the run
-                print(f"demonoise {self.command}: {text}", file=sys.stderr, flush=True)
-
-    def _close_bar(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-
-def _processes(cluster) -> int:
-    """Processes the Monte Carlo blocks run on: the cluster's workers, or 1."""
-    if not cluster.fans_out:
-        return 1
-    if cluster.address is None:
-        return cluster.workers
-    return max(1, len(cluster.client().scheduler_info().get("workers", {})))
-
-
-def _number(s: str) -> float:
-    """A float as typed; range checks are the library's (ParameterError -> exit 2)."""
-    try:
-        return float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-
-
 # --------------------------------------------------------------------------- commands
 def cmd_datasets(args) -> int:
     from demonoise.io.datasets import available
@@ -262,7 +154,7 @@ def cmd_compute(args) -> int:
         settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
         t0 = time.perf_counter()
         names = [s.model.name for s in settings]
-        progress = _MonteCarloProgress("compute", names, len(counts.regions), _processes(cluster), args.yes)
+        progress = MonteCarloProgress("demonoise compute", names, len(counts.regions), processes(cluster), args.yes)
         df = compute(
             counts,
             settings,
@@ -449,47 +341,18 @@ def _cluster(args, default_address: str | None = None):
     """The Dask cluster of a command: ``--scheduler`` (else ``default_address``), connected
     now so that a bad address fails before any work; else a local one of ``--workers``
     processes, started only when something fans out."""
+    from demonoise.runtime.budget import local_workers
     from demonoise.runtime.cluster import Cluster
 
     address = getattr(args, "scheduler", None)
     address = address if address is not None else default_address  # "" is refused, not a local cluster
     workers = getattr(args, "workers", None)
-    cluster = Cluster(address, workers=workers if address or workers is None else _local_workers(args.command, workers))
+    if not address and workers is not None:
+        workers = local_workers(workers, f"demonoise {args.command}")
+    cluster = Cluster(address, workers=workers)
     if cluster.address:
         cluster.client()
     return cluster
-
-
-#: Memory a local worker process is counted for: Python with demonoise, numpy and numba
-#: loaded (about 100 MB; 64 workers peaked at 5.4 GB) and a Monte Carlo block's working
-#: memory (:data:`demonoise.uncertainty.montecarlo.FUSED_MEMORY`, 150 MB).
-WORKER_BYTES = 2.5e8
-
-
-def _local_workers(command: str, n: int) -> int:
-    """``--workers n`` of a local cluster: a warning above the machine's cores (the workers
-    share them: slower, not faster), and at most what the available memory holds at
-    :data:`WORKER_BYTES` each (said in one line)."""
-    import os
-
-    from demonoise.runtime.resources import available_memory, format_bytes
-
-    cores = os.cpu_count() or 1
-    if n > cores:
-        print(
-            f"demonoise {command}: warning: --workers {n} is more than the {cores} cores of this machine: the "
-            f"workers share them, which makes the run slower, not faster (use at most {cores})",
-            file=sys.stderr,
-        )
-    avail = available_memory()
-    fit = n if avail is None else max(1, int(avail[0] // WORKER_BYTES))
-    if n > fit:
-        print(
-            f"demonoise {command}: --workers {n} lowered to {fit}: {format_bytes(avail[0])} of memory is "
-            f"{avail[1]}, and a worker is counted for {format_bytes(WORKER_BYTES)}",
-            file=sys.stderr,
-        )
-    return min(n, fit)
 
 
 def _cluster_args(s, what: str) -> None:
@@ -522,21 +385,16 @@ def _workers(s: str) -> int:
     return v
 
 
-def _positive_seconds(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not (0 < v <= 3600):  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"timeout must be a number of seconds in (0, 3600], got {s}")
-    return v
+def _seconds(what: str, most: float):
+    """An argparse type: a number of seconds in (0, ``most``] (nan and inf refused)."""
 
+    def parse(s: str) -> float:
+        v = _float(s)
+        if not (0 < v <= most):
+            raise argparse.ArgumentTypeError(f"{what} must be a number of seconds in (0, {most:g}], got {s}")
+        return v
 
-def _deadline_seconds(s: str) -> float:
-    v = _float(s)
-    if not (0 < v <= 86400):  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"deadline must be a number of seconds in (0, 86400], got {s}")
-    return v
+    return parse
 
 
 def _resolution(table) -> float:
@@ -667,7 +525,7 @@ def cmd_compare(args) -> int:
         table = _open_table(args.ptable)
         t0 = time.perf_counter()
         names = [table.label, "generic noise with a zero floor"]
-        progress = _MonteCarloProgress("compare", names, len(counts.regions), _processes(cluster), args.yes)
+        progress = MonteCarloProgress("demonoise compare", names, len(counts.regions), processes(cluster), args.yes)
         df = compare_noise(
             counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
             mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes, cluster=cluster,
@@ -691,7 +549,6 @@ def cmd_compare(args) -> int:
 def _write_table_and_note(df, out, note: str, note_path) -> Path:
     """The results table and (optionally) the note, both or neither: the note goes to its
     temporary file first, the table is written, then the note replaces its target."""
-    import contextlib
 
     from demonoise.analysis.compute import write_results
     from demonoise.core.atomic import atomic_path
@@ -785,6 +642,7 @@ def cmd_change(args) -> int:
     from demonoise.analysis.compute import check_table_path, noise_settings, write_results
     from demonoise.core.atomic import check_output_file
     from demonoise.core.errors import DataError
+    from demonoise.runtime import budget
 
     check_output_file(check_table_path(args.out))
     if args.counts is not None:
@@ -801,23 +659,18 @@ def cmd_change(args) -> int:
         codes = args.regions or [c for c in panel.codes if c[:2] in set(args.countries)]
         panel = panel.select(codes)
     settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
-    if args.mc:
-        _check_change_mc(args, panel, settings)
+    kw = {"year_from": args.year_from, "year_to": args.year_to, "granularity": args.granularity}
+    kw.update(indicators=args.indicators, seed=args.seed)
+    if args.mc:  # sized by a probe of the first setting and window before it runs
+        per = budget.probe_seconds(lambda mc: change_table(panel, settings[:1], pools=args.pool[:1], mc=mc, **kw))
+        runs = len(settings) * len(args.pool)
+        size = f"{runs} run(s) x {args.mc} replicates over {len(panel.regions)} regions"
+        budget.check_budget(per * args.mc * runs, size, "in this process", args.yes)
+        budget.say("demonoise change", f"Monte Carlo {size}, estimated {budget.duration(per * args.mc * runs)}")
     t0 = time.perf_counter()
-    df = change_table(
-        panel,
-        settings,
-        year_from=args.year_from,
-        year_to=args.year_to,
-        pools=args.pool,
-        granularity=args.granularity,
-        indicators=args.indicators,
-        alpha=args.alpha,
-        power=args.power,
-        mc=args.mc,
-        seed=args.seed,
-        progress=_ChangeProgress(args.mc) if args.mc else None,
-    )
+    progress = budget.Ticker("demonoise change", args.mc) if args.mc else None
+    df = change_table(panel, settings, pools=args.pool, alpha=args.alpha, power=args.power, mc=args.mc,
+                      progress=progress, **kw)  # fmt: skip
     out = write_results(df, args.out)
     print(f"{len(df)} rows ({panel.name}: {len(panel.regions)} regions) -> {out}  [{time.perf_counter() - t0:.1f} s]")
     e0 = df[(df["indicator"] == "e") & (df["age"] == 0) & (df["sex"] == "T")]
@@ -830,58 +683,43 @@ def cmd_change(args) -> int:
     return 0
 
 
-class _ChangeProgress:
-    """Progress of a change's Monte Carlo runs on stderr: a line every
-    :data:`PROGRESS_EVERY` seconds (``demonoise change: Monte Carlo 4250 of 10000
-    replicates, 6 s``), on a terminal or not."""
+def build_parser() -> argparse.ArgumentParser:
+    from demonoise.core.version import __version__
+    from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, SEXES
 
-    def __init__(self, n: int):
-        self.n, self.t0 = n, time.monotonic()
-        self.last = self.t0
+    p = argparse.ArgumentParser(
+        prog="demonoise", description="How much noise-based disclosure control degrades demographic indicators."
+    )
+    p.add_argument("--version", action="version", version=f"demonoise {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
 
-    def __call__(self, done: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= PROGRESS_EVERY:
-            self.last = now
-            with contextlib.suppress(OSError):
-                msg = f"demonoise change: Monte Carlo {done} of {self.n} replicates, {_duration(now - self.t0)}"
-                print(msg, file=sys.stderr, flush=True)
+    s = _command(sub, cmd_datasets, "list the available datasets (embedded and cached) with their provenance")
+    s.add_argument("-v", "--verbose", action="store_true", help="show provenance details")
 
+    s = _command(sub, cmd_compute, "analytic error propagation (+ Monte Carlo) -> tidy results table")
+    _data_args(s)
+    _noise_args(s)
+    _granularity_arg(s, "publication granularity of the noised cells (default: single, Eurostat's NUTS 2 layout)")
+    _indicators_arg(s)
+    _select_args(s)
+    _mc_args(s, "Monte Carlo replicates for e and TFR (default 0: analytic only)")
+    s.add_argument(
+        "--zero-floor", action="store_true", help="Monte Carlo: floor noisy counts at zero (a different noise model)"
+    )
+    s.add_argument(
+        "--confidence",
+        nargs="+",
+        type=_float,
+        default=[0.95],
+        metavar="C",
+        help="Monte Carlo: levels of the quantile intervals kept, in (0, 1) (default 0.95)",
+    )
+    _table_out_arg(s)
+    _cluster_args(s, "the Monte Carlo blocks")
+    _yes_arg(s, "a Monte Carlo estimated above 30 minutes")
 
-#: Replicates of the probe that sizes a change's Monte Carlo (one block of the engine).
-CHANGE_PROBE = 250
-
-
-def _check_change_mc(args, panel, settings) -> None:
-    """Size the change's Monte Carlo before it runs: one probe block of
-    :data:`CHANGE_PROBE` replicates of the first setting and window, timed against the same
-    table without it; refused above :data:`MC_MAX_SECONDS` without ``--yes``, in one line
-    with the size and the estimate; the estimate is printed to stderr either way."""
-    from demonoise.analysis.change import change_table
-    from demonoise.core.errors import ParameterError
-
-    kw = {"year_from": args.year_from, "year_to": args.year_to, "pools": args.pool[:1]}
-    kw.update(granularity=args.granularity, indicators=args.indicators, seed=args.seed)
-    t0 = time.perf_counter()
-    change_table(panel, settings[:1], **kw)
-    t1 = time.perf_counter()
-    change_table(panel, settings[:1], mc=CHANGE_PROBE, **kw)
-    per = max(time.perf_counter() - t1 - (t1 - t0), 0.0) / CHANGE_PROBE
-    runs = len(settings) * len(args.pool)
-    estimate = per * args.mc * runs
-    size = f"{runs} run(s) x {args.mc} replicates over {len(panel.regions)} regions"
-    if estimate > MC_MAX_SECONDS and not args.yes:
-        raise ParameterError(
-            f"the Monte Carlo is large: {size}, estimated {_duration(estimate)} in this process, above the limit "
-            f"of {_duration(MC_MAX_SECONDS)}: pass --yes to run it, or lower --mc (a check needs 10^3 to 10^5)"
-        )
-    with contextlib.suppress(OSError):
-        print(f"demonoise change: Monte Carlo {size}, estimated {_duration(estimate)}", file=sys.stderr, flush=True)
-
-
-def _change_parser(sub, INDICATORS, GRANULARITIES) -> None:
-    s = sub.add_parser(
-        "change", help="change of every indicator between two years (or pooled windows): sd, z and detectable change"
+    s = _command(
+        sub, cmd_change, "change of every indicator between two years (or pooled windows): sd, z and detectable change"
     )
     _data_args(s)
     s.add_argument("--from", dest="year_from", required=True, type=int, metavar="YEAR", help="earlier year")
@@ -894,81 +732,17 @@ def _change_parser(sub, INDICATORS, GRANULARITIES) -> None:
         metavar="K",
         help="window length(s): compare the K years ending with --from and --to (default 1: year on year)",
     )
-    s.add_argument("--V", nargs="+", type=_variance, metavar="V", help="noise variance(s) of the generic model")
-    s.add_argument("--D", type=int, default=None, help="maximum deviation of the generic noise (default: unbounded)")
-    s.add_argument(
-        "--ptable", nargs="+", metavar="TABLE", help="p-table(s): an embedded name (v01, v03, v04) or a file"
-    )
-    s.add_argument("--granularity", default="single", choices=GRANULARITIES)
-    s.add_argument("--indicators", nargs="+", default=list(INDICATORS), choices=INDICATORS)
+    _noise_args(s)
+    _granularity_arg(s)
+    _indicators_arg(s)
     _select_args(s)
-    s.add_argument("--alpha", type=_number, default=0.05, help="two-sided significance level (default 0.05)")
-    s.add_argument("--power", type=_number, default=0.8, help="power of the smallest detectable change (default 0.8)")
-    s.add_argument("--mc", type=_mc_replicates, default=0, metavar="N", help="Monte Carlo replicates (e and TFR)")
-    s.add_argument("--seed", type=_nonneg_int, default=20230101)
-    s.add_argument("--yes", action="store_true", help="run a Monte Carlo estimated above 30 minutes (refused without)")
-    s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
-    s.set_defaults(func=cmd_change)
+    s.add_argument("--alpha", type=_float, default=0.05, help="two-sided significance level (default 0.05)")
+    s.add_argument("--power", type=_float, default=0.8, help="power of the smallest detectable change (default 0.8)")
+    _mc_args(s, "Monte Carlo replicates (e and TFR)")
+    _yes_arg(s, "a Monte Carlo estimated above 30 minutes")
+    _table_out_arg(s)
 
-
-def build_parser() -> argparse.ArgumentParser:
-    from demonoise.core.version import __version__
-    from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, GRANULARITIES, INDICATORS, SEXES
-
-    p = argparse.ArgumentParser(
-        prog="demonoise", description="How much noise-based disclosure control degrades demographic indicators."
-    )
-    p.add_argument("--version", action="version", version=f"demonoise {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    s = sub.add_parser("datasets", help="list the available datasets (embedded and cached) with their provenance")
-    s.add_argument("-v", "--verbose", action="store_true", help="show provenance details")
-    s.set_defaults(func=cmd_datasets)
-
-    s = sub.add_parser("compute", help="analytic error propagation (+ Monte Carlo) -> tidy results table")
-    _data_args(s)
-    s.add_argument(
-        "--V", nargs="+", type=_variance, metavar="V", help="noise variance(s) of the generic model, e.g. --V 1 5"
-    )
-    s.add_argument("--D", type=int, default=None, help="maximum deviation of the generic noise (default: unbounded)")
-    s.add_argument(
-        "--ptable", nargs="+", metavar="TABLE", help="p-table(s): an embedded name (v01, v03, v04) or a file"
-    )
-    s.add_argument(
-        "--granularity",
-        default="single",
-        choices=GRANULARITIES,
-        help="publication granularity of the noised cells (default: single, Eurostat's NUTS 2 layout)",
-    )
-    s.add_argument("--indicators", nargs="+", default=list(INDICATORS), choices=INDICATORS)
-    _select_args(s)
-    s.add_argument(
-        "--mc",
-        type=_mc_replicates,
-        default=0,
-        metavar="N",
-        help="Monte Carlo replicates for e and TFR (default 0: analytic only)",
-    )
-    s.add_argument("--seed", type=_nonneg_int, default=20230101)
-    s.add_argument(
-        "--zero-floor", action="store_true", help="Monte Carlo: floor noisy counts at zero (a different noise model)"
-    )
-    s.add_argument(
-        "--confidence",
-        nargs="+",
-        type=_number,
-        default=[0.95],
-        metavar="C",
-        help="Monte Carlo: levels of the quantile intervals kept, in (0, 1) (default 0.95)",
-    )
-    s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
-    _cluster_args(s, "the Monte Carlo blocks")
-    _yes_arg(s)
-    s.set_defaults(func=cmd_compute)
-
-    _change_parser(sub, INDICATORS, GRANULARITIES)
-
-    s = sub.add_parser("fetch", help="download real Eurostat tables for a year (cached) -> dataset eurostat-<year>")
+    s = _command(sub, cmd_fetch, "download real Eurostat tables for a year (cached) -> dataset eurostat-<year>")
     s.add_argument("--year", required=True, type=int, help="reference year t (population on 1 January t and t+1)")
     s.add_argument("--countries", nargs="+", metavar="CC", help="NUTS country codes (default: every country)")
     g = s.add_mutually_exclusive_group()
@@ -984,13 +758,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--timeout",
-        type=_positive_seconds,
+        type=_seconds("timeout", 3600),
         default=60.0,
         help="seconds allowed to connect and for each read (default 60)",
     )
     s.add_argument(
         "--deadline",
-        type=_deadline_seconds,
+        type=_seconds("deadline", 86400),
         default=600.0,
         help="seconds one table's download may take in all, retries and their waits included (default 600)",
     )
@@ -1008,11 +782,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--no-comparison", action="store_true", help="do not fetch the comparison tables demo_r_mlifexp, demo_r_find2"
     )
-    s.set_defaults(func=cmd_fetch)
 
     s = sub.add_parser("ptable", help="perturbation tables of the cell key method: build, show")
     psub = s.add_subparsers(dest="ptable_command", required=True)
-    b = psub.add_parser("build", help="build a p-table as the R package ptable does (maximum entropy) and write it")
+    b = _command(
+        psub,
+        cmd_ptable_build,
+        "build a p-table as the R package ptable does (maximum entropy) and write it",
+        name="build",
+    )
     b.add_argument("--D", type=int, required=True, help="maximum deviation (1 to 10^4)")
     b.add_argument("--V", type=_variance, required=True, help="noise variance (an upper bound in the construction)")
     b.add_argument("--js", type=int, default=0, help="perturbed values 1..js are not allowed (default 0)")
@@ -1037,13 +815,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--out", required=True, type=Path, metavar="FILE", help="output file (.gz: gzipped); written atomically"
     )
-    b.set_defaults(func=cmd_ptable_build)
-    w = psub.add_parser("show", help="per-count moments of a p-table: bias, variance, nominal V, reached?")
+    w = _command(
+        psub, cmd_ptable_show, "per-count moments of a p-table: bias, variance, nominal V, reached?", name="show"
+    )
     w.add_argument("table", help="an embedded table (v01, v03, v04) or a p-table file (either format)")
     w.add_argument("--V", type=_variance, default=None, help="nominal V to check against (files do not store it)")
-    w.set_defaults(func=cmd_ptable_show)
 
-    s = sub.add_parser("compare", help="noise sd under the generic model vs under a p-table, per region and indicator")
+    s = _command(sub, cmd_compare, "noise sd under the generic model vs under a p-table, per region and indicator")
     _data_args(s)
     s.add_argument(
         "--ptable", required=True, metavar="TABLE", help="an embedded table (v01, v03, v04) or a p-table file"
@@ -1051,20 +829,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--V", type=_variance, default=None, help="variance of the generic model (default: the table's nominal V)"
     )
-    s.add_argument(
-        "--granularity",
-        default="single",
-        choices=GRANULARITIES,
-        help="publication granularity of the noised cells",
-    )
-    s.add_argument(
-        "--indicators",
-        nargs="+",
-        default=None,
-        choices=INDICATORS,
-        help="default: e and, when the dataset has births, tfr",
-    )
-    s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
+    _granularity_arg(s)
+    _indicators_arg(s, None, "default: e and, when the dataset has births, tfr")
+    _e_ages_arg(s)
     _select_args(s)
     s.add_argument(
         "--level",
@@ -1081,15 +848,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="POP",
         help="population size-class edges (default 200000 1000000)",
     )
-    s.add_argument(
-        "--mc",
-        type=_mc_replicates,
-        default=0,
-        metavar="N",
-        help="noise-only Monte Carlo replicates: p-table and generic noise with a zero floor (default 0)",
-    )
-    s.add_argument("--seed", type=_nonneg_int, default=20230101)
-    s.add_argument("--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz")
+    _mc_args(s, "noise-only Monte Carlo replicates: p-table and generic noise with a zero floor (default 0)")
+    _table_out_arg(s)
     s.add_argument(
         "--note",
         type=Path,
@@ -1098,19 +858,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the closing note to this text file (both files are written, or neither)",
     )
     _cluster_args(s, "the Monte Carlo blocks")
-    _yes_arg(s)
-    s.set_defaults(func=cmd_compare)
+    _yes_arg(s, "a Monte Carlo estimated above 30 minutes")
 
-    s = sub.add_parser(
-        "calibrate", help="largest noise variance V keeping the noise admixture below thresholds -> table"
-    )
+    s = _command(sub, cmd_calibrate, "largest noise variance V keeping the noise admixture below thresholds -> table")
     s.add_argument(
         "--dataset", required=True, help="dataset name (see `demonoise datasets`) or a counts template CSV file"
     )
     s.add_argument(
         "--thresholds",
         nargs="+",
-        type=_number,
+        type=_float,
         default=list(CALIBRATION_THRESHOLDS),
         metavar="A",
         help="admixture thresholds as fractions in (0, 10] "
@@ -1137,33 +894,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="p-table family: no results in 1..js (default 0)",
     )
     s.add_argument("--pstay", type=float, default=None, help="p-table family: preset probability of no change")
-    s.add_argument(
-        "--granularity",
-        default="single",
-        choices=GRANULARITIES,
-        help="publication granularity of the noised cells",
-    )
-    s.add_argument(
-        "--indicators",
-        nargs="+",
-        default=None,
-        choices=INDICATORS,
-        help="default: all the dataset supports",
-    )
-    s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
-    s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries")
-    s.add_argument("--regions", nargs="+", metavar="CODE", help="restrict to these regions")
-    s.add_argument(
-        "--out",
-        required=True,
-        type=Path,
-        metavar="FILE",
-        help="output table: .parquet, .csv or .csv.gz (written atomically)",
-    )
-    s.set_defaults(func=cmd_calibrate)
+    _granularity_arg(s)
+    _indicators_arg(s, None, "default: all the dataset supports")
+    _e_ages_arg(s)
+    _select_args(s)
+    _table_out_arg(s)
 
-    s = sub.add_parser(
-        "notebook", help="execute an extra notebook (whatif, teaching) with parameters and render it to HTML/PDF"
+    s = _command(
+        sub, cmd_notebook, "execute an extra notebook (whatif, teaching) with parameters and render it to HTML/PDF"
     )
     s.add_argument("name", help="notebook name: whatif or teaching (notebooks/<name>.ipynb)")
     s.add_argument(
@@ -1174,14 +912,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar=("NAME", "VALUE"),
         help="papermill parameter; VALUE is read as JSON if it parses (4, 0.5, [1, 5], null), else as text (BE34)",
     )
-    _out_dir_arg(s, "--out")
-    s.add_argument("--no-pdf", action="store_true", help="HTML only")
-    s.add_argument("--force", action="store_true", help="execute even if the executed notebook is up to date")
-    s.set_defaults(func=cmd_notebook)
+    _document_args(s, "execute even if the executed notebook is up to date", "--out")
 
-    s = sub.add_parser(
-        "overview",
-        help="the Europe overview report: every NUTS 2 region, the V's side by side -> DIR/overview.html (+ PDF)",
+    s = _command(
+        sub,
+        cmd_overview,
+        "the Europe overview report: every NUTS 2 region, the V's side by side -> DIR/overview.html (+ PDF)",
     )
     s.add_argument(
         "--dataset", default="ess-2023", help="dataset name (default ess-2023, the Europe-wide demonstration set)"
@@ -1191,44 +927,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
     s.add_argument("--sex", default="T", choices=SEXES, help="sex shown for the mortality indicators (default T)")
-    s.add_argument(
-        "--mc",
-        type=_mc_replicates,
-        default=0,
-        metavar="N",
-        help="Monte Carlo replicates for a check of e0/TFR (default 0)",
-    )
-    _out_dir_arg(s, "--out")
+    _mc_args(s, "Monte Carlo replicates for a check of e0/TFR (default 0)", seed=False)
     s.add_argument("--store", type=Path, default=None, help="results store (default OUT_DIR/results)")
-    s.add_argument("--no-pdf", action="store_true", help="HTML only")
-    s.add_argument("--force", action="store_true", help="recompute and re-execute even if up to date")
+    _document_args(s, "recompute and re-execute even if up to date", "--out")
     _cluster_args(s, "the Monte Carlo blocks and the notebook")
-    s.set_defaults(func=cmd_overview)
 
-    s = sub.add_parser(
-        "report", help="quality reports: notebooks per country and V -> HTML/PDF reports + output/index.html"
+    s = _command(
+        sub, cmd_report, "quality reports: notebooks per country and V -> HTML/PDF reports + output/index.html"
     )
     s.add_argument("--params", required=True, type=Path, help="YAML params file, e.g. params/default.yaml")
-    _out_dir_arg(s, "--output", "--out")
-    s.add_argument("--force", action="store_true", help="execute and render everything again, even if up to date")
-    s.add_argument("--no-pdf", action="store_true", help="write HTML reports only")
+    _document_args(s, "execute and render everything again, even if up to date", "--output", "--out")
     _cluster_args(s, "the Monte Carlo blocks, notebooks and renderings (also: scheduler: in the params)")
-    s.add_argument(
-        "--yes",
-        action="store_true",
-        help="run a batch above 200 notebook executions or an estimated 30 minutes (refused without it; "
-        "the refusal prints the batch's size and time estimate, and nothing ever prompts)",
-    )
-    s.set_defaults(func=cmd_report)
+    _yes_arg(s, "a batch above 200 notebook executions or an estimated 30 minutes")
     return p
 
 
-def _yes_arg(s) -> None:
+# ------------------------------------------------------------------ arguments shared by commands
+def _command(sub, func, help: str, *, name: str | None = None) -> argparse.ArgumentParser:
+    """The subcommand ``cmd_<name>`` (or ``name``), running ``func``."""
+    s = sub.add_parser(name or func.__name__.removeprefix("cmd_"), help=help)
+    s.set_defaults(func=func)
+    return s
+
+
+def _yes_arg(s, what: str) -> None:
     s.add_argument(
         "--yes",
         action="store_true",
-        help="run a Monte Carlo estimated above 30 minutes (refused without it, in one line with its size and "
-        "estimate; nothing ever prompts)",
+        help=f"run {what} (refused without it, in one line with its size and estimate; nothing ever prompts)",
     )
 
 
@@ -1246,12 +972,58 @@ def _out_dir_arg(s, *former: str) -> None:
     )
 
 
+def _document_args(s, force: str, *former: str) -> None:
+    """The options of a command that writes documents: output directory, ``--no-pdf``, ``--force``."""
+    _out_dir_arg(s, *former)
+    s.add_argument("--no-pdf", action="store_true", help="HTML only")
+    s.add_argument("--force", action="store_true", help=force)
+
+
+def _table_out_arg(s) -> None:
+    s.add_argument(
+        "--out", required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz (atomic)"
+    )
+
+
 def _data_args(s):
     g = s.add_mutually_exclusive_group(required=True)
     g.add_argument("--dataset", help="dataset name (see `demonoise datasets`)")
     g.add_argument(
         "--counts", type=Path, metavar="FILE", help="counts in the CSV template layout (docs/csv_template.md)"
     )
+
+
+def _noise_args(s) -> None:
+    s.add_argument(
+        "--V", nargs="+", type=_variance, metavar="V", help="noise variance(s) of the generic model, e.g. --V 1 5"
+    )
+    s.add_argument("--D", type=int, default=None, help="maximum deviation of the generic noise (default: unbounded)")
+    s.add_argument(
+        "--ptable", nargs="+", metavar="TABLE", help="p-table(s): an embedded name (v01, v03, v04) or a file"
+    )
+
+
+def _granularity_arg(s, help: str = "publication granularity of the noised cells") -> None:
+    from demonoise.core.vocabulary import GRANULARITIES
+
+    s.add_argument("--granularity", default="single", choices=GRANULARITIES, help=help)
+
+
+def _indicators_arg(s, default=(), help: str | None = None) -> None:
+    from demonoise.core.vocabulary import INDICATORS
+
+    default = list(INDICATORS) if default == () else default
+    s.add_argument("--indicators", nargs="+", default=default, choices=INDICATORS, help=help)
+
+
+def _e_ages_arg(s) -> None:
+    s.add_argument("--e-ages", nargs="+", type=int, default=[0, 65], metavar="K", help="ages k of e_k (default 0 65)")
+
+
+def _mc_args(s, help: str, *, seed: bool = True) -> None:
+    s.add_argument("--mc", type=_mc_replicates, default=0, metavar="N", help=help)
+    if seed:
+        s.add_argument("--seed", type=_nonneg_int, default=20230101)
 
 
 def _select_args(s):
