@@ -73,6 +73,7 @@ __all__ = [
     "finish",
     "end_kernels",
     "run_jobs",
+    "execute_jobs",
     "check_outputs",
     "job_key",
     "output_key",
@@ -702,16 +703,12 @@ def run_jobs(
     KeyboardInterrupt
         After cancelling pending jobs and ending the kernels of this run.
     """
-    from tqdm import tqdm
-
     jobs = list(jobs)
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
     check_outputs(jobs)
     t0 = time.perf_counter()
-    results: list[JobResult | None] = [None] * len(jobs)
-    bar = tqdm(total=len(jobs), unit="nb", desc="notebooks", disable=(not progress) if progress is not None else None)
-    with using(cluster, workers) as where, bar:
+    with using(cluster, workers) as where:
         opts = options(
             kernel_name,
             reuse_kernel=reuse_kernel,
@@ -721,24 +718,34 @@ def run_jobs(
             run_id=where.run_id,
             reset=_reset,
         )
-        todo = []
-        for i, job in enumerate(jobs):
-            started = prepare(job, opts, force)
-            if isinstance(started, JobResult):
-                results[i] = started
-            else:
-                todo.append((i, *started))
-        bar.update(len(jobs) - len(todo))
         try:
-            items = [(task, opts) for _, task, _ in todo]
-            for n, res, err in where.each(execute_task, items, label="notebook"):
-                i, _, key = todo[n]
-                results[i] = finish(jobs[i], key, opts, res, err)
-                bar.update(1)
+            done = execute_jobs(dict(enumerate(jobs)), where, opts, force=force, progress=progress)
         finally:
             where.on_workers(end_kernels, where.run_id)
             end_kernels(where.run_id)
-    return BatchResult(tuple(results), time.perf_counter() - t0, opts.note)  # type: ignore[arg-type]
+    return BatchResult(tuple(done[i] for i in range(len(jobs))), time.perf_counter() - t0, opts.note)
+
+
+def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool = False, progress=None) -> dict:
+    """Run the notebooks of ``jobs`` (``{key: Job}``) on ``cluster``, each written here as
+    it comes back (:func:`finish`); the up-to-date ones are skipped. Returns ``{key: JobResult}``."""
+    from tqdm import tqdm
+
+    out, todo = {}, []
+    for key, job in jobs.items():
+        started = prepare(job, opts, force)
+        if isinstance(started, JobResult):
+            out[key] = started
+        else:
+            todo.append((key, *started))
+    items = [(task, opts) for _, task, _ in todo]
+    names = [jobs[key].label for key, _, _ in todo]
+    with tqdm(total=len(items), unit="nb", desc="notebooks", disable=None if progress is None else not progress) as bar:
+        for i, res, err in cluster.each(execute_task, items, label="notebook", names=names):
+            key, _, run_key = todo[i]
+            out[key] = finish(jobs[key], run_key, opts, res, err)
+            bar.update(1)
+    return out
 
 
 def check_outputs(jobs: Sequence[Job]) -> None:

@@ -16,22 +16,19 @@ what the previous ones returned; what fans out is submitted to the batch's Dask 
    stored under ``<output>/results/`` and read back while spec, library and data are
    unchanged; one task per country, the largest first (a single country is computed here,
    its Monte Carlo blocks fanned out instead).
-3. **execute** (:func:`execute`) -- every notebook run (:mod:`.run`: a self-contained task,
-   the notebook and the tables it reads as bytes in, the executed notebook out), the Europe
-   overview's and the extra notebooks' first (:func:`further` prepares them), on workers
-   that each keep a kernel.
-4. **render** (:func:`render`) -- per country one document, assembled here
-   (:func:`assemble_report`: main points, a chapter per indicator with a section per
-   setting, generic vs p-table, calibration, method and data), rendered to HTML (and PDF)
-   as a task (:func:`~.render.render_document`; bytes in and out); the overview's and
-   extras' documents likewise.
+3. **execute** (:func:`~.execute.execute_jobs`) -- every notebook run as a self-contained
+   task (the notebook and the tables it reads as bytes in, the executed notebook out), the
+   overview's and the extras' first (:func:`further` prepares them).
+4. **render** (:func:`render`) -- every document assembled here (a country's by
+   :func:`assemble_report`) and rendered to HTML (and PDF) as a task
+   (:func:`~demonoise.report.document.assemble.render_document`; bytes in and out).
 5. **index** (:func:`index`) -- ``<output>/index.html``: one row per country, then the
    overview and the extras, linking HTML, PDF and the report's CSV files.
 
 A failing country or notebook does not stop the batch: its row says why and
 :attr:`BatchReport.ok` is false (the CLI then exits 1). However the batch ends (Ctrl-C
 included), the kernels it used end with it, on an external cluster too
-(:func:`~.run.end_kernels`). The params file is described in :mod:`.params`.
+(:func:`~.execute.end_kernels`). The params file is described in :mod:`.params`.
 """
 
 from __future__ import annotations
@@ -63,7 +60,6 @@ __all__ = [
     "plan",
     "compute",
     "further",
-    "execute",
     "render",
     "index",
     "assemble_report",
@@ -500,26 +496,20 @@ def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> 
     }
 
 
-def _read_files(done: Computed) -> tuple:
-    """The tables a report's notebooks read, carried as bytes by their tasks (a worker of a
-    cluster need not share this machine's disk): the results table and the directory of
-    decision tables."""
-    return tuple(str(p) for p in (done.results, done.decision) if p is not None)
-
-
 # ============================================================ overview and extras
 @dataclass(eq=False)
 class Further:
     """The Europe overview or an extra notebook in the batch: prepared by :func:`further`
     (``run``, a :class:`~demonoise.report.batch.extras.FurtherRun`, or the ``error`` that
-    stopped it), its notebook run with the countries' (``result``) and its document rendered
-    with theirs (:func:`render` sets ``row``, its line of the index)."""
+    stopped it); its notebook runs with the countries' and its document renders with theirs."""
 
     name: str
     run: Any = None
     error: str | None = None
-    result: Any = None
-    row: Any = None
+
+    @property
+    def label(self) -> str:
+        return self.name
 
 
 def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list[Further]:
@@ -546,7 +536,7 @@ def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> lis
 
 
 def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
-    """The notebook runs of the countries whose tables are there, as :class:`~.run.Job` objects:
+    """The notebook runs of the countries whose tables are there, as :class:`~.execute.Job` objects:
     the largest countries first; the runs after a chapter's first leave out its
     chapter-only cells (tag ``chapter``)."""
     from demonoise.report.batch.execute import Job
@@ -563,37 +553,10 @@ def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
                 run.output(state.output),
                 _parameters(run, done, state.params, facts[run.report.dataset]),
                 name=run.name,
-                files=_read_files(done),
+                files=(str(done.results), str(done.decision)),  # carried as bytes: no shared disk needed
                 skip_tags=("chapter",) if run.setting not in (None, first) else (),
             )
     return jobs
-
-
-def execute(jobs: Mapping[Any, Any], cluster, opts, *, force: bool = False, progress=None) -> dict:
-    """Run the notebooks of ``jobs`` (``{key: Job}``) on ``cluster``, each written here as
-    it comes back (:func:`~.run.finish`); the up-to-date ones are skipped. Returns
-    ``{key: JobResult}``."""
-    from tqdm import tqdm
-
-    from demonoise.report.batch.execute import JobResult, execute_task, finish, prepare
-
-    out, todo = {}, []
-    for key, job in jobs.items():
-        started = prepare(job, opts, force)
-        if isinstance(started, JobResult):
-            out[key] = started
-        else:
-            todo.append((key, *started))
-    items = [(task, opts) for _, task, _ in todo]
-    names = [jobs[key].label for key, _, _ in todo]
-    with tqdm(
-        total=len(items), unit="nb", desc="notebooks", disable=(not progress) if progress is not None else None
-    ) as bar:
-        for i, res, err in cluster.each(execute_task, items, label="notebook", names=names):
-            key, _, run_key = todo[i]
-            out[key] = finish(jobs[key], run_key, opts, res, err)
-            bar.update(1)
-    return out
 
 
 # ====================================================================== render
@@ -726,7 +689,7 @@ def _render_task(nb: bytes, html_name: str, pdf: bool) -> dict:
 
 def _write_rendered(out: dict, html: Path, pdf: Path | None):
     """Write what a rendering task returned (atomically, the CSV files first, as
-    :func:`~.render.render_document` does); its result with the paths here. A PDF that
+    :func:`~demonoise.report.document.assemble.render_document` does); its result with the paths here. A PDF that
     could not be made removes a stale one."""
     import dataclasses
 
@@ -749,38 +712,47 @@ def _render_key(nb_path: Path, pdf: bool) -> str:
     return digest([file_digest(nb_path), source_fingerprint(), tree_fingerprint(find_template_dir()), pdf])
 
 
-def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, tuple | None]:
-    """Assemble one report (in this process); returns its outcome so far and its render
-    task, or ``None`` when it failed or is up to date."""
+def _start(r: Rendered, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
+    """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then
+    up to date) when its stamp says the outputs were rendered from the same document."""
     from demonoise.report.batch.cache import is_current, read_stamp
     from demonoise.report.document.assemble import write_notebook
 
+    nb_path = write_notebook(nb, build / "report.ipynb")
+    key, stamp = _render_key(nb_path, pdf is not None), build / "report.json"
+    if not is_current(stamp, key, [html] + ([pdf] if pdf else [])):
+        return nb_path, html, pdf, key, stamp
+    old = read_stamp(stamp)
+    r.status, r.html, r.pdf, r.pages = "skipped", html, pdf, old.get("pages", 0)
+    r.files = tuple(Path(p) for p in old.get("files", []))
+    return None
+
+
+def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, tuple | None]:
+    """Assemble one report (in this process); its outcome so far and its render task."""
     failed = computed[report].error or _notebook_failures(report, state, executed) or _wrong_sections(report, state)
     if failed:
         return Rendered("failed", error=failed), None
-    out = state.output
     try:
         nb, metrics = assemble_report(report, state, executed, _dataset_facts(report.dataset))
     except DemonoiseError as e:
         return Rendered("failed", error=f"assembly failed: {e}"), None
-    nb_path = write_notebook(nb, report.build_dir(out) / "report.ipynb")
-    want_pdf = pdf_reason is None
-    key = _render_key(nb_path, want_pdf)
-    stamp = report.build_dir(out) / "report.json"
-    outputs = [report.html(out)] + ([report.pdf(out)] if want_pdf else [])
-    r = Rendered(metrics=metrics, notebook_seconds=sum(executed[x].seconds for x in state.runs if x.report == report))
-    if is_current(stamp, key, outputs):
-        old = read_stamp(stamp)
-        r.status, r.html, r.pdf, r.pdf_error, r.pages = (
-            "skipped",
-            outputs[0],
-            outputs[1] if want_pdf else None,
-            pdf_reason,
-            old.get("pages", 0),
-        )
-        r.files = tuple(Path(p) for p in old.get("files", []))
-        return r, None
-    return r, (str(nb_path), str(report.html(out)), str(report.pdf(out)) if want_pdf else None, key, stamp)
+    seconds = sum(executed[x].seconds for x in state.runs if x.report == report)
+    r, out = Rendered(metrics=metrics, pdf_error=pdf_reason, notebook_seconds=seconds), state.output
+    return r, _start(r, nb, report.build_dir(out), report.html(out), report.pdf(out) if pdf_reason is None else None)
+
+
+def _prepare_further(f: Further, state, executed, pdf_reason) -> tuple[Rendered, tuple | None]:
+    """The overview's or an extra's document assembled (in this process), as :func:`_prepare`."""
+    if f.run is None or f not in executed:
+        return Rendered("failed", error=f.error or "its notebook did not run"), None
+    try:
+        f.run.check(executed[f])
+        nb = f.run.document()
+    except Exception as e:
+        return Rendered("failed", error=_why(e)), None
+    r, build = Rendered(pdf_error=pdf_reason), state.output / "build" / "further" / f.run.html.stem
+    return r, _start(r, nb, build, f.run.html, f.run.pdf if pdf_reason is None else None)
 
 
 def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
@@ -792,74 +764,35 @@ def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
     write_stamp(stamp, {"key": key if ok else None, "pages": res.pages, "files": [str(f) for f in res.files]})
 
 
-def _further_document(f: Further) -> bytes | None:
-    """The assembled document of ``f`` as notebook bytes, or ``None`` (and ``f.error``
-    set) when it was not prepared, its notebook failed or its assembly failed."""
-    from demonoise.report.document.assemble import notebook_text
-
-    if f.error is None and f.result is None:
-        f.error = "its notebook did not run"
-    if f.error is not None:
-        return None
-    try:
-        f.run.check(f.result)
-        return notebook_text(f.run.document()).encode("utf-8")
-    except Exception as e:
-        f.error = _why(e)
-        return None
-
-
-def _finish_further(f: Further, out: dict | None, err: BaseException | None, pdf_reason: str | None) -> None:
-    """Write what the rendering task of ``f`` returned; its index row."""
-    from demonoise.report.document.index import IndexRow
-
-    try:
-        if err is not None:
-            raise err
-        res = _write_rendered(out, f.run.html, f.run.pdf if pdf_reason is None else None)
-        f.row = IndexRow(name=f.name, html=res.html, pdf=res.pdf, pdf_reason=res.pdf_error, summary=dict(f.run.summary))
-    except Exception as e:
-        f.error = f"rendering failed: {_why(e)}"
-
-
 def render(state: Plan, computed, executed: Mapping, extra: Sequence[Further], cluster, pdf_reason) -> dict:
-    """Every country's document assembled here and rendered as a task on ``cluster``, the
-    overview's and extras' first; each task is submitted as soon as its document is
-    assembled (the workers render while the next is assembled), and what comes back is
-    written here (atomically). Returns ``{Report: Rendered}``; the further documents'
-    index rows are set on them."""
-    outcomes: dict[Report, Rendered] = {}
-    owners, names = [], []  # filled as the documents are assembled
+    """Every document -- the overview's and extras' first, then each country's -- assembled
+    here and rendered as a task on ``cluster``, submitted as soon as it is assembled (the
+    workers render while the next is assembled); what comes back is written here
+    (atomically). Returns ``{Report or Further: Rendered}``."""
+    outcomes: dict = {}
+    tasks, names = [], []  # filled as the documents are assembled
 
     def documents():
-        for f in extra:
-            f.result = executed.get(f, f.result)
-            doc = _further_document(f)
-            if doc is not None:
-                owners.append((f, None))
-                names.append(f.name)
-                yield doc, f.run.html.name, pdf_reason is None
-        for r in state.reports:
-            outcomes[r], task = _prepare(r, state, executed, computed, pdf_reason)
+        for owner in [*extra, *state.reports]:
+            if isinstance(owner, Further):
+                outcomes[owner], task = _prepare_further(owner, state, executed, pdf_reason)
+            else:
+                outcomes[owner], task = _prepare(owner, state, executed, computed, pdf_reason)
             if task is not None:
-                owners.append((r, task))
-                names.append(r.label)
-                yield Path(task[0]).read_bytes(), Path(task[1]).name, task[2] is not None
+                tasks.append((owner, task))
+                names.append(owner.label)
+                yield Path(task[0]).read_bytes(), task[1].name, task[2] is not None
 
     count = len(state.reports) + len(extra)
     for i, value, err in cluster.each(_render_task, documents(), label="render", names=names, count=count):
-        owner, task = owners[i]
-        if isinstance(owner, Further):
-            _finish_further(owner, value, err, pdf_reason)
-            continue
+        owner, (_, html, pdf, key, stamp) = tasks[i]
         try:
             if err is not None:
                 raise err
-            html, pdf = Path(task[1]), Path(task[2]) if task[2] else None
-            _finish(outcomes[owner], _write_rendered(value, html, pdf), *task[3:], pdf_reason)
-        except Exception as e:  # one report's failure is recorded; the others go on
+            _finish(outcomes[owner], _write_rendered(value, html, pdf), key, stamp, pdf_reason)
+        except Exception as e:  # one document's failure is recorded; the others go on
             outcomes[owner].status, outcomes[owner].error = "failed", f"rendering failed: {_why(e)}"
-    return {r: outcomes[r] for r in state.reports}
+    return outcomes
 
 
 # ======================================================================= index
@@ -893,39 +826,28 @@ class BatchReport:
         )
 
 
-def further_rows(items: Sequence[Further]) -> list:
-    """The index rows of the overview and extras: rendered, or failed with why."""
-    from demonoise.report.document.index import IndexRow
-
-    return [f.row if f.row is not None else IndexRow(name=f.name, status="failed", error=f.error) for f in items]
-
-
 #: The CSV files of a report the index links by name (the decision module's tables).
 INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands": "error bands"}
 
 
-def _csv_links(files) -> dict:
+def _row(name: str, o: Rendered, summary, pdf_reason: str | None, files=()):
+    """The index row of a rendered (or failed) document."""
+    from demonoise.report.document.index import IndexRow
+
     by_stem = {Path(f).stem: Path(f) for f in files}
-    return {label: by_stem[stem] for stem, label in INDEX_CSV.items() if stem in by_stem}
+    links = {label: by_stem[stem] for stem, label in INDEX_CSV.items() if stem in by_stem}
+    pdf_reason = None if o.pdf is not None else (o.pdf_error or pdf_reason)
+    return IndexRow(name, o.status, o.html, o.pdf, pdf_reason, o.error, summary, tuple(files), links)
 
 
 def index(state: Plan, rendered: Mapping[Report, Rendered], further: list, *, pdf_reason: str | None) -> Path:
-    """``<output>/index.html``: one row per country, then the overview and the extras."""
-    from demonoise.report.document.index import IndexRow, write_index
+    """``<output>/index.html``: one row per country, then the overview and the extras
+    (``further``: their rows)."""
+    from demonoise.report.document.index import write_index
 
     rows = [
-        IndexRow(
-            name=rep.label,
-            status=o.status,
-            html=o.html,
-            pdf=o.pdf,
-            pdf_reason=None if o.pdf is not None else (o.pdf_error or pdf_reason),
-            error=o.error,
-            summary=(o.metrics.get("index") or {}).get("columns") or {},
-            files=o.files,
-            links=_csv_links(o.files),
-        )
-        for rep, o in rendered.items()
+        _row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, pdf_reason, o.files)
+        for r, o in rendered.items()
     ]
     labels = {s.dataset: _dataset_facts(s.dataset)["label"] for s in state.params.selections}
     intro = (
@@ -1019,7 +941,7 @@ def run_reports(
 
 def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
     """plan -> compute -> (overview and extras prepared) -> execute -> render -> index."""
-    from demonoise.report.batch.execute import options
+    from demonoise.report.batch.execute import execute_jobs, options
 
     wall, t0, cpu0 = {}, time.perf_counter(), _cpu_seconds()
 
@@ -1042,11 +964,12 @@ def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_di
     extra = further(state, force=force, workers=workers, log=log, cluster=cluster)
     opts = options(run_id=cluster.run_id)
     jobs = {**{f: f.run.job for f in extra if f.run is not None}, **_jobs(state, computed)}
-    executed = execute(jobs, cluster, opts, force=force, progress=progress)
+    executed = execute_jobs(jobs, cluster, opts, force=force, progress=progress)
     lap("execute")
-    rendered = render(state, computed, executed, extra, cluster, pdf_reason)
+    outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
+    rendered = {r: outcomes[r] for r in state.reports}
     lap("render")
-    rows = further_rows(extra)
+    rows = [_row(f.name, outcomes[f], f.run.summary if f.run else {}, pdf_reason) for f in extra]
     path = index(state, rendered, rows, pdf_reason=pdf_reason)
     lap("index")
     times = {

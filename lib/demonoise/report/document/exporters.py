@@ -351,7 +351,7 @@ def _markdown_typst(source: str, sticky: bool = False) -> str:
 
 
 def _raw_typst(cell) -> str:
-    """A raw cell: the Typst twin that :func:`~.render.assemble` wrote beside its HTML
+    """A raw cell: the Typst twin that :func:`~.assemble.assemble` wrote beside its HTML
     (``metadata.demonoise.typst``), else its HTML converted; a raw cell of another format
     only if it is Typst."""
     dn = cell.get("metadata", {}).get("demonoise") or {}
