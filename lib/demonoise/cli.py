@@ -168,16 +168,26 @@ def cmd_compute(args) -> int:
             cluster=cluster,
         )
     out = write_results(df, args.out)
-    dt = time.perf_counter() - t0
-    print(
-        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  "
-        f"[{dt:.1f} s]"
-    )
+    _wrote(df, counts, out, t0)
     summ = summarise(df)
     if len(summ):
-        with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
-            print(summ.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        _print_table(summ, "{:.4g}")
     return 0
+
+
+def _wrote(df, counts, out: Path, t0: float) -> None:
+    """The line saying what a table command wrote, from what, in how long."""
+    print(
+        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  "
+        f"[{time.perf_counter() - t0:.1f} s]"
+    )
+
+
+def _print_table(df, number: str, width: int = 160) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.width", width, "display.max_columns", 20):
+        print(df.to_string(index=False, float_format=number.format))
 
 
 def _download_bar(label: str, total: int | None):
@@ -532,16 +542,11 @@ def cmd_compare(args) -> int:
         )  # fmt: skip
     note = comparison_note(df)
     out = _write_table_and_note(df, args.out, note, args.note)
-    dt = time.perf_counter() - t0
-    print(
-        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  "
-        f"[{dt:.1f} s]"
-    )
+    _wrote(df, counts, out, t0)
     summ = summarise_comparison(df)
     birth_labels = set(df.loc[(df.indicator == "e") & (df.age == 0), "age_group"])  # Y_LT1, or Y_LT5 for 5-year cells
     head = summ[(summ.indicator == "tfr") | ((summ.indicator == "e") & summ.age_group.isin(birth_labels))]
-    with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
-        print((head if len(head) else summ).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    _print_table(head if len(head) else summ, "{:.3f}", 200)
     print()
     print(note)
 
@@ -678,8 +683,7 @@ def cmd_change(args) -> int:
         cols = ["region", "setting", "pool", "window_from", "window_to", "change", "sd_noise", "sd_poisson"]
         cols += ["z_total", "z_poisson", "mdc_total", "mdc_poisson"]
         print(f"e0, both sexes (MDC at {args.alpha:g} two-sided, power {args.power:g}):")
-        with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
-            print(e0[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        _print_table(e0[cols], "{:.3f}")
     return 0
 
 

@@ -36,45 +36,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = [
-    # notebook (kernel side)
-    "setup_notebook",
-    "display_metrics",
-    "chart_bundle",
-    "METRICS_MIME",
-    "RENDERER_NAME",
-    # run
-    "Job",
-    "JobResult",
-    "BatchResult",
-    "run_jobs",
-    # render
-    "Section",
-    "RenderResult",
-    "render_report",
-    "render_document",
-    "Chapter",
-    "assemble",
-    "read_metrics",
-    "read_parameters",
-    # index
-    "IndexRow",
-    "write_index",
-    # templates, exporters
-    "DocumentHTMLExporter",
-    "DocumentPDFExporter",
-    "DocumentTypstExporter",
-    "find_template_dir",
-    # store
-    "ResultsSpec",
-    "results",
-    # batch
-    "ReportParams",
-    "load_params",
-    "parse_params",
-    "run_reports",
-]
-
 _WHERE = {
     "setup_notebook": "content.notebook",
     "display_metrics": "content.notebook",
@@ -106,6 +67,7 @@ _WHERE = {
     "parse_params": "batch.params",
     "run_reports": "batch.stages",
 }
+__all__ = list(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
