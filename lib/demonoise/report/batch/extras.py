@@ -155,30 +155,19 @@ def overview_run(
     ParameterError
         Unknown dataset or country, invalid V.
     """
-    from demonoise.analysis.compute import write_results
     from demonoise.core.counts import DATA_STATUS_SEP
     from demonoise.report.batch.cache import file_digest
-    from demonoise.report.batch.store import ResultsSpec, results
     from demonoise.report.document.cover import provenance_dict, source_of
 
     o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "T", "mc": 0, **options}
     out = Path(out_dir)
     V = tuple(sorted({float(v) for v in o["V"]}))
     countries = tuple(sorted(o["countries"])) if o["countries"] else None
-    tables = {}
-    for gran in ("single", "5y"):  # the Monte Carlo check (if any) is for the published layout, single ages
-        spec = ResultsSpec(
-            o["dataset"], V=V, ptables=tuple(o["ptables"]), granularity=gran, countries=countries,
-            mc=o["mc"] if gran == "single" else 0, e_ages=(0, 65),
-        )  # fmt: skip
-        df, path = results(spec, store or out / "results", force=force, workers=workers, cluster=cluster)
-        tables[gran] = (df, path.resolve())
-    cal = out / "notebooks" / "overview-calibration.parquet"
-    if calibration is None:
-        cal = write_results(_calibration(o["dataset"], countries, o.get("thresholds", (0.1, 0.5, 1.0))), cal)
-    elif isinstance(calibration, pd.DataFrame):
-        cal = write_results(calibration, cal)
-    cal = Path(calibration if isinstance(calibration, (str, os.PathLike)) else cal).resolve()
+    tables = {
+        gran: _results(o, V, countries, gran, store or out / "results", force=force, workers=workers, cluster=cluster)
+        for gran in ("single", "5y")
+    }
+    cal = _calibration(calibration, o["dataset"], countries, o.get("thresholds", (0.1, 0.5, 1.0)), out)
     label = o.get("label") or str(tables["single"][0]["data_status"].iloc[0]).split(DATA_STATUS_SEP)[0]
     parameters = {
         "dataset": o["dataset"], "V": list(V), "ptables": list(o["ptables"]),
@@ -206,15 +195,33 @@ def overview_run(
     )
 
 
-def _calibration(dataset: str, countries, thresholds) -> pd.DataFrame:
-    """The calibration table of the overview (single ages, e0 and e65)."""
+def _results(o: Mapping, V: tuple, countries, gran: str, store, **kw) -> tuple[pd.DataFrame, Path]:
+    """The overview's results table of one granularity (e0 and e65; the Monte Carlo check,
+    if any, for the published layout: single ages), from the results store."""
+    from demonoise.report.batch.store import ResultsSpec, results
+
+    mc = o["mc"] if gran == "single" else 0
+    spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(o["ptables"]), granularity=gran, countries=countries, mc=mc,
+                       e_ages=(0, 65))  # fmt: skip
+    df, path = results(spec, store, **kw)
+    return df, path.resolve()
+
+
+def _calibration(calibration, dataset: str, countries, thresholds, out: Path) -> Path:
+    """The overview's calibration table: a given file, or written to ``out/notebooks``
+    (given as a frame, or computed for single ages, e0 and e65)."""
+    from demonoise.analysis.compute import write_results
     from demonoise.io.datasets import load
     from demonoise.uncertainty.calibration import calibrate
 
-    counts = load(dataset)
-    if countries is not None:
-        counts = counts.select([r.code for r in counts.regions if r.country in countries])
-    return calibrate(counts, tuple(float(t) for t in thresholds), granularity="single", e_ages=(0, 65))
+    if isinstance(calibration, (str, os.PathLike)):
+        return Path(calibration).resolve()
+    if calibration is None:
+        counts = load(dataset)
+        if countries is not None:
+            counts = counts.select([r.code for r in counts.regions if r.country in countries])
+        calibration = calibrate(counts, tuple(float(t) for t in thresholds), granularity="single", e_ages=(0, 65))
+    return write_results(calibration, out / "notebooks" / "overview-calibration.parquet").resolve()
 
 
 def render_further(
