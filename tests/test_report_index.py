@@ -35,7 +35,13 @@ def _rows(out: Path):
             reports / "BE V1.pdf",
             summary={"country": "BE", "V": 1, "e0 noise sd (%)": 0.033456789},
         ),
-        IndexRow.from_render("FR, V = 5", render, summary={"country": "FR", "V": 5, "e0 noise sd (%)": float("nan")}),
+        IndexRow(
+            "FR, V = 5",
+            html=render.html,
+            pdf=render.pdf,
+            pdf_reason=render.pdf_error,
+            summary={"country": "FR", "V": 5, "e0 noise sd (%)": float("nan")},
+        ),
         {
             "name": "DE, V = 5",
             "status": "failed",

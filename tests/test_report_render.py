@@ -17,7 +17,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.batch.execute import Job, run_jobs
 from demonoise.report.content.notebook import METRICS_MIME
-from demonoise.report.document.assemble import Chapter, Section, assemble, render_document, render_report
+from demonoise.report.document.assemble import Chapter, Section, assemble, render_document
 from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentTypstExporter, typst_to_pdf
 from demonoise.report.document.templates import ENV_VAR, find_template_dir
 from demonoise.report.document.typeset import count_formulas, markdown_to_html, markdown_to_typst, tex_svg
@@ -47,14 +47,9 @@ def report(executed, tmp_path_factory):
         "by-setting",
         (("V = 1", "#e6851e", executed["sections"][0]), ("V = 5", "#b2182b", executed["sections"][1])),
     )
-    return render_report(
-        [executed["sections"][0], Section(executed["sections"][1], title="Second region", anchor="be34"), chapter],
-        out / "report.html",
-        out / "report.pdf",
-        title=TITLE,
-        cover=executed["cover"],
-        source="Eurostat (demo_r_d2jan)",
-    )
+    parts = [executed["sections"][0], Section(executed["sections"][1], title="Second region", anchor="be34"), chapter]
+    doc = assemble(parts, title=TITLE, cover=executed["cover"], source="Eurostat (demo_r_d2jan)")
+    return render_document(doc, out / "report.html", out / "report.pdf")
 
 
 def _maths(html: str) -> int:
@@ -349,12 +344,8 @@ def test_pdf(report):
 def test_landscape_chapters(executed, tmp_path):
     from pypdf import PdfReader
 
-    res = render_report(
-        [executed["sections"][0], Section(executed["sections"][1], landscape=True)],
-        tmp_path / "w.html",
-        tmp_path / "w.pdf",
-        title="t",
-    )
+    doc = assemble([executed["sections"][0], Section(executed["sections"][1], landscape=True)], title="t")
+    res = render_document(doc, tmp_path / "w.html", tmp_path / "w.pdf")
     pdf = PdfReader(res.pdf)
     wide = [float(p.mediabox.width) > float(p.mediabox.height) for p in pdf.pages]
     start = next(
@@ -397,7 +388,7 @@ def test_without_typst_html_only_and_one_line_reason(executed, tmp_path, monkeyp
     monkeypatch.delitem(sys.modules, "typst", raising=False)
     monkeypatch.setattr(sys, "meta_path", [NoTypst(), *sys.meta_path])
     (tmp_path / "r.pdf").write_bytes(b"%PDF- stale")
-    res = render_report(executed["sections"][:1], tmp_path / "r.html", tmp_path / "r.pdf", title="t")
+    res = render_document(assemble(executed["sections"][:1], title="t"), tmp_path / "r.html", tmp_path / "r.pdf")
     assert res.html.is_file() and res.pdf is None and not (tmp_path / "r.pdf").exists()
     assert res.pdf_error.startswith("no PDF: the typst package is not installed")
     assert "pip install typst" in res.pdf_error and "\n" not in res.pdf_error

@@ -48,7 +48,6 @@ _WHERE = {
     "run_jobs": "batch.execute",
     "Section": "document.assemble",
     "RenderResult": "document.assemble",
-    "render_report": "document.assemble",
     "render_document": "document.assemble",
     "Chapter": "document.assemble",
     "assemble": "document.assemble",

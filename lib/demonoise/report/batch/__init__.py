@@ -1,1 +1,2 @@
-"""The batch: params, plan, execution of the notebooks, the results store, caching."""
+"""The batch: params, plan and stages, notebook execution, the results store, caching,
+the further notebooks (overview, extras)."""

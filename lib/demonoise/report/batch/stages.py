@@ -266,7 +266,6 @@ class Computed:
     decision: Path | None = None
     error: str | None = None
     seconds: float = 0.0
-    cpu_seconds: float = 0.0
 
 
 def _country_counts(report: Report):
@@ -331,11 +330,11 @@ def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: 
     decision tables; the Monte Carlo blocks run on ``cluster``."""
     from demonoise.report.batch.store import results
 
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0 = time.perf_counter()
     spec = _spec(report, params)
     df, path = results(spec, store, workers=mc_workers, cluster=cluster)
     dec = _decision_tables(report, params, df, path, spec.key())
-    return Computed(path.resolve(), spec.key(), dec.resolve(), None, time.perf_counter() - t0, time.process_time() - c0)
+    return Computed(path.resolve(), spec.key(), dec.resolve(), None, time.perf_counter() - t0)
 
 
 def _stored(report: Report, params: ReportParams, store: Path) -> Computed | None:
@@ -370,7 +369,6 @@ def compute_task(report: Report, params: ReportParams) -> dict:
             "results": done.results.relative_to(root).as_posix(),
             "decision": done.decision.relative_to(root).as_posix(),
             "seconds": done.seconds,
-            "cpu_seconds": done.cpu_seconds,
         }
 
 
@@ -387,9 +385,7 @@ def _store_computed(out: dict, store: Path) -> Computed:
         for rel, data in out["files"].items():
             if not rel.startswith(inside):
                 atomic_write_bytes(store / rel, data)
-    return Computed(
-        (store / out["results"]).resolve(), out["key"], decision.resolve(), None, out["seconds"], out["cpu_seconds"]
-    )
+    return Computed((store / out["results"]).resolve(), out["key"], decision.resolve(), None, out["seconds"])
 
 
 def _by_size(reports: list[Report]) -> list[Report]:

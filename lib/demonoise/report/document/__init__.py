@@ -1,1 +1,2 @@
-"""Documents: assembling executed notebooks, the nbconvert exporters (HTML, Typst PDF), cover, index."""
+"""Documents: assembly of executed notebooks, the nbconvert exporters (HTML, Typst PDF),
+cover, index, where notebooks and templates are found."""

@@ -55,7 +55,6 @@ __all__ = [
     "clean_cells",
     "assemble",
     "render_document",
-    "render_report",
 ]
 
 _ANCHOR_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
@@ -533,19 +532,3 @@ def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | N
         files=tuple(files),
         sections=tuple(node.metadata.get("demonoise", {}).get("sections", [])),
     )
-
-
-def render_report(
-    chapters: Sequence[Section | Chapter | Any],
-    html: str | os.PathLike,
-    pdf: str | os.PathLike | None = None,
-    *,
-    title: str,
-    cover: Any = None,
-    subtitle: str | None = None,
-    toc: bool = True,
-    source: str = "",
-) -> RenderResult:
-    """:func:`assemble`, then :func:`render_document` (in this process)."""
-    nb = assemble(chapters, title=title, cover=cover, subtitle=subtitle, toc=toc, source=source)
-    return render_document(nb, html, pdf)

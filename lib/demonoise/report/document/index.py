@@ -72,18 +72,6 @@ class IndexRow:
             if v is not None:
                 object.__setattr__(self, attr, Path(v))
 
-    @classmethod
-    def from_render(cls, name: str, result, *, summary: Mapping[str, Any] | None = None) -> IndexRow:
-        """Row for a :class:`~demonoise.report.document.assemble.RenderResult`."""
-        return cls(
-            name=name,
-            status="ok",
-            html=result.html,
-            pdf=result.pdf,
-            pdf_reason=result.pdf_error,
-            summary=dict(summary or {}),
-        )
-
 
 def _fmt(v: Any) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
