@@ -313,3 +313,16 @@ def test_one_year_is_unchanged(tmp_path):
         "demo_r_d2jan": "2025-10-14T23:00:00+0200",
         "demo_pjan": "2025-10-14T23:00:00+0200",
     }
+
+
+def test_panel_agrees_with_the_embedded_multi_year_dataset(eurostat, tmp_path):
+    """The real population and deaths fetched for 2021-2023 are those of be-2015-2023, which the
+    build tool made from the same public extracts by another path (its country row is the sum of
+    the 11 regions, as the served country cubes)."""
+    from demonoise.io.datasets import load_panel
+
+    p = fetch_panel(YEARS, ["BE"], options(eurostat, tmp_path)).panel
+    ref = load_panel("be-2015-2023").window(2021, 2023).select(list(REGIONS))
+    assert ref.ages == p.ages and ref.stock_years == p.stock_years
+    np.testing.assert_array_equal(p.stocks, ref.stocks)
+    np.testing.assert_array_equal(p.deaths, ref.deaths)
