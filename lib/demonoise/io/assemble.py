@@ -384,7 +384,8 @@ def assemble_counts(
     tables : mapping
         Eurostat code -> tidy table of :data:`~demonoise.io.eurostat_api.COUNT_TABLES`: the
         NUTS 2 tables restricted to NUTS level 2, the country tables to level 0, each to
-        :func:`table_years`; ``attrs`` carry ``extracted``, ``updated``, ``url``, ``file``.
+        :func:`table_years`; ``attrs`` carry ``extracted``, ``updated``, ``url``, ``file``
+        and optionally ``years``, the years read from the table (default: those with values).
     skip_incomplete : bool
         Drop regions that lack a table or some cells (with an
         :class:`IncompleteRegionWarning` and a note in the provenance) instead of raising.
@@ -410,7 +411,7 @@ def assemble_counts(
     name = name or dataset_name(year, countries)
     sources = {
         code: {k: df.attrs.get(k) for k in ("extracted", "updated", "url", "file")}
-        | {"years": sorted(set(df.loc[df["value"].notna(), "time"].tolist()))}
+        | {"years": df.attrs.get("years") or sorted(set(df.loc[df["value"].notna(), "time"].tolist()))}
         for code, df in tables.items()
     }
     frames, ignored = _nuts2021_frames(tables, countries)

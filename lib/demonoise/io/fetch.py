@@ -148,7 +148,21 @@ def _read_count_tables(years: Sequence[int], entries: dict[str, CacheEntry]) -> 
         tables[ncode] = read_table(entries[ncode], geo_levels=(_COUNTRY,), years=ys)
         for code in (rcode, ncode):
             _check_years_present(tables[code], measure, ys)
+            tables[code].attrs["years"] = ys
     return tables
+
+
+def _of_year(tables: dict[str, pd.DataFrame], year: int) -> dict[str, pd.DataFrame]:
+    """The rows of the tables reference year ``year`` uses (its two stocks, its events), with the
+    tables' attributes (``years`` still those read: the provenance names them)."""
+    out = {}
+    for measure, codes in COUNT_TABLES.items():
+        ys = table_years(measure, year)
+        for code in codes:
+            df = tables[code]
+            out[code] = df[df["time"].isin(ys).to_numpy()]
+            out[code].attrs.update(df.attrs)
+    return out
 
 
 def _check_years_present(df: pd.DataFrame, measure: str, years: list[int]) -> None:
@@ -357,7 +371,9 @@ def fetch_panel(
     name = panel_name(years, ctry)
     entries = _fetch_count_tables(years, options)
     tables = _read_count_tables(years, entries)
-    built = {t: assemble_counts(t, ctry, tables, skip_incomplete=skip_incomplete, name=name) for t in years}
+    built = {
+        t: assemble_counts(t, ctry, _of_year(tables, t), skip_incomplete=skip_incomplete, name=name) for t in years
+    }
     panel, skipped = _join_years(built, name, skip_incomplete)
     last = built[years[-1]]
     absent = sorted({c for b in built.values() for c in b.absent})
