@@ -326,3 +326,12 @@ def test_panel_agrees_with_the_embedded_multi_year_dataset(eurostat, tmp_path):
     assert ref.ages == p.ages and ref.stock_years == p.stock_years
     np.testing.assert_array_equal(p.stocks, ref.stocks)
     np.testing.assert_array_equal(p.deaths, ref.deaths)
+
+
+def test_offline_without_the_tables_names_the_command_of_every_year(tmp_path):
+    with pytest.raises(FetchError) as e:
+        fetch_panel(YEARS, ["BE"], FetchOptions(cache_dir=tmp_path, offline=True))
+    msg = str(e.value)
+    assert msg.startswith("demo_r_d2jan: not in the cache") and "\n" not in msg
+    assert "(download it with `demonoise fetch --year 2021 2022 2023`)" in msg
+    assert files_under(tmp_path) == []
