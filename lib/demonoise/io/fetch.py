@@ -177,7 +177,6 @@ def _check_years_present(df: pd.DataFrame, measure: str, years: list[int]) -> No
             f"it holds {held}); the last year may not be published yet: ask for earlier years",
             dataset=df.attrs.get("dataset"),
             year=missing[0],
-            file=df.attrs.get("url"),
         )
 
 
@@ -375,11 +374,9 @@ def fetch_panel(
         t: assemble_counts(t, ctry, _of_year(tables, t), skip_incomplete=skip_incomplete, name=name) for t in years
     }
     panel, skipped = _join_years(built, name, skip_incomplete)
-    last = built[years[-1]]
+    ignored = sorted({c for b in built.values() for c in b.ignored_codes})
     absent = sorted({c for b in built.values() for c in b.absent})
-    res = FetchResult(
-        panel.year(years[-1]), entries, skipped, last.ignored_codes, options.root, absent=absent, panel=panel
-    )
+    res = FetchResult(panel.year(years[-1]), entries, skipped, ignored, options.root, absent=absent, panel=panel)
     if write_manifest:
         res.manifest = cache.write_manifest(
             options.root, name, _manifest(res, _params(years, ctry, skip_incomplete, options))
@@ -388,16 +385,31 @@ def fetch_panel(
 
 
 def _join_years(built: dict[int, Assembly], name: str, skip_incomplete: bool) -> tuple[Panel, dict[str, list[str]]]:
-    """The panel of the years' counts, on the regions every year has; regions missing in some
-    years raise (naming them and the years) unless ``skip_incomplete`` drops them."""
+    """The panel of the years' counts, on the regions every year has, and the regions left out
+    (region -> reasons, each prefixed by its year)."""
     years = sorted(built)
     skipped: dict[str, list[str]] = {}
     for t in years:
         for code, why in built[t].skipped.items():
             skipped.setdefault(code, []).extend(f"{t}: {w}" for w in why)
-    order = list(dict.fromkeys(c for t in years for c in built[t].counts.codes))
-    partial = {c: [t for t in years if c in built[t].counts.codes] for c in order}
-    partial = {c: ys for c, ys in partial.items() if len(ys) < len(years)}
+    partial = _partial_regions(built, name, skip_incomplete)
+    for code, ys in partial.items():
+        skipped.setdefault(code, [f"data for {years_text(ys)} only"])
+    keep = [c for c in dict.fromkeys(c for t in years for c in built[t].counts.codes) if c not in partial]
+    if not keep:
+        raise DataError(f"no region has data in every year {years_text(years)}", dataset=name)
+    counts = [built[t].counts.select(keep) for t in years]
+    prov = _panel_provenance(counts[-1].provenance, skipped)
+    return Panel.from_counts([c.replace(provenance=prov) for c in counts], name=name), skipped
+
+
+def _partial_regions(built: dict[int, Assembly], name: str, skip_incomplete: bool) -> dict[str, list[int]]:
+    """Regions with counts in some of the years only -> those years; a DataError naming the
+    first of them and a year it lacks unless ``skip_incomplete``."""
+    years = sorted(built)
+    order = dict.fromkeys(c for t in years for c in built[t].counts.codes)
+    have = {c: [t for t in years if c in built[t].counts.codes] for c in order}
+    partial = {c: ys for c, ys in have.items() if len(ys) < len(years)}
     if partial and not skip_incomplete:
         code, ys = next(iter(partial.items()))
         lacking = [t for t in years if t not in ys]
@@ -409,15 +421,7 @@ def _join_years(built: dict[int, Assembly], name: str, skip_incomplete: bool) ->
             region=code,
             year=lacking[0],
         )
-    for code, ys in partial.items():
-        if code not in skipped:
-            skipped[code] = [f"data for {years_text(ys)} only"]
-    keep = [c for c in order if c not in partial]
-    if not keep:
-        raise DataError(f"no region has data in every year {years_text(years)}", dataset=name)
-    counts = [built[t].counts.select(keep) for t in years]
-    prov = _panel_provenance(counts[-1].provenance, skipped)
-    return Panel.from_counts([c.replace(provenance=prov) for c in counts], name=name), skipped
+    return partial
 
 
 def _panel_provenance(prov: Provenance, skipped: dict[str, list[str]]) -> Provenance:
