@@ -164,7 +164,7 @@ class _Template:
         path = Path(path)
         file = str(path)
         text = _read_text(path)
-        extracted = extraction_date(text, file)
+        extracted = _extraction_date(text, file)
         df = _csv_frame(text, path, comments=True)
         df.columns = [c.strip() for c in df.columns]
         cols = list(df.columns)
@@ -242,7 +242,7 @@ class _Template:
         )
 
 
-def extraction_date(text: str, file: str) -> str:
+def _extraction_date(text: str, file: str) -> str:
     """The date of the template's ``# extracted: YYYY-MM-DD`` comment line, ``"unknown"``
     without one (or with ``# extracted: unknown``).
 
@@ -446,8 +446,8 @@ def _extraction_line(provenance: Provenance, extracted: str | None) -> str:
 
 def _is_date(text: str) -> bool:
     try:
-        return bool(_RE_DATE.match(text)) and _dt.date.fromisoformat(text) is not None
-    except ValueError:
+        return _checked_date(text) != "unknown"
+    except FormatError:
         return False
 
 
