@@ -208,12 +208,7 @@ def _manifest(res: FetchResult, params: dict) -> dict:
         "ignored_codes": res.ignored_codes,
         "absent": res.absent,
         "label": f"Eurostat {years_text(res.years)}: {_plural(n0, 'country', 'countries')} and "
-        f"{_plural(len(c.regions) - n0, 'NUTS 2 region', 'NUTS 2 regions')}, real tables downloaded {extracted[:10]}"
-        + (
-            "; the population on 1 January of each year one cell (end of one year, start of the next)"
-            if several
-            else ""
-        ),
+        f"{_plural(len(c.regions) - n0, 'NUTS 2 region', 'NUTS 2 regions')}, real tables downloaded {extracted[:10]}",
         "details": details,
         "entries": {
             k: {
