@@ -178,6 +178,10 @@ def test_cached_panel_rebuilds_without_network_and_loads_by_name(eurostat, tmp_p
         assert datasets.load("eurostat-2021-2023-be").year == 2023
         row = next(d for d in datasets.available() if d.name == "eurostat-2021-2023-be")
         assert row.kind == "cached" and row.year == 2023 and row.regions == 4
+        # a report on it gets the chapter "Change since the previous year", as be-2015-2023's does
+        from demonoise.report.batch.stages import _multi_year
+
+        assert _multi_year("eurostat-2021-2023-be") and _multi_year("be-2015-2023") and not _multi_year("be-2023")
     finally:
         datasets.clear_cache()
 
