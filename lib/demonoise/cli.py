@@ -10,6 +10,7 @@
     demonoise ptable show v01|FILE [--V 1]
     demonoise compare --dataset ess-2023 --ptable v01 [--mc 10000] --out comparison.parquet [--note note.md]
     demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
+    demonoise fetch --year 2021 2022 2023 --countries BE          (a multi-year dataset)
     demonoise calibrate --dataset be-2023 [--thresholds 0.1 0.5 1] [--ptable-D 3 --ptable-js 0] --out calib.csv
     demonoise notebook whatif|teaching [-p NAME VALUE ...] [--out-dir DIR] [--no-pdf] [--force]
     demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out-dir DIR] [--no-pdf]
@@ -207,11 +208,10 @@ def _download_bar(label: str, total: int | None):
 
 
 def cmd_fetch(args) -> int:
+    """``demonoise fetch --year T [T ...]``: one year -> ``eurostat-<T>``; consecutive years
+    -> the multi-year dataset ``eurostat-<T0>-<T1>`` (each 1 January stock one cell)."""
     import warnings
 
-    from demonoise.core.errors import FetchError
-    from demonoise.io.eurostat_api import COMPARISON_TABLES, COUNT_TABLES
-    from demonoise.io.fetch import comparison_tables, fetch_counts
     from demonoise.io.options import FetchOptions
 
     options = FetchOptions(
@@ -226,23 +226,59 @@ def cmd_fetch(args) -> int:
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = fetch_counts(args.year, args.countries, options, skip_incomplete=args.skip_incomplete)
-        comp: dict[str, str] = {}
-        if not args.no_comparison:
-            for code in COMPARISON_TABLES:
-                try:
-                    df = comparison_tables(args.year, args.countries, options, tables=(code,))[code]
-                    comp[code] = f"{len(df)} values, downloaded {df.attrs.get('extracted', 'unknown')}"
-                except FetchError as e:  # the counts are fetched; a missing comparison table is not fatal
-                    comp[code] = f"not available ({e})"
+        res = _fetch_dataset(args, options)
+        comp = {} if args.no_comparison else _fetch_comparison(args, res.years, options)
     for w in caught:
         print(f"demonoise fetch: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    _print_fetch(res, comp)
+    return 0
+
+
+def _fetch_dataset(args, options):
+    """The counts of one year (:func:`~demonoise.io.fetch.fetch_counts`) or the panel of
+    several consecutive years (:func:`~demonoise.io.fetch.fetch_panel`)."""
+    from demonoise.io.fetch import fetch_counts, fetch_panel
+
+    if len(args.year) == 1:
+        return fetch_counts(args.year[0], args.countries, options, skip_incomplete=args.skip_incomplete)
+    return fetch_panel(args.year, args.countries, options, skip_incomplete=args.skip_incomplete)
+
+
+def _fetch_comparison(args, years, options) -> dict[str, str]:
+    """Eurostat's own indicators of each year, for comparison; a missing one is not fatal."""
+    from demonoise.core.errors import FetchError
+    from demonoise.io.eurostat_api import COMPARISON_TABLES
+    from demonoise.io.fetch import comparison_tables
+
+    comp: dict[str, str] = {}
+    for code in COMPARISON_TABLES:
+        for year in years:
+            key = code if len(years) == 1 else f"{code} {year}"
+            try:
+                df = comparison_tables(year, args.countries, options, tables=(code,))[code]
+                comp[key] = f"{len(df)} values, downloaded {df.attrs.get('extracted', 'unknown')}"
+            except FetchError as e:  # the counts are fetched; a missing comparison table is not fatal
+                comp[key] = f"not available ({e})"
+    return comp
+
+
+def _print_fetch(res, comp: dict[str, str]) -> None:
+    from demonoise.io.assemble import table_years, years_text
+    from demonoise.io.eurostat_api import COUNT_TABLES
+
     c = res.counts
     n0 = sum(r.level == 0 for r in c.regions)
     n2 = len(c.regions) - n0
+    what = f"reference year {c.year}"
+    if res.panel is not None:
+        p = res.panel
+        what = (
+            f"reference years {years_text(p.years)} (population on 1 January {years_text(p.stock_years)}: "
+            f"each stock one cell, the end of one year and the start of the next)"
+        )
     print(
-        f"{c.name}: {len(c.regions)} regions ({n0} {'country' if n0 == 1 else 'countries'}, "
-        f"{n2} NUTS 2 region{'' if n2 == 1 else 's'}), reference year {c.year}"
+        f"{res.panel.name if res.panel is not None else c.name}: {len(c.regions)} regions ({n0} "
+        f"{'country' if n0 == 1 else 'countries'}, {n2} NUTS 2 region{'' if n2 == 1 else 's'}), {what}"
     )
     for measure, (rcode, ncode) in COUNT_TABLES.items():
         er, en = res.entries[rcode], res.entries[ncode]
@@ -250,7 +286,8 @@ def cmd_fetch(args) -> int:
         upd = er.updated or "unknown"
         if (en.updated or "unknown") != upd:
             upd += f" / {en.updated or 'unknown'}"
-        print(f"  {measure:<11} {rcode} + {ncode}: downloaded {when}; Eurostat update {upd}")
+        ys = f" {years_text(table_years(measure, res.years))}" if res.panel is not None else ""
+        print(f"  {measure:<11} {rcode} + {ncode}{ys}: downloaded {when}; Eurostat update {upd}")
     for code, text in comp.items():
         print(f"  {'comparison':<11} {code}: {text}")
     if res.skipped:
@@ -260,10 +297,12 @@ def cmd_fetch(args) -> int:
         print(f"  {'ignored':<11} {len(res.ignored_codes)} NUTS 2 code(s) outside NUTS 2021: {shown}")
     if res.absent:
         shown = ", ".join(res.absent[:10]) + (" ..." if len(res.absent) > 10 else "")
-        print(f"  {'absent':<11} {len(res.absent)} NUTS 2021 region(s) without population data for {c.year}: {shown}")
+        print(
+            f"  {'absent':<11} {len(res.absent)} NUTS 2021 region(s) without population data for "
+            f"{years_text(res.years)}: {shown}"
+        )
     n_dl = len(res.downloaded)
     print(f"cache: {res.cache} ({len(res.entries)} tables: {n_dl} downloaded, {len(res.entries) - n_dl} reused)")
-    return 0
 
 
 def _parameter_value(text: str):
@@ -746,8 +785,21 @@ def build_parser() -> argparse.ArgumentParser:
     _yes_arg(s, "a Monte Carlo estimated above 30 minutes")
     _table_out_arg(s)
 
-    s = _command(sub, cmd_fetch, "download real Eurostat tables for a year (cached) -> dataset eurostat-<year>")
-    s.add_argument("--year", required=True, type=int, help="reference year t (population on 1 January t and t+1)")
+    s = _command(
+        sub,
+        cmd_fetch,
+        "download real Eurostat tables for a year (cached) -> dataset eurostat-<year>; for consecutive "
+        "years -> the multi-year dataset eurostat-<first>-<last>",
+    )
+    s.add_argument(
+        "--year",
+        required=True,
+        nargs="+",
+        type=int,
+        metavar="T",
+        help="reference year t (population on 1 January t and t+1), or consecutive years t0 .. t1 "
+        "(population on 1 January t0 .. t1+1, deaths and births t0 .. t1)",
+    )
     s.add_argument("--countries", nargs="+", metavar="CC", help="NUTS country codes (default: every country)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--refresh", action="store_true", help="download again even if cached")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal
@@ -409,6 +409,10 @@ class TableProvenance:
         Publisher, e.g. ``"Eurostat"``.
     note : str
         Free text: the model used, derived cells, fallbacks.
+    updated : tuple of (str, str), optional
+        The publisher's own update stamp of each dataset code the values were read from,
+        ``(("demo_r_d2jan", "2025-03-28T23:00:00+0100"), ...)`` (Eurostat's ``updated``
+        of a JSON-stat answer); a mapping is accepted. Empty when not known.
     """
 
     status: Literal["real", "modelled"]
@@ -416,11 +420,14 @@ class TableProvenance:
     extracted: str = "unknown"
     source: str = "Eurostat"
     note: str = ""
+    updated: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         if self.status not in ("real", "modelled"):
             raise ParameterError(f"provenance status must be 'real' or 'modelled', got {self.status!r}")
         object.__setattr__(self, "datasets", tuple(self.datasets))
+        pairs = self.updated.items() if isinstance(self.updated, Mapping) else self.updated
+        object.__setattr__(self, "updated", tuple((str(k), str(v)) for k, v in pairs))
 
 
 @dataclass(frozen=True)

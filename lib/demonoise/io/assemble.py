@@ -41,8 +41,10 @@ __all__ = [
     "assemble_counts",
     "check_countries",
     "check_year",
+    "check_years",
     "dataset_name",
     "table_years",
+    "years_text",
 ]
 
 
@@ -95,9 +97,33 @@ def check_countries(countries) -> tuple[str, ...] | None:
     return tuple(c for c in known if c in wanted)
 
 
-def table_years(measure: str, year: int) -> list[int]:
-    """Years a measure's tables are needed for: population ``t`` and ``t+1``, else ``t``."""
-    return [year, year + 1] if measure == "population" else [year]
+def check_years(years) -> tuple[int, ...]:
+    """Reference years of a multi-year dataset: each checked (:func:`check_year`), given
+    once, and consecutive; sorted. ParameterError naming the years otherwise."""
+    if isinstance(years, (int, str)):
+        years = [years]
+    ys = [check_year(y) for y in years]
+    if not ys:
+        raise ParameterError("no reference year given")
+    twice = sorted({y for y in ys if ys.count(y) > 1})
+    if twice:
+        raise ParameterError(f"year {', '.join(map(str, twice))} given twice (years {', '.join(map(str, ys))})")
+    ys.sort()
+    gaps = [y for y in range(ys[0], ys[-1] + 1) if y not in ys]
+    if gaps:
+        raise ParameterError(
+            f"the years of a multi-year dataset must be consecutive: got {', '.join(map(str, ys))} "
+            f"(missing {', '.join(map(str, gaps))})"
+        )
+    return tuple(ys)
+
+
+def table_years(measure: str, year) -> list[int]:
+    """Years a measure's tables are needed for, for reference year ``t`` or consecutive
+    years ``t0..t1``: population on 1 January ``t0 .. t1 + 1`` (each stock once), deaths and
+    births ``t0 .. t1``."""
+    ys = [int(year)] if isinstance(year, int) else sorted(int(y) for y in year)
+    return list(range(ys[0], ys[-1] + 2)) if measure == "population" else ys
 
 
 # -------------------------------------------------------------------------- the stages
@@ -257,13 +283,26 @@ def _complete_regions(candidates: list[str], skipped: dict, skip_incomplete: boo
     return final
 
 
+def years_text(years: Sequence[int]) -> str:
+    """``"2023"``, ``"2021-2024"`` (consecutive) or ``"2019, 2021"``."""
+    ys = sorted({int(y) for y in years})
+    if not ys:
+        return "no year"
+    if len(ys) > 1 and ys == list(range(ys[0], ys[-1] + 1)):
+        return f"{ys[0]}-{ys[-1]}"
+    return ", ".join(map(str, ys))
+
+
 def _table_provenance(measure: str, sources: dict, ages: list[str], skipped: dict) -> TableProvenance:
-    """Both datasets of a measure, their download times and Eurostat's update stamps."""
+    """Both datasets of a measure: the years read from each, their download times and
+    Eurostat's update stamps (also as :attr:`TableProvenance.updated`)."""
     rcode, ncode = COUNT_TABLES[measure]
     er, en = sources[rcode], sources[ncode]
+    when = "1 January " if measure == "population" else ""
     note = [
-        f"{rcode} (NUTS 2): downloaded {er['extracted']}, Eurostat update {er['updated'] or 'unknown'}, {er['url']}",
-        f"{ncode} (countries): downloaded {en['extracted']}, Eurostat update {en['updated'] or 'unknown'}, {en['url']}",
+        f"{code} ({level}, {when}{years_text(e['years'])}): downloaded {e['extracted']}, "
+        f"Eurostat update {e['updated'] or 'unknown'}, {e['url']}"
+        for code, level, e in ((rcode, "NUTS 2", er), (ncode, "countries", en))
     ]
     if measure == "births":
         note.append(
@@ -278,7 +317,8 @@ def _table_provenance(measure: str, sources: dict, ages: list[str], skipped: dic
     if sk:
         note.append("regions skipped as incomplete: " + ", ".join(sk))
     extracted = min(er["extracted"], en["extracted"])
-    return TableProvenance("real", (rcode, ncode), extracted, "Eurostat", "; ".join(note))
+    updated = tuple((c, e["updated"]) for c, e in ((rcode, er), (ncode, en)) if e["updated"])
+    return TableProvenance("real", (rcode, ncode), extracted, "Eurostat", "; ".join(note), updated)
 
 
 def _counts(year: int, name: str, frames: dict, final: list[str], ages: dict, skipped: dict, sources: dict) -> Counts:
@@ -331,6 +371,7 @@ def assemble_counts(
     tables: Mapping[str, pd.DataFrame],
     *,
     skip_incomplete: bool = False,
+    name: str | None = None,
 ) -> Assembly:
     """The counts of reference year ``year`` from the six tidy tables.
 
@@ -343,10 +384,15 @@ def assemble_counts(
     tables : mapping
         Eurostat code -> tidy table of :data:`~demonoise.io.eurostat_api.COUNT_TABLES`: the
         NUTS 2 tables restricted to NUTS level 2, the country tables to level 0, each to
-        :func:`table_years`; ``attrs`` carry ``extracted``, ``updated``, ``url``, ``file``.
+        :func:`table_years`; ``attrs`` carry ``extracted``, ``updated``, ``url``, ``file``
+        and optionally ``years``, the years read from the table (default: those with values).
     skip_incomplete : bool
         Drop regions that lack a table or some cells (with an
         :class:`IncompleteRegionWarning` and a note in the provenance) instead of raising.
+    name : str, optional
+        Dataset name (default :func:`dataset_name` of ``year`` and ``countries``); the
+        tables may then hold more years (those of a multi-year dataset), of which
+        ``year``'s are used.
 
     Returns
     -------
@@ -362,9 +408,11 @@ def assemble_counts(
         A region lacks a table or cells (naming the region and the table), a requested
         country has no population data, or a cell is negative or non-integer.
     """
-    name = dataset_name(year, countries)
+    name = name or dataset_name(year, countries)
     sources = {
-        code: {k: df.attrs.get(k) for k in ("extracted", "updated", "url", "file")} for code, df in tables.items()
+        code: {k: df.attrs.get(k) for k in ("extracted", "updated", "url", "file")}
+        | {"years": df.attrs.get("years") or sorted(set(df.loc[df["value"].notna(), "time"].tolist()))}
+        for code, df in tables.items()
     }
     frames, ignored = _nuts2021_frames(tables, countries)
     candidates, absent = _candidates(year, countries, frames, name)

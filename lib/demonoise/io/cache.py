@@ -7,6 +7,7 @@ Layout (root: :attr:`FetchOptions.root <demonoise.io.options.FetchOptions.root>`
     <root>/eurostat/<code>/<key>.tsv.gz      (full-dataset TSV)
     <root>/eurostat/<code>/<key>.meta.json   sidecar
     <root>/datasets/eurostat-<t>[-cc...].json  manifest of a complete fetch
+    <root>/datasets/eurostat-<t0>-<t1>[-cc...].json  (of several consecutive years)
 
 ``<key>`` names the query (``json_geoLevel-nuts2_time-2023+2024``, ``tsv_full``; see
 :func:`demonoise.io.eurostat_api.query_key`). The sidecar records ``url`` (and
@@ -291,7 +292,8 @@ def _complete(root: Path, man: dict) -> bool:
 
 
 def cached_datasets(root: Path) -> list[dict]:
-    """Every complete cached fetch: ``name, kind="cached", year, regions`` (number),
+    """Every complete cached fetch: ``name, kind="cached", year`` (the reference year: the
+    last of a multi-year fetch), ``years`` (every reference year), ``regions`` (number),
     ``label`` and ``details`` (provenance lines), sorted by name. No network.
 
     A fetch counts as complete if its manifest exists and every table it used is still
@@ -307,6 +309,7 @@ def cached_datasets(root: Path) -> list[dict]:
                 "name": man["name"],
                 "kind": "cached",
                 "year": int(man["year"]),
+                "years": [int(y) for y in man.get("years") or [man["year"]]],
                 "regions": len(man["regions"]),
                 "label": man.get("label", ""),
                 "details": list(man.get("details", [])),

@@ -72,6 +72,7 @@ __all__ = [
     "metadata",
     "load",
     "load_panel",
+    "dataset_years",
     "fingerprint",
     "clear_cache",
 ]
@@ -286,8 +287,9 @@ def load_panel(name: str) -> Panel:
 
     A multi-year embedded dataset (``be-2015-2023``; its JSON lists ``years``) is read
     from its packed form, checked as :func:`load` checks a single-year one, else from
-    its multi-year CSV (:func:`~demonoise.io.template.read_panel_csv`); a single-year
-    dataset is a panel of one year.
+    its multi-year CSV (:func:`~demonoise.io.template.read_panel_csv`); a multi-year
+    fetch (``eurostat-2021-2023``) is rebuilt from the cache; a single-year dataset is a
+    panel of one year.
 
     Raises
     ------
@@ -297,12 +299,27 @@ def load_panel(name: str) -> Panel:
     with _lock:
         if name in _loaded_panels:
             return _loaded_panels[name]
-    if _check_name(name) == "embedded" and _meta(name).get("years"):
+    kind = _check_name(name)
+    if kind == "embedded" and _meta(name).get("years"):
         panel = _load_embedded(name, panel=True)
+    elif kind == "cached":
+        from demonoise.io.fetch import load_cached_panel
+
+        panel = load_cached_panel(name)
     else:
         panel = Panel.from_counts([load(name)])
     with _lock:
         return _loaded_panels.setdefault(name, panel)
+
+
+def dataset_years(name: str) -> tuple[int, ...]:
+    """The reference years dataset ``name`` holds (one for a single-year dataset), from its
+    metadata or manifest, without loading it. ParameterError for an unknown name."""
+    if _check_name(name) == "embedded":
+        m = _meta(name)
+        return tuple(int(y) for y in m.get("years") or [m["year"]])
+    d = next(d for d in _cached() if d["name"] == name)
+    return tuple(d["years"])
 
 
 def _say(name: str, msg: str) -> None:

@@ -73,6 +73,7 @@ COUNT_TABLES: dict[str, tuple[str, str]] = {
     "deaths": ("demo_r_magec", "demo_magec"),
     "births": ("demo_r_fagec", "demo_fagec"),
 }
+_COUNT_CODES = frozenset(c for codes in COUNT_TABLES.values() for c in codes)
 #: Eurostat's published indicators, fetched for comparison.
 COMPARISON_TABLES: tuple[str, ...] = ("demo_r_mlifexp", "demo_r_find2")
 
@@ -134,10 +135,17 @@ def _selection(query: Sequence[tuple[str, str]]) -> tuple[set[int] | None, set[i
     return levels or None, years or None
 
 
-def refresh_command(years: Iterable[int] | None, *, refresh: bool = True) -> str:
-    """The command that downloads a table of reference year ``min(years)`` again."""
+def refresh_command(years: Iterable[int] | None, *, refresh: bool = True, dataset: str | None = None) -> str:
+    """The command that downloads a table again: ``--year min(years)``; for a table of the
+    counts (``dataset`` in :data:`COUNT_TABLES`) every reference year its query served, so
+    that a multi-year fetch's table is named by the same ``--year t0 .. t1`` that made it (a
+    population query's last year is the end stock of the last reference year)."""
     ys = sorted({int(y) for y in years}) if years else []
-    return f"`demonoise fetch --year {ys[0] if ys else 'YEAR'}" + (" --refresh`" if refresh else "`")
+    if dataset in COUNT_TABLES["population"] and len(ys) > 1:
+        ys = ys[:-1]
+    elif dataset not in _COUNT_CODES:
+        ys = ys[:1]
+    return f"`demonoise fetch --year {' '.join(map(str, ys)) if ys else 'YEAR'}" + (" --refresh`" if refresh else "`")
 
 
 # ------------------------------------------------------------------------ one table
@@ -147,7 +155,7 @@ def _offline_failure(dataset: str, query, options: FetchOptions, problems: list[
     detail = f" ({'; '.join(problems)})" if problems else ""
     cause = (
         f"not in the cache {options.root}{detail} and offline mode forbids downloading "
-        f"(download it with {refresh_command(_selection(query)[1], refresh=False)})"
+        f"(download it with {refresh_command(_selection(query)[1], refresh=False, dataset=dataset)})"
     )
     return fetch_error(f"{dataset}: {cause}; query {url}", dataset=dataset, url=url, cause=cause)
 
@@ -391,7 +399,7 @@ def read_table(
         ys = years if years is not None else _selection([tuple(q) for q in entry.meta.get("query", [])])[1]
         cause = f"the cached table {entry.path} cannot be read ({_reason(e)})"
         raise fetch_error(
-            f"{entry.dataset}: {cause}; download it again with {refresh_command(ys)}",
+            f"{entry.dataset}: {cause}; download it again with {refresh_command(ys, dataset=entry.dataset)}",
             dataset=entry.dataset,
             url=entry.url,
             cause=cause,

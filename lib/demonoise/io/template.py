@@ -16,7 +16,10 @@ Layout (documented in ``docs/csv_template.md``; example ``templates/counts_templ
   sum of the cells;
 * ``value`` is a non-negative integer count;
 * optional ``name`` (region name) and ``status`` (``real`` or ``modelled``, uniform
-  within a measure). Lines starting with ``#`` are comments.
+  within a measure). Lines starting with ``#`` are comments; one of them may give the
+  date the counts were extracted from their source, ``# extracted: YYYY-MM-DD``
+  (``unknown`` allowed), recorded as every table's
+  :attr:`~demonoise.core.counts.TableProvenance.extracted` and shown on report covers.
 
 The same validation as :func:`demonoise.io.tidy.counts_from_eurostat` applies; errors
 name the file, line, measure, region, sex, age and year.
@@ -31,6 +34,8 @@ population on 1 January of ``t + 1`` is the end of year ``t`` and the start of `
 
 from __future__ import annotations
 
+import datetime as _dt
+import re
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +64,9 @@ TEMPLATE_COLUMNS = ("region", "sex", "age", "year", "measure", "value")
 OPTIONAL_COLUMNS = ("name", "status")
 MEASURES = ("population", "deaths", "births")
 SOURCE = "user-supplied"
+#: The comment line that gives the counts' extraction date: ``# extracted: 2025-03-28``.
+_RE_EXTRACTED = re.compile(r"^\s*#\s*extracted\s*:(.*)$", re.IGNORECASE)
+_RE_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def read_counts_csv(
@@ -93,7 +101,8 @@ def read_counts_csv(
     Raises
     ------
     FormatError
-        Missing or unknown columns, non-numeric value or year.
+        Missing or unknown columns, non-numeric value or year, an ``# extracted:`` line
+        that is not a date ``YYYY-MM-DD`` or comes twice (naming the file and the line).
     DataError
         Unknown measure or sex, births with a sex other than ``T``, missing cells,
         duplicated cells, missing/negative/non-integer counts, unclear year, mixed
@@ -141,9 +150,10 @@ def read_panel_csv(
 class _Template:
     """A parsed, row-checked counts template: the steps of :func:`read_counts_csv`."""
 
-    def __init__(self, df, cols, file, path, val, years, statuses, regions, source):
+    def __init__(self, df, cols, file, path, val, years, statuses, regions, source, extracted="unknown"):
         self.df, self.cols, self.file, self.path = df, cols, file, path
         self.val, self.years, self.statuses, self.regions, self.source = val, years, statuses, regions, source
+        self.extracted = extracted
 
     @property
     def default_name(self) -> str:
@@ -153,7 +163,9 @@ class _Template:
     def parse(cls, path, *, status, source) -> _Template:
         path = Path(path)
         file = str(path)
-        df = _csv_frame(_read_text(path), path, comments=True)
+        text = _read_text(path)
+        extracted = _extraction_date(text, file)
+        df = _csv_frame(text, path, comments=True)
         df.columns = [c.strip() for c in df.columns]
         cols = list(df.columns)
         _check_columns(cols, file)
@@ -167,7 +179,7 @@ class _Template:
         statuses = _statuses(df, cols, status, file)
         if "population" not in statuses:
             raise DataError("no population rows (1 January of t and t+1 are needed)", file=file, measure="population")
-        return cls(df, cols, file, path, val, years, statuses, _regions(df, cols), source)
+        return cls(df, cols, file, path, val, years, statuses, _regions(df, cols), source, extracted)
 
     def _split_years(self):
         ev = np.isin(self.df["measure"].to_numpy(), ("deaths", "births"))
@@ -214,7 +226,7 @@ class _Template:
         """The counts of reference year ``year``."""
         prov = Provenance(
             **{
-                m: TableProvenance(st, (), "unknown", self.source, f"read from {self.path.name}")
+                m: TableProvenance(st, (), self.extracted, self.source, f"read from {self.path.name}")
                 for m, st in self.statuses.items()
             }
         )
@@ -228,6 +240,39 @@ class _Template:
             name=name or self.default_name,
             check_totals=check_totals,
         )
+
+
+def _extraction_date(text: str, file: str) -> str:
+    """The date of the template's ``# extracted: YYYY-MM-DD`` comment line, ``"unknown"``
+    without one (or with ``# extracted: unknown``).
+
+    Raises
+    ------
+    FormatError
+        The date is not a calendar date written ``YYYY-MM-DD``, or a second such line,
+        naming the file and the line.
+    """
+    found: tuple[int, str] | None = None
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = _RE_EXTRACTED.match(line)
+        if m is None:
+            continue
+        if found is not None:
+            raise FormatError(f"a second '# extracted:' line (the first is line {found[0]})", file=file, line=n)
+        found = (n, _checked_date(m[1].strip(), file=file, line=n))
+    return found[1] if found else "unknown"
+
+
+def _checked_date(value: str, **where) -> str:
+    """``value`` if it is ``unknown`` or a calendar date ``YYYY-MM-DD``; FormatError naming ``where`` otherwise."""
+    if value.lower() == "unknown":
+        return "unknown"
+    try:
+        if _RE_DATE.match(value):
+            return _dt.date.fromisoformat(value).isoformat()
+    except ValueError:
+        pass
+    raise FormatError(f"extraction date {value!r} is not a date YYYY-MM-DD (e.g. 2025-03-28)", **where)
 
 
 def _check_columns(cols: list, file: str) -> None:
@@ -340,7 +385,13 @@ def _regions(df, cols) -> list[Region]:
 
 
 def write_counts_csv(
-    counts: Counts, path: str | Path, *, names: bool = True, status: bool = True, comment: str | None = None
+    counts: Counts,
+    path: str | Path,
+    *,
+    names: bool = True,
+    status: bool = True,
+    comment: str | None = None,
+    extracted: str | None = None,
 ) -> Path:
     """Write :class:`~demonoise.core.counts.Counts` as a counts template CSV (inverse of
     :func:`read_counts_csv`), via :meth:`Counts.to_frame`.
@@ -348,23 +399,61 @@ def write_counts_csv(
     Columns ``region,sex,age,year,measure,value`` plus ``name`` (region names) and
     ``status`` (each table's provenance status) unless switched off. The open age
     interval is written with its canonical code (``Y_GE100`` for Eurostat's
-    ``Y_OPEN``). ``comment`` (several lines allowed) is written first as ``#`` lines.
+    ``Y_OPEN``). ``comment`` (several lines allowed) is written first as ``#`` lines,
+    then ``# extracted: YYYY-MM-DD``: ``extracted`` if given, else the earliest
+    extraction date of the counts' tables (:attr:`TableProvenance.extracted`; a time
+    stamp such as a download time gives its date), no line when none is known.
     Written gzipped if ``path`` ends with ``.gz``.
+
+    Raises
+    ------
+    ParameterError
+        ``extracted`` is not a date ``YYYY-MM-DD`` (or ``"unknown"``).
     """
-    return _write_frame(counts.to_frame(), counts, path, names=names, status=status, comment=comment)
+    return _write_frame(
+        counts.to_frame(), counts, path, names=names, status=status, comment=comment, extracted=extracted
+    )
 
 
 def write_panel_csv(
-    panel: Panel, path: str | Path, *, names: bool = True, status: bool = True, comment: str | None = None
+    panel: Panel,
+    path: str | Path,
+    *,
+    names: bool = True,
+    status: bool = True,
+    comment: str | None = None,
+    extracted: str | None = None,
 ) -> Path:
     """Write a :class:`~demonoise.core.counts.Panel` as a multi-year counts template CSV
     (inverse of :func:`read_panel_csv`): each 1 January stock once (``population`` rows of
     ``years[0] .. years[-1] + 1``), the deaths and births of every year; options as
     :func:`write_counts_csv`."""
-    return _write_frame(panel.to_frame(), panel, path, names=names, status=status, comment=comment)
+    return _write_frame(panel.to_frame(), panel, path, names=names, status=status, comment=comment, extracted=extracted)
 
 
-def _write_frame(df: pd.DataFrame, data, path, *, names: bool, status: bool, comment: str | None) -> Path:
+def _extraction_line(provenance: Provenance, extracted: str | None) -> str:
+    """``"# extracted: YYYY-MM-DD\\n"`` for ``extracted`` or the earliest date of the tables; ``""`` if unknown."""
+    if extracted is not None:
+        try:
+            date = _checked_date(str(extracted).strip())
+        except FormatError as e:
+            raise ParameterError(f"extracted: {e.reason}") from None
+    else:
+        known = [t.extracted[:10] for t in provenance.tables.values() if _is_date(t.extracted[:10])]
+        date = min(known, default="unknown")
+    return "" if date == "unknown" else f"# extracted: {date}\n"
+
+
+def _is_date(text: str) -> bool:
+    try:
+        return _checked_date(text) != "unknown"
+    except FormatError:
+        return False
+
+
+def _write_frame(
+    df: pd.DataFrame, data, path, *, names: bool, status: bool, comment: str | None, extracted: str | None
+) -> Path:
     path = Path(path)
     df["value"] = df["value"].astype(np.int64)
     if names:
@@ -374,6 +463,7 @@ def _write_frame(df: pd.DataFrame, data, path, *, names: bool, status: bool, com
         tables = data.provenance.tables
         df["status"] = df["measure"].map({m: t.status for m, t in tables.items()}).fillna("real")
     text = df.to_csv(index=False, lineterminator="\n")
+    text = _extraction_line(data.provenance, extracted) + text
     if comment:
         text = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines()) + text
     data_bytes = text.encode("utf-8")

@@ -81,9 +81,12 @@ _LABELS = {
 }
 
 
-def jsonstat(code: str, label: str, frame: pd.DataFrame, dims: list[str], orders: dict[str, list[str]]) -> dict:
+def jsonstat(
+    code: str, label: str, frame: pd.DataFrame, dims: list[str], orders: dict[str, list[str]], updated: str = UPDATED
+) -> dict:
     """A JSON-stat 2.0 dataset in the statistics API's shape from a tidy frame
-    (columns ``dims`` + ``value`` [+ ``flag``]); categories in ``orders``."""
+    (columns ``dims`` + ``value`` [+ ``flag``]); categories in ``orders``; ``updated`` is
+    Eurostat's update stamp of the dataset."""
     size = [len(orders[d]) for d in dims]
     index = {d: {c: i for i, c in enumerate(orders[d])} for d in dims}
     pos = np.zeros(len(frame), dtype=np.int64)
@@ -117,7 +120,7 @@ def jsonstat(code: str, label: str, frame: pd.DataFrame, dims: list[str], orders
         "class": "dataset",
         "label": label,
         "source": "ESTAT",
-        "updated": UPDATED,
+        "updated": updated,
         "value": value,
         "status": status,
         "id": dims,

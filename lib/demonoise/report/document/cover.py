@@ -5,6 +5,11 @@ says "demonoise demonstration — not an official publication". Always: the tool
 the data's extraction date(s) and status, the settings compared, a link back to the index.
 The data status is also the running header of every PDF page.
 
+The extraction date is the dataset's own: the download date of a fetched dataset, with
+Eurostat's last update of each table it was read from (the API's ``updated``); the
+``# extracted:`` date of a counts template; "unknown", once, for the embedded extracts,
+whose dates are not known.
+
 :func:`cover_html` returns the HTML as a :class:`Cover` string carrying its Typst twin
 (``.typst``), both made from the same fields; :func:`~.render.assemble` puts both in the
 cover's raw cell. The data's provenance per table (:func:`provenance_dict`) and the
@@ -14,13 +19,24 @@ cover's raw cell. The data's provenance per table (:func:`provenance_dict`) and 
 from __future__ import annotations
 
 import html as _html
+import re
 from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
-__all__ = ["UNOFFICIAL", "Cover", "extraction_dates", "cover_html", "provenance_dict", "source_of"]
+__all__ = [
+    "UNOFFICIAL",
+    "Cover",
+    "extraction_dates",
+    "update_dates",
+    "cover_html",
+    "provenance_dict",
+    "provenance_fields",
+    "source_of",
+]
 
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
+_RE_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]|$)")
 
 
 class Cover(str):
@@ -34,14 +50,34 @@ class Cover(str):
         return obj
 
 
+def _day(stamp: Any) -> str:
+    """The date of an ISO 8601 date or time stamp (``2026-11-20T09:12:00Z`` -> ``2026-11-20``); other text as is."""
+    text = str(stamp or "unknown").strip()
+    return text[:10] if _RE_ISO.match(text) else text
+
+
 def extraction_dates(provenance: Mapping[str, Any] | None) -> str:
-    """The data's extraction date(s), e.g. ``"2026-11-20"`` or ``"2026-11-20 (deaths), ..."``."""
-    dates = {t: str(p.get("extracted") or "unknown") for t, p in (provenance or {}).items() if p}
+    """The data's extraction date(s), e.g. ``"2026-11-20"`` or ``"2026-11-20 (deaths); ..."``;
+    ``"unknown"`` once when no table's date is known."""
+    dates = {t: _day(p.get("extracted")) for t, p in (provenance or {}).items() if p}
     if not dates:
         return "unknown"
     if len(set(dates.values())) == 1:
         return next(iter(dates.values()))
     return "; ".join(f"{d} ({t})" for t, d in dates.items())
+
+
+def update_dates(provenance: Mapping[str, Any] | None) -> str:
+    """The publisher's last update of each dataset code the data were read from (a fetched
+    dataset's ``updated`` stamps), oldest first: ``"2025-03-28 (demo_r_d2jan); 2025-09-30
+    (demo_pjan, demo_magec)"``; ``""`` when none is known."""
+    by_day: dict[str, list[str]] = {}
+    for p in (provenance or {}).values():
+        for code, stamp in dict((p or {}).get("updated") or {}).items():
+            codes = by_day.setdefault(_day(stamp), [])
+            if code not in codes:
+                codes.append(code)
+    return "; ".join(f"{d} ({', '.join(codes)})" for d, codes in sorted(by_day.items()))
 
 
 def cover_html(
@@ -70,6 +106,7 @@ def cover_html(
         ("Tool", f"demonoise {__version__}"),
         ("Data", f"{dataset}: {data_status}" if dataset else data_status),
         ("Data extracted", extraction_dates(provenance)),
+        ("Last update by Eurostat", update_dates(provenance)),
         ("Noise settings compared", ", ".join(settings)),
     ]
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(str(v))}</dd>" for k, v in rows if v)
@@ -91,14 +128,21 @@ def cover_html(
 
 
 def provenance_dict(dataset: str) -> dict:
-    """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source and note."""
+    """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source,
+    note and Eurostat's update stamp per code (``updated``; ``{}`` when not known)."""
     from demonoise.io import datasets as reg
 
     if dataset in reg.embedded_names():
         prov = reg.metadata(dataset)["provenance"]
         keys = ("status", "datasets", "extracted", "source", "note")
-        return {t: {k: p.get(k, "") for k in keys} for t, p in prov.items() if p}
-    prov = reg.load(dataset).provenance
+        return {
+            t: {k: p.get(k, "") for k in keys} | {"updated": dict(p.get("updated") or {})} for t, p in prov.items() if p
+        }
+    return provenance_fields(reg.load(dataset).provenance)
+
+
+def provenance_fields(provenance) -> dict:
+    """:func:`provenance_dict`'s fields of a :class:`~demonoise.core.counts.Provenance`."""
     return {
         name: {
             "status": t.status,
@@ -106,8 +150,9 @@ def provenance_dict(dataset: str) -> dict:
             "extracted": t.extracted,
             "source": t.source,
             "note": t.note,
+            "updated": dict(t.updated),
         }
-        for name, t in prov.tables.items()
+        for name, t in provenance.tables.items()
     }
 
 
