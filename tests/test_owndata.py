@@ -43,7 +43,7 @@ def slovenia():
 def si_file(tmp_path, slovenia):
     path = tmp_path / "data" / "si_counts.csv"
     path.parent.mkdir()
-    return write_counts_csv(slovenia, path, comment=f"source: {SOURCE}")
+    return write_counts_csv(slovenia, path, comment=f"source: {SOURCE}\nextracted: 2026-11-30")
 
 
 def _computed(args, out) -> pd.DataFrame:
@@ -68,6 +68,8 @@ def test_a_file_gives_the_embedded_figures_in_compute_and_both_spellings(tmp_pat
     pd.testing.assert_frame_equal(own, alias)
     assert set(own.dataset) == {"si_counts"} and set(embedded.dataset) == {"ess-2023"}
     assert own.data_status.iloc[0].startswith(SOURCE + " (counts file si_counts.csv): population real")
+    prov = reg.load(str(si_file)).provenance  # the file's own comment lines
+    assert {t.source for t in prov.tables.values()} == {SOURCE} and prov.population.extracted == "2026-11-30"
 
 
 def test_calibrate_and_compare_take_a_file_under_either_spelling(tmp_path, si_file):
@@ -112,7 +114,8 @@ def test_datasets_add_registers_packed_and_lists_the_users_provenance(tmp_path, 
         r"si\s+user\s+2023\s+3 regions\s+SURS, own extract \(counts file si_counts.csv\): population real", line
     )
     assert (
-        f"from {si_file.resolve()}" in listing and "deaths: modelled (SURS, own extract; extracted unknown)" in listing
+        f"from {si_file.resolve()}" in listing
+        and "deaths: modelled (SURS, own extract; extracted 2026-11-30)" in listing
     )
     # the registered name gives the figures of the file itself
     by_name = _key(_computed(["compute", "--dataset", "si"], tmp_path / "n.csv"))
@@ -265,3 +268,32 @@ def test_whatif_takes_a_counts_file(tmp_path, si_file, slovenia, monkeypatch):
     direct = headline(what_if(slovenia, "SI03", V=[1.0], indicators=("e",), e_ages=(0,)))
     for _, r in direct.iterrows():
         assert m["e0"][f"{r['sex']} {r['noise']}"]["sd_noise"] == pytest.approx(r["sd_noise"], rel=1e-12)
+
+
+# ----------------------------------------------------------------------------- several years
+def test_a_file_of_several_years_gives_the_embedded_change_and_registers_as_a_panel(tmp_path, own_cache):
+    from demonoise.io.template import write_panel_csv
+
+    path = write_panel_csv(reg.load_panel("be-2015-2023").select(["BE10"]), tmp_path / "brussels.csv.gz")
+    outs = []
+    for ref in (["--dataset", "be-2015-2023", "--regions", "BE10"], ["--dataset", str(path)], ["--counts", str(path)]):
+        out = tmp_path / f"chg{len(outs)}.csv"
+        assert main(["change", *ref, "--from", "2022", "--to", "2023", "--V", "1", "--out", str(out)]) == 0
+        outs.append(pd.read_csv(out))
+    cols = ["change", "sd_noise", "sd_poisson", "mdc_total"]
+    assert len(outs[0]) > 0 and set(outs[1].region) == {"BE10"}
+    for other in outs[1:]:
+        np.testing.assert_allclose(other[cols].to_numpy(float), outs[0][cols].to_numpy(float), rtol=1e-12)
+    info = reg.add("brussels", path)
+    assert info.year == 2023 and "years 2015-2023" in info.details
+    assert reg.years("brussels") == tuple(range(2015, 2024)) and reg.load("brussels").year == 2023
+    np.testing.assert_array_equal(reg.load_panel("brussels").stocks, reg.load_panel(str(path)).stocks)
+
+
+def test_the_overview_block_of_the_params_takes_a_counts_file(si_file):
+    from demonoise.report.batch.params import load_params
+
+    params = si_file.parent / "p.yaml"
+    params.write_text("datasets: {ess-2023: [LU]}\nnoise: [{V: 1}]\noverview: {dataset: si_counts.csv}\n")
+    assert load_params(params).overview.dataset == "si_counts"
+    assert "used by params" in next(d for d in reg.available() if d.name == "si_counts").details[0]

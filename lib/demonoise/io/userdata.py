@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 #: Endings that make a ``--dataset`` value a file rather than a name.
-FILE_SUFFIXES = (".csv", ".csv.gz", ".txt", ".gz")
+FILE_SUFFIXES = (".csv", ".csv.gz")
 #: A registered name: a letter or digit, then letters, digits, ``_``, ``.`` or ``-`` (a file name in the cache).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _SCHEMA = 1
