@@ -294,19 +294,25 @@ def load(name: str) -> Counts:
     holds the counts :func:`~demonoise.io.template.read_counts_csv` reads from the
     CSV, and carry the provenance of their metadata (per-table status, Eurostat
     dataset codes, notes; ``provenance.label`` is the label to show on every page,
-    ``provenance.implications`` what it means for reading results).
+    ``provenance.implications`` what it means for reading results). A registered
+    dataset is read from its packed form in the user cache, a counts file with its
+    provenance (:func:`demonoise.io.userdata.read_file`); both are the last reference
+    year of what they hold.
 
     Raises
     ------
     ParameterError
         Unknown name (the message lists the available names).
+    DataError, FormatError
+        A counts file that does not exist or fails validation (naming file and line), a
+        damaged registration.
     """
+    with _lock:  # embedded and cached datasets only (a user's are memoised by content)
+        if name in _loaded:
+            return _loaded[name]
     kind = _check_name(name)
     if kind in ("user", "file"):
         return userdata.year_counts(_user_panel(name, kind))
-    with _lock:
-        if name in _loaded:
-            return _loaded[name]
     if kind == "cached":
         from demonoise.io.fetch import load_cached
 
@@ -340,12 +346,12 @@ def load_panel(name: str) -> Panel:
     ParameterError
         Unknown name.
     """
-    kind = _check_name(name)
-    if kind in ("user", "file"):
-        return _user_panel(name, kind)
     with _lock:
         if name in _loaded_panels:
             return _loaded_panels[name]
+    kind = _check_name(name)
+    if kind in ("user", "file"):
+        return _user_panel(name, kind)
     if kind == "embedded" and _meta(name).get("years"):
         panel = _load_embedded(name, panel=True)
     else:
