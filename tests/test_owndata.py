@@ -297,3 +297,14 @@ def test_the_overview_block_of_the_params_takes_a_counts_file(si_file):
     params.write_text("datasets: {ess-2023: [LU]}\nnoise: [{V: 1}]\noverview: {dataset: si_counts.csv}\n")
     assert load_params(params).overview.dataset == "si_counts"
     assert "used by params" in next(d for d in reg.available() if d.name == "si_counts").details[0]
+
+
+@pytest.mark.slow
+def test_teaching_takes_a_counts_file_and_skips_the_change_it_has_no_years_for(tmp_path, si_file, monkeypatch):
+    monkeypatch.chdir(si_file.parent)
+    out = tmp_path / "nb"
+    args = ["notebook", "teaching", "-p", "dataset", "si_counts.csv", "-p", "region", "SI03", "-p", "mc", "0"]
+    assert main([*args, "--out-dir", str(out), "--no-pdf"]) == 0
+    text = (out / "teaching-si_counts-SI03-mc0.html").read_text(encoding="utf-8")
+    assert f"{SOURCE} (counts file si_counts.csv)" in text and "SI03 Vzhodna Slovenija" in text
+    assert "No multi-year data for SI03 (parameter <code>change_dataset</code>): section skipped." in text
