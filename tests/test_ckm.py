@@ -34,6 +34,7 @@ from demonoise.analysis.results import results_table
 from demonoise.cli import main
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import life_expectancy
+from demonoise.io.datasets import load
 from demonoise.io.template import read_counts_csv
 from demonoise.noise.models import GenericNoise, PTableNoise
 from demonoise.noise.ptable import build_ptable
@@ -415,8 +416,9 @@ def test_cli_compare_writes_table_and_note(tmp_path, capsys, template):
     code, text, err = run(capsys, "compare", "--counts", TEMPLATE, "--ptable", "v04", "--out", out, "--note", note)
     assert code == 0, err
     df = read_results(out)
-    ref = compare_noise(template, load_ptable("v04"))
+    ref = compare_noise(load(str(TEMPLATE)), load_ptable("v04"))  # the file with the provenance --counts gives it
     pd.testing.assert_frame_equal(df.reset_index(drop=True), ref.reset_index(drop=True), check_dtype=False)
+    assert df["data_status"].iloc[0].startswith("user-supplied (counts file counts_template.csv): population real")
     written = note.read_text()
     assert written.strip() == comparison_note(ref).strip() and written.strip() in text
     assert "BE34 (298k)" in written

@@ -173,7 +173,7 @@ def test_cached_panel_rebuilds_without_network_and_loads_by_name(eurostat, tmp_p
     monkeypatch.setenv("DEMONOISE_CACHE", str(tmp_path))
     datasets.clear_cache()
     try:
-        assert datasets.dataset_years("eurostat-2021-2023-be") == (2021, 2022, 2023)
+        assert datasets.years("eurostat-2021-2023-be") == (2021, 2022, 2023)
         assert datasets.load_panel("eurostat-2021-2023-be").years == (2021, 2022, 2023)
         assert datasets.load("eurostat-2021-2023-be").year == 2023
         row = next(d for d in datasets.available() if d.name == "eurostat-2021-2023-be")

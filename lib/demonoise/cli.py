@@ -2,10 +2,12 @@
 
 ::
 
-    demonoise datasets
+    demonoise datasets [-v]
+    demonoise datasets add NAME FILE [--source TEXT]
+    demonoise datasets remove NAME
     demonoise compute --dataset be-2023 --V 1 5 [--ptable v01 FILE] [--granularity single|5y] [--mc 10000]
                       --out results.parquet
-    demonoise compute --counts my_counts.csv --ptable v01 --out results.csv
+    demonoise compute --dataset my_counts.csv --ptable v01 --out results.csv
     demonoise ptable build --D 3 --V 1 --js 0 [--pstay 0.5] --out ptable.csv [--format transition|eurostat] [--K 100000]
     demonoise ptable show v01|FILE [--V 1]
     demonoise compare --dataset ess-2023 --ptable v01 [--mc 10000] --out comparison.parquet [--note note.md]
@@ -15,6 +17,11 @@
     demonoise notebook whatif|teaching [-p NAME VALUE ...] [--out-dir DIR] [--no-pdf] [--force]
     demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out-dir DIR] [--no-pdf]
     demonoise report --params params/default.yaml [--out-dir output] [--force] [--workers 2] [--no-pdf] [--yes]
+
+One spelling for the data: ``--dataset NAME|FILE`` in every command that reads counts
+(compute, compare, calibrate, change, overview): a dataset name (``demonoise datasets``)
+or a counts template file (docs/csv_template.md). ``--counts FILE``, the former spelling
+of compute, compare and change, is still accepted for this release.
 
 One spelling for outputs: ``--out FILE`` for the commands that write a table (compute,
 compare, calibrate, ptable build), ``--out-dir DIR`` for the commands that write documents
@@ -102,9 +109,18 @@ def _int_option(lo: int, hi: int | None = None, why: str = ""):
 
 # --------------------------------------------------------------------------- commands
 def cmd_datasets(args) -> int:
-    from demonoise.io.datasets import available
+    from demonoise.io import datasets as reg
 
-    rows = available()
+    if args.datasets_command == "add":
+        info = reg.add(args.name, args.file, source=args.source)
+        print(f"{info.name}: {info.regions} regions, {info.year}; {info.label}")
+        print(f"{info.name}: registered ({info.details[0]}); use it as --dataset {info.name}")
+        return 0
+    if args.datasets_command == "remove":
+        reg.remove(args.name)
+        print(f"{args.name}: removed")
+        return 0
+    rows = reg.available()
     if not rows:
         print("no datasets available")
         return 0
@@ -120,23 +136,11 @@ def cmd_datasets(args) -> int:
 
 
 def _load_counts(args):
-    """The counts of ``--dataset NAME`` (a registry name, or a counts template CSV file)
-    or ``--counts FILE``, restricted to ``--countries`` / ``--regions`` / ``--level``."""
-    from demonoise.core.errors import DataError
+    """The counts of ``--dataset NAME|FILE`` (``--counts FILE`` its former spelling),
+    restricted to ``--countries`` / ``--regions`` / ``--level``."""
+    from demonoise.io.datasets import load
 
-    path = getattr(args, "counts", None)
-    if path is None and str(args.dataset).lower().endswith((".csv", ".csv.gz")):
-        path = Path(args.dataset)
-    if path is not None:
-        if not Path(path).is_file():
-            raise DataError("counts file not found", file=str(path))
-        from demonoise.io.template import read_counts_csv
-
-        counts = read_counts_csv(path)
-    else:
-        from demonoise.io.datasets import load
-
-        counts = load(args.dataset)
+    counts = load(args.dataset)
     counts = _select(counts, getattr(args, "regions", None), getattr(args, "countries", None))
     if getattr(args, "level", None) is not None:
         counts = counts.select(level=args.level)
@@ -341,7 +345,15 @@ def cmd_overview(args) -> int:
 
     check_output_dir(args.out_dir)
     t0 = time.perf_counter()
-    options = {"dataset": args.dataset, "V": args.V, "countries": args.countries, "sex": args.sex, "mc": args.mc}
+    from demonoise.io.datasets import as_name
+
+    options = {
+        "dataset": as_name(args.dataset, origin="demonoise overview"),
+        "V": args.V,
+        "countries": args.countries,
+        "sex": args.sex,
+        "mc": args.mc,
+    }
     with _cluster(args) as cluster:
         run = overview_run(options, args.out_dir, store=args.store, force=args.force, cluster=cluster)
         r = render_further(run, pdf=not args.no_pdf, force=args.force, cluster=cluster)
@@ -685,20 +697,12 @@ def cmd_change(args) -> int:
     from demonoise.analysis.change import change_table
     from demonoise.analysis.compute import check_table_path, noise_settings, write_results
     from demonoise.core.atomic import check_output_file
-    from demonoise.core.errors import DataError
     from demonoise.runtime import budget
 
     check_output_file(check_table_path(args.out))
-    if args.counts is not None:
-        if not Path(args.counts).is_file():
-            raise DataError("counts file not found", file=str(args.counts))
-        from demonoise.io.template import read_panel_csv
+    from demonoise.io.datasets import load_panel
 
-        panel = read_panel_csv(args.counts)
-    else:
-        from demonoise.io.datasets import load_panel
-
-        panel = load_panel(args.dataset)
+    panel = load_panel(args.dataset)
     if args.regions or args.countries:
         codes = args.regions or [c for c in panel.codes if c[:2] in set(args.countries)]
         panel = panel.select(codes)
@@ -736,8 +740,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"demonoise {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = _command(sub, cmd_datasets, "list the available datasets (embedded and cached) with their provenance")
+    s = _command(
+        sub, cmd_datasets, "list the available datasets (embedded, registered, cached) with their provenance; add one"
+    )
     s.add_argument("-v", "--verbose", action="store_true", help="show provenance details")
+    s.set_defaults(datasets_command=None)
+    dsub = s.add_subparsers(dest="datasets_command")
+    a = dsub.add_parser("add", help="register a counts file by name (validated once, packed into the user cache)")
+    a.add_argument("name", help="the name --dataset will take (letters, digits, '_', '.', '-')")
+    a.add_argument("file", type=Path, help="counts template file (docs/csv_template.md)")
+    a.add_argument("--source", default=None, help="who published the counts (default: the file's '# source:' line)")
+    a = dsub.add_parser("remove", help="remove a registered dataset from the user cache")
+    a.add_argument("name")
 
     s = _command(sub, cmd_compute, "analytic error propagation (+ Monte Carlo) -> tidy results table")
     _data_args(s)
@@ -917,9 +931,7 @@ def build_parser() -> argparse.ArgumentParser:
     _yes_arg(s, "a Monte Carlo estimated above 30 minutes")
 
     s = _command(sub, cmd_calibrate, "largest noise variance V keeping the noise admixture below thresholds -> table")
-    s.add_argument(
-        "--dataset", required=True, help="dataset name (see `demonoise datasets`) or a counts template CSV file"
-    )
+    _data_args(s)
     s.add_argument(
         "--thresholds",
         nargs="+",
@@ -975,9 +987,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_overview,
         "the Europe overview report: every NUTS 2 region, the V's side by side -> DIR/overview.html (+ PDF)",
     )
-    s.add_argument(
-        "--dataset", default="ess-2023", help="dataset name (default ess-2023, the Europe-wide demonstration set)"
-    )
+    _data_args(s, default="ess-2023")
     s.add_argument(
         "--V", nargs="+", type=_variance, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)"
     )
@@ -1041,12 +1051,21 @@ def _table_out_arg(s) -> None:
     )
 
 
-def _data_args(s):
-    g = s.add_mutually_exclusive_group(required=True)
-    g.add_argument("--dataset", help="dataset name (see `demonoise datasets`)")
+def _data_args(s, default: str | None = None) -> None:
+    """``--dataset NAME|FILE`` (required unless ``default``), with ``--counts FILE``, its
+    former spelling, as an alias for this release."""
+    g = s.add_mutually_exclusive_group(required=default is None)
     g.add_argument(
-        "--counts", type=Path, metavar="FILE", help="counts in the CSV template layout (docs/csv_template.md)"
+        "--dataset",
+        metavar="NAME|FILE",
+        help="a dataset name (see `demonoise datasets`) or a counts template file (docs/csv_template.md)"
+        + (f"; default {default}" if default else ""),
     )
+    g.add_argument(
+        "--counts", dest="dataset", metavar="FILE", help="former spelling of --dataset FILE (accepted for this release)"
+    )
+    if default is not None:
+        s.set_defaults(dataset=default)
 
 
 def _noise_args(s) -> None:

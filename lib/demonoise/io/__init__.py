@@ -8,7 +8,10 @@ Layer 2. Imports only the data model (:mod:`demonoise.core`).
 * :mod:`demonoise.io.nuts` -- :func:`nuts_region`, :func:`nuts_codes`
 * :mod:`demonoise.io.template` -- :func:`read_counts_csv`, :func:`write_counts_csv`
 * :mod:`demonoise.io.datasets` -- the dataset registry (``available``, ``load``) of the
-  embedded datasets ``be-2023`` and ``ess-2023``
+  embedded datasets ``be-2023`` and ``ess-2023``, the fetched ones and the user's; every
+  function takes ``NAME|FILE``
+* :mod:`demonoise.io.userdata` -- a user's counts file read with its provenance, or registered
+  by name (packed in the user cache: ``demonoise datasets add NAME FILE``)
 * :mod:`demonoise.io.ptable_files` -- p-table files (Eurostat's census format, R ptable's layout)
 * :mod:`demonoise.io.fetch` -- ``fetch_counts``: real Eurostat counts for a year, in named steps over
   :mod:`~demonoise.io.options` (``FetchOptions``), :mod:`~demonoise.io.http` (the client),

@@ -23,6 +23,16 @@ Two kinds of dataset answer to ``--dataset NAME``:
 * **cached** -- downloaded from Eurostat's API and kept in the local cache
   (:mod:`demonoise.io.fetch`, wired in where marked below).
 
+* **user** -- a user's counts file registered by name with :func:`add` (``demonoise
+  datasets add NAME FILE``): validated once, packed into the user cache, listed with the
+  provenance the user gave it (:mod:`demonoise.io.userdata`).
+
+A counts template file answers wherever a name does: every function here that takes a
+dataset takes ``NAME|FILE`` (a value that ends in ``.csv``/``.csv.gz``, holds a path
+separator or names an existing file is a file; a relative path is relative to the
+working directory, or to ``base`` in :func:`resolve`). Its dataset name is the file name
+without extension (:func:`name_of`), its provenance the user's (:func:`demonoise.io.userdata.read_file`).
+
 Loading an embedded dataset
 ---------------------------
 :func:`load` reads the packed ``<name>.npz`` (tens of milliseconds instead of the
@@ -61,6 +71,7 @@ from pathlib import Path
 
 from demonoise.core.counts import Counts, Panel, Provenance, TableProvenance
 from demonoise.core.errors import DataError, OutputError, ParameterError
+from demonoise.io import userdata
 from demonoise.io.packed import read_packed, read_packed_panel, write_packed, write_packed_panel
 from demonoise.io.template import read_counts_csv, read_panel_csv
 
@@ -72,9 +83,15 @@ __all__ = [
     "metadata",
     "load",
     "load_panel",
-    "dataset_years",
     "fingerprint",
     "clear_cache",
+    "add",
+    "remove",
+    "resolve",
+    "name_of",
+    "years",
+    "use_file",
+    "as_name",
 ]
 
 #: Folder of the embedded datasets inside the package.
@@ -89,7 +106,7 @@ class DatasetInfo:
     ----------
     name : str
         The name ``--dataset`` takes.
-    kind : {"embedded", "cached"}
+    kind : {"embedded", "cached", "user"}
     year : int
         Reference year ``t`` (deaths and births of ``t``, population on 1 January of
         ``t`` and ``t + 1``).
@@ -208,14 +225,32 @@ def _embedded_info(name: str) -> DatasetInfo:
 
 
 def available() -> list[DatasetInfo]:
-    """Every dataset ``--dataset`` accepts: the embedded ones, then the cached ones."""
+    """Every dataset ``--dataset`` accepts by name: the embedded ones, the registered
+    ones (:func:`add`), then the cached ones."""
     out = [_embedded_info(n) for n in embedded_names()]
+    out += [_user_info(n) for n in userdata.registered_names() if n not in embedded_names()]
     out += [
         DatasetInfo(d["name"], "cached", int(d["year"]), int(d["regions"]), d["label"], list(d.get("details", [])))
         for d in _cached()
         if d["name"] not in embedded_names()
     ]
     return out
+
+
+def _user_info(name: str) -> DatasetInfo:
+    m = userdata.registration(name)
+    origin = f"; {m['origin']}" if m.get("origin") else ""
+    details = [
+        f"registered {m.get('added', '?')} from {m.get('file', '?')} (sha256 {m.get('file_sha256', '')[:16]}){origin}"
+    ]
+    details += [
+        f"{t}: {p['status']} ({p.get('source', '')}; extracted {p.get('extracted', 'unknown')})"
+        for t, p in m.get("provenance", {}).items()
+    ]
+    years = m.get("years") or [m["year"]]
+    if len(years) > 1:
+        details.append(f"years {years[0]}-{years[-1]}")
+    return DatasetInfo(name, "user", int(m["year"]), int(m["regions"]), m.get("label", ""), details)
 
 
 def _cached() -> list[dict]:
@@ -226,17 +261,23 @@ def _cached() -> list[dict]:
 
 
 def _check_name(name: str) -> str:
-    """``"embedded"`` or ``"cached"``; unknown names raise, listing what is available."""
+    """``"embedded"``, ``"user"``, ``"cached"`` or ``"file"``; unknown names raise, listing
+    what is available."""
     names = embedded_names()
     if name in names:
         return "embedded"
+    user = userdata.registered_names()
+    if name in user:
+        return "user"
     cached = [d["name"] for d in _cached()]
     if name in cached:
         return "cached"
+    if userdata.looks_like_file(name):
+        return "file"
     hint = " -- real Eurostat data: run `demonoise fetch --year YEAR` first" if name.startswith("eurostat-") else ""
     raise ParameterError(
-        f"unknown dataset {name!r}; available: {', '.join(list(names) + cached) or 'none'} "
-        f"(see `demonoise datasets`){hint}"
+        f"unknown dataset {name!r}; available: {', '.join(list(names) + user + cached) or 'none'}, "
+        f"or a counts file (see `demonoise datasets`){hint}"
     )
 
 
@@ -245,24 +286,34 @@ _loaded: dict[str, Counts] = {}
 
 
 def load(name: str) -> Counts:
-    """The :class:`~demonoise.core.counts.Counts` of dataset ``name`` (memoised per process).
+    """The :class:`~demonoise.core.counts.Counts` of dataset ``name`` (memoised per process):
+    a name, or a counts file (its last reference year; module notes).
 
     Embedded datasets are read from their packed form (checked against the CSV and
     the JSON; the module notes say what happens when it does not check out), which
     holds the counts :func:`~demonoise.io.template.read_counts_csv` reads from the
     CSV, and carry the provenance of their metadata (per-table status, Eurostat
     dataset codes, notes; ``provenance.label`` is the label to show on every page,
-    ``provenance.implications`` what it means for reading results).
+    ``provenance.implications`` what it means for reading results). A registered
+    dataset is read from its packed form in the user cache, a counts file with its
+    provenance (:func:`demonoise.io.userdata.read_file`); both are the last reference
+    year of what they hold.
 
     Raises
     ------
     ParameterError
         Unknown name (the message lists the available names).
+    DataError, FormatError
+        A counts file that does not exist or fails validation (naming file and line), a
+        damaged registration.
     """
-    with _lock:
+    with _lock:  # embedded and cached datasets only (a user's are memoised by content)
         if name in _loaded:
             return _loaded[name]
-    if _check_name(name) == "cached":
+    kind = _check_name(name)
+    if kind in ("user", "file"):
+        return userdata.year_counts(_user_panel(name, kind))
+    if kind == "cached":
         from demonoise.io.fetch import load_cached
 
         counts = load_cached(name)
@@ -300,6 +351,8 @@ def load_panel(name: str) -> Panel:
         if name in _loaded_panels:
             return _loaded_panels[name]
     kind = _check_name(name)
+    if kind in ("user", "file"):
+        return _user_panel(name, kind)
     if kind == "embedded" and _meta(name).get("years"):
         panel = _load_embedded(name, panel=True)
     elif kind == "cached":
@@ -312,14 +365,31 @@ def load_panel(name: str) -> Panel:
         return _loaded_panels.setdefault(name, panel)
 
 
-def dataset_years(name: str) -> tuple[int, ...]:
-    """The reference years dataset ``name`` holds (one for a single-year dataset), from its
-    metadata or manifest, without loading it. ParameterError for an unknown name."""
-    if _check_name(name) == "embedded":
-        m = _meta(name)
-        return tuple(int(y) for y in m.get("years") or [m["year"]])
-    d = next(d for d in _cached() if d["name"] == name)
-    return tuple(d["years"])
+_user_panels: dict[tuple, Panel] = {}
+
+
+def _user_key(ref: str, kind: str) -> tuple:
+    """What a user dataset's memo is keyed by: the registration's content digest, or the
+    file's path, size and modification time (an edited file is read again)."""
+    if kind == "user":
+        return ("user", ref, userdata.registration(ref).get("content_sha256"))
+    path = Path(ref).resolve()
+    try:
+        st = path.stat()
+    except OSError:
+        raise DataError("counts file not found", file=str(ref)) from None
+    return ("file", str(path), st.st_size, st.st_mtime_ns)
+
+
+def _user_panel(ref: str, kind: str) -> Panel:
+    """A registered dataset (from its packed form) or a counts file (read and validated), memoised."""
+    key = _user_key(ref, kind)
+    with _lock:
+        if key in _user_panels:
+            return _user_panels[key]
+    panel = userdata.load_registered(ref) if kind == "user" else userdata.read_file(ref)
+    with _lock:
+        return _user_panels.setdefault(key, panel)
 
 
 def _say(name: str, msg: str) -> None:
@@ -389,9 +459,12 @@ def _packed_cache_path(name: str, csv_sha: str) -> Path:
 def fingerprint(name: str) -> str:
     """A short hash that changes when the dataset's content changes (sha256 of the
     embedded file, or of a cached fetch's manifest) -- for up-to-date checks of outputs."""
-    import hashlib
-
-    if _check_name(name) == "cached":
+    kind = _check_name(name)
+    if kind == "user":
+        return str(userdata.registration(name)["content_sha256"])[:16]
+    if kind == "file":
+        return hashlib.sha256(Path(name).read_bytes()).hexdigest()[:16]
+    if kind == "cached":
         from demonoise.io.fetch import cache_root
 
         path = cache_root() / "datasets" / f"{name}.json"
@@ -405,4 +478,137 @@ def clear_cache() -> None:
     with _lock:
         _loaded.clear()
         _loaded_panels.clear()
+        _user_panels.clear()
     _meta.cache_clear()
+
+
+# ----------------------------------------------------------------------------- own data
+def name_of(ref: str) -> str:
+    """The dataset name of ``NAME|FILE``: the name itself, or a file's name without extension
+    (never raises: an unknown name is returned as it is)."""
+    ref = str(ref)
+    known = ref in embedded_names() or ref in userdata.registered_names()
+    return userdata.file_name(ref) if not known and userdata.looks_like_file(ref) else ref
+
+
+def resolve(ref: str, base: str | Path | None = None) -> str:
+    """``NAME|FILE`` as it can be passed to another process: a known name unchanged, a
+    counts file as its absolute path (a relative one taken relative to ``base``, default
+    the working directory).
+
+    Raises
+    ------
+    ParameterError
+        Neither a known name nor a file (listing the available names).
+    DataError
+        A file that does not exist (naming it).
+    """
+    ref = str(ref)
+    if _check_name(ref) != "file":
+        return ref
+    path = Path(ref).expanduser()
+    if not path.is_absolute() and base is not None:
+        path = Path(base) / path
+    if not path.is_file():
+        raise DataError("counts file not found", file=str(path))
+    return str(path.resolve())
+
+
+def years(ref: str) -> tuple[int, ...]:
+    """The reference years of ``NAME|FILE`` (an embedded one's from its metadata, without loading it)."""
+    kind = _check_name(ref)
+    if kind == "embedded":
+        m = _meta(ref)
+        return tuple(int(y) for y in (m.get("years") or [m["year"]]))
+    if kind == "user":
+        m = userdata.registration(ref)
+        return tuple(int(y) for y in (m.get("years") or [m["year"]]))
+    if kind == "cached":
+        d = next(d for d in _cached() if d["name"] == ref)
+        return tuple(int(y) for y in d.get("years") or [d["year"]])
+    return tuple(load_panel(ref).years)
+
+
+def add(
+    name: str, file: str | Path, *, source: str | None = None, origin: str = "demonoise datasets add"
+) -> DatasetInfo:
+    """Register a counts file as dataset ``name`` in the user cache (validated once, packed;
+    :func:`demonoise.io.userdata.register`); ``name`` then loads like an embedded dataset.
+
+    Raises
+    ------
+    ParameterError
+        A name not allowed, or one of an embedded or fetched dataset.
+    DataError, FormatError
+        The file does not exist or fails validation (naming file and line).
+    """
+    userdata.register(name, file, source=source, taken=embedded_names() + [d["name"] for d in _cached()], origin=origin)
+    return _user_info(name)
+
+
+def remove(name: str) -> None:
+    """Remove a dataset registered with :func:`add` (an embedded one cannot be removed).
+
+    Raises
+    ------
+    ParameterError
+        ``name`` is embedded, fetched, or not registered.
+    """
+    if name in embedded_names():
+        raise ParameterError(f"dataset {name!r} is shipped with demonoise and cannot be removed")
+    userdata.unregister(name)
+
+
+#: How :func:`use_file` marks the registrations it makes (they may be replaced; those of :func:`add` not).
+USED_BY = "used by "
+
+
+def use_file(path: str | Path, *, origin: str) -> str:
+    """The name under which a counts file given to a report or the overview is used: its
+    :func:`name_of`, registered (:func:`add`) unless already registered from the same file
+    with the same content -- so that every process of the batch (notebooks, Dask workers)
+    loads it by name, and its results are stored under that name.
+
+    Parameters
+    ----------
+    path : str or Path
+        The counts file.
+    origin : str
+        What uses it (recorded in the registration: ``used by <origin>``).
+
+    Raises
+    ------
+    ParameterError
+        The file's name is that of an embedded or fetched dataset, or of a dataset
+        registered with ``demonoise datasets add`` from another file (rename the file, or
+        name the registered dataset).
+    DataError, FormatError
+        As :func:`add`.
+    """
+    path = Path(path).resolve()
+    name = userdata.file_name(path)
+    if name in userdata.registered_names():
+        m = userdata.registration(name)
+        same = m.get("file") == str(path)
+        if not same and not str(m.get("origin", "")).startswith(USED_BY):
+            raise ParameterError(
+                f"counts file {path}: its name {name!r} is a dataset registered from {m.get('file')}; "
+                f"rename the file, or write {name} to use the registered one"
+            )
+        if same and m.get("file_sha256") == userdata.file_sha256(path):
+            return name
+    add(name, path, origin=USED_BY + origin)
+    return name
+
+
+def as_name(ref: str, base: str | Path | None = None, *, origin: str) -> str:
+    """``NAME|FILE`` as a dataset name: a name unchanged, a counts file (relative to
+    ``base``, default the working directory) registered under its file name
+    (:func:`use_file`). What the report batch and the overview store their results under.
+
+    Raises
+    ------
+    As :func:`resolve` and :func:`use_file`.
+    """
+    ref = resolve(ref, base)
+    return use_file(ref, origin=origin) if _check_name(ref) == "file" else ref

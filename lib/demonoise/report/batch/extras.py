@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from demonoise.core.errors import ReportError
+from demonoise.io.datasets import name_of, resolve
 from demonoise.report.batch.contract import check_known
 from demonoise.report.batch.execute import DEFAULT_KERNEL, Job, run_jobs
 from demonoise.report.document.assemble import (
@@ -87,7 +88,8 @@ def _value_tag(v: Any) -> str:
 def scenario_name(name: str, parameters: Mapping[str, Any]) -> str:
     """File stem of an extra notebook run: its name and parameters, e.g.
     ``whatif-BE34-V1-3-scale4`` (dataset and region first, without their parameter's name)."""
-    parts = [name] + [_value_tag(parameters[k]) for k in ("dataset", "region") if k in parameters]
+    first = {**parameters, "dataset": name_of(parameters["dataset"])} if "dataset" in parameters else parameters
+    parts = [name] + [_value_tag(first[k]) for k in ("dataset", "region") if k in first]
     parts += [f"{k}{_value_tag(v)}" for k, v in sorted(parameters.items()) if k not in ("dataset", "region")]
     return re.sub(r"[^A-Za-z0-9_.-]+", "", "-".join(parts))[:120]
 
@@ -110,7 +112,7 @@ def extra_run(
         (naming it and listing the known ones).
     """
     src = find_notebook(name, notebook_dir)
-    params = dict(parameters or {})
+    params = {k: resolve(v) if k in ("dataset", "change_dataset") and v else v for k, v in (parameters or {}).items()}
     check_known(src, params, name)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ The schema (``params/default.yaml`` is an example)::
     datasets:                   # dataset -> its countries, or "all"
       ess-2023: [FI, FR, LU, MT]
       be-2023: [BE]
+      my_counts.csv: all        # a counts file, relative to this params file (docs/csv_template.md)
     noise:                      # the settings compared side by side
       - {V: 1}                  # generic model, variance V (> 0; its sd is sqrt(V))
       - {V: 5}
@@ -35,6 +36,12 @@ pydantic alone validates: every key is a field of :class:`ReportParams` (``datas
 A p-table file is read when the params are (a malformed one, or a counts file, fails then,
 naming the key and the file); ``V``, ``mc`` and ``seed`` written as ``1e3``, which YAML 1.1
 reads as text, are numbers; a publisher's ``date`` must be an ISO date.
+
+A counts file in ``datasets:`` (or as the overview's ``dataset``, or an extra notebook's
+``dataset``), relative to the params file, is read and validated when the params are and
+used under its file name (:func:`demonoise.io.datasets.as_name`: registered in the user
+cache, so that every process of the batch loads it by that name); the reports say whose
+data it is (the provenance the file gives, :mod:`demonoise.io.userdata`).
 """
 
 from __future__ import annotations
@@ -252,13 +259,8 @@ class Overview(_Strict):
 
     @field_validator("dataset")
     @classmethod
-    def _known(cls, d):
-        from demonoise.io import datasets as reg
-
-        names = [x.name for x in reg.available()]
-        if d not in names:
-            raise ValueError(f"unknown dataset {d!r}; available: {', '.join(names)}")
-        return d
+    def _known(cls, d, info: ValidationInfo):
+        return _dataset_name(d, info)
 
 
 #: Most Monte Carlo replicates accepted (as ``demonoise compute --mc``; a check needs 10^3 to 10^5).
@@ -316,8 +318,8 @@ class ReportParams(_Strict):
 
     @field_validator("selections", mode="before")
     @classmethod
-    def _datasets(cls, ds):
-        return _selections(ds)
+    def _datasets(cls, ds, info: ValidationInfo):
+        return _selections(ds, info)
 
     @field_validator("settings", mode="before")
     @classmethod
@@ -338,8 +340,8 @@ class ReportParams(_Strict):
 
     @field_validator("extras", mode="before")
     @classmethod
-    def _extra_notebooks(cls, ex):
-        return _extras(ex)
+    def _extra_notebooks(cls, ex, info: ValidationInfo):
+        return _extras(ex, info)
 
     @field_validator("pdf", mode="before")
     @classmethod
@@ -462,23 +464,32 @@ def _old_noise(data: dict) -> tuple[list, str | None]:
     return settings, f"the old form `V: {data['V']}` with `noise: generic` is read as `{new}`; write that instead"
 
 
-def _selections(ds) -> list[dict]:
-    """Datasets and countries, checked against the registry (names the bad one)."""
+def _base(info: ValidationInfo) -> Path | None:
+    """The folder of the params file (the context's ``source``): relative counts files are read from there."""
+    source = (info.context or {}).get("source")
+    return Path(source).parent if source else None
+
+
+def _dataset_name(ref, info: ValidationInfo) -> str:
+    """A dataset name, or a counts file relative to the params file used under its file name
+    (:func:`demonoise.io.datasets.as_name`); unknown names and bad files in one line."""
+    from demonoise.core.errors import DemonoiseError
     from demonoise.io import datasets as reg
 
+    source = (info.context or {}).get("source") or "params"
+    try:
+        return reg.as_name(str(ref), _base(info), origin=f"params {source}")
+    except DemonoiseError as e:
+        raise ValueError(str(e)) from None
+
+
+def _selections(ds, info: ValidationInfo) -> list[dict]:
+    """Datasets (names or counts files) and countries, checked against the registry (names the bad one)."""
     if not ds or not isinstance(ds, Mapping):
         raise ValueError("map each dataset to its countries, e.g. {ess-2023: [FI, LU]} or {ess-2023: all}")
-    names = [d.name for d in reg.available()]
     out = []
-    for name, countries in ds.items():
-        name = str(name)
-        if name not in names:
-            hint = (
-                " -- real Eurostat data: run `demonoise fetch --year YEAR` first"
-                if name.startswith("eurostat-")
-                else ""
-            )
-            raise ValueError(f"unknown dataset {name!r}; available: {', '.join(names) or 'none'}{hint}")
+    for ref, countries in ds.items():
+        name = _dataset_name(ref, info)
         out.append({"dataset": name, "countries": _countries(name, countries)})
     return out
 
@@ -530,7 +541,7 @@ def _overview(ov):
     return ov
 
 
-def _extras(ex) -> tuple:
+def _extras(ex, info: ValidationInfo) -> tuple:
     items = list(ex.items()) if isinstance(ex, Mapping) else [(e, {}) for e in _as_list(ex or [])]
     out = []
     for name, opts in items:
@@ -538,9 +549,27 @@ def _extras(ex) -> tuple:
             raise ValueError(f"unknown extra notebook {name!r}; choose from {', '.join(EXTRAS)}")
         if not isinstance(opts or {}, Mapping):
             raise ValueError(f".{name}: its parameters must be a mapping, got {opts!r}")
-        frozen = tuple(sorted((str(k), tuple(v) if isinstance(v, list) else v) for k, v in (opts or {}).items()))
+        opts = {k: _data_file(v, info) if k in _DATA_PARAMETERS else v for k, v in (opts or {}).items()}
+        frozen = tuple(sorted((str(k), tuple(v) if isinstance(v, list) else v) for k, v in opts.items()))
         out.append((str(name), frozen))
     return tuple(out)
+
+
+#: Parameters of the extra notebooks that name a dataset (a counts file among them is relative to the params file).
+_DATA_PARAMETERS = ("dataset", "change_dataset")
+
+
+def _data_file(ref, info: ValidationInfo):
+    """An extra notebook's dataset: a counts file as its absolute path (relative to the params file)."""
+    from demonoise.core.errors import DemonoiseError
+    from demonoise.io import datasets as reg
+
+    if not ref:
+        return ref
+    try:
+        return reg.resolve(str(ref), _base(info))
+    except DemonoiseError as e:
+        raise ValueError(str(e)) from None
 
 
 def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:

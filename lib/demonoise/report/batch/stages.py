@@ -212,7 +212,7 @@ def _multi_year(dataset: str) -> bool:
     chapter "Change since the previous year")."""
     from demonoise.io import datasets as reg
 
-    return len(reg.dataset_years(dataset)) >= 2
+    return len(reg.years(dataset)) >= 2
 
 
 def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None:

@@ -716,8 +716,10 @@ def run_parameters(
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
-    """Per table: status, Eurostat datasets, extraction date and the provenance note
+    """Per table: status, source datasets, extraction date and the provenance note
     (how modelled values were made, fallbacks), for the cover."""
+    from demonoise.report.document.cover import source_of
+
     rows = []
     for table, p in (provenance or {}).items():
         if not p:
@@ -726,16 +728,16 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
             {
                 "table": table,
                 "status": p.get("status", ""),
-                "Eurostat datasets": ", ".join(p.get("datasets", ()) or ()),
+                "datasets": ", ".join(p.get("datasets", ()) or ()),
                 "extracted": p.get("extracted") or "unknown",
                 "note": p.get("note", ""),
             }
         )
-    frame = pd.DataFrame(rows, columns=["table", "status", "Eurostat datasets", "extracted", "note"])
+    frame = pd.DataFrame(rows, columns=["table", "status", "datasets", "extracted", "note"])
     return HtmlTable(
         frame,
         frame,
-        caption="Data provenance (Source: Eurostat)",
+        caption=f"Data provenance (Source: {source_of(provenance or {})})",
         note="" if rows else "No provenance details were passed.",
     )
 

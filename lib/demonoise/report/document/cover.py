@@ -157,6 +157,13 @@ def provenance_fields(provenance) -> dict:
 
 
 def source_of(provenance: Mapping[str, Any]) -> str:
-    """``"Eurostat (demo_r_d2jan, demo_r_magec, ...)"``: the Source line of every figure."""
-    codes = sorted({c for p in provenance.values() for c in (p.get("datasets") or [])})
+    """``"Eurostat (demo_r_d2jan, demo_r_magec, ...)"``: the Source line of every figure; the
+    publisher the tables name when it is not Eurostat (a user's counts file: its ``# source:``
+    line, else ``user-supplied``)."""
+    codes = sorted({c for p in provenance.values() if p for c in (p.get("datasets") or [])})
+    others = sorted(
+        {str(p["source"]) for p in provenance.values() if p and p.get("source") not in (None, "", "Eurostat")}
+    )
+    if others:
+        return "; ".join(others) + (f" ({', '.join(codes)})" if codes else "")
     return f"Eurostat ({', '.join(codes)})" if codes else "Eurostat"
