@@ -56,7 +56,8 @@ def lu(tmp_path_factory):
 
 def test_one_report_per_country_with_its_data(lu):
     out = lu["out"]
-    assert sorted(p.name for p in (out / "reports" / "ess-2023").iterdir()) == ["LU-data", "LU.html", "LU.pdf"]
+    listed = sorted(p.name for p in (out / "reports" / "ess-2023").iterdir())
+    assert listed == ["LU-data", "LU-data.zip", "LU.html", "LU.pdf"]
     assert lu["o"].files and all(p.is_file() and p.suffix == ".csv" for p in lu["o"].files)
     assert not no_tmp_files(out)
     # chapter = indicator, subsection = setting; order: main points, evidence, comparison, calibration, method
