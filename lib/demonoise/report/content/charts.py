@@ -616,7 +616,10 @@ def uncertainty_vs_population(
         .mark_text(align="left", dx=6, dy=-6, fontSize=9, color=TOTAL_COLOUR)
         .encode(x=x, y=y, text="region_label:N")
     )
-    note = "; ".join(f"{b} (rings) lies on {a}" for b, a in rings.items())
+    note = "; ".join(
+        f"{b.removeprefix('noise, ')} (rings) lies on {a.removeprefix('noise, ')} in most regions"
+        for b, a in rings.items()
+    )
     return alt.layer(points, labels).properties(width=width, height=height, title=_title(title or "", note or None))
 
 
