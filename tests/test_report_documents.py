@@ -56,7 +56,8 @@ def lu(tmp_path_factory):
 
 def test_one_report_per_country_with_its_data(lu):
     out = lu["out"]
-    assert sorted(p.name for p in (out / "reports" / "ess-2023").iterdir()) == ["LU-data", "LU.html", "LU.pdf"]
+    listed = sorted(p.name for p in (out / "reports" / "ess-2023").iterdir())
+    assert listed == ["LU-data", "LU-data.zip", "LU.html", "LU.pdf"]
     assert lu["o"].files and all(p.is_file() and p.suffix == ".csv" for p in lu["o"].files)
     assert not no_tmp_files(out)
     # chapter = indicator, subsection = setting; order: main points, evidence, comparison, calibration, method
@@ -211,7 +212,7 @@ def test_pdf_bookmarks_contents_page_numbers_and_cover(lu):
     assert pdf_fonts(lu["o"].pdf) >= {"DejaVuSans", "DejaVuSans-Bold"}
     links = pdf_links(lu["o"].pdf)
     assert len(links) > 20 and all((lu["o"].html.parent / u).is_file() for u in links)
-    assert all(u.startswith("LU-data/") for u in links)
+    assert all(u.startswith("LU-data/") for u in links[1:]) and links[0] == "LU-data.zip"  # the cover's first
 
 
 def test_without_a_publisher_the_cover_says_so(tmp_path):

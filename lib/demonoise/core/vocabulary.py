@@ -25,7 +25,10 @@ Admixture classes
 The noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` is the share by which noise
 widens the Poisson uncertainty. Its class boundaries are ``A_SMALL = 0.10`` (noise adds
 less than a tenth) and ``A_EQUAL = sqrt(2) - 1 = 0.414`` (noise variance equals the
-Poisson variance); see ``docs/design.md``, section "Admixture".
+Poisson variance); see ``docs/design.md``, section "Admixture". A table that colours an
+admixture by its class prints it with the decimals of :func:`admixture_decimals`, so that
+the figure a reader sees falls in the class its colour shows (9.77 % is printed 9.8, not
+10, which would read as the next class).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ __all__ = [
     "ADMIXTURE_CLASSES",
     "AdmixtureClass",
     "admixture_class",
+    "admixture_decimals",
     "SMALL_EVENTS",
     "Z_BOUND",
     "SETTING_PALETTE",
@@ -186,6 +190,40 @@ def admixture_class(A: float) -> AdmixtureClass | None:
         if c.lower <= A < c.upper:
             return c
     return ADMIXTURE_CLASSES[-1]
+
+
+def admixture_decimals(A: float, decimals: int, *, most: int = 6) -> int:
+    """The decimals to print the admixture ``A`` (a fraction) with, in per cent.
+
+    Parameters
+    ----------
+    A : float
+        The admixture.
+    decimals : int
+        The decimals the table would use (e.g. its column's).
+    most : int
+        Never more decimals than this.
+
+    Returns
+    -------
+    int
+        ``decimals``, or more where the figure rounded to ``decimals`` would fall in
+        another class than ``A`` or on a class boundary that ``A`` is not on: 9.77 % with
+        0 decimals would print 10 (the next class, and the threshold itself), so 1
+        (9.8); 10.24 % gives 1 (10.2); 41.43 % gives 2 (41.43, above sqrt(2) - 1 =
+        41.42 %). A missing or infinite ``A`` gives ``decimals``.
+    """
+    if A is None or not math.isfinite(float(A)):
+        return decimals
+    pct = 100.0 * float(A)
+    own = admixture_class(A)
+    bounds = {100.0 * b for c in ADMIXTURE_CLASSES for b in (c.lower, c.upper) if math.isfinite(b) and b > 0}
+    for k in range(decimals, max(decimals, most) + 1):
+        shown = round(pct, k)
+        on_bound = any(math.isclose(shown, b, rel_tol=1e-12) for b in bounds)
+        if admixture_class(shown / 100.0) is own and (not on_bound or math.isclose(shown, pct, rel_tol=1e-12)):
+            return k
+    return max(decimals, most)
 
 
 # ------------------------------------------------------------------------ colours

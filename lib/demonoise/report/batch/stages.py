@@ -565,6 +565,7 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
         Chapter,
         Section,
         assemble,
+        data_zip_name,
         load_notebook,
         read_metrics,
         split_sections,
@@ -593,6 +594,7 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
         settings=[s.label for s in state.params.settings],
         dataset=report.dataset,
         index_href="../../index.html",
+        data_zip=data_zip_name(report.html(out)),
     )
     change = [Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
     nb = assemble(
@@ -684,21 +686,23 @@ def _render_task(nb: bytes, html_name: str, pdf: bool) -> dict:
 
 
 def _write_rendered(out: dict, html: Path, pdf: Path | None):
-    """Write what a rendering task returned (atomically, the CSV files first, as
+    """Write what a rendering task returned (atomically, the CSV files and their zip first, as
     :func:`~demonoise.report.document.assemble.render_document` does); its result with the paths here. A PDF that
     could not be made removes a stale one."""
     import dataclasses
 
     from demonoise.core.atomic import atomic_write_bytes
+    from demonoise.report.document.assemble import write_data_zip
 
     files = tuple(atomic_write_bytes(html.parent / rel, data) for rel, data in sorted(out["files"].items()))
+    archive = write_data_zip(html, files)
     atomic_write_bytes(html, out["html"])
     pdf_path = None
     if pdf is not None and out["pdf"] is not None:
         pdf_path = atomic_write_bytes(pdf, out["pdf"])
     elif pdf is not None:
         pdf.unlink(missing_ok=True)
-    return dataclasses.replace(out["result"], html=html, pdf=pdf_path, files=files)
+    return dataclasses.replace(out["result"], html=html, pdf=pdf_path, files=files, archive=archive)
 
 
 def _render_key(nb_path: Path, pdf: bool) -> str:

@@ -49,6 +49,9 @@ MAX_LINES = 7
 A_CLASSES = tuple((100 * c.lower, 100 * c.upper, c.label) for c in ADMIXTURE_CLASSES)
 A_CLASS_COLOURS = tuple(c.colour for c in ADMIXTURE_CLASSES)
 NO_EVENTS = "no events"
+#: Legend entries of the interval charts: the value and its interval from Poisson alone.
+VALUE = "value"
+POISSON_ALONE = "Poisson alone"
 _ADMIX_REF = pd.DataFrame({"A": [100 * A_SMALL, 100 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 __all__ += ["INDICATOR_TITLES"]
 
@@ -543,7 +546,9 @@ def uncertainty_vs_population(
     """Relative uncertainty (%) against population, log-log, one point per region and
     series: Poisson (crosses, :data:`~demonoise.core.vocabulary.POISSON_COLOUR`) and the noise
     of every setting (dots, coloured by the setting's position in the batch). The smallest
-    region and the one with the largest relative noise are labelled. ``df``: from
+    region and the one with the largest relative noise are labelled. A setting whose dots lie
+    on an earlier series' (:func:`coinciding`) is drawn as larger rings around them, and the
+    subtitle says so. ``df``: from
     :func:`demonoise.report.content.summary.across_settings` (a ``setting`` column)."""
     d = _cols(df, column, "rel_pois", "setting")
     d["region_label"] = _region_label(d)
@@ -568,9 +573,12 @@ def uncertainty_vs_population(
         scale=alt.Scale(type="log"),
         axis=alt.Axis(format="~g", values=log_ticks(long["rel"])),
     )
+    # a setting whose dots lie on an earlier one's is drawn as rings around them
+    rings = coinciding(long, series="series", value="rel", keys=["region"], order=domain, height=height, log=True)
+    fills = list(zip(domain, ["transparent"] + rng[1:], strict=True))
     points = (
         alt.Chart(long)
-        .mark_point(size=40, opacity=0.85, strokeWidth=1.2)
+        .mark_point(opacity=0.85, strokeWidth=1.2)
         .encode(
             x=x,
             y=y,
@@ -580,7 +588,16 @@ def uncertainty_vs_population(
             shape=alt.Shape(
                 "series:N", scale=alt.Scale(domain=domain, range=["cross"] + ["circle"] * len(order)), legend=None
             ),
-            fill=alt.Fill("series:N", scale=alt.Scale(domain=domain, range=["transparent"] + rng[1:]), legend=None),
+            fill=alt.Fill(
+                "series:N",
+                scale=alt.Scale(domain=domain, range=[c if s not in rings else "transparent" for s, c in fills]),
+                legend=None,
+            ),
+            size=alt.Size(
+                "series:N",
+                scale=alt.Scale(type="ordinal", domain=domain, range=[110 if s in rings else 40 for s in domain]),
+                legend=None,
+            ),
             tooltip=[
                 "region_label:N",
                 "series:N",
@@ -599,7 +616,11 @@ def uncertainty_vs_population(
         .mark_text(align="left", dx=6, dy=-6, fontSize=9, color=TOTAL_COLOUR)
         .encode(x=x, y=y, text="region_label:N")
     )
-    return alt.layer(points, labels).properties(width=width, height=height, title=title or "")
+    note = "; ".join(
+        f"{b.removeprefix('noise, ')} (rings) lies on {a.removeprefix('noise, ')} in most regions"
+        for b, a in rings.items()
+    )
+    return alt.layer(points, labels).properties(width=width, height=height, title=_title(title or "", note or None))
 
 
 # ============================================================ across the settings
@@ -610,6 +631,78 @@ def uncertainty_vs_population(
 
 def _settings_order(df: pd.DataFrame, settings) -> list[str]:
     return list(settings) if settings else df["setting"].drop_duplicates().tolist()
+
+
+# Two settings can give the same line (the p-table v01 has a noise variance close to 1, so
+# its series lies on the V = 1 series): the later one is then dashed, drawn over the
+# earlier one (its gaps show the line beneath), and the subtitle says so.
+
+#: The line pattern of a series that coincides with no earlier one.
+SOLID = (1, 0)
+#: The line patterns of the series drawn over an earlier one, in turn.
+OVERLAY_DASHES = ((6, 4), (2, 3), (9, 3, 2, 3))
+#: Two lines coincide when at least :data:`COINCIDE_SHARE` of their common points lie within
+#: :data:`RESOLUTION_PX` pixels of each other (a line is 1.1 px wide, anti-aliased).
+RESOLUTION_PX = 2.0
+COINCIDE_SHARE = 0.5
+
+
+def _pixels_per_unit(values: np.ndarray, height: float, log: bool) -> float:
+    """Pixels per unit of the y axis (per decade on a log axis) spanning ``values``."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)] if log else v[np.isfinite(v)]
+    if not len(v):
+        return 0.0
+    lo, hi = (np.log10(v.min()), np.log10(v.max())) if log else (v.min(), v.max())
+    return height / max(hi - lo, 1e-12)
+
+
+def coinciding(
+    long: pd.DataFrame, *, series: str, value: str, keys: list[str], order: list[str], height: float, log: bool
+) -> dict[str, str]:
+    """The series of ``order`` drawn on an earlier one: ``{later: earlier}``.
+
+    Parameters
+    ----------
+    long : DataFrame
+        One row per point: ``series``, ``value`` and the ``keys`` that place a point (e.g.
+        region and age); all panels share one y scale of ``height`` pixels.
+    order : list of str
+        The series in drawing order.
+    log : bool
+        Whether the y axis is logarithmic.
+
+    Returns
+    -------
+    dict
+        Two series coincide when at least :data:`COINCIDE_SHARE` of their common points
+        lie within :data:`RESOLUTION_PX` pixels of each other on the chart.
+    """
+    wide = long.pivot_table(index=keys, columns=series, values=value, aggfunc="first")
+    y = np.log10(wide.where(wide > 0)) if log else wide
+    px = _pixels_per_unit(long[value].to_numpy(), height, log)
+    out: dict[str, str] = {}
+    for i, later in enumerate(order):
+        for earlier in order[:i]:
+            if later not in y or earlier not in y:
+                continue
+            both = y[[earlier, later]].dropna()
+            near = (both[earlier] - both[later]).abs() * px <= RESOLUTION_PX
+            if len(both) and near.mean() >= COINCIDE_SHARE:
+                out[later] = earlier
+                break
+    return out
+
+
+def _dashes(order: list[str], over: dict[str, str]) -> list[list[float]]:
+    """The line pattern of each series of ``order``: solid, or a dash of its own over a line."""
+    k = iter(range(len(order)))
+    return [list(OVERLAY_DASHES[next(k) % len(OVERLAY_DASHES)]) if s in over else list(SOLID) for s in order]
+
+
+def _overlay_note(over: dict[str, str], name=lambda s: s) -> str:
+    """``"p-table v01 (dashed) lies on V = 1 at most ages"`` for each coinciding series."""
+    return "; ".join(f"{name(b)} (dashed) lies on {name(a)} at most ages" for b, a in over.items())
 
 
 def _panels(df: pd.DataFrame, most: int) -> tuple[pd.DataFrame, bool]:
@@ -638,7 +731,8 @@ def uncertainty_by_age_settings(
     (:func:`demonoise.report.content.summary.across_settings` with ``nuts_level=None``). Cells
     with fewer than 10 events are open circles on the Poisson line. With more than
     ``max_panels`` regions, the country, the largest region and the smallest ones are
-    drawn (the admixture chart beside it shows every region)."""
+    drawn (the admixture chart beside it shows every region). A series lying on an earlier
+    one (:func:`coinciding`) is dashed over it, in the legend too, and the subtitle says so."""
     order_s = _settings_order(df, settings)
     colours = setting_colours(order_s)
     df, cut = _panels(df, max_panels)
@@ -656,17 +750,22 @@ def uncertainty_by_age_settings(
     ncol, w, h = _facet_layout(len(order))
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
     axis = alt.Axis(format="~g", values=log_ticks(long["rel"], most=6), gridOpacity=0.6) if log else alt.Axis()
+    over = coinciding(long, series="series", value="rel", keys=["region_label", "age"], order=domain, height=h, log=log)
+    legend = alt.Legend(title=None, orient="top", symbolType="stroke", symbolStrokeWidth=2)
     base = alt.Chart(long).encode(
         x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
         y=alt.Y("rel:Q", title=None, scale=scale, axis=axis),
-        color=alt.Color(
-            "series:N", scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(title=None, orient="top")
-        ),
+        color=alt.Color("series:N", scale=alt.Scale(domain=domain, range=rng), legend=legend),
     )
-    lines = base.mark_line(strokeWidth=1.1)
+    lines = base.mark_line(strokeWidth=1.1).encode(
+        strokeDash=alt.StrokeDash(
+            "series:N", scale=alt.Scale(domain=domain, range=_dashes(domain, over)), legend=legend
+        )
+    )
     small = base.transform_filter("datum.small_count && datum.series == 'Poisson'").mark_point(
         size=10, filled=False, opacity=0.7
     )
+    note = _overlay_note(over, lambda s: s.removeprefix("noise, "))
     return (
         alt.layer(lines, small, data=long)
         .properties(width=w, height=h)
@@ -681,7 +780,8 @@ def uncertainty_by_age_settings(
             title=_title(
                 title,
                 ("the country, the largest and the smallest regions; " if cut else "")
-                + "relative uncertainty in % (log scale); open circles: fewer than 10 events (first order unreliable)",
+                + "relative uncertainty in % (log scale); open circles: fewer than 10 events (first order unreliable)"
+                + (f"; {note}" if note else ""),
             )
         )
     )
@@ -691,7 +791,8 @@ def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = "", max_
     """Noise admixture by age for every setting: with up to ``max_lines`` regions one panel
     per region and a line per setting (log scale, the 10 % and 41 % reference lines); with
     more, a heatmap of the classes (rows regions, columns ages) side by side for the
-    settings."""
+    settings. A setting's line lying on an earlier one's (:func:`coinciding`) is dashed over
+    it, and the subtitle says so."""
     if df["region"].nunique() <= max_lines:
         return _admixture_lines_settings(df, _settings_order(df, settings), title)
     return _admixture_heatmaps(df, _settings_order(df, settings), title)
@@ -710,6 +811,8 @@ def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
         scale=alt.Scale(type="log"),
         axis=alt.Axis(format="~g", values=log_ticks(pd.concat([d["A"], _ADMIX_REF["A"]]), most=6)),
     )
+    over = coinciding(d, series="setting", value="A", keys=["region_label", "age"], order=order_s, height=h, log=True)
+    legend = alt.Legend(title=None, orient="top", symbolType="stroke", symbolStrokeWidth=2)
     lines = (
         alt.Chart()
         .mark_line(strokeWidth=1.2)
@@ -717,13 +820,14 @@ def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
             x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
             y=y,
             color=alt.Color(
-                "setting:N",
-                title=None,
-                scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]),
-                legend=alt.Legend(orient="top"),
+                "setting:N", scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]), legend=legend
+            ),
+            strokeDash=alt.StrokeDash(
+                "setting:N", scale=alt.Scale(domain=order_s, range=_dashes(order_s, over)), legend=legend
             ),
         )
     )
+    note = _overlay_note(over)
     ref = alt.Chart().mark_rule(strokeDash=[4, 3], color="#888").encode(y=alt.datum(100 * A_SMALL))
     ref2 = alt.Chart().mark_rule(strokeDash=[2, 2], color="#555").encode(y=alt.datum(100 * A_EQUAL))
     return (
@@ -734,7 +838,11 @@ def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
             columns=ncol,
         )
         .properties(
-            title=_title(title, "dashed lines: A = 10 % (noise adds a tenth) and 41 % (noise as large as Poisson)")
+            title=_title(
+                title,
+                "grey dashed lines: A = 10 % (noise adds a tenth) and 41 % (noise as large as Poisson)"
+                + (f"; {note}" if note else ""),
+            )
         )
     )
 
@@ -780,48 +888,63 @@ def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], title: str):
 
 
 def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str = "", x_title: str = "", width=420):
-    """One row per region: the value (dot), its 95 % interval from Poisson alone (blue) and
-    in total under each setting (Poisson and noise together; one bar per setting, in its
-    colour), ``value + bias +- 1.96 sd``. ``df``: one row per region and setting."""
+    """One row per region: the value (black dot), its 95 % interval from Poisson alone (blue)
+    and in total under each setting (Poisson and noise together, in the setting's colour),
+    ``value + bias +- 1.96 sd``: one bar each, side by side in the region's row, every one
+    named in the legend. ``df``: one row per region and setting."""
     order_s = _settings_order(df, settings)
     colours = setting_colours(order_s)
     d = _cols(df, "value", "sd_pois", "sd_tot", "bias_noise", "setting")
     d["region_label"] = _region_label(d)
     shift = d["bias_noise"].fillna(0.0) if "bias_noise" in d else 0.0
-    d["lo_tot"], d["hi_tot"] = d["value"] + shift - 1.96 * d["sd_tot"], d["value"] + shift + 1.96 * d["sd_tot"]
-    first = d[d["setting"] == order_s[0]].copy()
-    first["lo_pois"], first["hi_pois"] = (
-        first["value"] - 1.96 * first["sd_pois"],
-        first["value"] + 1.96 * first["sd_pois"],
+    tot = d.assign(
+        series="Poisson and noise, " + d["setting"],
+        lo=d["value"] + shift - 1.96 * d["sd_tot"],
+        hi=d["value"] + shift + 1.96 * d["sd_tot"],
     )
+    first = d[d["setting"] == order_s[0]].copy()
+    pois = first.assign(series=POISSON_ALONE, lo=first["value"] - 1.96 * first["sd_pois"])
+    pois["hi"] = first["value"] + 1.96 * first["sd_pois"]
+    bars = pd.concat([pois, tot], ignore_index=True)
     order = first.sort_values(["nuts_level", "exposure"], ascending=[True, False])["region_label"].tolist()
-    band = 8 + 5 * len(order_s)
+    series = [POISSON_ALONE] + [f"Poisson and noise, {s}" for s in order_s]
+    colour = alt.Color(
+        "series:N",
+        title="95 % intervals:",
+        scale=alt.Scale(domain=series, range=[POISSON_COLOUR, *(colours[s] for s in order_s)]),
+        legend=alt.Legend(orient="top", columns=2, labelLimit=260, symbolType="stroke", symbolStrokeWidth=3),
+    )
     y = alt.Y(
         "region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=220), scale=alt.Scale(paddingInner=0.2)
     )
-    x = alt.X("lo_tot:Q", title=x_title or "value", scale=alt.Scale(zero=False))
-    tot = (
-        alt.Chart(d)
-        .mark_rule(strokeWidth=3, opacity=0.75)
+    x = alt.X("lo:Q", title=x_title or "value", scale=alt.Scale(zero=False))
+    rules = (
+        alt.Chart(bars)
+        .mark_rule(strokeWidth=3, opacity=0.85)
+        .encode(y=y, yOffset=alt.YOffset("series:N", sort=series), x=x, x2="hi:Q", color=colour)
+    )
+    pt = (
+        alt.Chart(first.assign(series=VALUE))
+        .mark_point(filled=True, size=18, opacity=1, color=TOTAL_COLOUR)
         .encode(
             y=y,
-            yOffset=alt.YOffset("setting:N", sort=order_s),
-            x=x,
-            x2="hi_tot:Q",
-            color=alt.Color(
-                "setting:N",
-                title="Poisson and noise, 95 %:",
-                scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]),
+            x="value:Q",
+            shape=alt.Shape(
+                "series:N",
+                title=None,
+                scale=alt.Scale(domain=[VALUE], range=["circle"]),
                 legend=alt.Legend(orient="top"),
             ),
         )
     )
-    pois = alt.Chart(first).mark_rule(color=POISSON_COLOUR, strokeWidth=1.5).encode(y=y, x="lo_pois:Q", x2="hi_pois:Q")
-    pt = alt.Chart(first).mark_point(filled=True, color="black", size=18).encode(y=y, x="value:Q")
-    return alt.layer(tot, pois, pt).properties(
-        width=width,
-        height=max(60, band * len(order)),
-        title=_title(title, "dot: value; blue: 95 % interval from Poisson alone; bars: Poisson and noise, per setting"),
+    return (
+        alt.layer(rules, pt)
+        .resolve_scale(shape="independent", color="independent")
+        .properties(
+            width=width,
+            height=max(60, (8 + 5 * len(series)) * len(order)),
+            title=_title(title, "dot: the value; one bar per interval, side by side in the region's row"),
+        )
     )
 
 

@@ -47,6 +47,7 @@ from demonoise.report.content.summary import (
     fmt_percent_column,
     region_label,
 )
+from demonoise.report.content.theme import admixture_column, admixture_text
 
 __all__ = [
     "MEASURE_LABELS",
@@ -220,7 +221,7 @@ def decision_view(rep) -> HtmlTable:
     for s in keys:
         for m in measures:
             col = f"{m} {s}"
-            pct = fmt_percent_column(wide[col])
+            pct = admixture_column(wide[col])
             sex = [_SEX_LETTER.get(str(x) if isinstance(x, str) else "", "") for x in wide[f"{col} sex"]]
             name = f"{MEASURE_LABELS.get(m, m)} \u00b7{len(groups)}"  # unique column names, one per setting
             shown[name] = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
@@ -259,7 +260,7 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
         g = dec[dec["setting"] == s].set_index("region").reindex(first["region"])
         for x in ("F", "M", "T"):
             col = f"{x} \u00b7{j}"
-            shown[col] = fmt_percent_column(g[f"admixture_{x}"])
+            shown[col] = admixture_column(g[f"admixture_{x}"])
             colours[col] = [
                 _class_colour(c.key) if c else NO_DATA_COLOUR for c in map(admixture_class, g[f"admixture_{x}"])
             ]
@@ -825,7 +826,7 @@ def index_columns(rep) -> dict[str, Any]:
         w = g.loc[g["admixture"].astype(float).idxmax()]
         cls = admixture_class(float(w["admixture"]))
         out[f"worst A, {setting_label(s)}"] = {
-            "text": f"{fmt_pct(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})",
+            "text": f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})",
             "colour": cls.colour if cls else "",
         }
     rec = rep.recommended[rep.recommended["family"] == "generic"]

@@ -12,7 +12,9 @@ number formats and log-axis ticks.
   the same in every notebook of the report).
 * Numbers: one thousands separator everywhere, the narrow no-break space of SI style
   (:data:`THOUSANDS`), in tables (:mod:`.summary`) and in charts (:data:`FORMAT_LOCALE`,
-  passed to vl-convert); fixed decimals per table column (:func:`column_decimals`).
+  passed to vl-convert); fixed decimals per table column (:func:`column_decimals`); an
+  admixture coloured by its class printed with enough decimals to fall in that class
+  (:func:`admixture_column`, :func:`admixture_text`).
 * Log axes carry 1-2-5 ticks (:func:`log_ticks`).
 """
 
@@ -23,7 +25,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from demonoise.core.vocabulary import NO_DATA_COLOUR, POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
+from demonoise.core.vocabulary import (
+    NO_DATA_COLOUR,
+    POISSON_COLOUR,
+    SETTING_PALETTE,
+    TOTAL_COLOUR,
+    admixture_decimals,
+)
 
 __all__ = [
     "THEME",
@@ -37,6 +45,8 @@ __all__ = [
     "region_colours",
     "log_ticks",
     "column_decimals",
+    "admixture_column",
+    "admixture_text",
 ]
 
 THEME = "demonoise"
@@ -129,3 +139,31 @@ def column_decimals(values, *, significant: int = 2, most: int = 6) -> int:
         return 0
     mag = math.floor(math.log10(float(np.median(v))))
     return int(min(most, max(0, significant - 1 - mag)))
+
+
+def _percent(A: float, decimals: int) -> str:
+    """``A`` (a fraction) in per cent, without the sign, with the decimals that keep it in
+    its class (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" if missing."""
+    if A is None or not math.isfinite(float(A)):
+        return "\u2014"
+    k = admixture_decimals(float(A), decimals)
+    return f"{100.0 * float(A):,.{k}f}".replace(",", THOUSANDS)
+
+
+def admixture_column(values, *, significant: int = 2) -> list[str]:
+    """Admixtures (fractions) of a table column coloured by class, in per cent: the
+    column's decimals (:func:`column_decimals` of the percentages), more in a cell whose
+    rounded figure would read as another class ("\u2014" where missing or infinite)."""
+    vals = [float(v) if v is not None else math.nan for v in values]
+    k = column_decimals([100.0 * v for v in vals], significant=significant)
+    return [_percent(v, k) for v in vals]
+
+
+def admixture_text(A: float, *, significant: int = 2) -> str:
+    """One admixture coloured by its class, in per cent with ``significant`` digits, more
+    where rounding would carry it into another class (``0.0977`` -> ``"9.8 %"``, not
+    ``"10 %"``; ``0.103`` -> ``"10.3 %"``)."""
+    if A is None or not math.isfinite(float(A)) or float(A) <= 0:
+        return "\u2014" if A is None or not math.isfinite(float(A)) else "0 %"
+    mag = math.floor(math.log10(100.0 * float(A)))
+    return f"{_percent(A, max(0, significant - 1 - mag))} %"

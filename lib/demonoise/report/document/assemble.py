@@ -18,7 +18,8 @@ here (cover, contents, chapter and setting headings) carry their HTML as their s
 their Typst twin in ``metadata.demonoise.typst``, for the two exporters.
 
 :func:`render_document` is one rendering task -- assembled notebook in; HTML, its CSV files
-and the PDF out -- run by the batch in worker processes. Offline rule (tested): nothing is
+(``<name>-data/``, and all of them in ``<name>-data.zip`` beside the HTML, which the cover
+of a country report links) and the PDF out -- run by the batch in worker processes. Offline rule (tested): nothing is
 loaded from the network; plain hyperlinks in the prose are allowed.
 """
 
@@ -55,6 +56,8 @@ __all__ = [
     "clean_cells",
     "assemble",
     "render_document",
+    "data_zip_name",
+    "write_data_zip",
 ]
 
 _ANCHOR_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
@@ -463,6 +466,7 @@ class RenderResult:
     pages: int = 0
     files: tuple[Path, ...] = ()
     sections: tuple[dict, ...] = field(default=(), compare=False)
+    archive: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -497,8 +501,9 @@ def _export_pdf(nb, pdf_path: Path, html_path: Path) -> tuple[bytes, int]:
 
 def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
     """One rendering task: an assembled notebook -> offline HTML with its CSV files next to
-    it (``<name>-data/``) -> the PDF (typeset by Typst from the same notebook, its CSV links
-    relative to it: the PDF is written beside the HTML). All files are written atomically.
+    it (``<name>-data/``, and zipped in ``<name>-data.zip``: :func:`write_data_zip`) -> the
+    PDF (typeset by Typst from the same notebook, its CSV links relative to it: the PDF is
+    written beside the HTML). All files are written atomically.
 
     A PDF that cannot be made (the typst wheel missing, typesetting failed) does not raise:
     the HTML is kept and ``pdf_error`` says why; a stale PDF of an earlier run is removed.
@@ -509,6 +514,7 @@ def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | N
     files = []
     for rel, data in sorted((resources.get("outputs") or {}).items()):
         files.append(atomic_write_bytes(html_path.parent / rel, data))
+    archive = write_data_zip(html_path, files)
     atomic_write_text(html_path, text)
     t_html = time.perf_counter() - t0
     pdf_path, pdf_error, pages, t_pdf = None, None, 0, None
@@ -531,4 +537,42 @@ def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | N
         pages=pages,
         files=tuple(files),
         sections=tuple(node.metadata.get("demonoise", {}).get("sections", [])),
+        archive=archive,
     )
+
+
+def data_zip_name(html: str | os.PathLike) -> str:
+    """The name of the zip of a document's CSV files, beside it: ``LU.html`` -> ``LU-data.zip``."""
+    return f"{Path(html).stem}-data.zip"
+
+
+#: The time stamp of every member of a data zip (the zip of the same files is the same bytes).
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def write_data_zip(html: str | os.PathLike, files: Sequence[Path]) -> Path | None:
+    """Write every CSV file of a document into one zip beside it (:func:`data_zip_name`),
+    atomically; the members keep their path relative to the document (``LU-data/x.csv``),
+    in name order, with a fixed time stamp. A stale zip is removed when there are no files.
+
+    Returns
+    -------
+    Path or None
+        The zip, or ``None`` when the document has no CSV file.
+    """
+    import io
+    import zipfile
+
+    html = Path(html)
+    path = html.with_name(data_zip_name(html))
+    if not files:
+        path.unlink(missing_ok=True)
+        return None
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for f in sorted(Path(f) for f in files):
+            info = zipfile.ZipInfo(f.relative_to(html.parent).as_posix(), date_time=_ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, f.read_bytes())
+    return atomic_write_bytes(path, buf.getvalue())

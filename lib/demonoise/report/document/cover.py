@@ -2,7 +2,9 @@
 
 From the params' ``publisher:`` block (organisation, contact, date); without one the cover
 says "demonoise demonstration — not an official publication". Always: the tool version,
-the data's extraction date(s) and status, the settings compared, a link back to the index.
+the data's extraction date(s) and status, the settings compared, a link back to the index;
+with ``data_zip``, a link to the zip of the report's CSV files beside it (relative, so that
+it works wherever the report is moved with its files).
 The data status is also the running header of every PDF page.
 
 The extraction date is the dataset's own: the download date of a fetched dataset, with
@@ -37,6 +39,10 @@ __all__ = [
 
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
 _RE_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]|$)")
+
+#: The cover's row that links the zip of the report's CSV files, and what it holds.
+DATA_FILES = "Data files"
+ZIP_NOTE = "(every table and figure of the report as CSV)"
 
 
 class Cover(str):
@@ -89,8 +95,12 @@ def cover_html(
     settings: Sequence[str] = (),
     dataset: str = "",
     index_href: str | None = None,
+    data_zip: str | None = None,
 ) -> Cover:
-    """The cover section of a report: HTML, with its Typst twin (:class:`Cover`)."""
+    """The cover section of a report: HTML, with its Typst twin (:class:`Cover`).
+
+    ``data_zip``: the file name of the zip of the report's CSV files, beside the report
+    (:func:`~demonoise.report.document.assemble.data_zip_name`), linked as "Data files"."""
     from demonoise.core.version import __version__
 
     esc = _html.escape
@@ -110,6 +120,9 @@ def cover_html(
         ("Noise settings compared", ", ".join(settings)),
     ]
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(str(v))}</dd>" for k, v in rows if v)
+    if data_zip:
+        link = f'<a class="dn-data-zip" href="{esc(data_zip)}">{esc(data_zip)}</a>'
+        dl += f"<dt>{DATA_FILES}</dt><dd>{link} {ZIP_NOTE}</dd>"
     head = f'<p class="dn-org">{esc(org)}</p>' if org else f'<p class="dn-org dn-unofficial">{esc(UNOFFICIAL)}</p>'
     back = (
         f'<p class="dn-backlink"><a href="{esc(index_href)}">\u2190 All reports (index)</a></p>' if index_href else ""
@@ -123,7 +136,15 @@ def cover_html(
     from demonoise.report.content.typstsrc import call
 
     shown = [(k, str(v)) for k, v in rows if v]
-    typst = call("dn-cover", org=org or None, unofficial=UNOFFICIAL, title=title, rows=shown, status=status)
+    typst = call(
+        "dn-cover",
+        org=org or None,
+        unofficial=UNOFFICIAL,
+        title=title,
+        rows=shown,
+        status=status,
+        data=(DATA_FILES, data_zip, ZIP_NOTE) if data_zip else None,
+    )
     return Cover(html, typst)
 
 
