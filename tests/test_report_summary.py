@@ -328,12 +328,12 @@ def test_load_results_parses_a_table_once_whatever_its_copy(tmp_path, monkeypatc
     carries it as bytes): a reused kernel parses it once; a different table is parsed."""
     import shutil
 
-    from demonoise.analysis import compute as C
+    from demonoise.analysis import stored
 
     reads = []
-    real = C.read_table
-    monkeypatch.setattr(C, "read_table", lambda p: reads.append(p) or real(p))
-    monkeypatch.setattr(S, "_CACHE", {})
+    real = S.read_results
+    monkeypatch.setattr(S, "read_results", lambda p: reads.append(p) or real(p))
+    monkeypatch.setattr(stored, "_ONCE", {})
     first = tmp_path / "a" / "in0-r.parquet"
     first.parent.mkdir()
     frame().to_parquet(first)

@@ -717,12 +717,11 @@ def _wrong_sections(report: Report, state: Plan) -> str | None:
     """Why a section of ``report`` does not show the dataset, country and setting its run
     asked for (:func:`demonoise.report.batch.contract.check_shown`), or ``None``."""
     from demonoise.report.batch.contract import check_shown
-    from demonoise.report.content.summary import setting_label
 
-    every = [setting_label(s.as_parameter()) for s in state.params.settings]
+    every = [s.label for s in state.params.settings]
     errs = []
     for run in (r for r in state.runs if r.report == report):
-        one = None if run.setting is None else setting_label(run.setting.as_parameter())
+        one = None if run.setting is None else run.setting.label
         try:
             check_shown(
                 run.output(state.output),

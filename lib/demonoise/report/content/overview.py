@@ -148,23 +148,27 @@ def nuts2(df: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise ParameterError(f"not a results table: column(s) {', '.join(sorted(missing))} missing")
     out = df[df["nuts_level"] == 2]
-    if "setting" not in out:
-        out = out.assign(setting=_labels(out))
+    out = out.assign(setting=_labels(out))
     return out
 
 
 def _labels(df: pd.DataFrame) -> pd.Series:
-    from demonoise.report.content.summary import row_setting_labels
+    """The setting label of every row, from its noise columns (a frame already labelled
+    keeps its labels)."""
+    from demonoise.analysis.settings import setting_labels
 
-    if "ptable" not in df:
-        return "V = " + df["V"].map(lambda v: f"{float(v):g}")
-    return row_setting_labels(df)
+    if "setting" in df and not {"noise_model", "V"} <= set(df):  # a derived table: labelled when made
+        return df["setting"]
+    d = df.drop(columns="setting", errors="ignore")
+    if "noise_model" not in d:
+        d = d.assign(noise_model="generic")
+    return setting_labels(d if "ptable" in d else d.assign(ptable=""))
 
 
 def setting_order(df: pd.DataFrame) -> list[str]:
     """The settings of a table in the order of the batch: the generic model's V's
     ascending, then the p-tables in order of appearance (their colours follow it)."""
-    d = df if "setting" in df else df.assign(setting=_labels(df))
+    d = df.assign(setting=_labels(df))
     gen = d.loc[~d["setting"].str.startswith("p-table"), ["setting", "V"]].drop_duplicates("setting")
     pts = [x for x in d["setting"].drop_duplicates().tolist() if x.startswith("p-table")]
     return gen.sort_values("V", kind="stable")["setting"].tolist() + pts
@@ -237,8 +241,7 @@ def age_summary(df: pd.DataFrame, indicator: str, *, sex: str = "T", stat: str =
     over ages; ``value`` is not summarised (``nan``).
     """
     d = df[(df["indicator"] == indicator) & (df["sex"] == sex)]
-    if "setting" not in d:
-        d = d.assign(setting=_labels(d))
+    d = d.assign(setting=_labels(d))
     g = d.groupby(["region", "setting"], sort=True)
     out = g.agg(
         V=("V", "first"),
@@ -753,7 +756,7 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     """
     import altair as alt
 
-    rows = rows if "setting" in rows else rows.assign(setting=_labels(rows))
+    rows = rows.assign(setting=_labels(rows))
     vs = setting_order(rows)
     series = ["Poisson"] + [_v_label(v) for v in vs]
     colours = [_POISSON_COLOUR] + [_V_COLOURS[i % len(_V_COLOURS)] for i in range(len(vs))]
@@ -889,7 +892,7 @@ def admixture_map(
         labelLimit=120,
     )
     panels = []
-    values = values if "setting" in values else values.assign(setting=_labels(values))
+    values = values.assign(setting=_labels(values))
     for v in setting_order(values):
         lk = values.loc[values["setting"] == v, ["region", "A", "A_class"]]
         panel = (
@@ -950,7 +953,7 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
     per indicator (one V: the ratio is the same at every V for the generic model)."""
     import altair as alt
 
-    effect = effect if "setting" in effect else effect.assign(setting=_labels(effect))
+    effect = effect.assign(setting=_labels(effect))
     v0 = setting_order(effect)[0]
     d = effect[(effect["setting"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
         ["indicator", "region", "region_name", "population", "ratio"]

@@ -39,7 +39,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from demonoise.analysis.compute import read_results
 from demonoise.analysis.decision import MainPoints
+from demonoise.analysis.settings import NoiseSetting, setting_labels
+from demonoise.analysis.stored import country_results, read_once
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.core.vocabulary import (
     A_EQUAL,
@@ -50,6 +53,7 @@ from demonoise.core.vocabulary import (
     INDICATOR_UNITS,
     SEX_WORDS,
 )
+from demonoise.report.content.notebook import record_shown
 
 __all__ = [
     "SPARSE_SHARE",
@@ -59,15 +63,11 @@ __all__ = [
     "scalar_rows",
     "drop_duplicate_country",
     "region_label",
-    "setting_label",
-    "setting_mask",
-    "row_setting_labels",
     "HtmlTable",
     "Verdict",
     "StatusBox",
     "status_box",
     "noise_note",
-    "setting_colour",
     "implications_for",
     "provenance_lines",
     "provenance_notes",
@@ -84,7 +84,6 @@ __all__ = [
     "age_verdict",
     "index_metrics",
     "across_settings",
-    "noise_words",
     "fmt_pct",
     "fmt_num",
     "fmt_int",
@@ -159,6 +158,10 @@ def fmt_int(x: float) -> str:
     return f"{int(round(float(x))):,}".replace(",", "\u202f")
 
 
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
@@ -188,8 +191,8 @@ def load_results(
     ----------
     path : path-like or ``""``/``None``
         Parquet (or CSV) file written by :func:`demonoise.report.batch.store.results` (what
-        the batch passes). Empty: the library computes the table now (through the
-        store, in ``<tmp>/demonoise-results``) -- for running a notebook by hand.
+        the batch passes). Empty: the library computes the country's table now
+        (:func:`demonoise.analysis.stored.country_results`) -- a notebook run by hand.
     dataset, country, setting, granularity
         What the report shows; the table must hold the rows of the noise setting (a
         variance, ``{"V": v}`` or ``{"ptable": name}``) for that dataset, country and
@@ -215,29 +218,15 @@ def load_results(
     In a notebook it also displays a metrics output recording what the returned rows hold
     (dataset, country, the setting asked for, every setting present), which the report
     batch checks against the run's parameters before rendering the section
-    (:func:`demonoise.report.batch.contract.check_shown`).
+    (:func:`~demonoise.report.content.notebook.record_shown`).
     """
-    from demonoise.analysis.compute import read_table
-
     if not path:
-        import tempfile
-
-        from demonoise.report.batch.store import ResultsSpec, results
-
-        kind, x = _setting(setting)
-        spec = ResultsSpec(
-            dataset,
-            V=(x,) if kind == "generic" else (),
-            ptables=(x,) if kind == "ptable" else (),
-            granularity=granularity or "single",
-            countries=(country,),
-            mc=int(mc),
-        )
-        _, path = results(spec, Path(tempfile.gettempdir()) / "demonoise-results")
-    path = Path(path)
-    if not path.exists():
-        raise ReportError(f"results table not found: {path}")
-    df = _read_cached(path, read_table)
+        df, _ = country_results(dataset, country, [setting], granularity=granularity or "single", mc=mc)
+    else:
+        path = Path(path)
+        if not path.exists():
+            raise ReportError(f"results table not found: {path}")
+        df = read_once(path, read_results)
     problems = []
     if dataset not in set(df["dataset"].unique()):
         problems.append(f"dataset {dataset!r} (has {sorted(set(df['dataset'].unique()))})")
@@ -247,97 +236,15 @@ def load_results(
     elif granularity is not None and granularity not in set(df["granularity"].unique()):
         problems.append(f"granularity {granularity!r} (has {sorted(set(df['granularity'].unique()))})")
     elif at(df, setting).empty:
-        problems.append(f"{setting_label(setting)} (has {sorted(set(row_setting_labels(df)))})")
+        problems.append(f"{NoiseSetting.of(setting).label} (has {sorted(set(setting_labels(df)))})")
     if problems:
-        raise ReportError(f"results table {path} has no rows for " + "; ".join(problems))
+        raise ReportError(f"results table {path or 'computed here'} has no rows for " + "; ".join(problems))
     if granularity is not None:
         df = df[df["granularity"] == granularity]
     df = df.reset_index(drop=True)
     df = drop_duplicate_country(df) if dedupe else df
-    _record_shown(df, setting)
+    record_shown(df, setting)
     return df
-
-
-def _record_shown(df: pd.DataFrame, setting) -> None:
-    """In a kernel: a metrics output saying what the rows hold, which the batch's render
-    stage compares with what it asked for (:func:`demonoise.report.batch.contract.check_shown`)."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from demonoise.report.batch.contract import SHOWN, shown_record
-    from demonoise.report.content.notebook import display_metrics
-
-    if InteractiveShell.initialized():
-        record = shown_record(df, setting_label=setting_label(setting), row_settings=row_setting_labels(df))
-        display_metrics({SHOWN: record})
-
-
-_CACHE: dict = {}
-_CACHE_SIZE = 2
-
-
-def _read_cached(path: Path, reader) -> pd.DataFrame:
-    """Read a results table, remembering the last few by their contents.
-
-    The report notebooks of one country run one after the other in a reused kernel
-    (module state survives the namespace reset between notebooks); the table they all
-    read is parsed once, although each reads its own copy (the key is a digest of the
-    bytes, :func:`demonoise.report.batch.cache.file_digest`). A copy is returned, so no
-    notebook can see another's changes.
-    """
-    from demonoise.report.batch.cache import file_digest
-
-    key = file_digest(path, 32)
-    if key not in _CACHE:
-        while len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = reader(path)
-    return _CACHE[key].copy()
-
-
-def _setting(setting) -> tuple[str, float | str]:
-    """``("generic", V)`` or ``("ptable", name)`` from a V, a mapping or a params Setting."""
-    if isinstance(setting, Mapping):
-        v, p = setting.get("V"), setting.get("ptable")
-    else:
-        v, p = getattr(setting, "V", setting), getattr(setting, "ptable", None)
-    if p:
-        return "ptable", Path(str(p)).stem.lower()
-    return "generic", float(v)
-
-
-def setting_label(setting) -> str:
-    """``"V = 1"`` or ``"p-table v01"``: a noise setting as every output names it."""
-    kind, x = _setting(setting)
-    return f"V = {x:g}" if kind == "generic" else f"p-table {x}"
-
-
-def _at(setting) -> str:
-    """``"at V = 1"`` or ``"with p-table v01"`` (inside a sentence)."""
-    return ("at " if _setting(setting)[0] == "generic" else "with ") + setting_label(setting)
-
-
-def setting_mask(df: pd.DataFrame, setting) -> pd.Series:
-    """Rows of one noise setting (generic at a V, or a p-table by name)."""
-    kind, x = _setting(setting)
-    if kind == "generic":
-        return (df["noise_model"] == "generic") & np.isclose(df["V"].astype(float), x, rtol=1e-12, atol=0)
-    return (df["noise_model"] == "ptable") & (_ptable_names(df) == x)
-
-
-def _ptable_names(df: pd.DataFrame) -> pd.Series:
-    """The p-table name of every row (``"ptable v01"`` -> ``"v01"``; a file's stem), worked
-    out once per distinct label (a results table has tens of thousands of rows)."""
-    labels = df["ptable"].astype(str)
-    names = {u: Path(u.removeprefix("ptable ")).stem.lower() for u in labels.unique()}
-    return labels.map(names)
-
-
-def row_setting_labels(df: pd.DataFrame) -> pd.Series:
-    """The setting label of every row (``"V = 1"``, ``"p-table v01"``)."""
-    names = _ptable_names(df)
-    vs = {v: f"V = {float(v):g}" for v in df["V"].unique()}
-    generic = df["V"].map(vs)
-    return pd.Series(np.where(df["noise_model"] == "ptable", "p-table " + names, generic), index=df.index)
 
 
 def at(
@@ -345,7 +252,7 @@ def at(
 ) -> pd.DataFrame:
     """Rows of one noise setting ``V`` (a variance of the generic model, ``{"V": v}`` or
     ``{"ptable": name}``), optionally one indicator, sex and age."""
-    m = setting_mask(df, V)
+    m = NoiseSetting.of(V).mask(df)
     if indicator is not None:
         m &= df["indicator"] == indicator
     if sex is not None:
@@ -596,7 +503,7 @@ def status_box(
     lines = list(details)
     g = GRANULARITY_WORDS.get(granularity or "", granularity or "")
     if setting is not None:
-        lines.append(noise_words(setting) + (f"; cells published by {g}" if g else ""))
+        lines.append(NoiseSetting.of(setting).words + (f"; cells published by {g}" if g else ""))
     elif g:
         lines.append(f"Cells published by {g}")
     lines += provenance_lines(provenance)
@@ -610,15 +517,7 @@ def noise_note(setting, granularity: str | None = None):
     """One line under a setting's heading: the noise of this subsection."""
     from IPython.display import Markdown
 
-    return Markdown(f"*{noise_words(setting)}.*")
-
-
-def setting_colour(setting, settings: Sequence) -> str:
-    """The colour of ``setting``: its position in the batch's list of settings."""
-    from demonoise.report.content.theme import setting_colours
-
-    labels = [setting_label(s) for s in settings] or [setting_label(setting)]
-    return setting_colours(labels).get(setting_label(setting), setting_colours(labels)[labels[0]])
+    return Markdown(f"*{NoiseSetting.of(setting).words}.*")
 
 
 def implications_for(implications, indicator: str | None = None) -> str:
@@ -660,17 +559,6 @@ def _implication_clauses(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def noise_words(setting) -> str:
-    """One line describing a noise setting."""
-    kind, x = _setting(setting)
-    if kind == "generic":
-        return f"Noise: generic model, variance V = {x:g} (sd {math.sqrt(x):.3g}) on every published cell"
-    return (
-        f"Noise: Cell Key Method with p-table {x} (count-dependent noise: zeros stay zero, small counts "
-        "have their own noise variance and bias)"
-    )
-
-
 def country_name(df: pd.DataFrame) -> str:
     """The country's name (first part before ``/``), from its level-0 row, else from
     the NUTS names (when :func:`drop_duplicate_country` removed the country row)."""
@@ -698,7 +586,8 @@ def run_parameters(
     n_mc = int(df["mc_n"].dropna().iloc[0]) if "mc_n" in df and df["mc_n"].notna().any() else 0
     rows = [("dataset", dataset)]
     rows += [
-        (f"setting {i}: {setting_label(x)}", noise_words(x).removeprefix("Noise: ")) for i, x in enumerate(settings, 1)
+        (f"setting {i}: {s.label}", s.words.removeprefix("Noise: "))
+        for i, s in enumerate(map(NoiseSetting.of, settings), 1)
     ]
     rows += [
         ("publication granularity", GRANULARITY_WORDS.get(granularity, granularity)),
@@ -793,7 +682,7 @@ def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
     return HtmlTable(
         frame,
         shown,
-        caption=f"Regions {_at(V)}: population (average of 1 January of the year and the next), "
+        caption=f"Regions {NoiseSetting.of(V).phrase}: population (average of 1 January of the year and the next), "
         "events, life expectancy at birth (both sexes) and TFR with the noise standard deviation "
         "and the noise admixture A.",
     )
@@ -837,7 +726,7 @@ def scalar_table(
     return HtmlTable(
         d,
         shown,
-        caption=f"{what.capitalize()} {_at(V)}"
+        caption=f"{what.capitalize()} {NoiseSetting.of(V).phrase}"
         + (f" (value and sd in {unit})" if unit else "")
         + (
             ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise "
@@ -887,7 +776,7 @@ def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 
     return HtmlTable(
         frame,
         shown,
-        caption=f"{_what(indicator, age, 'F').split(',')[0]} of women and men {_at(V)}: "
+        caption=f"{_what(indicator, age, 'F').split(',')[0]} of women and men {NoiseSetting.of(V).phrase}: "
         "relative noise uncertainty and noise admixture A.",
         flagged=(frame["small_F"] | frame["small_M"]).tolist(),
     )
@@ -964,7 +853,8 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = 
     return HtmlTable(
         frame,
         shown,
-        caption=f"{INDICATOR_NAMES[indicator].capitalize()} {_at(V)}, summarised over the ages with {ev} per "
+        caption=f"{INDICATOR_NAMES[indicator].capitalize()} {NoiseSetting.of(V).phrase}, summarised over the ages "
+        f"with {ev} per "
         f"region: the median noise admixture A for {who}; for {_SEX_WORDS[sex]} the median relative total "
         f"uncertainty and the largest admixture, overall and among cells with at least 10 {ev}.",
     )
@@ -1003,7 +893,7 @@ def sparse_regions(df: pd.DataFrame, V: float, indicator: str) -> pd.DataFrame:
             "text": c["text"].to_numpy(),
         }
     )
-    while len(_SPARSE) >= _CACHE_SIZE * 2:
+    while len(_SPARSE) >= 4:
         _SPARSE.pop(next(iter(_SPARSE)))
     _SPARSE[key] = (df, out)
     return out.copy()
@@ -1061,14 +951,14 @@ def flag_table(
         d = at(df, x, indicator)
         if ages is not None and indicator in ("e",):
             d = d[np.isin(d["age"].astype(float), np.asarray(ages, float))]
-        rows += _mc_flag_rows(d, setting_label(x) if every else None)
+        rows += _mc_flag_rows(d, NoiseSetting.of(x).label if every else None)
     cols = (["setting"] if every else []) + ["region", "sex", "where", "why"]
     frame = pd.DataFrame(rows, columns=cols)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
     return HtmlTable(
         frame,
         frame.head(limit),
-        caption=f"Flags: {INDICATOR_NAMES[indicator]}" + ("" if every else f" {_at(V)}"),
+        caption=f"Flags: {INDICATOR_NAMES[indicator]}" + ("" if every else f" {NoiseSetting.of(V).phrase}"),
         flagged=[True] * min(len(frame), limit),
         note=note,
         empty=(
@@ -1165,7 +1055,7 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     cty = d[d["nuts_level"] == 0]
     v = Verdict()
     if d.empty:
-        v.sentences.append(f"No results for {short} {_at(V)}.")
+        v.sentences.append(f"No results for {short} {NoiseSetting.of(V).phrase}.")
         return v
     n = len(reg)
     if n:
@@ -1181,7 +1071,7 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
             verb = "adds less than 10 %"
             where = f"in all {n} NUTS 2 regions" if low == n else f"in {low} of {n} NUTS 2 regions"
         v.sentences.append(
-            f"{_at(V)[0].upper() + _at(V)[1:]}, noise {verb} to the statistical (Poisson) uncertainty of "
+            f"{_upper_first(NoiseSetting.of(V).phrase)}, noise {verb} to the statistical (Poisson) uncertainty of "
             f"{subject} {where}."
         )
         small = reg.sort_values("population").iloc[0]
@@ -1258,7 +1148,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         reg = d
     v = Verdict()
     if reg.empty:
-        v.sentences.append(f"No results for {INDICATOR_NAMES[indicator]} {_at(V)}.")
+        v.sentences.append(f"No results for {INDICATOR_NAMES[indicator]} {NoiseSetting.of(V).phrase}.")
         return v
     one, many = _EVENT_WORDS[indicator]
     n_reg = reg["region"].nunique()
@@ -1266,7 +1156,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     cells = len(reg)
     low = int((reg["admixture"] < A_SMALL).sum())
     v.sentences.append(
-        f"{_at(V)[0].upper() + _at(V)[1:]}, across the {n_age} single-age rates of "
+        f"{_upper_first(NoiseSetting.of(V).phrase)}, across the {n_age} single-age rates of "
         f"{_plural(n_reg, 'region', 'regions')} "
         f"({fmt_int(cells)} cells with {many}, {_SEX_WORDS[sex]}), noise adds less than 10 % to the Poisson "
         "uncertainty in "
@@ -1365,5 +1255,5 @@ def across_settings(
     if nuts_level is not None and (df["nuts_level"] == nuts_level).any():
         m &= df["nuts_level"] == nuts_level
     out = df[m].copy()
-    out["setting"] = row_setting_labels(out)
+    out["setting"] = setting_labels(out)
     return out
