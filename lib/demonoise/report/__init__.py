@@ -12,7 +12,7 @@ nothing beyond what :func:`setup_notebook` itself needs):
   CSV files, PDF), :func:`read_metrics`, :func:`read_parameters`;
 * :mod:`.document.exporters`  -- the nbconvert exporters ``demonoise_html``, ``demonoise_typst`` and
   ``demonoise_pdf`` (Typst, in-process), figures and tables numbered;
-* :mod:`.document.typeset`   -- formulas as SVG (ziamath), Markdown to HTML and to Typst by
+* :mod:`.content.typeset`   -- formulas as SVG (ziamath), Markdown to HTML and to Typst by
   nbconvert's Markdown parser;
 * :mod:`.content.typstsrc`  -- Typst source: escaping, values, the Typst twins of the display objects;
 * :mod:`.content.theme`     -- the Altair theme, colours, number formats, log ticks;

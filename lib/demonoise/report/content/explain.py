@@ -253,7 +253,7 @@ def solution(summary: str, *parts) -> object:
         The visible line, e.g. ``"Solution 1"``.
     *parts : str or pandas.DataFrame
         Paragraphs: a string is HTML with maths in ``$...$`` (typeset as SVG here, by
-        :func:`demonoise.report.document.typeset.markdown_to_html`), a DataFrame is rendered as an HTML table.
+        :func:`demonoise.report.content.typeset.markdown_to_html`), a DataFrame is rendered as an HTML table.
 
     Returns
     -------
@@ -261,7 +261,7 @@ def solution(summary: str, *parts) -> object:
     """
     from IPython.display import HTML
 
-    from demonoise.report.document.typeset import markdown_to_html
+    from demonoise.report.content.typeset import markdown_to_html
 
     body = []
     for p in parts:
