@@ -297,7 +297,7 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
 
     @pass_context
     def markdown2html(self, context, source):
-        """nbconvert's Markdown filter with formulas as SVG (:class:`~demonoise.report.content.typeset.MathRenderer`)."""
+        """nbconvert's Markdown filter with formulas as SVG (:class:`~..content.typeset.MathRenderer`)."""
         cell = context.get("cell", {})
         path = context.get("resources", {}).get("metadata", {}).get("path", "")
         return markdown_to_html(
