@@ -20,7 +20,7 @@ nothing beyond what :func:`setup_notebook` itself needs):
 * :mod:`.document.index`     -- ``index.html`` over a batch: :func:`write_index`;
 * :mod:`.batch.params`    -- the params schema (pydantic) and its YAML loader;
 * :mod:`.batch.cache`     -- fingerprints and stamps (what is up to date);
-* :mod:`.batch.locate`, :mod:`.document.templates` -- where notebooks, template and params are found;
+* :mod:`demonoise.runtime.locate`, :mod:`.document.templates` -- where notebooks, template and params are found;
 * :mod:`.batch.store`     -- results computed once by the library and read by the notebooks:
   :class:`ResultsSpec`, :func:`results`;
 * :mod:`.content.charts`    -- Altair chart builders over the results table;

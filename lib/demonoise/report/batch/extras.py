@@ -7,7 +7,7 @@ skipping) and renders the executed notebook with :func:`~.render.render_report` 
 batch calls it for the extras listed in its parameters; ``demonoise notebook NAME``
 is its command line.
 
-The notebooks are found by :func:`demonoise.report.batch.locate.find_notebook`. A what-if is
+The notebooks are found by :func:`demonoise.runtime.locate.find_notebook`. A what-if is
 named after its parameters (``whatif-BE34-scale4-V1-3.html``), so that a second scenario
 does not overwrite the first.
 """
@@ -24,8 +24,8 @@ from typing import Any
 from demonoise.core.errors import ReportError
 from demonoise.report.batch.contract import check_known
 from demonoise.report.batch.execute import DEFAULT_KERNEL, Job, run_jobs
-from demonoise.report.batch.locate import find_notebook
 from demonoise.report.document.assemble import RenderResult, assemble, load_notebook, render_document
+from demonoise.runtime.locate import find_notebook
 
 __all__ = [
     "EXTRAS",

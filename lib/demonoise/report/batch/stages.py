@@ -189,7 +189,7 @@ def plan(
         ``$DEMONOISE_NOTEBOOKS``, is not replaced by another) or breaks the contract.
     """
     from demonoise.core.atomic import check_output_dir
-    from demonoise.report.batch.locate import find_dir
+    from demonoise.runtime.locate import find_dir
 
     output = check_output_dir(Path(output))
     reports = [Report(s.dataset, c) for s in params.selections for c in s.countries]
@@ -248,7 +248,7 @@ def _check_contracts(state: Plan, names: list[str]) -> None:
     """Every notebook's tagged parameters cell defines what the batch injects; every
     extra notebook defines the parameters the params file gives it."""
     from demonoise.report.batch.contract import check_contract, check_known
-    from demonoise.report.batch.locate import find_notebook
+    from demonoise.runtime.locate import find_notebook
 
     first = {}
     for run in state.runs:

@@ -1347,7 +1347,7 @@ def render_overview(
     calibration : path or DataFrame, optional
         A calibration table (:func:`demonoise.uncertainty.calibration.calibrate`).
     notebook : path-like, optional
-        The overview notebook (default: :func:`demonoise.report.batch.locate.find_notebook`).
+        The overview notebook (default: :func:`demonoise.runtime.locate.find_notebook`).
     workers : int, optional
         Monte Carlo worker processes (a local cluster of that size, when no ``cluster``).
     cluster : demonoise.runtime.cluster.Cluster, optional
@@ -1411,8 +1411,8 @@ def overview_run(
     notebooks and renders it with their documents."""
     from demonoise.report.batch.cache import file_digest
     from demonoise.report.batch.execute import Job
-    from demonoise.report.batch.locate import find_notebook
     from demonoise.report.batch.store import ResultsSpec, results
+    from demonoise.runtime.locate import find_notebook
 
     p = OverviewParams.of(params)
     out = Path(out_dir)

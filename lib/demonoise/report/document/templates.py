@@ -1,6 +1,6 @@
 """Where the nbconvert templates live: ``templates/`` at the top of the repository.
 
-Found like the notebooks (:mod:`.locate`): an explicit directory (only that one), then
+Found like the notebooks (:mod:`demonoise.runtime.locate`): an explicit directory (only that one), then
 ``$DEMONOISE_TEMPLATES``, the repository checkout, ``<sys.prefix>/share/demonoise/templates``.
 Each candidate is a *base directory* that must contain ``demonoise/`` (the HTML template:
 ``conf.json``, ``index.html.j2``, its stylesheet) and ``demonoise_typst/`` (the Typst
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from demonoise.report.batch.locate import ENV_VARS, find_dir
+from demonoise.runtime.locate import ENV_VARS, find_dir
 
 __all__ = [
     "TEMPLATE_NAME",
