@@ -359,16 +359,12 @@ def _register_formatters() -> None:
 @lru_cache(maxsize=1)
 def _chart_fonts() -> None:
     """vl-convert measures the charts' text with the template's typeface
-    (:func:`~demonoise.report.document.templates.fonts_dir`), whatever fonts the machine has."""
+    (:func:`~demonoise.report.content.theme.chart_fonts_dir`), whatever fonts the machine has."""
     import vl_convert as vlc
 
-    from demonoise.core.errors import ReportError
-    from demonoise.report.document.templates import fonts_dir
+    from demonoise.report.content.theme import chart_fonts_dir
 
-    try:
-        d = fonts_dir()
-    except ReportError:  # no template found: the machine's fonts
-        return
+    d = chart_fonts_dir()
     if d is not None:
         vlc.register_font_directory(str(d))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from demonoise.report.content.theme import FONT_FACES, FONT_FAMILY
 from demonoise.runtime.locate import ENV_VARS, find_dir
 
 __all__ = [
@@ -39,18 +40,6 @@ REQUIRED_FILES = (
     f"{TYPST_TEMPLATE_NAME}/conf.json",
     f"{TYPST_TEMPLATE_NAME}/index.typ.j2",
 )
-#: The typeface of the PDF and of the charts' text (the reports' stylesheets name it).
-FONT_FAMILY = "DejaVu Sans"
-#: Its faces and those of its monospaced companion (inline code), (family, style, weight)
-#: -> file in ``<base>/demonoise/fonts``.
-FONT_FACES = {
-    (FONT_FAMILY, "normal", 400): "DejaVuSans.ttf",
-    (FONT_FAMILY, "normal", 700): "DejaVuSans-Bold.ttf",
-    (FONT_FAMILY, "italic", 400): "DejaVuSans-Oblique.ttf",
-    (FONT_FAMILY, "italic", 700): "DejaVuSans-BoldOblique.ttf",
-    ("DejaVu Sans Mono", "normal", 400): "DejaVuSansMono.ttf",
-    ("DejaVu Sans Mono", "normal", 700): "DejaVuSansMono-Bold.ttf",
-}
 
 
 def find_template_dir(template_dir: str | os.PathLike | None = None) -> Path:
