@@ -113,8 +113,9 @@ def _specs(lu) -> list[str]:
 
 
 def test_charts_use_the_vocabulary_colours(lu):
+    from demonoise.analysis.verdicts import across_settings, at
     from demonoise.report.content import charts
-    from demonoise.report.content.summary import across_settings, at, load_results
+    from demonoise.report.content.summary import load_results
 
     o = lu["o"]
     res = next(

@@ -16,15 +16,11 @@ import numpy as np
 import pandas as pd
 
 from demonoise.analysis.settings import NoiseSetting, setting_labels, settings_in
+from demonoise.analysis.verdicts import region_label
+from demonoise.core.formats import fmt_fixed
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
 from demonoise.report.content.notebook import record_shown
-from demonoise.report.content.summary import (
-    HtmlTable,
-    StatusBox,
-    fmt_fixed,
-    region_label,
-    status_box,
-)
+from demonoise.report.content.summary import HtmlTable, StatusBox, status_box
 
 __all__ = [
     "load_change",

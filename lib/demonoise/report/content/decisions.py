@@ -40,15 +40,10 @@ import pandas as pd
 from demonoise.analysis.decision import decision_report
 from demonoise.analysis.settings import NoiseSetting, settings_in
 from demonoise.analysis.stored import country_results, read_decision, read_once
+from demonoise.analysis.verdicts import region_label
+from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
-from demonoise.report.content.summary import (
-    HtmlTable,
-    fmt_fixed_column,
-    fmt_int,
-    fmt_pct,
-    fmt_percent_column,
-    region_label,
-)
+from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
 
 __all__ = [
     "MEASURE_LABELS",
