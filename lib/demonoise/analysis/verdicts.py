@@ -62,6 +62,9 @@ __all__ = [
     "age_verdict",
     "index_metrics",
     "across_settings",
+    "regional_summary",
+    "flagged_rows",
+    "flag_rows",
     "plural",
     "upper_first",
 ]
@@ -625,3 +628,72 @@ def across_settings(
     out = df[m].copy()
     out["setting"] = setting_labels(out)
     return out
+
+
+def regional_summary(df: pd.DataFrame, V) -> pd.DataFrame:
+    """Per region (the country first, then the NUTS 2 regions by falling population): its
+    population, deaths and births, e0 (both sexes) and the TFR with their noise sd and
+    admixture at ``V`` (``region`` the label; nan where the table has no TFR)."""
+    e0 = scalar_rows(df, V, "e", sex="T", age=0)
+    tfr = scalar_rows(df, V, "tfr").set_index("region")
+    of = lambda col: e0["region"].map(tfr[col]).astype(float).to_numpy()  # noqa: E731
+    return pd.DataFrame(
+        {
+            "region": e0["label"].to_numpy(),
+            "population": e0["population"].to_numpy(),
+            "deaths": e0["events"].to_numpy(),
+            "births": of("events"),
+            "e0": e0["value"].to_numpy(),
+            "e0_sd_noise": e0["sd_noise"].to_numpy(),
+            "e0_A": e0["admixture"].to_numpy(),
+            "tfr": of("value"),
+            "tfr_sd_noise": of("sd_noise"),
+            "tfr_A": of("admixture"),
+        }
+    )
+
+
+def flagged_rows(df: pd.DataFrame, V, indicator: str, *, sex: str = "T", age: float | None = None) -> pd.DataFrame:
+    """:func:`scalar_rows` with the flags of the first-order result: ``small_share`` of the
+    region's age cells resting on fewer than 10 events, ``sparse`` (over
+    :data:`SPARSE_SHARE`), ``z_flag`` (Monte Carlo disagreement; False without one) and
+    ``flag``, their text (:func:`flag_text`)."""
+    d = scalar_rows(df, V, indicator, sex=sex, age=age)
+    sp = sparse_regions(df, V, indicator)
+    key = "F" if indicator == "tfr" else sex
+    share = sp[sp["sex"] == key].set_index("region")["small_share"] if len(sp) else pd.Series(dtype=float)
+    d["small_share"] = d["region"].map(share).astype(float)
+    d["sparse"] = d["small_share"] > SPARSE_SHARE
+    if "z_flag" not in d:
+        d["z_flag"] = False
+    d["flag"] = [flag_text(r) for _, r in d.iterrows()]
+    return d
+
+
+def flag_rows(
+    df: pd.DataFrame, V, indicator: str, *, ages: Sequence[float] | None = None, settings: Sequence | None = None
+) -> pd.DataFrame:
+    """Where the first-order result of ``indicator`` is unreliable, one row per flag:
+    sparse regions (``where`` "all ages"; the counts do not depend on the setting) and
+    cells whose Monte Carlo sd disagrees with the analytic one at ``V`` -- or, with
+    ``settings``, at every setting (a ``setting`` column, the sparse rows "every
+    setting"). Columns ``[setting,] region, sex, where, why``."""
+    every = settings is not None
+    rows = []
+    sp = sparse_regions(df, V, indicator)
+    names = df.drop_duplicates("region").set_index("region")["region_name"]
+    for _, r in sp[sp["sparse"]].iterrows():
+        row = {
+            "region": region_label(r["region"], names.get(r["region"], "")),
+            "sex": r["sex"],
+            "where": "all ages",
+            "why": r["text"].split(": ", 1)[-1],
+        }
+        rows.append({"setting": "every setting", **row} if every else row)
+    for x in settings if every else [V]:
+        d = at(df, x, indicator)
+        if ages is not None and indicator in ("e",):
+            d = d[np.isin(d["age"].astype(float), np.asarray(ages, float))]
+        rows += mc_flag_rows(d, NoiseSetting.of(x).label if every else None)
+    cols = (["setting"] if every else []) + ["region", "sex", "where", "why"]
+    return pd.DataFrame(rows, columns=cols)

@@ -605,11 +605,14 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     )
 
 
+def _of_ptable(frame: pd.DataFrame, ptable) -> pd.DataFrame:
+    """The rows of one p-table (its name or file; ``None``: every p-table's), by the
+    table's label (:attr:`NoiseSetting.ptable <demonoise.analysis.settings.NoiseSetting.ptable>`)."""
+    return frame if ptable is None else frame[frame["ptable"] == NoiseSetting.from_ptable(ptable).ptable]
+
+
 def _comparison(rep, ptable: str | None) -> pd.DataFrame:
-    cmp = rep.ptable_comparison
-    if ptable is not None:
-        cmp = cmp[cmp["ptable"] == NoiseSetting.from_ptable(ptable).ptable]
-    return cmp
+    return _of_ptable(rep.ptable_comparison, ptable)
 
 
 def reasons(rep, ptable: str | None = None):
@@ -631,9 +634,7 @@ def reasons(rep, ptable: str | None = None):
 def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:
     """The p-table's count-dependent noise: bias, variance and sd per original count, the
     probability that a count is published unchanged, and the nominal V."""
-    t = rep.ptable_noise
-    if ptable is not None:
-        t = t[t["ptable"] == NoiseSetting.from_ptable(ptable).ptable]
+    t = _of_ptable(rep.ptable_noise, ptable)
     shown = pd.DataFrame(
         {
             "original count": t["count"].astype(str),
@@ -705,8 +706,7 @@ def _scaled(values, unit: str) -> tuple[str, list[str]]:
 def _median_relative_bias(results: pd.DataFrame, indicator: str, ptable: str | None) -> pd.Series | None:
     sex = "F" if indicator == "asfr" else "T"
     d = results[(results["noise_model"] == "ptable") & (results["indicator"] == indicator) & (results["sex"] == sex)]
-    if ptable is not None:
-        d = d[d["ptable"] == NoiseSetting.from_ptable(ptable).ptable]
+    d = _of_ptable(d, ptable)
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     if d.empty:
         return None

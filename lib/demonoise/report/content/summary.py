@@ -43,18 +43,16 @@ from demonoise.analysis.settings import NoiseSetting, setting_labels
 from demonoise.analysis.stored import country_results, read_once
 from demonoise.analysis.verdicts import (
     INDICATOR_NAMES,
-    SPARSE_SHARE,
     age_profile_rows,
     at,
     drop_duplicate_country,
-    flag_text,
+    flag_rows,
+    flagged_rows,
     indicator_phrase,
-    mc_flag_rows,
-    region_label,
     region_population,
+    regional_summary,
     scalar_rows,
     short_name,
-    sparse_regions,
 )
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
@@ -435,26 +433,7 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
 def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
     """The cover's table: per region its population, births and deaths, e0 and TFR with
     the noise standard deviation and admixture at ``V`` (sexes combined; TFR: women)."""
-    e0 = scalar_rows(df, V, "e", sex="T", age=0)
-    tfr = scalar_rows(df, V, "tfr").set_index("region") if not at(df, V, "tfr").empty else None
-    rows = []
-    for _, r in e0.iterrows():
-        t = tfr.loc[r["region"]] if tfr is not None and r["region"] in tfr.index else None
-        rows.append(
-            {
-                "region": r["label"],
-                "population": r["population"],
-                "deaths": r["events"],
-                "births": np.nan if t is None else t["events"],
-                "e0": r["value"],
-                "e0_sd_noise": r["sd_noise"],
-                "e0_A": r["admixture"],
-                "tfr": np.nan if t is None else t["value"],
-                "tfr_sd_noise": np.nan if t is None else t["sd_noise"],
-                "tfr_A": np.nan if t is None else t["admixture"],
-            }
-        )
-    frame = pd.DataFrame(rows)
+    frame = regional_summary(df, V)
     shown = pd.DataFrame(
         {
             "region": frame["region"] if len(frame) else [],
@@ -485,15 +464,7 @@ def scalar_table(
 ) -> HtmlTable:
     """One row per region: value, Poisson / noise / total sd, relative uncertainties,
     admixture, Monte Carlo sd (if run) and flags, for ``e`` at ``age`` or ``tfr``."""
-    d = scalar_rows(df, V, indicator, sex=sex, age=age)
-    sp = sparse_regions(df, V, indicator)
-    key = "F" if indicator == "tfr" else sex
-    share = sp[sp["sex"] == key].set_index("region")["small_share"] if len(sp) else pd.Series(dtype=float)
-    d["small_share"] = d["region"].map(share).astype(float)
-    d["sparse"] = d["small_share"] > SPARSE_SHARE
-    if "z_flag" not in d:
-        d["z_flag"] = False
-    d["flag"] = [flag_text(r) for _, r in d.iterrows()]
+    d = flagged_rows(df, V, indicator, sex=sex, age=age)
     unit = INDICATOR_UNITS.get(indicator, "")
     scale, sd_unit = (1000.0, "per 1 000 women") if indicator == "tfr" else (1.0, unit)
     shown = pd.DataFrame(
@@ -629,24 +600,7 @@ def flag_table(
     one (``z_flag``) at ``V`` -- or, with ``settings``, at every setting (a ``setting``
     column). At most ``limit`` rows are shown (the note says how many there are)."""
     every = settings is not None
-    rows = []
-    sp = sparse_regions(df, V, indicator)
-    names = df.drop_duplicates("region").set_index("region")["region_name"]
-    for _, r in sp[sp["sparse"]].iterrows():
-        row = {
-            "region": region_label(r["region"], names.get(r["region"], "")),
-            "sex": r["sex"],
-            "where": "all ages",
-            "why": r["text"].split(": ", 1)[-1],
-        }
-        rows.append({"setting": "every setting", **row} if every else row)
-    for x in settings if every else [V]:
-        d = at(df, x, indicator)
-        if ages is not None and indicator in ("e",):
-            d = d[np.isin(d["age"].astype(float), np.asarray(ages, float))]
-        rows += mc_flag_rows(d, NoiseSetting.of(x).label if every else None)
-    cols = (["setting"] if every else []) + ["region", "sex", "where", "why"]
-    frame = pd.DataFrame(rows, columns=cols)
+    frame = flag_rows(df, V, indicator, ages=ages, settings=settings)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
     return HtmlTable(
         frame,
