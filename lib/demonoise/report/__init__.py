@@ -22,9 +22,10 @@ nothing beyond what :func:`setup_notebook` itself needs):
 * :mod:`.batch.cache`     -- fingerprints and stamps (what is up to date);
 * :mod:`demonoise.runtime.locate`, :mod:`.document.templates` -- where notebooks, template and params are found;
 * :mod:`.batch.store`     -- results computed once by the library and read by the notebooks:
-  :class:`ResultsSpec`, :func:`results`;
+  :class:`ResultsSpec`, :func:`results` (the decision tables' files: :mod:`demonoise.analysis.stored`);
 * :mod:`.content.charts`    -- Altair chart builders over the results table;
-* :mod:`.content.summary`   -- tables, verdict sentences and flags over the results table;
+* :mod:`.content.summary`   -- tables and boxes over the results table (the verdicts, flags and
+  sentences come from :mod:`demonoise.analysis.verdicts`);
 * :mod:`.content.change`    -- the chapter "Change since the previous year" (multi-year datasets):
   verdict and detectable-change tables, sentences, data labels;
 * :mod:`.batch.stages`     -- the report batch in stages: plan -> compute -> execute -> render

@@ -1,30 +1,14 @@
-"""Tables, verdicts and flags for the quality reports, computed from the results table.
+"""Tables and boxes of the quality reports, shown from the results table.
 
 The report notebooks are thin: they read the results table that the library computed
-(:mod:`demonoise.report.batch.store`) and call the functions of this module and the chart
-builders of :mod:`demonoise.report.content.charts`. Everything a notebook shows as a number
-comes from here, so it can be unit-tested on small hand-made frames.
+(:func:`load_results`) and show it with the tables of this module, the verdicts of
+:mod:`demonoise.analysis.verdicts` and the chart builders of
+:mod:`demonoise.report.content.charts`. Every number and every flag comes from
+:mod:`demonoise.analysis`; this module chooses columns, formats the numbers (one number
+of decimals per column, never e-notation) and writes captions.
 
-Conventions
------------
-* ``df`` is a results table (:mod:`demonoise.analysis.results`) for one dataset and one
-  country (its country row and its NUTS 2 regions), holding any number of noise
-  variances ``V``; every function selects the generic-noise rows of the ``V`` it is
-  given.
-* Noise admixture ``A = sd_tot / sd_pois - 1 = sqrt(1 + Var_noise / Var_pois) - 1``
-  (docs/design.md, "Admixture"): "noise adds ``A`` to the statistical (Poisson) uncertainty".
-  The thresholds used in the sentences are ``A = 10 %`` (noise adds a tenth) and
-  ``A = sqrt(2) - 1 = 41.4 %`` (noise as large as Poisson).
-* First-order results are unreliable where a rate rests on few events: cells with
-  ``small_count`` (fewer than 10 events), regions where a large share of the
-  single-age cells behind an indicator are small (:func:`sparse_regions`), and cells
-  where the Monte Carlo disagrees with the analytic standard deviation beyond
-  sampling error (``z_flag``: ``|z| > 5`` with ``z = (sd_MC / sd_analytic - 1)
-  sqrt(2N)``). They are flagged, never dropped.
-
-Objects with ``_repr_mimebundle_`` / ``_repr_markdown_`` (:class:`HtmlTable`,
-:class:`Verdict`, :class:`StatusBox`) display themselves in a notebook, as HTML and as
-Typst (the PDF's) made from the same strings.
+Objects with ``_repr_mimebundle_`` (:class:`HtmlTable`, :class:`StatusBox`) display
+themselves in a notebook, as HTML and as Typst (the PDF's) made from the same strings.
 """
 
 from __future__ import annotations
