@@ -319,7 +319,7 @@ def test_mdc_and_z():
 def test_change_table_columns_and_decisions(small):
     df = change_table(small, noise_settings([1, 5], ptables=["v01"]), year_from=2022, year_to=2023, pools=(1, 3))
     assert list(df.columns[1 : 1 + len(CHANGE_COLUMNS)]) == list(CHANGE_COLUMNS)
-    assert set(df.pool) == {1, 3} and set(df.setting) == {"V=1", "V=5", "ptable v01"}
+    assert set(df.pool) == {1, 3} and set(df.setting) == {"V=1", "V=5", "v01"}
     num = df.select_dtypes("number")
     e = df[df.indicator == "e"]
     assert not e[["change", "sd_noise", "sd_poisson", "sd_total", "z_total", "mdc_total"]].isna().any().any()
@@ -433,7 +433,7 @@ def test_design_figures_are_the_change_table():
         be, noise_settings([1, 5], ptables=["v01"]), year_from=2022, year_to=2023, indicators=("e",), e_ages=[0]
     )
     for region, sex, change, sd_p, sd_n, z_p, z_t, mdc_p, mdc_t in rows:
-        sub = df[(df.region == region) & (df.sex == sex)].set_index("setting").loc[["V=1", "V=5", "ptable v01"]]
+        sub = df[(df.region == region) & (df.sex == sex)].set_index("setting").loc[["V=1", "V=5", "v01"]]
         nums = lambda s: [float(x) for x in s.replace("+", "").split("/")]  # noqa: E731
         assert nums(change) == pytest.approx([round(sub.change.iloc[0], 3)], abs=1e-9)
         assert nums(sd_p) == pytest.approx([round(sub.sd_poisson.iloc[0], 3)], abs=1e-9)

@@ -267,9 +267,9 @@ def test_what_if_change_is_the_change_table_of_the_region(be, table):
     from demonoise.analysis.whatif import what_if_change
 
     w = what_if_change(be, "BE34", V=[1, 5], ptable="v01")
-    assert set(w["indicator"]) == {"e0", "e65", "TFR"} and set(w["noise"]) == {"V = 1", "V = 5", "ptable v01"}
+    assert set(w["indicator"]) == {"e0", "e65", "TFR"} and set(w["noise"]) == {"V = 1", "V = 5", "p-table v01"}
     t = table[(table.region == "BE34") & (table.indicator == "e") & (table.age == 0)]
-    t = t.assign(noise=t["setting"].str.replace("V=", "V = "))
+    t = t.assign(noise=t["setting"].map({"V=1": "V = 1", "V=5": "V = 5", "v01": "p-table v01"}))
     m = w[w.indicator == "e0"].merge(t, on=["sex", "noise"], suffixes=("", "_t"), validate="one_to_one")
     assert len(m) == 9
     for c in ("change", "sd_total", "mdc_total", "mdc_poisson", "z_total"):
@@ -320,3 +320,15 @@ def test_change_steps_and_pooling(be):
     assert round(pg.loc[("T", 1), "mdc_total"], 2) == 1.44 and round(pg.loc[("T", 3), "mdc_total"], 2) == 0.84
     fall = pg.xs(3, level="pool")["sd_poisson_to"] / pg.xs(1, level="pool")["sd_poisson_to"]
     assert ((fall > 0.5) & (fall < 0.65)).all()
+
+
+def test_a_sentence_prints_two_values_that_differ_as_different():
+    """ "grows from 0.73 to 0.73 years (+0.8 %)" read as no change: the values get the
+    decimals it takes to differ (0.7321 -> 0.7348: 0.732 to 0.735), no more; equal values
+    keep the headline's decimals."""
+    from demonoise.report.content.change import _from_to
+
+    assert _from_to(0.7321, 0.7348, 2) == "0.732 to 0.735"
+    assert _from_to(0.7341, 0.7441, 2) == "0.73 to 0.74"
+    assert _from_to(1.5, 1.5, 2) == "1.50 to 1.50"
+    assert _from_to(2.0, 2.0000001, 3) == "2.000000 to 2.000000"  # at most 6 decimals

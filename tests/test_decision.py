@@ -444,7 +444,8 @@ def test_summary_and_flags_read_the_same_row(ess):
 def test_settings_are_matched_against_the_results_table(be_results):
     sets = dc.resolve_settings(be_results, [{"ptable": "v01"}, {"V": 1}, {"V": 1.0}])
     assert [s.key for s in sets] == ["v01", "V=1"]
-    assert sets[0].label == "p-table v01 (nominal V = 1)" and sets[1].label == "generic noise, V = 1"
+    assert sets[0].label == "p-table v01" and sets[1].label == "V = 1"
+    assert sets[0].phrase == "with p-table v01" and sets[1].slug == "V1"
     with pytest.raises(ParameterError, match=r"\{V: 3\} is not in the results table \(settings there: V=1, V=5, v01\)"):
         dc.resolve_settings(be_results, [{"V": 3}])
     with pytest.raises(ParameterError, match="write"):

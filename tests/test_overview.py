@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from demonoise.analysis import overview as aov
 from demonoise.core.errors import FormatError, ParameterError
 from demonoise.io import geo
 from demonoise.report.content import overview as ov
@@ -111,43 +112,43 @@ def _e0_frame(ptable: bool = False):
 
 def test_population_from_e0_exposure_and_asmr_fallback():
     df = _e0_frame()
-    p = ov.population(ov.nuts2(df)).set_index(["region", "sex"])["population"]
+    p = aov.population(aov.nuts2(df)).set_index(["region", "sex"])["population"]
     assert p[("AA11", "T")] == 5000.0 and p[("AA12", "F")] == 1000.0 and len(p) == 6
     # without e rows: the sum of the asmr exposures over ages (each age once, whatever the V)
     a = pd.DataFrame(
         [_row("AA11", v, "asmr", age, exposure=e) for v in (1, 5) for age, e in ((0.0, 10.0), (1.0, 30.0))]
     )
-    assert ov.population(a).set_index("region").loc["AA11", "population"] == 40.0
+    assert aov.population(a).set_index("region").loc["AA11", "population"] == 40.0
 
 
 def test_indicator_rows_nuts2_generic_and_population_of_the_sex():
     df = _e0_frame()
-    r = ov.indicator_rows(df, "e0")
+    r = aov.indicator_rows(df, "e0")
     assert sorted(r["region"].unique()) == ["AA11", "AA12", "BB21"]  # no country row
     assert len(r) == 6 and set(r["V"]) == {1.0, 5.0}
     # a p-table is a setting of its own beside the V's (its nominal V = 1 is not the generic V = 1)
-    p = ov.indicator_rows(_e0_frame(ptable=True), "e0")
-    assert ov.setting_order(p) == ["V = 1", "V = 5", "p-table v01"] and len(p) == 7
+    p = aov.indicator_rows(_e0_frame(ptable=True), "e0")
+    assert aov.setting_order(p) == ["V = 1", "V = 5", "p-table v01"] and len(p) == 7
     pt = p[p["setting"] == "p-table v01"].iloc[0]
     assert pt["region"] == "AA11" and pt["admixture"] == pytest.approx(math.sqrt(51) - 1)
     gen = p[(p["setting"] == "V = 1") & (p["region"] == "AA11")].iloc[0]
     assert gen["admixture"] == pytest.approx(math.sqrt(1.2) - 1)
-    w = ov.most_affected(_e0_frame(ptable=True), 3)
+    w = aov.most_affected(_e0_frame(ptable=True), 3)
     assert "admixture_ptable_v01" in w and w.set_index("region").loc["AA11", "admixture_ptable_v01"] == pytest.approx(
         math.sqrt(51) - 1
     )
-    t = ov.indicator_rows(df, "tfr", sex="T")  # fertility: always women, population of women
+    t = aov.indicator_rows(df, "tfr", sex="T")  # fertility: always women, population of women
     assert set(t["sex"]) == {"F"}
     assert t.set_index(["region", "V"]).loc[("AA12", 1.0), "population"] == 1000.0
     with pytest.raises(ParameterError, match="unknown overview indicator"):
-        ov.indicator_rows(df, "e30")
+        aov.indicator_rows(df, "e30")
     with pytest.raises(ParameterError, match="sex"):
-        ov.indicator_rows(df, "e0", sex="X")
+        aov.indicator_rows(df, "e0", sex="X")
 
 
 def test_most_affected_ranks_by_admixture_at_the_largest_V():
     df = _e0_frame()
-    m = ov.most_affected(df, 2)
+    m = aov.most_affected(df, 2)
     # A at V = 5: AA11 0.5, AA12 2, BB21 1 -> AA12, BB21
     assert m["region"].tolist() == ["AA12", "BB21"]
     assert m["admixture_V5"].tolist() == pytest.approx([2.0, 1.0])
@@ -156,15 +157,15 @@ def test_most_affected_ranks_by_admixture_at_the_largest_V():
     assert m["population"].tolist() == [2000.0, 9000.0]
     assert m["rel_pois"].tolist() == pytest.approx([1 / 80, 1 / 80])
     # ranked at V = 1 instead: BB21 0.4, AA12 0.2, AA11 0.0954
-    assert ov.most_affected(df, 3, by=1)["region"].tolist() == ["BB21", "AA12", "AA11"]
+    assert aov.most_affected(df, 3, by=1)["region"].tolist() == ["BB21", "AA12", "AA11"]
     with pytest.raises(ParameterError, match="V = 3"):
-        ov.most_affected(df, 3, by=3)
+        aov.most_affected(df, 3, by=3)
     with pytest.raises(ParameterError, match="n must be"):
-        ov.most_affected(df, 0)
+        aov.most_affected(df, 0)
 
 
 def test_summary_table_counts_regions_over_10_and_41_percent():
-    s = ov.summary_table(_e0_frame(), keys=("e0", "tfr")).set_index(["indicator", "V"])
+    s = aov.summary_table(_e0_frame(), keys=("e0", "tfr")).set_index(["indicator", "V"])
     e1, e5 = s.loc[("e0", 1.0)], s.loc[("e0", 5.0)]
     assert e1["regions"] == 3
     assert e1["admixture_median"] == pytest.approx(0.2) and e1["admixture_max"] == pytest.approx(0.4)
@@ -183,7 +184,7 @@ def test_age_summary_median_over_ages_counts_empty_ages_as_infinite():
         if vp == 0:  # no deaths: the rate is 0, its relative uncertainties infinite
             r.update(value=0.0, rel_pois=np.nan, rel_noise=np.inf, rel_tot=np.inf, admixture=np.inf)
         rows.append(r)
-    s = ov.age_summary(pd.DataFrame(rows), "asmr")
+    s = aov.age_summary(pd.DataFrame(rows), "asmr")
     assert len(s) == 1 and s["ages"].iloc[0] == 3 and s["events"].iloc[0] == 5.0
     # rel_noise: 100, 300, inf -> median 300 (as a fraction: 3.0)
     assert s["rel_noise"].iloc[0] == pytest.approx(300.0)
@@ -199,7 +200,7 @@ def test_granularity_effect_ratio_of_noise_sd():
     five["sd_noise"] = np.sqrt(five["var_noise"])
     five["admixture"] = np.sqrt(1 + five["var_noise"] / five["var_pois"]) - 1
     five = five[five["region"] != "BB21"]  # a region in one table only is left out
-    eff = ov.granularity_effect(single, five, keys=("e0", "tfr"))
+    eff = aov.granularity_effect(single, five, keys=("e0", "tfr"))
     assert sorted(eff["region"].unique()) == ["AA11", "AA12"]
     assert eff["ratio"].to_numpy() == pytest.approx(2.0)
     row = eff[(eff["indicator"] == "e0") & (eff["region"] == "AA12") & (eff["V"] == 5.0)].iloc[0]
@@ -207,7 +208,7 @@ def test_granularity_effect_ratio_of_noise_sd():
         math.sqrt(2.0)
     )
     assert row["admixture_single"] == pytest.approx(2.0) and row["admixture_5y"] == pytest.approx(math.sqrt(3.0) - 1)
-    summ = ov.granularity_summary(eff).set_index(["indicator", "V"])
+    summ = aov.granularity_summary(eff).set_index(["indicator", "V"])
     assert summ.loc[("e0", 5.0), "ratio_median"] == pytest.approx(2.0)
     assert (
         summ.loc[("e0", 5.0), "over_41_single"] == 2 and summ.loc[("e0", 5.0), "over_41_5y"] == 1
@@ -216,7 +217,7 @@ def test_granularity_effect_ratio_of_noise_sd():
 
 def test_admixture_classes_at_the_breaks():
     A = [0.0, 4.99, 5.0, 9.99, 10.0, 41.42, 41.43, 99.9, 100.0, 330.0, np.nan]
-    got = ov.admixture_class(A).tolist()
+    got = aov.admixture_class(A).tolist()
     # 41.42 < 100 (sqrt(2) - 1) = 41.421356...; 41.43 is above
     assert got == [
         "< 5 %",
@@ -294,7 +295,7 @@ def _calibration_frame():
 
 
 def test_calibration_table_by_hand():
-    t = ov.calibration_table(_calibration_frame(), keys=("e0",), V=(1, 5)).set_index("threshold")
+    t = aov.calibration_table(_calibration_frame(), keys=("e0",), V=(1, 5)).set_index("threshold")
     a = t.loc[0.1]
     assert a["regions"] == 3 and a["V_max_min"] == 0.5 and a["region_min"] == "AA11"
     assert a["V_max_median"] == pytest.approx(1.25)  # of 0.5 and 2 (nan left out)
@@ -303,7 +304,7 @@ def test_calibration_table_by_hand():
     assert b["V_max_min"] == 3.0 and b["V_max_median"] == 8.0  # 3, 8, inf
     assert b["below_V1"] == 0 and b["below_V5"] == 1
     with pytest.raises(ParameterError, match="not a calibration table"):
-        ov.calibration_table(_calibration_frame().drop(columns="V_max"))
+        aov.calibration_table(_calibration_frame().drop(columns="V_max"))
 
 
 def test_calibration_chart_draws_every_finite_V_max():
@@ -409,7 +410,7 @@ def test_map_colours_regions_by_class_and_carries_the_credit():
             "A": [2.0, 12.0, 60.0, 330.0],
         }
     )
-    values["A_class"] = ov.admixture_class(values["A"])
+    values["A_class"] = aov.admixture_class(values["A"])
     spec = ov.admixture_map(values).to_dict()
     spec.setdefault("config", {})["aria"] = True  # reports turn ARIA off; regions are identified through it here
     svg = chart_bundle(spec)["image/svg+xml"]
@@ -419,7 +420,7 @@ def test_map_colours_regions_by_class_and_carries_the_credit():
     fills: dict[str, list[str]] = {}
     for code, fill in paths:
         fills.setdefault(code, []).append(fill)
-    colours = dict(zip(ov.MAP_CLASSES, ov._MAP_COLOURS, strict=True))
+    colours = dict(zip(aov.MAP_CLASSES, ov._MAP_COLOURS, strict=True))
     assert fills["BE10"] == [colours["< 5 %"], colours["10\u201320 %"]]  # V = 1, V = 5
     assert fills["FI20"] == [colours["41\u2013100 %"], colours["\u2265 100 %"]]
     assert fills["DE30"] == [ov._NO_DATA] * 2 and fills["UKI3"] == [ov._NO_DATA] * 2
@@ -427,7 +428,7 @@ def test_map_colours_regions_by_class_and_carries_the_credit():
 
 # ------------------------------------------------------------------ display, params, sections
 def test_display_table_groups_V_columns_and_formats_percent():
-    html = ov.display_table(ov.most_affected(_e0_frame(), 2)).to_html()
+    html = ov.display_table(aov.most_affected(_e0_frame(), 2)).to_html()
     assert "V = 1" in html and "V = 5" in html and "A (%)" in html
     assert ">200<" in html and ">100<" in html  # admixture 2.0 and 1.0 shown as per cent
     assert ">2,000<" in html  # population

@@ -12,7 +12,7 @@ from nbformat.v4 import new_code_cell
 
 from demonoise.cli import main
 from demonoise.report.batch.stages import Report, parse_params, run_reports
-from demonoise.report.document.locate import ENV_VARS, find_dir
+from demonoise.runtime.locate import ENV_VARS, find_dir
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS_ENV = ENV_VARS["notebooks"]

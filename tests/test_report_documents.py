@@ -17,7 +17,7 @@ from demonoise.core.version import __version__
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE
 from demonoise.report.batch.params import parse_params
 from demonoise.report.batch.stages import Report, run_reports
-from demonoise.report.document.typeset import count_formulas
+from demonoise.report.content.typeset import count_formulas
 from report_helpers import chromium, no_tmp_files, pdf_fonts, pdf_links, scan_html
 
 pytestmark = pytest.mark.slow
@@ -114,8 +114,9 @@ def _specs(lu) -> list[str]:
 
 
 def test_charts_use_the_vocabulary_colours(lu):
+    from demonoise.analysis.verdicts import across_settings, at
     from demonoise.report.content import charts
-    from demonoise.report.content.summary import across_settings, at, load_results
+    from demonoise.report.content.summary import load_results
 
     o = lu["o"]
     res = next(

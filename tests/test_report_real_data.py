@@ -13,8 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from demonoise.analysis.verdicts import index_metrics
+from demonoise.core.formats import fmt_pct
 from demonoise.report.batch.stages import parse_params, run_reports
-from demonoise.report.content.summary import fmt_pct, index_metrics
 
 pytestmark = pytest.mark.slow
 RAW = Path(__file__).resolve().parents[1] / "data-raw" / "eurostat" / "demo_r_d2jan_BE_2015_2024.csv.gz"

@@ -1,6 +1,7 @@
-"""Verdicts, tables and flags of the quality reports, on small hand-made results frames.
+"""Tables and flags of the quality reports (demonoise.report.content.summary), on small
+hand-made results frames (tests/_fixtures_results.py; the verdicts are in test_verdicts.py).
 
-The frames are built here with chosen variances, so the expected admixtures follow from
+The frames are built with chosen variances, so the expected admixtures follow from
 the definition A = sqrt(1 + Var_noise / Var_pois) - 1 (docs/design.md, section "Admixture"), not from
 the code under test: Var_noise / Var_pois = 0.21 gives A = 10 % exactly (1.1^2 = 1.21),
 3 gives A = 100 %, 0.0201 gives A = 1 %.
@@ -13,175 +14,11 @@ import math
 import pandas as pd
 import pytest
 
-from demonoise.core.errors import ParameterError, ReportError
+from _fixtures_results import frame
+from demonoise.analysis import verdicts as vd
+from demonoise.core.errors import ReportError
 from demonoise.report.content import summary as S
 from demonoise.report.content.notebook import TABLE_MIME
-
-
-def _row(region, name, level, indicator, sex, age, value, events, exposure, var_pois, ratio, V=1.0, **extra):
-    var_noise = var_pois * ratio
-    r = {
-        "dataset": "hand-made",
-        "data_status": "demonstration data: invented for a test",
-        "noise_model": "generic",
-        "ptable": "",
-        "zero_floor": False,
-        "granularity": "single",
-        "V": V,
-        "region": region,
-        "region_name": name,
-        "nuts_level": level,
-        "country": "XX",
-        "sex": sex,
-        "indicator": indicator,
-        "age": age,
-        "age_group": "" if age is None or (isinstance(age, float) and math.isnan(age)) else f"Y{int(age)}",
-        "value": value,
-        "events": events,
-        "exposure": exposure,
-        "var_pois": var_pois,
-        "var_noise": var_noise,
-        "var_tot": var_pois + var_noise,
-        "sd_pois": math.sqrt(var_pois),
-        "sd_noise": math.sqrt(var_noise),
-        "sd_tot": math.sqrt(var_pois + var_noise),
-        "rel_pois": math.sqrt(var_pois) / value,
-        "rel_noise": math.sqrt(var_noise) / value,
-        "rel_tot": math.sqrt(var_pois + var_noise) / value,
-        "admixture": math.sqrt(1 + ratio) - 1,
-        "bias_noise": 0.0,
-        "small_count": events < 10,
-    }
-    r.update(extra)
-    return r
-
-
-REGIONS = [  # code, name, level, population
-    ("XX", "Testland", 0, 3_000_000.0),
-    ("XX01", "Big/Grand", 2, 2_000_000.0),
-    ("XX02", "Middle", 2, 900_000.0),
-    ("XX03", "Tiny", 2, 100_000.0),
-]
-E0_RATIO = {"XX": 0.0201, "XX01": 0.0201, "XX02": 0.21 * 0.25, "XX03": 3.0}  # A: 1 %, 1 %, ~2.6 %, 100 %
-
-
-def frame(mc: bool = False) -> pd.DataFrame:
-    rows = []
-    for code, name, level, pop in REGIONS:
-        extra = {}
-        if mc:
-            # z beyond 5 only in the tiny region
-            z = 7.0 if code == "XX03" else 1.0
-            extra = {"mc_n": 1000, "mc_sd_tot": 0.0, "z_noise": z, "z_pois": 0.5, "z_tot": -0.5, "z_flag": abs(z) > 5}
-        rows.append(_row(code, name, level, "e", "T", 0.0, 80.0, pop / 100, pop, 0.01, E0_RATIO[code], **extra))
-        rows.append(_row(code, name, level, "e", "F", 0.0, 83.0, pop / 200, pop / 2, 0.02, E0_RATIO[code], **extra))
-        rows.append(_row(code, name, level, "e", "M", 0.0, 78.0, pop / 200, pop / 2, 0.02, E0_RATIO[code], **extra))
-        rows.append(_row(code, name, level, "tfr", "F", float("nan"), 1.5, pop / 90, pop / 4, 1e-4, 0.0201, **extra))
-        # mortality rates: 4 ages; the tiny region has 3 of 4 cells below 10 deaths
-        for age, ev in enumerate([200.0, 50.0, 12.0, 900.0] if code != "XX03" else [2.0, 1.0, 5.0, 40.0]):
-            rows.append(
-                _row(
-                    code,
-                    name,
-                    level,
-                    "asmr",
-                    "T",
-                    float(age),
-                    ev / pop,
-                    ev,
-                    pop,
-                    (ev / pop) ** 2 / ev,
-                    0.21 if ev >= 10 else 3.0,
-                )
-            )
-    df = pd.DataFrame(rows)
-    if mc:
-        df["z_flag"] = df["z_flag"].fillna(False).astype(bool)
-    return df
-
-
-# ------------------------------------------------------------------ formatting
-def test_formatting():
-    assert S.fmt_pct(0.0123) == "1.2 %"
-    assert S.fmt_pct(0.1) == "10 %"
-    assert S.fmt_pct(2.3171) == "232 %"
-    assert S.fmt_pct(float("nan")) == "\u2014"
-    assert S.fmt_num(0.0000153, 2) == "0.000015"
-    assert S.fmt_num(82.9241, 4) == "82.92"
-    assert S.fmt_num(12_418_855.0) == "12\u202f418\u202f855"
-    assert S.fmt_int(30123.4) == "30\u202f123"
-    assert (
-        S.region_label("FRL0", "Provence-Alpes-Côte d’Azur", width=12) == "FRL0 Provence-Al\u2026"
-    )  # 12 characters of name
-    assert (
-        S.region_label("BE10", "Région de Bruxelles-Capitale/ Brussels Hoofdstedelijk Gewest")
-        == "BE10 Région de Bruxelles-Capitale"
-    )
-    one = pd.DataFrame({"nuts_level": [0], "region_name": ["Suomi/Finland"], "region": ["FI"], "country": ["FI"]})
-    assert S.country_name(one) == "Suomi / Finland"
-    assert (
-        S.country_name(one.assign(nuts_level=2, region="MT00", country="MT", region_name="x")) == "Malta"
-    )  # NUTS names
-
-
-# ------------------------------------------------------------------ verdicts
-def test_scalar_verdict_counts_regions_and_names_the_smallest():
-    v = S.scalar_verdict(frame(), 1.0, "e", age=0)
-    text = " ".join(v.sentences)
-    # A = 1 %, 2.6 %, 100 %: noise adds less than 10 % in 2 of the 3 NUTS 2 regions
-    assert "in 2 of 3 NUTS 2 regions" in text
-    assert v.numbers["regions"] == 3 and v.numbers["regions_below_10"] == 2
-    # the smallest region: A = sqrt(1 + 3) - 1 = 100 %, sd_noise = sqrt(3 * 0.01), sd_pois = 0.1
-    assert "In the smallest region, XX03 Tiny (100\u202f000 people), it adds 100 %" in text
-    assert f"noise sd {S.fmt_num(math.sqrt(0.03), 2)} years against a Poisson sd of 0.1 years" in text
-    assert v.numbers["smallest"] == "XX03" and v.numbers["smallest_admixture"] == pytest.approx(1.0)
-    # noise at least as large as Poisson (A >= sqrt(2) - 1) only there
-    assert "(A >= 41 %) in 1 region: XX03" in text
-    assert v.numbers["regions_at_least_41"] == 1
-    # the largest, and the country as a whole (A = sqrt(1.0201) - 1 = 1 %)
-    assert "In the largest, XX01 Big (2\u202f000\u202f000 people), it adds 1 %" in text
-    assert "For Testland as a whole, noise adds 1 %" in text
-    assert v.numbers["median_admixture"] == pytest.approx(math.sqrt(1 + 0.21 * 0.25) - 1)
-    assert v.markdown().startswith("- At V = 1, noise adds less than 10 %")
-
-
-def test_scalar_verdict_all_none_and_single_region():
-    df = frame()
-    df.loc[df.indicator == "e", "admixture"] = 0.05  # every region below 10 %
-    assert "in all 3 NUTS 2 regions" in str(S.scalar_verdict(df, 1.0, "e", age=0))
-    df.loc[df.indicator == "e", "admixture"] = 0.5
-    assert (
-        "noise adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in all 3 NUTS 2 regions"
-        in str(S.scalar_verdict(df, 1.0, "e", age=0))
-    )
-    one = frame()
-    one = one[one.region.isin(["XX", "XX03"])]
-    text = str(S.scalar_verdict(one, 1.0, "e", age=0))
-    assert (
-        "adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in the country's only NUTS 2 "
-        "region" in text
-    )
-    # TFR is about women and carries its unit
-    t = str(S.scalar_verdict(frame(), 1.0, "tfr"))
-    assert "uncertainty of TFR in all 3 NUTS 2 regions" in t and "children per woman" in t
-
-
-def test_age_verdict_cells_and_small_counts():
-    v = S.age_verdict(frame(), 1.0, "asmr")
-    text = " ".join(v.sentences)
-    # 3 regions x 4 ages = 12 cells; ratio 0.21 (A = 10 %, not < 10 %) where >= 10 deaths, 3 (A = 100 %) below
-    assert v.numbers["cells"] == 12
-    assert v.numbers["cells_below_10"] == 0
-    assert v.numbers["small_cells"] == 3
-    assert v.numbers["max_admixture"] == pytest.approx(1.0)
-    assert v.numbers["max_admixture_region"] == "XX03"
-    assert (
-        "on 2 deaths (fewer than 10 events" in text
-        or "on 1 death (fewer than 10 events" in text
-        or "on 5 deaths (fewer than 10 events" in text
-    )
-    assert "Among cells with at least 10 deaths, the largest admixture is 10 %" in text
-    assert "3 cells (25 %) rest on fewer than 10 deaths" in text
 
 
 def test_age_profile_table_medians_and_largest_by_region():
@@ -208,11 +45,11 @@ def test_age_profile_table_medians_and_largest_by_region():
 
 
 def test_sparse_regions_and_flags():
-    sp = S.sparse_regions(frame(), 1.0, "e")
+    sp = vd.sparse_regions(frame(), 1.0, "e")
     tiny = sp[sp.region == "XX03"].iloc[0]
     assert (tiny["cells"], tiny["small"]) == (4, 3) and tiny["small_share"] == pytest.approx(0.75) and tiny["sparse"]
     assert not sp[sp.region == "XX01"].iloc[0]["sparse"]
-    v = S.scalar_verdict(frame(), 1.0, "e", age=0)
+    v = vd.scalar_verdict(frame(), 1.0, "e", age=0)
     assert v.numbers["sparse_regions"] == ["XX03"]
     assert (
         "may be unreliable in 1 region where more than half of the single-age cells rest on fewer than 10 events: XX03"
@@ -230,47 +67,6 @@ def test_sparse_regions_and_flags():
     # the sparse region's row states its counts with their denominator (the one definition of every count)
     sparse = [w for w in why if "rest on fewer than 10 deaths" in w]
     assert len(sparse) == 1 and sparse[0].startswith("3 of 4 age cells (75 %) rest on fewer than 10 deaths")
-
-
-def test_mc_summary():
-    m = S.mc_summary(frame(mc=True), 1.0, "e", ages=(0,))
-    assert (m["n"], m["cells"], m["beyond"]) == (1000, 12, 3)
-    assert m["max_abs_z"] == pytest.approx(7.0)
-    assert m["rse"] == pytest.approx(1 / math.sqrt(2000))
-    assert (
-        "disagrees with the analytic standard deviation beyond sampling error (|z| > 5) in 3 cells of 12" in m["text"]
-    )
-    none = S.mc_summary(frame(), 1.0, "e")
-    assert none["n"] == 0 and "No Monte Carlo" in none["text"]
-
-
-def test_index_metrics_worst_region():
-    m = S.index_metrics(frame(), 1.0, "e")
-    assert m["regions"] == 3 and m["e0_worst_region"] == "XX03"
-    assert m["e0_admixture_worst"] == pytest.approx(1.0)
-    assert m["e0_rel_noise_worst"] == pytest.approx(math.sqrt(0.03) / 80.0)
-    t = S.index_metrics(frame(), 1.0, "tfr")
-    assert t["tfr_admixture_worst"] == pytest.approx(0.01)
-    assert set(m).isdisjoint(t)  # the two payloads merge without conflict
-    with pytest.raises(ParameterError):
-        S.index_metrics(frame(), 1.0, "asmr")
-
-
-def test_other_V_is_not_mixed_in():
-    df = pd.concat([frame(), frame().assign(V=5.0, admixture=0.9)], ignore_index=True)
-    assert S.scalar_verdict(df, 1.0, "e", age=0).numbers["regions_below_10"] == 2
-    assert S.scalar_verdict(df, 5.0, "e", age=0).numbers["regions_below_10"] == 0
-    assert set(S.across_settings(df, "e", age=0).setting) == {"V = 1", "V = 5"}
-
-
-def test_drop_duplicate_country():
-    df = frame()
-    assert set(S.drop_duplicate_country(df).region) == set(df.region)  # several regions: kept
-    one = df[df.region.isin(["XX", "XX03"])].copy()
-    one.loc[one.region == "XX", "value"] = one.loc[one.region == "XX03", "value"].to_numpy()
-    assert set(S.drop_duplicate_country(one).region) == {"XX03"}  # one region, same values
-    one.loc[one.region == "XX", "value"] += 1.0
-    assert set(S.drop_duplicate_country(one).region) == {"XX", "XX03"}  # different values: kept
 
 
 def test_tables_and_status_box():
@@ -328,12 +124,12 @@ def test_load_results_parses_a_table_once_whatever_its_copy(tmp_path, monkeypatc
     carries it as bytes): a reused kernel parses it once; a different table is parsed."""
     import shutil
 
-    from demonoise.analysis import compute as C
+    from demonoise.analysis import stored
 
     reads = []
-    real = C.read_table
-    monkeypatch.setattr(C, "read_table", lambda p: reads.append(p) or real(p))
-    monkeypatch.setattr(S, "_CACHE", {})
+    real = S.read_results
+    monkeypatch.setattr(S, "read_results", lambda p: reads.append(p) or real(p))
+    monkeypatch.setattr(stored, "_ONCE", {})
     first = tmp_path / "a" / "in0-r.parquet"
     first.parent.mkdir()
     frame().to_parquet(first)

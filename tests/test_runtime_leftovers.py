@@ -148,7 +148,7 @@ def test_a_scheduler_lost_while_the_report_runs_its_notebooks_ends_it_in_one_lin
 
     import yaml
 
-    from demonoise.report.document.locate import ENV_VARS, find_dir
+    from demonoise.runtime.locate import ENV_VARS, find_dir
 
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
@@ -192,7 +192,7 @@ def test_a_scheduler_lost_while_the_report_runs_its_notebooks_ends_it_in_one_lin
 def test_a_notebooks_folder_from_the_environment_is_never_replaced(tmp_path, monkeypatch):
     from demonoise.report.batch.params import parse_params
     from demonoise.report.batch.stages import plan
-    from demonoise.report.document.locate import ENV_VARS
+    from demonoise.runtime.locate import ENV_VARS
 
     params = parse_params({"datasets": {"ess-2023": ["LU"]}, "noise": [{"V": 1}], "indicators": ["tfr"], "mc": 0})
     monkeypatch.setenv(ENV_VARS["notebooks"], str(tmp_path / "nowhere"))

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from nbformat.v4 import new_code_cell
 
-from demonoise.report.document.locate import ENV_VARS, find_dir
+from demonoise.runtime.locate import ENV_VARS, find_dir
 from process_helpers import kill_tagged, tagged, tagged_env, tmp_files, wait_gone
 
 pytestmark = [pytest.mark.slow, pytest.mark.signals, pytest.mark.timeout(120)]

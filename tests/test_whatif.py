@@ -227,7 +227,7 @@ def test_headless_run_reports_the_library_figures(rendered, be):
     nb = out / f"{STEM}.ipynb"
     assert read_parameters(nb) == PARAMS and res.html.name == f"{STEM}.html"
     m = read_metrics(nb)
-    assert m["settings"] == ["V = 1", "V = 3", "ptable v01"] and m["scale"] == 4 and m["granularity"] == "5y"
+    assert m["settings"] == ["V = 1", "V = 3", "p-table v01"] and m["scale"] == 4 and m["granularity"] == "5y"
     direct = headline(
         what_if(be, "BE34", scale=4, V=[1, 3], ptable="v01", granularity="5y", indicators=("e",), e_ages=(0,))
     )

@@ -35,7 +35,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.results import NoiseSetting
+from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.counts import Counts, Panel
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import HEADLINES, INDICATORS
@@ -61,7 +61,6 @@ __all__ = [
     "detectable_changes",
     "level_series",
     "change_chapter",
-    "setting_label",
 ]
 
 #: The columns every change table starts with (then ``pool``, windows, bias and the level's sds).
@@ -87,13 +86,6 @@ CHANGE_COLUMNS = (
 )
 
 
-def setting_label(setting: NoiseSetting) -> str:
-    """``"V=1"`` for the generic model, ``"ptable v01"`` for a p-table."""
-    if setting.kind == "ptable":
-        return setting.ptable if setting.ptable.startswith("ptable") else f"ptable {setting.ptable}"
-    return f"V={setting.V:g}"
-
-
 def _ratio(a, b):
     a, b = np.asarray(a, float), np.asarray(b, float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -113,7 +105,7 @@ def _rows(cl, ind: str, setting: NoiseSetting, factor: float, pool: int, mc) -> 
         "sex": np.tile(np.repeat(np.array(blk.sexes), K), R),
         "indicator": ind,
         "age": np.tile(blk.age_lower.astype(float), R * S),
-        "setting": setting_label(setting),
+        "setting": setting.key,
         "year_from": cl.w_from.window.last,
         "year_to": cl.w_to.window.last,
         "value_from": cl.w_from.blocks[ind].lin.value,
@@ -189,7 +181,7 @@ def change_table(
         ``progress(done)`` after each Monte Carlo block (replicates done in the run).
     """
     factor = mdc_factor(alpha, power)
-    settings = [s if isinstance(s, NoiseSetting) else NoiseSetting.of(s) for s in settings]
+    settings = [s if isinstance(s, NoiseSetting) else NoiseSetting.from_model(s) for s in settings]
     if not settings:
         raise ParameterError("no noise given: pass at least one V or one p-table")
     frames = []
@@ -381,7 +373,7 @@ def level_series(
         panel = Panel.from_counts([panel])
     if not 0 < float(confidence) < 1:
         raise ParameterError(f"confidence must lie in (0, 1), got {confidence}")
-    settings = [s if isinstance(s, NoiseSetting) else NoiseSetting.of(s) for s in settings]
+    settings = [s if isinstance(s, NoiseSetting) else NoiseSetting.from_model(s) for s in settings]
     if not settings:
         raise ParameterError("no noise given: pass at least one V or one p-table")
     hs = []
@@ -419,7 +411,7 @@ def level_series(
                     "indicator": h.indicator,
                     "age": np.nan if h.age is None else float(h.age),
                     "year": int(t),
-                    "setting": setting_label(s),
+                    "setting": s.key,
                     "noise_model": s.kind,
                     "V": s.V,
                     "ptable": s.ptable,

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.results import CONFIDENCE, NoiseSetting, mc_quantiles, results_table
+from demonoise.analysis.results import CONFIDENCE, mc_quantiles, results_table
+from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.atomic import atomic_path
 from demonoise.core.counts import Counts
 from demonoise.core.errors import ParameterError
@@ -33,10 +34,10 @@ def noise_settings(
     from demonoise.analysis.ptables import resolve_ptable
     from demonoise.noise.models import GenericNoise, PTableNoise
 
-    out = [NoiseSetting.of(GenericNoise(float(v), D=D), noised) for v in V]
+    out = [NoiseSetting.from_model(GenericNoise(float(v), D=D), noised) for v in V]
     for p in ptables:
         table = resolve_ptable(p)
-        out.append(NoiseSetting.of(PTableNoise(table), noised))
+        out.append(NoiseSetting.from_model(PTableNoise(table), noised, source=p))
     if not out:
         raise ParameterError("no noise given: pass at least one V or one p-table")
     return out

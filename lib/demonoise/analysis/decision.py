@@ -56,12 +56,12 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.results import CONFIDENCE, NoiseSetting, check_confidence, level_tag, mc_band_columns
+from demonoise.analysis.results import CONFIDENCE, check_confidence, level_tag, mc_band_columns
+from demonoise.analysis.settings import NoiseSetting, settings_in
 from demonoise.core.counts import SEXES, Counts
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.core.vocabulary import (
@@ -78,7 +78,6 @@ from demonoise.core.vocabulary import (
 __all__ = [
     "MEASURES",
     "Measure",
-    "Setting",
     "THRESHOLDS",
     "DEFAULT_RECOMMEND",
     "TABLE_NAMES",
@@ -206,119 +205,23 @@ def _join(names: Sequence[str]) -> str:
 
 
 # ============================================================================ settings
-@dataclass(frozen=True)
-class Setting:
-    """One noise setting as it appears in a results table.
-
-    Attributes
-    ----------
-    key : str
-        Short name used in columns and CSV: ``"V=1"`` (generic model) or the p-table's
-        name (``"v01"``).
-    noise_model : {"generic", "ptable"}
-    V : float
-        Variance (nominal variance for a p-table).
-    ptable : str
-        The p-table label of the results table (``"ptable v01"``), ``""`` for generic.
-    source : optional
-        Where the p-table comes from, as the setting named it (an embedded name, a file,
-        a table); not part of the comparison of two settings.
-    """
-
-    key: str
-    noise_model: str
-    V: float
-    ptable: str = ""
-    source: object = field(default=None, compare=False)
-
-    @property
-    def table_source(self):
-        """What :func:`demonoise.analysis.ptables.resolve_ptable` resolves: the source, else the key."""
-        return self.key if self.source is None else self.source
-
-    @property
-    def label(self) -> str:
-        """In words: ``"generic noise, V = 1"`` or ``"p-table v01 (nominal V = 1)"``."""
-        if self.noise_model == "generic":
-            return f"generic noise, V = {self.V:g}"
-        return f"p-table {self.key}" + (f" (nominal V = {self.V:g})" if np.isfinite(self.V) else "")
-
-    @property
-    def phrase(self) -> str:
-        """Inside a sentence: ``"at V = 1"`` or ``"with p-table v01"``."""
-        return f"at V = {self.V:g}" if self.noise_model == "generic" else f"with p-table {self.key}"
-
-    def mask(self, results: pd.DataFrame) -> pd.Series:
-        """Rows of ``results`` that belong to this setting."""
-        m = results["noise_model"] == self.noise_model
-        if self.noise_model == "generic":
-            return m & np.isclose(results["V"].astype(float), self.V)
-        return m & (results["ptable"] == self.ptable)
-
-
-def _available(results: pd.DataFrame) -> list[Setting]:
-    keys = results[["noise_model", "ptable", "V"]].drop_duplicates()
-    out = []
-    for r in keys.itertuples(index=False):
-        if r.noise_model == "generic":
-            out.append(Setting(f"V={float(r.V):g}", "generic", float(r.V)))
-        else:
-            out.append(Setting(str(r.ptable).removeprefix("ptable "), "ptable", float(r.V), str(r.ptable)))
-    return out
-
-
-def _match(spec, available: list[Setting]) -> Setting:
-    if isinstance(spec, Setting):
-        same = [s for s in available if (s.key, s.noise_model, s.ptable) == (spec.key, spec.noise_model, spec.ptable)]
-        hit = [spec] if same else []  # keeps its source
-        desc = spec.key
-    elif isinstance(spec, NoiseSetting):
-        want = Setting("", spec.kind, spec.V, spec.ptable)
-        hit = [s for s in available if s.noise_model == want.noise_model and s.ptable == want.ptable]
-        if want.noise_model == "generic":
-            hit = [s for s in hit if math.isclose(s.V, want.V)]
-        desc = f"{spec.kind} {spec.ptable or spec.V}"
-        hit = [dataclasses.replace(h, source=spec.model) if h.noise_model == "ptable" else h for h in hit]
-    elif isinstance(spec, Mapping):
-        keys = set(spec)
-        if keys == {"V"}:
-            try:
-                V = float(spec["V"])
-            except (TypeError, ValueError):
-                raise ParameterError(f"noise setting {dict(spec)!r}: V must be a number") from None
-            hit = [s for s in available if s.noise_model == "generic" and math.isclose(s.V, V)]
-            desc = f"{{V: {spec['V']}}}"
-        elif keys == {"ptable"}:
-            hit = [dataclasses.replace(h, source=spec["ptable"]) for h in _match_ptable(spec["ptable"], available)]
-            desc = f"{{ptable: {spec['ptable']}}}"
-        else:
-            raise ParameterError(f"noise setting {dict(spec)!r}: write {{V: <variance>}} or {{ptable: <name or file>}}")
+def _match(spec, available: list[NoiseSetting]) -> NoiseSetting:
+    """The setting of ``available`` that ``spec`` names (by its key), keeping where a
+    p-table came from (its file, its table) for the comparison and the calibration."""
+    if isinstance(spec, Mapping):
+        desc = "{" + ", ".join(f"{k}: {v}" for k, v in spec.items()) + "}"
     else:
-        raise ParameterError(
-            f"noise setting {spec!r}: write {{V: <variance>}} or {{ptable: <name or file>}} (or pass a NoiseSetting)"
-        )
+        desc = getattr(spec, "key", None) or repr(spec)
+    want = NoiseSetting.of(spec)
+    hit = [s for s in available if s.key == want.key]
     if not hit:
         there = ", ".join(s.key for s in available) or "none"
         raise ParameterError(f"noise setting {desc} is not in the results table (settings there: {there})")
-    return hit[0]
+    source = want.source if want.source is not None else want.model
+    return dataclasses.replace(hit[0], source=source) if source is not None else hit[0]
 
 
-def _match_ptable(name, available: list[Setting]) -> list[Setting]:
-    pts = [s for s in available if s.noise_model == "ptable"]
-    label = getattr(getattr(name, "table", name), "label", None)  # PTable or PTableNoise
-    if label is None:
-        text = str(name)
-        cands = {f"ptable {text}", f"ptable {Path(text).name}", text}
-        hit = [s for s in pts if s.ptable in cands]
-        if hit:
-            return hit
-        from demonoise.analysis.ptables import resolve_ptable
-
-        label = resolve_ptable(name).label
-    return [s for s in pts if s.ptable == label]
-
-
-def resolve_settings(results: pd.DataFrame, settings=None) -> list[Setting]:
+def resolve_settings(results: pd.DataFrame, settings=None) -> list[NoiseSetting]:
     """The noise settings to show, matched against a results table.
 
     Parameters
@@ -328,12 +231,13 @@ def resolve_settings(results: pd.DataFrame, settings=None) -> list[Setting]:
     settings : sequence, optional
         Each ``{"V": x}`` (generic model, variance ``x``), ``{"ptable": name}`` (an
         embedded p-table name such as ``"v01"`` or a file), a
-        :class:`~demonoise.analysis.results.NoiseSetting` or a :class:`Setting`. Default:
-        every setting of ``results`` in order of appearance.
+        :class:`~demonoise.analysis.settings.NoiseSetting` (:meth:`NoiseSetting.of
+        <demonoise.analysis.settings.NoiseSetting.of>`). Default: every setting of
+        ``results`` in order of appearance.
 
     Returns
     -------
-    list of Setting
+    list of NoiseSetting
         In the order given (duplicates dropped).
 
     Raises
@@ -342,12 +246,12 @@ def resolve_settings(results: pd.DataFrame, settings=None) -> list[Setting]:
         A setting of a wrong form, or one the results table does not hold (naming it and
         the settings it holds).
     """
-    available = _available(results)
+    available = settings_in(results)
     if settings is None:
         return available
-    if isinstance(settings, (Mapping, Setting, NoiseSetting)):
+    if isinstance(settings, (Mapping, NoiseSetting)):
         settings = [settings]
-    out: list[Setting] = []
+    out: list[NoiseSetting] = []
     for spec in settings:
         s = _match(spec, available)
         if s not in out:
@@ -530,7 +434,8 @@ def decision_table(
         raise ParameterError(f"unknown measure {bad[0]!r}: choose from {', '.join(MEASURES)}")
     pop, year = _population_series(population)
     regions = _regions(res, pop)
-    need = ["noise_model", "ptable", "V", "region", "sex", "indicator", "age", "admixture", "value", "sd_pois"]
+    need = ["setting"] if "setting" in res else []
+    need += ["noise_model", "ptable", "V", "region", "sex", "indicator", "age", "admixture", "value", "sd_pois"]
     slim = res.loc[res["indicator"].isin({MEASURES[k].indicator for k in measures}), need + ["sd_noise", "bias_noise"]]
     frames = []
     for s in sets:
@@ -541,7 +446,7 @@ def decision_table(
             if ps.empty:
                 raise ParameterError(f"the results table has no rows for {m.title} ({s.key})")
             w = _worst(ps)
-            w["setting"], w["noise_model"], w["ptable"], w["V"] = s.key, s.noise_model, s.ptable, s.V
+            w["setting"], w["noise_model"], w["ptable"], w["V"] = s.key, s.kind, s.ptable, s.V
             w["measure"], w["indicator"] = key, m.indicator
             w["age"] = np.nan if m.age is None else m.age
             w["unit"] = m.unit if m.summary == "value" else ""
@@ -1061,7 +966,7 @@ def error_bands(
                 f = pd.DataFrame(
                     {
                         "setting": s.key,
-                        "noise_model": s.noise_model,
+                        "noise_model": s.kind,
                         "ptable": s.ptable,
                         "V": s.V,
                         "headline": h,
@@ -1467,11 +1372,7 @@ def _region_list(codes: Sequence[str], limit: int = 4) -> str:
 
 
 def _setting_phrases(decision: pd.DataFrame) -> dict[str, str]:
-    out = {}
-    for r in decision.drop_duplicates("setting").itertuples():
-        s = Setting(r.setting, r.noise_model, float(r.V), r.ptable)
-        out[r.setting] = s.phrase
-    return out
+    return {s.key: s.phrase for s in settings_in(decision)}
 
 
 def _sentence_acceptable(decision, threshold, heads, numbers) -> str:
@@ -1769,7 +1670,7 @@ def decision_report(
     pop = population(sub)
     dec = decision_table(res, pop, sets)
     heads = tuple(dict.fromkeys(("e0", "tfr", ind)))
-    pt_sets = [s for s in sets if s.noise_model == "ptable"]
+    pt_sets = [s for s in sets if not s.is_generic]
     fams, notes = ["generic"], []
     for s in pt_sets:
         try:

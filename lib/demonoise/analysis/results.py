@@ -8,8 +8,10 @@ dataset, data_status
     real (Eurostat), deaths and births modelled, ...") followed by what that status means
     for reading the results, if the data say (``Provenance.data_status``: label ``; what it
     means: `` implications).
-noise_model, ptable, zero_floor, granularity, V
-    The noise: ``generic`` (integer noise of variance ``V`` on every published cell) or
+setting, noise_model, ptable, zero_floor, granularity, V
+    The noise setting's key (``"V=1"``, ``"v01"``: :attr:`~demonoise.analysis.settings.NoiseSetting.key`,
+    by which every table selects its rows) and the noise: ``generic`` (integer noise of
+    variance ``V`` on every published cell) or
     ``ptable`` (Cell Key Method, ``ptable`` names the table; ``V`` its nominal
     variance); ``zero_floor`` whether the Monte Carlo floored noisy counts at zero (the
     analytic columns never do); the publication granularity.
@@ -52,19 +54,16 @@ z_flag
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
+from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import SEXES, SMALL_EVENTS, Z_BOUND
 from demonoise.uncertainty.montecarlo import MonteCarloResult, z_score
 from demonoise.uncertainty.propagation import (
-    TABLES,
     Linearised,
     admixture,
-    check_noised,
     noise_cell_moments,
     poisson_cell_variance,
 )
@@ -81,7 +80,7 @@ __all__ = [
 ]
 
 COLUMNS = [
-    "dataset", "data_status", "noise_model", "ptable", "zero_floor", "granularity", "V",
+    "dataset", "data_status", "setting", "noise_model", "ptable", "zero_floor", "granularity", "V",
     "region", "region_name", "nuts_level", "country", "population", "sex", "indicator", "age", "age_group",
     "value", "events", "exposure", "var_pois", "var_noise", "var_tot", "sd_pois", "sd_noise", "sd_tot",
     "rel_pois", "rel_noise", "rel_tot", "admixture", "bias_noise", "small_count",
@@ -162,25 +161,6 @@ def mc_band_columns(level: float) -> list[str]:
     """Columns of the Monte Carlo interval at ``level``: ``mc_lo_noise_95, mc_hi_noise_95, ...``."""
     t = level_tag(level)
     return [f"mc_{side}_{col}_{t}" for _, col in _MC_COMPONENTS for side in ("lo", "hi")]
-
-
-@dataclass(frozen=True)
-class NoiseSetting:
-    """A noise model with the labels it carries into the results table."""
-
-    model: object
-    kind: str = "generic"  # "generic" | "ptable"
-    V: float = float("nan")
-    ptable: str = ""
-    noised: tuple = TABLES
-
-    @classmethod
-    def of(cls, model, noised=TABLES) -> NoiseSetting:
-        table = getattr(model, "table", None)
-        kind = "ptable" if table is not None else "generic"
-        V = getattr(model, "nominal_variance", None)
-        V = float("nan") if V is None else float(V)
-        return cls(model, kind, V, table.label if table is not None else "", check_noised(noised))
 
 
 def _block_frame(
@@ -284,10 +264,11 @@ def results_table(
     frames = []
     mc = mc or {}
     for i, s in enumerate(settings):
-        s = s if isinstance(s, NoiseSetting) else NoiseSetting.of(s)
+        s = s if isinstance(s, NoiseSetting) else NoiseSetting.from_model(s)
         meta = {
             "dataset": dataset or lz.counts.name,
             "data_status": data_status or lz.counts.provenance.data_status,
+            "setting": s.key,
             "noise_model": s.kind,
             "ptable": s.ptable,
             "zero_floor": bool(zero_floor and i in mc),

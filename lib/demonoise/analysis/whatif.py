@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from demonoise.analysis.settings import setting_labels
 from demonoise.core.counts import Counts, Panel, Provenance
 from demonoise.core.errors import DataError, ParameterError
 from demonoise.core.vocabulary import HEADLINES, INDICATORS, SEXES
@@ -161,7 +162,7 @@ def what_if_settings(
         No noise at all, or an invalid ``V``/``D``.
     """
     from demonoise.analysis.compute import noise_settings
-    from demonoise.analysis.results import NoiseSetting
+    from demonoise.analysis.settings import NoiseSetting
     from demonoise.noise.models import PTableNoise
     from demonoise.noise.ptable import PTable
 
@@ -172,7 +173,7 @@ def what_if_settings(
     if not Vs and not tables:
         raise ParameterError("no noise given: pass at least one V or one p-table")
     out = noise_settings(Vs, D=D, ptables=named, noised=noised) if (Vs or named) else []
-    out += [NoiseSetting.of(PTableNoise(t), noised) for t in objs]
+    out += [NoiseSetting.from_model(PTableNoise(t), noised) for t in objs]
     return out
 
 
@@ -267,11 +268,6 @@ def what_if(
     return df
 
 
-def _setting_label(df: pd.DataFrame) -> pd.Series:
-    gen = "V = " + df["V"].map(lambda v: f"{v:g}")
-    return pd.Series(np.where(df["noise_model"] == "ptable", df["ptable"], gen), index=df.index)
-
-
 def headline(df: pd.DataFrame, items=HEADLINE) -> pd.DataFrame:
     """Compact view of a results table: e0, e65 and TFR per noise setting and sex.
 
@@ -302,7 +298,7 @@ def headline(df: pd.DataFrame, items=HEADLINE) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame()
     d = pd.concat(parts, ignore_index=True)
-    d["noise"] = _setting_label(d)
+    d["noise"] = setting_labels(d)
     cols = ["region", "sex", "noise", "granularity"] + (["scale"] if "scale" in d else [])
     cols += ["item", "value", "exposure", "events", "sd_pois", "sd_noise", "rel_pois", "rel_noise", "admixture"]
     cols += [c for c in ("mc_sd_noise", "z_noise", "z_pois", "z_tot") if c in d]
@@ -447,7 +443,7 @@ def what_if_change(
         power=power,
     )
     v = change_verdicts(table, headlines=[k for k in headlines if HEADLINES[k].indicator in inds])
-    v["noise"] = _setting_label(v)
+    v["noise"] = setting_labels(v)
     v["scale"] = s
     v["mdc_ratio"] = v["mdc_total"] / v["mdc_poisson"].where(v["mdc_poisson"] > 0)
     cols = ["region", "sex", "noise", "scale", "headline", "year_from", "year_to", "pool", "value_from", "value_to"]

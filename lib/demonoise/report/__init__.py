@@ -12,7 +12,7 @@ nothing beyond what :func:`setup_notebook` itself needs):
   CSV files, PDF), :func:`read_metrics`, :func:`read_parameters`;
 * :mod:`.document.exporters`  -- the nbconvert exporters ``demonoise_html``, ``demonoise_typst`` and
   ``demonoise_pdf`` (Typst, in-process), figures and tables numbered;
-* :mod:`.document.typeset`   -- formulas as SVG (ziamath), Markdown to HTML and to Typst by
+* :mod:`.content.typeset`   -- formulas as SVG (ziamath), Markdown to HTML and to Typst by
   nbconvert's Markdown parser;
 * :mod:`.content.typstsrc`  -- Typst source: escaping, values, the Typst twins of the display objects;
 * :mod:`.content.theme`     -- the Altair theme, colours, number formats, log ticks;
@@ -20,11 +20,12 @@ nothing beyond what :func:`setup_notebook` itself needs):
 * :mod:`.document.index`     -- ``index.html`` over a batch: :func:`write_index`;
 * :mod:`.batch.params`    -- the params schema (pydantic) and its YAML loader;
 * :mod:`.batch.cache`     -- fingerprints and stamps (what is up to date);
-* :mod:`.document.locate`, :mod:`.document.templates` -- where notebooks, template and params are found;
+* :mod:`demonoise.runtime.locate`, :mod:`.document.templates` -- where notebooks, template and params are found;
 * :mod:`.batch.store`     -- results computed once by the library and read by the notebooks:
-  :class:`ResultsSpec`, :func:`results`;
+  :class:`ResultsSpec`, :func:`results` (the decision tables' files: :mod:`demonoise.analysis.stored`);
 * :mod:`.content.charts`    -- Altair chart builders over the results table;
-* :mod:`.content.summary`   -- tables, verdict sentences and flags over the results table;
+* :mod:`.content.summary`   -- tables and boxes over the results table (the verdicts, flags and
+  sentences come from :mod:`demonoise.analysis.verdicts`);
 * :mod:`.content.change`    -- the chapter "Change since the previous year" (multi-year datasets):
   verdict and detectable-change tables, sentences, data labels;
 * :mod:`.batch.stages`     -- the report batch in stages: plan -> compute -> execute -> render

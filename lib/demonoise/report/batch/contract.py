@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import ParameterError, ReportError
+from demonoise.report.content.notebook import SHOWN, shown_record
 
 __all__ = ["PARAMETERS_TAG", "SHOWN", "parameter_names", "check_contract", "check_known", "shown_record", "check_shown"]
 
 #: papermill's tag of the cell after which it injects the parameters.
 PARAMETERS_TAG = "parameters"
-#: Metrics key under which a report notebook records what its section shows.
-SHOWN = "shown"
 
 
 def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
@@ -116,22 +115,6 @@ def check_known(path: str | os.PathLike, given: Mapping[str, Any], what: str) ->
 
 
 # ----------------------------------------------------------------------- what was shown
-def shown_record(df, *, setting_label: str, row_settings) -> dict:
-    """What a section's rows hold: dataset(s), country(ies), the setting the section is
-    about (``setting_label``) and every setting present (``row_settings``: the label of
-    each row, :func:`~demonoise.report.content.summary.row_setting_labels`)."""
-    import pandas as pd
-
-    # the distinct values, not a Python set over every row: iterating an Arrow-backed
-    # string column boxes each element (a third of a second per section for France)
-    return {
-        "dataset": sorted(map(str, df["dataset"].unique())),
-        "country": sorted(map(str, df["country"].unique())),
-        "setting": setting_label,
-        "settings": sorted(map(str, pd.unique(row_settings))),
-    }
-
-
 def check_shown(
     path: str | os.PathLike, *, dataset: str, country: str, setting: str | None = None, settings=()
 ) -> None:

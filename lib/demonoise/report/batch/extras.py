@@ -35,7 +35,7 @@ from demonoise.report.document.assemble import (
     render_document,
     split_sections,
 )
-from demonoise.report.document.locate import find_notebook
+from demonoise.runtime.locate import find_notebook
 
 __all__ = ["EXTRAS", "FurtherRun", "scenario_name", "extra_run", "overview_run", "render_further", "render_notebook"]
 
@@ -159,7 +159,8 @@ def overview_run(
     """
     from demonoise.core.counts import DATA_STATUS_SEP
     from demonoise.report.batch.cache import file_digest
-    from demonoise.report.document.cover import provenance_dict, source_of
+    from demonoise.report.content.summary import source_of
+    from demonoise.report.document.cover import provenance_dict
 
     o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "T", "mc": 0, **options}
     out = Path(out_dir)

@@ -55,6 +55,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import A_EQUAL, A_SMALL, GRANULARITIES, HEADLINES
 
@@ -131,18 +132,23 @@ class Setting(_Strict):
         return "generic" if self.V is not None else "ptable"
 
     @property
+    def noise(self) -> NoiseSetting:
+        """The setting with every name it goes by (:class:`~demonoise.analysis.settings.NoiseSetting`)."""
+        return NoiseSetting.of(self)
+
+    @property
     def label(self) -> str:
         """``"V = 1"`` or ``"p-table v01"``: how the setting is named in every output."""
-        return f"V = {self.V:g}" if self.V is not None else f"p-table {Path(self.ptable).stem}"
+        return self.noise.label
 
     @property
     def slug(self) -> str:
         """``"V1"``, ``"ptable-v01"``: the setting in file names."""
-        return f"V{self.V:g}" if self.V is not None else f"ptable-{Path(self.ptable).stem}"
+        return self.noise.slug
 
     def as_parameter(self) -> dict:
         """JSON form for papermill (``{"V": 1.0}`` or ``{"ptable": "v01"}``)."""
-        return {"V": self.V} if self.V is not None else {"ptable": self.ptable}
+        return self.noise.as_parameter()
 
 
 def _number(v, what: str) -> float:

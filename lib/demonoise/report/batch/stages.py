@@ -185,7 +185,7 @@ def plan(
         ``$DEMONOISE_NOTEBOOKS``, is not replaced by another) or breaks the contract.
     """
     from demonoise.core.atomic import check_output_dir
-    from demonoise.report.document.locate import find_dir
+    from demonoise.runtime.locate import find_dir
 
     output = check_output_dir(Path(output))
     reports = [Report(s.dataset, c) for s in params.selections for c in s.countries]
@@ -244,7 +244,7 @@ def _check_contracts(state: Plan, names: list[str]) -> None:
     """Every notebook's tagged parameters cell defines what the batch injects; every
     extra notebook defines the parameters the params file gives it."""
     from demonoise.report.batch.contract import check_contract, check_known
-    from demonoise.report.document.locate import find_notebook
+    from demonoise.runtime.locate import find_notebook
 
     first = {}
     for run in state.runs:
@@ -560,6 +560,7 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
     """The document of one country: cover, contents, main points, a chapter per indicator
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
+    from demonoise.report.content.summary import source_of
     from demonoise.report.content.theme import setting_colours
     from demonoise.report.document.assemble import (
         Chapter,
@@ -570,7 +571,7 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
         read_metrics,
         split_sections,
     )
-    from demonoise.report.document.cover import cover_html, source_of
+    from demonoise.report.document.cover import cover_html
 
     out = state.output
     summary_path = Run(report, SUMMARY).output(out)
@@ -644,12 +645,11 @@ def _wrong_sections(report: Report, state: Plan) -> str | None:
     """Why a section of ``report`` does not show the dataset, country and setting its run
     asked for (:func:`demonoise.report.batch.contract.check_shown`), or ``None``."""
     from demonoise.report.batch.contract import check_shown
-    from demonoise.report.content.summary import setting_label
 
-    every = [setting_label(s.as_parameter()) for s in state.params.settings]
+    every = [s.label for s in state.params.settings]
     errs = []
     for run in (r for r in state.runs if r.report == report):
-        one = None if run.setting is None else setting_label(run.setting.as_parameter())
+        one = None if run.setting is None else run.setting.label
         try:
             check_shown(
                 run.output(state.output),

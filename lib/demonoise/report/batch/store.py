@@ -22,11 +22,12 @@ import pandas as pd
 
 from demonoise.analysis.compute import compute, noise_settings, write_table
 from demonoise.analysis.results import CONFIDENCE, check_confidence
+from demonoise.analysis.stored import DECISION_FIELDS, read_decision, write_decision
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import INDICATORS
 
-__all__ = ["ResultsSpec", "results", "results_path"]
+__all__ = ["ResultsSpec", "results", "results_path", "DECISION_FIELDS", "read_decision", "write_decision"]
 
 
 @dataclass(frozen=True)
@@ -147,22 +148,6 @@ def results(
     return df, path
 
 
-# ============================================================== the decision tables
-#: The tables of a :class:`~demonoise.analysis.decision.DecisionReport`, by attribute.
-DECISION_FIELDS = (
-    "decision",
-    "decision_wide",
-    "calibration",
-    "calibration_wide",
-    "recommended",
-    "error_bands",
-    "small_cells",
-    "population",
-    "ptable_comparison",
-    "ptable_noise",
-)
-
-
 def decision_key(results_key: str, settings, thresholds, confidence, recommend) -> str:
     """Key of the decision tables of one results table: the results key and the report
     parameters they depend on (the library is already part of the results key)."""
@@ -176,51 +161,3 @@ def decision_key(results_key: str, settings, thresholds, confidence, recommend) 
         "recommend": dict(recommend),
     }
     return digest(payload, 16)
-
-
-def write_decision(rep, directory) -> Path:
-    """Store a :class:`~demonoise.analysis.decision.DecisionReport`: one Parquet file per
-    table (its ``attrs`` -- CSV name, title, units -- kept) and ``report.json`` (the main
-    points, the notes). Written into a temporary directory that replaces ``directory``
-    only once complete (:func:`demonoise.core.atomic.atomic_dir`)."""
-    from demonoise.core.atomic import atomic_dir
-
-    directory = Path(directory)
-    with atomic_dir(directory) as tmp:
-        for name in DECISION_FIELDS:
-            df = getattr(rep, name)
-            if df is not None:
-                df.to_parquet(tmp / f"{name}.parquet", index=False)
-        meta = {
-            "sentences": list(rep.main_points.sentences),
-            "numbers": rep.main_points.numbers,
-            "notes": list(rep.notes),
-        }
-        (tmp / "report.json").write_text(json.dumps(meta, indent=1, default=list), encoding="utf-8")
-    return directory
-
-
-def read_decision(directory):
-    """Read back what :func:`write_decision` stored, as a
-    :class:`~demonoise.analysis.decision.DecisionReport`.
-
-    Raises
-    ------
-    ReportError
-        The directory or its ``report.json`` is missing.
-    """
-    from demonoise.analysis.decision import DecisionReport, MainPoints
-    from demonoise.core.errors import ReportError
-
-    directory = Path(directory)
-    meta_path = directory / "report.json"
-    if not meta_path.is_file():
-        raise ReportError(f"decision tables not found: {directory} (no report.json)")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    tables = {
-        name: pd.read_parquet(directory / f"{name}.parquet") if (directory / f"{name}.parquet").is_file() else None
-        for name in DECISION_FIELDS
-    }
-    return DecisionReport(
-        **tables, main_points=MainPoints(list(meta["sentences"]), dict(meta["numbers"])), notes=list(meta["notes"])
-    )

@@ -15,16 +15,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from demonoise.analysis.settings import NoiseSetting, setting_labels, settings_in
+from demonoise.analysis.verdicts import region_label
+from demonoise.core.formats import fmt_fixed
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
-from demonoise.report.content.summary import (
-    HtmlTable,
-    StatusBox,
-    fmt_fixed,
-    region_label,
-    row_setting_labels,
-    setting_label,
-    status_box,
-)
+from demonoise.report.content.notebook import record_shown
+from demonoise.report.content.summary import HtmlTable, StatusBox, status_box
 
 __all__ = [
     "load_change",
@@ -74,8 +70,9 @@ def load_change(
     from demonoise.analysis.compute import noise_settings
     from demonoise.io.datasets import load_panel
 
-    V = [s["V"] for s in settings if s.get("V") is not None and not s.get("ptable")]
-    tables = [s["ptable"] for s in settings if s.get("ptable")]
+    sets = [NoiseSetting.of(s) for s in settings]
+    V = [s.V for s in sets if s.is_generic]
+    tables = [s.as_parameter()["ptable"] for s in sets if not s.is_generic]
     if isinstance(confidence, (list, tuple)):
         confidence = confidence[0] if confidence else 0.95
     ch = change_chapter(
@@ -89,19 +86,8 @@ def load_change(
         confidence=confidence,
         granularity=granularity,
     )
-    _record_shown(ch.table, settings)
+    record_shown(ch.table, settings[0])
     return ch
-
-
-def _record_shown(table: pd.DataFrame, settings) -> None:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from demonoise.report.batch.contract import SHOWN, shown_record
-    from demonoise.report.content.notebook import display_metrics
-
-    if InteractiveShell.initialized():
-        record = shown_record(table, setting_label=setting_label(settings[0]), row_settings=row_setting_labels(table))
-        display_metrics({SHOWN: record})
 
 
 def data_words(ch, headline: str) -> str:
@@ -135,8 +121,9 @@ def _years(ch) -> str:
     return f"{ys[0]}-{ys[-1]}" if len(ys) > 1 else str(ys[0])
 
 
-def _labelled(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.assign(label=row_setting_labels(frame).to_numpy())
+def _settings(frame: pd.DataFrame, settings) -> list[NoiseSetting]:
+    """The settings to show: those given (any form of :meth:`NoiseSetting.of`), else the table's."""
+    return [NoiseSetting.of(s) for s in settings] if settings else settings_in(frame)
 
 
 def _order(frame: pd.DataFrame) -> list[str]:
@@ -159,11 +146,10 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
     """Per region: the headline's values in the two years, the change, its z without noise
     and, per setting, its z with noise and whether it is significant (``yes``, ``no``,
     ``lost``: significant without noise but not with this setting's)."""
-    v = _labelled(ch.verdicts)
-    v = v[(v["headline"] == headline) & (v["sex"] == sex)]
-    labels = list(settings) if settings else list(dict.fromkeys(v["label"]))
+    v = ch.verdicts[(ch.verdicts["headline"] == headline) & (ch.verdicts["sex"] == sex)]
+    sets = _settings(v, settings)
     k = DECIMALS.get(headline, 3)
-    first = v[v["label"] == labels[0]].set_index("region")
+    first = v[sets[0].mask(v)].set_index("region")
     names = _label_of(v)
     rows, fills, frame = [], [], []
     for code in _order(v):
@@ -179,17 +165,17 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
             else "\u2014",
         }
         fill = [""] * 6
-        for lab in labels:
-            s = v[(v["label"] == lab) & (v["region"] == code)].iloc[0]
-            row[f"z {lab}"] = fmt_fixed(s["z_total"], 2)
-            row[f"sig {lab}"] = _WORD[s["verdict"]]
+        for st in sets:
+            s = v[st.mask(v) & (v["region"] == code)].iloc[0]
+            row[f"z {st.label}"] = fmt_fixed(s["z_total"], 2)
+            row[f"sig {st.label}"] = _WORD[s["verdict"]]
             fill += ["", _LOST_COLOUR if s["verdict"] == "lost" else ""]
             frame.append(
                 {
                     "region": code,
                     "sex": sex,
                     "headline": headline,
-                    "setting": lab,
+                    "setting": st.key,
                     "value_from": r["value_from"],
                     "value_to": r["value_to"],
                     "change": r["change"],
@@ -206,9 +192,9 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
     shown = pd.DataFrame(rows)
     shown.columns = [
         "region", str(ch.year_from), str(ch.year_to), "change", "z", "signif.",
-        *[c for _ in labels for c in ("z", "signif.")],
+        *[c for _ in sets for c in ("z", "signif.")],
     ]  # fmt: skip
-    groups = [("", 4), ("without noise", 2)] + [(lab, 2) for lab in labels]
+    groups = [("", 4), ("without noise", 2)] + [(st.label, 2) for st in sets]
     h = HEADLINES[_KEY.get(headline, headline)]
     return HtmlTable(
         pd.DataFrame(frame),
@@ -228,38 +214,37 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
 def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> HtmlTable:
     """Per region: the smallest detectable change of the headline without noise and, per
     setting, with it and by how much (per cent) the setting widens it."""
-    d = _labelled(ch.detectable)
-    d = d[(d["headline"] == headline) & (d["sex"] == sex)]
-    labels = list(settings) if settings else list(dict.fromkeys(d["label"]))
+    d = ch.detectable[(ch.detectable["headline"] == headline) & (ch.detectable["sex"] == sex)]
+    sets = _settings(d, settings)
     k = DECIMALS.get(headline, 3)
     names = _label_of(ch.verdicts)
     rows, frame = [], []
     for code in _order(ch.verdicts):
         g = d[d["region"] == code]
-        first = g[g["label"] == labels[0]].iloc[0]
+        first = g[sets[0].mask(g)].iloc[0]
         row = [names[code], fmt_fixed(first["mdc_poisson"], k)]
-        for lab in labels:
-            s = g[g["label"] == lab].iloc[0]
+        for st in sets:
+            s = g[st.mask(g)].iloc[0]
             row += [fmt_fixed(s["mdc_total"], k), _signed(100 * (s["mdc_ratio"] - 1), 1) + " %"]
             frame.append(
                 {
                     "region": code,
                     "sex": sex,
                     "headline": headline,
-                    "setting": lab,
+                    "setting": st.key,
                     "mdc_poisson": s["mdc_poisson"],
                     "mdc_total": s["mdc_total"],
                     "mdc_ratio": s["mdc_ratio"],
                 }
             )
         rows.append(row)
-    shown = pd.DataFrame(rows, columns=["region", "MDC", *[c for _ in labels for c in ("MDC", "wider by")]])
+    shown = pd.DataFrame(rows, columns=["region", "MDC", *[c for _ in sets for c in ("MDC", "wider by")]])
     h = HEADLINES[_KEY.get(headline, headline)]
     return HtmlTable(
         pd.DataFrame(frame),
         shown,
         caption=f"Smallest detectable change of {h.label} from one year to the next, {SEX_WORDS[sex]} ({h.unit})",
-        groups=[("", 1), ("without noise", 1)] + [(lab, 2) for lab in labels],
+        groups=[("", 1), ("without noise", 1)] + [(st.label, 2) for st in sets],
         note=f"{data_words(ch, headline)}. MDC: the smallest detectable change, {ch.mdc_factor:.2f} sd of the change "
         f"({ch.z_crit:.2f} + {ch.mdc_factor - ch.z_crit:.2f}): a true change this large is found significant "
         f"({100 * ch.alpha:g} %, two-sided) with probability {100 * ch.power:g} %; wider by: how much the setting's "
@@ -273,7 +258,7 @@ def series_frame(ch, headline: str = "e0", sex: str = "T") -> pd.DataFrame:
     """The yearly rows of one headline and sex, each with its report setting label (what
     :func:`demonoise.report.content.charts.level_series_settings` draws)."""
     s = ch.series[(ch.series["headline"] == headline) & (ch.series["sex"] == sex)]
-    return s.assign(setting=row_setting_labels(s).to_numpy())
+    return s.assign(setting=setting_labels(s).to_numpy())
 
 
 def _name(headline: str) -> str:
@@ -290,10 +275,9 @@ def _join(items: list[str]) -> str:
 def change_points(ch, headline: str = "e0", sex: str = "T", settings=None) -> str:
     """Markdown: which regions' changes are significant without noise, and which of them
     are still significant with each setting's noise."""
-    v = _labelled(ch.verdicts)
-    v = v[(v["headline"] == headline) & (v["sex"] == sex)]
-    labels = list(settings) if settings else list(dict.fromkeys(v["label"]))
-    first = v[v["label"] == labels[0]]
+    v = ch.verdicts[(ch.verdicts["headline"] == headline) & (ch.verdicts["sex"] == sex)]
+    sets = _settings(v, settings)
+    first = v[sets[0].mask(v)]
     order = _order(v)
     sig = [c for c in order if bool(first.set_index("region").loc[c, "significant_poisson"])]
     what = f"The change of {_name(headline)} ({SEX_WORDS[sex]}) from {ch.year_from} to {ch.year_to}"
@@ -307,10 +291,10 @@ def change_points(ch, headline: str = "e0", sex: str = "T", settings=None) -> st
     not_sig = [c for c in order if c not in sig]
     if not_sig:
         out.append(f"Not significant even without noise: {_join(not_sig)}.")
-    for lab in labels:
-        s = v[v["label"] == lab].set_index("region")
+    for st in sets:
+        s = v[st.mask(v)].set_index("region")
         lost = [c for c in sig if s.loc[c, "verdict"] == "lost"]
-        at = ("at " if lab.startswith("V") else "with ") + lab
+        at = st.phrase
         if not sig:
             continue
         if lost:
@@ -331,28 +315,35 @@ def change_points(ch, headline: str = "e0", sex: str = "T", settings=None) -> st
 def detectable_points(ch, headline: str = "e0", sex: str = "T", settings=None) -> str:
     """Markdown: per setting, the region whose smallest detectable change the noise widens
     most and the one it widens least, with the numbers."""
-    d = _labelled(ch.detectable)
-    d = d[(d["headline"] == headline) & (d["sex"] == sex)]
-    labels = list(settings) if settings else list(dict.fromkeys(d["label"]))
+    d = ch.detectable[(ch.detectable["headline"] == headline) & (ch.detectable["sex"] == sex)]
+    sets = _settings(d, settings)
     k = DECIMALS.get(headline, 3)
     h = HEADLINES[_KEY.get(headline, headline)]
     unit = h.unit
     level = ch.verdicts.drop_duplicates("region").set_index("region")["nuts_level"]
     out = []
-    for lab in labels:
-        g = d[(d["label"] == lab) & np.isfinite(d["mdc_ratio"])]
+    for st in sets:
+        g = d[st.mask(d) & np.isfinite(d["mdc_ratio"])]
         if (g["region"].map(level) > 0).any():
             g = g[g["region"].map(level) > 0]  # the NUTS 2 regions; the country alone otherwise
         g = g.sort_values("mdc_ratio", kind="stable")
         if g.empty:
             continue
         hi, lo = g.iloc[-1], g.iloc[0]
-        at = ("At " if lab.startswith("V") else "With ") + lab
+        at = st.phrase[:1].upper() + st.phrase[1:]
         out.append(
             f"{at} the smallest change of {_name(headline)} {hi['region']} can detect grows from "
-            f"{fmt_fixed(hi['mdc_poisson'], k)} to {fmt_fixed(hi['mdc_total'], k)} {unit} "
+            f"{_from_to(hi['mdc_poisson'], hi['mdc_total'], k)} {unit} "
             f"({_signed(100 * (hi['mdc_ratio'] - 1), 1)} %, the most of the regions); "
-            f"{lo['region']}'s from {fmt_fixed(lo['mdc_poisson'], k)} to {fmt_fixed(lo['mdc_total'], k)} "
+            f"{lo['region']}'s from {_from_to(lo['mdc_poisson'], lo['mdc_total'], k)} "
             f"({_signed(100 * (lo['mdc_ratio'] - 1), 1)} %, the least)."
         )
     return " ".join(out)
+
+
+def _from_to(a: float, b: float, k: int) -> str:
+    """``"0.734 to 0.740"``: two values with ``k`` decimals, or as many more (up to 6) as
+    it takes for them to differ when they do."""
+    while k < 6 and a != b and fmt_fixed(a, k) == fmt_fixed(b, k):
+        k += 1
+    return f"{fmt_fixed(a, k)} to {fmt_fixed(b, k)}"

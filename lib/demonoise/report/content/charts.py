@@ -549,7 +549,7 @@ def uncertainty_vs_population(
     region and the one with the largest relative noise are labelled. A setting whose dots lie
     on an earlier series' (:func:`coinciding`) is drawn as larger rings around them, and the
     subtitle says so. ``df``: from
-    :func:`demonoise.report.content.summary.across_settings` (a ``setting`` column)."""
+    :func:`demonoise.analysis.verdicts.across_settings` (a ``setting`` column)."""
     d = _cols(df, column, "rel_pois", "setting")
     d["region_label"] = _region_label(d)
     order = settings or d["setting"].drop_duplicates().tolist()
@@ -728,7 +728,7 @@ def uncertainty_by_age_settings(
     """Relative uncertainty (%) by age, one panel per region: Poisson (blue) and the noise
     of every setting (one line each, the setting's colour). ``df``: rows of one indicator
     and one sex for every setting, with a ``setting`` label
-    (:func:`demonoise.report.content.summary.across_settings` with ``nuts_level=None``). Cells
+    (:func:`demonoise.analysis.verdicts.across_settings` with ``nuts_level=None``). Cells
     with fewer than 10 events are open circles on the Poisson line. With more than
     ``max_panels`` regions, the country, the largest region and the smallest ones are
     drawn (the admixture chart beside it shows every region). A series lying on an earlier

@@ -32,28 +32,24 @@ from __future__ import annotations
 import html as _html
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from demonoise.analysis.decision import decision_report
+from demonoise.analysis.settings import NoiseSetting, settings_in
+from demonoise.analysis.stored import country_results, read_decision, read_once
+from demonoise.analysis.verdicts import region_label
+from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
-from demonoise.report.content.summary import (
-    HtmlTable,
-    fmt_fixed_column,
-    fmt_int,
-    fmt_pct,
-    fmt_percent_column,
-    region_label,
-)
+from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
 from demonoise.report.content.theme import admixture_column, admixture_text
 
 __all__ = [
     "MEASURE_LABELS",
     "load_decision",
     "one_region",
-    "setting_label",
     "ClassLegend",
     "decision_view",
     "sex_view",
@@ -82,9 +78,6 @@ _SEX_LETTER = {"F": "F", "M": "M", "T": "T", "": ""}
 
 
 # ======================================================================== reading
-_CACHE: dict = {}
-
-
 def load_decision(
     path,
     *,
@@ -99,33 +92,14 @@ def load_decision(
     seed: int = 20230101,
 ):
     """The decision tables of a country: read back from ``path`` (what the batch stored,
-    :func:`demonoise.report.batch.store.read_decision`), or -- ``path`` empty, a notebook run by
-    hand -- computed now through the results store (``<tmp>/demonoise-results``)."""
-    from demonoise.report.batch.cache import tree_fingerprint
-    from demonoise.report.batch.store import read_decision
-
+    :func:`demonoise.analysis.stored.read_decision`; once per kernel), or -- ``path`` empty,
+    a notebook run by hand -- computed now from the country's results
+    (:func:`demonoise.analysis.stored.country_results`)."""
     if path:
-        # by content: each notebook task reads its own copy of the directory
-        key = tree_fingerprint(path) if Path(path).is_dir() else str(path)
-        if key not in _CACHE:  # the notebooks of a report run one after the other in a reused kernel
-            _CACHE.clear()
-            _CACHE[key] = read_decision(path)
-        return _CACHE[key]
-    import tempfile
-
-    from demonoise.analysis.decision import decision_report
-    from demonoise.io.datasets import load
-    from demonoise.report.batch.store import ResultsSpec, results
-
-    V = tuple(float(s["V"]) for s in settings if s.get("V") is not None)
-    pts = tuple(str(s["ptable"]) for s in settings if s.get("ptable"))
-    spec = ResultsSpec(
-        dataset, V=V, ptables=pts, granularity=granularity, countries=(country,), mc=int(mc), seed=int(seed),
-        confidence=tuple(confidence),
-    )  # fmt: skip
-    df, _ = results(spec, Path(tempfile.gettempdir()) / "demonoise-results")
-    counts = load(dataset)
-    counts = counts.select([r.code for r in counts.regions if r.country == country])
+        return read_once(path, read_decision)
+    df, counts = country_results(
+        dataset, country, settings, granularity=granularity, mc=mc, seed=seed, confidence=tuple(confidence)
+    )
     return decision_report(
         df, counts, list(settings), thresholds=thresholds, confidence=confidence, recommend=recommend, country=country
     )
@@ -141,22 +115,12 @@ def one_region(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def setting_label(key: str) -> str:
-    """A decision table's setting key as every output names it: ``"V=1"`` -> ``"V = 1"``,
-    ``"v01"`` -> ``"p-table v01"``."""
-    key = str(key)
-    return f"V = {key[2:]}" if key.startswith("V=") else f"p-table {key}"
-
-
-def _settings(frame: pd.DataFrame) -> list[str]:
-    return frame["setting"].drop_duplicates().tolist()
-
-
-def _colours(keys: Sequence[str]) -> dict[str, str]:
+def _colours(settings: Sequence[NoiseSetting]) -> dict[str, str]:
+    """The colour of each setting (by key): its position in the list."""
     from demonoise.report.content.theme import setting_colours
 
-    labels = setting_colours([setting_label(k) for k in keys])
-    return {k: labels[setting_label(k)] for k in keys}
+    labels = setting_colours([s.label for s in settings])
+    return {s.key: labels[s.label] for s in settings}
 
 
 def _in_report_order(frame: pd.DataFrame, rep) -> pd.DataFrame:
@@ -212,21 +176,21 @@ def decision_view(rep) -> HtmlTable:
     admixture of e0, e65, the TFR and the median admixture of ASFR and ASMR -- the worst
     of women, men and both sexes, that sex named -- coloured by class."""
     wide = one_region(rep.decision_wide)
-    keys = _settings(rep.decision)
+    sets = settings_in(rep.decision)
     measures = rep.decision["measure"].drop_duplicates().tolist()
     shown = pd.DataFrame({"region": _region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]})
     colours = pd.DataFrame({"region": "", "population (1 Jan.)": ""}, index=shown.index)
     groups: list[tuple] = [("", 2, "")]
-    palette = _colours(keys)
-    for s in keys:
+    palette = _colours(sets)
+    for s in sets:
         for m in measures:
-            col = f"{m} {s}"
+            col = f"{m} {s.key}"
             pct = admixture_column(wide[col])
             sex = [_SEX_LETTER.get(str(x) if isinstance(x, str) else "", "") for x in wide[f"{col} sex"]]
             name = f"{MEASURE_LABELS.get(m, m)} \u00b7{len(groups)}"  # unique column names, one per setting
             shown[name] = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
             colours[name] = [_class_colour(c) for c in wide[f"{col} class"]]
-        groups.append((f"{setting_label(s)}: A (%)", len(measures), palette[s]))
+        groups.append((f"{s.label}: A (%)", len(measures), palette[s.key]))
     shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
     colours.columns = shown.columns
     year = rep.population["year"].iloc[0] if len(rep.population) else ""
@@ -250,21 +214,21 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
     e65, ...) per region and setting, from the decision table (``admixture_F/M/T``), each
     cell coloured by its class."""
     dec = one_region(rep.decision[rep.decision["measure"] == measure])
-    keys = _settings(dec)
-    first = dec[dec["setting"] == keys[0]]
+    sets = settings_in(dec)
+    first = dec[sets[0].mask(dec)]
     shown = pd.DataFrame({"region": _region_labels(first)})
     colours = pd.DataFrame({"region": ""}, index=shown.index)
     groups: list[tuple] = [("", 1, "")]
-    palette = _colours(keys)
-    for j, s in enumerate(keys):
-        g = dec[dec["setting"] == s].set_index("region").reindex(first["region"])
+    palette = _colours(sets)
+    for j, s in enumerate(sets):
+        g = dec[s.mask(dec)].set_index("region").reindex(first["region"])
         for x in ("F", "M", "T"):
             col = f"{x} \u00b7{j}"
             shown[col] = admixture_column(g[f"admixture_{x}"])
             colours[col] = [
                 _class_colour(c.key) if c else NO_DATA_COLOUR for c in map(admixture_class, g[f"admixture_{x}"])
             ]
-        groups.append((f"{setting_label(s)}: A (%)", 3, palette[s]))
+        groups.append((f"{s.label}: A (%)", 3, palette[s.key]))
     shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
     colours.columns = shown.columns
     title = MEASURE_LABELS.get(measure, measure)
@@ -393,10 +357,10 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
     its first-order bias, given beside), in the indicator's units. The total half-width is
     ``sqrt(P^2 + N^2)`` (the CSV gives it, with every sex)."""
     b = rep.error_bands
-    keys = _settings(b)
+    sets = settings_in(b)
     levels = sorted(set(b["level"]))
     first = _bands(b, headlines[0])
-    first = first[(first["setting"] == keys[0]) & (first["level"] == levels[0])]
+    first = first[sets[0].mask(first) & (first["level"] == levels[0])]
     rows, groups = [], [("", 2 if len(levels) > 1 else 1, "")]
     for lev in levels:
         row = pd.DataFrame({"region": _region_labels(first)})
@@ -405,15 +369,15 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
         for h in headlines:
             hb = _bands(b, h)
             hb = hb[hb["level"] == lev]
-            base = hb[hb["setting"] == keys[0]].set_index("region").reindex(first["region"])
+            base = hb[sets[0].mask(hb)].set_index("region").reindex(first["region"])
             cols = {HEADLINES[h].label: fmt_fixed_column(base["value"], significant=4 if h != "tfr" else 3)}
             cols["\u00b1 P"] = fmt_fixed_column(base["half_pois"], significant=2)
-            for s in keys:
-                g = hb[hb["setting"] == s].set_index("region").reindex(first["region"])
-                cols[f"\u00b1 N {_short_setting(s)}"] = fmt_fixed_column(g["half_noise"], significant=2)
+            for s in sets:
+                g = hb[s.mask(hb)].set_index("region").reindex(first["region"])
+                cols[f"\u00b1 N {s.short}"] = fmt_fixed_column(g["half_noise"], significant=2)
                 if (g["noise_model"] == "ptable").any():
                     label, values = _scaled(g["bias_noise"], "")
-                    cols[f"bias {_short_setting(s)}" + (f" ({label})" if label else "")] = values
+                    cols[f"bias {s.short}" + (f" ({label})" if label else "")] = values
             for name, values in cols.items():
                 row[f"{name} \u00b7{h}"] = values
             if lev == levels[0]:
@@ -421,9 +385,7 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
         rows.append(row)
     shown = pd.concat(rows, ignore_index=True)
     shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
-    names = ", ".join(
-        f"{_short_setting(s)} = {setting_label(s)}" for s in keys if _short_setting(s) != setting_label(s)
-    )
+    names = ", ".join(f"{s.short} = {s.label}" for s in sets if s.short != s.label)
     return HtmlTable(
         b.drop(columns=["data_status"], errors="ignore"),
         shown,
@@ -437,18 +399,13 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
     )
 
 
-def _short_setting(key: str) -> str:
-    """A setting in a column header: ``"V=1"`` -> ``"V1"``, ``"v01"`` -> ``"v01"``."""
-    return key.replace("=", "") if key.startswith("V=") else key
-
-
 def bands_view(bands: pd.DataFrame, headline: str, setting: str | Mapping) -> HtmlTable:
     """The error bands of one setting (an indicator chapter's subsection): per region the
     value, the analytic intervals from noise and in total, and beside them the Monte Carlo
     quantiles of the same level where the batch ran a Monte Carlo (both sexes; TFR: women)."""
-    key = _key(setting)
+    setting = NoiseSetting.of(setting)
     b = _bands(bands, headline)
-    b = b[b["setting"] == key]
+    b = b[setting.mask(b)]
     levels = sorted(set(b["level"]))
     unit = HEADLINES[headline].unit
     has_mc = "mc_n" in b and b["mc_n"].notna().any()
@@ -484,7 +441,7 @@ def bands_view(bands: pd.DataFrame, headline: str, setting: str | Mapping) -> Ht
         b.drop(columns=["data_status"], errors="ignore"),
         shown,
         caption=(
-            f"Error bands of {HEADLINES[headline].label} ({sex}) {_phrase(key)}, {_levels_word(levels)}, in {unit}: "
+            f"Error bands of {HEADLINES[headline].label} ({sex}) {setting.phrase}, {_levels_word(levels)}, in {unit}: "
             f"half-widths z sd and the intervals from noise and in total (first order"
             + (", centred on value + bias" if (b["noise_model"] == "ptable").any() else "")
             + f"){mc}."
@@ -508,7 +465,7 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     base = scalar_table(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
     d = base.frame
     b = _bands(bands, headline)
-    b = b[(b["setting"] == _key(setting))]
+    b = b[NoiseSetting.of(setting).mask(b)]
     level = float(b["level"].min()) if len(b) else 0.95
     b = b[b["level"] == level].set_index("region").reindex(d["region"])
     has_mc = "mc_n" in b and b["mc_n"].notna().any()
@@ -551,7 +508,7 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
         frame,
         shown,
         caption=(
-            f"{hl.title.capitalize()}, {sex}, {_phrase(_key(setting))} ({hl.unit}): relative uncertainties "
+            f"{hl.title.capitalize()}, {sex}, {NoiseSetting.of(setting).phrase} ({hl.unit}): relative uncertainties "
             "\u03b4 = sd / value from Poisson (P) and noise (N), noise admixture A, and the half-widths z sd of the "
             f"{fmt_pct(level, 3)} intervals from P and N in {hl.unit}"
             + (" (the noise interval centred on value + bias)" if any(c.startswith("bias") for c in shown) else "")
@@ -575,18 +532,6 @@ def _decimals(g: pd.DataFrame) -> int:
     if not (np.isfinite(v) and np.isfinite(h) and v > 0):
         return 4
     return int(min(8, max(3, math.floor(math.log10(v)) - math.floor(math.log10(h)) + 2)))
-
-
-def _key(setting) -> str:
-    """``{"V": 1}`` -> ``"V=1"``; ``{"ptable": "v01"}`` -> ``"v01"`` (the decision tables' keys)."""
-    if isinstance(setting, str):
-        return setting
-    v, p = setting.get("V"), setting.get("ptable")
-    return Path(str(p)).stem.lower() if p else f"V={float(v):g}"
-
-
-def _phrase(key: str) -> str:
-    return f"at {setting_label(key)}" if key.startswith("V=") else f"with {setting_label(key)}"
 
 
 # ==================================================================== small cells
@@ -661,11 +606,14 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     )
 
 
+def _of_ptable(frame: pd.DataFrame, ptable) -> pd.DataFrame:
+    """The rows of one p-table (its name or file; ``None``: every p-table's), by the
+    table's label (:attr:`NoiseSetting.ptable <demonoise.analysis.settings.NoiseSetting.ptable>`)."""
+    return frame if ptable is None else frame[frame["ptable"] == NoiseSetting.from_ptable(ptable).ptable]
+
+
 def _comparison(rep, ptable: str | None) -> pd.DataFrame:
-    cmp = rep.ptable_comparison
-    if ptable is not None:
-        cmp = cmp[cmp["ptable"].str.removeprefix("ptable ") == Path(str(ptable)).stem.lower()]
-    return cmp
+    return _of_ptable(rep.ptable_comparison, ptable)
 
 
 def reasons(rep, ptable: str | None = None):
@@ -687,9 +635,7 @@ def reasons(rep, ptable: str | None = None):
 def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:
     """The p-table's count-dependent noise: bias, variance and sd per original count, the
     probability that a count is published unchanged, and the nominal V."""
-    t = rep.ptable_noise
-    if ptable is not None:
-        t = t[t["ptable"].str.removeprefix("ptable ") == Path(str(ptable)).stem.lower()]
+    t = _of_ptable(rep.ptable_noise, ptable)
     shown = pd.DataFrame(
         {
             "original count": t["count"].astype(str),
@@ -761,8 +707,7 @@ def _scaled(values, unit: str) -> tuple[str, list[str]]:
 def _median_relative_bias(results: pd.DataFrame, indicator: str, ptable: str | None) -> pd.Series | None:
     sex = "F" if indicator == "asfr" else "T"
     d = results[(results["noise_model"] == "ptable") & (results["indicator"] == indicator) & (results["sex"] == sex)]
-    if ptable is not None:
-        d = d[d["ptable"].astype(str).str.removeprefix("ptable ") == Path(str(ptable)).stem.lower()]
+    d = _of_ptable(d, ptable)
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     if d.empty:
         return None
@@ -818,14 +763,14 @@ def index_columns(rep) -> dict[str, Any]:
     }
     dec = rep.decision[rep.decision["measure"].isin(["e0", "e65", "tfr"])]
     nuts2 = dec[dec["nuts_level"] == 2] if (dec["nuts_level"] == 2).any() else dec
-    for s in _settings(dec):
-        g = nuts2[(nuts2["setting"] == s) & np.isfinite(nuts2["admixture"].astype(float))]
+    for s in settings_in(dec):
+        g = nuts2[s.mask(nuts2) & np.isfinite(nuts2["admixture"].astype(float))]
         if g.empty:
-            out[f"worst A, {setting_label(s)}"] = "n/a"
+            out[f"worst A, {s.label}"] = "n/a"
             continue
         w = g.loc[g["admixture"].astype(float).idxmax()]
         cls = admixture_class(float(w["admixture"]))
-        out[f"worst A, {setting_label(s)}"] = {
+        out[f"worst A, {s.label}"] = {
             "text": f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})",
             "colour": cls.colour if cls else "",
         }

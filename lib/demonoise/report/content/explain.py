@@ -16,6 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from demonoise.analysis.settings import setting_labels
 from demonoise.core.vocabulary import SETTING_PALETTE
 from demonoise.report.content.charts import COMPONENT_COLOURS
 from demonoise.report.content.theme import log_ticks
@@ -45,12 +46,10 @@ def title(text: str, data_label: str | None = None) -> alt.TitleParams:
 
 
 def setting_label(df: pd.DataFrame) -> pd.Series:
-    """``"V = 1"`` for generic noise, the p-table name otherwise; with the granularity
-    and scale appended when they vary within ``df``."""
-    lab = pd.Series(
-        np.where(df["noise_model"] == "ptable", df["ptable"].astype(str), "V = " + df["V"].map(lambda v: f"{v:g}")),
-        index=df.index,
-    )
+    """The setting's label of every row (``"V = 1"``, ``"p-table v01"``:
+    :func:`demonoise.analysis.settings.setting_labels`), with the granularity and scale
+    appended when they vary within ``df``."""
+    lab = setting_labels(df)
     if "granularity" in df and df["granularity"].nunique() > 1:
         lab = lab + ", " + df["granularity"].astype(str)
     if "scale" in df and df["scale"].nunique() > 1:
@@ -254,7 +253,7 @@ def solution(summary: str, *parts) -> object:
         The visible line, e.g. ``"Solution 1"``.
     *parts : str or pandas.DataFrame
         Paragraphs: a string is HTML with maths in ``$...$`` (typeset as SVG here, by
-        :func:`demonoise.report.document.typeset.markdown_to_html`), a DataFrame is rendered as an HTML table.
+        :func:`demonoise.report.content.typeset.markdown_to_html`), a DataFrame is rendered as an HTML table.
 
     Returns
     -------
@@ -262,7 +261,7 @@ def solution(summary: str, *parts) -> object:
     """
     from IPython.display import HTML
 
-    from demonoise.report.document.typeset import markdown_to_html
+    from demonoise.report.content.typeset import markdown_to_html
 
     body = []
     for p in parts:

@@ -359,16 +359,12 @@ def _register_formatters() -> None:
 @lru_cache(maxsize=1)
 def _chart_fonts() -> None:
     """vl-convert measures the charts' text with the template's typeface
-    (:func:`~demonoise.report.document.templates.fonts_dir`), whatever fonts the machine has."""
+    (:func:`~demonoise.report.content.theme.chart_fonts_dir`), whatever fonts the machine has."""
     import vl_convert as vlc
 
-    from demonoise.core.errors import ReportError
-    from demonoise.report.document.templates import fonts_dir
+    from demonoise.report.content.theme import chart_fonts_dir
 
-    try:
-        d = fonts_dir()
-    except ReportError:  # no template found: the machine's fonts
-        return
+    d = chart_fonts_dir()
     if d is not None:
         vlc.register_font_directory(str(d))
 
@@ -478,3 +474,37 @@ def display_metrics(payload: Mapping[str, Any]) -> None:
     if not isinstance(payload, Mapping):
         raise ParameterError(f"metrics payload must be a mapping, got {type(payload).__name__}")
     display({METRICS_MIME: to_jsonable(payload)}, raw=True)
+
+
+# ------------------------------------------------------------------ what a section shows
+#: Metrics key under which a report notebook records what its section shows.
+SHOWN = "shown"
+
+
+def shown_record(df, *, setting_label: str, row_settings) -> dict:
+    """What a section's rows hold: dataset(s), country(ies), the setting the section is
+    about (``setting_label``) and every setting present (``row_settings``: the label of
+    each row, :func:`~demonoise.analysis.settings.setting_labels`)."""
+    import pandas as pd
+
+    # the distinct values, not a Python set over every row: iterating an Arrow-backed
+    # string column boxes each element (a third of a second per section for France)
+    return {
+        "dataset": sorted(map(str, df["dataset"].unique())),
+        "country": sorted(map(str, df["country"].unique())),
+        "setting": setting_label,
+        "settings": sorted(map(str, pd.unique(row_settings))),
+    }
+
+
+def record_shown(df, setting) -> None:
+    """In a kernel: a metrics output under :data:`SHOWN` saying what the rows of ``df`` hold
+    and which ``setting`` the section is about, which the batch's render stage compares with
+    what it asked for (:func:`demonoise.report.batch.contract.check_shown`)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from demonoise.analysis.settings import NoiseSetting, setting_labels
+
+    if InteractiveShell.initialized():
+        label = NoiseSetting.of(setting).label
+        display_metrics({SHOWN: shown_record(df, setting_label=label, row_settings=setting_labels(df))})

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -52,6 +53,35 @@ __all__ = [
 THEME = "demonoise"
 #: Font of every chart (the first one installed is used to measure and to draw text).
 FONT = "DejaVu Sans, Verdana, sans-serif"
+#: The typeface of the PDF and of the charts' text (the reports' stylesheets name it), in
+#: ``templates/demonoise/fonts``.
+FONT_FAMILY = "DejaVu Sans"
+#: Its faces and those of its monospaced companion (inline code), (family, style, weight)
+#: -> file in ``<base>/demonoise/fonts``.
+FONT_FACES = {
+    (FONT_FAMILY, "normal", 400): "DejaVuSans.ttf",
+    (FONT_FAMILY, "normal", 700): "DejaVuSans-Bold.ttf",
+    (FONT_FAMILY, "italic", 400): "DejaVuSans-Oblique.ttf",
+    (FONT_FAMILY, "italic", 700): "DejaVuSans-BoldOblique.ttf",
+    ("DejaVu Sans Mono", "normal", 400): "DejaVuSansMono.ttf",
+    ("DejaVu Sans Mono", "normal", 700): "DejaVuSansMono-Bold.ttf",
+}
+
+
+def chart_fonts_dir() -> Path | None:
+    """The template's ``fonts/`` directory (:data:`FONT_FACES`), where the charts' text is
+    measured and the PDF set; ``None`` where no template directory holds them (the
+    machine's fonts then)."""
+    from demonoise.core.errors import ReportError
+    from demonoise.runtime.locate import find_dir
+
+    try:
+        base = find_dir("templates", tuple(f"demonoise/fonts/{f}" for f in FONT_FACES.values()))
+        return base / "demonoise" / "fonts"
+    except ReportError:
+        return None
+
+
 #: The one thousands separator: narrow no-break space (SI style: 30 123).
 THOUSANDS = "\u202f"
 #: d3 number locale for vl-convert: "." decimals, narrow-space thousands.

@@ -345,7 +345,7 @@ def _chapter_cells(ch: Chapter, number: int, used: set) -> tuple[list, dict]:
 
 
 def _html_typst(html_text: str) -> str:
-    from demonoise.report.document.typeset import tex_typst
+    from demonoise.report.content.typeset import tex_typst
 
     return html_to_typst(html_text, tex_typst)
 

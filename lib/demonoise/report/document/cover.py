@@ -15,7 +15,7 @@ whose dates are not known.
 :func:`cover_html` returns the HTML as a :class:`Cover` string carrying its Typst twin
 (``.typst``), both made from the same fields; :func:`~.render.assemble` puts both in the
 cover's raw cell. The data's provenance per table (:func:`provenance_dict`) and the
-"Source:" line of every figure (:func:`source_of`) come from the same place.
+"Source:" line of every figure (:func:`demonoise.report.content.summary.source_of`) come from the same place.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ __all__ = [
     "cover_html",
     "provenance_dict",
     "provenance_fields",
-    "source_of",
 ]
 
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
@@ -175,16 +174,3 @@ def provenance_fields(provenance) -> dict:
         }
         for name, t in provenance.tables.items()
     }
-
-
-def source_of(provenance: Mapping[str, Any]) -> str:
-    """``"Eurostat (demo_r_d2jan, demo_r_magec, ...)"``: the Source line of every figure; the
-    publisher the tables name when it is not Eurostat (a user's counts file: its ``# source:``
-    line, else ``user-supplied``)."""
-    codes = sorted({c for p in provenance.values() if p for c in (p.get("datasets") or [])})
-    others = sorted(
-        {str(p["source"]) for p in provenance.values() if p and p.get("source") not in (None, "", "Eurostat")}
-    )
-    if others:
-        return "; ".join(others) + (f" ({', '.join(codes)})" if codes else "")
-    return f"Eurostat ({', '.join(codes)})" if codes else "Eurostat"

@@ -2,14 +2,14 @@
 
 * :class:`DocumentHTMLExporter` (``jupyter nbconvert --to demonoise_html``): nbconvert's
   ``HTMLExporter`` with the ``templates/demonoise`` template, no code, no prompts; formulas
-  typeset as SVG (:mod:`.typeset`, found by nbconvert's own Markdown parser); every chart
+  typeset as SVG (:mod:`demonoise.report.content.typeset`, found by nbconvert's own Markdown parser); every chart
   and table numbered, with a "Source:" line and a link to its data as CSV
   (:class:`DocumentPreprocessor`; the CSV files go to ``resources["outputs"]``, which
   nbconvert's writer puts next to the output).
 * :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst
   source, written by the ``templates/demonoise_typst`` template as nbconvert's LaTeX
   exporter writes LaTeX: markdown through a Typst renderer of nbconvert's own Markdown
-  parser (:class:`~.typeset.TypstRenderer`), each output by its Typst representation
+  parser (:class:`~demonoise.report.content.typeset.TypstRenderer`), each output by its Typst representation
   (:data:`~.typstsrc.TYPST_MIME`, made beside its HTML by the kernel), charts as their SVG.
 * :class:`DocumentPDFExporter` (``--to demonoise_pdf``): that source compiled in this
   process by the ``typst`` wheel (:func:`typst_to_pdf`), with the template's own fonts
@@ -31,9 +31,9 @@ from traitlets import Unicode, default
 
 from demonoise.core.errors import ReportError
 from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
+from demonoise.report.content.typeset import markdown_to_html, markdown_to_typst, tex_svg, tex_typst
 from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, html_to_typst, markup, png_svg, string_literal
 from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
-from demonoise.report.document.typeset import markdown_to_html, markdown_to_typst, tex_svg, tex_typst
 
 __all__ = [
     "REMOVE_TAGS",
@@ -297,7 +297,7 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
 
     @pass_context
     def markdown2html(self, context, source):
-        """nbconvert's Markdown filter with formulas as SVG (:class:`~.typeset.MathRenderer`)."""
+        """nbconvert's Markdown filter with formulas as SVG (:class:`~..content.typeset.MathRenderer`)."""
         cell = context.get("cell", {})
         path = context.get("resources", {}).get("metadata", {}).get("path", "")
         return markdown_to_html(

@@ -1,6 +1,6 @@
 """Where the nbconvert templates live: ``templates/`` at the top of the repository.
 
-Found like the notebooks (:mod:`.locate`): an explicit directory (only that one), then
+Found like the notebooks (:mod:`demonoise.runtime.locate`): an explicit directory (only that one), then
 ``$DEMONOISE_TEMPLATES``, the repository checkout, ``<sys.prefix>/share/demonoise/templates``.
 Each candidate is a *base directory* that must contain ``demonoise/`` (the HTML template:
 ``conf.json``, ``index.html.j2``, its stylesheet) and ``demonoise_typst/`` (the Typst
@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from demonoise.report.document.locate import ENV_VARS, find_dir
+from demonoise.report.content.theme import FONT_FACES, FONT_FAMILY
+from demonoise.runtime.locate import ENV_VARS, find_dir
 
 __all__ = [
     "TEMPLATE_NAME",
@@ -40,18 +41,6 @@ REQUIRED_FILES = (
     f"{TYPST_TEMPLATE_NAME}/conf.json",
     f"{TYPST_TEMPLATE_NAME}/index.typ.j2",
 )
-#: The typeface of the PDF and of the charts' text (the reports' stylesheets name it).
-FONT_FAMILY = "DejaVu Sans"
-#: Its faces and those of its monospaced companion (inline code), (family, style, weight)
-#: -> file in ``<base>/demonoise/fonts``.
-FONT_FACES = {
-    (FONT_FAMILY, "normal", 400): "DejaVuSans.ttf",
-    (FONT_FAMILY, "normal", 700): "DejaVuSans-Bold.ttf",
-    (FONT_FAMILY, "italic", 400): "DejaVuSans-Oblique.ttf",
-    (FONT_FAMILY, "italic", 700): "DejaVuSans-BoldOblique.ttf",
-    ("DejaVu Sans Mono", "normal", 400): "DejaVuSansMono.ttf",
-    ("DejaVu Sans Mono", "normal", 700): "DejaVuSansMono-Bold.ttf",
-}
 
 
 def find_template_dir(template_dir: str | os.PathLike | None = None) -> Path:

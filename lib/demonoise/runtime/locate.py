@@ -37,7 +37,7 @@ def candidates(kind: Kind, directory: str | os.PathLike | None = None) -> list[t
     if env and kind == "notebooks":
         return [(f"${ENV_VARS[kind]}", Path(env))]
     out = [(f"${ENV_VARS[kind]}", Path(env))] if env else []
-    package = Path(__file__).resolve().parents[2]  # .../lib/demonoise
+    package = Path(__file__).resolve().parents[1]  # .../lib/demonoise
     out.append(("repository checkout", package.parents[1] / kind))
     out.append(("installed data files", Path(sys.prefix) / "share" / "demonoise" / kind))
     return out

@@ -1,0 +1,538 @@
+"""The Europe overview's tables: every NUTS 2 region of a dataset, the noise settings side
+by side.
+
+* :func:`indicator_rows` -- per region and setting the relative uncertainties and the
+  noise admixture of e0, e65, the TFR, and the median over ages of the ASMR and ASFR;
+  :func:`summary_table`, :func:`most_affected` over them;
+* :func:`granularity_effect`, :func:`granularity_summary` -- what publishing 5-year
+  instead of single-age cells does to the noise sd;
+* :func:`map_values`, :func:`admixture_class`, :func:`outside_table` -- what the map shows;
+* :func:`calibration_table` -- the largest V per threshold, from
+  :func:`demonoise.uncertainty.calibration.calibrate`.
+
+Definitions (docs/design.md, "Admixture"): relative uncertainty ``delta = sd / value``;
+noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (10 %: noise adds a tenth to
+the statistical uncertainty; ``sqrt(2) - 1 = 41.4 %``: noise as large as Poisson). The
+tables keep the NUTS 2 rows (``nuts_level == 2``); their ``setting`` column holds each
+row's setting label (``"V = 1"``, ``"p-table v01"``: :func:`row_labels`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from demonoise.analysis.settings import setting_labels
+from demonoise.core.errors import ParameterError
+from demonoise.core.vocabulary import A_EQUAL as _A_EQUAL
+from demonoise.core.vocabulary import A_SMALL
+
+__all__ = [
+    "A_EQUAL",
+    "KEYS",
+    "KEY_TITLES",
+    "SHORT_NAMES",
+    "MAP_BREAKS",
+    "MAP_CLASSES",
+    "NO_DATA",
+    "nuts2",
+    "row_labels",
+    "setting_order",
+    "setting_tag",
+    "v_values",
+    "population",
+    "age_summary",
+    "indicator_rows",
+    "summary_table",
+    "most_affected",
+    "granularity_effect",
+    "granularity_summary",
+    "map_values",
+    "admixture_class",
+    "outside_table",
+    "calibration_rows",
+    "calibration_table",
+]
+
+#: Noise admixture when noise and Poisson variances are equal: sqrt(2) - 1.
+A_EQUAL = _A_EQUAL
+
+
+#: Indicator keys of the overview: (indicator, age or None, how).
+#: ``how``: "row" -- one row per region; "median" -- median over the ages.
+KEYS = {
+    "e0": ("e", 0.0, "row"),
+    "e65": ("e", 65.0, "row"),
+    "tfr": ("tfr", None, "row"),
+    "asmr": ("asmr", None, "median"),
+    "asfr": ("asfr", None, "median"),
+}
+
+
+KEY_TITLES = {
+    "e0": "life expectancy at birth (e0)",
+    "e65": "life expectancy at 65 (e65)",
+    "tfr": "total fertility rate (TFR)",
+    "asmr": "age-specific mortality rates (median over ages)",
+    "asfr": "age-specific fertility rates (median over ages)",
+}
+
+
+SHORT_NAMES = {
+    "e0": "e0",
+    "e65": "e65",
+    "tfr": "TFR",
+    "asmr": "ASMR (median over ages)",
+    "asfr": "ASFR (median over ages)",
+}
+
+
+_FEMALE_ONLY = ("tfr", "asfr")
+
+
+MAP_BREAKS = [5.0, 10.0, 20.0, 100.0 * A_EQUAL, 100.0]
+
+
+#: Classes of the admixture map (labels), from :data:`MAP_BREAKS`.
+MAP_CLASSES = ("< 5 %", "5\u201310 %", "10\u201320 %", "20\u201341 %", "41\u2013100 %", "\u2265 100 %")
+
+
+NO_DATA = "no data"
+
+
+def nuts2(df: pd.DataFrame) -> pd.DataFrame:
+    """NUTS 2 rows (``nuts_level == 2``) of every noise setting -- the generic model's V's
+    and the p-tables -- with the ``setting`` label every output uses (``"V = 1"``,
+    ``"p-table v01"``)."""
+    need = {"nuts_level", "noise_model"}
+    missing = need - set(df.columns)
+    if missing:
+        raise ParameterError(f"not a results table: column(s) {', '.join(sorted(missing))} missing")
+    out = df[df["nuts_level"] == 2]
+    out = out.assign(setting=row_labels(out))
+    return out
+
+
+def row_labels(df: pd.DataFrame) -> pd.Series:
+    """The setting label of every row, from its noise columns (a frame already labelled
+    keeps its labels)."""
+    if "setting" in df and not {"noise_model", "V"} <= set(df):  # a derived table: labelled when made
+        return df["setting"]
+    d = df.drop(columns="setting", errors="ignore")
+    if "noise_model" not in d:
+        d = d.assign(noise_model="generic")
+    return setting_labels(d if "ptable" in d else d.assign(ptable=""))
+
+
+def setting_order(df: pd.DataFrame) -> list[str]:
+    """The settings of a table in the order of the batch: the generic model's V's
+    ascending, then the p-tables in order of appearance (their colours follow it)."""
+    d = df.assign(setting=row_labels(df))
+    gen = d.loc[~d["setting"].str.startswith("p-table"), ["setting", "V"]].drop_duplicates("setting")
+    pts = [x for x in d["setting"].drop_duplicates().tolist() if x.startswith("p-table")]
+    return gen.sort_values("V", kind="stable")["setting"].tolist() + pts
+
+
+def setting_tag(setting: str) -> str:
+    """Column suffix of a setting: ``"V = 5"`` -> ``"V5"``, ``"p-table v01"`` -> ``"ptable_v01"``."""
+    return setting.replace("V = ", "V").replace("p-table ", "ptable_").replace(" ", "")
+
+
+def v_values(df: pd.DataFrame) -> list[float]:
+    """The V's of a results table's generic rows, ascending."""
+    v = df.loc[df["noise_model"] == "generic", "V"] if "noise_model" in df else df["V"]
+    return sorted(float(x) for x in pd.unique(v.dropna()))
+
+
+def _v_tag(v: float) -> str:
+    return f"V{float(v):g}"
+
+
+def population(df: pd.DataFrame) -> pd.DataFrame:
+    """Average population (exposure) of every region and sex.
+
+    Taken from the ``e`` rows at age 0 (their exposure is the average population over
+    all ages, ``(P(t) + P(t+1)) / 2``); without them, the sum of the ``asmr``
+    exposures over ages.
+
+    Returns
+    -------
+    DataFrame
+        ``region, sex, population`` (one row per region and sex).
+    """
+    e0 = df[(df["indicator"] == "e") & (df["age"] == 0)]
+    if len(e0):
+        out = e0.groupby(["region", "sex"], as_index=False, sort=True)["exposure"].first()
+    else:
+        a = df[df["indicator"] == "asmr"]
+        if not len(a):
+            raise ParameterError("the results table has neither e (age 0) nor asmr rows: no population to show")
+        first = a.drop_duplicates(["region", "sex", "age"])
+        out = first.groupby(["region", "sex"], as_index=False, sort=True)["exposure"].sum()
+    return out.rename(columns={"exposure": "population"})
+
+
+_ROW_COLS = [
+    "region",
+    "region_name",
+    "country",
+    "sex",
+    "V",
+    "setting",
+    "value",
+    "events",
+    "rel_pois",
+    "rel_noise",
+    "rel_tot",
+    "admixture",
+    "sd_noise",
+    "sd_pois",
+]
+
+
+def age_summary(df: pd.DataFrame, indicator: str, *, sex: str = "T", stat: str = "median") -> pd.DataFrame:
+    """Summary over ages of an age-specific indicator, per region and V.
+
+    For ``asmr``/``asfr`` rows the median (or ``stat``: any pandas reduction name)
+    over the age groups of ``rel_pois``, ``rel_noise``, ``rel_tot`` and ``admixture``;
+    an age group without events has an infinite relative uncertainty and admixture
+    and counts as such (a median is robust to a few of them). ``events`` is the sum
+    over ages; ``value`` is not summarised (``nan``).
+    """
+    d = df[(df["indicator"] == indicator) & (df["sex"] == sex)]
+    d = d.assign(setting=row_labels(d))
+    g = d.groupby(["region", "setting"], sort=True)
+    out = g.agg(
+        V=("V", "first"),
+        region_name=("region_name", "first"),
+        country=("country", "first"),
+        sex=("sex", "first"),
+        events=("events", "sum"),
+        ages=("age", "size"),
+        rel_pois=("rel_pois", stat),
+        rel_noise=("rel_noise", stat),
+        rel_tot=("rel_tot", stat),
+        admixture=("admixture", stat),
+    ).reset_index()
+    out["value"] = np.nan
+    out["sd_noise"] = np.nan
+    out["sd_pois"] = np.nan
+    return out
+
+
+def indicator_rows(df: pd.DataFrame, key: str, *, sex: str = "T") -> pd.DataFrame:
+    """One row per NUTS 2 region and V for an overview indicator, with its population.
+
+    Parameters
+    ----------
+    df : DataFrame
+        A results table (:mod:`demonoise.analysis.results`); only its NUTS 2 generic rows are used.
+    key : {"e0", "e65", "tfr", "asmr", "asfr"}
+        See :data:`KEYS`; ``asmr``/``asfr`` are summarised by :func:`age_summary`.
+    sex : {"T", "F", "M"}
+        Sex shown; the fertility indicators are always ``F``.
+
+    Returns
+    -------
+    DataFrame
+        ``region, region_name, country, sex, V, setting, value, events, rel_pois,
+        rel_noise, rel_tot, admixture, sd_noise, sd_pois, population`` -- ``population``
+        is the average population of the row's sex (women for TFR/ASFR); one row per
+        region and setting (the p-tables beside the V's).
+    """
+    if key not in KEYS:
+        raise ParameterError(f"unknown overview indicator {key!r}; choose from {', '.join(KEYS)}")
+    if sex not in ("T", "F", "M"):
+        raise ParameterError(f"sex must be T, F or M, got {sex!r}")
+    ind, age, how = KEYS[key]
+    s = "F" if key in _FEMALE_ONLY else sex
+    d = nuts2(df)
+    if how == "median":
+        rows = age_summary(d, ind, sex=s)
+    else:
+        sel = (d["indicator"] == ind) & (d["sex"] == s)
+        if age is not None:
+            sel &= d["age"] == age
+        rows = d.loc[sel, _ROW_COLS].copy()
+    pop = population(d[d["setting"] == setting_order(d)[0]] if len(d) else d)
+    rows = rows.merge(pop, on=["region", "sex"], how="left")
+    order = {x: i for i, x in enumerate(setting_order(d))} if len(d) else {}
+    rows = rows.assign(_o=rows["setting"].map(order)).sort_values(["region", "_o"], kind="stable")
+    return rows.drop(columns="_o").reset_index(drop=True)
+
+
+def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: str = "T") -> pd.DataFrame:
+    """Headline numbers per indicator and V over the NUTS 2 regions.
+
+    Returns
+    -------
+    DataFrame
+        ``indicator, V, regions, rel_noise_median, rel_noise_max, admixture_median,
+        admixture_max, over_10, over_41`` -- the last two count regions with
+        ``A > 10 %`` and ``A > sqrt(2) - 1`` (noise larger than Poisson). Indicators
+        absent from ``df`` are skipped.
+    """
+    rows = []
+    for key in keys:
+        r = indicator_rows(df, key, sex=sex)
+        for setting in setting_order(r):
+            g = r[r["setting"] == setting]
+            a = g["admixture"]
+            rows.append(
+                {
+                    "indicator": key,
+                    "V": float(g["V"].iloc[0]),
+                    "setting": setting,
+                    "regions": int(g["region"].nunique()),
+                    "rel_noise_median": float(g["rel_noise"].median()),
+                    "rel_noise_max": float(g["rel_noise"].max()),
+                    "admixture_median": float(a.median()),
+                    "admixture_max": float(a.max()),
+                    "over_10": int((a > A_SMALL).sum()),
+                    "over_41": int((a > A_EQUAL).sum()),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "indicator",
+            "V",
+            "setting",
+            "regions",
+            "rel_noise_median",
+            "rel_noise_max",
+            "admixture_median",
+            "admixture_max",
+            "over_10",
+            "over_41",
+        ],
+    )
+
+
+def _wide(rows: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
+    """Rows per region x setting -> one row per region, ``<col>_V<v>`` per V (and
+    ``<col>_ptable_<name>`` per p-table), in the settings' order."""
+    base = rows.drop_duplicates("region")[
+        ["region", "region_name", "country", "sex", "population", "value", "events", "rel_pois"]
+    ]
+    out = base.set_index("region")
+    for setting in setting_order(rows):
+        g = rows[rows["setting"] == setting].set_index("region")
+        for c in cols:
+            out[f"{c}_{setting_tag(setting)}"] = g[c]
+    return out.reset_index()
+
+
+def most_affected(
+    df: pd.DataFrame, n: int = 20, *, key: str = "e0", sex: str = "T", by: float | None = None
+) -> pd.DataFrame:
+    """The ``n`` NUTS 2 regions with the largest noise admixture of an indicator.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Results table.
+    n : int
+        Rows to keep.
+    key, sex
+        As in :func:`indicator_rows`.
+    by : float, optional
+        Rank by the admixture at this V (default: the largest V of the table).
+
+    Returns
+    -------
+    DataFrame
+        ``region, region_name, country, sex, population, value, events, rel_pois``, then
+        ``rel_noise_V<v>`` and ``admixture_V<v>`` for every V (ascending), sorted by
+        ``admixture_V<by>`` descending (ties: region code).
+    """
+    if n < 1:
+        raise ParameterError(f"n must be >= 1, got {n}")
+    rows = indicator_rows(df, key, sex=sex)
+    generic = rows[~rows["setting"].str.startswith("p-table")]
+    vs = sorted(float(v) for v in generic["V"].unique())
+    if not vs:
+        raise ParameterError(f"no rows for {key} (sex {sex}) in the results table")
+    by = vs[-1] if by is None else float(by)
+    if by not in vs:
+        raise ParameterError(f"V = {by:g} not in the results table (it has {', '.join(f'{v:g}' for v in vs)})")
+    w = _wide(rows, ["rel_noise", "admixture"])
+    col = f"admixture_{_v_tag(by)}"
+    w = w.sort_values([col, "region"], ascending=[False, True], kind="stable", na_position="last")
+    return w.head(n).reset_index(drop=True)
+
+
+def granularity_effect(
+    df_single: pd.DataFrame, df_5y: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", "tfr"), sex: str = "T"
+) -> pd.DataFrame:
+    """Noise of an indicator published from single-age cells vs from 5-year cells.
+
+    Per NUTS 2 region, V and indicator: ``ratio = sd_noise(single) / sd_noise(5y)``,
+    the factor by which publishing 5-year groups (0-4, ..., 80-84, 85+; births by
+    age of mother 15-19, ..., 45-49) instead of single ages divides the noise
+    standard deviation (for the generic model it is the same at every V, since
+    ``Var_noise`` is proportional to V).
+
+    Returns
+    -------
+    DataFrame
+        ``indicator, region, region_name, country, population, V, sd_noise_single,
+        sd_noise_5y, ratio, admixture_single, admixture_5y`` (regions in both tables only).
+    """
+    frames = []
+    for key in keys:
+        a = indicator_rows(df_single, key, sex=sex)
+        b = indicator_rows(df_5y, key, sex=sex)
+        if not len(a) or not len(b):
+            continue
+        m = a.merge(
+            b[["region", "setting", "sd_noise", "admixture"]], on=["region", "setting"], suffixes=("_single", "_5y")
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m["ratio"] = m["sd_noise_single"] / m["sd_noise_5y"]
+        m.insert(0, "indicator", key)
+        frames.append(
+            m[
+                [
+                    "indicator",
+                    "region",
+                    "region_name",
+                    "country",
+                    "population",
+                    "V",
+                    "setting",
+                    "sd_noise_single",
+                    "sd_noise_5y",
+                    "ratio",
+                    "admixture_single",
+                    "admixture_5y",
+                ]
+            ]
+        )
+    if not frames:
+        raise ParameterError(f"no common rows for {', '.join(keys)} in the two results tables")
+    return pd.concat(frames, ignore_index=True)
+
+
+def granularity_summary(effect: pd.DataFrame) -> pd.DataFrame:
+    """Per indicator and V: the noise-sd ratio over regions (median, min, max) and the
+    admixture in both publications (median; regions with ``A > sqrt(2) - 1``)."""
+    g = effect.groupby(["indicator", "setting"], sort=False)
+    out = g.agg(
+        V=("V", "first"),
+        regions=("region", "nunique"),
+        ratio_median=("ratio", "median"),
+        ratio_min=("ratio", "min"),
+        ratio_max=("ratio", "max"),
+        admixture_single_median=("admixture_single", "median"),
+        admixture_5y_median=("admixture_5y", "median"),
+        over_41_single=("admixture_single", lambda s: int((s > A_EQUAL).sum())),
+        over_41_5y=("admixture_5y", lambda s: int((s > A_EQUAL).sum())),
+    )
+    out = out.reset_index()
+    return out[["indicator", "V", *[c for c in out.columns if c not in ("indicator", "V")]]]
+
+
+def map_values(df: pd.DataFrame, *, key: str = "e0", sex: str = "T") -> pd.DataFrame:
+    """What the map shows: per region and V, the admixture and relative noise sd in %.
+
+    Returns
+    -------
+    DataFrame
+        ``region, region_name, country, V, population, value, A, rel_noise_pct,
+        rel_pois_pct`` (``A`` in %).
+    """
+    r = indicator_rows(df, key, sex=sex)
+    out = r[["region", "region_name", "country", "V", "setting", "population", "value"]].copy()
+    out["A"] = 100.0 * r["admixture"]
+    out["A_class"] = admixture_class(out["A"])
+    out["rel_noise_pct"] = 100.0 * r["rel_noise"]
+    out["rel_pois_pct"] = 100.0 * r["rel_pois"]
+    return out
+
+
+def admixture_class(A_pct) -> pd.Series:
+    """Map class of an admixture in %: intervals closed on the left at the breaks
+    5, 10, 20, 41.4 (``sqrt(2) - 1``: noise = Poisson) and 100 %; ``nan`` -> ``"no data"``."""
+    a = pd.Series(A_pct, dtype=float)
+    idx = np.searchsorted(np.asarray(MAP_BREAKS), a.to_numpy(), side="right")
+    labels = np.array(MAP_CLASSES, dtype=object)[idx]
+    return pd.Series(np.where(a.isna().to_numpy(), NO_DATA, labels), index=a.index, dtype=object)
+
+
+def outside_table(values: pd.DataFrame, codes: Iterable[str]) -> pd.DataFrame:
+    """The map's values for regions not drawn (``codes``, e.g. :func:`outside_frame`):
+    one row per region, ``region, region_name, population, value``, then
+    ``rel_noise_V<v>`` and ``admixture_V<v>`` (fractions) per V."""
+    t = values[values["region"].isin(list(codes))]
+    out = t.drop_duplicates("region")[["region", "region_name", "population", "value"]].set_index("region")
+    for setting in setting_order(t) if "setting" in t else []:
+        g = t[t["setting"] == setting].set_index("region")
+        out[f"rel_noise_{setting_tag(setting)}"] = g["rel_noise_pct"] / 100.0
+        out[f"admixture_{setting_tag(setting)}"] = g["A"] / 100.0
+    return out.reset_index().sort_values("region").reset_index(drop=True)
+
+
+# The calibration table comes from demonoise.uncertainty.calibration.calibrate(counts, thresholds,
+# ...) (columns include region, nuts_level, sex, indicator, age, threshold, V_max,
+# status). The two functions below build the overview's calibration section from that
+# DataFrame alone (tested on a hand-made frame in tests/test_overview.py).
+def calibration_rows(cal: pd.DataFrame, key: str, sex: str) -> pd.DataFrame:
+    need = {"region", "sex", "indicator", "age", "threshold", "V_max"}
+    missing = need - set(cal.columns)
+    if missing:
+        raise ParameterError(f"not a calibration table: column(s) {', '.join(sorted(missing))} missing")
+    if key not in KEYS or KEYS[key][2] != "row":
+        raise ParameterError(f"calibration overview: indicator must be one of e0, e65, tfr, got {key!r}")
+    ind, age, _ = KEYS[key]
+    s = "F" if key in _FEMALE_ONLY else sex
+    d = cal[(cal["indicator"] == ind) & (cal["sex"] == s)]
+    if "nuts_level" in d:
+        d = d[d["nuts_level"] == 2]
+    if age is not None:
+        d = d[d["age"] == age]
+    return d
+
+
+def calibration_table(
+    cal: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", "tfr"), sex: str = "T", V: Sequence[float] = (1.0, 5.0)
+) -> pd.DataFrame:
+    """Overview of a calibration: per indicator and admixture threshold, over NUTS 2 regions.
+
+    ``V_max`` is the largest noise variance that keeps the admixture of a region at or
+    below the threshold (``inf``: no noise reaches the indicator; ``nan``: undefined).
+
+    Returns
+    -------
+    DataFrame
+        ``indicator, threshold, regions, V_max_min, region_min, V_max_median``, and
+        ``below_V<v>`` for every ``v`` in ``V``: the number of regions with
+        ``V_max < v`` (where V = v would exceed the threshold). Medians and minima are
+        over the regions with a ``V_max`` (``nan`` left out, ``inf`` kept).
+    """
+    rows = []
+    V = [float(v) for v in V]
+    for key in keys:
+        d = calibration_rows(cal, key, sex)
+        for thr, g in d.groupby("threshold", sort=True):
+            has = g[g["V_max"].notna()]
+            row: dict[str, Any] = {"indicator": key, "threshold": float(thr), "regions": int(g["region"].nunique())}
+            if len(has):
+                k = has["V_max"].idxmin()
+                row.update(
+                    V_max_min=float(has["V_max"].min()),
+                    region_min=str(has.at[k, "region"]),
+                    V_max_median=float(has["V_max"].median()),
+                )
+            else:
+                row.update(V_max_min=np.nan, region_min="", V_max_median=np.nan)
+            for v in V:
+                row[f"below_{_v_tag(v)}"] = int((has["V_max"] < v).sum())
+            rows.append(row)
+    cols = ["indicator", "threshold", "regions", "V_max_min", "region_min", "V_max_median"] + [
+        f"below_{_v_tag(v)}" for v in V
+    ]
+    return pd.DataFrame(rows, columns=cols)

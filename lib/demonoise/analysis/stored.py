@@ -1,0 +1,167 @@
+"""Tables on disk, read by the report notebooks: the decision tables of a country
+(:func:`write_decision`, :func:`read_decision`), a results table read once per kernel
+(:func:`read_once`), and -- a notebook run by hand, without a batch -- a country's results
+computed now (:func:`country_results`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from demonoise.analysis.results import CONFIDENCE
+from demonoise.analysis.settings import NoiseSetting
+
+__all__ = ["DECISION_FIELDS", "write_decision", "read_decision", "content_key", "read_once", "country_results"]
+
+#: The tables of a :class:`~demonoise.analysis.decision.DecisionReport`, by attribute.
+DECISION_FIELDS = (
+    "decision",
+    "decision_wide",
+    "calibration",
+    "calibration_wide",
+    "recommended",
+    "error_bands",
+    "small_cells",
+    "population",
+    "ptable_comparison",
+    "ptable_noise",
+)
+
+
+def write_decision(rep, directory) -> Path:
+    """Store a :class:`~demonoise.analysis.decision.DecisionReport`: one Parquet file per
+    table (its ``attrs`` -- CSV name, title, units -- kept) and ``report.json`` (the main
+    points, the notes). Written into a temporary directory that replaces ``directory``
+    only once complete (:func:`demonoise.core.atomic.atomic_dir`)."""
+    from demonoise.core.atomic import atomic_dir
+
+    directory = Path(directory)
+    with atomic_dir(directory) as tmp:
+        for name in DECISION_FIELDS:
+            df = getattr(rep, name)
+            if df is not None:
+                df.to_parquet(tmp / f"{name}.parquet", index=False)
+        meta = {
+            "sentences": list(rep.main_points.sentences),
+            "numbers": rep.main_points.numbers,
+            "notes": list(rep.notes),
+        }
+        (tmp / "report.json").write_text(json.dumps(meta, indent=1, default=list), encoding="utf-8")
+    return directory
+
+
+def read_decision(directory):
+    """Read back what :func:`write_decision` stored, as a
+    :class:`~demonoise.analysis.decision.DecisionReport`.
+
+    Raises
+    ------
+    ReportError
+        The directory or its ``report.json`` is missing.
+    """
+    from demonoise.analysis.decision import DecisionReport, MainPoints
+    from demonoise.core.errors import ReportError
+
+    directory = Path(directory)
+    meta_path = directory / "report.json"
+    if not meta_path.is_file():
+        raise ReportError(f"decision tables not found: {directory} (no report.json)")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    tables = {
+        name: pd.read_parquet(directory / f"{name}.parquet") if (directory / f"{name}.parquet").is_file() else None
+        for name in DECISION_FIELDS
+    }
+    return DecisionReport(
+        **tables, main_points=MainPoints(list(meta["sentences"]), dict(meta["numbers"])), notes=list(meta["notes"])
+    )
+
+
+def content_key(path) -> str:
+    """A digest of what ``path`` holds: a file's bytes, or every file's name and bytes
+    under a directory."""
+    path = Path(path)
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")) if path.is_dir() else [path]:
+        if p.is_file():
+            h.update(p.relative_to(path).as_posix().encode() if p != path else b"")
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()[:32]
+
+
+_ONCE: dict = {}
+_ONCE_SIZE = 2
+
+
+def read_once(path, reader: Callable):
+    """``reader(path)``, remembered by the contents of ``path`` (:func:`content_key`) for
+    the last few paths.
+
+    The report notebooks of one country run one after the other in a reused kernel
+    (module state survives the namespace reset between notebooks); the tables they all
+    read are parsed once, although each reads its own copy. A DataFrame is returned as a
+    copy, so no notebook can see another's changes.
+    """
+    key = (content_key(path), reader)
+    if key not in _ONCE:
+        while len(_ONCE) >= _ONCE_SIZE:
+            _ONCE.pop(next(iter(_ONCE)))
+        _ONCE[key] = reader(path)
+    hit = _ONCE[key]
+    return hit.copy() if isinstance(hit, pd.DataFrame) else hit
+
+
+_COMPUTED: dict = {}
+
+
+def country_results(
+    dataset: str,
+    country: str,
+    settings: Sequence,
+    *,
+    granularity: str = "single",
+    mc: int = 0,
+    seed: int = 20230101,
+    confidence: Sequence[float] = CONFIDENCE,
+):
+    """The results table of one country of ``dataset`` at ``settings`` (any form of
+    :meth:`NoiseSetting.of <demonoise.analysis.settings.NoiseSetting.of>`), computed now --
+    what a report notebook run by hand shows -- and the country's counts. Remembered for
+    the process (a copy of the table is returned).
+
+    Raises
+    ------
+    ParameterError
+        An unknown dataset, country or p-table.
+    """
+    from demonoise.analysis.compute import compute, noise_settings
+    from demonoise.core.errors import ParameterError
+    from demonoise.io.datasets import load
+
+    sets = [NoiseSetting.of(s) for s in settings]
+    key = (
+        dataset,
+        country,
+        tuple(str(s.as_parameter()) for s in sets),
+        granularity,
+        int(mc),
+        int(seed),
+        tuple(confidence),
+    )
+    if key not in _COMPUTED:
+        counts = load(dataset)
+        if country not in counts.countries:
+            raise ParameterError(f"country {country} not in dataset {dataset!r} (it has {', '.join(counts.countries)})")
+        counts = counts.select([r.code for r in counts.regions if r.country == country])
+        noise = noise_settings(
+            [s.V for s in sets if s.is_generic], ptables=[s.as_parameter()["ptable"] for s in sets if not s.is_generic]
+        )
+        df = compute(counts, noise, granularity=granularity, mc=int(mc), seed=int(seed), confidence=tuple(confidence))
+        _COMPUTED.clear()
+        _COMPUTED[key] = (df, counts)
+    df, counts = _COMPUTED[key]
+    return df.copy(), counts
