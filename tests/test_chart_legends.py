@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import demonoise as dn
+from demonoise.analysis.verdicts import across_settings
 from demonoise.report.content import charts
-from demonoise.report.content.summary import across_settings
 
 LABELS = ["V = 1", "V = 5", "p-table v01"]
 _STYLE = ("color", "fill", "stroke", "shape", "strokeDash", "size")

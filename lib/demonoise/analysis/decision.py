@@ -82,6 +82,10 @@ __all__ = [
     "DEFAULT_RECOMMEND",
     "TABLE_NAMES",
     "resolve_settings",
+    "one_region",
+    "in_report_order",
+    "ptable_rows",
+    "median_relative_bias",
     "population",
     "decision_table",
     "decision_wide",
@@ -1703,3 +1707,42 @@ def decision_report(
         main_points=mp,
         notes=notes,
     )
+
+
+# ======================================================================= for the views
+def one_region(frame: pd.DataFrame) -> pd.DataFrame:
+    """Without the country's own rows when the country is a single NUTS 2 region (its
+    figures are that region's): LU, MT."""
+    if "nuts_level" not in frame or frame.empty:
+        return frame
+    if frame.loc[frame["nuts_level"] == 2, "region"].nunique() == 1 and (frame["nuts_level"] == 0).any():
+        return frame[frame["nuts_level"] != 0].reset_index(drop=True)
+    return frame.reset_index(drop=True)
+
+
+def in_report_order(frame: pd.DataFrame, rep) -> pd.DataFrame:
+    """Rows in the order of ``rep``'s decision table (a :class:`DecisionReport`): the country
+    first, then its NUTS 2 regions by falling population (the order of every table of the
+    report)."""
+    order = {r: i for i, r in enumerate(rep.decision["region"].drop_duplicates().tolist())}
+    key = frame["region"].map(order).fillna(len(order))
+    return frame.assign(_o=key.to_numpy()).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def ptable_rows(frame: pd.DataFrame, ptable) -> pd.DataFrame:
+    """The rows of one p-table (its name or file; ``None``: every p-table's), by the
+    table's label (:attr:`NoiseSetting.ptable <demonoise.analysis.settings.NoiseSetting.ptable>`)."""
+    return frame if ptable is None else frame[frame["ptable"] == NoiseSetting.from_ptable(ptable).ptable]
+
+
+def median_relative_bias(results: pd.DataFrame, indicator: str, ptable=None) -> pd.Series | None:
+    """Per region, the median over ages of a p-table's first-order bias relative to the
+    value of ``indicator`` (``asfr``: women; otherwise both sexes), over the rows of
+    ``ptable`` (every p-table's when ``None``); ``None`` without such rows."""
+    sex = "F" if indicator == "asfr" else "T"
+    d = results[(results["noise_model"] == "ptable") & (results["indicator"] == indicator) & (results["sex"] == sex)]
+    d = ptable_rows(d, ptable)
+    d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
+    if d.empty:
+        return None
+    return (d["bias_noise"] / d["value"]).groupby(d["region"]).median()

@@ -14,7 +14,8 @@ Definitions (docs/design.md, "Admixture"): relative uncertainty ``delta = sd / v
 noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (10 %: noise adds a tenth to
 the statistical uncertainty; ``sqrt(2) - 1 = 41.4 %``: noise as large as Poisson). The
 tables keep the NUTS 2 rows (``nuts_level == 2``); their ``setting`` column holds each
-row's setting label (``"V = 1"``, ``"p-table v01"``: :func:`row_labels`).
+row's setting label (``"V = 1"``, ``"p-table v01"``) and ``setting_key`` its key (``"V=1"``,
+``"v01"``: :func:`with_labels`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.settings import setting_labels
+from demonoise.analysis.settings import NoiseSetting, setting_column, settings_in
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import A_EQUAL as _A_EQUAL
 from demonoise.core.vocabulary import A_SMALL
@@ -39,9 +40,10 @@ __all__ = [
     "MAP_CLASSES",
     "NO_DATA",
     "nuts2",
-    "row_labels",
+    "with_labels",
+    "overview_settings",
     "setting_order",
-    "setting_tag",
+    "setting_tags",
     "v_values",
     "population",
     "age_summary",
@@ -111,34 +113,44 @@ def nuts2(df: pd.DataFrame) -> pd.DataFrame:
     missing = need - set(df.columns)
     if missing:
         raise ParameterError(f"not a results table: column(s) {', '.join(sorted(missing))} missing")
-    out = df[df["nuts_level"] == 2]
-    out = out.assign(setting=row_labels(out))
-    return out
+    return with_labels(df[df["nuts_level"] == 2])
 
 
-def row_labels(df: pd.DataFrame) -> pd.Series:
-    """The setting label of every row, from its noise columns (a frame already labelled
-    keeps its labels)."""
-    if "setting" in df and not {"noise_model", "V"} <= set(df):  # a derived table: labelled when made
-        return df["setting"]
-    d = df.drop(columns="setting", errors="ignore")
-    if "noise_model" not in d:
-        d = d.assign(noise_model="generic")
-    return setting_labels(d if "ptable" in d else d.assign(ptable=""))
+def with_labels(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every row's setting by its key (``setting_key``, ``"V=1"``, ``"v01"``)
+    and by its label (``setting``, ``"V = 1"``, ``"p-table v01"``), made once from the
+    results table's ``setting`` column (:func:`~demonoise.analysis.settings.setting_column`);
+    a frame that has its keys, or no noise columns, is returned as it is."""
+    if "setting_key" in df or not {"V"} <= set(df):
+        return df
+    d = df if "noise_model" in df else df.assign(noise_model="generic")
+    d = d if "ptable" in d else d.assign(ptable="")
+    keys = setting_column(d)
+    labels = {s.key: s.label for s in settings_in(d)}
+    return df.assign(setting_key=keys.to_numpy(), setting=keys.map(labels).to_numpy())
+
+
+def overview_settings(df: pd.DataFrame) -> list[NoiseSetting]:
+    """The settings of a table in the order of the batch: the generic model's V's
+    ascending, then the p-tables in order of appearance (their colours follow it)."""
+    d = with_labels(df)
+    if "setting_key" in d:
+        sets = [NoiseSetting.of(k) for k in pd.unique(d["setting_key"])]
+    else:  # a table of the generic model without its keys
+        sets = [NoiseSetting.generic(v) for v in pd.unique(d["V"])]
+    generic = sorted((s for s in sets if s.is_generic), key=lambda s: s.V)
+    return generic + [s for s in sets if not s.is_generic]
 
 
 def setting_order(df: pd.DataFrame) -> list[str]:
-    """The settings of a table in the order of the batch: the generic model's V's
-    ascending, then the p-tables in order of appearance (their colours follow it)."""
-    d = df.assign(setting=row_labels(df))
-    gen = d.loc[~d["setting"].str.startswith("p-table"), ["setting", "V"]].drop_duplicates("setting")
-    pts = [x for x in d["setting"].drop_duplicates().tolist() if x.startswith("p-table")]
-    return gen.sort_values("V", kind="stable")["setting"].tolist() + pts
+    """The labels of :func:`overview_settings`."""
+    return [s.label for s in overview_settings(df)]
 
 
-def setting_tag(setting: str) -> str:
-    """Column suffix of a setting: ``"V = 5"`` -> ``"V5"``, ``"p-table v01"`` -> ``"ptable_v01"``."""
-    return setting.replace("V = ", "V").replace("p-table ", "ptable_").replace(" ", "")
+def setting_tags(df: pd.DataFrame) -> dict[str, str]:
+    """Column suffix of each setting's label: ``"V = 5"`` -> ``"V5"``, ``"p-table v01"`` ->
+    ``"ptable_v01"`` (:attr:`NoiseSetting.tag <demonoise.analysis.settings.NoiseSetting.tag>`)."""
+    return {s.label: s.tag for s in overview_settings(df)}
 
 
 def v_values(df: pd.DataFrame) -> list[float]:
@@ -182,6 +194,7 @@ _ROW_COLS = [
     "sex",
     "V",
     "setting",
+    "setting_key",
     "value",
     "events",
     "rel_pois",
@@ -203,8 +216,8 @@ def age_summary(df: pd.DataFrame, indicator: str, *, sex: str = "T", stat: str =
     over ages; ``value`` is not summarised (``nan``).
     """
     d = df[(df["indicator"] == indicator) & (df["sex"] == sex)]
-    d = d.assign(setting=row_labels(d))
-    g = d.groupby(["region", "setting"], sort=True)
+    d = with_labels(d)
+    g = d.groupby(["region", "setting", "setting_key"], sort=True)
     out = g.agg(
         V=("V", "first"),
         region_name=("region_name", "first"),
@@ -319,10 +332,10 @@ def _wide(rows: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
         ["region", "region_name", "country", "sex", "population", "value", "events", "rel_pois"]
     ]
     out = base.set_index("region")
-    for setting in setting_order(rows):
-        g = rows[rows["setting"] == setting].set_index("region")
+    for s in overview_settings(rows):
+        g = rows[rows["setting_key"] == s.key].set_index("region")
         for c in cols:
-            out[f"{c}_{setting_tag(setting)}"] = g[c]
+            out[f"{c}_{s.tag}"] = g[c]
     return out.reset_index()
 
 
@@ -352,15 +365,14 @@ def most_affected(
     if n < 1:
         raise ParameterError(f"n must be >= 1, got {n}")
     rows = indicator_rows(df, key, sex=sex)
-    generic = rows[~rows["setting"].str.startswith("p-table")]
-    vs = sorted(float(v) for v in generic["V"].unique())
+    vs = [s.V for s in overview_settings(rows) if s.is_generic]
     if not vs:
         raise ParameterError(f"no rows for {key} (sex {sex}) in the results table")
     by = vs[-1] if by is None else float(by)
     if by not in vs:
         raise ParameterError(f"V = {by:g} not in the results table (it has {', '.join(f'{v:g}' for v in vs)})")
     w = _wide(rows, ["rel_noise", "admixture"])
-    col = f"admixture_{_v_tag(by)}"
+    col = f"admixture_{NoiseSetting.generic(by).tag}"
     w = w.sort_values([col, "region"], ascending=[False, True], kind="stable", na_position="last")
     return w.head(n).reset_index(drop=True)
 
@@ -389,7 +401,9 @@ def granularity_effect(
         if not len(a) or not len(b):
             continue
         m = a.merge(
-            b[["region", "setting", "sd_noise", "admixture"]], on=["region", "setting"], suffixes=("_single", "_5y")
+            b[["region", "setting_key", "sd_noise", "admixture"]],
+            on=["region", "setting_key"],
+            suffixes=("_single", "_5y"),
         )
         with np.errstate(divide="ignore", invalid="ignore"):
             m["ratio"] = m["sd_noise_single"] / m["sd_noise_5y"]
@@ -404,6 +418,7 @@ def granularity_effect(
                     "population",
                     "V",
                     "setting",
+                    "setting_key",
                     "sd_noise_single",
                     "sd_noise_5y",
                     "ratio",
@@ -446,7 +461,7 @@ def map_values(df: pd.DataFrame, *, key: str = "e0", sex: str = "T") -> pd.DataF
         rel_pois_pct`` (``A`` in %).
     """
     r = indicator_rows(df, key, sex=sex)
-    out = r[["region", "region_name", "country", "V", "setting", "population", "value"]].copy()
+    out = r[["region", "region_name", "country", "V", "setting", "setting_key", "population", "value"]].copy()
     out["A"] = 100.0 * r["admixture"]
     out["A_class"] = admixture_class(out["A"])
     out["rel_noise_pct"] = 100.0 * r["rel_noise"]
@@ -469,10 +484,10 @@ def outside_table(values: pd.DataFrame, codes: Iterable[str]) -> pd.DataFrame:
     ``rel_noise_V<v>`` and ``admixture_V<v>`` (fractions) per V."""
     t = values[values["region"].isin(list(codes))]
     out = t.drop_duplicates("region")[["region", "region_name", "population", "value"]].set_index("region")
-    for setting in setting_order(t) if "setting" in t else []:
-        g = t[t["setting"] == setting].set_index("region")
-        out[f"rel_noise_{setting_tag(setting)}"] = g["rel_noise_pct"] / 100.0
-        out[f"admixture_{setting_tag(setting)}"] = g["A"] / 100.0
+    for s in overview_settings(t) if "setting_key" in t else []:
+        g = t[t["setting_key"] == s.key].set_index("region")
+        out[f"rel_noise_{s.tag}"] = g["rel_noise_pct"] / 100.0
+        out[f"admixture_{s.tag}"] = g["A"] / 100.0
     return out.reset_index().sort_values("region").reset_index(drop=True)
 
 

@@ -12,6 +12,7 @@ form           generic model at V = 1              p-table v01
 ``label``      ``"V = 1"``                         ``"p-table v01"``
 ``slug``       ``"V1"``                            ``"ptable-v01"``  (file names)
 ``short``      ``"V1"``                            ``"v01"``   (column headers)
+``tag``        ``"V1"``                            ``"ptable_v01"`` (column suffixes)
 ``phrase``     ``"at V = 1"``                      ``"with p-table v01"``
 ``ptable``     ``""``                              ``"ptable v01"`` (the table's label)
 ``parameter``  ``{"V": 1.0}``                      ``{"ptable": "v01"}`` (notebooks)
@@ -161,6 +162,11 @@ class NoiseSetting:
     def short(self) -> str:
         """``"V1"`` or ``"v01"``: the setting in a column header."""
         return f"V{self.V:g}" if self.is_generic else self.name
+
+    @property
+    def tag(self) -> str:
+        """``"V1"`` or ``"ptable_v01"``: the setting as a column suffix (``admixture_V1``)."""
+        return f"V{self.V:g}" if self.is_generic else f"ptable_{self.name}"
 
     @property
     def phrase(self) -> str:

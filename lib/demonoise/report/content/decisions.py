@@ -37,7 +37,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.decision import decision_report
+from demonoise.analysis.decision import (
+    decision_report,
+    in_report_order,
+    median_relative_bias,
+    one_region,
+    ptable_rows,
+)
 from demonoise.analysis.settings import NoiseSetting, settings_in
 from demonoise.analysis.stored import country_results, read_decision, read_once
 from demonoise.analysis.verdicts import region_label
@@ -49,7 +55,6 @@ from demonoise.report.content.theme import admixture_column, admixture_text
 __all__ = [
     "MEASURE_LABELS",
     "load_decision",
-    "one_region",
     "ClassLegend",
     "decision_view",
     "sex_view",
@@ -105,30 +110,12 @@ def load_decision(
     )
 
 
-def one_region(frame: pd.DataFrame) -> pd.DataFrame:
-    """Without the country's own rows when the country is a single NUTS 2 region (its
-    figures are that region's): LU, MT."""
-    if "nuts_level" not in frame or frame.empty:
-        return frame
-    if frame.loc[frame["nuts_level"] == 2, "region"].nunique() == 1 and (frame["nuts_level"] == 0).any():
-        return frame[frame["nuts_level"] != 0].reset_index(drop=True)
-    return frame.reset_index(drop=True)
-
-
 def _colours(settings: Sequence[NoiseSetting]) -> dict[str, str]:
     """The colour of each setting (by key): its position in the list."""
     from demonoise.report.content.theme import setting_colours
 
     labels = setting_colours([s.label for s in settings])
     return {s.key: labels[s.label] for s in settings}
-
-
-def _in_report_order(frame: pd.DataFrame, rep) -> pd.DataFrame:
-    """Rows in the decision table's order: the country first, then its NUTS 2 regions by
-    falling population (the order of every table of the report)."""
-    order = {r: i for i, r in enumerate(rep.decision["region"].drop_duplicates().tolist())}
-    key = frame["region"].map(order).fillna(len(order))
-    return frame.assign(_o=key.to_numpy()).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
 def _region_labels(frame: pd.DataFrame) -> list[str]:
@@ -252,7 +239,7 @@ def vmax_view(rep) -> HtmlTable:
     """Per region and family (generic; each p-table's family), the largest V keeping the
     admixture of e0 and of the TFR at or below each threshold (the smallest over the
     sexes, that sex named); ``"> range"`` where every V searched keeps it."""
-    cw = _in_report_order(one_region(rep.calibration_wide), rep)
+    cw = in_report_order(one_region(rep.calibration_wide), rep)
     families = cw["family"].drop_duplicates().tolist()
     first = cw[cw["family"] == families[0]]
     shown = pd.DataFrame(
@@ -582,7 +569,7 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     the p-table's nominal V against the p-table's own, and their ratio (e0, e65: both
     sexes; TFR: women; the TFR's sd per 1 000 women)."""
     cmp = _comparison(rep, ptable)
-    sel = _in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
+    sel = in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
     regions = sel.drop_duplicates("region")
     shown = pd.DataFrame({"region": _region_labels(regions)})
     groups: list[tuple] = [("", 1, "")]
@@ -606,14 +593,8 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     )
 
 
-def _of_ptable(frame: pd.DataFrame, ptable) -> pd.DataFrame:
-    """The rows of one p-table (its name or file; ``None``: every p-table's), by the
-    table's label (:attr:`NoiseSetting.ptable <demonoise.analysis.settings.NoiseSetting.ptable>`)."""
-    return frame if ptable is None else frame[frame["ptable"] == NoiseSetting.from_ptable(ptable).ptable]
-
-
 def _comparison(rep, ptable: str | None) -> pd.DataFrame:
-    return _of_ptable(rep.ptable_comparison, ptable)
+    return ptable_rows(rep.ptable_comparison, ptable)
 
 
 def reasons(rep, ptable: str | None = None):
@@ -635,7 +616,7 @@ def reasons(rep, ptable: str | None = None):
 def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:
     """The p-table's count-dependent noise: bias, variance and sd per original count, the
     probability that a count is published unchanged, and the nominal V."""
-    t = _of_ptable(rep.ptable_noise, ptable)
+    t = ptable_rows(rep.ptable_noise, ptable)
     shown = pd.DataFrame(
         {
             "original count": t["count"].astype(str),
@@ -662,7 +643,7 @@ def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = Non
     its noise sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table
     -- the median over ages of the relative bias of the ASFR and ASMR."""
     cmp = _comparison(rep, ptable)
-    sel = _in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
+    sel = in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
     regions = sel.drop_duplicates("region")
     shown = pd.DataFrame({"region": _region_labels(regions)})
     for h in sel["headline"].drop_duplicates().tolist():
@@ -672,7 +653,7 @@ def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = Non
         shown[f"{HEADLINES[h].label}: bias / sd (%)"] = fmt_percent_column(g["bias_ptable"] / g["sd_ptable"])
     if results is not None:
         for ind in ("asfr", "asmr"):
-            med = _median_relative_bias(results, ind, ptable)
+            med = median_relative_bias(results, ind, ptable)
             if med is not None:
                 shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
                     med.reindex(regions["region"]).to_numpy()
@@ -704,23 +685,13 @@ def _scaled(values, unit: str) -> tuple[str, list[str]]:
     return label, fmt_fixed_column(v / 10.0**k, significant=2)
 
 
-def _median_relative_bias(results: pd.DataFrame, indicator: str, ptable: str | None) -> pd.Series | None:
-    sex = "F" if indicator == "asfr" else "T"
-    d = results[(results["noise_model"] == "ptable") & (results["indicator"] == indicator) & (results["sex"] == sex)]
-    d = _of_ptable(d, ptable)
-    d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
-    if d.empty:
-        return None
-    return (d["bias_noise"] / d["value"]).groupby(d["region"]).median()
-
-
 # ==================================================================== calibration
 def calibration_view(rep) -> HtmlTable:
     """The calibration chapter: per region the largest V of each family keeping the
     admixture at or below each threshold, for e0 by sex (women, men, both sexes) and for
     the TFR (women); the CSV holds every row of
     :func:`demonoise.uncertainty.calibration.calibrate`'s table, with its status."""
-    cal = _in_report_order(one_region(rep.calibration), rep)
+    cal = in_report_order(one_region(rep.calibration), rep)
     regions = cal.drop_duplicates("region")
     shown = pd.DataFrame({"region": _region_labels(regions)})
     groups: list[tuple] = [("", 1, "")]

@@ -47,9 +47,9 @@ from demonoise.analysis.overview import (
     NO_DATA,
     SHORT_NAMES,
     calibration_rows,
-    row_labels,
     setting_order,
     v_values,
+    with_labels,
 )
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import NO_DATA_COLOUR, POISSON_COLOUR, SETTING_PALETTE
@@ -271,7 +271,7 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     """
     import altair as alt
 
-    rows = rows.assign(setting=row_labels(rows))
+    rows = with_labels(rows)
     vs = setting_order(rows)
     series = ["Poisson"] + [_v_label(v) for v in vs]
     colours = [_POISSON_COLOUR] + [_V_COLOURS[i % len(_V_COLOURS)] for i in range(len(vs))]
@@ -407,7 +407,7 @@ def admixture_map(
         labelLimit=120,
     )
     panels = []
-    values = values.assign(setting=row_labels(values))
+    values = with_labels(values)
     for v in setting_order(values):
         lk = values.loc[values["setting"] == v, ["region", "A", "A_class"]]
         panel = (
@@ -468,7 +468,7 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
     per indicator (one V: the ratio is the same at every V for the generic model)."""
     import altair as alt
 
-    effect = effect.assign(setting=row_labels(effect))
+    effect = with_labels(effect)
     v0 = setting_order(effect)[0]
     d = effect[(effect["setting"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
         ["indicator", "region", "region_name", "population", "ratio"]
@@ -670,6 +670,6 @@ def load_inputs(
         kept = df[df["V"].isin(V) | (df["noise_model"] != "generic")]
         # the setting label of every row, worked out once here rather than by each
         # table and chart of the notebook (the whole dataset has a million rows)
-        tables.append(kept.assign(setting=row_labels(kept)))
+        tables.append(with_labels(kept))
     cal = read_results(calibration) if calibration else None
     return tables[0], tables[1], cal
