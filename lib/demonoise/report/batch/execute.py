@@ -1,39 +1,18 @@
-"""Execute report notebooks with papermill, each worker keeping one kernel.
+"""Execute notebooks with papermill, each process keeping one kernel.
 
-A :class:`Job` is (input notebook, parameters, output path). :func:`run_jobs` runs a list
-of jobs and returns one :class:`JobResult` per job, in job order; the report batch
-(:mod:`demonoise.report.batch.stages`) uses the same three steps on its own stage:
-:func:`prepare` (up to date? else the self-contained :class:`Task`), :func:`execute_task`
-(on a worker) and :func:`finish` (write what came back).
+A :class:`Job` is (input notebook, parameters, output path); :func:`run_jobs` runs a list
+of them. The report batch uses the same three steps: :func:`prepare` (up to date? else a
+self-contained :class:`Task`, the notebook and the files it reads as bytes),
+:func:`execute_task` (on a Dask worker, or here) and :func:`finish` (the output written
+atomically; a failure kept as ``<stem>.failed.ipynb``, an older output removed).
 
-* **where** -- a task carries the notebook and the files it reads as bytes, and returns
-  the executed notebook's bytes; it runs on the workers of a Dask cluster
-  (:class:`demonoise.runtime.cluster.Cluster`: one given by the caller, or a local one of
-  ``workers`` processes started for the jobs), or in this process (``workers=1``, or a
-  single job). Processes, not threads: papermill changes the working directory.
-* **kernel reuse** -- papermill's public engine API: ``execute_notebook(..., km=km)`` with
-  the process's kept kernel manager, and a first cell that resets the namespace
-  (``get_ipython().reset(new_session=True)``) and changes to the task's directory; that
-  cell is removed from the executed notebook. The kernel manager hands nbclient the same
-  client every time (:class:`_KeptClient`: its channels started and its handshake made
-  once), so a reused kernel costs no new connection. Module-level state (imported
-  modules, an enabled Altair renderer) survives a reset, deliberately. A kernel that
-  died, timed out or failed otherwise than by a cell's error is replaced for the next job.
-* **named kernel** -- the kernelspec ``demonoise`` (``make setup`` installs it); if it is
-  missing, a warning says so once and the current interpreter runs as kernel.
-* **failure isolation** -- a failing notebook does not stop the others: its result has
-  ``status="failed"`` and a :class:`JobError` (exception, message, cell index and source);
-  the partly executed notebook is kept as ``<output>.failed.ipynb`` and an older output
-  removed.
-* **atomic outputs** and **up-to-date skipping** -- outputs are written atomically once a
-  run succeeded; an output carrying the job's run key (``metadata.demonoise.run.key``: the
-  input's bytes, the parameters, the library and data fingerprints) is skipped unless
-  ``force``.
-* **no leftovers** -- a kernel's connection file and IPC sockets live in a scratch
-  directory of the process (:func:`demonoise.runtime.cluster.scratch_dir`), not in
-  Jupyter's runtime directory; :func:`end_kernels` (run on every worker at the end of a
-  batch, also after Ctrl-C) ends the kernels the run used and removes them; a kernel whose
-  worker dies (even by SIGKILL) exits by itself (ipykernel's parent poller).
+Kernel reuse is papermill's public engine API: ``execute_notebook(..., km=km)`` with the
+process's kept kernel manager, whose client is made and readied once
+(:class:`_KeptClient`), and a first cell that resets the namespace and changes directory
+(removed afterwards). A kernel that died or timed out is replaced. Kernel files live in a
+scratch directory of the process; :func:`end_kernels` ends them when a batch ends, and a
+kernel whose worker dies exits by itself (ipykernel's parent poller). The kernelspec
+``demonoise`` is used if installed, else the current interpreter (with a warning).
 """
 
 from __future__ import annotations
@@ -42,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -568,16 +548,9 @@ def _error_from(exc: BaseException) -> JobError:
             cell_index=exc.cell_index - 1 if exc.cell_index else exc.cell_index,  # the reset cell is not counted
             execution_count=exc.exec_count,
             cell_source=(exc.source or "")[:2000],
-            traceback=_strip_ansi(tb)[-8000:],
+            traceback=re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", tb)[-8000:],  # no terminal colours
         )
     return JobError(ename=type(exc).__name__, evalue=str(exc)[:2000])
-
-
-def _strip_ansi(text: str) -> str:
-    """``text`` without terminal colour codes."""
-    import re
-
-    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 
 
 # ========================================================== before and after a task

@@ -1,34 +1,23 @@
-"""Quality reports in batch, in five named stages: plan -> compute -> execute -> render -> index.
+"""Quality reports in batch, in five stages: plan -> compute -> execute -> render -> index.
 
-:func:`run_reports` calls them in order, each over the whole batch, each a function of
-what the previous ones returned; what fans out is submitted to the batch's Dask cluster
-(:meth:`demonoise.runtime.cluster.Cluster.each`: ``client.submit`` and
-``distributed.as_completed``, a bounded number in flight; in this process with
-``--workers 1``) and written here as it completes.
+:func:`run_reports` calls them in order, each over the whole batch; what fans out goes to
+the batch's Dask cluster (:meth:`demonoise.runtime.cluster.Cluster.each`; in this process
+with ``--workers 1``) as self-contained tasks (bytes in, bytes out) and is written here,
+atomically, as it completes.
 
-1. **plan** (:func:`plan`) -- one :class:`Report` per (dataset, country); for each, one run
-   of the summary notebook with every setting, and one run of each indicator notebook
-   (ASFR, TFR, ASMR, life expectancy) per setting. Refused before any work: a batch of
-   more than :data:`MAX_NOTEBOOKS` notebook executions without ``yes`` (one line with its
-   size and a time estimate), a notebook that breaks its contract.
-2. **compute** (:func:`compute`) -- per country, the results table for every setting
-   (Monte Carlo included), the decision tables (calibration, recommended V, comparisons),
-   stored under ``<output>/results/`` and read back while spec, library and data are
-   unchanged; one task per country, the largest first (a single country is computed here,
-   its Monte Carlo blocks fanned out instead).
-3. **execute** (:func:`~.execute.execute_jobs`) -- every notebook run as a self-contained
-   task (the notebook and the tables it reads as bytes in, the executed notebook out), the
-   overview's and the extras' first (:func:`further` prepares them).
-4. **render** (:func:`render`) -- every document assembled here (a country's by
-   :func:`assemble_report`) and rendered to HTML (and PDF) as a task
-   (:func:`~demonoise.report.document.assemble.render_document`; bytes in and out).
-5. **index** (:func:`index`) -- ``<output>/index.html``: one row per country, then the
-   overview and the extras, linking HTML, PDF and the report's CSV files.
+1. :func:`plan` -- one :class:`Report` per (dataset, country), one :class:`Run` of the
+   summary notebook and of each indicator notebook per setting; refused before any work
+   above :data:`MAX_NOTEBOOKS` executions without ``yes``, or when a notebook breaks its
+   contract (:mod:`.contract`).
+2. :func:`compute` -- per country, the results and decision tables, stored under
+   ``<output>/results/`` and reused while spec, library and data are unchanged.
+3. execute (:func:`~.execute.execute_jobs`) -- every notebook, the overview's and the
+   extras' (:func:`further`) first; up-to-date ones skipped.
+4. :func:`render` -- each document assembled here and rendered to HTML (and PDF) as a task.
+5. :func:`index` -- ``<output>/index.html``.
 
 A failing country or notebook does not stop the batch: its row says why and
-:attr:`BatchReport.ok` is false (the CLI then exits 1). However the batch ends (Ctrl-C
-included), the kernels it used end with it, on an external cluster too
-(:func:`~.execute.end_kernels`). The params file is described in :mod:`.params`.
+:attr:`BatchReport.ok` is false. However the batch ends, its kernels end with it.
 """
 
 from __future__ import annotations
