@@ -652,48 +652,6 @@ def _wrong_sections(report: Report, state: Plan) -> str | None:
     return "\n".join(errs) or None
 
 
-def _render_task(nb: bytes, html_name: str, pdf: bool) -> dict:
-    """A rendering task for any worker (module level: picklable): the assembled notebook's
-    bytes in; the HTML, its CSV files and the PDF out as bytes, written here by
-    :func:`_write_rendered` (a worker of a cluster need not share this machine's disk)."""
-    import dataclasses
-    import tempfile
-
-    from demonoise.report.document.assemble import render_document
-
-    with tempfile.TemporaryDirectory(prefix="dn-render-") as tmp:
-        src = Path(tmp) / "report.ipynb"
-        src.write_bytes(nb)
-        html = Path(tmp) / "out" / html_name
-        res = render_document(src, html, html.with_suffix(".pdf") if pdf else None)
-        return {
-            "html": html.read_bytes(),
-            "pdf": res.pdf.read_bytes() if res.pdf is not None else None,
-            "files": {f.relative_to(html.parent).as_posix(): f.read_bytes() for f in res.files},
-            "result": dataclasses.replace(res, html=Path(html_name), pdf=None, files=()),
-        }
-
-
-def _write_rendered(out: dict, html: Path, pdf: Path | None):
-    """Write what a rendering task returned (atomically, the CSV files and their zip first, as
-    :func:`~demonoise.report.document.assemble.render_document` does); its result with the paths here. A PDF that
-    could not be made removes a stale one."""
-    import dataclasses
-
-    from demonoise.core.atomic import atomic_write_bytes
-    from demonoise.report.document.assemble import write_data_zip
-
-    files = tuple(atomic_write_bytes(html.parent / rel, data) for rel, data in sorted(out["files"].items()))
-    archive = write_data_zip(html, files)
-    atomic_write_bytes(html, out["html"])
-    pdf_path = None
-    if pdf is not None and out["pdf"] is not None:
-        pdf_path = atomic_write_bytes(pdf, out["pdf"])
-    elif pdf is not None:
-        pdf.unlink(missing_ok=True)
-    return dataclasses.replace(out["result"], html=html, pdf=pdf_path, files=files, archive=archive)
-
-
 def _render_key(nb_path: Path, pdf: bool) -> str:
     from demonoise.report.batch.cache import digest, file_digest, source_fingerprint, tree_fingerprint
     from demonoise.report.document.templates import find_template_dir
@@ -770,15 +728,17 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence[Further], c
             if task is not None:
                 tasks.append((owner, task))
                 names.append(owner.label)
-                yield Path(task[0]).read_bytes(), task[1].name, task[2] is not None
+                yield Path(task[0]).read_bytes(), task[1].stem, task[2] is not None
+
+    from demonoise.report.document.assemble import render_bytes, write_rendered
 
     count = len(state.reports) + len(extra)
-    for i, value, err in cluster.each(_render_task, documents(), label="render", names=names, count=count):
+    for i, value, err in cluster.each(render_bytes, documents(), label="render", names=names, count=count):
         owner, (_, html, pdf, key, stamp) = tasks[i]
         try:
             if err is not None:
                 raise err
-            _finish(outcomes[owner], _write_rendered(value, html, pdf), key, stamp, pdf_reason)
+            _finish(outcomes[owner], write_rendered(value, html, pdf), key, stamp, pdf_reason)
         except Exception as e:  # one document's failure is recorded; the others go on
             outcomes[owner].status, outcomes[owner].error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
