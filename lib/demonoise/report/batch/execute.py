@@ -36,7 +36,7 @@ from typing import Any
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.batch.cache import digest, source_fingerprint
 from demonoise.report.document.assemble import notebook_text, read_notebook_text, write_notebook
-from demonoise.runtime.cluster import Cluster, scratch_dir, using
+from demonoise.runtime.cluster import Cluster, scratch_dir
 
 __all__ = [
     "DEFAULT_KERNEL",
@@ -52,6 +52,7 @@ __all__ = [
     "execute_task",
     "finish",
     "end_kernels",
+    "running",
     "run_jobs",
     "execute_jobs",
     "check_outputs",
@@ -413,6 +414,19 @@ def _kernel_for(opts: Options) -> _Kernel:
     return kernel
 
 
+@contextlib.contextmanager
+def running(cluster: Cluster | None, workers: int, address: str | None = None):
+    """The cluster of a run: ``cluster``, else one of ``address`` (without one, a local
+    cluster of ``workers`` processes) for the block; the kernels the run used end with the
+    block, on every worker, however it ends."""
+    with contextlib.nullcontext(cluster) if cluster is not None else Cluster(address, workers=workers) as where:
+        try:
+            yield where
+        finally:
+            where.on_workers(end_kernels, where.run_id)
+            end_kernels(where.run_id)
+
+
 def end_kernels(run_id: str = "") -> None:
     """End this process's kept kernel if it last ran a notebook of ``run_id`` (any run when
     ``run_id`` is empty): called on every worker when a batch ends, however it ends, so
@@ -681,7 +695,7 @@ def run_jobs(
         raise ParameterError(f"workers must be >= 1, got {workers}")
     check_outputs(jobs)
     t0 = time.perf_counter()
-    with using(cluster, workers) as where:
+    with running(cluster, workers) as where:
         opts = options(
             kernel_name,
             reuse_kernel=reuse_kernel,
@@ -691,11 +705,7 @@ def run_jobs(
             run_id=where.run_id,
             reset=_reset,
         )
-        try:
-            done = execute_jobs(dict(enumerate(jobs)), where, opts, force=force, progress=progress)
-        finally:
-            where.on_workers(end_kernels, where.run_id)
-            end_kernels(where.run_id)
+        done = execute_jobs(dict(enumerate(jobs)), where, opts, force=force, progress=progress)
     return BatchResult(tuple(done[i] for i in range(len(jobs))), time.perf_counter() - t0, opts.note)
 
 

@@ -872,20 +872,12 @@ def run_reports(
     ClusterError
         The cluster cannot be used, or its scheduler was lost mid-run (``ClusterLost``).
     """
-    import contextlib
-
-    from demonoise.report.batch.execute import end_kernels
-    from demonoise.runtime.cluster import Cluster
+    from demonoise.report.batch.execute import running
 
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
-    own = contextlib.nullcontext(cluster) if cluster is not None else Cluster(params.scheduler, workers=workers)
-    with own as where:
-        try:
-            return _stages(params, Path(output), where, force, workers, pdf, progress, notebooks_dir, log, yes)
-        finally:  # no kernel of this batch outlives it, wherever it ran
-            where.on_workers(end_kernels, where.run_id)
-            end_kernels(where.run_id)
+    with running(cluster, workers, params.scheduler) as where:
+        return _stages(params, Path(output), where, force, workers, pdf, progress, notebooks_dir, log, yes)
 
 
 def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
