@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
@@ -17,7 +16,6 @@ from demonoise.report.content.notebook import (
     FIGURE_MIME,
     METRICS_MIME,
     RENDERER_NAME,
-    VEGA_SPEC_CLASS,
     chart_bundle,
     display_metrics,
     drawn_fields,
@@ -108,25 +106,6 @@ def test_svg_ids_do_not_collide_between_charts(df):
 
     raw = '<svg><clipPath id="clip1"><rect/></clipPath><g clip-path="url(#clip1)"/></svg>'
     assert _uniquify_svg_ids(raw) == _uniquify_svg_ids(raw) != raw
-
-
-def test_static_formats(df):
-    b = chart_bundle(alt.Chart(df).mark_point().encode(x="age", y="rate").to_dict(), formats=("svg", "png", "pdf"))
-    assert base64.b64decode(b["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
-    assert base64.b64decode(b["application/pdf"])[:5] == b"%PDF-"
-    with pytest.raises(ParameterError, match="formats"):
-        chart_bundle({}, formats=("gif",))
-
-
-def test_interactive_bundle_embeds_spec_safely(df):
-    d = df.assign(label="</script><b>")
-    spec = alt.Chart(d).mark_point().encode(x="age", y="rate", tooltip="label").to_dict()
-    b = chart_bundle(spec, interactive=True)
-    h = b["text/html"]
-    assert b["image/svg+xml"] in h  # static fallback kept (print, no JavaScript)
-    m = re.search(rf'<script type="application/json" class="{VEGA_SPEC_CLASS}">(.*?)</script>', h, re.S)
-    assert m and "</" not in m.group(1)
-    assert json.loads(m.group(1))["datasets"] == spec["datasets"]
 
 
 def test_setup_notebook_enables_the_renderer(df):

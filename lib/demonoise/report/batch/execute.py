@@ -1,39 +1,18 @@
-"""Execute report notebooks with papermill, each worker keeping one kernel.
+"""Execute notebooks with papermill, each process keeping one kernel.
 
-A :class:`Job` is (input notebook, parameters, output path). :func:`run_jobs` runs a list
-of jobs and returns one :class:`JobResult` per job, in job order; the report batch
-(:mod:`demonoise.report.batch.stages`) uses the same three steps on its own stage:
-:func:`prepare` (up to date? else the self-contained :class:`Task`), :func:`execute_task`
-(on a worker) and :func:`finish` (write what came back).
+A :class:`Job` is (input notebook, parameters, output path); :func:`run_jobs` runs a list
+of them. The report batch uses the same three steps: :func:`prepare` (up to date? else a
+self-contained :class:`Task`, the notebook and the files it reads as bytes),
+:func:`execute_task` (on a Dask worker, or here) and :func:`finish` (the output written
+atomically; a failure kept as ``<stem>.failed.ipynb``, an older output removed).
 
-* **where** -- a task carries the notebook and the files it reads as bytes, and returns
-  the executed notebook's bytes; it runs on the workers of a Dask cluster
-  (:class:`demonoise.runtime.cluster.Cluster`: one given by the caller, or a local one of
-  ``workers`` processes started for the jobs), or in this process (``workers=1``, or a
-  single job). Processes, not threads: papermill changes the working directory.
-* **kernel reuse** -- papermill's public engine API: ``execute_notebook(..., km=km)`` with
-  the process's kept kernel manager, and a first cell that resets the namespace
-  (``get_ipython().reset(new_session=True)``) and changes to the task's directory; that
-  cell is removed from the executed notebook. The kernel manager hands nbclient the same
-  client every time (:class:`_KeptClient`: its channels started and its handshake made
-  once), so a reused kernel costs no new connection. Module-level state (imported
-  modules, an enabled Altair renderer) survives a reset, deliberately. A kernel that
-  died, timed out or failed otherwise than by a cell's error is replaced for the next job.
-* **named kernel** -- the kernelspec ``demonoise`` (``make setup`` installs it); if it is
-  missing, a warning says so once and the current interpreter runs as kernel.
-* **failure isolation** -- a failing notebook does not stop the others: its result has
-  ``status="failed"`` and a :class:`JobError` (exception, message, cell index and source);
-  the partly executed notebook is kept as ``<output>.failed.ipynb`` and an older output
-  removed.
-* **atomic outputs** and **up-to-date skipping** -- outputs are written atomically once a
-  run succeeded; an output carrying the job's run key (``metadata.demonoise.run.key``: the
-  input's bytes, the parameters, the library and data fingerprints) is skipped unless
-  ``force``.
-* **no leftovers** -- a kernel's connection file and IPC sockets live in a scratch
-  directory of the process (:func:`demonoise.runtime.cluster.scratch_dir`), not in
-  Jupyter's runtime directory; :func:`end_kernels` (run on every worker at the end of a
-  batch, also after Ctrl-C) ends the kernels the run used and removes them; a kernel whose
-  worker dies (even by SIGKILL) exits by itself (ipykernel's parent poller).
+Kernel reuse is papermill's public engine API: ``execute_notebook(..., km=km)`` with the
+process's kept kernel manager, whose client is made and readied once
+(:class:`_KeptClient`), and a first cell that resets the namespace and changes directory
+(removed afterwards). A kernel that died or timed out is replaced. Kernel files live in a
+scratch directory of the process; :func:`end_kernels` ends them when a batch ends, and a
+kernel whose worker dies exits by itself (ipykernel's parent poller). The kernelspec
+``demonoise`` is used if installed, else the current interpreter (with a warning).
 """
 
 from __future__ import annotations
@@ -42,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -56,7 +36,7 @@ from typing import Any
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.batch.cache import digest, source_fingerprint
 from demonoise.report.document.assemble import notebook_text, read_notebook_text, write_notebook
-from demonoise.runtime.cluster import Cluster, scratch_dir, using
+from demonoise.runtime.cluster import Cluster, scratch_dir
 
 __all__ = [
     "DEFAULT_KERNEL",
@@ -72,6 +52,7 @@ __all__ = [
     "execute_task",
     "finish",
     "end_kernels",
+    "running",
     "run_jobs",
     "execute_jobs",
     "check_outputs",
@@ -433,6 +414,19 @@ def _kernel_for(opts: Options) -> _Kernel:
     return kernel
 
 
+@contextlib.contextmanager
+def running(cluster: Cluster | None, workers: int, address: str | None = None):
+    """The cluster of a run: ``cluster``, else one of ``address`` (without one, a local
+    cluster of ``workers`` processes) for the block; the kernels the run used end with the
+    block, on every worker, however it ends."""
+    with contextlib.nullcontext(cluster) if cluster is not None else Cluster(address, workers=workers) as where:
+        try:
+            yield where
+        finally:
+            where.on_workers(end_kernels, where.run_id)
+            end_kernels(where.run_id)
+
+
 def end_kernels(run_id: str = "") -> None:
     """End this process's kept kernel if it last ran a notebook of ``run_id`` (any run when
     ``run_id`` is empty): called on every worker when a batch ends, however it ends, so
@@ -568,16 +562,9 @@ def _error_from(exc: BaseException) -> JobError:
             cell_index=exc.cell_index - 1 if exc.cell_index else exc.cell_index,  # the reset cell is not counted
             execution_count=exc.exec_count,
             cell_source=(exc.source or "")[:2000],
-            traceback=_strip_ansi(tb)[-8000:],
+            traceback=re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", tb)[-8000:],  # no terminal colours
         )
     return JobError(ename=type(exc).__name__, evalue=str(exc)[:2000])
-
-
-def _strip_ansi(text: str) -> str:
-    """``text`` without terminal colour codes."""
-    import re
-
-    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 
 
 # ========================================================== before and after a task
@@ -708,7 +695,7 @@ def run_jobs(
         raise ParameterError(f"workers must be >= 1, got {workers}")
     check_outputs(jobs)
     t0 = time.perf_counter()
-    with using(cluster, workers) as where:
+    with running(cluster, workers) as where:
         opts = options(
             kernel_name,
             reuse_kernel=reuse_kernel,
@@ -718,11 +705,7 @@ def run_jobs(
             run_id=where.run_id,
             reset=_reset,
         )
-        try:
-            done = execute_jobs(dict(enumerate(jobs)), where, opts, force=force, progress=progress)
-        finally:
-            where.on_workers(end_kernels, where.run_id)
-            end_kernels(where.run_id)
+        done = execute_jobs(dict(enumerate(jobs)), where, opts, force=force, progress=progress)
     return BatchResult(tuple(done[i] for i in range(len(jobs))), time.perf_counter() - t0, opts.note)
 
 

@@ -31,12 +31,6 @@ Every bad entry is one line naming the file and the key, e.g.
 ``params/x.yaml: noise[2].ptable: unknown p-table 'v99'; embedded: v01, v03, v04``. The YAML
 loader rejects duplicate keys (PyYAML silently keeps the last) and a file that is not UTF-8.
 
-pydantic alone validates: every key is a field of :class:`ReportParams` (``datasets`` and
-``noise`` by alias), each with its validator; the old form is a ``before`` model validator.
-A p-table file is read when the params are (a malformed one, or a counts file, fails then,
-naming the key and the file); ``V``, ``mc`` and ``seed`` written as ``1e3``, which YAML 1.1
-reads as text, are numbers; a publisher's ``date`` must be an ISO date.
-
 A counts file in ``datasets:`` (or as the overview's ``dataset``, or an extra notebook's
 ``dataset``), relative to the params file, is read and validated when the params are and
 used under its file name (:func:`demonoise.io.datasets.as_name`: registered in the user
@@ -51,9 +45,19 @@ import os
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.errors import ParameterError
@@ -233,23 +237,33 @@ class Selection(_Strict):
     countries: tuple[str, ...]
 
 
+#: Most Monte Carlo replicates accepted (as ``demonoise compute --mc``; a check needs 10^3 to 10^5).
+MC_MAX = 10**9
+
+
+def _check_replicates(n: int) -> int:
+    if n < 0 or n == 1:
+        raise ValueError(f"Monte Carlo replicates must be 0 or an integer >= 2, got {n}")
+    if n > MC_MAX:
+        raise ValueError(f"Monte Carlo replicates must be at most 10^9 (a check needs 10^3 to 10^5), got {n}")
+    return n
+
+
+#: A number of Monte Carlo replicates: 0 or 2..10^9, also as written ``1e3``.
+Replicates = Annotated[
+    int,
+    BeforeValidator(lambda n: _integer(n, "Monte Carlo replicates must be an integer")),
+    AfterValidator(_check_replicates),
+]
+
+
 class Overview(_Strict):
     """The Europe overview: every NUTS 2 region of a dataset."""
 
     dataset: str = "ess-2023"
-    mc: int = 0
+    mc: Replicates = 0
     countries: tuple[str, ...] | None = None
     sex: Literal["T", "F", "M"] = "T"
-
-    @field_validator("mc", mode="before")
-    @classmethod
-    def _replicates_as_written(cls, n):
-        return _integer(n, "Monte Carlo replicates must be an integer")
-
-    @field_validator("mc")
-    @classmethod
-    def _replicates(cls, n):
-        return _check_replicates(n)
 
     @field_validator("countries", mode="before")
     @classmethod
@@ -269,18 +283,6 @@ class Overview(_Strict):
         return _dataset_name(d, info)
 
 
-#: Most Monte Carlo replicates accepted (as ``demonoise compute --mc``; a check needs 10^3 to 10^5).
-MC_MAX = 10**9
-
-
-def _check_replicates(n: int) -> int:
-    if n < 0 or n == 1:
-        raise ValueError(f"Monte Carlo replicates must be 0 or an integer >= 2, got {n}")
-    if n > MC_MAX:
-        raise ValueError(f"Monte Carlo replicates must be at most 10^9 (a check needs 10^3 to 10^5), got {n}")
-    return n
-
-
 class ReportParams(_Strict):
     """Validated parameters of a report batch (the module notes give the YAML): build it
     with :func:`parse_params` (the keys as in the file: ``datasets``, ``noise``)."""
@@ -291,8 +293,8 @@ class ReportParams(_Strict):
     settings: tuple[Setting, ...] = Field((), validation_alias="noise")
     indicators: tuple[str, ...] = REPORT_INDICATORS
     granularity: str = "single"
-    mc: int = 2000
-    seed: int = Field(20230101, ge=0)
+    mc: Replicates = 2000
+    seed: Annotated[int, BeforeValidator(lambda n: _integer(n, "seed must be an integer")), Field(ge=0)] = 20230101
     title: str = "demonoise quality reports"
     pdf: bool = True
     thresholds: tuple[float, ...] = (A_SMALL, A_EQUAL)
@@ -356,12 +358,6 @@ class ReportParams(_Strict):
             raise ValueError(f"true or false, got {v!r}")
         return v
 
-    @field_validator("mc", "seed", mode="before")
-    @classmethod
-    def _integers_as_written(cls, n, info: ValidationInfo):
-        what = "Monte Carlo replicates must be an integer" if info.field_name == "mc" else "seed must be an integer"
-        return _integer(n, what)
-
     @field_validator("thresholds", "confidence", mode="before")
     @classmethod
     def _listed(cls, v):
@@ -373,11 +369,6 @@ class ReportParams(_Strict):
         if g not in GRANULARITIES:
             raise ValueError(f"unknown granularity {g!r}; choose from {', '.join(GRANULARITIES)}")
         return g
-
-    @field_validator("mc")
-    @classmethod
-    def _replicates(cls, n):
-        return _check_replicates(n)
 
     @field_validator("scheduler")
     @classmethod

@@ -1,34 +1,23 @@
-"""Quality reports in batch, in five named stages: plan -> compute -> execute -> render -> index.
+"""Quality reports in batch, in five stages: plan -> compute -> execute -> render -> index.
 
-:func:`run_reports` calls them in order, each over the whole batch, each a function of
-what the previous ones returned; what fans out is submitted to the batch's Dask cluster
-(:meth:`demonoise.runtime.cluster.Cluster.each`: ``client.submit`` and
-``distributed.as_completed``, a bounded number in flight; in this process with
-``--workers 1``) and written here as it completes.
+:func:`run_reports` calls them in order, each over the whole batch; what fans out goes to
+the batch's Dask cluster (:meth:`demonoise.runtime.cluster.Cluster.each`; in this process
+with ``--workers 1``) as self-contained tasks (bytes in, bytes out) and is written here,
+atomically, as it completes.
 
-1. **plan** (:func:`plan`) -- one :class:`Report` per (dataset, country); for each, one run
-   of the summary notebook with every setting, and one run of each indicator notebook
-   (ASFR, TFR, ASMR, life expectancy) per setting. Refused before any work: a batch of
-   more than :data:`MAX_NOTEBOOKS` notebook executions without ``yes`` (one line with its
-   size and a time estimate), a notebook that breaks its contract.
-2. **compute** (:func:`compute`) -- per country, the results table for every setting
-   (Monte Carlo included), the decision tables (calibration, recommended V, comparisons),
-   stored under ``<output>/results/`` and read back while spec, library and data are
-   unchanged; one task per country, the largest first (a single country is computed here,
-   its Monte Carlo blocks fanned out instead).
-3. **execute** (:func:`~.execute.execute_jobs`) -- every notebook run as a self-contained
-   task (the notebook and the tables it reads as bytes in, the executed notebook out), the
-   overview's and the extras' first (:func:`further` prepares them).
-4. **render** (:func:`render`) -- every document assembled here (a country's by
-   :func:`assemble_report`) and rendered to HTML (and PDF) as a task
-   (:func:`~demonoise.report.document.assemble.render_document`; bytes in and out).
-5. **index** (:func:`index`) -- ``<output>/index.html``: one row per country, then the
-   overview and the extras, linking HTML, PDF and the report's CSV files.
+1. :func:`plan` -- one :class:`Report` per (dataset, country), one :class:`Run` of the
+   summary notebook and of each indicator notebook per setting; refused before any work
+   above :data:`MAX_NOTEBOOKS` executions without ``yes``, or when a notebook breaks its
+   contract (:mod:`.contract`).
+2. :func:`compute` -- per country, the results and decision tables, stored under
+   ``<output>/results/`` and reused while spec, library and data are unchanged.
+3. execute (:func:`~.execute.execute_jobs`) -- every notebook, the overview's and the
+   extras' (:func:`further`) first; up-to-date ones skipped.
+4. :func:`render` -- each document assembled here and rendered to HTML (and PDF) as a task.
+5. :func:`index` -- ``<output>/index.html``.
 
 A failing country or notebook does not stop the batch: its row says why and
-:attr:`BatchReport.ok` is false (the CLI then exits 1). However the batch ends (Ctrl-C
-included), the kernels it used end with it, on an external cluster too
-(:func:`~.execute.end_kernels`). The params file is described in :mod:`.params`.
+:attr:`BatchReport.ok` is false. However the batch ends, its kernels end with it.
 """
 
 from __future__ import annotations
@@ -663,48 +652,6 @@ def _wrong_sections(report: Report, state: Plan) -> str | None:
     return "\n".join(errs) or None
 
 
-def _render_task(nb: bytes, html_name: str, pdf: bool) -> dict:
-    """A rendering task for any worker (module level: picklable): the assembled notebook's
-    bytes in; the HTML, its CSV files and the PDF out as bytes, written here by
-    :func:`_write_rendered` (a worker of a cluster need not share this machine's disk)."""
-    import dataclasses
-    import tempfile
-
-    from demonoise.report.document.assemble import render_document
-
-    with tempfile.TemporaryDirectory(prefix="dn-render-") as tmp:
-        src = Path(tmp) / "report.ipynb"
-        src.write_bytes(nb)
-        html = Path(tmp) / "out" / html_name
-        res = render_document(src, html, html.with_suffix(".pdf") if pdf else None)
-        return {
-            "html": html.read_bytes(),
-            "pdf": res.pdf.read_bytes() if res.pdf is not None else None,
-            "files": {f.relative_to(html.parent).as_posix(): f.read_bytes() for f in res.files},
-            "result": dataclasses.replace(res, html=Path(html_name), pdf=None, files=()),
-        }
-
-
-def _write_rendered(out: dict, html: Path, pdf: Path | None):
-    """Write what a rendering task returned (atomically, the CSV files and their zip first, as
-    :func:`~demonoise.report.document.assemble.render_document` does); its result with the paths here. A PDF that
-    could not be made removes a stale one."""
-    import dataclasses
-
-    from demonoise.core.atomic import atomic_write_bytes
-    from demonoise.report.document.assemble import write_data_zip
-
-    files = tuple(atomic_write_bytes(html.parent / rel, data) for rel, data in sorted(out["files"].items()))
-    archive = write_data_zip(html, files)
-    atomic_write_bytes(html, out["html"])
-    pdf_path = None
-    if pdf is not None and out["pdf"] is not None:
-        pdf_path = atomic_write_bytes(pdf, out["pdf"])
-    elif pdf is not None:
-        pdf.unlink(missing_ok=True)
-    return dataclasses.replace(out["result"], html=html, pdf=pdf_path, files=files, archive=archive)
-
-
 def _render_key(nb_path: Path, pdf: bool) -> str:
     from demonoise.report.batch.cache import digest, file_digest, source_fingerprint, tree_fingerprint
     from demonoise.report.document.templates import find_template_dir
@@ -781,15 +728,17 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence[Further], c
             if task is not None:
                 tasks.append((owner, task))
                 names.append(owner.label)
-                yield Path(task[0]).read_bytes(), task[1].name, task[2] is not None
+                yield Path(task[0]).read_bytes(), task[1].stem, task[2] is not None
+
+    from demonoise.report.document.assemble import render_bytes, write_rendered
 
     count = len(state.reports) + len(extra)
-    for i, value, err in cluster.each(_render_task, documents(), label="render", names=names, count=count):
+    for i, value, err in cluster.each(render_bytes, documents(), label="render", names=names, count=count):
         owner, (_, html, pdf, key, stamp) = tasks[i]
         try:
             if err is not None:
                 raise err
-            _finish(outcomes[owner], _write_rendered(value, html, pdf), key, stamp, pdf_reason)
+            _finish(outcomes[owner], write_rendered(value, html, pdf), key, stamp, pdf_reason)
         except Exception as e:  # one document's failure is recorded; the others go on
             outcomes[owner].status, outcomes[owner].error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
@@ -923,20 +872,12 @@ def run_reports(
     ClusterError
         The cluster cannot be used, or its scheduler was lost mid-run (``ClusterLost``).
     """
-    import contextlib
-
-    from demonoise.report.batch.execute import end_kernels
-    from demonoise.runtime.cluster import Cluster
+    from demonoise.report.batch.execute import running
 
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
-    own = contextlib.nullcontext(cluster) if cluster is not None else Cluster(params.scheduler, workers=workers)
-    with own as where:
-        try:
-            return _stages(params, Path(output), where, force, workers, pdf, progress, notebooks_dir, log, yes)
-        finally:  # no kernel of this batch outlives it, wherever it ran
-            where.on_workers(end_kernels, where.run_id)
-            end_kernels(where.run_id)
+    with running(cluster, workers, params.scheduler) as where:
+        return _stages(params, Path(output), where, force, workers, pdf, progress, notebooks_dir, log, yes)
 
 
 def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:

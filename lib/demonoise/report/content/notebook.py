@@ -13,10 +13,7 @@ and publishes the numbers the batch should collect with::
 converted by vl-convert *in the kernel* into a static SVG, so that the executed
 notebook carries the picture itself and the rendered HTML/PDF needs no JavaScript and
 no network (Altair's default renderer loads Vega from a CDN; the ``"html"`` renderer
-with ``template="inline"`` breaks with two charts on one page). An optional
-interactive variant adds a Vega-Embed snippet that the report template drives with an
-inlined Vega bundle (actions menu hidden); the static SVG stays underneath as the
-print and no-JavaScript fallback.
+with ``template="inline"`` breaks with two charts on one page).
 
 This module imports only Altair, vl-convert and pandas (lazily), so that importing
 :mod:`demonoise.report` in a kernel stays cheap.
@@ -30,7 +27,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -42,7 +39,6 @@ __all__ = [
     "TYPST_MIME",
     "DATA_MIME",
     "data_bundle",
-    "VEGA_SPEC_CLASS",
     "table_bundle",
     "setup_notebook",
     "chart_bundle",
@@ -63,11 +59,6 @@ TABLE_MIME = "application/vnd.demonoise.table+json"
 DATA_MIME = "application/vnd.demonoise.data+json"
 #: An output's Typst representation (the PDF's), beside its HTML (:mod:`.typstsrc`).
 TYPST_MIME = "text/x-typst"
-#: Class of the ``<script type="application/json">`` that carries an interactive spec.
-VEGA_SPEC_CLASS = "dn-vega-spec"
-
-_FORMATS = ("svg", "png", "pdf")
-_settings: dict[str, Any] = {"formats": ("svg",), "interactive": False, "scale": 1.0}
 
 
 # ------------------------------------------------------------------ chart bundle
@@ -135,51 +126,12 @@ def drawn_fields(spec: Mapping[str, Any]) -> dict:
     return {**spec, "datasets": cut}
 
 
-def _script_json(obj: Any) -> str:
-    """JSON safe to embed in a ``<script>`` element (no ``</`` or ``<!--``)."""
-    text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def chart_bundle(
-    spec: Mapping[str, Any],
-    *,
-    formats: Iterable[str] = ("svg",),
-    interactive: bool = False,
-    scale: float = 1.0,
-) -> dict[str, Any]:
-    """Convert a Vega-Lite spec into an offline Jupyter mime bundle.
-
-    Parameters
-    ----------
-    spec : mapping
-        Vega-Lite specification with inline data (what Altair's ``Chart.to_dict()``
-        returns with the default data transformer).
-    formats : iterable of {"svg", "png", "pdf"}
-        Static formats to include. SVG is what the HTML/PDF reports use; PNG and PDF
-        (each ~0.07 s per chart after vl-convert's 0.7 s start-up) only help other
-        exporters (e.g. nbconvert's LaTeX PDF).
-    interactive : bool
-        Also include a ``text/html`` snippet: the static SVG plus the spec in a
-        ``<script type="application/json" class="dn-vega-spec">``; the report template
-        replaces the SVG by a live Vega-Embed view (actions hidden) when the report is
-        rendered with the Vega bundle, and keeps the SVG for print.
-    scale : float
-        Scale factor for PNG output.
-
-    Returns
-    -------
-    dict
-        Mime bundle, e.g. ``{"image/svg+xml": "<svg ...>", "text/plain": "<Chart>"}``.
-    """
+def chart_bundle(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Convert a Vega-Lite spec (inline data, as Altair's ``Chart.to_dict()`` gives it) into
+    an offline mime bundle: the static SVG, the caption and data the exporter numbers
+    (:data:`FIGURE_MIME`), and a ``text/plain`` fallback."""
     import vl_convert as vlc
 
-    from demonoise.core.errors import ParameterError
-
-    formats = tuple(formats)
-    bad = [f for f in formats if f not in _FORMATS]
-    if bad or not formats:
-        raise ParameterError(f"chart formats must be a non-empty subset of {_FORMATS}, got {formats}")
     from demonoise.report.content.theme import FONT, FORMAT_LOCALE
 
     spec = dict(spec)
@@ -188,35 +140,14 @@ def chart_bundle(
     # mark, which doubles the SVG and says nothing a reader of a printed report can use.
     # One font for measuring (vl-convert) and drawing (the reader).
     spec["config"] = {"aria": False, "font": FONT, **(spec.get("config") or {})}
-    vl_version = _vl_version()
     _chart_fonts()
-    bundle: dict[str, Any] = {}
-    drawn = drawn_fields(spec)
-    svg = vlc.vegalite_to_svg(drawn, vl_version=vl_version, format_locale=FORMAT_LOCALE)
-    svg = _uniquify_svg_ids(svg)
-    if "svg" in formats:
-        bundle["image/svg+xml"] = svg
-    if "png" in formats:
-        import base64
-
-        png = vlc.vegalite_to_png(drawn, vl_version=vl_version, scale=scale, format_locale=FORMAT_LOCALE)
-        bundle["image/png"] = base64.b64encode(png).decode("ascii")
-    if "pdf" in formats:
-        import base64
-
-        pdf = vlc.vegalite_to_pdf(drawn, vl_version=vl_version, format_locale=FORMAT_LOCALE)
-        bundle["application/pdf"] = base64.b64encode(pdf).decode("ascii")
-    if interactive:
-        bundle["text/html"] = (
-            '<div class="dn-chart dn-chart-interactive">'
-            f'<div class="dn-figure dn-chart-static">{svg}</div>'
-            f'<script type="application/json" class="{VEGA_SPEC_CLASS}">{_script_json(spec)}</script>'
-            "</div>"
-        )
-    bundle[FIGURE_MIME] = {**caption, "csv": _spec_csv(spec)}
+    svg = vlc.vegalite_to_svg(drawn_fields(spec), vl_version=_vl_version(), format_locale=FORMAT_LOCALE)
     title = caption.get("title")
-    bundle["text/plain"] = f"<Chart{': ' + html.escape(str(title)) if title else ''}>"
-    return bundle
+    return {
+        "image/svg+xml": _uniquify_svg_ids(svg),
+        FIGURE_MIME: {**caption, "csv": _spec_csv(spec)},
+        "text/plain": f"<Chart{': ' + html.escape(str(title)) if title else ''}>",
+    }
 
 
 def _text(value) -> str:
@@ -291,12 +222,7 @@ def data_bundle(files: Mapping[str, Any]) -> dict:
 
 def _renderer(spec: dict, **metadata: Any) -> dict[str, Any]:
     """Altair renderer entry point (``alt.renderers.enable("demonoise")``)."""
-    return chart_bundle(
-        spec,
-        formats=metadata.get("formats", _settings["formats"]),
-        interactive=metadata.get("interactive", _settings["interactive"]),
-        scale=metadata.get("scale", _settings["scale"]),
-    )
+    return chart_bundle(spec)
 
 
 def _register() -> None:
@@ -369,14 +295,7 @@ def _chart_fonts() -> None:
         vlc.register_font_directory(str(d))
 
 
-def setup_notebook(
-    *,
-    interactive: bool = False,
-    formats: Iterable[str] = ("svg",),
-    max_chart_rows: int | None = 100_000,
-    max_rows: int = 60,
-    max_columns: int = 30,
-) -> None:
+def setup_notebook(*, max_chart_rows: int | None = 100_000, max_rows: int = 60, max_columns: int = 30) -> None:
     """Prepare a report notebook: offline charts and readable tables.
 
     Call once, near the top of the notebook. Module-level state set here (the Altair
@@ -385,10 +304,6 @@ def setup_notebook(
 
     Parameters
     ----------
-    interactive : bool
-        Charts also carry a Vega-Embed snippet (see :func:`chart_bundle`).
-    formats : iterable of {"svg", "png", "pdf"}
-        Static chart formats stored in the notebook.
     max_chart_rows : int or None
         Altair's guard on rows embedded per chart (default transformer); ``None``
         disables it. Altair's own default (5 000) is smaller than one sex x age x
@@ -404,7 +319,6 @@ def setup_notebook(
     _register()
     register_theme()
     _register_formatters()
-    _settings.update(formats=tuple(formats), interactive=bool(interactive))
     alt.renderers.enable(RENDERER_NAME)
     if max_chart_rows is None:
         alt.data_transformers.disable_max_rows()

@@ -132,10 +132,6 @@ def markdown_to_html(source: str, **renderer_kw) -> str:
     return MarkdownWithMath(renderer=MathRenderer(escape=False, **renderer_kw)).render(source)
 
 
-def _formula(tex: str, display: bool) -> str:
-    return tex_typst(tex, display)
-
-
 class TypstRenderer(IPythonRenderer):
     """nbconvert's Markdown renderer writing Typst markup: text escaped (:func:`~.typstsrc.markup`),
     headings kept out of the contents (chapters and settings make it) but bookmarked down
@@ -175,7 +171,7 @@ class TypstRenderer(IPythonRenderer):
         return "\n"
 
     def inline_html(self, html: str) -> str:
-        return html_to_typst(html, _formula)
+        return html_to_typst(html, tex_typst)
 
     def inline_math(self, body: str) -> str:
         return tex_typst(body, False)
@@ -203,7 +199,7 @@ class TypstRenderer(IPythonRenderer):
         return f"#quote(block: true)[{text.strip()}]\n\n"
 
     def block_html(self, html: str) -> str:
-        return html_to_typst(html, _formula) + "\n\n"
+        return html_to_typst(html, tex_typst) + "\n\n"
 
     def block_error(self, text: str) -> str:
         return text

@@ -17,9 +17,10 @@ cells' headings move one level down under the setting's heading. The raw cells w
 here (cover, contents, chapter and setting headings) carry their HTML as their source and
 their Typst twin in ``metadata.demonoise.typst``, for the two exporters.
 
-:func:`render_document` is one rendering task -- assembled notebook in; HTML, its CSV files
-(``<name>-data/``, and all of them in ``<name>-data.zip`` beside the HTML, which the cover
-of a country report links) and the PDF out -- run by the batch in worker processes. Offline rule (tested): nothing is
+:func:`render_bytes` is one rendering task, run by the batch on its workers -- assembled
+notebook in; HTML, its CSV files and the PDF out as bytes -- and :func:`write_rendered`
+writes them here (the CSV files in ``<name>-data/`` and zipped beside the HTML, which the
+cover of a country report links). Offline rule (tested): nothing is
 loaded from the network; plain hyperlinks in the prose are allowed.
 """
 
@@ -56,6 +57,8 @@ __all__ = [
     "clean_cells",
     "assemble",
     "render_document",
+    "render_bytes",
+    "write_rendered",
     "data_zip_name",
     "write_data_zip",
 ]
@@ -473,72 +476,66 @@ class RenderResult:
         return self.pdf_error is None
 
 
-def _export_html(nb, html_path: Path) -> tuple[str, dict]:
-    from demonoise.report.document.exporters import DocumentHTMLExporter
-
-    exporter = DocumentHTMLExporter()
-    resources = {"metadata": {"name": html_path.stem, "path": str(html_path.parent)}}
+def _export(exporter, nb, name: str, what: str) -> tuple[Any, dict]:
+    """``exporter().from_notebook_node(nb)``; any failure a :class:`ReportError` naming ``what``."""
     try:
-        return exporter.from_notebook_node(nb, resources=resources)
+        return exporter().from_notebook_node(nb, resources={"metadata": {"name": name, "path": ""}})
     except ReportError:
         raise
     except Exception as e:
-        raise ReportError(f"HTML rendering of {html_path.name} failed: {type(e).__name__}: {e}") from e
+        raise ReportError(f"{what} failed: {type(e).__name__}: {e}") from e
 
 
-def _export_pdf(nb, pdf_path: Path, html_path: Path) -> tuple[bytes, int]:
-    from demonoise.report.document.exporters import DocumentPDFExporter
+def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
+    """One rendering task, on any worker (nothing is written): an assembled notebook (path,
+    node or ``.ipynb`` bytes) -> the HTML, its CSV files (``{relative path: bytes}``, in
+    ``<name>-data/``) and the PDF typeset by Typst from the same notebook, as bytes.
 
-    resources = {"metadata": {"name": html_path.stem, "path": str(html_path.parent)}}
-    try:
-        data, resources = DocumentPDFExporter().from_notebook_node(nb, resources=resources)
-    except ReportError:
-        raise
-    except Exception as e:
-        raise ReportError(f"PDF typesetting of {pdf_path.name} failed: {type(e).__name__}: {e}") from e
-    return data, resources.get("demonoise_pages", 0)
+    A PDF that cannot be made (the typst wheel missing, typesetting failed) does not raise:
+    ``pdf`` is ``None`` and ``pdf_error`` says why.
+    """
+    from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentPDFExporter
+
+    node = read_notebook_text(nb.decode("utf-8")) if isinstance(nb, bytes) else load_notebook(nb)[0]
+    t0 = time.perf_counter()
+    html, resources = _export(DocumentHTMLExporter, node, name, f"HTML rendering of {name}.html")
+    out = {"html": html.encode("utf-8"), "files": dict(sorted((resources.get("outputs") or {}).items()))}
+    out.update(pdf=None, pdf_error=None, pages=0, html_seconds=time.perf_counter() - t0, pdf_seconds=None)
+    out["sections"] = tuple(node.metadata.get("demonoise", {}).get("sections", []))
+    if pdf:
+        t1 = time.perf_counter()
+        try:
+            out["pdf"], resources = _export(DocumentPDFExporter, node, name, f"PDF typesetting of {name}.pdf")
+            out["pages"] = resources.get("demonoise_pages", 0)
+        except ReportError as e:
+            out["pdf_error"] = str(e) if str(e).startswith("no PDF") else f"no PDF: {e}"
+        out["pdf_seconds"] = time.perf_counter() - t1
+    return out
+
+
+def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
+    """Write what :func:`render_bytes` made, atomically: the CSV files and their zip
+    (:func:`write_data_zip`), the HTML, then the PDF (a PDF asked for but not made removes
+    a stale one)."""
+    html = Path(html)
+    files = tuple(atomic_write_bytes(html.parent / rel, data) for rel, data in out["files"].items())
+    archive = write_data_zip(html, files)
+    atomic_write_bytes(html, out["html"])
+    pdf_path = None
+    if pdf is not None and out["pdf"] is not None:
+        pdf_path = atomic_write_bytes(Path(pdf), out["pdf"])
+    elif pdf is not None:
+        Path(pdf).unlink(missing_ok=True)
+    return RenderResult(
+        html, pdf_path, out["pdf_error"], out["html_seconds"], out["pdf_seconds"], html.stat().st_size,
+        out["pages"], files, out["sections"], archive,
+    )  # fmt: skip
 
 
 def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
-    """One rendering task: an assembled notebook -> offline HTML with its CSV files next to
-    it (``<name>-data/``, and zipped in ``<name>-data.zip``: :func:`write_data_zip`) -> the
-    PDF (typeset by Typst from the same notebook, its CSV links relative to it: the PDF is
-    written beside the HTML). All files are written atomically.
-
-    A PDF that cannot be made (the typst wheel missing, typesetting failed) does not raise:
-    the HTML is kept and ``pdf_error`` says why; a stale PDF of an earlier run is removed.
-    """
-    node, _ = load_notebook(nb)
-    html_path, t0 = Path(html), time.perf_counter()
-    text, resources = _export_html(node, html_path)
-    files = []
-    for rel, data in sorted((resources.get("outputs") or {}).items()):
-        files.append(atomic_write_bytes(html_path.parent / rel, data))
-    archive = write_data_zip(html_path, files)
-    atomic_write_text(html_path, text)
-    t_html = time.perf_counter() - t0
-    pdf_path, pdf_error, pages, t_pdf = None, None, 0, None
-    if pdf is not None:
-        t1 = time.perf_counter()
-        try:
-            data, pages = _export_pdf(node, Path(pdf), html_path)
-            pdf_path = atomic_write_bytes(Path(pdf), data)
-        except ReportError as e:
-            pdf_error = str(e) if str(e).startswith("no PDF") else f"no PDF: {e}"
-            Path(pdf).unlink(missing_ok=True)
-        t_pdf = time.perf_counter() - t1
-    return RenderResult(
-        html=html_path,
-        pdf=pdf_path,
-        pdf_error=pdf_error,
-        html_seconds=t_html,
-        pdf_seconds=t_pdf,
-        html_bytes=html_path.stat().st_size,
-        pages=pages,
-        files=tuple(files),
-        sections=tuple(node.metadata.get("demonoise", {}).get("sections", [])),
-        archive=archive,
-    )
+    """Render an assembled notebook to ``html`` (and ``pdf``) here: :func:`render_bytes`
+    then :func:`write_rendered`."""
+    return write_rendered(render_bytes(nb, Path(html).stem, pdf is not None), html, pdf)
 
 
 def data_zip_name(html: str | os.PathLike) -> str:

@@ -288,12 +288,7 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
         return True
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        resources = _document_resources(nb, resources)
-        if "vega_js" not in resources["demonoise"] and _uses_interactive_charts(nb):
-            import vl_convert as vlc
-
-            resources["demonoise"]["vega_js"] = vlc.javascript_bundle()
-        return super().from_notebook_node(nb, resources, **kw)
+        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
 
     @pass_context
     def markdown2html(self, context, source):
@@ -313,18 +308,6 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
         yield from super().default_filters()
         yield ("markdown2html", self.markdown2html)
         yield ("latex2svg", _latex_output)
-
-
-def _uses_interactive_charts(nb) -> bool:
-    from demonoise.report.content.notebook import VEGA_SPEC_CLASS
-
-    marker = f'class="{VEGA_SPEC_CLASS}"'
-    for cell in nb.cells:
-        for out in cell.get("outputs", []) or []:
-            h = (out.get("data") or {}).get("text/html")
-            if h and marker in _text(h):
-                return True
-    return False
 
 
 def _latex_parts(text: str) -> tuple[str, bool]:
