@@ -18,6 +18,7 @@ from demonoise.analysis import decision as dc
 from demonoise.analysis import overview as aov
 from demonoise.analysis import verdicts as vd
 from demonoise.analysis.compute import compute, noise_settings
+from demonoise.core import formats as fm
 from demonoise.core.vocabulary import SEX_WORDS, SEXES, admixture_class
 from demonoise.io.datasets import load
 from demonoise.uncertainty.calibration import calibrate
@@ -109,3 +110,22 @@ def test_scatter_and_overview_plot_the_population_on_1_January(finland):
     assert ov.drop_duplicates("region").set_index("region")["population"].to_dict() == pytest.approx(
         {r: float(pop[r]) for r in ov["region"].unique()}
     )
+
+
+def test_one_event_cells_top_out_at_sqrt_1_plus_V(finland):
+    # a death rate m from one death at V = 5: A = sqrt(1 + V (1 + m^2 / 2) / D) - 1 (noise on the deaths and
+    # on the two stocks whose mean is the exposure), sqrt(6) - 1 = 145 % for the small rates
+    _, res, _ = finland
+    one = res[(res.indicator == "asmr") & (res.V == 5.0) & (res.events == 1.0)]
+    assert len(one)
+    m = one["value"].to_numpy(float)
+    assert one["admixture"].to_numpy(float) == pytest.approx(np.sqrt(1 + 5 * (1 + m**2 / 2)) - 1, rel=1e-3)
+    small = one[one["value"] < 0.01]
+    assert small["admixture"].max() == pytest.approx(np.sqrt(6) - 1, abs=1e-3)
+    # the chapter's verdict explains it, with the cell's own figure
+    v = vd.age_verdict(res, 5.0, "asmr")
+    if v.numbers["max_admixture_age"]:
+        text = str(v)
+        assert "cells resting on one death top out near \u221a(1 + 5) \u2212 1 = 145 %" in text
+        assert f"here {fm.fmt_pct(v.numbers['max_admixture'])}" in text
+    assert vd.few_event_ceiling({"ptable": "v01"}, 1.0) == ""

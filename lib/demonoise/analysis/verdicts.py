@@ -68,6 +68,7 @@ __all__ = [
     "Verdict",
     "indicator_phrase",
     "short_name",
+    "few_event_ceiling",
     "scalar_verdict",
     "age_verdict",
     "index_metrics",
@@ -600,6 +601,9 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         f"on {fmt_num(ev, 2)} {one if round(ev) == 1 else many}"
         + (" (fewer than 10 events: the first-order result is unreliable there)." if r["small_count"] else ".")
     )
+    ceiling = few_event_ceiling(V, ev, float(r["value"]), one, many)
+    if ceiling and bool(r["small_count"]):
+        v.sentences.append(ceiling)
     big = reg[~reg["small_count"].astype(bool)]
     if len(big) and bool(r["small_count"]):
         j = big["admixture"].idxmax()
@@ -630,6 +634,31 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         sex=sex,
     )
     return v
+
+
+def few_event_ceiling(V, events: float, rate: float = 0.0, one: str = "event", many: str = "events") -> str:
+    """Why the admixture of a cell resting on few events tops out where it does (generic
+    noise of variance ``V`` only; ``""`` for a p-table or a cell without events).
+
+    A rate ``m = D / E`` from ``D`` events has the Poisson variance ``D / E^2``; noise of
+    variance ``V`` on the count adds ``V / E^2`` and the noise of the population (``E``,
+    the mean of two noised stocks: variance ``V / 2``) ``m^2 V / (2 E^2)``. So
+    ``A = sqrt(1 + V (1 + m^2 / 2) / D) - 1``, close to ``sqrt(1 + V / D) - 1`` for a
+    small rate: for one event at ``V = 5``, ``sqrt(6) - 1 = 145 %``, the ceiling of the
+    one-event cells in the charts (a little more where the rate itself is large).
+    """
+    setting = NoiseSetting.of(V)
+    if not setting.is_generic or not np.isfinite(events) or events <= 0:
+        return ""
+    v, d = float(setting.V), float(events)
+    m = float(rate) if np.isfinite(rate) else 0.0
+    here = math.sqrt(1.0 + v * (1.0 + m * m / 2.0) / d) - 1.0
+    return (
+        f"For a rate m from D {many} with noise of variance V on every count, A = \u221a(1 + V (1 + m\u00b2/2) / D) "
+        f"\u2212 1, close to \u221a(1 + V / D) \u2212 1 for a small rate: here {fmt_pct(here)} (D = {fmt_num(d, 2)}, "
+        f"m = {fmt_num(m, 3)}); cells resting on one {one} top out near \u221a(1 + {fmt_num(v, 3)}) \u2212 1 = "
+        f"{fmt_pct(math.sqrt(1.0 + v) - 1.0)}, the ceiling of the admixture in the charts."
+    )
 
 
 def _age_cells(df: pd.DataFrame, V, indicator: str, sex: str) -> pd.DataFrame:
