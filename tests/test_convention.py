@@ -129,3 +129,31 @@ def test_one_event_cells_top_out_at_sqrt_1_plus_V(finland):
         assert "cells resting on one death top out near \u221a(1 + 5) \u2212 1 = 145 %" in text
         assert f"here {fm.fmt_pct(v.numbers['max_admixture'])}" in text
     assert vd.few_event_ceiling({"ptable": "v01"}, 1.0) == ""
+
+
+def test_whatif_colours_come_from_the_settings_not_their_position():
+    import demonoise as dn
+    from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
+    from demonoise.report.content import explain as ex
+
+    counts = load("be-2023")
+    # V's given in falling order: the colours still follow the reports' order (V ascending, then p-tables)
+    df = dn.what_if(counts, "BE34", V=[5, 1], ptable="v01", indicators=("e",), e_ages=(0,))
+    sel = df[(df.indicator == "e") & (df.sex == "F")]
+    spec = ex.uncertainty_by_setting(sel).to_dict()
+    scale = spec["spec"]["layer"][0]["encoding"]["color"]["scale"]
+    want = {"V = 1": SETTING_PALETTE[0], "V = 5": SETTING_PALETTE[1], "p-table v01": SETTING_PALETTE[2]}
+    assert dict(zip(scale["domain"], scale["range"], strict=True)) == {
+        "Poisson": POISSON_COLOUR,
+        **{f"noise, {k}": c for k, c in want.items()},
+        "total": TOTAL_COLOUR,
+    }
+    data = pd.DataFrame(next(iter(spec["datasets"].values())))
+    for k in want:  # every setting's noise is drawn in its own panel
+        assert set(data.loc[data.series == f"noise, {k}", "setting"]) == {k}
+    assert ex.colours_of(ex.ordered_settings(df)) == want
+    assert ex.colour_words(want) == "V = 1 orange, V = 5 dark red, p-table v01 purple"
+    sens = dn.sensitivity(counts, "BE34", scales=[0.5, 1], V=[5, 1], ptable="v01")
+    chart = ex.sensitivity_chart(sens).to_dict()
+    enc = next(x["encoding"]["color"] for x in chart["hconcat"][0]["layer"] if "color" in x.get("encoding", {}))
+    assert dict(zip(enc["scale"]["domain"], enc["scale"]["range"], strict=True)) == want

@@ -69,6 +69,7 @@ __all__ = [
     "indicator_phrase",
     "short_name",
     "few_event_ceiling",
+    "one_event_ceiling",
     "scalar_verdict",
     "age_verdict",
     "index_metrics",
@@ -636,6 +637,12 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     return v
 
 
+def one_event_ceiling(V: float) -> float:
+    """``sqrt(1 + V) - 1``: the admixture of a small rate resting on one event under
+    generic noise of variance ``V`` (:func:`few_event_ceiling`); 145 % at ``V = 5``."""
+    return math.sqrt(1.0 + float(V)) - 1.0
+
+
 def few_event_ceiling(V, events: float, rate: float = 0.0, one: str = "event", many: str = "events") -> str:
     """Why the admixture of a cell resting on few events tops out where it does (generic
     noise of variance ``V`` only; ``""`` for a p-table or a cell without events).
@@ -657,7 +664,7 @@ def few_event_ceiling(V, events: float, rate: float = 0.0, one: str = "event", m
         f"For a rate m from D {many} with noise of variance V on every count, A = \u221a(1 + V (1 + m\u00b2/2) / D) "
         f"\u2212 1, close to \u221a(1 + V / D) \u2212 1 for a small rate: here {fmt_pct(here)} (D = {fmt_num(d, 2)}, "
         f"m = {fmt_num(m, 3)}); cells resting on one {one} top out near \u221a(1 + {fmt_num(v, 3)}) \u2212 1 = "
-        f"{fmt_pct(math.sqrt(1.0 + v) - 1.0)}, the ceiling of the admixture in the charts."
+        f"{fmt_pct(one_event_ceiling(v))}, the ceiling of the admixture in the charts."
     )
 
 
