@@ -157,3 +157,28 @@ def test_whatif_colours_come_from_the_settings_not_their_position():
     chart = ex.sensitivity_chart(sens).to_dict()
     enc = next(x["encoding"]["color"] for x in chart["hconcat"][0]["layer"] if "color" in x.get("encoding", {}))
     assert dict(zip(enc["scale"]["domain"], enc["scale"]["range"], strict=True)) == want
+
+
+def test_most_affected_names_the_sex_of_every_setting():
+    # a p-table's worst sex may differ from the V's: the wide table then names each setting's sex
+    counts = load("ess-2023").select(country="FI")
+    res = compute(counts, noise_settings([1], ptables=["v01"]), indicators=("e",), e_ages=(0,))
+    w = aov.most_affected(res, 10, key="e0").set_index("region")
+    for key, tag in (("V=1", "V1"), ("v01", "ptable_v01")):
+        truth = _truth_of(res, key)
+        assert w[f"admixture_{tag}"].to_dict() == pytest.approx(truth["admixture"].to_dict())
+        if f"sex_{tag}" in w:
+            assert w[f"sex_{tag}"].to_dict() == truth["sex"].to_dict()
+        else:  # one sex per region for every setting
+            assert w["sex"].to_dict() == truth["sex"].to_dict()
+
+
+def _truth_of(res: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Per NUTS 2 region the sex with the largest e0 admixture at one setting (ties: F, M, T)."""
+    from demonoise.analysis.settings import setting_column
+
+    e0 = res[(res.indicator == "e") & (res.age == 0) & (res.nuts_level == 2)]
+    e0 = e0[setting_column(e0).to_numpy() == key]
+    e0 = e0.assign(_rank=e0["sex"].map({s: i for i, s in enumerate(SEXES)}))
+    e0 = e0.sort_values(["region", "admixture", "_rank"], ascending=[True, False, True])
+    return e0.drop_duplicates("region").set_index("region")

@@ -353,14 +353,17 @@ def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: s
 
 def _wide(rows: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
     """Rows per region x setting -> one row per region, ``<col>_V<v>`` per V (and
-    ``<col>_ptable_<name>`` per p-table), in the settings' order."""
+    ``<col>_ptable_<name>`` per p-table), in the settings' order. ``sex``, ``value`` and
+    ``rel_pois`` are those of the first setting's row; where a region's worst sex differs
+    between settings (a p-table beside the V's), ``sex_<tag>`` names each setting's."""
     base = rows.drop_duplicates("region")[
         ["region", "region_name", "country", "sex", "population", "value", "events", "rel_pois"]
     ]
     out = base.set_index("region")
+    per_sex = bool(len(rows)) and rows.groupby("region")["sex"].nunique().max() > 1
     for s in overview_settings(rows):
         g = rows[rows["setting_key"] == s.key].set_index("region")
-        for c in cols:
+        for c in (["sex"] if per_sex else []) + list(cols):
             out[f"{c}_{s.tag}"] = g[c]
     return out.reset_index()
 

@@ -571,7 +571,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     ``sex=None`` (default): the worst sex -- of women, men and both sexes the one whose
     cells have the largest median admixture (ties: women, men, both sexes), named in the
     sentences (``numbers["sex"]``); the ASFR are always women's."""
-    who = "" if sex or indicator == "asfr" else f" ({WORST_WORDS})"
+    who = "" if sex or indicator == "asfr" else f", the {WORST_WORDS}"
     sex = "F" if indicator == "asfr" else sex or _worst_cells_sex(df, V, indicator)
     d = _age_cells(df, V, indicator, sex)
     reg = d[d["nuts_level"] == 2]

@@ -33,6 +33,7 @@ __all__ = [
     "derivative_check_chart",
     "variance_by_age_chart",
     "solution",
+    "captioned",
     "SOLUTION_CSS",
 ]
 
@@ -295,6 +296,14 @@ def variance_by_age_chart(
         )
         .properties(width=width, height=height, title=chart_title or "")
     )
+
+
+def captioned(table, caption: str):
+    """A pandas ``Styler`` (or DataFrame) with the caption the report numbers it with
+    (its ``dn_caption``, read by the report's table display); returns a ``Styler``."""
+    styler = table if hasattr(table, "data") and hasattr(table, "hide") else table.style
+    styler.dn_caption = caption
+    return styler
 
 
 #: Style of the solution blocks: collapsed on screen, printed open (a PDF cannot be

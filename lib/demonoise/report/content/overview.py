@@ -537,7 +537,7 @@ _NAMES = {
 
 _V_COL = re.compile(r"^(.*)_V([0-9.eE+-]+)$")
 _P_COL = re.compile(r"^(.*)_ptable_(\w+)$")
-_V_BASE = {"rel_noise": "noise sd (%)", "admixture": "A (%)", "below": "regions with V_max < V"}
+_V_BASE = {"sex": "sex", "rel_noise": "noise sd (%)", "admixture": "A (%)", "below": "regions with V_max < V"}
 
 
 def _display_name(col: str) -> tuple[str, str]:
