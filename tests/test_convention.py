@@ -182,3 +182,12 @@ def _truth_of(res: pd.DataFrame, key: str) -> pd.DataFrame:
     e0 = e0.assign(_rank=e0["sex"].map({s: i for i, s in enumerate(SEXES)}))
     e0 = e0.sort_values(["region", "admixture", "_rank"], ascending=[True, False, True])
     return e0.drop_duplicates("region").set_index("region")
+
+
+def test_extra_notebook_title_names_the_settings_by_their_labels(tmp_path):
+    from demonoise.analysis.settings import NoiseSetting
+    from demonoise.report.batch.extras import extra_run
+
+    run = extra_run("whatif", {"V": [1, 5], "ptable": "v01"}, tmp_path)
+    labels = [NoiseSetting.generic(1).label, NoiseSetting.generic(5).label, NoiseSetting.of({"ptable": "v01"}).label]
+    assert run.title.endswith(f"({', '.join(labels)})") and run.subtitle == f"Parameters: {', '.join(labels)}"

@@ -94,6 +94,22 @@ def scenario_name(name: str, parameters: Mapping[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "", "-".join(parts))[:120]
 
 
+def _given(params: Mapping[str, Any]) -> str:
+    """The parameters of a run in words; the noise settings by their labels
+    (:class:`~demonoise.analysis.settings.NoiseSetting`: ``V = 1, V = 5``, ``p-table v01``)."""
+    from demonoise.analysis.settings import NoiseSetting, ptable_name
+
+    out = []
+    for k, v in params.items():
+        if k == "V" and v is not None:
+            out.append(", ".join(NoiseSetting.generic(x).label for x in (v if isinstance(v, (list, tuple)) else [v])))
+        elif k == "ptable" and v:
+            out.append(f"p-table {ptable_name(v)}")
+        else:
+            out.append(f"{k} = {_value_tag(v).replace('-', ', ')}")
+    return ", ".join(out)
+
+
 def extra_run(
     name: str,
     parameters: Mapping[str, Any] | None = None,
@@ -118,7 +134,7 @@ def extra_run(
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = scenario_name(name, params)
     title = title or EXTRAS.get(name) or load_notebook(src)[0].get("metadata", {}).get("title") or name
-    given = ", ".join(f"{k} = {_value_tag(v).replace('-', ', ')}" for k, v in params.items())
+    given = _given(params)
     return FurtherRun(
         name=name,
         label=f"{name} notebook",
