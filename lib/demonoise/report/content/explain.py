@@ -167,7 +167,7 @@ def sensitivity_chart(
     d["A"] = 100.0 * d["admixture"]
     x = alt.X(
         "population:Q",
-        title="population (average, exposure)",
+        title="population on 1 January (both sexes)",
         scale=alt.Scale(type="log", nice=False, padding=12),
         axis=alt.Axis(format="~s", values=log_ticks(d["population"])),
     )
