@@ -191,3 +191,14 @@ def test_extra_notebook_title_names_the_settings_by_their_labels(tmp_path):
     run = extra_run("whatif", {"V": [1, 5], "ptable": "v01"}, tmp_path)
     labels = [NoiseSetting.generic(1).label, NoiseSetting.generic(5).label, NoiseSetting.of({"ptable": "v01"}).label]
     assert run.title.endswith(f"({', '.join(labels)})") and run.subtitle == f"Parameters: {', '.join(labels)}"
+
+
+def test_series_that_are_not_settings_do_not_take_the_settings_colours():
+    from demonoise.core.vocabulary import SETTING_PALETTE
+    from demonoise.report.content import explain as ex
+    from demonoise.report.content import overview as ov
+
+    x = np.arange(3.0)
+    spec = ex.derivative_check_chart(x, {"e0": x + 1, "e65": x + 2}, {"e0": x + 1, "e65": x + 2}).to_dict()
+    assert not set(spec["layer"][0]["encoding"]["color"]["scale"]["range"]) & set(SETTING_PALETTE)
+    assert not set(ov._INDICATOR_COLOURS.values()) & set(SETTING_PALETTE)

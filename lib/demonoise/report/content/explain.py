@@ -37,6 +37,9 @@ __all__ = [
     "SOLUTION_CSS",
 ]
 
+#: Colours of series that are not noise settings (e0, e65, ...): none of the settings' palette.
+_SERIES_COLOURS = ("#222222", "#8c8c8c", "#c51b7d", "#2c7fb8")
+
 _ADMIX_REF = pd.DataFrame({"A": [10.0, 41.4], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 
 
@@ -225,7 +228,8 @@ def derivative_check_chart(
     height: int = 220,
 ):
     """Closed-form derivatives (lines) and their finite-difference twins (points) by age,
-    ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``). Differences
+    ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``; black, grey:
+    not the settings' colours). Differences
     where the closed form is exactly 0 are not drawn (rounding noise on a log axis)."""
     rows = []
     for name, v in closed.items():
@@ -241,7 +245,13 @@ def derivative_check_chart(
         rows.append(pd.DataFrame({"age": ages, "series": name, "how": "finite difference", "value": v}))
     d = pd.concat(rows, ignore_index=True)
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
-    colour = alt.Color("series:N", title=None, legend=alt.Legend(orient="top"))
+    names = list(dict.fromkeys([*closed, *fd]))
+    colour = alt.Color(
+        "series:N",
+        title=None,
+        scale=alt.Scale(domain=names, range=[_SERIES_COLOURS[i % len(_SERIES_COLOURS)] for i in range(len(names))]),
+        legend=alt.Legend(orient="top"),
+    )
     y = alt.Y(
         "value:Q", title=y_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", values=log_ticks(d["value"]))
     )
