@@ -16,6 +16,8 @@ import pytest
 
 from demonoise.analysis import overview as aov
 from demonoise.core.errors import FormatError, ParameterError
+from demonoise.core.vocabulary import ADMIXTURE_CLASSES
+from demonoise.core.vocabulary import admixture_class as vocabulary_class
 from demonoise.io import geo
 from demonoise.report.content import overview as ov
 from report_helpers import scan_html
@@ -216,22 +218,14 @@ def test_granularity_effect_ratio_of_noise_sd():
 
 
 def test_admixture_classes_at_the_breaks():
-    A = [0.0, 4.99, 5.0, 9.99, 10.0, 41.42, 41.43, 99.9, 100.0, 330.0, np.nan]
+    A = [0.0, 9.99, 10.0, 41.42, 41.43, 99.9, 330.0, np.nan]
     got = aov.admixture_class(A).tolist()
-    # 41.42 < 100 (sqrt(2) - 1) = 41.421356...; 41.43 is above
-    assert got == [
-        "< 5 %",
-        "< 5 %",
-        "5\u201310 %",
-        "5\u201310 %",
-        "10\u201320 %",
-        "20\u201341 %",
-        "41\u2013100 %",
-        "41\u2013100 %",
-        "\u2265 100 %",
-        "\u2265 100 %",
-        "no data",
-    ]
+    # the reports' three classes, closed on the left at 10 % and 100 (sqrt(2) - 1) = 41.421356... %
+    small, notable, large = (c.label for c in ADMIXTURE_CLASSES)
+    assert got == [small, small, notable, notable, large, large, large, "no data"]
+    # the same class as the decision table's for every value
+    for a, label in zip(A[:-1], got, strict=False):
+        assert vocabulary_class(a / 100.0).label == label
 
 
 # ------------------------------------------------------------------ calibration
@@ -421,8 +415,10 @@ def test_map_colours_regions_by_class_and_carries_the_credit():
     for code, fill in paths:
         fills.setdefault(code, []).append(fill)
     colours = dict(zip(aov.MAP_CLASSES, ov._MAP_COLOURS, strict=True))
-    assert fills["BE10"] == [colours["< 5 %"], colours["10\u201320 %"]]  # V = 1, V = 5
-    assert fills["FI20"] == [colours["41\u2013100 %"], colours["\u2265 100 %"]]
+    small, notable, large = (c.label for c in ADMIXTURE_CLASSES)
+    assert fills["BE10"] == [colours[small], colours[notable]]  # V = 1, V = 5
+    assert fills["FI20"] == [colours[large], colours[large]]
+    assert [colours[c.label] for c in ADMIXTURE_CLASSES] == [c.colour for c in ADMIXTURE_CLASSES]
     assert fills["DE30"] == [ov._NO_DATA] * 2 and fills["UKI3"] == [ov._NO_DATA] * 2
 
 
@@ -476,7 +472,7 @@ def test_notebook_committed_without_outputs():
     # each section opens with its heading followed by the data label
     heads = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("# ")]
     assert len(heads) == 9
-    assert all(nb.cells[i + 1].source.strip() == "ov.banner(label)" for i in heads)
+    assert all(nb.cells[i + 1].source.strip() == "ov.banner(single)" for i in heads)
 
 
 # ------------------------------------------------------------------ the report, end to end
@@ -530,7 +526,7 @@ def test_overview_renders_offline_with_the_map(rendered):
         "Calibration of V",
     ]
     sections = re.split(r'<section class="dn-chapter"', html)[1:]
-    assert all("dn-data-label" in s and "demonstration data" in s for s in sections)
+    assert all("dn-status-modelled" in s and "demonstration data" in s for s in sections)
     # the outermost regions of the three countries are in the table under the map
     map_section = sections[5]
     for code in ("FRY1", "FRY2", "FRY3", "FRY4", "FRY5", "PT20", "PT30"):
@@ -552,8 +548,11 @@ def test_overview_numbers_come_from_the_results(rendered):
     df = pd.read_parquet(run.job.parameters["results_single"])
     e0 = df[(df.nuts_level == 2) & (df.indicator == "e") & (df.age == 0) & (df.sex == "T")]
     assert m["regions"] == e0.region.nunique() == 45
-    assert m["e0_A_median_V5"] == pytest.approx(e0[e0.V == 5].admixture.median())
-    assert m["e0_over41_V5"] == int((e0[e0.V == 5].admixture > math.sqrt(2) - 1).sum())
+    # every region's worst sex (the largest admixture of women, men and both sexes), as the reports
+    e0 = df[(df.nuts_level == 2) & (df.indicator == "e") & (df.age == 0) & (df.V == 5)]
+    worst = e0.groupby("region")["admixture"].max()
+    assert m["e0_A_median_V5"] == pytest.approx(worst.median())
+    assert m["e0_over41_V5"] == int((worst > math.sqrt(2) - 1).sum())
 
 
 def test_overview_prints_to_pdf_with_the_map_and_credit(rendered, tmp_path):
@@ -578,8 +577,8 @@ def test_calibration_section_shows_the_table_passed(rendered):
     assert "Calibration of V" in cal and "not available" not in cal
     row = re.search(r"<tr>(?:(?!</tr>).)*>e0<(?:(?!</tr>).)*</tr>", cal, flags=re.S).group(0)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
-    # indicator, threshold (%), regions, V_max min, region of the min, median, below V=1, below V=5
-    assert cells == ["e0", "10", "3", "0.25", "BE21", "3.5", "1", "2"]
+    # indicator, threshold (%), regions, V_max min, its region and sex, median, below V=1, below V=5
+    assert cells == ["e0", "10", "3", "0.25", "BE21", "T", "3.5", "1", "2"]
 
 
 def test_cli_overview_arguments():
@@ -597,3 +596,15 @@ def test_cli_overview_unknown_country(tmp_path, capsys):
 
     assert main(["overview", "--countries", "XX", "--out", str(tmp_path), "--no-pdf"]) == 2
     assert "XX" in capsys.readouterr().err
+
+
+def test_overview_captions_every_figure_and_table(rendered):
+    # every numbered figure and table carries a caption after its number, as in the reports
+    html = rendered[1].html.read_text(encoding="utf-8")
+    figs = re.findall(r'<figcaption><span class="dn-number">Figure ([\d.]+)\.</span>\s*([^<]*)', html)
+    tabs = re.findall(r'<p class="dn-caption"><span class="dn-number">Table ([\d.]+)\.</span>\s*([^<]*)', html)
+    assert len(figs) >= 6 and len(tabs) >= 4
+    assert [n for n, text in figs + tabs if len(text.strip()) < 10] == []
+    # the formulas are typeset (math in the text, not "sqrt(" in plain words)
+    about = re.split(r'<section class="dn-chapter"', html)[1]
+    assert "sqrt(" not in about

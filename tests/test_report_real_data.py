@@ -15,6 +15,7 @@ import pytest
 
 from demonoise.analysis.verdicts import index_metrics
 from demonoise.core.formats import fmt_pct
+from demonoise.core.vocabulary import SEX_WORDS
 from demonoise.report.batch.stages import parse_params, run_reports
 
 pytestmark = pytest.mark.slow
@@ -52,18 +53,24 @@ def test_life_expectancy_section_on_real_belgian_data(be):
     (o,) = rep.outcomes.values()
     # the figures from the results table the report's notebooks read (stored by the compute stage)
     (table,) = (out / "results" / "be-2015-2023").glob("BE-*[0-9a-f].parquet")
-    m = index_metrics(pd.read_parquet(table), 5.0)
+    df = pd.read_parquet(table)
+    m = index_metrics(df, 5.0)
     assert m["regions"] == 11
     assert m["e0_worst_region"] == "BE34"
-    assert 0.452 <= m["e0_admixture_worst"] <= 0.460
-    assert 0.00327 <= m["e0_rel_noise_worst"] <= 0.00327 * 1.01
+    e0 = df[(df.indicator == "e") & (df.age == 0) & (df.V == 5.0) & (df.region == "BE34")].set_index("sex")
+    # both sexes as measured before the worst-sex rule; the index takes the worst of F, M and T, named
+    assert 0.452 <= e0.loc["T", "admixture"] <= 0.460
+    assert 0.00327 <= e0.loc["T", "rel_noise"] <= 0.00327 * 1.01
+    worst = e0["admixture"].idxmax()
+    assert m["e0_worst_sex"] == worst and m["e0_admixture_worst"] == e0.loc[worst, "admixture"]
+    assert m["e0_rel_noise_worst"] == e0.loc[worst, "rel_noise"]
     # the population on 1 January (the sum of the published single ages and UNK) is Eurostat's total
     assert m["e0_worst_region_population"] == _published_total("BE34", 2023) == 297_654
     html = o.html.read_text(encoding="utf-8")
     # the verdict names the smallest region with its admixture, and the real-data label shows
     assert (
         "In the smallest region, BE34 Prov. Luxembourg (BE) (297\u202f654 people), it adds "
-        f"{fmt_pct(m['e0_admixture_worst'])}" in html
+        f"{fmt_pct(m['e0_admixture_worst'])} ({SEX_WORDS[m['e0_worst_sex']]})" in html
     )
     label = "population and deaths real (Eurostat), 2015-2023; regional births modelled per year from national births"
     assert label in html

@@ -43,7 +43,7 @@ def test_formatting():
 
 
 def test_scalar_verdict_counts_regions_and_names_the_smallest():
-    v = vd.scalar_verdict(frame(), 1.0, "e", age=0)
+    v = vd.scalar_verdict(frame(), 1.0, "e", sex="T", age=0)
     text = " ".join(v.sentences)
     # A = 1 %, 2.6 %, 100 %: noise adds less than 10 % in 2 of the 3 NUTS 2 regions
     assert "in 2 of 3 NUTS 2 regions" in text
@@ -65,15 +65,15 @@ def test_scalar_verdict_counts_regions_and_names_the_smallest():
 def test_scalar_verdict_all_none_and_single_region():
     df = frame()
     df.loc[df.indicator == "e", "admixture"] = 0.05  # every region below 10 %
-    assert "in all 3 NUTS 2 regions" in str(vd.scalar_verdict(df, 1.0, "e", age=0))
+    assert "in all 3 NUTS 2 regions" in str(vd.scalar_verdict(df, 1.0, "e", sex="T", age=0))
     df.loc[df.indicator == "e", "admixture"] = 0.5
     assert (
         "noise adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in all 3 NUTS 2 regions"
-        in str(vd.scalar_verdict(df, 1.0, "e", age=0))
+        in str(vd.scalar_verdict(df, 1.0, "e", sex="T", age=0))
     )
     one = frame()
     one = one[one.region.isin(["XX", "XX03"])]
-    text = str(vd.scalar_verdict(one, 1.0, "e", age=0))
+    text = str(vd.scalar_verdict(one, 1.0, "e", sex="T", age=0))
     assert (
         "adds 10 % or more to the statistical (Poisson) uncertainty of e0 (both sexes) in the country's only NUTS 2 "
         "region" in text
@@ -117,7 +117,9 @@ def test_index_metrics_worst_region():
     m = vd.index_metrics(frame(), 1.0, "e")
     assert m["regions"] == 3 and m["e0_worst_region"] == "XX03"
     assert m["e0_admixture_worst"] == pytest.approx(1.0)
-    assert m["e0_rel_noise_worst"] == pytest.approx(math.sqrt(0.03) / 80.0)
+    # F, M and T tie (same ratio): the rule takes women first, sd_noise = sqrt(3 * 0.02), e0 = 83
+    assert m["e0_worst_sex"] == "F"
+    assert m["e0_rel_noise_worst"] == pytest.approx(math.sqrt(0.06) / 83.0)
     t = vd.index_metrics(frame(), 1.0, "tfr")
     assert t["tfr_admixture_worst"] == pytest.approx(0.01)
     assert set(m).isdisjoint(t)  # the two payloads merge without conflict
@@ -127,8 +129,8 @@ def test_index_metrics_worst_region():
 
 def test_other_V_is_not_mixed_in():
     df = pd.concat([frame(), frame().assign(V=5.0, admixture=0.9)], ignore_index=True)
-    assert vd.scalar_verdict(df, 1.0, "e", age=0).numbers["regions_below_10"] == 2
-    assert vd.scalar_verdict(df, 5.0, "e", age=0).numbers["regions_below_10"] == 0
+    assert vd.scalar_verdict(df, 1.0, "e", sex="T", age=0).numbers["regions_below_10"] == 2
+    assert vd.scalar_verdict(df, 5.0, "e", sex="T", age=0).numbers["regions_below_10"] == 0
     assert set(vd.across_settings(df, "e", age=0).setting) == {"V = 1", "V = 5"}
 
 

@@ -350,8 +350,9 @@ def cmd_overview(args) -> int:
     options = {
         "dataset": as_name(args.dataset, origin="demonoise overview"),
         "V": args.V,
+        "ptables": tuple(args.ptable or ()),
         "countries": args.countries,
-        "sex": args.sex,
+        "sex": None if args.sex == "worst" else args.sex,
         "mc": args.mc,
     }
     with _cluster(args) as cluster:
@@ -992,7 +993,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--V", nargs="+", type=_variance, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)"
     )
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
-    s.add_argument("--sex", default="T", choices=SEXES, help="sex shown for the mortality indicators (default T)")
+    s.add_argument(
+        "--ptable", nargs="+", default=[], metavar="TABLE",
+        help="p-table(s) shown beside the V's: an embedded name (v01, v03, v04) or a file",
+    )  # fmt: skip
+    s.add_argument(
+        "--sex", default="worst", choices=[*SEXES, "worst"],
+        help="sex of the mortality indicators (default worst: per region the worst of F, M and T, as the reports)",
+    )  # fmt: skip
     _mc_args(s, "Monte Carlo replicates for a check of e0/TFR (default 0)", seed=False)
     s.add_argument("--store", type=Path, default=None, help="results store (default OUT_DIR/results)")
     _document_args(s, "recompute and re-execute even if up to date", "--out")

@@ -79,6 +79,7 @@ __all__ = [
     "MEASURES",
     "Measure",
     "THRESHOLDS",
+    "worst_sex",
     "DEFAULT_RECOMMEND",
     "TABLE_NAMES",
     "resolve_settings",
@@ -363,9 +364,10 @@ def _per_sex(d: pd.DataFrame, m: Measure) -> pd.DataFrame:
     return out
 
 
-def _worst(per_sex: pd.DataFrame) -> pd.DataFrame:
+def worst_sex(per_sex: pd.DataFrame) -> pd.DataFrame:
     """Per region the row of the sex with the largest admixture (ties: F, then M, then T;
-    ``sex = ""`` where no sex has a defined admixture), with ``admixture_F/M/T``."""
+    ``sex = ""`` where no sex has a defined admixture), with ``admixture_F/M/T``: the sex
+    rule of every verdict (decision table, main points, chapters, overview)."""
     a = per_sex["admixture"].astype(float)
     ps = per_sex.assign(_s=per_sex["sex"].map({s: i for i, s in enumerate(SEXES)}), _a=a.where(np.isfinite(a), -np.inf))
     wide = ps.pivot(index="region", columns="sex", values="admixture")
@@ -449,7 +451,7 @@ def decision_table(
             ps = _per_sex(d, m)
             if ps.empty:
                 raise ParameterError(f"the results table has no rows for {m.title} ({s.key})")
-            w = _worst(ps)
+            w = worst_sex(ps)
             w["setting"], w["noise_model"], w["ptable"], w["V"] = s.key, s.kind, s.ptable, s.V
             w["measure"], w["indicator"] = key, m.indicator
             w["age"] = np.nan if m.age is None else m.age

@@ -29,7 +29,7 @@ import pandas as pd
 from demonoise.analysis.settings import NoiseSetting, setting_column, settings_in
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import A_EQUAL as _A_EQUAL
-from demonoise.core.vocabulary import A_SMALL
+from demonoise.core.vocabulary import A_SMALL, ADMIXTURE_CLASSES, SEXES
 
 __all__ = [
     "A_EQUAL",
@@ -95,11 +95,13 @@ SHORT_NAMES = {
 _FEMALE_ONLY = ("tfr", "asfr")
 
 
-MAP_BREAKS = [5.0, 10.0, 20.0, 100.0 * A_EQUAL, 100.0]
+#: Breaks of the admixture map (%): the reports' classes
+#: (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`: below 10 %, 10 % to 41 %, 41 % or more).
+MAP_BREAKS = [100.0 * c.lower for c in ADMIXTURE_CLASSES[1:]]
 
 
-#: Classes of the admixture map (labels), from :data:`MAP_BREAKS`.
-MAP_CLASSES = ("< 5 %", "5\u201310 %", "10\u201320 %", "20\u201341 %", "41\u2013100 %", "\u2265 100 %")
+#: Classes of the admixture map (labels): the reports' classes, in their words.
+MAP_CLASSES = tuple(c.label for c in ADMIXTURE_CLASSES)
 
 
 NO_DATA = "no data"
@@ -164,17 +166,22 @@ def _v_tag(v: float) -> str:
 
 
 def population(df: pd.DataFrame) -> pd.DataFrame:
-    """Average population (exposure) of every region and sex.
+    """Population on 1 January of the reference year (both sexes, all ages) of every
+    region, one row per region and sex of the table: the results table's ``population``
+    column, the figure of the reports' tables and decision table
+    (:func:`demonoise.analysis.decision.population`).
 
-    Taken from the ``e`` rows at age 0 (their exposure is the average population over
-    all ages, ``(P(t) + P(t+1)) / 2``); without them, the sum of the ``asmr``
-    exposures over ages.
+    A table without that column (an older one) falls back on the average population:
+    the exposure of the ``e`` rows at age 0, else the sum of the ``asmr`` exposures.
 
     Returns
     -------
     DataFrame
         ``region, sex, population`` (one row per region and sex).
     """
+    if "population" in df:
+        out = df.drop_duplicates(["region", "sex"])[["region", "sex", "population"]]
+        return out.sort_values(["region", "sex"]).reset_index(drop=True).astype({"population": float})
     e0 = df[(df["indicator"] == "e") & (df["age"] == 0)]
     if len(e0):
         out = e0.groupby(["region", "sex"], as_index=False, sort=True)["exposure"].first()
@@ -236,40 +243,36 @@ def age_summary(df: pd.DataFrame, indicator: str, *, sex: str = "T", stat: str =
     return out
 
 
-def indicator_rows(df: pd.DataFrame, key: str, *, sex: str = "T") -> pd.DataFrame:
-    """One row per NUTS 2 region and V for an overview indicator, with its population.
+def indicator_rows(df: pd.DataFrame, key: str, *, sex: str | None = None) -> pd.DataFrame:
+    """One row per NUTS 2 region and setting for an overview indicator, with its population.
 
     Parameters
     ----------
     df : DataFrame
-        A results table (:mod:`demonoise.analysis.results`); only its NUTS 2 generic rows are used.
+        A results table (:mod:`demonoise.analysis.results`); only its NUTS 2 rows are used.
     key : {"e0", "e65", "tfr", "asmr", "asfr"}
         See :data:`KEYS`; ``asmr``/``asfr`` are summarised by :func:`age_summary`.
-    sex : {"T", "F", "M"}
-        Sex shown; the fertility indicators are always ``F``.
+    sex : {None, "T", "F", "M"}
+        ``None`` (default): the sex rule of the reports -- per region and setting the sex
+        (women, men, both sexes) with the largest admixture
+        (:func:`~demonoise.analysis.decision.worst_sex`), named in ``sex``; else that sex.
+        The fertility indicators are always ``F``.
 
     Returns
     -------
     DataFrame
         ``region, region_name, country, sex, V, setting, value, events, rel_pois,
         rel_noise, rel_tot, admixture, sd_noise, sd_pois, population`` -- ``population``
-        is the average population of the row's sex (women for TFR/ASFR); one row per
+        is the region's population on 1 January (:func:`population`); one row per
         region and setting (the p-tables beside the V's).
     """
     if key not in KEYS:
         raise ParameterError(f"unknown overview indicator {key!r}; choose from {', '.join(KEYS)}")
-    if sex not in ("T", "F", "M"):
-        raise ParameterError(f"sex must be T, F or M, got {sex!r}")
-    ind, age, how = KEYS[key]
-    s = "F" if key in _FEMALE_ONLY else sex
+    if sex not in (None, "T", "F", "M"):
+        raise ParameterError(f"sex must be T, F, M or None (the worst of the three), got {sex!r}")
     d = nuts2(df)
-    if how == "median":
-        rows = age_summary(d, ind, sex=s)
-    else:
-        sel = (d["indicator"] == ind) & (d["sex"] == s)
-        if age is not None:
-            sel &= d["age"] == age
-        rows = d.loc[sel, _ROW_COLS].copy()
+    s = "F" if key in _FEMALE_ONLY else sex
+    rows = _one_sex_rows(d, key, s) if s is not None else _worst_sex_rows(d, key)
     pop = population(d[d["setting"] == setting_order(d)[0]] if len(d) else d)
     rows = rows.merge(pop, on=["region", "sex"], how="left")
     order = {x: i for i, x in enumerate(setting_order(d))} if len(d) else {}
@@ -277,7 +280,30 @@ def indicator_rows(df: pd.DataFrame, key: str, *, sex: str = "T") -> pd.DataFram
     return rows.drop(columns="_o").reset_index(drop=True)
 
 
-def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: str = "T") -> pd.DataFrame:
+def _one_sex_rows(d: pd.DataFrame, key: str, sex: str) -> pd.DataFrame:
+    """The rows of :func:`indicator_rows` of one sex (NUTS 2 rows ``d``, labelled)."""
+    ind, age, how = KEYS[key]
+    if how == "median":
+        return age_summary(d, ind, sex=sex)
+    sel = (d["indicator"] == ind) & (d["sex"] == sex)
+    if age is not None:
+        sel &= d["age"] == age
+    return d.loc[sel, _ROW_COLS].copy()
+
+
+def _worst_sex_rows(d: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Per region and setting the row of the sex with the largest admixture."""
+    from demonoise.analysis.decision import worst_sex
+
+    allr = pd.concat([_one_sex_rows(d, key, x) for x in SEXES], ignore_index=True)
+    if allr.empty:
+        return allr
+    parts = [worst_sex(g).drop(columns=[f"admixture_{x}" for x in SEXES]) for _, g in allr.groupby("setting_key")]
+    out = pd.concat(parts, ignore_index=True)
+    return out[out["sex"] != ""].reset_index(drop=True)
+
+
+def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: str | None = None) -> pd.DataFrame:
     """Headline numbers per indicator and V over the NUTS 2 regions.
 
     Returns
@@ -327,20 +353,23 @@ def summary_table(df: pd.DataFrame, *, keys: Sequence[str] = tuple(KEYS), sex: s
 
 def _wide(rows: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
     """Rows per region x setting -> one row per region, ``<col>_V<v>`` per V (and
-    ``<col>_ptable_<name>`` per p-table), in the settings' order."""
+    ``<col>_ptable_<name>`` per p-table), in the settings' order. ``sex``, ``value`` and
+    ``rel_pois`` are those of the first setting's row; where a region's worst sex differs
+    between settings (a p-table beside the V's), ``sex_<tag>`` names each setting's."""
     base = rows.drop_duplicates("region")[
         ["region", "region_name", "country", "sex", "population", "value", "events", "rel_pois"]
     ]
     out = base.set_index("region")
+    per_sex = bool(len(rows)) and rows.groupby("region")["sex"].nunique().max() > 1
     for s in overview_settings(rows):
         g = rows[rows["setting_key"] == s.key].set_index("region")
-        for c in cols:
+        for c in (["sex"] if per_sex else []) + list(cols):
             out[f"{c}_{s.tag}"] = g[c]
     return out.reset_index()
 
 
 def most_affected(
-    df: pd.DataFrame, n: int = 20, *, key: str = "e0", sex: str = "T", by: float | None = None
+    df: pd.DataFrame, n: int = 20, *, key: str = "e0", sex: str | None = None, by: float | None = None
 ) -> pd.DataFrame:
     """The ``n`` NUTS 2 regions with the largest noise admixture of an indicator.
 
@@ -451,7 +480,7 @@ def granularity_summary(effect: pd.DataFrame) -> pd.DataFrame:
     return out[["indicator", "V", *[c for c in out.columns if c not in ("indicator", "V")]]]
 
 
-def map_values(df: pd.DataFrame, *, key: str = "e0", sex: str = "T") -> pd.DataFrame:
+def map_values(df: pd.DataFrame, *, key: str = "e0", sex: str | None = None) -> pd.DataFrame:
     """What the map shows: per region and V, the admixture and relative noise sd in %.
 
     Returns
@@ -470,8 +499,9 @@ def map_values(df: pd.DataFrame, *, key: str = "e0", sex: str = "T") -> pd.DataF
 
 
 def admixture_class(A_pct) -> pd.Series:
-    """Map class of an admixture in %: intervals closed on the left at the breaks
-    5, 10, 20, 41.4 (``sqrt(2) - 1``: noise = Poisson) and 100 %; ``nan`` -> ``"no data"``."""
+    """Map class of an admixture in %: the label of the reports' class
+    (:func:`demonoise.core.vocabulary.admixture_class`: intervals closed on the left at
+    10 % and 41.4 %, ``sqrt(2) - 1``, noise = Poisson); ``nan`` -> ``"no data"``."""
     a = pd.Series(A_pct, dtype=float)
     idx = np.searchsorted(np.asarray(MAP_BREAKS), a.to_numpy(), side="right")
     labels = np.array(MAP_CLASSES, dtype=object)[idx]
@@ -495,7 +525,13 @@ def outside_table(values: pd.DataFrame, codes: Iterable[str]) -> pd.DataFrame:
 # ...) (columns include region, nuts_level, sex, indicator, age, threshold, V_max,
 # status). The two functions below build the overview's calibration section from that
 # DataFrame alone (tested on a hand-made frame in tests/test_overview.py).
-def calibration_rows(cal: pd.DataFrame, key: str, sex: str) -> pd.DataFrame:
+def calibration_rows(cal: pd.DataFrame, key: str, sex: str | None = None) -> pd.DataFrame:
+    """The NUTS 2 rows of a calibration table for one indicator (``e0``, ``e65``, ``tfr``).
+
+    ``sex=None`` (default): per region and threshold the row of the sex with the smallest
+    ``V_max`` (the worst of women, men and both sexes; ties: F, M, T), the rule of the
+    reports' largest V by region; else the rows of that sex. The TFR is women's.
+    """
     need = {"region", "sex", "indicator", "age", "threshold", "V_max"}
     missing = need - set(cal.columns)
     if missing:
@@ -504,16 +540,25 @@ def calibration_rows(cal: pd.DataFrame, key: str, sex: str) -> pd.DataFrame:
         raise ParameterError(f"calibration overview: indicator must be one of e0, e65, tfr, got {key!r}")
     ind, age, _ = KEYS[key]
     s = "F" if key in _FEMALE_ONLY else sex
-    d = cal[(cal["indicator"] == ind) & (cal["sex"] == s)]
+    d = cal[(cal["indicator"] == ind) & (cal["sex"].isin(SEXES if s is None else [s]))]
     if "nuts_level" in d:
         d = d[d["nuts_level"] == 2]
     if age is not None:
         d = d[d["age"] == age]
+    if s is None and len(d):
+        rank = d["sex"].map({x: i for i, x in enumerate(SEXES)})
+        vm = d["V_max"].astype(float).fillna(np.inf)
+        d = d.assign(_v=vm, _s=rank).sort_values(["region", "threshold", "_v", "_s"], kind="stable")
+        d = d.drop_duplicates(["region", "threshold"]).drop(columns=["_v", "_s"])
     return d
 
 
 def calibration_table(
-    cal: pd.DataFrame, *, keys: Sequence[str] = ("e0", "e65", "tfr"), sex: str = "T", V: Sequence[float] = (1.0, 5.0)
+    cal: pd.DataFrame,
+    *,
+    keys: Sequence[str] = ("e0", "e65", "tfr"),
+    sex: str | None = None,
+    V: Sequence[float] = (1.0, 5.0),
 ) -> pd.DataFrame:
     """Overview of a calibration: per indicator and admixture threshold, over NUTS 2 regions.
 
@@ -523,7 +568,8 @@ def calibration_table(
     Returns
     -------
     DataFrame
-        ``indicator, threshold, regions, V_max_min, region_min, V_max_median``, and
+        ``indicator, threshold, regions, V_max_min, region_min, sex_min, V_max_median``
+        (``sex_min`` the sex of the smallest ``V_max``: :func:`calibration_rows`), and
         ``below_V<v>`` for every ``v`` in ``V``: the number of regions with
         ``V_max < v`` (where V = v would exceed the threshold). Medians and minima are
         over the regions with a ``V_max`` (``nan`` left out, ``inf`` kept).
@@ -540,14 +586,15 @@ def calibration_table(
                 row.update(
                     V_max_min=float(has["V_max"].min()),
                     region_min=str(has.at[k, "region"]),
+                    sex_min=str(has.at[k, "sex"]),
                     V_max_median=float(has["V_max"].median()),
                 )
             else:
-                row.update(V_max_min=np.nan, region_min="", V_max_median=np.nan)
+                row.update(V_max_min=np.nan, region_min="", sex_min="", V_max_median=np.nan)
             for v in V:
                 row[f"below_{_v_tag(v)}"] = int((has["V_max"] < v).sum())
             rows.append(row)
-    cols = ["indicator", "threshold", "regions", "V_max_min", "region_min", "V_max_median"] + [
+    cols = ["indicator", "threshold", "regions", "V_max_min", "region_min", "sex_min", "V_max_median"] + [
         f"below_{_v_tag(v)}" for v in V
     ]
     return pd.DataFrame(rows, columns=cols)

@@ -51,6 +51,7 @@ from demonoise.demography.lifetable import LifeTable, e_derivative, life_table_f
 __all__ = [
     "STEPS",
     "closed_form_steps",
+    "STEPS_TEX",
     "finite_difference_steps",
     "count_gradients_fd",
     "max_relative_error",
@@ -70,6 +71,27 @@ STEPS = (
     ("dT", "d T_0 / d m_x", "dL_x/dm_x + e_{x+n} dl_{x+n}/dm_x;  open: -l_w / m_w^2"),
     ("de", "d e_k / d m_x", "(d T_k / d m_x) / l_k for x >= k, else 0"),
 )
+
+
+#: The same steps typeset (TeX, for ``$...$``): step -> (derivative, closed form), with
+#: ``n`` the interval width, ``b_x = 1 - a_x`` and ``\omega`` the open group.
+STEPS_TEX = {
+    "dq": (r"\partial q_x / \partial m_x", r"\frac{n}{(1 + n b_x m_x)^2}"),
+    "dl": (r"\partial l_{x+n} / \partial m_x", r"-\frac{n\, l_x}{(1 + n b_x m_x)^2}"),
+    "dL": (
+        r"\partial L_x / \partial m_x",
+        r"-\frac{n^2 b_x l_x}{(1 + n b_x m_x)^2}; \text{ open group: } -\frac{l_\omega}{m_\omega^2}",
+    ),
+    "dT": (
+        r"\partial T_0 / \partial m_x",
+        r"\frac{\partial L_x}{\partial m_x} + e_{x+n} \frac{\partial l_{x+n}}{\partial m_x}; "
+        r"\text{ open group: } -\frac{l_\omega}{m_\omega^2}",
+    ),
+    "de": (
+        r"\partial e_k / \partial m_x",
+        r"\frac{1}{l_k} \frac{\partial T_k}{\partial m_x} \text{ for } x \ge k, \text{ else } 0",
+    ),
+}
 
 
 def closed_form_steps(lt: LifeTable, ages=(0,)) -> dict:
@@ -256,7 +278,8 @@ def check_steps(lt: LifeTable, ages=(0,), *, rel_step: float = 1e-5) -> list[dic
     Returns
     -------
     list of dict
-        One per step: ``step``, ``derivative``, ``closed_form``, ``max_rel_error``,
+        One per step: ``step``, ``derivative``, ``closed_form`` (plain text),
+        ``derivative_tex``, ``closed_form_tex`` (:data:`STEPS_TEX`), ``max_rel_error``,
         ``values`` (number of derivatives compared).
     """
     a = lt.a  # per-interval a (a_0 included), broadcast view
@@ -269,6 +292,8 @@ def check_steps(lt: LifeTable, ages=(0,), *, rel_step: float = 1e-5) -> list[dic
                 "step": key,
                 "derivative": what,
                 "closed_form": formula,
+                "derivative_tex": STEPS_TEX[key][0],
+                "closed_form_tex": STEPS_TEX[key][1],
                 "max_rel_error": max_relative_error(fd[key], cf[key]),
                 "values": int(np.size(cf[key])),
             }

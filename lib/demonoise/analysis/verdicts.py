@@ -37,7 +37,15 @@ from demonoise.analysis.decision import MainPoints
 from demonoise.analysis.settings import NoiseSetting, setting_labels
 from demonoise.core.errors import ParameterError
 from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
-from demonoise.core.vocabulary import A_EQUAL, A_SMALL, EVENT_WORDS, INDICATOR_PHRASES, INDICATOR_UNITS, SEX_WORDS
+from demonoise.core.vocabulary import (
+    A_EQUAL,
+    A_SMALL,
+    EVENT_WORDS,
+    INDICATOR_PHRASES,
+    INDICATOR_UNITS,
+    SEX_WORDS,
+    SEXES,
+)
 
 __all__ = [
     "SPARSE_SHARE",
@@ -46,6 +54,8 @@ __all__ = [
     "at",
     "drop_duplicate_country",
     "scalar_rows",
+    "sex_note",
+    "WORST_WORDS",
     "region_population",
     "implications_for",
     "country_name",
@@ -58,6 +68,8 @@ __all__ = [
     "Verdict",
     "indicator_phrase",
     "short_name",
+    "few_event_ceiling",
+    "one_event_ceiling",
     "scalar_verdict",
     "age_verdict",
     "index_metrics",
@@ -82,6 +94,10 @@ _UNITS = {"e": INDICATOR_UNITS["e"], "tfr": INDICATOR_UNITS["tfr"]}
 
 
 _SEX_WORDS = SEX_WORDS
+
+
+#: How a verdict that takes the worst sex of every region names its subject.
+WORST_WORDS = "worst of women, men and both sexes"
 
 
 _EVENT_WORDS = EVENT_WORDS
@@ -137,12 +153,19 @@ def drop_duplicate_country(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def scalar_rows(
-    df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None
+    df: pd.DataFrame, V: float, indicator: str, *, sex: str | None = "T", age: float | None = None
 ) -> pd.DataFrame:
     """One row per region (country first, then NUTS 2 regions by falling population) for
-    an indicator at one age (``e``) or without age (``tfr``). Adds ``label`` and ``population``."""
+    an indicator at one age (``e``) or without age (``tfr``). Adds ``label`` and ``population``.
+
+    ``sex=None``: the sex rule of every verdict -- per region the row of the sex (women,
+    men, both sexes) with the largest admixture (:func:`~demonoise.analysis.decision.worst_sex`,
+    the decision table's rule), its ``sex`` naming it, with ``admixture_F/M/T`` beside it.
+    """
     if indicator == "tfr":
         sex = "F"
+    if sex is None:
+        return _worst_rows(df, V, indicator, age)
     d = at(df, V, indicator, sex=sex, age=age if indicator != "tfr" else None).copy()
     if d.empty:
         return d.assign(label=pd.Series(dtype=str), population=pd.Series(dtype=float))
@@ -151,6 +174,25 @@ def scalar_rows(
     d["population"] = d["region"].map(pop).astype(float)
     d = d.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
     return d.reset_index(drop=True)
+
+
+def _worst_rows(df: pd.DataFrame, V, indicator: str, age: float | None) -> pd.DataFrame:
+    """:func:`scalar_rows` of the worst sex of every region."""
+    from demonoise.analysis.decision import worst_sex
+
+    parts = [p for p in (scalar_rows(df, V, indicator, sex=s, age=age) for s in SEXES) if len(p)]
+    if not parts:
+        return scalar_rows(df, V, indicator, sex="T", age=age)
+    w = worst_sex(pd.concat(parts, ignore_index=True))
+    w = w[w["sex"] != ""]
+    w = w.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
+    return w.reset_index(drop=True)
+
+
+def sex_note(row, sex: str | None) -> str:
+    """``" (women)"``: the sex a verdict's number is for, when the verdict takes the worst
+    sex of every region (``sex=None``); empty for a verdict of one sex."""
+    return f" ({_SEX_WORDS[row['sex']]})" if sex is None and row.get("sex") in _SEX_WORDS else ""
 
 
 def region_population(df: pd.DataFrame) -> pd.Series:
@@ -409,13 +451,19 @@ def short_name(indicator: str, age: float | None) -> str:
     return indicator.upper()
 
 
-def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None) -> Verdict:
+def scalar_verdict(
+    df: pd.DataFrame, V: float, indicator: str, *, sex: str | None = None, age: float | None = None
+) -> Verdict:
     """Verdict for one number per region (``e`` at ``age``, or ``tfr``) at ``V``.
 
     Sentences (with the numbers): in how many NUTS 2 regions noise adds less than 10 %
     to the Poisson uncertainty; the smallest region's admixture with both standard
     deviations; the regions where noise reaches the Poisson uncertainty (``A >= 41 %``);
     the country as a whole; regions flagged as sparse.
+
+    ``sex=None`` (default): every region's worst sex (the decision table's and the main
+    points' rule, :func:`scalar_rows`), named beside each number; ``"F"``, ``"M"``,
+    ``"T"``: that sex alone. The TFR is always women's.
     """
     if indicator == "tfr":
         sex = "F"
@@ -432,7 +480,7 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     n = len(reg)
     if n:
         low = int((reg["admixture"] < A_SMALL).sum())
-        subject = f"{short} ({_SEX_WORDS[sex]})" if indicator != "tfr" else short
+        subject = f"{short} ({_SEX_WORDS.get(sex, WORST_WORDS)})" if indicator != "tfr" else short
         if n == 1:
             verb = "adds less than 10 %" if low == 1 else "adds 10 % or more"
             where = "in the country's only NUTS 2 region"
@@ -451,24 +499,26 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
         lead = "In the smallest region" if n > 1 else "In"
         v.sentences.append(
             f"{lead}{',' if n > 1 else ''} {small['label']} ({fmt_int(small['population'])} people), it adds "
-            f"{fmt_pct(small['admixture'])}: noise sd {fmt_num(small['sd_noise'], 2)}{u} against a Poisson sd of "
+            f"{fmt_pct(small['admixture'])}{sex_note(small, sex)}: noise sd {fmt_num(small['sd_noise'], 2)}{u} "
+            "against a Poisson sd of "
             f"{fmt_num(small['sd_pois'], 2)}{u} (relative total uncertainty {fmt_pct(small['rel_tot'])})."
         )
         if n > 2:
             v.sentences.append(
                 f"In the largest, {large['label']} ({fmt_int(large['population'])} people), it adds "
-                f"{fmt_pct(large['admixture'])}."
+                f"{fmt_pct(large['admixture'])}{sex_note(large, sex)}."
             )
         worst = reg.loc[reg["admixture"].idxmax()]
         if n > 1 and worst["region"] != small["region"]:
             v.sentences.append(
                 f"The largest admixture is in {worst['label']} ({fmt_int(worst['population'])} people): "
-                f"{fmt_pct(worst['admixture'])} (noise sd {fmt_num(worst['sd_noise'], 2)}{u}, Poisson sd "
+                f"{fmt_pct(worst['admixture'])}{sex_note(worst, sex)} "
+                f"(noise sd {fmt_num(worst['sd_noise'], 2)}{u}, Poisson sd "
                 f"{fmt_num(worst['sd_pois'], 2)}{u})."
             )
         big = reg[reg["admixture"] >= A_EQUAL]
         if len(big):
-            names = ", ".join(big.sort_values("population")["region"].tolist())
+            names = ", ".join(f"{r['region']}{sex_note(r, sex)}" for _, r in big.sort_values("population").iterrows())
             v.sentences.append(
                 "Noise is at least as large as the Poisson uncertainty (A >= 41 %) in "
                 f"{plural(len(big), 'region', 'regions')}: {names}."
@@ -480,8 +530,10 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
             smallest=str(small["region"]),
             smallest_population=float(small["population"]),
             smallest_admixture=float(small["admixture"]),
+            smallest_sex=str(small["sex"]),
             worst=str(reg.loc[reg["admixture"].idxmax(), "region"]),
             worst_admixture=float(reg["admixture"].max()),
+            worst_sex=str(reg.loc[reg["admixture"].idxmax(), "sex"]),
             worst_rel_noise=float(reg["rel_noise"].max()),
             worst_sd_noise=float(reg.loc[reg["admixture"].idxmax(), "sd_noise"]),
             median_admixture=float(reg["admixture"].median()),
@@ -489,13 +541,16 @@ def scalar_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T"
     if len(cty):
         c = cty.iloc[0]
         v.sentences.append(
-            f"For {full_name(c['region_name'])} as a whole, noise adds {fmt_pct(c['admixture'])} "
+            f"For {full_name(c['region_name'])} as a whole, noise adds {fmt_pct(c['admixture'])}{sex_note(c, sex)} "
             f"(noise sd {fmt_num(c['sd_noise'], 2)}{u}, Poisson sd {fmt_num(c['sd_pois'], 2)}{u})."
         )
-        v.numbers.update(country_admixture=float(c["admixture"]), country_sd_noise=float(c["sd_noise"]))
+        v.numbers.update(
+            country_admixture=float(c["admixture"]), country_sd_noise=float(c["sd_noise"]), country_sex=str(c["sex"])
+        )
     sp = sparse_regions(df, V, indicator)
-    key = "F" if indicator == "tfr" else sex
-    sp = sp[(sp["sex"] == key) & sp["sparse"]]
+    shown = set(zip(d["region"], d["sex"], strict=True))
+    keep = np.array([(r, x) in shown for r, x in zip(sp["region"], sp["sex"], strict=True)], dtype=bool)
+    sp = sp[keep & sp["sparse"].to_numpy(dtype=bool)] if len(sp) else sp
     if len(sp):
         v.sentences.append(
             f"First-order results may be unreliable in {plural(len(sp), 'region', 'regions')} where more than "
@@ -511,10 +566,14 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     """Verdict for a by-age indicator (``asfr`` or ``asmr``) at ``V``, over the cells of
     the NUTS 2 regions (the country if it has none): how many cells noise adds less than
     10 % to, the median admixture, the largest admixture overall and among cells with at
-    least 10 events, and the cells resting on fewer than 10 events."""
-    sex = sex or ("F" if indicator == "asfr" else "T")
-    d = at(df, V, indicator, sex=sex)
-    d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
+    least 10 events, and the cells resting on fewer than 10 events.
+
+    ``sex=None`` (default): the worst sex -- of women, men and both sexes the one whose
+    cells have the largest median admixture (ties: women, men, both sexes), named in the
+    sentences (``numbers["sex"]``); the ASFR are always women's."""
+    who = "" if sex or indicator == "asfr" else f", the {WORST_WORDS}"
+    sex = "F" if indicator == "asfr" else sex or _worst_cells_sex(df, V, indicator)
+    d = _age_cells(df, V, indicator, sex)
     reg = d[d["nuts_level"] == 2]
     if reg.empty:
         reg = d
@@ -530,7 +589,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
     v.sentences.append(
         f"{upper_first(NoiseSetting.of(V).phrase)}, across the {n_age} single-age rates of "
         f"{plural(n_reg, 'region', 'regions')} "
-        f"({fmt_int(cells)} cells with {many}, {_SEX_WORDS[sex]}), noise adds less than 10 % to the Poisson "
+        f"({fmt_int(cells)} cells with {many}, {_SEX_WORDS[sex]}{who}), noise adds less than 10 % to the Poisson "
         "uncertainty in "
         f"{fmt_int(low)} cells ({fmt_pct(low / cells)}); the median admixture is {fmt_pct(reg['admixture'].median())}."
     )
@@ -543,6 +602,9 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         f"on {fmt_num(ev, 2)} {one if round(ev) == 1 else many}"
         + (" (fewer than 10 events: the first-order result is unreliable there)." if r["small_count"] else ".")
     )
+    ceiling = few_event_ceiling(V, ev, float(r["value"]), one, many)
+    if ceiling and bool(r["small_count"]):
+        v.sentences.append(ceiling)
     big = reg[~reg["small_count"].astype(bool)]
     if len(big) and bool(r["small_count"]):
         j = big["admixture"].idxmax()
@@ -570,23 +632,75 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
         max_admixture_age=str(r["age_group"]),
         max_admixture_reliable=float(big["admixture"].max()) if len(big) else float("nan"),
         small_cells=int(len(small)),
+        sex=sex,
     )
     return v
+
+
+def one_event_ceiling(V: float) -> float:
+    """``sqrt(1 + V) - 1``: the admixture of a small rate resting on one event under
+    generic noise of variance ``V`` (:func:`few_event_ceiling`); 145 % at ``V = 5``."""
+    return math.sqrt(1.0 + float(V)) - 1.0
+
+
+def few_event_ceiling(V, events: float, rate: float = 0.0, one: str = "event", many: str = "events") -> str:
+    """Why the admixture of a cell resting on few events tops out where it does (generic
+    noise of variance ``V`` only; ``""`` for a p-table or a cell without events).
+
+    A rate ``m = D / E`` from ``D`` events has the Poisson variance ``D / E^2``; noise of
+    variance ``V`` on the count adds ``V / E^2`` and the noise of the population (``E``,
+    the mean of two noised stocks: variance ``V / 2``) ``m^2 V / (2 E^2)``. So
+    ``A = sqrt(1 + V (1 + m^2 / 2) / D) - 1``, close to ``sqrt(1 + V / D) - 1`` for a
+    small rate: for one event at ``V = 5``, ``sqrt(6) - 1 = 145 %``, the ceiling of the
+    one-event cells in the charts (a little more where the rate itself is large).
+    """
+    setting = NoiseSetting.of(V)
+    if not setting.is_generic or not np.isfinite(events) or events <= 0:
+        return ""
+    v, d = float(setting.V), float(events)
+    m = float(rate) if np.isfinite(rate) else 0.0
+    here = math.sqrt(1.0 + v * (1.0 + m * m / 2.0) / d) - 1.0
+    return (
+        f"For a rate m from D {many} with noise of variance V on every count, A = \u221a(1 + V (1 + m\u00b2/2) / D) "
+        f"\u2212 1, close to \u221a(1 + V / D) \u2212 1 for a small rate: here {fmt_pct(here)} (D = {fmt_num(d, 2)}, "
+        f"m = {fmt_num(m, 3)}); cells resting on one {one} top out near \u221a(1 + {fmt_num(v, 3)}) \u2212 1 = "
+        f"{fmt_pct(one_event_ceiling(v))}, the ceiling of the admixture in the charts."
+    )
+
+
+def _age_cells(df: pd.DataFrame, V, indicator: str, sex: str) -> pd.DataFrame:
+    """The finite cells with a Poisson variance of one sex at ``V``."""
+    d = at(df, V, indicator, sex=sex)
+    return d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
+
+
+def _worst_cells_sex(df: pd.DataFrame, V, indicator: str) -> str:
+    """Of F, M, T the sex whose NUTS 2 cells (all cells without them) have the largest
+    median admixture; ``"T"`` when no sex has cells."""
+    best, top = "T", -np.inf
+    for x in SEXES:
+        d = _age_cells(df, V, indicator, x)
+        reg = d[d["nuts_level"] == 2] if (d["nuts_level"] == 2).any() else d
+        med = float(reg["admixture"].median()) if len(reg) else -np.inf
+        if med > top:
+            best, top = x, med
+    return best
 
 
 def index_metrics(df: pd.DataFrame, V: float, indicator: str = "e") -> dict:
     """The numbers the index page shows for one (country, V), from one section.
 
     ``indicator="e"`` (life expectancy section): number of NUTS 2 regions, the worst
-    region for e0 (largest admixture, both sexes) with its population, relative noise
-    sd, noise sd (years) and admixture, and the median admixture of e0 over regions.
+    region for e0 (largest admixture of every region's worst sex, :func:`scalar_rows`
+    with ``sex=None``) with its population, that sex, relative noise sd, noise sd
+    (years) and admixture, and the median admixture of e0 over regions.
     ``indicator="tfr"``: the largest relative noise sd and admixture of the TFR over
     NUTS 2 regions and where the admixture is largest. Keys are distinct between the
     two, so the payloads of both sections merge.
     """
     out: dict[str, Any] = {}
     if indicator == "e":
-        reg = scalar_rows(df, V, "e", sex="T", age=0)
+        reg = scalar_rows(df, V, "e", sex=None, age=0)
         nuts2 = reg[reg["nuts_level"] == 2]
         out["regions"] = int(len(nuts2))
         if len(nuts2):
@@ -594,6 +708,7 @@ def index_metrics(df: pd.DataFrame, V: float, indicator: str = "e") -> dict:
             out.update(
                 e0_worst_region=str(w["region"]),
                 e0_worst_region_population=float(w["population"]),
+                e0_worst_sex=str(w["sex"]),
                 e0_rel_noise_worst=float(w["rel_noise"]),
                 e0_sd_noise_worst=float(w["sd_noise"]),
                 e0_admixture_worst=float(w["admixture"]),
@@ -632,17 +747,20 @@ def across_settings(
 
 def regional_summary(df: pd.DataFrame, V) -> pd.DataFrame:
     """Per region (the country first, then the NUTS 2 regions by falling population): its
-    population, deaths and births, e0 (both sexes) and the TFR with their noise sd and
-    admixture at ``V`` (``region`` the label; nan where the table has no TFR)."""
-    e0 = scalar_rows(df, V, "e", sex="T", age=0)
+    population on 1 January, deaths (both sexes) and births, e0 of the region's worst
+    sex (``e0_sex``, :func:`scalar_rows` with ``sex=None``) and the TFR with their noise sd
+    and admixture at ``V`` (``region`` the label; nan where the table has no TFR)."""
+    e0 = scalar_rows(df, V, "e", sex=None, age=0)
+    both = scalar_rows(df, V, "e", sex="T", age=0).set_index("region")
     tfr = scalar_rows(df, V, "tfr").set_index("region")
     of = lambda col: e0["region"].map(tfr[col]).astype(float).to_numpy()  # noqa: E731
     return pd.DataFrame(
         {
             "region": e0["label"].to_numpy(),
             "population": e0["population"].to_numpy(),
-            "deaths": e0["events"].to_numpy(),
+            "deaths": e0["region"].map(both["events"]).astype(float).to_numpy(),
             "births": of("events"),
+            "e0_sex": e0["sex"].to_numpy() if "sex" in e0 else [],
             "e0": e0["value"].to_numpy(),
             "e0_sd_noise": e0["sd_noise"].to_numpy(),
             "e0_A": e0["admixture"].to_numpy(),

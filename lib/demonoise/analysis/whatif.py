@@ -334,9 +334,9 @@ def sensitivity(
     Returns
     -------
     DataFrame
-        :func:`headline` rows for every scale, with ``population`` (exposure of the
-        whole life table, i.e. the average population of that sex) and ``rel_noise``,
-        ``admixture`` etc.
+        :func:`headline` rows for every scale, with ``population`` (the scaled region's
+        population on 1 January, both sexes: the figure of the reports' tables) and
+        ``rel_noise``, ``admixture`` etc.
 
     Raises
     ------
@@ -353,8 +353,8 @@ def sensitivity(
             counts, region, scale=s, V=V, ptable=ptable, granularity=granularity, indicators=ind, e_ages=(0, 65)
         )
         h = headline(df)
-        pop = df[(df["indicator"] == "e") & (df["age"] == 0)].drop_duplicates("sex").set_index("sex")["exposure"]
-        h.insert(h.columns.get_loc("scale") + 1, "population", h["sex"].map(pop).to_numpy())
+        pop = float(df["population"].iloc[0])  # on 1 January, both sexes: the reports' figure
+        h.insert(h.columns.get_loc("scale") + 1, "population", pop)
         frames.append(h[h["sex"].isin(list(sexes))])
     return pd.concat(frames, ignore_index=True)
 

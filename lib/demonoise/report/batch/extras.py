@@ -94,6 +94,22 @@ def scenario_name(name: str, parameters: Mapping[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "", "-".join(parts))[:120]
 
 
+def _given(params: Mapping[str, Any]) -> str:
+    """The parameters of a run in words; the noise settings by their labels
+    (:class:`~demonoise.analysis.settings.NoiseSetting`: ``V = 1, V = 5``, ``p-table v01``)."""
+    from demonoise.analysis.settings import NoiseSetting, ptable_name
+
+    out = []
+    for k, v in params.items():
+        if k == "V" and v is not None:
+            out.append(", ".join(NoiseSetting.generic(x).label for x in (v if isinstance(v, (list, tuple)) else [v])))
+        elif k == "ptable" and v:
+            out.append(f"p-table {ptable_name(v)}")
+        else:
+            out.append(f"{k} = {_value_tag(v).replace('-', ', ')}")
+    return ", ".join(out)
+
+
 def extra_run(
     name: str,
     parameters: Mapping[str, Any] | None = None,
@@ -118,7 +134,7 @@ def extra_run(
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = scenario_name(name, params)
     title = title or EXTRAS.get(name) or load_notebook(src)[0].get("metadata", {}).get("title") or name
-    given = ", ".join(f"{k} = {_value_tag(v).replace('-', ', ')}" for k, v in params.items())
+    given = _given(params)
     return FurtherRun(
         name=name,
         label=f"{name} notebook",
@@ -145,9 +161,11 @@ def overview_run(
     """The Europe overview (``<out_dir>/overview.html``), its tables computed first.
 
     ``options``: ``dataset`` (default ``ess-2023``), ``V`` (default 1 and 5), ``ptables``,
-    ``countries`` (default all), ``sex`` (``T``), ``mc`` (Monte Carlo replicates of the
+    ``countries`` (default all), ``sex`` (``worst``: per region the worst of women, men and
+    both sexes, the reports' rule; or ``T``, ``F``, ``M``), ``mc`` (Monte Carlo replicates of the
     single-age table, default 0), ``label``, ``n_most``, ``thresholds`` (of the
-    calibration). The results tables come from the results store (``store``, default
+    calibration; default the reports' :data:`~demonoise.analysis.decision.THRESHOLDS`, a
+    batch passes its params' ``thresholds``). The results tables come from the results store (``store``, default
     ``<out_dir>/results``; :func:`demonoise.report.batch.store.results`, the Monte Carlo
     on ``cluster``); the calibration table is ``calibration`` if given, else computed
     (:func:`demonoise.uncertainty.calibration.calibrate`).
@@ -162,7 +180,7 @@ def overview_run(
     from demonoise.report.content.summary import source_of
     from demonoise.report.document.cover import provenance_dict
 
-    o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "T", "mc": 0, **options}
+    o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "worst", "mc": 0, **options}
     out = Path(out_dir)
     V = tuple(sorted({float(v) for v in o["V"]}))
     countries = tuple(sorted(o["countries"])) if o["countries"] else None
@@ -170,12 +188,14 @@ def overview_run(
         gran: _results(o, V, countries, gran, store or out / "results", force=force, workers=workers, cluster=cluster)
         for gran in ("single", "5y")
     }
-    cal = _calibration(calibration, o["dataset"], countries, o.get("thresholds", (0.1, 0.5, 1.0)), out)
+    from demonoise.analysis.decision import THRESHOLDS
+
+    cal = _calibration(calibration, o["dataset"], countries, o.get("thresholds") or THRESHOLDS, out)
     label = o.get("label") or str(tables["single"][0]["data_status"].iloc[0]).split(DATA_STATUS_SEP)[0]
     parameters = {
         "dataset": o["dataset"], "V": list(V), "ptables": list(o["ptables"]),
         "results_single": str(tables["single"][1]), "results_5y": str(tables["5y"][1]), "calibration": str(cal),
-        "label": label, "sex": o["sex"], **({"n_most": o["n_most"]} if "n_most" in o else {}),
+        "label": label, "sex": o["sex"] or "worst", **({"n_most": o["n_most"]} if "n_most" in o else {}),
     }  # fmt: skip
     job = Job(
         find_notebook("overview", notebook_dir), out / "notebooks" / "overview.ipynb", parameters, name="overview",

@@ -20,7 +20,7 @@ The schema (``params/default.yaml`` is an example)::
     mc: 1000                    # Monte Carlo replicates for e and TFR (0: none)
     seed: 20230101
     pdf: true
-    overview: true              # or {dataset: ess-2023, mc: 0, countries: [...], sex: T}
+    overview: true              # or {dataset: ess-2023, mc: 0, countries: [...], sex: worst}
     extras: [teaching]          # or {whatif: {region: BE34, scale: 4}}
     scheduler: tcp://10.0.0.5:8786   # optional: run on this Dask cluster (default: a local one)
 
@@ -263,7 +263,7 @@ class Overview(_Strict):
     dataset: str = "ess-2023"
     mc: Replicates = 0
     countries: tuple[str, ...] | None = None
-    sex: Literal["T", "F", "M"] = "T"
+    sex: Literal["T", "F", "M", "worst"] = "worst"  # worst: per region the worst of F, M, T (the reports' rule)
 
     @field_validator("countries", mode="before")
     @classmethod

@@ -505,6 +505,7 @@ def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> lis
     params, todo = state.params, []
     if params.overview is not None:
         ov = {**params.overview.model_dump(), "V": params.V or (1.0,), "ptables": params.ptables}
+        ov["thresholds"] = params.thresholds  # the reports' thresholds, in the overview too
         prepare = lambda: overview_run(ov, state.output, force=force, workers=workers, cluster=cluster)  # noqa: E731
         todo.append((f"Europe overview: {ov['dataset']}", prepare))
     for name, opts in params.extras:

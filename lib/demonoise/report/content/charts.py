@@ -540,7 +540,7 @@ def uncertainty_vs_population(
     width: int = 420,
     height: int = 280,
     column: str = "rel_noise",
-    x_title: str = "population (average of 1 January of the year and the next)",
+    x_title: str = "population on 1 January (both sexes)",
     settings: list[str] | None = None,
 ):
     """Relative uncertainty (%) against population, log-log, one point per region and
@@ -549,8 +549,11 @@ def uncertainty_vs_population(
     region and the one with the largest relative noise are labelled. A setting whose dots lie
     on an earlier series' (:func:`coinciding`) is drawn as larger rings around them, and the
     subtitle says so. ``df``: from
-    :func:`demonoise.analysis.verdicts.across_settings` (a ``setting`` column)."""
-    d = _cols(df, column, "rel_pois", "setting")
+    :func:`demonoise.analysis.verdicts.across_settings` (a ``setting`` column). The x axis
+    is the region's population on 1 January (both sexes, the ``population`` column: the
+    figure of every table), else the rows' exposure."""
+    d = _cols(df, column, "rel_pois", "setting", "population")
+    d["people"] = d["population"] if "population" in d else d["exposure"]
     d["region_label"] = _region_label(d)
     order = settings or d["setting"].drop_duplicates().tolist()
     colours = setting_colours(order)
@@ -558,14 +561,14 @@ def uncertainty_vs_population(
     noise = d.assign(rel=100.0 * d[column], series="noise, " + d["setting"])
     pois = first.assign(rel=100.0 * first["rel_pois"], series="Poisson")
     long = pd.concat([pois, noise], ignore_index=True)
-    long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["exposure"] > 0)]
+    long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["people"] > 0)]
     domain = ["Poisson"] + [f"noise, {s}" for s in order]
     rng = [POISSON_COLOUR] + [colours[s] for s in order]
     x = alt.X(
-        "exposure:Q",
+        "people:Q",
         title=x_title,
         scale=alt.Scale(type="log"),
-        axis=alt.Axis(format=",~s", values=log_ticks(long["exposure"])),
+        axis=alt.Axis(format=",~s", values=log_ticks(long["people"])),
     )
     y = alt.Y(
         "rel:Q",
@@ -601,13 +604,13 @@ def uncertainty_vs_population(
             tooltip=[
                 "region_label:N",
                 "series:N",
-                alt.Tooltip("exposure:Q", format=",.0f"),
+                alt.Tooltip("people:Q", title="population", format=",.0f"),
                 alt.Tooltip("rel:Q", format=".3g"),
             ],
         )
     )
     worst = noise[np.isfinite(noise["rel"])]
-    named = {first.loc[first["exposure"].idxmin(), "region"]} if len(first) else set()
+    named = {first.loc[first["people"].idxmin(), "region"]} if len(first) else set()
     if len(worst):
         named.add(worst.loc[worst["rel"].idxmax(), "region"])
     lab = long[long["region"].isin(named) & (long["series"] == f"noise, {order[-1]}")].drop_duplicates("region")

@@ -16,21 +16,29 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.settings import setting_labels
-from demonoise.core.vocabulary import SETTING_PALETTE
+from demonoise.analysis.settings import NoiseSetting, setting_labels, settings_in
+from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
 from demonoise.report.content.charts import COMPONENT_COLOURS
-from demonoise.report.content.theme import log_ticks
+from demonoise.report.content.theme import log_ticks, setting_colours
 
 __all__ = [
     "title",
     "setting_label",
+    "ordered_settings",
+    "colours_of",
+    "COLOUR_NAMES",
+    "colour_words",
     "uncertainty_by_setting",
     "sensitivity_chart",
     "derivative_check_chart",
     "variance_by_age_chart",
     "solution",
+    "captioned",
     "SOLUTION_CSS",
 ]
+
+#: Colours of series that are not noise settings (e0, e65, ...): none of the settings' palette.
+_SERIES_COLOURS = ("#222222", "#8c8c8c", "#c51b7d", "#2c7fb8")
 
 _ADMIX_REF = pd.DataFrame({"A": [10.0, 41.4], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 
@@ -57,25 +65,69 @@ def setting_label(df: pd.DataFrame) -> pd.Series:
     return lab
 
 
+def ordered_settings(df: pd.DataFrame) -> list[NoiseSetting]:
+    """The noise settings of a results table (or of :func:`~demonoise.analysis.whatif.sensitivity`
+    rows) in the reports' order: the generic model's V's ascending, then the p-tables in
+    order of appearance."""
+    sets = settings_in(df)
+    generic = sorted((s for s in sets if s.is_generic), key=lambda s: s.V)
+    return generic + [s for s in sets if not s.is_generic]
+
+
+def _setting_of_label(label: str) -> NoiseSetting:
+    """The setting a label names (``"V = 1"``, ``"p-table v01"``)."""
+    if label.startswith("V = "):
+        return NoiseSetting.generic(float(label[4:]))
+    return NoiseSetting("ptable", float("nan"), label.removeprefix("p-table "))
+
+
+def _setting_rank(s: NoiseSetting) -> tuple:
+    return (0, s.V, "") if s.is_generic else (1, 0.0, "")
+
+
+def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
+    """Each setting's colour by its label: the reports' colours of the settings in
+    :func:`ordered_settings`' order (:func:`~demonoise.report.content.theme.setting_colours`),
+    so that V = 1 has the same colour here as in a report of the same settings."""
+    return setting_colours([s.label for s in settings])
+
+
+#: Plain names of the colours the charts draw, for the sentences that name them.
+COLOUR_NAMES = {
+    POISSON_COLOUR: "blue",
+    TOTAL_COLOUR: "black",
+    **dict(zip(SETTING_PALETTE, ("orange", "dark red", "purple", "green", "brown", "teal", "grey"), strict=True)),
+}
+
+
+def colour_words(colours: Mapping[str, str]) -> str:
+    """``"V = 1 orange, V = 5 dark red"``: every setting with its colour's name."""
+    return ", ".join(f"{label} {COLOUR_NAMES.get(c, c)}" for label, c in colours.items())
+
+
 def uncertainty_by_setting(
     df: pd.DataFrame, *, chart_title=None, log: bool = True, width: int = 230, height: int = 150, columns: int = 3
 ):
-    """Relative uncertainty (%) by age -- Poisson, noise, total -- one panel per noise
-    setting (one region, one sex, one indicator). Hollow points: fewer than 10 events
-    (first order unreliable)."""
+    """Relative uncertainty (%) by age -- Poisson (blue), noise (in its setting's colour,
+    :func:`colours_of`), total (black) -- one panel per noise setting (one region, one
+    sex, one indicator). Hollow points: fewer than 10 events (first order unreliable)."""
     d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)].copy()
+    base_label = setting_labels(d0)  # before the panel label is written over the setting column
+    colours = colours_of(ordered_settings(d0))
     d0["setting"] = setting_label(d0)
     parts = []
     for col, label in (("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total")):
         p = d0[["setting", "age", "age_group", "events", "small_count"]].copy()
         p["component"] = label
+        p["series"] = ("noise, " + base_label).to_numpy() if label == "noise" else label
         p["rel"] = 100.0 * d0[col].to_numpy()
         parts.append(p)
     d = pd.concat(parts, ignore_index=True)
     d = d[d["rel"] > 0] if log else d
+    noise = [f"noise, {lab}" for lab in colours]
     colour = alt.Color(
-        "component:N",
-        scale=alt.Scale(domain=list(COMPONENT_COLOURS), range=list(COMPONENT_COLOURS.values())),
+        "series:N",
+        scale=alt.Scale(domain=["Poisson", *noise, "total"], range=[POISSON_COLOUR, *colours.values(), TOTAL_COLOUR]),
         legend=alt.Legend(title=None, orient="top"),
     )
     base = alt.Chart(d).encode(
@@ -98,23 +150,40 @@ def uncertainty_by_setting(
 
 
 def sensitivity_chart(
-    sens: pd.DataFrame, *, indicator: str = "e0", sex: str = "F", chart_title=None, width: int = 300, height: int = 220
+    sens: pd.DataFrame,
+    *,
+    indicator: str = "e0",
+    sex: str = "F",
+    chart_title=None,
+    width: int = 300,
+    height: int = 220,
+    colours: Mapping[str, str] | None = None,
 ):
     """Two panels over a scale grid (:func:`demonoise.analysis.whatif.sensitivity`): the relative
     noise sd (%) of one indicator per noise setting, with the Poisson sd (dashed), and
-    the admixture (%) with its 10 % and 41 % reference lines; population on a log axis."""
+    the admixture (%) with its 10 % and 41 % reference lines; population on a log axis.
+    Each setting in its colour: ``colours`` (label -> colour), by default
+    :func:`colours_of` the settings named in ``sens["noise"]``."""
     d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)].copy()
     d["rel_noise_pc"] = 100.0 * d["rel_noise"]
     d["rel_pois_pc"] = 100.0 * d["rel_pois"]
     d["A"] = 100.0 * d["admixture"]
     x = alt.X(
         "population:Q",
-        title="population (average, exposure)",
+        title="population on 1 January (both sexes)",
         scale=alt.Scale(type="log", nice=False, padding=12),
         axis=alt.Axis(format="~s", values=log_ticks(d["population"])),
     )
     ylog = alt.Scale(type="log", nice=False, padding=10)
-    colour = alt.Color("noise:N", title="noise", legend=alt.Legend(orient="top"))
+    if colours is None:
+        labels = d["noise"].drop_duplicates().tolist()
+        colours = colours_of(sorted((_setting_of_label(x) for x in labels), key=_setting_rank))
+    colour = alt.Color(
+        "noise:N",
+        title="noise",
+        scale=alt.Scale(domain=list(colours), range=list(colours.values())),
+        legend=alt.Legend(orient="top"),
+    )
     tip = [
         "noise:N",
         alt.Tooltip("scale:Q", format="g"),
@@ -159,7 +228,8 @@ def derivative_check_chart(
     height: int = 220,
 ):
     """Closed-form derivatives (lines) and their finite-difference twins (points) by age,
-    ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``). Differences
+    ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``; black, grey:
+    not the settings' colours). Differences
     where the closed form is exactly 0 are not drawn (rounding noise on a log axis)."""
     rows = []
     for name, v in closed.items():
@@ -175,7 +245,13 @@ def derivative_check_chart(
         rows.append(pd.DataFrame({"age": ages, "series": name, "how": "finite difference", "value": v}))
     d = pd.concat(rows, ignore_index=True)
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
-    colour = alt.Color("series:N", title=None, legend=alt.Legend(orient="top"))
+    names = list(dict.fromkeys([*closed, *fd]))
+    colour = alt.Color(
+        "series:N",
+        title=None,
+        scale=alt.Scale(domain=names, range=[_SERIES_COLOURS[i % len(_SERIES_COLOURS)] for i in range(len(names))]),
+        legend=alt.Legend(orient="top"),
+    )
     y = alt.Y(
         "value:Q", title=y_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", values=log_ticks(d["value"]))
     )
@@ -230,6 +306,14 @@ def variance_by_age_chart(
         )
         .properties(width=width, height=height, title=chart_title or "")
     )
+
+
+def captioned(table, caption: str):
+    """A pandas ``Styler`` (or DataFrame) with the caption the report numbers it with
+    (its ``dn_caption``, read by the report's table display); returns a ``Styler``."""
+    styler = table if hasattr(table, "data") and hasattr(table, "hide") else table.style
+    styler.dn_caption = caption
+    return styler
 
 
 #: Style of the solution blocks: collapsed on screen, printed open (a PDF cannot be

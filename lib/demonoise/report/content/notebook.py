@@ -255,10 +255,11 @@ def _chart_display(chart, include=None, exclude=None) -> dict:
 def _frame_bundle(obj, include=None, exclude=None) -> dict:
     """A pandas DataFrame or Styler shown in a report notebook: its data as CSV under
     :data:`TABLE_MIME`, so that the report numbers it and links its CSV (the HTML comes from
-    pandas' own formatter)."""
+    pandas' own formatter), with the caption a Styler carries as ``dn_caption``."""
     frame = getattr(obj, "data", obj)
     csv = frame.to_csv(index=not isinstance(frame.index, __import__("pandas").RangeIndex), float_format="%.10g")
-    return {TABLE_MIME: {"caption": "", "note": "", "csv": csv, "empty": len(frame) == 0}}
+    caption = str(getattr(obj, "dn_caption", "") or "")  # a caption given to the table (overview)
+    return {TABLE_MIME: {"caption": caption, "note": "", "csv": csv, "empty": len(frame) == 0}}
 
 
 def _register_formatters() -> None:

@@ -52,7 +52,8 @@ from demonoise.analysis.overview import (
     with_labels,
 )
 from demonoise.core.errors import ParameterError
-from demonoise.core.vocabulary import NO_DATA_COLOUR, POISSON_COLOUR, SETTING_PALETTE
+from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR
+from demonoise.report.content.theme import setting_colours
 
 __all__ = [
     "EUROPE_FRAME",
@@ -77,11 +78,13 @@ EUROPE_FRAME = (-24.0, 34.5, 44.8, 71.2)
 OUTERMOST = ("ES70", "FRY1", "FRY2", "FRY3", "FRY4", "FRY5", "PT20", "PT30")
 
 
-# V colours: ordered light -> dark (a larger V is a darker red); Poisson in the
-# component colour of the other report pages.
-_V_COLOURS = list(SETTING_PALETTE)
+# Settings in the colours of their position in the batch (theme.setting_colours, as in
+# the reports); Poisson in the component colour of the other report pages.
 _POISSON_COLOUR = POISSON_COLOUR
-_MAP_COLOURS = ["#ffffb2", "#fed976", "#feb24c", "#fd8d3c", "#f03b20", "#bd0026"]
+#: The map's class colours: the reports' (decision table's) class colours.
+_MAP_COLOURS = [c.colour for c in ADMIXTURE_CLASSES]
+#: Indicator colours of the granularity chart: none of the settings' palette.
+_INDICATOR_COLOURS = {"e0": "#222222", "e65": "#8c8c8c", "TFR": "#c51b7d"}
 _NO_DATA = NO_DATA_COLOUR
 _GEO_DATASET = "nuts2_2021"
 
@@ -146,7 +149,7 @@ def calibration_chart(
     pop: pd.DataFrame | None = None,
     *,
     keys: Sequence[str] = ("e0", "tfr"),
-    sex: str = "T",
+    sex: str | None = None,
     V: Sequence[float] = (1.0, 5.0),
     width: int = 330,
     height: int = 240,
@@ -165,7 +168,7 @@ def calibration_chart(
         d = d[np.isfinite(d["V_max"]) & (d["V_max"] > 0)]
         if pop is not None:
             d = d.merge(pop, on=["region", "sex"], how="left")
-            xcol, xtitle = "population", "population (average)"
+            xcol, xtitle = "population", "population on 1 January"
         else:
             xcol, xtitle = "events", "events behind the indicator"
         thr = sorted(calibration_rows(cal, key, sex)["threshold"].unique())
@@ -228,7 +231,7 @@ def _log_domain(values) -> tuple[float, float]:
     return float(v.min()) / 1.25, float(v.max()) * 1.25
 
 
-def _log_x(pop, title: str = "population (average)", field: str = "population"):
+def _log_x(pop, title: str = "population on 1 January", field: str = "population"):
     """Log x axis (population): data range, 1-2-5 ticks."""
     import altair as alt
 
@@ -274,7 +277,8 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     rows = with_labels(rows)
     vs = setting_order(rows)
     series = ["Poisson"] + [_v_label(v) for v in vs]
-    colours = [_POISSON_COLOUR] + [_V_COLOURS[i % len(_V_COLOURS)] for i in range(len(vs))]
+    by_setting = setting_colours(vs)
+    colours = [_POISSON_COLOUR] + [by_setting[v] for v in vs]
     shapes = ["cross"] + ["circle"] * len(vs)
     base_cols = ["region", "region_name", "population"]
     pois = rows.drop_duplicates("region")[base_cols + ["rel_pois"]].rename(columns={"rel_pois": "rel"})
@@ -375,6 +379,7 @@ def admixture_map(
     width: int = 380,
     height: int = 380,
     frame: Sequence[float] = EUROPE_FRAME,
+    caption: str = "",
 ):
     """Choropleth of the admixture (``values["A"]``, %), one panel per V.
 
@@ -382,10 +387,13 @@ def admixture_map(
     to the regions within ``frame`` (lon/lat box: regions entirely outside it, the
     outermost regions, are not drawn -- list them with :func:`outside_table`), clipped
     to the view (``mark_geoshape(clip=True)``); ring winding as in the file.
-    Classes: < 5, 5-10, 10-20, 20-41, 41-100, >= 100 % (41 %: noise = Poisson);
-    regions without a value are grey. Carries the boundaries' credit line.
+    Classes and colours: the reports' (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`:
+    below 10 %, 10 % to 41 %, 41 % or more: noise as large as Poisson); regions without a
+    value are grey. Carries the boundaries' credit line.
 
-    ``values``: :func:`map_values` (``region, V, A``, ...).
+    ``values``: :func:`map_values` (``region, V, A``, ...); ``title`` the legend's title,
+    ``caption`` the figure's (a title above the panels, which the report takes as the
+    numbered caption; the credit stays under them).
     """
     import altair as alt
 
@@ -429,16 +437,13 @@ def admixture_map(
         )
         panels.append(panel)
     credit = alt.TitleParams(CREDIT, orient="bottom", anchor="end", fontSize=9, fontWeight="normal", color="#555")
-    chart = (
-        alt.hconcat(*panels, spacing=10)
-        .resolve_scale(color="shared")
-        .properties(title=credit)
-        .configure_view(stroke=None)
-    )
-    spec = chart.to_dict()
+    chart = alt.hconcat(*panels, spacing=10).resolve_scale(color="shared").properties(title=credit)
+    if caption:
+        chart = alt.vconcat(chart).properties(title=caption)
+    spec = chart.configure_view(stroke=None).to_dict()
     spec.setdefault("datasets", {})[_GEO_DATASET] = feats
     fit = _fit_points(feats, frame)
-    for panel in spec["hconcat"]:
+    for panel in (spec["vconcat"][0] if caption else spec)["hconcat"]:
         panel["projection"]["fit"] = fit
     return SpecChart(spec)
 
@@ -463,9 +468,10 @@ class SpecChart:
         return alt.renderers.get()(self.spec)
 
 
-def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 240):
+def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 240, title: str = ""):
     """Noise-sd ratio single-age / 5-year publication against population, one colour
-    per indicator (one V: the ratio is the same at every V for the generic model)."""
+    per indicator (:data:`_INDICATOR_COLOURS`, none of them a setting's; one V: the ratio
+    is the same at every V for the generic model)."""
     import altair as alt
 
     effect = with_labels(effect)
@@ -483,11 +489,15 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
             x=_log_x(d["population"]),
             y=alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False)),
             color=alt.Color(
-                "indicator:N", title=None, sort=order, scale=alt.Scale(domain=order), legend=alt.Legend(orient="top")
+                "indicator:N",
+                title=None,
+                sort=order,
+                scale=alt.Scale(domain=order, range=[_INDICATOR_COLOURS.get(k, "#555555") for k in order]),
+                legend=alt.Legend(orient="top"),
             ),
             tooltip=["region:N", "region_name:N", "indicator:N", alt.Tooltip("ratio:Q", format=".3f")],
         )
-        .properties(width=width, height=height)
+        .properties(width=width, height=height, **({"title": title} if title else {}))
     )
 
 
@@ -527,7 +537,7 @@ _NAMES = {
 
 _V_COL = re.compile(r"^(.*)_V([0-9.eE+-]+)$")
 _P_COL = re.compile(r"^(.*)_ptable_(\w+)$")
-_V_BASE = {"rel_noise": "noise sd (%)", "admixture": "A (%)", "below": "regions with V_max < V"}
+_V_BASE = {"sex": "sex", "rel_noise": "noise sd (%)", "admixture": "A (%)", "below": "regions with V_max < V"}
 
 
 def _display_name(col: str) -> tuple[str, str]:
@@ -561,13 +571,16 @@ def display_table(
     value_name: str = "value",
     population_name: str = "population",
     name_width: int = 32,
+    caption: str = "",
 ):
     """A results table for the report. Percentages for ``rel_*``/``admixture*``/
     ``threshold`` columns (3 significant digits), thousands separators for counts,
     readable column names; columns of one V (``..._V<v>``) grouped under a ``V = v``
-    header, so that the V's stand side by side; region names left-aligned; no index.
-    Returns a pandas ``Styler``."""
-    d = df.copy()
+    header, so that the V's stand side by side; region names left-aligned; no index;
+    the ``setting_key`` column left out (the ``setting`` label says it).
+    Returns a pandas ``Styler``; ``caption`` is the caption the report numbers it with
+    (its ``dn_caption``, read by the report's table display)."""
+    d = df.drop(columns=[c for c in ("setting_key",) if c in df])
     fmt: dict[str, Any] = {}
     if "region_name" in d:
         d["region_name"] = d["region_name"].astype(str).str.split("/").str[0].str.slice(0, name_width)
@@ -613,27 +626,17 @@ def display_table(
             [{"selector": f"th.col_heading.col{cols.index(c)}", "props": "text-align: left;"} for c in left],
             overwrite=False,
         )
+    styler.dn_caption = caption
     return styler
 
 
-def banner(label: str, *, what: str = ""):
-    """The data-status label shown at the top of every section (an IPython ``HTML``).
+def banner(label, *, what: str = ""):
+    """The data-status box at the top of every section, the reports' own
+    (:func:`demonoise.report.content.summary.status_box`: modelled or demonstration data
+    in a red-edged box): ``label`` a data label or a results table; ``what`` a line under it."""
+    from demonoise.report.content.summary import status_box
 
-    Modelled or demonstration data get a red-edged box; real data a neutral one.
-    """
-    import html
-
-    from IPython.display import HTML
-
-    modelled = any(w in label.lower() for w in ("modelled", "demonstration"))
-    colour, bg = ("#a61b1b", "#fcf0f0") if modelled else ("#0b4f8a", "#e8f0f8")
-    head = "Modelled data" if modelled else "Data"
-    extra = f" {html.escape(what)}" if what else ""
-    return HTML(
-        f'<div class="dn-data-label" style="border-left:4px solid {colour};background:{bg};'
-        f'padding:0.35rem 0.8rem;margin:0.2rem 0 1rem;font-size:0.9rem">'
-        f"<strong>{head}:</strong> {html.escape(label)}.{extra}</div>"
-    )
+    return status_box(label, (what,) if what else ())
 
 
 # ============================================================ the report

@@ -428,8 +428,9 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
 
 
 def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
-    """The cover's table: per region its population, births and deaths, e0 and TFR with
-    the noise standard deviation and admixture at ``V`` (sexes combined; TFR: women)."""
+    """The cover's table: per region its population on 1 January, births and deaths, e0
+    (the region's worst sex, named) and TFR with the noise standard deviation and
+    admixture at ``V`` (TFR: women)."""
     frame = regional_summary(df, V)
     shown = pd.DataFrame(
         {
@@ -437,6 +438,7 @@ def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
             "population": [fmt_int(x) for x in frame.get("population", [])],
             "deaths": [fmt_int(x) for x in frame.get("deaths", [])],
             "births": [fmt_int(x) for x in frame.get("births", [])],
+            "e0 sex": [SEX_WORDS.get(x, x) for x in frame.get("e0_sex", [])],
             "e0 (years)": fmt_fixed_column(frame.get("e0", []), significant=4),
             "noise sd e0 (years)": fmt_fixed_column(frame.get("e0_sd_noise", [])),
             "A e0 (%)": fmt_percent_column(frame.get("e0_A", [])),
@@ -450,9 +452,9 @@ def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
     return HtmlTable(
         frame,
         shown,
-        caption=f"Regions {NoiseSetting.of(V).phrase}: population (average of 1 January of the year and the next), "
-        "events, life expectancy at birth (both sexes) and TFR with the noise standard deviation "
-        "and the noise admixture A.",
+        caption=f"Regions {NoiseSetting.of(V).phrase}: population on 1 January, deaths (both sexes) and births, "
+        "life expectancy at birth of the sex with the largest admixture (worst of women, men and both sexes, named) "
+        "and TFR, with the noise standard deviation and the noise admixture A.",
     )
 
 
