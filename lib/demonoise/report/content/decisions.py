@@ -326,6 +326,35 @@ def main_points(rep) -> _MainPoints:
     return _MainPoints(rep.main_points.sentences, rep.notes)
 
 
+class DecisionText:
+    """The decision text of a report (:func:`demonoise.analysis.options.decision_text`): a
+    paragraph a methodologist can paste, set apart under the main points."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(self.text)}</p>'
+
+    def _repr_markdown_(self) -> str:
+        return f"**Decision text.** {self.text}"
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from demonoise.report.content import typstsrc
+
+        typst = (
+            "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
+            f"[*Decision text.* {typstsrc.markup(self.text)}]"
+        )
+        return {"text/html": self._repr_html_(), "text/markdown": self._repr_markdown_(), typstsrc.TYPST_MIME: typst}
+
+
+def decision_text(rep) -> DecisionText | None:
+    """The decision report's decision text (``None`` when it has none: tables stored by an
+    older version)."""
+    return DecisionText(rep.decision_text) if rep.decision_text else None
+
+
 # ==================================================================== error bands
 def _bands(rep_or_bands, headline: str, sex: str | None = None) -> pd.DataFrame:
     b = rep_or_bands.error_bands if hasattr(rep_or_bands, "error_bands") else rep_or_bands
