@@ -559,7 +559,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
             f"{fmt_pct(small['rel_tot'].median())}; the first-order result is unreliable there (open circles in the "
             "charts; the counts of every age cell"
             + (", for women, men and both sexes," if indicator == "asmr" else "")
-            + " are in the main points' table of cells resting on few events)."
+            + " are in the table of cells resting on few events in Method and data)."
         )
     v.numbers.update(
         cells=cells,

@@ -581,6 +581,35 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = 
     )
 
 
+def single_region(df: pd.DataFrame) -> bool:
+    """Whether the results are of a country that is one NUTS 2 region (LU, MT): its tables
+    have one row per setting and are shown once across the settings
+    (:func:`across_settings`)."""
+    return "nuts_level" in df and df.loc[df["nuts_level"] == 2, "region"].nunique() <= 1
+
+
+def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTable:
+    """One table from the one-row tables of each setting (a country of one region): a row
+    per setting, in the batch's order, its first column the setting instead of the region
+    (columns only some settings have, e.g. a p-table's bias, are blank for the others). The
+    caption is the first table's, its setting phrase replaced by "for each noise setting"."""
+    sets = [NoiseSetting.of(s) for s in settings]
+    shown, frames = [], []
+    for s, t in zip(sets, tables, strict=True):
+        shown.append(t.shown.head(1).drop(columns=["region"], errors="ignore").assign(setting=s.label))
+        frames.append(t.frame.head(1).assign(setting=s.key))
+    table = pd.concat(shown, ignore_index=True).fillna("\u2014")
+    table = table[["setting", *[c for c in table.columns if c != "setting"]]]
+    region = tables[0].shown["region"].iloc[0] if "region" in tables[0].shown and len(tables[0].shown) else ""
+    caption = tables[0].caption.replace(f" {sets[0].phrase}", " for each noise setting", 1)
+    return HtmlTable(
+        pd.concat(frames, ignore_index=True),
+        table,
+        caption=f"{region}: {caption[0].lower()}{caption[1:]}" if region else caption,
+        note=tables[0].note,
+    )
+
+
 def flag_table(
     df: pd.DataFrame,
     V,
