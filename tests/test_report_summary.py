@@ -146,3 +146,28 @@ def test_load_results_parses_a_table_once_whatever_its_copy(tmp_path, monkeypatc
     c = S.load_results(copy, dataset="hand-made", country="XX", setting=1.0)
     assert len(reads) == 2
     assert (c["value"] == 2 * a["value"]).all()
+
+
+def _one_region_two_settings() -> pd.DataFrame:
+    """The hand-made frame cut to one NUTS 2 region, at V = 1 and at V = 5
+    (noise variance five times larger: ratio 0.21 -> 1.05)."""
+    one = frame()
+    one = one[one["region"] == "XX01"]
+    five = one.assign(V=5.0, var_noise=one["var_noise"] * 5)
+    five["admixture"] = (1 + five["var_noise"] / five["var_pois"]) ** 0.5 - 1
+    return pd.concat([one, five], ignore_index=True)
+
+
+def test_a_country_of_one_region_gets_one_table_across_settings():
+    """A one-region country: the per-setting one-row tables become one table with a row per
+    setting, each row that setting's table's row (A = 10 % at V = 1, sqrt(2.05) - 1 at V = 5)."""
+    df = _one_region_two_settings()
+    assert S.single_region(df) and not S.single_region(frame())
+    settings = [{"V": 1.0}, {"V": 5.0}]
+    per = [S.age_profile_table(df, s, "asmr") for s in settings]
+    t = S.across_settings(per, settings)
+    assert list(t.shown["setting"]) == ["V = 1", "V = 5"] and "region" not in t.shown
+    assert t.frame["A_median_T"].tolist() == pytest.approx([0.1, math.sqrt(2.05) - 1])
+    for k, one in enumerate(per):  # the row of each setting is that setting's table's first row
+        assert t.shown.drop(columns="setting").iloc[k].tolist() == one.shown.drop(columns="region").iloc[0].tolist()
+    assert "for each noise setting" in t.caption and "at V = 1" not in t.caption

@@ -626,20 +626,51 @@ def _comparison(rep, ptable: str | None) -> pd.DataFrame:
     return ptable_rows(rep.ptable_comparison, ptable)
 
 
-def reasons(rep, ptable: str | None = None):
-    """Why the two models differ, one sentence per region (the headline and sex whose ratio
-    is furthest from 1), from :func:`demonoise.analysis.decision.ptable_comparison`."""
-    from IPython.display import Markdown
-
+def reasons(rep, ptable: str | None = None) -> HtmlTable:
+    """Why the two models differ, as a table: per region the headline and sex whose ratio
+    is furthest from 1, the ratio of noise sds and where the generic noise variance sits --
+    cells with count 0 (the CKM leaves them alone), small non-zero counts under the generic
+    model and under the p-table, counts from the table's last class on -- with the p-table's
+    variance there; from :func:`demonoise.analysis.decision.ptable_comparison` (its
+    ``reason`` column says the same in words)."""
     cmp = one_region(_comparison(rep, ptable))
     cmp = cmp[np.isfinite(cmp["ratio"])]
     if cmp.empty:
-        return Markdown("No noised cell behind the indicators: nothing to compare.")
+        return HtmlTable(cmp, cmp, empty="No noised cell behind the indicators: nothing to compare.")
     far = cmp.assign(_d=(cmp["ratio"] - 1).abs()).sort_values("_d", ascending=False, kind="stable")
     compared = set(cmp["region"].unique())
     order = [r for r in rep.decision["region"].drop_duplicates().tolist() if r in compared]
-    rows = far.drop_duplicates("region").set_index("region").reindex(order)
-    return Markdown("\n".join(f"- {r}" for r in rows["reason"]))
+    rows = far.drop_duplicates("region").set_index("region").reindex(order).reset_index()
+    last = int(rows["I"].iloc[0])
+    small = "count 1" if last == 2 else f"counts 1-{last - 1}"
+    shown = pd.DataFrame(
+        {
+            "region": _region_labels(rows),
+            "indicator (sex)": [f"{h} ({s})" for h, s in zip(rows["headline"], rows["sex"], strict=True)],
+            "sd ratio p-table / generic": fmt_fixed_column(rows["ratio"], significant=3),
+            "count 0 (%)": fmt_percent_column(rows["zero_var_share"]),
+            f"{small}, generic (%)": fmt_percent_column(rows["small_var_share_nonzero"]),
+            f"{small}, p-table (%)": fmt_percent_column(rows["small_ptable_var_share"]),
+            f"count {last} or more (%)": fmt_percent_column(rows["large_var_share"]),
+        }
+    )
+    V, V_last = float(rows["V"].iloc[0]), float(rows["V_last_class"].iloc[0])
+    return HtmlTable(
+        rows.drop(columns=["_d"]),
+        shown,
+        caption=(
+            f"Why the two models differ, per region for the indicator and sex furthest from the generic model "
+            f"(F women, M men, T both sexes): the ratio of the noise sds at V = {V:g}, and the shares of the "
+            f"generic noise variance from cells with count 0, from {small} (and what the p-table gives them, as a "
+            f"share of the same generic variance) and from counts of {last} or more, where the p-table's variance "
+            f"is {V_last:.3g}."
+        ),
+        note=(
+            "The p-table leaves every count of 0 unchanged and gives small counts their own variance, so its noise "
+            "is smaller where zeros and small counts carry much of the generic noise variance: in small regions "
+            "and at the ages with few events."
+        ),
+    )
 
 
 def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:

@@ -403,8 +403,9 @@ def source_of(provenance: Mapping[str, Any]) -> str:
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
-    """Per table: status, source datasets, extraction date and the provenance note
-    (how modelled values were made, fallbacks), for the cover."""
+    """Per table: status, source datasets and extraction date, and under the table the
+    provenance note of each (how modelled values were made, fallbacks; the CSV has them as
+    a column)."""
     rows = []
     for table, p in (provenance or {}).items():
         if not p:
@@ -419,11 +420,12 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
             }
         )
     frame = pd.DataFrame(rows, columns=["table", "status", "datasets", "extracted", "note"])
+    notes = " ".join(f"{r['table'].capitalize()}: {r['note'].rstrip('.')}." for r in rows if r["note"])
     return HtmlTable(
         frame,
-        frame,
-        caption=f"Data provenance (Source: {source_of(provenance or {})})",
-        note="" if rows else "No provenance details were passed.",
+        frame.drop(columns=["note"]),
+        caption=f"Data provenance (Source: {source_of(provenance or {})}); how each table was made is said under it",
+        note=notes if rows else "No provenance details were passed.",
     )
 
 
