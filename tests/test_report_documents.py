@@ -298,5 +298,5 @@ def test_small_cell_counts_of_the_summary_and_the_flags_tables_agree_on_one_deno
     flagged = {(r.region.split(" ")[0], r.sex) for r in sparse.itertuples()}
     assert {(r.region, r.sex) for r in cells[cells.flag_sparse].itertuples()} == flagged
     # the summary's caption states that denominator
-    main = lu["html"][: lu["html"].index("Age-specific fertility rates</h1>")]
+    main = lu["html"][lu["html"].index("Method and data</h1>") :]  # the table moved there from the main points
     assert "hold fewer than 10 events, of all its age cells, for women (F), men (M) and both sexes (T)" in main

@@ -590,6 +590,20 @@ def single_region(df: pd.DataFrame) -> bool:
     return "nuts_level" in df and df.loc[df["nuts_level"] == 2, "region"].nunique() <= 1
 
 
+def _same_decimals(col: pd.Series) -> pd.Series:
+    """A column of numbers formatted one setting at a time, printed with one number of
+    decimals (the largest): ``0.48, 2.4`` -> ``0.48, 2.40``; other columns unchanged."""
+    import re
+
+    plain = [re.fullmatch(r"([\d\u202f]+)(?:\.(\d+))?", str(v)) for v in col]
+    if not all(plain):
+        return col
+    d = max(len(m.group(2) or "") for m in plain)
+    return pd.Series(
+        [m.group(1) + ("." + (m.group(2) or "").ljust(d, "0") if d else "") for m in plain], index=col.index
+    )
+
+
 def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTable:
     """One table from the one-row tables of each setting (a country of one region): a row
     per setting, in the batch's order, its first column the setting instead of the region
@@ -602,6 +616,7 @@ def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTabl
         frames.append(t.frame.head(1).assign(setting=s.key))
     table = pd.concat(shown, ignore_index=True).fillna("\u2014")
     table = table[["setting", *[c for c in table.columns if c != "setting"]]]
+    table = table.apply(_same_decimals)
     region = tables[0].shown["region"].iloc[0] if "region" in tables[0].shown and len(tables[0].shown) else ""
     caption = tables[0].caption.replace(f" {sets[0].phrase}", " for each noise setting", 1)
     return HtmlTable(
