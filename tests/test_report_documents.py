@@ -91,8 +91,9 @@ def test_every_figure_and_table_is_numbered_with_a_source_and_its_csv(lu):
     html, base = lu["html"], lu["o"].html.parent
     figures = re.findall(r'<figure class="dn-figure".*?</figure>', html, re.S)
     tables = re.findall(r'<div class="dn-table-block[" ].*?</div>(?=\s*</div>|\s*<)', html, re.S)
-    # the chapters share their charts across the settings (each chart draws every setting)
-    assert len(figures) > 10 and len(tables) > 15
+    # the chapters share their charts across the settings (each chart draws every setting); a country of
+    # one region has no chart of one point per setting (population size, by region, Monte Carlo check)
+    assert len(figures) >= 8 and len(tables) > 15
     # no table without a number (a short table's block also carries dn-keep: kept on one page)
     assert len(re.findall(r"<table", html)) == len(re.findall(r'class="dn-table-block[" ]', html))
     for block in figures:
@@ -233,7 +234,7 @@ def test_headless_chromium_with_the_network_off_requests_nothing_and_shows_it_al
     maths = len(re.findall(r'<svg [^>]*class="dn-math', lu["html"]))
     assert len(re.findall(r'<svg [^>]*class="dn-math', dom)) == maths > 40
     charts = len(re.findall(r"<img [^>]*class=\"dn-chart\"", lu["html"]))
-    assert len(re.findall(r"<img [^>]*class=\"dn-chart\"", dom)) == charts > 10
+    assert len(re.findall(r"<img [^>]*class=\"dn-chart\"", dom)) == charts >= 8
 
 
 def test_index_links_the_new_reports_only(lu):

@@ -627,6 +627,63 @@ def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTabl
     )
 
 
+def settings_wide(
+    tables: Sequence[HtmlTable], settings: Sequence, *, common: Sequence[str], per: Sequence[str], caption: str
+) -> HtmlTable:
+    """One table from the tables of each setting (same regions, same order): the columns
+    ``common`` to every setting once, from the first table, then a column group per setting
+    (headed by its label, underlined in its colour) with its columns whose name starts with
+    one of ``per``. ``frame`` stacks the tables' frames with a ``setting`` column."""
+    from demonoise.report.content.theme import setting_colours
+
+    sets = [NoiseSetting.of(s) for s in settings]
+    palette = setting_colours([s.label for s in sets])
+    first = tables[0].shown.reset_index(drop=True)
+    names = [c for c in common if c in first]
+    cols = [first[c] for c in names]
+    groups: list[tuple] = [("", len(names), "")]
+    for s, t in zip(sets, tables, strict=True):
+        shown = t.shown.reset_index(drop=True)
+        if "region" in shown and list(shown["region"]) != list(first["region"]):
+            raise ReportError(f"{s.label}: its table has other regions than the first setting's")
+        mine = [c for c in shown.columns if c not in common and any(str(c).startswith(p) for p in per)]
+        cols += [shown[c] for c in mine]
+        names += mine
+        groups.append((s.label, len(mine), palette[s.label]))
+    table = pd.concat(cols, axis=1).fillna("")
+    table.columns = names
+    frame = pd.concat([t.frame.assign(setting=s.key) for s, t in zip(sets, tables, strict=True)], ignore_index=True)
+    return HtmlTable(frame, table, caption=caption, flagged=tables[0].flagged, groups=groups)
+
+
+def settings_table(tables: Sequence[HtmlTable], settings: Sequence, **wide) -> HtmlTable:
+    """The tables of each setting as one: a row per setting when each has one row (a
+    country of one region, :func:`across_settings`), else a column group per setting
+    (:func:`settings_wide`, given ``common``, ``per`` and ``caption``)."""
+    if all(len(t.shown) <= 1 for t in tables):
+        return across_settings(tables, settings)
+    return settings_wide(tables, settings, **wide)
+
+
+def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -> HtmlTable:
+    """:func:`age_profile_table` of every setting as one table (:func:`settings_table`): per
+    region its population, then per setting the median admixture (women for the ASFR,
+    both sexes for the ASMR) and the largest admixture among cells with at least 10 events
+    (at which age); every sex and the other measures are in the per-setting tables' CSV."""
+    tables = [age_profile_table(df, s, indicator) for s in settings]
+    sex = "F" if indicator == "asfr" else "T"
+    ev = EVENT_WORDS[indicator][1]
+    return settings_table(
+        tables,
+        settings,
+        common=("region", "population"),
+        per=(f"median A, {sex} (%)", f"largest A, {sex}, >= 10"),
+        caption=f"{INDICATOR_NAMES[indicator].capitalize()} for each noise setting (a column group per setting), "
+        f"summarised over the ages with {ev} per region: the median noise admixture A for {SEX_WORDS[sex]} and the "
+        f"largest admixture among cells with at least 10 {ev} (at which age).",
+    )
+
+
 def flag_table(
     df: pd.DataFrame,
     V,
