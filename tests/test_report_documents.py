@@ -301,3 +301,41 @@ def test_small_cell_counts_of_the_summary_and_the_flags_tables_agree_on_one_deno
     # the summary's caption states that denominator
     main = lu["html"][lu["html"].index("Method and data</h1>") :]  # the table moved there from the main points
     assert "hold fewer than 10 events, of all its age cells, for women (F), men (M) and both sexes (T)" in main
+
+
+def test_the_text_refers_to_figures_and_tables_that_exist(lu):
+    """Prose (outside the captions) names figures and tables by the numbers the report
+    gives them, and every number it names belongs to a figure or table of the report."""
+    from pypdf import PdfReader
+
+    html = lu["html"]
+    assert "[[" not in html  # every reference resolved
+    numbered = set(re.findall(r'<span class="dn-number">((?:Figure|Table) \d+\.\d+)\.</span>', html))
+    prose = re.sub(r'<(figcaption|p class="dn-caption")[^>]*>.*?</(figcaption|p)>', " ", html, flags=re.S)
+    prose = re.sub(r"<(svg|style)\b.*?</\1>", " ", prose, flags=re.S)
+    named = set(re.findall(r"\b((?:Figure|Table) \d+\.\d+)(?!\.</span>)", re.sub(r"<[^>]+>", " ", prose)))
+    assert len({n for n in named if n.startswith("Table")}) >= 5 and len({n for n in named if n.startswith("Fig")}) >= 5
+    assert named <= numbered, named - numbered
+    # the PDF says the same: a reference of the summary part and the table it names
+    text = " ".join(p.extract_text() for p in PdfReader(lu["o"].pdf).pages[2:4])
+    assert "Table 1.1 gives" in text and "Table 1.1. Decision table" in text
+
+
+def test_a_country_of_one_region_has_no_one_row_table_repeated_per_setting(lu):
+    """LU is one NUTS 2 region: its indicator chapters show one table across the settings (a
+    row per setting), not a one-row table in every setting's subsection."""
+    html = lu["html"]
+    for anchor in ("asfr", "tfr", "asmr", "life-expectancy"):
+        start = html.index(f'id="{anchor}"')
+        end = html.find('<section class="dn-chapter"', start + 1)
+        chapter = html[start : end if end > 0 else len(html)]
+        heads = []
+        for table in re.findall(r"<table.*?</table>", chapter, re.S):
+            rows = re.findall(r"<tbody>(.*?)</tbody>", table, re.S)[0].count("<tr")
+            head = re.findall(r"<thead>(.*?)</thead>", table, re.S)[0]
+            if rows == 1:
+                heads.append(head)
+        assert len(heads) == len(set(heads)), anchor  # no one-row table repeated
+        settings_table = re.findall(r"<table.*?</table>", chapter, re.S)[-1]
+        cells = re.findall(r'<td class="dn-t"[^>]*>([^<]*)</td>', settings_table)
+        assert [c for c in cells if c in ("V = 1", "V = 5", "p-table v01")] == ["V = 1", "V = 5", "p-table v01"]
