@@ -33,6 +33,7 @@ from demonoise.analysis.verdicts import (
     flag_rows,
     flagged_rows,
     indicator_phrase,
+    mc_summary,
     region_population,
     regional_summary,
     scalar_rows,
@@ -682,6 +683,43 @@ def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -
         f"summarised over the ages with {ev} per region: the median noise admixture A for {SEX_WORDS[sex]} and the "
         f"largest admixture among cells with at least 10 {ev} (at which age).",
     )
+
+
+def mc_settings(df: pd.DataFrame, settings: Sequence, indicator: str, *, ages: Sequence[float] | None = None):
+    """The Monte Carlo check of every setting in one place (Markdown): one sentence when it
+    agrees with the analytic standard deviations at every setting, else each setting's
+    sentence (:func:`demonoise.analysis.verdicts.mc_summary`)."""
+    from IPython.display import Markdown
+
+    sets = [NoiseSetting.of(s) for s in settings]
+    checks = [mc_summary(df, s, indicator, ages=ages) for s in sets]
+    if all(c["n"] == 0 for c in checks):
+        return Markdown(checks[0]["text"])
+    if all(c["n"] > 0 and c["beyond"] == 0 for c in checks):
+        cells = {c["cells"] for c in checks}
+        each = f"all {fmt_int(cells.pop())} cells compared" if len(cells) == 1 else "every cell compared"
+        zmax = max(c["max_abs_z"] for c in checks)
+        return Markdown(
+            f"At every setting the Monte Carlo check ({fmt_int(checks[0]['n'])} replicates) agrees with the analytic "
+            f"standard deviations within sampling error in {each}: |z| <= 5 everywhere (largest |z| = {zmax:.1f}; "
+            f"the relative standard error of a simulated sd is 1/sqrt(2N) = {fmt_pct(checks[0]['rse'])})."
+        )
+    return Markdown("\n".join(f"- **{s.label}**: {c['text']}" for s, c in zip(sets, checks, strict=True)))
+
+
+def age_verdict_shown(v, *, first: bool, one_region: bool):
+    """A by-age verdict (:func:`demonoise.analysis.verdicts.age_verdict`) as a setting's
+    subsection shows it: what differs between the settings. The sentence on the cells
+    resting on fewer than 10 events (the same cells at every setting, last) only in the
+    first setting's subsection; for a country of one region only the first sentence (the
+    largest admixtures are in the table of every setting)."""
+    from demonoise.analysis.verdicts import Verdict
+
+    said = list(v.sentences)
+    tail = [said.pop()] if v.numbers.get("small_cells", 0) and len(said) > 1 else []
+    if one_region:
+        said = said[:1]
+    return Verdict(said + (tail if first else []), dict(v.numbers))
 
 
 def flag_table(
