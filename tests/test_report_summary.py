@@ -171,3 +171,24 @@ def test_a_country_of_one_region_gets_one_table_across_settings():
     for k, one in enumerate(per):  # the row of each setting is that setting's table's first row
         assert t.shown.drop(columns="setting").iloc[k].tolist() == one.shown.drop(columns="region").iloc[0].tolist()
     assert "for each noise setting" in t.caption and "at V = 1" not in t.caption
+
+
+def test_setting_subsections_say_what_differs():
+    """The by-age verdict of a later setting leaves out the cells resting on few events (the
+    same cells at every setting); the Monte Carlo check is one sentence when every setting
+    agrees, and each setting's sentence when one disagrees (|z| = 7 in XX03)."""
+    v = vd.age_verdict(frame(), 1.0, "asmr")
+    assert v.numbers["small_cells"] == 3 and "rest on fewer than 10 deaths" in v.sentences[-1]
+    first = S.age_verdict_shown(v, first=True, one_region=False)
+    later = S.age_verdict_shown(v, first=False, one_region=False)
+    assert first.sentences == v.sentences and later.sentences == v.sentences[:-1]
+    assert S.age_verdict_shown(v, first=False, one_region=True).sentences == v.sentences[:1]
+    mc = frame(mc=True)
+    both = pd.concat([mc, mc.assign(V=5.0)], ignore_index=True)
+    text = S.mc_settings(both, [{"V": 1.0}, {"V": 5.0}], "e", ages=(0,)).data
+    assert text.count("- **V = ") == 2 and "disagrees" in text
+    calm = both[both["region"] != "XX03"]
+    text = S.mc_settings(calm, [{"V": 1.0}, {"V": 5.0}], "e", ages=(0,)).data
+    assert (
+        text.startswith("At every setting the Monte Carlo check (1\u202f000 replicates) agrees") and "|z| = 1.0" in text
+    )
