@@ -192,3 +192,20 @@ def test_setting_subsections_say_what_differs():
     assert (
         text.startswith("At every setting the Monte Carlo check (1\u202f000 replicates) agrees") and "|z| = 1.0" in text
     )
+
+
+def test_flags_name_ages_in_words():
+    assert [S.age_words(c, i) for c, i in [("Y_LT1", "e"), ("Y_LT1", "asmr"), ("Y65", "e"), ("Y40", "asfr")]] == [
+        "e0 (at birth)",
+        "under 1",
+        "e65",
+        "age 40",
+    ]
+    assert S.age_words("Y_GE85", "asmr") == "85 and over" and S.age_words("all ages", "e") == "all ages"
+
+
+def test_a_positive_admixture_is_never_printed_as_zero():
+    from demonoise.report.content.decisions import _nonzero
+
+    assert _nonzero("0.00", 0.0000312) == "0.003"  # 0.00312 %: its first significant digit
+    assert _nonzero("0.1", 0.001) == "0.1" and _nonzero("0.00", 0.0) == "0.00" and _nonzero("\u2014", 0.5) == "\u2014"

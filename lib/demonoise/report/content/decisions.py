@@ -158,6 +158,19 @@ def _class_colour(key: str) -> str:
 
 
 # =============================================================== decision table
+def _nonzero(shown: str, a: float) -> str:
+    """A positive admixture printed as 0 (``"0.00"``) gets its first significant digit:
+    ``0.003`` (in %)."""
+    try:
+        zero = float(shown) == 0
+    except ValueError:
+        return shown
+    if not zero or not (isinstance(a, float) and a > 0 and math.isfinite(a)):
+        return shown
+    pct = 100 * a
+    return f"{pct:.{max(0, -math.floor(math.log10(pct)))}f}"
+
+
 def decision_view(rep) -> HtmlTable:
     """The decision table: one row per region (the country first), for each setting the
     admixture of e0, e65, the TFR and the median admixture of ASFR and ASMR -- the worst
@@ -172,7 +185,7 @@ def decision_view(rep) -> HtmlTable:
     for s in sets:
         for m in measures:
             col = f"{m} {s.key}"
-            pct = admixture_column(wide[col])
+            pct = [_nonzero(p, a) for p, a in zip(admixture_column(wide[col]), wide[col], strict=True)]
             sex = [_SEX_LETTER.get(str(x) if isinstance(x, str) else "", "") for x in wide[f"{col} sex"]]
             name = f"{MEASURE_LABELS.get(m, m)} \u00b7{len(groups)}"  # unique column names, one per setting
             shown[name] = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
@@ -784,15 +797,22 @@ def calibration_view(rep) -> HtmlTable:
     shown = pd.DataFrame({"region": _region_labels(regions)})
     groups: list[tuple] = [("", 1, "")]
     for j, (fam, g) in enumerate(cal.groupby("family", sort=False)):
-        for (h, t), gg in g.groupby(["headline", "threshold"], sort=False):
-            m = gg.set_index(["region", "sex"])["V_max_shown"]
-            sexes = [x for x in ("F", "M", "T") if (gg["sex"] == x).any()]
-            for x in sexes:
-                shown[f"{x} \u00b7{j}{h}{t}"] = [m.get((r, x), "\u2014") for r in regions["region"]]
-            label = (
-                f"{'generic' if fam == 'generic' else 'p-tables'}: {HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)}"
-            )
-            groups.append((label, len(sexes), ""))
+        who = "generic" if fam == "generic" else "p-tables"
+        for h, gh in g.groupby("headline", sort=False):
+            sexes = [x for x in ("F", "M", "T") if (gh["sex"] == x).any()]
+            if len(sexes) == 1:  # one sex (the TFR: women): one group, a column per threshold
+                m = gh.set_index(["region", "threshold"])["V_max_shown"]
+                for t in gh["threshold"].drop_duplicates():
+                    shown[f"A \u2264 {fmt_pct(float(t), 3)} \u00b7{j}{h}"] = [
+                        m.get((r, t), "\u2014") for r in regions["region"]
+                    ]
+                groups.append((f"{who}: {HEADLINES[h].label} ({sexes[0]})", gh["threshold"].nunique(), ""))
+                continue
+            for t, gg in gh.groupby("threshold", sort=False):
+                m = gg.set_index(["region", "sex"])["V_max_shown"]
+                for x in sexes:
+                    shown[f"{x} \u00b7{j}{h}{t}"] = [m.get((r, x), "\u2014") for r in regions["region"]]
+                groups.append((f"{who}: {HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)}", len(sexes), ""))
     shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
     fams = [f for f in cal["family"].drop_duplicates().tolist() if f != "generic"]
     return HtmlTable(

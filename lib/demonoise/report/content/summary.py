@@ -697,7 +697,8 @@ def mc_settings(df: pd.DataFrame, settings: Sequence, indicator: str, *, ages: S
         return Markdown(checks[0]["text"])
     if all(c["n"] > 0 and c["beyond"] == 0 for c in checks):
         cells = {c["cells"] for c in checks}
-        each = f"all {fmt_int(cells.pop())} cells compared" if len(cells) == 1 else "every cell compared"
+        n = cells.pop() if len(cells) == 1 else 0
+        each = "the one cell compared" if n == 1 else f"all {fmt_int(n)} cells compared" if n else "every cell compared"
         zmax = max(c["max_abs_z"] for c in checks)
         return Markdown(
             f"At every setting the Monte Carlo check ({fmt_int(checks[0]['n'])} replicates) agrees with the analytic "
@@ -722,6 +723,22 @@ def age_verdict_shown(v, *, first: bool, one_region: bool):
     return Verdict(said + (tail if first else []), dict(v.numbers))
 
 
+def age_words(code: str, indicator: str) -> str:
+    """An age group's code in words: ``Y_LT1`` -> "under 1", ``Y_GE85`` -> "85 and over",
+    ``Y40`` -> "age 40"; for life expectancy the indicator at that age: "e0 (at birth)",
+    "e65". Other text is returned as it is."""
+    import re
+
+    if code == "Y_LT1":
+        return "e0 (at birth)" if indicator == "e" else "under 1"
+    m = re.fullmatch(r"Y_GE(\d+)|Y_OPEN|Y(\d+)", str(code))
+    if not m:
+        return code
+    if m.group(2):
+        return f"e{m.group(2)}" if indicator == "e" else f"age {m.group(2)}"
+    return f"{m.group(1)} and over" if m.group(1) else "the open age group"
+
+
 def flag_table(
     df: pd.DataFrame,
     V,
@@ -740,9 +757,11 @@ def flag_table(
     every = settings is not None
     frame = flag_rows(df, V, indicator, ages=ages, settings=settings)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
+    shown = frame.head(limit).copy()
+    shown["where"] = [age_words(w, indicator) for w in shown["where"]]
     return HtmlTable(
         frame,
-        frame.head(limit),
+        shown,
         caption=f"Flags: {INDICATOR_NAMES[indicator]}" + ("" if every else f" {NoiseSetting.of(V).phrase}"),
         flagged=[True] * min(len(frame), limit),
         note=note,
