@@ -7,9 +7,10 @@ Run from the repository root::
 
 One batch with the parameters of ``params/default.yaml`` (V = 1, V = 5, p-table v01,
 1 000 Monte Carlo replicates), its countries replaced, into a fresh temporary directory;
-BE comes from the Belgian counts (``be-2015-2023``), the others from ``ess-2023``. Printed: the pages of each PDF, the pages of its opening
-summary part (chapter 1, from the PDF's bookmarks) and the goal where there is one: LU at
-most 15 pages, FR at most 35, the summary part at most 4.
+BE comes from the Belgian counts (``be-2015-2023``), the others from ``ess-2023``.
+Printed: the pages of each PDF, the pages of its opening summary part (chapter 1, from the
+PDF's bookmarks) and the goal where there is one: LU at most 15 pages, FR at most 35, the
+summary part at most 4.
 """
 
 from __future__ import annotations
