@@ -209,3 +209,17 @@ def test_a_positive_admixture_is_never_printed_as_zero():
 
     assert _nonzero("0.00", 0.0000312) == "0.003"  # 0.00312 %: its first significant digit
     assert _nonzero("0.1", 0.001) == "0.1" and _nonzero("0.00", 0.0) == "0.00" and _nonzero("\u2014", 0.5) == "\u2014"
+
+
+def test_a_later_setting_leaves_out_what_every_setting_shares():
+    """The one-number verdict of a later setting leaves out the sparse regions (the same at
+    every setting); no subsection repeats the largest region (the table of every setting
+    has it)."""
+    v = vd.scalar_verdict(frame(), 1.0, "e", age=0)
+    sparse = [x for x in v.sentences if "more than half of the single-age cells" in x]
+    largest = [x for x in v.sentences if x.startswith("In the largest, ")]
+    assert len(sparse) == 1 and len(largest) == 1
+    first = S.scalar_verdict_shown(v, first=True).sentences
+    later = S.scalar_verdict_shown(v, first=False).sentences
+    assert sparse[0] in first and sparse[0] not in later and largest[0] not in first
+    assert later == [x for x in v.sentences if x not in sparse + largest]

@@ -739,6 +739,23 @@ def age_words(code: str, indicator: str) -> str:
     return f"{m.group(1)} and over" if m.group(1) else "the open age group"
 
 
+#: Sentences of a one-number verdict a setting's subsection leaves out: the largest region
+#: (its figures are in the table of every setting) and, after the first setting, the regions
+#: resting on few events (the same at every setting).
+_SAID_ONCE = ("First-order results may be unreliable",)
+_IN_THE_TABLE = ("In the largest, ",)
+
+
+def scalar_verdict_shown(v, *, first: bool):
+    """A one-number verdict (:func:`demonoise.analysis.verdicts.scalar_verdict`) as a
+    setting's subsection shows it: what differs between the settings (see
+    :data:`_SAID_ONCE`, :data:`_IN_THE_TABLE`)."""
+    from demonoise.analysis.verdicts import Verdict
+
+    drop = _IN_THE_TABLE + (() if first else _SAID_ONCE)
+    return Verdict([x for x in v.sentences if not x.startswith(drop)], dict(v.numbers))
+
+
 def flag_table(
     df: pd.DataFrame,
     V,
