@@ -3,8 +3,8 @@
 A document is a cover, a contents list and *chapters*. A chapter is one executed notebook
 (:class:`Section`), or -- in a country report -- one indicator with a *subsection per noise
 setting* (:class:`Chapter`: the notebook of that indicator executed once per setting).
-A chapter opens a page in print where the orientation changes (else it runs on
-after a gap) and numbers its figures and tables (Figure 2.1, ...;
+A chapter opens a page in print (with ``run_on``, only where the orientation changes;
+else it runs on after a gap) and numbers its figures and tables (Figure 2.1, ...;
 :class:`~.exporter.DocumentPreprocessor`).
 
 What reaches a document: no code, no prompts; cells tagged ``remove`` or ``metrics`` and
@@ -391,6 +391,7 @@ def assemble(
     subtitle: str | None = None,
     toc: bool = True,
     source: str = "",
+    run_on: bool = False,
 ):
     """One notebook from a cover, a contents list and chapters.
 
@@ -405,6 +406,9 @@ def assemble(
         a cover with ``title``, ``subtitle`` and the date.
     source : str
         The "Source:" of every figure and table, e.g. ``"Eurostat (demo_r_d2jan, ...)"``.
+    run_on : bool
+        In print, a chapter runs on after the one before (after a gap) unless the page
+        orientation changes; default: every chapter opens a page.
 
     Returns
     -------
@@ -429,7 +433,7 @@ def assemble(
     for i, ch in enumerate(chapters, 1):
         ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
         wide = isinstance(ch, Section) and ch.landscape
-        new_page, before = wide != before, wide
+        new_page, before = not run_on or wide != before, wide
         if isinstance(ch, Chapter):
             cells, entry = _chapter_cells(ch, i, used, new_page)
         else:
