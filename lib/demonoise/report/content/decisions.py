@@ -556,9 +556,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
 def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence, headline: str) -> HtmlTable:
     """:func:`indicator_table` of every setting as one table
     (:func:`~demonoise.report.content.summary.settings_table`): per region the events, the
-    value, its relative Poisson uncertainty and Poisson half-width, then per setting the
-    noise admixture, the noise half-width (a p-table's bias beside) and the flags; the
-    relative noise uncertainties and the Monte Carlo quantiles are in the error bands' CSV."""
+    value and its Poisson half-width, then per setting the noise admixture, the noise
+    half-width (a p-table's bias beside) and the flags; the relative uncertainties and the
+    Monte Carlo quantiles are in the per-setting tables' frames and the error bands' CSV."""
     from demonoise.report.content.summary import settings_table
 
     hl = HEADLINES[headline]
@@ -568,12 +568,12 @@ def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence
     return settings_table(
         tables,
         settings,
-        common=("region", events, hl.label, "\u03b4 P (%)", "\u00b1 P"),
+        common=("region", events, hl.label, "\u00b1 P"),
         per=("A (%)", "\u00b1 N", "bias", "flags"),
         caption=(
             f"{hl.title.capitalize()}, {'women' if hl.female_only else 'both sexes'}, for each noise setting (a column "
-            f"group per setting; {hl.unit}): the relative Poisson uncertainty \u03b4 P = sd / value, and the "
-            f"half-widths z sd of the {fmt_pct(level, 3)} intervals from Poisson (\u00b1 P) and from noise "
+            f"group per setting; {hl.unit}): the half-widths z sd of the {fmt_pct(level, 3)} intervals from "
+            "Poisson (\u00b1 P) and from noise "
             "(\u00b1 N), with the noise admixture A; a p-table's noise interval is centred on value + bias. Flags: "
             "sparse = more than half of the age cells rest on fewer than 10 events; MC |z| > 5 = the Monte Carlo "
             "disagrees beyond sampling error."
