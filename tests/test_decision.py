@@ -321,9 +321,12 @@ def test_a_ptable_setting_runs_end_to_end(be, be_results, be_report):
     tables = rep.tables()
     expect = {
         "population", "decision", "decision_wide", "calibration", "calibration_wide", "recommended_v",
-        "error_bands", "ptable_comparison", "ptable_noise_by_count", "small_cells", "columns",
+        "error_bands", "ptable_comparison", "ptable_noise_by_count", "small_cells", "options", "columns",
     }  # fmt: skip
     assert set(tables) == expect
+    # the decision text is made from the options table, both part of the report
+    o = tables["options"].iloc[0]
+    assert o["V_shown"] in rep.decision_text and rep.decision_text.startswith("V = 1 keeps")
     for name, df in tables.items():
         assert df.attrs["name"] == name and len(df)
         if name != "columns":

@@ -149,3 +149,80 @@ def test_load_results_parses_a_table_once_whatever_its_copy(tmp_path, monkeypatc
     c = S.load_results(copy, dataset="hand-made", country="XX", setting=1.0)
     assert len(reads) == 2
     assert (c["value"] == 2 * a["value"]).all()
+
+
+def _one_region_two_settings() -> pd.DataFrame:
+    """The hand-made frame cut to one NUTS 2 region, at V = 1 and at V = 5
+    (noise variance five times larger: ratio 0.21 -> 1.05)."""
+    one = frame()
+    one = one[one["region"] == "XX01"]
+    five = one.assign(V=5.0, var_noise=one["var_noise"] * 5)
+    five["admixture"] = (1 + five["var_noise"] / five["var_pois"]) ** 0.5 - 1
+    return pd.concat([one, five], ignore_index=True)
+
+
+def test_a_country_of_one_region_gets_one_table_across_settings():
+    """A one-region country: the per-setting one-row tables become one table with a row per
+    setting, each row that setting's table's row (A = 10 % at V = 1, sqrt(2.05) - 1 at V = 5)."""
+    df = _one_region_two_settings()
+    assert S.single_region(df) and not S.single_region(frame())
+    settings = [{"V": 1.0}, {"V": 5.0}]
+    per = [S.age_profile_table(df, s, "asmr") for s in settings]
+    t = S.across_settings(per, settings)
+    assert list(t.shown["setting"]) == ["V = 1", "V = 5"] and "region" not in t.shown
+    assert t.frame["A_median_T"].tolist() == pytest.approx([0.1, math.sqrt(2.05) - 1])
+    for k, one in enumerate(per):  # the row of each setting is that setting's table's first row
+        assert t.shown.drop(columns="setting").iloc[k].tolist() == one.shown.drop(columns="region").iloc[0].tolist()
+    assert "for each noise setting" in t.caption and "at V = 1" not in t.caption
+
+
+def test_setting_subsections_say_what_differs():
+    """The by-age verdict of a later setting leaves out the cells resting on few events (the
+    same cells at every setting); the Monte Carlo check is one sentence when every setting
+    agrees, and each setting's sentence when one disagrees (|z| = 7 in XX03)."""
+    v = vd.age_verdict(frame(), 1.0, "asmr")
+    assert v.numbers["small_cells"] == 3 and "rest on fewer than 10 deaths" in v.sentences[-1]
+    first = S.age_verdict_shown(v, first=True, one_region=False)
+    later = S.age_verdict_shown(v, first=False, one_region=False)
+    assert first.sentences == v.sentences and later.sentences == v.sentences[:-1]
+    assert S.age_verdict_shown(v, first=False, one_region=True).sentences == v.sentences[:1]
+    mc = frame(mc=True)
+    both = pd.concat([mc, mc.assign(V=5.0)], ignore_index=True)
+    text = S.mc_settings(both, [{"V": 1.0}, {"V": 5.0}], "e", ages=(0,)).data
+    assert text.count("- **V = ") == 2 and "disagrees" in text
+    calm = both[both["region"] != "XX03"]
+    text = S.mc_settings(calm, [{"V": 1.0}, {"V": 5.0}], "e", ages=(0,)).data
+    assert (
+        text.startswith("At every setting the Monte Carlo check (1\u202f000 replicates) agrees") and "|z| = 1.0" in text
+    )
+
+
+def test_flags_name_ages_in_words():
+    assert [S.age_words(c, i) for c, i in [("Y_LT1", "e"), ("Y_LT1", "asmr"), ("Y65", "e"), ("Y40", "asfr")]] == [
+        "e0 (at birth)",
+        "under 1",
+        "e65",
+        "age 40",
+    ]
+    assert S.age_words("Y_GE85", "asmr") == "85 and over" and S.age_words("all ages", "e") == "all ages"
+
+
+def test_a_positive_admixture_is_never_printed_as_zero():
+    from demonoise.report.content.decisions import _nonzero
+
+    assert _nonzero("0.00", 0.0000312) == "0.003"  # 0.00312 %: its first significant digit
+    assert _nonzero("0.1", 0.001) == "0.1" and _nonzero("0.00", 0.0) == "0.00" and _nonzero("\u2014", 0.5) == "\u2014"
+
+
+def test_a_later_setting_leaves_out_what_every_setting_shares():
+    """The one-number verdict of a later setting leaves out the sparse regions (the same at
+    every setting); no subsection repeats the largest region (the table of every setting
+    has it)."""
+    v = vd.scalar_verdict(frame(), 1.0, "e", age=0)
+    sparse = [x for x in v.sentences if "more than half of the single-age cells" in x]
+    largest = [x for x in v.sentences if x.startswith("In the largest, ")]
+    assert len(sparse) == 1 and len(largest) == 1
+    first = S.scalar_verdict_shown(v, first=True).sentences
+    later = S.scalar_verdict_shown(v, first=False).sentences
+    assert sparse[0] in first and sparse[0] not in later and largest[0] not in first
+    assert later == [x for x in v.sentences if x not in sparse + largest]

@@ -126,6 +126,7 @@ TABLE_NAMES: dict[str, str] = {
     "ptable_comparison": "ptable_comparison",
     "ptable_noise": "ptable_noise_by_count",
     "small_cells": "small_cells",
+    "options": "options",
     "columns": "columns",
 }
 
@@ -1588,6 +1589,8 @@ class DecisionReport:
     ptable_noise: pd.DataFrame | None = None
     main_points: MainPoints = field(default_factory=MainPoints)
     notes: list[str] = field(default_factory=list)
+    options: pd.DataFrame | None = None
+    decision_text: str = ""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """CSV name -> table, ready to be written next to the report (``columns`` last)."""
@@ -1603,6 +1606,7 @@ class DecisionReport:
             "ptable_comparison",
             "ptable_noise",
             "small_cells",
+            "options",
         ):
             df = getattr(self, key)
             if df is not None:
@@ -1695,6 +1699,7 @@ def decision_report(
         cmp = _stack([ptable_comparison(sub, s.table_source, granularity=gran) for s in pt_sets], "ptable_comparison")
         noise = _stack([ptable_noise_by_count(s.table_source) for s in pt_sets], "ptable_noise")
     mp = main_points(dec, rec, cmp)
+    opts, text = _options(sub, vmax, rec, dec, {"indicator": ind, "threshold": t}, gran)
     return DecisionReport(
         decision=dec,
         decision_wide=decision_wide(dec),
@@ -1708,7 +1713,37 @@ def decision_report(
         ptable_noise=noise,
         main_points=mp,
         notes=notes,
+        options=opts,
+        decision_text=text,
     )
+
+
+_OPTION_UNITS = {
+    "indicator": "headline the recommended V is for (e0, e65, tfr)",
+    "threshold": "admixture threshold of the recommended V (fraction)",
+    "V_recommended": _V_UNIT + "; the recommended V (generic model)",
+    "V_shown": "the recommended V as the report prints it",
+    "sex": "binding sex: F, M or T",
+    "population": "persons on 1 January of the binding region",
+    "V_without": _V_UNIT + "; the recommended V without the binding region",
+    "V_without_shown": "V_without as the report prints it",
+    "region_without": "NUTS code of the region binding without the first one",
+    "region_name_without": "name of that region",
+    "sex_without": "sex binding without the first region: F, M or T",
+    "sd_ratio_5y": "ratio: noise sd of the indicator from single ages / from 5-year groups (binding region and sex)",
+    "V_recommended_5y": _V_UNIT + "; the recommended V with counts published in 5-year groups",
+    "V_5y_shown": "V_recommended_5y as the report prints it",
+}
+
+
+def _options(counts, vmax, rec, dec, recommend, granularity) -> tuple[pd.DataFrame, str]:
+    """The options beside the recommended V and the decision text
+    (:mod:`demonoise.analysis.options`; imported here, it builds on this module)."""
+    from demonoise.analysis.options import decision_options, decision_text
+
+    opts = decision_options(counts, vmax, rec, recommend=recommend, granularity=granularity)
+    opts = _named(opts, "options", "Options beside the recommended V", {**_COMMON_UNITS, **_OPTION_UNITS})
+    return opts, decision_text(dec, rec, opts)
 
 
 # ======================================================================= for the views

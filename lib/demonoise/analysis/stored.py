@@ -30,6 +30,7 @@ DECISION_FIELDS = (
     "population",
     "ptable_comparison",
     "ptable_noise",
+    "options",
 )
 
 
@@ -50,6 +51,7 @@ def write_decision(rep, directory) -> Path:
             "sentences": list(rep.main_points.sentences),
             "numbers": rep.main_points.numbers,
             "notes": list(rep.notes),
+            "decision_text": rep.decision_text,
         }
         (tmp / "report.json").write_text(json.dumps(meta, indent=1, default=list), encoding="utf-8")
     return directory
@@ -77,7 +79,10 @@ def read_decision(directory):
         for name in DECISION_FIELDS
     }
     return DecisionReport(
-        **tables, main_points=MainPoints(list(meta["sentences"]), dict(meta["numbers"])), notes=list(meta["notes"])
+        **tables,
+        main_points=MainPoints(list(meta["sentences"]), dict(meta["numbers"])),
+        notes=list(meta["notes"]),
+        decision_text=str(meta.get("decision_text", "")),
     )
 
 

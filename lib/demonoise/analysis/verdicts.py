@@ -384,6 +384,11 @@ def mc_flag_rows(d: pd.DataFrame, label: str | None) -> list[dict]:
     return rows
 
 
+def _in_all(cells: int) -> str:
+    """``"in all 12 cells compared"``, ``"in the one cell compared"``."""
+    return "in the one cell compared" if cells == 1 else f"in all {fmt_int(cells)} cells compared"
+
+
 def mc_summary(
     df: pd.DataFrame, V: float, indicator: str, *, ages: Sequence[float] | None = None, z_bound: float = 5.0
 ) -> dict:
@@ -416,7 +421,7 @@ def mc_summary(
     if beyond == 0:
         text = (
             f"The Monte Carlo check ({fmt_int(n)} replicates) agrees with the analytic standard deviations "
-            f"within sampling error in all {fmt_int(cells)} cells compared: |z| <= {z_bound:g} everywhere "
+            f"within sampling error {_in_all(cells)}: |z| <= {z_bound:g} everywhere "
             f"(largest |z| = {zmax:.1f}; the relative standard error of a simulated sd is 1/sqrt(2N) = {fmt_pct(rse)})."
         )
     else:
@@ -621,7 +626,7 @@ def age_verdict(df: pd.DataFrame, V: float, indicator: str, *, sex: str | None =
             f"{fmt_pct(small['rel_tot'].median())}; the first-order result is unreliable there (open circles in the "
             "charts; the counts of every age cell"
             + (", for women, men and both sexes," if indicator == "asmr" else "")
-            + " are in the main points' table of cells resting on few events)."
+            + " are in the table of cells resting on few events in Method and data)."
         )
     v.numbers.update(
         cells=cells,

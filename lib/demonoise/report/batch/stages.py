@@ -589,7 +589,11 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
     )
     change = [Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
     nb = assemble(
-        [parts[0], *chapters, *change, *parts[1:]], title=title, cover=cover, source=source_of(facts["provenance"])
+        [parts[0], *chapters, *change, *parts[1:]],
+        title=title,
+        cover=cover,
+        source=source_of(facts["provenance"]),
+        run_on=True,
     )
     return nb, metrics
 

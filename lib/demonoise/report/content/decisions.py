@@ -158,6 +158,19 @@ def _class_colour(key: str) -> str:
 
 
 # =============================================================== decision table
+def _nonzero(shown: str, a: float) -> str:
+    """A positive admixture printed as 0 (``"0.00"``) gets its first significant digit:
+    ``0.003`` (in %)."""
+    try:
+        zero = float(shown) == 0
+    except ValueError:
+        return shown
+    if not zero or not (isinstance(a, float) and a > 0 and math.isfinite(a)):
+        return shown
+    pct = 100 * a
+    return f"{pct:.{max(0, -math.floor(math.log10(pct)))}f}"
+
+
 def decision_view(rep) -> HtmlTable:
     """The decision table: one row per region (the country first), for each setting the
     admixture of e0, e65, the TFR and the median admixture of ASFR and ASMR -- the worst
@@ -172,7 +185,7 @@ def decision_view(rep) -> HtmlTable:
     for s in sets:
         for m in measures:
             col = f"{m} {s.key}"
-            pct = admixture_column(wide[col])
+            pct = [_nonzero(p, a) for p, a in zip(admixture_column(wide[col]), wide[col], strict=True)]
             sex = [_SEX_LETTER.get(str(x) if isinstance(x, str) else "", "") for x in wide[f"{col} sex"]]
             name = f"{MEASURE_LABELS.get(m, m)} \u00b7{len(groups)}"  # unique column names, one per setting
             shown[name] = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
@@ -324,6 +337,35 @@ def main_points(rep) -> _MainPoints:
     """The sentences of the main points (:func:`demonoise.analysis.decision.main_points`) and
     the notes of the decision report (shown when there are any)."""
     return _MainPoints(rep.main_points.sentences, rep.notes)
+
+
+class DecisionText:
+    """The decision text of a report (:func:`demonoise.analysis.options.decision_text`): a
+    paragraph a methodologist can paste, set apart under the main points."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(self.text)}</p>'
+
+    def _repr_markdown_(self) -> str:
+        return f"**Decision text.** {self.text}"
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from demonoise.report.content import typstsrc
+
+        typst = (
+            "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
+            f"[*Decision text.* {typstsrc.markup(self.text)}]"
+        )
+        return {"text/html": self._repr_html_(), "text/markdown": self._repr_markdown_(), typstsrc.TYPST_MIME: typst}
+
+
+def decision_text(rep) -> DecisionText | None:
+    """The decision report's decision text (``None`` when it has none: tables stored by an
+    older version)."""
+    return DecisionText(rep.decision_text) if rep.decision_text else None
 
 
 # ==================================================================== error bands
@@ -511,6 +553,34 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     )
 
 
+def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence, headline: str) -> HtmlTable:
+    """:func:`indicator_table` of every setting as one table
+    (:func:`~demonoise.report.content.summary.settings_table`): per region the events, the
+    value and its Poisson half-width, then per setting the noise admixture, the noise
+    half-width (a p-table's bias beside) and the flags; the relative uncertainties and the
+    Monte Carlo quantiles are in the per-setting tables' frames and the error bands' CSV."""
+    from demonoise.report.content.summary import settings_table
+
+    hl = HEADLINES[headline]
+    tables = [indicator_table(df, bands, s, headline) for s in settings]
+    events = "births" if hl.female_only else "deaths"
+    level = float(bands["level"].min()) if len(bands) else 0.95
+    return settings_table(
+        tables,
+        settings,
+        common=("region", events, hl.label, "\u00b1 P"),
+        per=("A (%)", "\u00b1 N", "bias", "flags"),
+        caption=(
+            f"{hl.title.capitalize()}, {'women' if hl.female_only else 'both sexes'}, for each noise setting (a column "
+            f"group per setting; {hl.unit}): the half-widths z sd of the {fmt_pct(level, 3)} intervals from "
+            "Poisson (\u00b1 P) and from noise "
+            "(\u00b1 N), with the noise admixture A; a p-table's noise interval is centred on value + bias. Flags: "
+            "sparse = more than half of the age cells rest on fewer than 10 events; MC |z| > 5 = the Monte Carlo "
+            "disagrees beyond sampling error."
+        ),
+    )
+
+
 def _decimals(g: pd.DataFrame) -> int:
     """Significant digits for interval ends: enough to show the half-width of the noise."""
     v = g["value"].abs().median()
@@ -597,20 +667,51 @@ def _comparison(rep, ptable: str | None) -> pd.DataFrame:
     return ptable_rows(rep.ptable_comparison, ptable)
 
 
-def reasons(rep, ptable: str | None = None):
-    """Why the two models differ, one sentence per region (the headline and sex whose ratio
-    is furthest from 1), from :func:`demonoise.analysis.decision.ptable_comparison`."""
-    from IPython.display import Markdown
-
+def reasons(rep, ptable: str | None = None) -> HtmlTable:
+    """Why the two models differ, as a table: per region the headline and sex whose ratio
+    is furthest from 1, the ratio of noise sds and where the generic noise variance sits --
+    cells with count 0 (the CKM leaves them alone), small non-zero counts under the generic
+    model and under the p-table, counts from the table's last class on -- with the p-table's
+    variance there; from :func:`demonoise.analysis.decision.ptable_comparison` (its
+    ``reason`` column says the same in words)."""
     cmp = one_region(_comparison(rep, ptable))
     cmp = cmp[np.isfinite(cmp["ratio"])]
     if cmp.empty:
-        return Markdown("No noised cell behind the indicators: nothing to compare.")
+        return HtmlTable(cmp, cmp, empty="No noised cell behind the indicators: nothing to compare.")
     far = cmp.assign(_d=(cmp["ratio"] - 1).abs()).sort_values("_d", ascending=False, kind="stable")
     compared = set(cmp["region"].unique())
     order = [r for r in rep.decision["region"].drop_duplicates().tolist() if r in compared]
-    rows = far.drop_duplicates("region").set_index("region").reindex(order)
-    return Markdown("\n".join(f"- {r}" for r in rows["reason"]))
+    rows = far.drop_duplicates("region").set_index("region").reindex(order).reset_index()
+    last = int(rows["I"].iloc[0])
+    small = "count 1" if last == 2 else f"counts 1-{last - 1}"
+    shown = pd.DataFrame(
+        {
+            "region": _region_labels(rows),
+            "indicator (sex)": [f"{h} ({s})" for h, s in zip(rows["headline"], rows["sex"], strict=True)],
+            "sd ratio p-table / generic": fmt_fixed_column(rows["ratio"], significant=3),
+            "count 0 (%)": fmt_percent_column(rows["zero_var_share"]),
+            f"{small}, generic (%)": fmt_percent_column(rows["small_var_share_nonzero"]),
+            f"{small}, p-table (%)": fmt_percent_column(rows["small_ptable_var_share"]),
+            f"count {last} or more (%)": fmt_percent_column(rows["large_var_share"]),
+        }
+    )
+    V, V_last = float(rows["V"].iloc[0]), float(rows["V_last_class"].iloc[0])
+    return HtmlTable(
+        rows.drop(columns=["_d"]),
+        shown,
+        caption=(
+            f"Why the two models differ, per region for the indicator and sex furthest from the generic model "
+            f"(F women, M men, T both sexes): the ratio of the noise sds at V = {V:g}, and the shares of the "
+            f"generic noise variance from cells with count 0, from {small} (and what the p-table gives them, as a "
+            f"share of the same generic variance) and from counts of {last} or more, where the p-table's variance "
+            f"is {V_last:.3g}."
+        ),
+        note=(
+            "The p-table leaves every count of 0 unchanged and gives small counts their own variance, so its noise "
+            "is smaller where zeros and small counts carry much of the generic noise variance: in small regions "
+            "and at the ages with few events."
+        ),
+    )
 
 
 def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:
@@ -696,15 +797,22 @@ def calibration_view(rep) -> HtmlTable:
     shown = pd.DataFrame({"region": _region_labels(regions)})
     groups: list[tuple] = [("", 1, "")]
     for j, (fam, g) in enumerate(cal.groupby("family", sort=False)):
-        for (h, t), gg in g.groupby(["headline", "threshold"], sort=False):
-            m = gg.set_index(["region", "sex"])["V_max_shown"]
-            sexes = [x for x in ("F", "M", "T") if (gg["sex"] == x).any()]
-            for x in sexes:
-                shown[f"{x} \u00b7{j}{h}{t}"] = [m.get((r, x), "\u2014") for r in regions["region"]]
-            label = (
-                f"{'generic' if fam == 'generic' else 'p-tables'}: {HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)}"
-            )
-            groups.append((label, len(sexes), ""))
+        who = "generic" if fam == "generic" else "p-tables"
+        for h, gh in g.groupby("headline", sort=False):
+            sexes = [x for x in ("F", "M", "T") if (gh["sex"] == x).any()]
+            if len(sexes) == 1:  # one sex (the TFR: women): one group, a column per threshold
+                m = gh.set_index(["region", "threshold"])["V_max_shown"]
+                for t in gh["threshold"].drop_duplicates():
+                    shown[f"A \u2264 {fmt_pct(float(t), 3)} \u00b7{j}{h}"] = [
+                        m.get((r, t), "\u2014") for r in regions["region"]
+                    ]
+                groups.append((f"{who}: {HEADLINES[h].label} ({sexes[0]})", gh["threshold"].nunique(), ""))
+                continue
+            for t, gg in gh.groupby("threshold", sort=False):
+                m = gg.set_index(["region", "sex"])["V_max_shown"]
+                for x in sexes:
+                    shown[f"{x} \u00b7{j}{h}{t}"] = [m.get((r, x), "\u2014") for r in regions["region"]]
+                groups.append((f"{who}: {HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)}", len(sexes), ""))
     shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
     fams = [f for f in cal["family"].drop_duplicates().tolist() if f != "generic"]
     return HtmlTable(

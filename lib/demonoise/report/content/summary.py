@@ -33,6 +33,7 @@ from demonoise.analysis.verdicts import (
     flag_rows,
     flagged_rows,
     indicator_phrase,
+    mc_summary,
     region_population,
     regional_summary,
     scalar_rows,
@@ -403,8 +404,9 @@ def source_of(provenance: Mapping[str, Any]) -> str:
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
-    """Per table: status, source datasets, extraction date and the provenance note
-    (how modelled values were made, fallbacks), for the cover."""
+    """Per table: status, source datasets and extraction date, and under the table the
+    provenance note of each (how modelled values were made, fallbacks; the CSV has them as
+    a column)."""
     rows = []
     for table, p in (provenance or {}).items():
         if not p:
@@ -419,11 +421,12 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
             }
         )
     frame = pd.DataFrame(rows, columns=["table", "status", "datasets", "extracted", "note"])
+    notes = " ".join(f"{r['table'].capitalize()}: {r['note'].rstrip('.')}." for r in rows if r["note"])
     return HtmlTable(
         frame,
-        frame,
-        caption=f"Data provenance (Source: {source_of(provenance or {})})",
-        note="" if rows else "No provenance details were passed.",
+        frame.drop(columns=["note"]),
+        caption=f"Data provenance (Source: {source_of(provenance or {})}); how each table was made is said under it",
+        note=notes if rows else "No provenance details were passed.",
     )
 
 
@@ -583,6 +586,178 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = 
     )
 
 
+def single_region(df: pd.DataFrame) -> bool:
+    """Whether the results are of a country that is one NUTS 2 region (LU, MT): its tables
+    have one row per setting and are shown once across the settings
+    (:func:`across_settings`)."""
+    return "nuts_level" in df and df.loc[df["nuts_level"] == 2, "region"].nunique() <= 1
+
+
+def _same_decimals(col: pd.Series) -> pd.Series:
+    """A column of numbers formatted one setting at a time, printed with one number of
+    decimals (the largest): ``0.48, 2.4`` -> ``0.48, 2.40``; other columns unchanged."""
+    import re
+
+    plain = [re.fullmatch(r"([\d\u202f]+)(?:\.(\d+))?", str(v)) for v in col]
+    if not all(plain):
+        return col
+    d = max(len(m.group(2) or "") for m in plain)
+    return pd.Series(
+        [m.group(1) + ("." + (m.group(2) or "").ljust(d, "0") if d else "") for m in plain], index=col.index
+    )
+
+
+def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTable:
+    """One table from the one-row tables of each setting (a country of one region): a row
+    per setting, in the batch's order, its first column the setting instead of the region
+    (columns only some settings have, e.g. a p-table's bias, are blank for the others). The
+    caption is the first table's, its setting phrase replaced by "for each noise setting"."""
+    sets = [NoiseSetting.of(s) for s in settings]
+    shown, frames = [], []
+    for s, t in zip(sets, tables, strict=True):
+        shown.append(t.shown.head(1).drop(columns=["region"], errors="ignore").assign(setting=s.label))
+        frames.append(t.frame.head(1).assign(setting=s.key))
+    table = pd.concat(shown, ignore_index=True).fillna("\u2014")
+    table = table[["setting", *[c for c in table.columns if c != "setting"]]]
+    table = table.apply(_same_decimals)
+    region = tables[0].shown["region"].iloc[0] if "region" in tables[0].shown and len(tables[0].shown) else ""
+    caption = tables[0].caption.replace(f" {sets[0].phrase}", " for each noise setting", 1)
+    return HtmlTable(
+        pd.concat(frames, ignore_index=True),
+        table,
+        caption=f"{region}: {caption[0].lower()}{caption[1:]}" if region else caption,
+        note=tables[0].note,
+    )
+
+
+def settings_wide(
+    tables: Sequence[HtmlTable], settings: Sequence, *, common: Sequence[str], per: Sequence[str], caption: str
+) -> HtmlTable:
+    """One table from the tables of each setting (same regions, same order): the columns
+    ``common`` to every setting once, from the first table, then a column group per setting
+    (headed by its label, underlined in its colour) with its columns whose name starts with
+    one of ``per``. ``frame`` stacks the tables' frames with a ``setting`` column."""
+    from demonoise.report.content.theme import setting_colours
+
+    sets = [NoiseSetting.of(s) for s in settings]
+    palette = setting_colours([s.label for s in sets])
+    first = tables[0].shown.reset_index(drop=True)
+    names = [c for c in common if c in first]
+    cols = [first[c] for c in names]
+    groups: list[tuple] = [("", len(names), "")]
+    for s, t in zip(sets, tables, strict=True):
+        shown = t.shown.reset_index(drop=True)
+        if "region" in shown and list(shown["region"]) != list(first["region"]):
+            raise ReportError(f"{s.label}: its table has other regions than the first setting's")
+        mine = [c for c in shown.columns if c not in common and any(str(c).startswith(p) for p in per)]
+        cols += [shown[c] for c in mine]
+        names += mine
+        groups.append((s.label, len(mine), palette[s.label]))
+    table = pd.concat(cols, axis=1).fillna("")
+    table.columns = names
+    frame = pd.concat([t.frame.assign(setting=s.key) for s, t in zip(sets, tables, strict=True)], ignore_index=True)
+    return HtmlTable(frame, table, caption=caption, flagged=tables[0].flagged, groups=groups)
+
+
+def settings_table(tables: Sequence[HtmlTable], settings: Sequence, **wide) -> HtmlTable:
+    """The tables of each setting as one: a row per setting when each has one row (a
+    country of one region, :func:`across_settings`), else a column group per setting
+    (:func:`settings_wide`, given ``common``, ``per`` and ``caption``)."""
+    if all(len(t.shown) <= 1 for t in tables):
+        return across_settings(tables, settings)
+    return settings_wide(tables, settings, **wide)
+
+
+def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -> HtmlTable:
+    """:func:`age_profile_table` of every setting as one table (:func:`settings_table`): per
+    region its population, then per setting the median admixture (women for the ASFR,
+    both sexes for the ASMR) and the largest admixture among cells with at least 10 events
+    (at which age); every sex and the other measures are in the per-setting tables' CSV."""
+    tables = [age_profile_table(df, s, indicator) for s in settings]
+    sex = "F" if indicator == "asfr" else "T"
+    ev = EVENT_WORDS[indicator][1]
+    return settings_table(
+        tables,
+        settings,
+        common=("region", "population"),
+        per=(f"median A, {sex} (%)", f"largest A, {sex}, >= 10"),
+        caption=f"{INDICATOR_NAMES[indicator].capitalize()} for each noise setting (a column group per setting), "
+        f"summarised over the ages with {ev} per region: the median noise admixture A for {SEX_WORDS[sex]} and the "
+        f"largest admixture among cells with at least 10 {ev} (at which age).",
+    )
+
+
+def mc_settings(df: pd.DataFrame, settings: Sequence, indicator: str, *, ages: Sequence[float] | None = None):
+    """The Monte Carlo check of every setting in one place (Markdown): one sentence when it
+    agrees with the analytic standard deviations at every setting, else each setting's
+    sentence (:func:`demonoise.analysis.verdicts.mc_summary`)."""
+    from IPython.display import Markdown
+
+    sets = [NoiseSetting.of(s) for s in settings]
+    checks = [mc_summary(df, s, indicator, ages=ages) for s in sets]
+    if all(c["n"] == 0 for c in checks):
+        return Markdown(checks[0]["text"])
+    if all(c["n"] > 0 and c["beyond"] == 0 for c in checks):
+        cells = {c["cells"] for c in checks}
+        n = cells.pop() if len(cells) == 1 else 0
+        each = "the one cell compared" if n == 1 else f"all {fmt_int(n)} cells compared" if n else "every cell compared"
+        zmax = max(c["max_abs_z"] for c in checks)
+        return Markdown(
+            f"At every setting the Monte Carlo check ({fmt_int(checks[0]['n'])} replicates) agrees with the analytic "
+            f"standard deviations within sampling error in {each}: |z| <= 5 everywhere (largest |z| = {zmax:.1f}; "
+            f"the relative standard error of a simulated sd is 1/sqrt(2N) = {fmt_pct(checks[0]['rse'])})."
+        )
+    return Markdown("\n".join(f"- **{s.label}**: {c['text']}" for s, c in zip(sets, checks, strict=True)))
+
+
+def age_verdict_shown(v, *, first: bool, one_region: bool):
+    """A by-age verdict (:func:`demonoise.analysis.verdicts.age_verdict`) as a setting's
+    subsection shows it: what differs between the settings. The sentence on the cells
+    resting on fewer than 10 events (the same cells at every setting, last) only in the
+    first setting's subsection; for a country of one region only the first sentence (the
+    largest admixtures are in the table of every setting)."""
+    from demonoise.analysis.verdicts import Verdict
+
+    said = list(v.sentences)
+    tail = [said.pop()] if v.numbers.get("small_cells", 0) and len(said) > 1 else []
+    if one_region:
+        said = said[:1]
+    return Verdict(said + (tail if first else []), dict(v.numbers))
+
+
+def age_words(code: str, indicator: str) -> str:
+    """An age group's code in words: ``Y_LT1`` -> "under 1", ``Y_GE85`` -> "85 and over",
+    ``Y40`` -> "age 40"; for life expectancy the indicator at that age: "e0 (at birth)",
+    "e65". Other text is returned as it is."""
+    import re
+
+    if code == "Y_LT1":
+        return "e0 (at birth)" if indicator == "e" else "under 1"
+    m = re.fullmatch(r"Y_GE(\d+)|Y_OPEN|Y(\d+)", str(code))
+    if not m:
+        return code
+    if m.group(2):
+        return f"e{m.group(2)}" if indicator == "e" else f"age {m.group(2)}"
+    return f"{m.group(1)} and over" if m.group(1) else "the open age group"
+
+
+#: Sentences of a one-number verdict a setting's subsection leaves out: the largest region
+#: (its figures are in the table of every setting) and, after the first setting, the regions
+#: resting on few events (the same at every setting).
+_SAID_ONCE = ("First-order results may be unreliable",)
+_IN_THE_TABLE = ("In the largest, ",)
+
+
+def scalar_verdict_shown(v, *, first: bool):
+    """A one-number verdict (:func:`demonoise.analysis.verdicts.scalar_verdict`) as a
+    setting's subsection shows it: what differs between the settings (see
+    :data:`_SAID_ONCE`, :data:`_IN_THE_TABLE`)."""
+    from demonoise.analysis.verdicts import Verdict
+
+    drop = _IN_THE_TABLE + (() if first else _SAID_ONCE)
+    return Verdict([x for x in v.sentences if not x.startswith(drop)], dict(v.numbers))
+
+
 def flag_table(
     df: pd.DataFrame,
     V,
@@ -601,9 +776,11 @@ def flag_table(
     every = settings is not None
     frame = flag_rows(df, V, indicator, ages=ages, settings=settings)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
+    shown = frame.head(limit).copy()
+    shown["where"] = [age_words(w, indicator) for w in shown["where"]]
     return HtmlTable(
         frame,
-        frame.head(limit),
+        shown,
         caption=f"Flags: {INDICATOR_NAMES[indicator]}" + ("" if every else f" {NoiseSetting.of(V).phrase}"),
         flagged=[True] * min(len(frame), limit),
         note=note,

@@ -3,7 +3,8 @@
 A document is a cover, a contents list and *chapters*. A chapter is one executed notebook
 (:class:`Section`), or -- in a country report -- one indicator with a *subsection per noise
 setting* (:class:`Chapter`: the notebook of that indicator executed once per setting).
-Each chapter opens a page in print and numbers its figures and tables (Figure 2.1, ...;
+A chapter opens a page in print (with ``run_on``, only where the orientation changes;
+else it runs on after a gap) and numbers its figures and tables (Figure 2.1, ...;
 :class:`~.exporter.DocumentPreprocessor`).
 
 What reaches a document: no code, no prompts; cells tagged ``remove`` or ``metrics`` and
@@ -283,14 +284,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40] or "section"
 
 
-def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False):
-    """A chapter's opening: in the PDF a new page (landscape for wide tables) and a heading
-    of level 1 (in the contents and the bookmarks)."""
+def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False, new_page: bool = True):
+    """A chapter's opening: in the PDF a new page (landscape for wide tables) -- or, with
+    ``new_page`` false (the page keeps its orientation), a gap on the page of the chapter
+    before -- and a heading of level 1 (in the contents and the bookmarks)."""
     cls = "dn-chapter dn-landscape" if landscape else "dn-chapter"
-    typst = (
-        f"#set page(flipped: {'true' if landscape else 'false'})\n"
-        f'#heading(level: 1)[#dn-num("{number}") {markup(title)}] <{anchor}>'
-    )
+    page = f"#set page(flipped: {'true' if landscape else 'false'})" if new_page else "#v(2em, weak: true)"
+    typst = f'{page}\n#heading(level: 1)[#dn-num("{number}") {markup(title)}] <{anchor}>'
     return _raw(
         f'<section class="{cls}" id="{anchor}">\n<h1 class="dn-chapter-title">'
         f'<span class="dn-section-number">{number}</span>{_html.escape(title)}</h1>',
@@ -299,7 +299,7 @@ def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False)
     )
 
 
-def _section_cells(sec: Section, number: int, used: set) -> tuple[list, dict]:
+def _section_cells(sec: Section, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
     node, label = load_notebook(sec.notebook)
     cells = clean_cells(node, label)
     found = _take_title(cells)
@@ -307,7 +307,7 @@ def _section_cells(sec: Section, number: int, used: set) -> tuple[list, dict]:
     anchor = sec.anchor or f"sec-{number}-{_slug(title)}"
     _check_anchor(anchor, label, used)
     entry = {"title": title, "anchor": anchor, "number": str(number), "source": label, "children": []}
-    return [_open_chapter(number, title, anchor, sec.landscape), *cells, _raw("</section>")], entry
+    return [_open_chapter(number, title, anchor, sec.landscape, new_page), *cells, _raw("</section>")], entry
 
 
 def _check_anchor(anchor: str, label: str, used: set) -> None:
@@ -318,10 +318,10 @@ def _check_anchor(anchor: str, label: str, used: set) -> None:
     used.add(anchor)
 
 
-def _chapter_cells(ch: Chapter, number: int, used: set) -> tuple[list, dict]:
+def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
     _check_anchor(ch.anchor, ch.title, used)
     entry = {"title": ch.title, "anchor": ch.anchor, "number": str(number), "source": "", "children": []}
-    head = [_open_chapter(number, ch.title, ch.anchor)]
+    head = [_open_chapter(number, ch.title, ch.anchor, new_page=new_page)]
     if ch.intro:
         head.append(_raw(ch.intro, _html_typst(ch.intro)))
     body: list = []
@@ -394,6 +394,7 @@ def assemble(
     subtitle: str | None = None,
     toc: bool = True,
     source: str = "",
+    run_on: bool = False,
 ):
     """One notebook from a cover, a contents list and chapters.
 
@@ -408,6 +409,9 @@ def assemble(
         a cover with ``title``, ``subtitle`` and the date.
     source : str
         The "Source:" of every figure and table, e.g. ``"Eurostat (demo_r_d2jan, ...)"``.
+    run_on : bool
+        In print, a chapter runs on after the one before (after a gap) unless the page
+        orientation changes; default: every chapter opens a page.
 
     Returns
     -------
@@ -428,9 +432,15 @@ def assemble(
     body: list = []
     entries: list[dict] = []
     used: set[str] = {"cover", "contents"}
+    before = None  # the orientation of the chapter before: a chapter of the same runs on
     for i, ch in enumerate(chapters, 1):
         ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
-        cells, entry = _chapter_cells(ch, i, used) if isinstance(ch, Chapter) else _section_cells(ch, i, used)
+        wide = isinstance(ch, Section) and ch.landscape
+        new_page, before = not run_on or wide != before, wide
+        if isinstance(ch, Chapter):
+            cells, entry = _chapter_cells(ch, i, used, new_page)
+        else:
+            cells, entry = _section_cells(ch, i, used, new_page)
         body += cells
         entries.append(entry)
     cover_cells = _cover_cells(cover, title, subtitle)

@@ -83,6 +83,12 @@ def caption_typst(text: str) -> str:
     return _caption(text, markup, lambda s, sub: f"#emph[{markup(s)}]#sub[{markup(sub)}]")
 
 
+#: A reference to a figure or table by its number, in a markdown cell or a text output:
+#: ``[[table+1]]`` the next table, ``[[figure]]`` the last figure so far, ``[[figure+2]]``
+#: the one after next (numbered within the chapter, as the exporters number them).
+REF_RE = re.compile(r"\[\[(table|figure)([+-]\d+)?\]\]")
+
+
 class DocumentPreprocessor(Preprocessor):
     """Number every chart and table (per chapter: Figure 2.3, Table 2.1), give each a
     caption, a "Source:" line and a link to its data as CSV; drop metrics payloads and
@@ -109,16 +115,38 @@ class DocumentPreprocessor(Preprocessor):
             chapter = (cell.get("metadata", {}).get("demonoise") or {}).get("chapter")
             if chapter is not None:
                 self._chapter, self._count = str(chapter), {"figure": 0, "table": 0}
+            if cell.cell_type == "markdown":
+                cell.source = self._refs(cell.source)
             if cell.cell_type == "code":
                 outs = [o for o in cell.outputs if METRICS_MIME not in o.get("data", {})]
                 for o in outs:
                     self._data_files(o, resources)
-                cell.outputs = [self._output(o, resources) for o in outs if DATA_MIME not in o.get("data", {})]
+                cell.outputs = [
+                    self._output(self._resolve(o), resources) for o in outs if DATA_MIME not in o.get("data", {})
+                ]
                 if not cell.outputs:
                     continue
             cells.append(cell)
         nb.cells = cells
         return nb, resources
+
+    def _refs(self, text: str) -> str:
+        """Text with its references resolved (:data:`REF_RE`): ``[[table+1]]`` -> ``Table 2.3``
+        when 2.2 is the last table numbered so far."""
+
+        def number(m) -> str:
+            n = self._count[m.group(1)] + int(m.group(2) or 0)
+            return f"{m.group(1).capitalize()} {self._chapter + '.' if self._chapter else ''}{n}"
+
+        return REF_RE.sub(number, text) if "[[" in text else text
+
+    def _resolve(self, out):
+        """An output with the references of its text representations resolved."""
+        data = out.get("data") or {}
+        for mime in ("text/markdown", "text/html", TYPST_MIME, "text/plain"):
+            if isinstance(data.get(mime), str):
+                data[mime] = self._refs(data[mime])
+        return out
 
     def _number(self, kind: str) -> str:
         self._count[kind] += 1
