@@ -217,8 +217,8 @@ def test_a_positive_admixture_is_never_printed_as_zero():
 def test_a_later_setting_leaves_out_what_every_setting_shares():
     """The one-number verdict of a later setting leaves out the sparse regions (the same at
     every setting); no subsection repeats the largest region (the table of every setting
-    has it)."""
-    v = vd.scalar_verdict(frame(), 1.0, "e", age=0)
+    has it). Both sexes: the hand-made frame's sparse cells are those of sex T."""
+    v = vd.scalar_verdict(frame(), 1.0, "e", sex="T", age=0)
     sparse = [x for x in v.sentences if "more than half of the single-age cells" in x]
     largest = [x for x in v.sentences if x.startswith("In the largest, ")]
     assert len(sparse) == 1 and len(largest) == 1
