@@ -207,9 +207,13 @@ def decision_text(
     if bad.empty:
         return lead + " in every region (worst of women, men and both sexes)."
     names = _and([f"{r.region} ({r.region_name})" for r in bad.itertuples()])
-    text = lead + f" everywhere except {names} (worst of women, men and both sexes). "
+    regions = decision.loc[decision["nuts_level"] > 0, "region"].nunique()
+    if len(bad) == regions:  # no region meets it: say so, not "everywhere except" all of them
+        text = lead.replace(" keeps ", " does not keep ") + f" in {names} (worst of women, men and both sexes). "
+    else:
+        text = lead + f" everywhere except {names} (worst of women, men and both sexes). "
     text += f"The recommended V for {o['indicator']} is {o['V_shown']}, set by {o['region']}"
-    text += f" ({SEX_WORDS.get(o['sex'], o['sex'])}). For those regions: "
+    text += f" ({SEX_WORDS.get(o['sex'], o['sex'])}). For {'that region' if len(bad) == 1 else 'those regions'}: "
     opts = []
     for r in recommended[(recommended["family"] != "generic") & (recommended["country"] == o["country"])].itertuples():
         fam = r.family.removeprefix("ptable ")
