@@ -1,4 +1,4 @@
-"""The options beside a recommended V (analysis.options) against independent computations:
+"""The options beside a recommended V (analysis.decision) against independent computations:
 the calibration's closed form, a plain minimum over the calibration, the results table."""
 
 import math
@@ -8,7 +8,7 @@ import pytest
 
 from demonoise.analysis import decision as dc
 from demonoise.analysis.compute import compute, noise_settings
-from demonoise.analysis.options import decision_options, decision_text
+from demonoise.analysis.decision import decision_options, decision_text
 from demonoise.io.datasets import load
 
 

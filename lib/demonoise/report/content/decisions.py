@@ -340,7 +340,7 @@ def main_points(rep) -> _MainPoints:
 
 
 class DecisionText:
-    """The decision text of a report (:func:`demonoise.analysis.options.decision_text`): a
+    """The decision text of a report (:func:`demonoise.analysis.decision.decision_text`): a
     paragraph a methodologist can paste, set apart under the main points."""
 
     def __init__(self, text: str):
