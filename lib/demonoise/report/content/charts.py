@@ -272,6 +272,41 @@ def _with_age_ends(d: pd.DataFrame) -> pd.DataFrame:
     return d[np.isfinite(d["age"])]
 
 
+#: The admixture classes of the heatmaps, in legend order ("no events" last).
+_CLASS_LABELS = [c[2] for c in A_CLASSES] + [NO_EVENTS]
+
+
+def _admixture_classes(df: pd.DataFrame, *extra: str) -> pd.DataFrame:
+    """The rows of a heatmap: ``A`` in %, the region label, the class of ``A`` (``NO_EVENTS``
+    where there are no events: no Poisson variance, A undefined) and each age's end."""
+    d = _cols(df, "admixture", *extra)
+    d["A"] = 100.0 * d["admixture"]
+    d["region_label"] = _region_label(d)
+    bins = [c[0] for c in A_CLASSES] + [np.inf]
+    d["A_class"] = pd.cut(d["A"], bins=bins, labels=_CLASS_LABELS[:-1], right=False).astype(str)
+    d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS
+    return _with_age_ends(d)
+
+
+def _class_rects(runs: pd.DataFrame, y):
+    """Runs of ages in one class as rectangles, coloured by class."""
+    return (
+        alt.Chart(runs)
+        .mark_rect()
+        .encode(
+            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
+            x2="age_end:Q",
+            y=y,
+            color=alt.Color(
+                "A_class:N",
+                title="noise admixture A",
+                scale=alt.Scale(domain=_CLASS_LABELS, range=[*A_CLASS_COLOURS, NO_DATA_COLOUR]),
+                legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
+            ),
+        )
+    )
+
+
 def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
     """Noise admixture by age and region as a heatmap (rows: regions by falling
     population, country first; columns: ages). Colour classes < 10 %, 10-41 %,
@@ -283,41 +318,19 @@ def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
     consecutive small cells as one line): the same picture with a tenth of the SVG
     elements, which keeps reports of countries with many regions light to print.
     """
-    d = _cols(df, "admixture")
-    d["A"] = 100.0 * d["admixture"]
-    d["region_label"] = _region_label(d)
-    labels = [c[2] for c in A_CLASSES] + [NO_EVENTS]
-    d["A_class"] = pd.cut(d["A"], bins=[c[0] for c in A_CLASSES] + [np.inf], labels=labels[:-1], right=False).astype(
-        str
-    )
-    d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS  # no events: no Poisson variance, A undefined
-    d = _with_age_ends(d)
+    d = _admixture_classes(df)
     order = _order_by_population(df)
     row = max(11, min(22, int(420 / max(len(order), 1))))
     y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=10))
-    runs = _runs(d, "A_class")
-    rect = (
-        alt.Chart(runs)
-        .mark_rect()
-        .encode(
-            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
-            x2="age_end:Q",
-            y=y,
-            color=alt.Color(
-                "A_class:N",
-                title="noise admixture A",
-                scale=alt.Scale(domain=labels, range=[*A_CLASS_COLOURS, NO_DATA_COLOUR]),
-                legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
-            ),
-            tooltip=[
-                "region_label:N",
-                "age:Q",
-                "age_end:Q",
-                "A_class:N",
-                alt.Tooltip("A_min:Q", format=".3g"),
-                alt.Tooltip("A_max:Q", format=".3g"),
-            ],
-        )
+    rect = _class_rects(_runs(d, "A_class"), y).encode(
+        tooltip=[
+            "region_label:N",
+            "age:Q",
+            "age_end:Q",
+            "A_class:N",
+            alt.Tooltip("A_min:Q", format=".3g"),
+            alt.Tooltip("A_max:Q", format=".3g"),
+        ],
     )
     d["small"] = d["small_count"].astype(bool) & np.isfinite(d["A"])
     small = _runs(d, "small")
@@ -851,15 +864,7 @@ def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
 
 
 def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], title: str):
-    d = _cols(df, "admixture", "setting")
-    d["A"] = 100.0 * d["admixture"]
-    d["region_label"] = _region_label(d)
-    labels = [c[2] for c in A_CLASSES] + [NO_EVENTS]
-    d["A_class"] = pd.cut(d["A"], bins=[c[0] for c in A_CLASSES] + [np.inf], labels=labels[:-1], right=False).astype(
-        str
-    )
-    d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS
-    d = _with_age_ends(d)
+    d = _admixture_classes(df, "setting")
     order = _order_by_population(df[df["setting"] == order_s[0]])
     runs = []
     for s in order_s:
@@ -869,22 +874,7 @@ def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], title: str):
     row = max(9, min(16, int(380 / max(len(order), 1))))
     width = max(150, int(620 / max(len(order_s), 1)))
     y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=9))
-    rect = (
-        alt.Chart(runs)
-        .mark_rect()
-        .encode(
-            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
-            x2="age_end:Q",
-            y=y,
-            color=alt.Color(
-                "A_class:N",
-                title="noise admixture A",
-                scale=alt.Scale(domain=labels, range=[*A_CLASS_COLOURS, NO_DATA_COLOUR]),
-                legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
-            ),
-        )
-        .properties(width=width, height=row * len(order))
-    )
+    rect = _class_rects(runs, y).properties(width=width, height=row * len(order))
     return rect.facet(
         column=alt.Column("setting:N", title=None, sort=order_s, header=alt.Header(labelFontSize=11)),
     ).properties(title=_title(title, "rows: regions by falling population; columns: the noise settings"))
