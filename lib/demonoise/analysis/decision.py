@@ -106,6 +106,7 @@ __all__ = [
     "DecisionReport",
     "decision_report",
     "column_dictionary",
+    "DECISION_TABLES",
     "OPTION_COLUMNS",
     "decision_options",
     "decision_text",
@@ -1778,6 +1779,22 @@ def _stack(frames: Sequence[pd.DataFrame], key: str) -> pd.DataFrame:
     return _named(pd.concat(frames, ignore_index=True), key, frames[0].attrs.get("title", ""), units)
 
 
+#: The tables of a :class:`DecisionReport`, by attribute, in the order their CSV files are listed.
+DECISION_TABLES = (
+    "population",
+    "decision",
+    "decision_wide",
+    "calibration",
+    "calibration_wide",
+    "recommended",
+    "error_bands",
+    "ptable_comparison",
+    "ptable_noise",
+    "small_cells",
+    "options",
+)
+
+
 @dataclass
 class DecisionReport:
     """Every table of the decision view of one country, and its main points."""
@@ -1800,19 +1817,7 @@ class DecisionReport:
     def tables(self) -> dict[str, pd.DataFrame]:
         """CSV name -> table, ready to be written next to the report (``columns`` last)."""
         out = {}
-        for key in (
-            "population",
-            "decision",
-            "decision_wide",
-            "calibration",
-            "calibration_wide",
-            "recommended",
-            "error_bands",
-            "ptable_comparison",
-            "ptable_noise",
-            "small_cells",
-            "options",
-        ):
+        for key in DECISION_TABLES:
             df = getattr(self, key)
             if df is not None:
                 out[df.attrs.get("name", TABLE_NAMES[key])] = df

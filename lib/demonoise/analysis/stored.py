@@ -13,25 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from demonoise.analysis.decision import DECISION_TABLES
 from demonoise.analysis.results import CONFIDENCE
 from demonoise.analysis.settings import NoiseSetting
 
 __all__ = ["DECISION_FIELDS", "write_decision", "read_decision", "content_key", "read_once", "country_results"]
 
 #: The tables of a :class:`~demonoise.analysis.decision.DecisionReport`, by attribute.
-DECISION_FIELDS = (
-    "decision",
-    "decision_wide",
-    "calibration",
-    "calibration_wide",
-    "recommended",
-    "error_bands",
-    "small_cells",
-    "population",
-    "ptable_comparison",
-    "ptable_noise",
-    "options",
-)
+DECISION_FIELDS = DECISION_TABLES
 
 
 def write_decision(rep, directory) -> Path:
