@@ -138,6 +138,7 @@ import scipy
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.counts import SEXES, AgeAxis, Counts, Provenance, TableProvenance, spread_unknown
 from demonoise.core.errors import DataError, ParameterError
+from demonoise.io.datasets import fallback_notes
 from demonoise.io.eurostat import read_eurostat
 from demonoise.io.nuts import nuts_codes, nuts_region
 from demonoise.io.packed import FORMAT as PACKED_FORMAT
@@ -1041,64 +1042,6 @@ def build_parts(name: str, raw: Raw | None = None, *, calibration_year: int = DE
     return Parts(counts, meta, codes, modelled, expected, targets, groups, nat, countries, fert, cross)
 
 
-def _fallback_note(fb: dict) -> dict[str, str]:
-    """Human-readable fallback sentences per table."""
-    pop, dea, bir = [], [], []
-    if fb.get("population_2024_exact"):
-        pop.append(
-            "1 January 2024 population published under NUTS 2024 codes only: "
-            + "; ".join(f"{k} = {' + '.join(v)}" for k, v in fb["population_2024_exact"].items())
-            + " (exact)"
-        )
-    if fb.get("population_2024_apportioned"):
-        groups: dict = {}
-        for k, v in fb["population_2024_apportioned"].items():
-            groups.setdefault(tuple(v), []).append(k)
-        pop.append(
-            "1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and age "
-            "group, shared in proportion to the 2023 population): "
-            + "; ".join(f"{' + '.join(o)} from {' + '.join(n)}" for n, o in groups.items())
-        )
-    if fb.get("population_2024_carried_forward"):
-        pop.append(
-            "no 2024 population published: 2023 stock carried forward for "
-            + ", ".join(fb["population_2024_carried_forward"])
-        )
-    if fb.get("population_unk_not_published"):
-        pop.append("UNK not published (set to 0) for " + ", ".join(fb["population_unk_not_published"]))
-    if fb.get("excluded_empty_regions"):
-        pop.append("regions with zero population left out: " + ", ".join(fb["excluded_empty_regions"]))
-    if fb.get("mortality_target_nearest_year"):
-        dea.append(
-            "e0/e65 target from the nearest earlier year: "
-            + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_nearest_year"].items())
-        )
-    if fb.get("mortality_target_shifted"):
-        dea.append(
-            "e0/e65 target = later regional value shifted by the country's change since the calibration year: "
-            + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_shifted"].items())
-        )
-    if fb.get("births_latest_year"):
-        bir.append(
-            "no 2023 births by age of mother: latest complete year used unchanged for "
-            + ", ".join(f"{k} ({v})" for k, v in fb["births_latest_year"].items())
-        )
-    if fb.get("births_missing_ages"):
-        bir.append(
-            "absent single ages filled (TOTAL - UNK - published, in proportion to the reference year) for "
-            + "; ".join(
-                f"{k}: {', '.join(v['ages'])} (reference {v['reference_year']})"
-                for k, v in fb["births_missing_ages"].items()
-            )
-        )
-    if fb.get("births_regional_tfr_missing"):
-        bir.append(
-            "no published 2022 TFR (demo_r_find3): births in proportion to female exposure (national fertility) for "
-            + ", ".join(fb["births_regional_tfr_missing"])
-        )
-    return {"population": "; ".join(pop), "deaths": "; ".join(dea), "births": "; ".join(bir)}
-
-
 BIRTH_RULE = (
     "births outside 15-49 = TOTAL - UNK - sum(Y15..Y49), split between Y_LT15 and Y_GE50 in proportion to the births "
     "at 15 and at 49 (the TFR counts them at 15 and 49)"
@@ -1169,7 +1112,7 @@ def _num(x, digits: int | None = None):
 
 
 def _metadata(name, raw, codes, countries, fallbacks, cal, fert, calibration_year):
-    notes = _fallback_note(fallbacks)
+    notes = fallback_notes(fallbacks)
     ext = "unknown"
     if name == "be-2023":
         label = LABEL_BE

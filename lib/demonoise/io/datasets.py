@@ -612,3 +612,110 @@ def as_name(ref: str, base: str | Path | None = None, *, origin: str) -> str:
     """
     ref = resolve(ref, base)
     return use_file(ref, origin=origin) if _check_name(ref) == "file" else ref
+
+
+def fallback_notes(fallbacks: dict, country: str | None = None) -> dict[str, str]:
+    """The fallbacks of a build (its ``fallbacks`` block) as a sentence per table.
+
+    Parameters
+    ----------
+    fallbacks : dict
+        Region (or country) codes per fallback kind, as the build records them.
+    country : str, optional
+        Keep only the codes of this country (a code starting with it): a country's report
+        names its own fallbacks, not those of the other countries of the dataset.
+
+    Returns
+    -------
+    dict
+        ``population``, ``deaths`` and ``births``: the sentences (``""`` when none).
+    """
+    fb = _fallbacks_of(fallbacks, country) if country else fallbacks
+    pop, dea, bir = [], [], []
+    if fb.get("population_2024_exact"):
+        pop.append(
+            "1 January 2024 population published under NUTS 2024 codes only: "
+            + "; ".join(f"{k} = {' + '.join(v)}" for k, v in fb["population_2024_exact"].items())
+            + " (exact)"
+        )
+    if fb.get("population_2024_apportioned"):
+        groups: dict = {}
+        for k, v in fb["population_2024_apportioned"].items():
+            groups.setdefault(tuple(v), []).append(k)
+        pop.append(
+            "1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and age "
+            "group, shared in proportion to the 2023 population): "
+            + "; ".join(f"{' + '.join(o)} from {' + '.join(n)}" for n, o in groups.items())
+        )
+    if fb.get("population_2024_carried_forward"):
+        pop.append(
+            "no 2024 population published: 2023 stock carried forward for "
+            + ", ".join(fb["population_2024_carried_forward"])
+        )
+    if fb.get("population_unk_not_published"):
+        pop.append("UNK not published (set to 0) for " + ", ".join(fb["population_unk_not_published"]))
+    if fb.get("excluded_empty_regions"):
+        pop.append("regions with zero population left out: " + ", ".join(fb["excluded_empty_regions"]))
+    if fb.get("mortality_target_nearest_year"):
+        dea.append(
+            "e0/e65 target from the nearest earlier year: "
+            + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_nearest_year"].items())
+        )
+    if fb.get("mortality_target_shifted"):
+        dea.append(
+            "e0/e65 target = later regional value shifted by the country's change since the calibration year: "
+            + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_shifted"].items())
+        )
+    if fb.get("births_latest_year"):
+        bir.append(
+            "no 2023 births by age of mother: latest complete year used unchanged for "
+            + ", ".join(f"{k} ({v})" for k, v in fb["births_latest_year"].items())
+        )
+    if fb.get("births_missing_ages"):
+        bir.append(
+            "absent single ages filled (TOTAL - UNK - published, in proportion to the reference year) for "
+            + "; ".join(
+                f"{k}: {', '.join(v['ages'])} (reference {v['reference_year']})"
+                for k, v in fb["births_missing_ages"].items()
+            )
+        )
+    if fb.get("births_regional_tfr_missing"):
+        bir.append(
+            "no published 2022 TFR (demo_r_find3): births in proportion to female exposure (national fertility) for "
+            + ", ".join(fb["births_regional_tfr_missing"])
+        )
+    return {"population": "; ".join(pop), "deaths": "; ".join(dea), "births": "; ".join(bir)}
+
+
+def _fallbacks_of(fallbacks: dict, country: str) -> dict:
+    """The entries of ``fallbacks`` whose code belongs to ``country``."""
+
+    def mine(code) -> bool:
+        return str(code).startswith(country)
+
+    out = {}
+    for kind, v in fallbacks.items():
+        if isinstance(v, dict):
+            out[kind] = {k: x for k, x in v.items() if mine(k)}
+        elif isinstance(v, list):
+            out[kind] = [x for x in v if mine(x)]
+    return out
+
+
+def country_provenance(provenance: dict, dataset: str, country: str) -> dict:
+    """:func:`demonoise.report.document.cover.provenance_dict`'s tables of an embedded
+    ``dataset`` with each note's fallbacks narrowed to ``country`` (the dataset-wide list
+    names every country's); other datasets unchanged."""
+    if dataset not in embedded_names():
+        return provenance
+    notes = fallback_notes(metadata(dataset).get("fallbacks") or {}, country)
+    out = {}
+    for table, p in provenance.items():
+        rule = str(p.get("note", "")).split(FALLBACKS_SEP)[0]
+        mine = notes.get(table, "")
+        out[table] = {**p, "note": rule + (FALLBACKS_SEP + mine if mine else "")}
+    return out
+
+
+#: How a table's note introduces the fallbacks of the build.
+FALLBACKS_SEP = "; fallbacks: "

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import DemonoiseError, ParameterError
+from demonoise.io.datasets import country_provenance
 from demonoise.report.batch.params import ReportParams, Setting, load_params, parse_params
 
 __all__ = [
@@ -475,7 +476,7 @@ def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> 
         **base,
         "thresholds": list(params.thresholds),
         "recommend": params.recommend.model_dump(),
-        "provenance": facts["provenance"],
+        "provenance": country_provenance(facts["provenance"], run.report.dataset, run.report.country),
         "year": facts["year"],
         "seed": params.seed,
     }
@@ -588,8 +589,9 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
         data_zip=data_zip_name(report.html(out)),
     )
     change = [Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
+    wide = [p for p in parts[1:] if p.landscape]  # run on after the main points' landscape pages
     nb = assemble(
-        [parts[0], *chapters, *change, *parts[1:]],
+        [parts[0], *wide, *chapters, *change, *(p for p in parts[1:] if not p.landscape)],
         title=title,
         cover=cover,
         source=source_of(facts["provenance"]),
