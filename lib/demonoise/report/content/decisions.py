@@ -13,7 +13,7 @@ same figures.
 * :func:`vmax_view` -- per region the largest ``V`` keeping the admixture of e0 and of
   the TFR at or below each threshold, ``"> range"`` beyond the range searched;
 * :func:`main_points` -- the two or three sentences, and the notes;
-* :func:`bands_summary`, :func:`bands_view` -- error bands in the indicator's units
+* :func:`bands_summary` -- error bands in the indicator's units
   (Poisson, noise, total; a p-table centred on its bias; Monte Carlo quantiles beside);
 * :func:`small_cells_view` -- the one count of cells resting on few events (women, men,
   both sexes), the same sentence as the flags tables;
@@ -62,7 +62,6 @@ __all__ = [
     "recommended_text",
     "main_points",
     "bands_summary",
-    "bands_view",
     "indicator_table",
     "small_cells_view",
     "comparison_view",
@@ -76,8 +75,6 @@ __all__ = [
 
 #: How the decision table heads its measures.
 MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
-#: Scale and unit of a headline's numbers in tables (the TFR's sd per 1 000 women).
-_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1.0, "children per woman")}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
 _SEX_LETTER = {"F": "F", "M": "M", "T": "T", "": ""}
 
@@ -425,56 +422,6 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
             "Poisson and noise together: \u00b1 sqrt(P\u00b2 + N\u00b2)" + (f" ({names})" if names else "") + "."
         ),
         groups=groups,
-    )
-
-
-def bands_view(bands: pd.DataFrame, headline: str, setting: str | Mapping) -> HtmlTable:
-    """The error bands of one setting (an indicator chapter's subsection): per region the
-    value, the analytic intervals from noise and in total, and beside them the Monte Carlo
-    quantiles of the same level where the batch ran a Monte Carlo (both sexes; TFR: women)."""
-    setting = NoiseSetting.of(setting)
-    b = _bands(bands, headline)
-    b = b[setting.mask(b)]
-    levels = sorted(set(b["level"]))
-    unit = HEADLINES[headline].unit
-    has_mc = "mc_n" in b and b["mc_n"].notna().any()
-    parts = []
-    for lev in levels:
-        g = b[b["level"] == lev]
-        row = pd.DataFrame({"region": _region_labels(g)})
-        if len(levels) > 1:
-            row["level"] = fmt_pct(lev, 3)
-        row[f"{HEADLINES[headline].label} ({unit})"] = fmt_fixed_column(g["value"], significant=4)
-        row["\u00b1 Poisson"] = fmt_fixed_column(g["half_pois"], significant=2)
-        row["\u00b1 noise"] = fmt_fixed_column(g["half_noise"], significant=2)
-        if (g["noise_model"] == "ptable").any():
-            row["bias"] = fmt_fixed_column(g["bias_noise"], significant=2)
-        dec = _decimals(g)
-        for comp, word in (("noise", "noise"), ("tot", "total")):
-            row[f"{word} from"] = fmt_fixed_column(g[f"lo_{comp}"], significant=dec)
-            row[f"{word} to"] = fmt_fixed_column(g[f"hi_{comp}"], significant=dec)
-            if has_mc:
-                row[f"MC {word} from"] = fmt_fixed_column(g[f"mc_lo_{comp}"], significant=dec)
-                row[f"MC {word} to"] = fmt_fixed_column(g[f"mc_hi_{comp}"], significant=dec)
-        parts.append(row)
-    shown = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    mc = ""
-    if has_mc:
-        n = int(b["mc_n"].dropna().iloc[0])
-        mc = (
-            f"; MC: the Monte Carlo quantiles (1 \u2212 level)/2 and (1 + level)/2 of {fmt_int(n)} replicate values "
-            "under noise alone and under noise and Poisson together"
-        )
-    sex = "women" if HEADLINES[headline].female_only else "both sexes"
-    return HtmlTable(
-        b.drop(columns=["data_status"], errors="ignore"),
-        shown,
-        caption=(
-            f"Error bands of {HEADLINES[headline].label} ({sex}) {setting.phrase}, {_levels_word(levels)}, in {unit}: "
-            f"half-widths z sd and the intervals from noise and in total (first order"
-            + (", centred on value + bias" if (b["noise_model"] == "ptable").any() else "")
-            + f"){mc}."
-        ),
     )
 
 

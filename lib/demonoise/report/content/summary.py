@@ -35,8 +35,6 @@ from demonoise.analysis.verdicts import (
     indicator_phrase,
     mc_summary,
     region_population,
-    regional_summary,
-    scalar_rows,
     short_name,
 )
 from demonoise.core.errors import ReportError
@@ -54,13 +52,10 @@ __all__ = [
     "HtmlTable",
     "StatusBox",
     "status_box",
-    "noise_note",
     "provenance_lines",
     "provenance_notes",
     "run_parameters",
-    "regions_overview",
     "scalar_table",
-    "sex_table",
     "age_profile_table",
     "flag_table",
     "fmt_fixed_column",
@@ -358,13 +353,6 @@ def status_box(
     return StatusBox(label, "modelled" in low or "demonstration" in low, tuple(lines))
 
 
-def noise_note(setting, granularity: str | None = None):
-    """One line under a setting's heading: the noise of this subsection."""
-    from IPython.display import Markdown
-
-    return Markdown(f"*{NoiseSetting.of(setting).words}.*")
-
-
 def run_parameters(
     df: pd.DataFrame, *, settings: Sequence, dataset: str, granularity: str, mc: int, seed: int | None = None
 ) -> HtmlTable:
@@ -430,37 +418,6 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
     )
 
 
-def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
-    """The cover's table: per region its population on 1 January, births and deaths, e0
-    (the region's worst sex, named) and TFR with the noise standard deviation and
-    admixture at ``V`` (TFR: women)."""
-    frame = regional_summary(df, V)
-    shown = pd.DataFrame(
-        {
-            "region": frame["region"] if len(frame) else [],
-            "population": [fmt_int(x) for x in frame.get("population", [])],
-            "deaths": [fmt_int(x) for x in frame.get("deaths", [])],
-            "births": [fmt_int(x) for x in frame.get("births", [])],
-            "e0 sex": [SEX_WORDS.get(x, x) for x in frame.get("e0_sex", [])],
-            "e0 (years)": fmt_fixed_column(frame.get("e0", []), significant=4),
-            "noise sd e0 (years)": fmt_fixed_column(frame.get("e0_sd_noise", [])),
-            "A e0 (%)": fmt_percent_column(frame.get("e0_A", [])),
-            "TFR (children per woman)": fmt_fixed_column(frame.get("tfr", []), significant=3),
-            "noise sd TFR (per 1 000 women)": fmt_fixed_column(
-                1000 * frame.get("tfr_sd_noise", pd.Series(dtype=float))
-            ),
-            "A TFR (%)": fmt_percent_column(frame.get("tfr_A", [])),
-        }
-    )
-    return HtmlTable(
-        frame,
-        shown,
-        caption=f"Regions {NoiseSetting.of(V).phrase}: population on 1 January, deaths (both sexes) and births, "
-        "life expectancy at birth of the sex with the largest admixture (worst of women, men and both sexes, named) "
-        "and TFR, with the noise standard deviation and the noise admixture A.",
-    )
-
-
 def scalar_table(
     df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None, digits: int = 4
 ) -> HtmlTable:
@@ -501,49 +458,6 @@ def scalar_table(
         + ". Flags (first order may be unreliable): sparse = more than half of the single-age cells rest on fewer "
         "than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error.",
         flagged=(d["flag"] != "").tolist(),
-    )
-
-
-def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 0) -> HtmlTable:
-    """Women and men side by side: value, relative noise uncertainty and admixture per region."""
-    parts = {}
-    for s in ("F", "M"):
-        d = scalar_rows(df, V, indicator, sex=s, age=age)
-        parts[s] = d.set_index("region")
-    if any(p.empty for p in parts.values()):
-        return HtmlTable(pd.DataFrame(), pd.DataFrame(), caption="(no sex-specific rows)")
-    order = parts["F"].index.tolist()
-    f, m = parts["F"].loc[order], parts["M"].loc[order]
-    frame = pd.DataFrame(
-        {
-            "region": f["label"].to_numpy(),
-            "value_F": f["value"].to_numpy(),
-            "rel_noise_F": f["rel_noise"].to_numpy(),
-            "A_F": f["admixture"].to_numpy(),
-            "small_F": f["small_count"].to_numpy(),
-            "value_M": m["value"].to_numpy(),
-            "rel_noise_M": m["rel_noise"].to_numpy(),
-            "A_M": m["admixture"].to_numpy(),
-            "small_M": m["small_count"].to_numpy(),
-        }
-    )
-    shown = pd.DataFrame(
-        {
-            "region": frame["region"],
-            f"women ({INDICATOR_UNITS.get(indicator, '')})": fmt_fixed_column(frame["value_F"], significant=4),
-            "rel. noise, women (%)": fmt_percent_column(frame["rel_noise_F"]),
-            "A, women (%)": fmt_percent_column(frame["A_F"]),
-            f"men ({INDICATOR_UNITS.get(indicator, '')})": fmt_fixed_column(frame["value_M"], significant=4),
-            "rel. noise, men (%)": fmt_percent_column(frame["rel_noise_M"]),
-            "A, men (%)": fmt_percent_column(frame["A_M"]),
-        }
-    )
-    return HtmlTable(
-        frame,
-        shown,
-        caption=f"{indicator_phrase(indicator, age, 'F').split(',')[0]} of women and men {NoiseSetting.of(V).phrase}: "
-        "relative noise uncertainty and noise admixture A.",
-        flagged=(frame["small_F"] | frame["small_M"]).tolist(),
     )
 
 
