@@ -49,13 +49,15 @@ from demonoise.analysis.stored import country_results, read_decision, read_once
 from demonoise.analysis.verdicts import region_label
 from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
+from demonoise.report.content import typstsrc
+from demonoise.report.content.notebook import Shown, data_bundle
 from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
 from demonoise.report.content.theme import admixture_column, admixture_text
 
 __all__ = [
     "MEASURE_LABELS",
     "load_decision",
-    "ClassLegend",
+    "class_legend",
     "decision_view",
     "sex_view",
     "vmax_view",
@@ -126,25 +128,16 @@ KEEP_ROWS = 16
 
 
 # ===================================================================== the legend
-class ClassLegend:
+def class_legend() -> Shown:
     """The colours of the admixture classes, shown above the decision table."""
-
-    @staticmethod
-    def _items() -> list[tuple[str, str]]:
-        return [(c.label, c.colour) for c in ADMIXTURE_CLASSES] + [("not defined (no events)", NO_DATA_COLOUR)]
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content import typstsrc
-
-        typst = typstsrc.call("dn-legend", [(label, typstsrc.colour(c)) for label, c in self._items()])
-        return {"text/html": self._repr_html_(), typstsrc.TYPST_MIME: typst}
-
-    def _repr_html_(self) -> str:
-        esc = _html.escape
-        items = "".join(
-            f'<span class="dn-swatch" style="background:{c}"></span>{esc(label)}' for label, c in self._items()
-        )
-        return f'<p class="dn-legend"><strong>Noise admixture A:</strong> {items}</p>'
+    items = [(c.label, c.colour) for c in ADMIXTURE_CLASSES] + [("not defined (no events)", NO_DATA_COLOUR)]
+    html = "".join(f'<span class="dn-swatch" style="background:{c}"></span>{_html.escape(t)}' for t, c in items)
+    return Shown(
+        {
+            "text/html": f'<p class="dn-legend"><strong>Noise admixture A:</strong> {html}</p>',
+            typstsrc.TYPST_MIME: typstsrc.call("dn-legend", [(t, typstsrc.colour(c)) for t, c in items]),
+        }
+    )
 
 
 def _class_colour(key: str) -> str:
@@ -308,61 +301,35 @@ def recommended_text(rep, family: str = "generic") -> str:
     return f"{r['V_shown']} ({who})" if r["range_status"] == "within" else str(r["V_shown"])
 
 
-class _MainPoints:
-    def __init__(self, sentences: Sequence[str], notes: Sequence[str]):
-        self.sentences, self.notes = list(sentences), list(notes)
-
-    def _repr_html_(self) -> str:
-        items = "".join(f"<li>{_html.escape(s)}</li>" for s in self.sentences)
-        notes = "".join(f'<p class="dn-table-note">Note: {_html.escape(n)}</p>' for n in self.notes)
-        return f'<ul class="dn-main-points">{items}</ul>{notes}'
-
-    def _repr_markdown_(self) -> str:
-        return "\n".join(f"- {s}" for s in self.sentences) + "".join(f"\n\n*Note: {n}*" for n in self.notes)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content import typstsrc
-
-        return {
-            "text/html": self._repr_html_(),
-            "text/markdown": self._repr_markdown_(),
-            typstsrc.TYPST_MIME: typstsrc.call("dn-points", self.sentences, self.notes),
-        }
-
-
-def main_points(rep) -> _MainPoints:
+def main_points(rep) -> Shown:
     """The sentences of the main points (:func:`demonoise.analysis.decision.main_points`) and
     the notes of the decision report (shown when there are any)."""
-    return _MainPoints(rep.main_points.sentences, rep.notes)
+    said, notes = list(rep.main_points.sentences), list(rep.notes)
+    items = "".join(f"<li>{_html.escape(s)}</li>" for s in said)
+    html_notes = "".join(f'<p class="dn-table-note">Note: {_html.escape(n)}</p>' for n in notes)
+    return Shown(
+        {
+            "text/html": f'<ul class="dn-main-points">{items}</ul>{html_notes}',
+            "text/markdown": "\n".join(f"- {s}" for s in said) + "".join(f"\n\n*Note: {n}*" for n in notes),
+            typstsrc.TYPST_MIME: typstsrc.call("dn-points", said, notes),
+        }
+    )
 
 
-class DecisionText:
-    """The decision text of a report (:func:`demonoise.analysis.decision.decision_text`): a
-    paragraph a methodologist can paste, set apart under the main points."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def _repr_html_(self) -> str:
-        return f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(self.text)}</p>'
-
-    def _repr_markdown_(self) -> str:
-        return f"**Decision text.** {self.text}"
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content import typstsrc
-
-        typst = (
-            "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
-            f"[*Decision text.* {typstsrc.markup(self.text)}]"
-        )
-        return {"text/html": self._repr_html_(), "text/markdown": self._repr_markdown_(), typstsrc.TYPST_MIME: typst}
-
-
-def decision_text(rep) -> DecisionText | None:
-    """The decision report's decision text (``None`` when it has none: tables stored by an
-    older version)."""
-    return DecisionText(rep.decision_text) if rep.decision_text else None
+def decision_text(rep) -> Shown | None:
+    """The decision text (:func:`demonoise.analysis.decision.decision_text`), a paragraph a
+    methodologist can paste, set apart under the main points; ``None`` when there is none."""
+    if not rep.decision_text:
+        return None
+    text = rep.decision_text
+    return Shown(
+        {
+            "text/html": f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(text)}</p>',
+            "text/markdown": f"**Decision text.** {text}",
+            typstsrc.TYPST_MIME: "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
+            f"[*Decision text.* {typstsrc.markup(text)}]",
+        }
+    )
 
 
 # ==================================================================== error bands
@@ -808,18 +775,8 @@ def index_columns(rep) -> dict[str, Any]:
 
 
 # ======================================================================== CSV files
-class _DataFiles:
-    def __init__(self, files: Mapping[str, pd.DataFrame]):
-        self.files = dict(files)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content.notebook import data_bundle
-
-        return data_bundle(self.files)
-
-
-def data_files(rep) -> _DataFiles:
+def data_files(rep) -> Shown:
     """Every table of the decision report (and the column dictionary with their units) as a
     CSV file of its own name next to the report (``decision.csv``, ``calibration.csv`` with
     the columns of ``demonoise calibrate``, ``error_bands.csv``, ...); shows nothing."""
-    return _DataFiles(rep.tables())
+    return Shown(data_bundle(rep.tables()))

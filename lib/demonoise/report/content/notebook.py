@@ -39,6 +39,7 @@ __all__ = [
     "TYPST_MIME",
     "DATA_MIME",
     "data_bundle",
+    "Shown",
     "table_bundle",
     "setup_notebook",
     "chart_bundle",
@@ -218,6 +219,16 @@ def data_bundle(files: Mapping[str, Any]) -> dict:
         for k, v in files.items()
     }
     return {DATA_MIME: {"files": csv}, "text/plain": f"<Data: {', '.join(csv)}>"}
+
+
+class Shown:
+    """A display object whose mime bundle is given (HTML, Typst, Markdown, data files)."""
+
+    def __init__(self, bundle: Mapping[str, Any]):
+        self.bundle = dict(bundle)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return dict(self.bundle)
 
 
 def _renderer(spec: dict, **metadata: Any) -> dict[str, Any]:
