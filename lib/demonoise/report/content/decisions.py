@@ -1,30 +1,12 @@
 """The decision view of a country report, as report tables: what the summary notebook and
-the chapters show of :func:`demonoise.analysis.decision.decision_report`.
+the chapters show of :func:`demonoise.analysis.decision.decision_report` (the decision
+table, the largest V, the main points and decision text, error bands, cells on few events,
+generic model against p-table, calibration, the index's cells and the CSV files).
 
 Nothing is computed here beyond choosing rows and formatting: every number comes from the
-tables of the decision module (computed once per country by the batch, read back with
-:func:`load_decision`), so that the decision table, the index and the CSV files state the
-same figures.
-
-* :func:`decision_view` -- the decision table: rows the country and its NUTS 2 regions
-  with their population on 1 January; for each setting the admixture of e0, e65, the TFR
-  and the median admixture of the ASFR and ASMR, the worst sex named, each cell coloured
-  by its class (:data:`demonoise.core.vocabulary.ADMIXTURE_CLASSES`);
-* :func:`vmax_view` -- per region the largest ``V`` keeping the admixture of e0 and of
-  the TFR at or below each threshold, ``"> range"`` beyond the range searched;
-* :func:`main_points` -- the two or three sentences, and the notes;
-* :func:`bands_summary` -- error bands in the indicator's units
-  (Poisson, noise, total; a p-table centred on its bias; Monte Carlo quantiles beside);
-* :func:`small_cells_view` -- the one count of cells resting on few events (women, men,
-  both sexes), the same sentence as the flags tables;
-* :func:`comparison_view`, :func:`reasons`, :func:`ptable_noise_view`, :func:`bias_view`
-  -- generic model against p-table, region by region;
-* :func:`calibration_view` -- the calibration chapter;
-* :func:`index_columns` -- the index page's cells of a country;
-* :func:`data_files` -- every table as a named CSV next to the report.
-
-A country that is a single NUTS 2 region (LU, MT) shows that region only
-(:func:`one_region`).
+decision module's tables (read back with :func:`load_decision`), so that the decision table,
+the index and the CSV files state the same figures. A country that is a single NUTS 2
+region (LU, MT) shows that region only (:func:`~demonoise.analysis.decision.one_region`).
 """
 
 from __future__ import annotations

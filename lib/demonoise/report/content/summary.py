@@ -466,8 +466,7 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = 
     median admixture over the ages with events for women, men and both sexes (ASFR:
     women), and for ``sex`` (default: both sexes; ASFR: women) the median relative total
     uncertainty and the largest admixture (at which age), overall and among cells with at
-    least 10 events. The counts of small cells are in :func:`sparse_regions`' table (they do
-    not depend on the setting)."""
+    least 10 events (the counts of small cells: :func:`~.decisions.small_cells_view`)."""
     sex = "F" if indicator == "asfr" else (sex or "T")
     d = at(df, V, indicator)
     d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
@@ -681,12 +680,10 @@ def flag_table(
     limit: int = 25,
     settings: Sequence | None = None,
 ) -> HtmlTable:
-    """Where the first-order result is unreliable, for one indicator: sparse regions (more
-    than :data:`SPARSE_SHARE` of the age cells rest on fewer than 10 events, stated with the
-    counts and denominators of :func:`demonoise.analysis.decision.small_cell_text`; they do
-    not depend on the setting) and cells whose Monte Carlo sd disagrees with the analytic
-    one (``z_flag``) at ``V`` -- or, with ``settings``, at every setting (a ``setting``
-    column). At most ``limit`` rows are shown (the note says how many there are)."""
+    """Where the first-order result is unreliable, for one indicator
+    (:func:`demonoise.analysis.verdicts.flag_rows`): sparse regions and cells whose Monte Carlo
+    sd disagrees with the analytic one at ``V`` -- or, with ``settings``, at every setting. At
+    most ``limit`` rows are shown (the note says how many there are)."""
     every = settings is not None
     frame = flag_rows(df, V, indicator, ages=ages, settings=settings)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
