@@ -1,21 +1,8 @@
-"""The one visual language of every output: an Altair theme, the colours of the vocabulary,
-number formats and log-axis ticks.
-
-* :data:`THEME` (``"demonoise"``), registered with ``alt.theme.register`` and enabled by
-  :func:`demonoise.report.content.notebook.setup_notebook`: font, left-anchored titles, the noise
-  settings' palette (:data:`demonoise.core.vocabulary.SETTING_PALETTE`) as the categorical
-  range, quiet axes.
-* Colours: a noise setting has the colour of its *position in the batch*
-  (:func:`setting_colours`), Poisson :data:`~demonoise.core.vocabulary.POISSON_COLOUR`, the
-  total :data:`~demonoise.core.vocabulary.TOTAL_COLOUR`; a region keeps its colour across the
-  charts of a report (:func:`region_colours`: by the region's rank in the country, which is
-  the same in every notebook of the report).
-* Numbers: one thousands separator everywhere, the narrow no-break space of SI style
-  (:data:`THOUSANDS`), in tables (:mod:`.summary`) and in charts (:data:`FORMAT_LOCALE`,
-  passed to vl-convert); fixed decimals per table column (:func:`column_decimals`); an
-  admixture coloured by its class printed with enough decimals to fall in that class
-  (:func:`admixture_column`, :func:`admixture_text`).
-* Log axes carry 1-2-5 ticks (:func:`log_ticks`).
+"""The one visual language of every output: the ``demonoise`` Altair theme (:data:`THEME`),
+the colours of the vocabulary (a setting by its position in the batch, :func:`setting_colours`;
+a region by its rank in the country, :func:`region_colours`), number formats (the SI
+thousands separator :data:`THOUSANDS` in tables and charts, fixed decimals per column,
+admixtures printed with enough decimals to stay in their class) and 1-2-5 log-axis ticks.
 """
 
 from __future__ import annotations
