@@ -28,7 +28,7 @@ from demonoise.analysis.decision import (
 )
 from demonoise.analysis.settings import NoiseSetting, settings_in
 from demonoise.analysis.stored import country_results, read_decision, read_once
-from demonoise.analysis.verdicts import region_label
+from demonoise.analysis.verdicts import flagged_rows, region_label
 from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
 from demonoise.report.content import typstsrc
@@ -381,14 +381,11 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     p-table's bias beside -- and the Monte Carlo quantiles of the noise interval where the
     batch ran one, with the flags of the first-order result (both sexes; TFR: women).
 
-    ``df`` is the results table of the report (relative uncertainties, flags,
-    :func:`demonoise.report.content.summary.scalar_table`), ``bands`` the decision report's error
+    ``df`` is the results table of the report (relative uncertainties, flags:
+    :func:`demonoise.analysis.verdicts.flagged_rows`), ``bands`` the decision report's error
     bands (:func:`demonoise.analysis.decision.error_bands`)."""
-    from demonoise.report.content.summary import scalar_table
-
     hl = HEADLINES[headline]
-    base = scalar_table(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
-    d = base.frame
+    d = flagged_rows(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
     b = _bands(bands, headline)
     b = b[NoiseSetting.of(setting).mask(b)]
     level = float(b["level"].min()) if len(b) else 0.95
@@ -445,7 +442,7 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
                 else ""
             )
         ),
-        flagged=base.flagged,
+        flagged=(d["flag"] != "").tolist(),
     )
 
 

@@ -31,18 +31,14 @@ from demonoise.analysis.verdicts import (
     at,
     drop_duplicate_country,
     flag_rows,
-    flagged_rows,
-    indicator_phrase,
     mc_summary,
     region_population,
-    short_name,
 )
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
 from demonoise.core.vocabulary import (
     EVENT_WORDS,
     GRANULARITY_WORDS,
-    INDICATOR_UNITS,
     SEX_WORDS,
 )
 from demonoise.report.content.notebook import record_shown
@@ -55,7 +51,6 @@ __all__ = [
     "provenance_lines",
     "provenance_notes",
     "run_parameters",
-    "scalar_table",
     "age_profile_table",
     "flag_table",
     "fmt_fixed_column",
@@ -415,49 +410,6 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
         frame.drop(columns=["note"]),
         caption=f"Data provenance (Source: {source_of(provenance or {})}); how each table was made is said under it",
         note=notes if rows else "No provenance details were passed.",
-    )
-
-
-def scalar_table(
-    df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None, digits: int = 4
-) -> HtmlTable:
-    """One row per region: value, Poisson / noise / total sd, relative uncertainties,
-    admixture, Monte Carlo sd (if run) and flags, for ``e`` at ``age`` or ``tfr``."""
-    d = flagged_rows(df, V, indicator, sex=sex, age=age)
-    unit = INDICATOR_UNITS.get(indicator, "")
-    scale, sd_unit = (1000.0, "per 1 000 women") if indicator == "tfr" else (1.0, unit)
-    shown = pd.DataFrame(
-        {
-            "region": d["label"],
-            "population": [fmt_int(x) for x in d["population"]],
-            "events": [fmt_int(x) for x in d["events"]],
-            f"{short_name(indicator, age)} ({unit})": fmt_fixed_column(d["value"], significant=digits),
-            "\u03b4 Poisson (%)": fmt_percent_column(d["rel_pois"]),
-            "\u03b4 noise (%)": fmt_percent_column(d["rel_noise"]),
-            "\u03b4 total (%)": fmt_percent_column(d["rel_tot"]),
-            "A (%)": fmt_percent_column(d["admixture"]),
-            f"noise sd ({sd_unit})": fmt_fixed_column(scale * d["sd_noise"]),
-        }
-    )
-    if "mc_sd_tot" in d and d["mc_sd_tot"].notna().any():
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = d["mc_sd_tot"].to_numpy(float) / d["sd_tot"].to_numpy(float)
-        shown["MC / analytic sd"] = [fmt_fixed(x, 2) for x in ratio]
-    shown["flags"] = d["flag"].to_numpy()
-    what = indicator_phrase(indicator, age, sex)
-    return HtmlTable(
-        d,
-        shown,
-        caption=f"{what.capitalize()} {NoiseSetting.of(V).phrase}"
-        + (f" (value and sd in {unit})" if unit else "")
-        + (
-            ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise "
-            "standard deviation"
-        )
-        + (", and the Monte Carlo total sd over the analytic one" if "MC / analytic sd" in shown else "")
-        + ". Flags (first order may be unreliable): sparse = more than half of the single-age cells rest on fewer "
-        "than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error.",
-        flagged=(d["flag"] != "").tolist(),
     )
 
 
