@@ -531,13 +531,9 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     """Region by region, the noise sd of e0, e65 and the TFR under the generic model at
     the p-table's nominal V against the p-table's own, and their ratio (e0, e65: both
     sexes; TFR: women; the TFR's sd per 1 000 women)."""
-    cmp = _comparison(rep, ptable)
-    sel = in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
-    regions = sel.drop_duplicates("region")
-    shown = pd.DataFrame({"region": _region_labels(regions)})
+    cmp, sel, shown, per = _headline_rows(rep, ptable)
     groups: list[tuple] = [("", 1, "")]
-    for h in sel["headline"].drop_duplicates().tolist():
-        g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
+    for h, g in per.items():
         scale, unit = _SD_SCALE[h]
         shown[f"generic \u00b7{h}"] = fmt_fixed_column(scale * g["sd_generic"], significant=2)
         shown[f"p-table \u00b7{h}"] = fmt_fixed_column(scale * g["sd_ptable"], significant=2)
@@ -556,8 +552,14 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     )
 
 
-def _comparison(rep, ptable: str | None) -> pd.DataFrame:
-    return ptable_rows(rep.ptable_comparison, ptable)
+def _headline_rows(rep, ptable: str | None):
+    """The p-table comparison (``cmp``), its rows of e0, e65 (both sexes) and the TFR (women)
+    in the report's order, the table's region column and those rows by headline."""
+    cmp = ptable_rows(rep.ptable_comparison, ptable)
+    sel = in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
+    regions = sel.drop_duplicates("region")["region"]
+    per = {h: sel[sel["headline"] == h].set_index("region").reindex(regions) for h in sel["headline"].unique()}
+    return cmp, sel, pd.DataFrame({"region": _region_labels(sel.drop_duplicates("region"))}), per
 
 
 def reasons(rep, ptable: str | None = None) -> HtmlTable:
@@ -567,7 +569,7 @@ def reasons(rep, ptable: str | None = None) -> HtmlTable:
     model and under the p-table, counts from the table's last class on -- with the p-table's
     variance there; from :func:`demonoise.analysis.decision.ptable_comparison` (its
     ``reason`` column says the same in words)."""
-    cmp = one_region(_comparison(rep, ptable))
+    cmp = one_region(ptable_rows(rep.ptable_comparison, ptable))
     cmp = cmp[np.isfinite(cmp["ratio"])]
     if cmp.empty:
         return HtmlTable(cmp, cmp, empty="No noised cell behind the indicators: nothing to compare.")
@@ -636,12 +638,8 @@ def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = Non
     """Each indicator's first-order bias under the p-table, per region, and as a share of
     its noise sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table
     -- the median over ages of the relative bias of the ASFR and ASMR."""
-    cmp = _comparison(rep, ptable)
-    sel = in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
-    regions = sel.drop_duplicates("region")
-    shown = pd.DataFrame({"region": _region_labels(regions)})
-    for h in sel["headline"].drop_duplicates().tolist():
-        g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
+    _, sel, shown, per = _headline_rows(rep, ptable)
+    for h, g in per.items():
         label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
         shown[f"{HEADLINES[h].label} bias ({label})"] = values
         shown[f"{HEADLINES[h].label}: bias / sd (%)"] = fmt_percent_column(g["bias_ptable"] / g["sd_ptable"])
@@ -650,7 +648,7 @@ def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = Non
             med = median_relative_bias(results, ind, ptable)
             if med is not None:
                 shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
-                    med.reindex(regions["region"]).to_numpy()
+                    med.reindex(sel["region"].drop_duplicates()).to_numpy()
                 )
     return HtmlTable(
         sel.drop(columns=["data_status"], errors="ignore"),
