@@ -361,14 +361,12 @@ def uncertainty_vs_population(
     d["people"] = d["population"] if "population" in d else d["exposure"]
     d["region_label"] = _region_label(d)
     order = settings or d["setting"].drop_duplicates().tolist()
-    colours = setting_colours(order)
     first = d[d["setting"] == order[0]] if (d["setting"] == order[0]).any() else d.drop_duplicates("region")
     noise = d.assign(rel=100.0 * d[column], series="noise, " + d["setting"])
     pois = first.assign(rel=100.0 * first["rel_pois"], series="Poisson")
     long = pd.concat([pois, noise], ignore_index=True)
     long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["people"] > 0)]
-    domain = ["Poisson"] + [f"noise, {s}" for s in order]
-    rng = [POISSON_COLOUR] + [colours[s] for s in order]
+    domain, rng = _series(order, "noise, ", ("Poisson", POISSON_COLOUR))
     x = alt.X(
         "people:Q",
         title=x_title,
@@ -439,6 +437,14 @@ def uncertainty_vs_population(
 
 def _settings_order(df: pd.DataFrame, settings) -> list[str]:
     return list(settings) if settings else df["setting"].drop_duplicates().tolist()
+
+
+def _series(order_s: list[str], prefix: str, *lead: tuple[str, str]) -> tuple[list[str], list[str]]:
+    """Legend entries and colours: ``lead`` (label, colour) pairs, then ``prefix`` + each
+    setting in its colour (:func:`~demonoise.report.content.theme.setting_colours`)."""
+    colours = setting_colours(order_s)
+    pairs = [*lead, *((f"{prefix}{s}", colours[s]) for s in order_s)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 # Two settings can give the same line (the p-table v01 has a noise variance close to 1, so
@@ -529,8 +535,6 @@ def uncertainty_by_age_settings(
     *,
     settings=None,
     title: str = "",
-    columns: int | None = None,
-    log: bool = True,
     max_panels: int = 9,
 ):
     """Relative uncertainty (%) by age, one panel per region: Poisson (blue) and the noise
@@ -542,7 +546,6 @@ def uncertainty_by_age_settings(
     drawn (the admixture chart beside it shows every region). A series lying on an earlier
     one (:func:`coinciding`) is dashed over it, in the legend too, and the subtitle says so."""
     order_s = _settings_order(df, settings)
-    colours = setting_colours(order_s)
     df, cut = _panels(df, max_panels)
     d = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
     keep = [c for c in ("region", "region_name", "sex", "age", "age_group", "events", "small_count") if c in d]
@@ -552,17 +555,16 @@ def uncertainty_by_age_settings(
     long = pd.concat([pois, noise], ignore_index=True)
     long = long[np.isfinite(long["rel"]) & (long["rel"] > 0)]
     long["region_label"] = _region_label(long)
-    domain = ["Poisson"] + [f"noise, {s}" for s in order_s]
-    rng = [POISSON_COLOUR] + [colours[s] for s in order_s]
+    domain, rng = _series(order_s, "noise, ", ("Poisson", POISSON_COLOUR))
     order = _order_by_population(df[df["setting"] == order_s[0]])
     ncol, w, h = _facet_layout(len(order))
-    scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
-    axis = alt.Axis(format="~g", values=log_ticks(long["rel"], most=6), gridOpacity=0.6) if log else alt.Axis()
-    over = coinciding(long, series="series", value="rel", keys=["region_label", "age"], order=domain, height=h, log=log)
+    axis = alt.Axis(format="~g", values=log_ticks(long["rel"], most=6), gridOpacity=0.6)
+    keys = ["region_label", "age"]
+    over = coinciding(long, series="series", value="rel", keys=keys, order=domain, height=h, log=True)
     legend = alt.Legend(title=None, orient="top", symbolType="stroke", symbolStrokeWidth=2)
     base = alt.Chart(long).encode(
         x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
-        y=alt.Y("rel:Q", title=None, scale=scale, axis=axis),
+        y=alt.Y("rel:Q", title=None, scale=alt.Scale(type="log"), axis=axis),
         color=alt.Color("series:N", scale=alt.Scale(domain=domain, range=rng), legend=legend),
     )
     lines = base.mark_line(strokeWidth=1.1).encode(
@@ -581,7 +583,7 @@ def uncertainty_by_age_settings(
             facet=alt.Facet(
                 "region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, labelLimit=w + 40)
             ),
-            columns=columns or ncol,
+            columns=ncol,
         )
         .resolve_scale(y="shared")
         .properties(
@@ -678,7 +680,6 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
     ``value + bias +- 1.96 sd``: one bar each, side by side in the region's row, every one
     named in the legend. ``df``: one row per region and setting."""
     order_s = _settings_order(df, settings)
-    colours = setting_colours(order_s)
     d = _cols(df, "value", "sd_pois", "sd_tot", "bias_noise", "setting")
     d["region_label"] = _region_label(d)
     shift = d["bias_noise"].fillna(0.0) if "bias_noise" in d else 0.0
@@ -692,11 +693,11 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
     pois["hi"] = first["value"] + 1.96 * first["sd_pois"]
     bars = pd.concat([pois, tot], ignore_index=True)
     order = first.sort_values(["nuts_level", "exposure"], ascending=[True, False])["region_label"].tolist()
-    series = [POISSON_ALONE] + [f"Poisson and noise, {s}" for s in order_s]
+    series, rng = _series(order_s, "Poisson and noise, ", (POISSON_ALONE, POISSON_COLOUR))
     colour = alt.Color(
         "series:N",
         title="95 % intervals:",
-        scale=alt.Scale(domain=series, range=[POISSON_COLOUR, *(colours[s] for s in order_s)]),
+        scale=alt.Scale(domain=series, range=rng),
         legend=alt.Legend(orient="top", columns=2, labelLimit=260, symbolType="stroke", symbolStrokeWidth=3),
     )
     y = alt.Y(
@@ -801,7 +802,6 @@ def level_series_settings(
     subtitle, the panels having scales of their own. With more than ``max_panels``
     regions, the country, the largest region and the smallest ones are drawn."""
     order_s = _settings_order(df, settings)
-    colours = setting_colours(order_s)
     df, cut = _panels(df, max_panels)
     level = float(df["confidence"].iloc[0]) if "confidence" in df and len(df) else 0.95
     pct = f"{100 * level:g} %"
@@ -815,8 +815,7 @@ def level_series_settings(
     bars["region_label"] = _region_label(bars)
     vals = first[keep].assign(series="value")
     vals["region_label"] = _region_label(vals)
-    domain = ["value", f"Poisson, {pct}"] + [f"Poisson and noise, {s}" for s in order_s]
-    rng = [TOTAL_COLOUR, POISSON_COLOUR] + [colours[s] for s in order_s]
+    domain, rng = _series(order_s, "Poisson and noise, ", ("value", TOTAL_COLOUR), (f"Poisson, {pct}", POISSON_COLOUR))
     colour = alt.Color(
         "series:N", scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(title=None, orient="top")
     )

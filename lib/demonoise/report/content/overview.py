@@ -80,19 +80,14 @@ def outside_frame(
 
     ``codes`` restricts the answer to these regions (e.g. those of a dataset).
     """
-    from demonoise.io.geo import feature_bounds, nuts2_features
+    from demonoise.io.geo import nuts2_features
 
-    x0, y0, x1, y1 = frame
+    feats = nuts2_features(geojson=geojson)
+    drawn = {f["properties"]["NUTS_ID"] for f in _in_frame(feats, frame)}
     want = None if codes is None else set(codes)
-    out = []
-    for f in nuts2_features(geojson=geojson):
-        code = f["properties"]["NUTS_ID"]
-        if want is not None and code not in want:
-            continue
-        a, b, c, d = feature_bounds(f)
-        if c < x0 or a > x1 or d < y0 or b > y1:
-            out.append(code)
-    return sorted(out)
+    return sorted(
+        c for c in (f["properties"]["NUTS_ID"] for f in feats) if c not in drawn and (want is None or c in want)
+    )
 
 
 def drawn_codes(geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME) -> list[str]:

@@ -72,9 +72,7 @@ def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
 
 def fmt_percent_column(values, *, significant: int = 2) -> list[str]:
     """Proportions as per cent with one number of decimals for the column."""
-    return [
-        v if v == "\u2014" else v for v in fmt_fixed_column([100.0 * float(x) for x in values], significant=significant)
-    ]
+    return fmt_fixed_column([100.0 * float(x) for x in values], significant=significant)
 
 
 # ================================================================= selection
