@@ -48,7 +48,6 @@ __all__ = [
     "HtmlTable",
     "StatusBox",
     "status_box",
-    "provenance_lines",
     "provenance_notes",
     "run_parameters",
     "age_profile_table",
@@ -292,39 +291,18 @@ class StatusBox:
         )
 
 
-def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
-    """One line per table: ``"deaths: modelled -- Eurostat demo_r_mlifexp, ...; extracted unknown"``.
-
-    ``provenance`` maps a table name to ``status``, ``datasets``, ``extracted``,
-    ``source`` (what :func:`demonoise.report.document.cover.provenance_dict` passes).
-    """
-    out = []
-    for table, p in (provenance or {}).items():
-        if not p:
-            continue
-        codes = ", ".join(p.get("datasets", ()) or ())
-        out.append(
-            f"{table}: {p.get('status', '?')} \u2014 {p.get('source', 'Eurostat')} {codes}; "
-            f"extraction date {p.get('extracted') or 'unknown'}"
-        )
-    return out
-
-
 def status_box(
     df_or_label,
     details: Sequence[str] = (),
     *,
-    setting=None,
     granularity: str | None = None,
-    provenance: Mapping[str, Any] | None = None,
     implications: str = "",
 ) -> StatusBox:
     """The data-status box of a results table (its ``data_status`` column) or a label.
 
     A label mentioning "modelled" or "demonstration" is shown as modelled data. With
-    ``setting`` a line states the noise; with ``granularity`` how cells are published; with
-    ``provenance`` one line per table gives its Eurostat dataset codes and extraction date;
-    ``implications`` (what the data can't say) closes the box.
+    ``granularity`` a line says how cells are published; ``implications`` (what the data
+    can't say) closes the box.
     """
     from demonoise.core.counts import DATA_STATUS_SEP
 
@@ -334,12 +312,8 @@ def status_box(
     else:
         label = str(df_or_label).split(DATA_STATUS_SEP)[0]
     lines = list(details)
-    g = GRANULARITY_WORDS.get(granularity or "", granularity or "")
-    if setting is not None:
-        lines.append(NoiseSetting.of(setting).words + (f"; cells published by {g}" if g else ""))
-    elif g:
-        lines.append(f"Cells published by {g}")
-    lines += provenance_lines(provenance)
+    if granularity:
+        lines.append(f"Cells published by {GRANULARITY_WORDS.get(granularity, granularity)}")
     if implications:
         lines.append(f"What these data can't say: {implications}")
     low = label.lower()
