@@ -485,25 +485,15 @@ def _decimals(g: pd.DataFrame) -> int:
 
 
 # ==================================================================== small cells
-def small_cells_view(cells: pd.DataFrame, indicator: str | None = None) -> HtmlTable:
+def small_cells_view(cells: pd.DataFrame) -> HtmlTable:
     """Cells resting on few events: per region, of its age cells (every published age, the
     unknown age spread), how many hold fewer than 10 events, for women (F), men (M) and
     both sexes (T) -- deaths -- and women -- births. The flags tables print the same
     counts (:func:`demonoise.analysis.decision.small_cell_text`)."""
     c = one_region(cells)
-    if indicator is not None:
-        c = c[c["indicator"] == indicator]
     regions = c.drop_duplicates("region")
     shown = pd.DataFrame({"region": _region_labels(regions)})
-    if indicator == "asfr":  # one sex: every count of its cells
-        g = c.set_index("region").reindex(regions["region"])
-        shown["age cells"] = [fmt_int(x) for x in g["age_cells"]]
-        shown["with births"] = [fmt_int(x) for x in g["age_cells_with_events"]]
-        shown["< 10 births"] = [
-            f"{int(k)} ({fmt_pct(k / n)})" for k, n in zip(g["age_cells_under_10_events"], g["age_cells"], strict=True)
-        ]
-        shown["none"] = [fmt_int(x) for x in g["age_cells_without_events"]]
-    for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"]) and indicator != "asfr"]:
+    for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"])]:
         word = "deaths" if ind == "asmr" else "births"
         for s in ("F", "M", "T"):
             g = c[(c["indicator"] == ind) & (c["sex"] == s)].set_index("region").reindex(regions["region"])
