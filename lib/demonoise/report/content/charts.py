@@ -20,13 +20,11 @@ from demonoise.core.vocabulary import (
     INDICATOR_TITLES,
     NO_DATA_COLOUR,
     POISSON_COLOUR,
-    SETTING_PALETTE,
     TOTAL_COLOUR,
 )
-from demonoise.report.content.theme import component_colours, log_ticks, region_colours, setting_colours
+from demonoise.report.content.theme import log_ticks, region_colours, setting_colours
 
 __all__ = [
-    "COMPONENT_COLOURS",
     "MAX_LINES",
     "value_by_age",
     "mc_check",
@@ -34,8 +32,6 @@ __all__ = [
     "level_series_settings",
 ]
 
-#: One colour per uncertainty component (noise: the first setting's; each chart takes its own).
-COMPONENT_COLOURS = component_colours(SETTING_PALETTE[0])
 #: Above this many regions, one line per region is unreadable: charts switch to a
 #: heatmap (admixture) or highlight the country and the smallest region (values).
 MAX_LINES = 7

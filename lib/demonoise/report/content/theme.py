@@ -14,8 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from demonoise.core.vocabulary import (
-    NO_DATA_COLOUR,
-    POISSON_COLOUR,
     SETTING_PALETTE,
     TOTAL_COLOUR,
     admixture_decimals,
@@ -29,7 +27,6 @@ __all__ = [
     "REGION_PALETTE",
     "register_theme",
     "setting_colours",
-    "component_colours",
     "region_colours",
     "log_ticks",
     "column_decimals",
@@ -119,17 +116,9 @@ def setting_colours(labels: Sequence[str]) -> dict[str, str]:
     return {lab: SETTING_PALETTE[i % len(SETTING_PALETTE)] for i, lab in enumerate(labels)}
 
 
-def component_colours(noise_colour: str) -> dict[str, str]:
-    """Poisson, noise (the setting's colour) and total, for the uncertainty charts."""
-    return {"Poisson": POISSON_COLOUR, "noise": noise_colour, "total": TOTAL_COLOUR}
-
-
 def region_colours(labels: Iterable[str]) -> dict[str, str]:
     """Colour of each region label, by rank (pass them in the report's region order)."""
     return {lab: REGION_PALETTE[i % len(REGION_PALETTE)] for i, lab in enumerate(labels)}
-
-
-NO_DATA = NO_DATA_COLOUR
 
 
 def log_ticks(values, *, most: int = 9) -> list[float]:
