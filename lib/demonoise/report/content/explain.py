@@ -68,9 +68,12 @@ def ordered_settings(df: pd.DataFrame) -> list[NoiseSetting]:
     """The noise settings of a results table (or of :func:`~demonoise.analysis.whatif.sensitivity`
     rows) in the reports' order: the generic model's V's ascending, then the p-tables in
     order of appearance."""
-    sets = settings_in(df)
-    generic = sorted((s for s in sets if s.is_generic), key=lambda s: s.V)
-    return generic + [s for s in sets if not s.is_generic]
+    return _in_order(settings_in(df))
+
+
+def _in_order(sets: Sequence[NoiseSetting]) -> list[NoiseSetting]:
+    """The generic model's V's ascending, then the p-tables in the order given."""
+    return sorted(sets, key=lambda s: (0, s.V) if s.is_generic else (1, 0.0))
 
 
 def _setting_of_label(label: str) -> NoiseSetting:
@@ -78,10 +81,6 @@ def _setting_of_label(label: str) -> NoiseSetting:
     if label.startswith("V = "):
         return NoiseSetting.generic(float(label[4:]))
     return NoiseSetting("ptable", float("nan"), label.removeprefix("p-table "))
-
-
-def _setting_rank(s: NoiseSetting) -> tuple:
-    return (0, s.V, "") if s.is_generic else (1, 0.0, "")
 
 
 def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
@@ -176,7 +175,7 @@ def sensitivity_chart(
     ylog = alt.Scale(type="log", nice=False, padding=10)
     if colours is None:
         labels = d["noise"].drop_duplicates().tolist()
-        colours = colours_of(sorted((_setting_of_label(x) for x in labels), key=_setting_rank))
+        colours = colours_of(_in_order([_setting_of_label(x) for x in labels]))
     colour = alt.Color(
         "noise:N",
         title="noise",
