@@ -477,7 +477,6 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
 
 
 # ============================================================ display helpers
-_PCT = ("rel_", "admixture", "A_")
 _NAMES = {
     "rel_noise_median": "noise sd, median (%)",
     "rel_noise_max": "noise sd, max (%)",
