@@ -115,7 +115,7 @@ def _specs(lu) -> list[str]:
 
 
 def test_charts_use_the_vocabulary_colours(lu):
-    from demonoise.analysis.verdicts import across_settings, at
+    from demonoise.analysis.verdicts import across_settings
     from demonoise.report.content import charts
     from demonoise.report.content.summary import load_results
 
@@ -127,11 +127,11 @@ def test_charts_use_the_vocabulary_colours(lu):
     )
     df = load_results(res, dataset="ess-2023", country="LU", setting={"V": 5})
     # the noise line of each setting has the setting's colour, Poisson its own
-    for i, s in enumerate(({"V": 1}, {"V": 5}, {"ptable": "v01"})):
-        spec = charts.uncertainty_by_age(at(df, s, "e", sex="T"), noise_colour=SETTING_PALETTE[i]).to_dict()
-        scale = spec["spec"]["layer"][0]["encoding"]["color"]["scale"]
-        assert dict(zip(scale["domain"], scale["range"], strict=True)) == {
-            "Poisson": POISSON_COLOUR, "noise": SETTING_PALETTE[i], "total": "#222222"}  # fmt: skip
+    labels = ["V = 1", "V = 5", "p-table v01"]
+    spec = charts.uncertainty_by_age_settings(across_settings(df, "e", nuts_level=None), settings=labels).to_dict()
+    scale = spec["spec"]["layer"][0]["encoding"]["color"]["scale"]
+    noise = {f"noise, {s}": c for s, c in zip(labels, SETTING_PALETTE, strict=False)}
+    assert dict(zip(scale["domain"], scale["range"], strict=True)) == {"Poisson": POISSON_COLOUR, **noise}
     spec = charts.uncertainty_vs_population(
         across_settings(df, "e", age=0), settings=["V = 1", "V = 5", "p-table v01"]
     ).to_dict()

@@ -58,7 +58,7 @@ def test_sparse_regions_and_flags():
         "may be unreliable in 1 region where more than half of the single-age cells rest on fewer than 10 events: XX03"
         in str(v)
     )
-    table = S.scalar_table(frame(), 1.0, "e", age=0)
+    table = _e0_table(frame())
     flagged = dict(zip(table.frame.region, table.flagged, strict=True))
     assert flagged == {"XX": False, "XX01": False, "XX02": False, "XX03": True}
     html = table.to_html()
@@ -72,37 +72,46 @@ def test_sparse_regions_and_flags():
     assert len(sparse) == 1 and sparse[0].startswith("3 of 4 age cells (75 %) rest on fewer than 10 deaths")
 
 
+def _e0_table(df):
+    """The e0 table of a chapter (decisions.indicator_table) at V = 1, its 95 % half-widths
+    z sd made here from the frame's sds."""
+    from demonoise.report.content.decisions import indicator_table
+
+    e0 = df[(df["indicator"] == "e") & (df["age"] == 0) & (df["sex"] == "T")]
+    z = 1.959963984540054
+    bands = e0[["region", "nuts_level", "noise_model", "V", "ptable", "value"]].assign(
+        headline="e0", sex="T", level=0.95, z=z, half_pois=z * e0["sd_pois"], half_noise=z * e0["sd_noise"],
+        half_tot=z * e0["sd_tot"], lo_noise=e0["value"] - z * e0["sd_noise"], hi_noise=e0["value"] + z * e0["sd_noise"],
+        bias_noise=0.0,
+    )  # fmt: skip
+    return indicator_table(df, bands, 1.0, "e0")
+
+
 def test_tables_and_status_box():
-    t = S.regions_overview(frame(), 1.0)
-    assert t.frame.region.tolist() == ["XX Testland", "XX01 Big", "XX02 Middle", "XX03 Tiny"]
-    assert "<table" in t.to_html() and t.shown["A e0 (%)"].tolist()[-1] == "100.0"  # units in the header
+    t = _e0_table(frame())
+    assert t.shown["region"].tolist() == ["XX Testland", "XX01 Big", "XX02 Middle", "XX03 Tiny"]
+    assert "<table" in t.to_html() and {"\u00b1 N", "e0", "A (%)"} <= set(t.shown)
+    # the half-widths are z sd of the frame's own sds: 1.96 sqrt(Var_pois) in the region XX03
+    xx03 = t.frame.set_index("region").loc["XX03"]
+    assert xx03["half_pois"] == pytest.approx(1.959963984540054 * math.sqrt(xx03["var_pois"]))
     # one number of decimals per numeric column, one thousands separator (narrow space)
-    for col in ("e0 (years)", "noise sd e0 (years)", "A e0 (%)", "TFR (children per woman)"):
+    for col in t.shown.columns[1:-1]:
         decimals = {len(v.split(".")[1]) if "." in v else 0 for v in t.shown[col] if v != "\u2014"}
         assert len(decimals) == 1, (col, t.shown[col].tolist())
-    assert t.shown["population"].tolist()[1] == "2\u202f000\u202f000"
-    st = S.scalar_table(frame(), 1.0, "e", age=0)
-    assert "noise sd (years)" in st.shown and "e0 (years)" in st.shown and "A (%)" in st.shown
-    for col in st.shown.columns[3:-1]:
-        decimals = {len(v.split(".")[1]) if "." in v else 0 for v in st.shown[col] if v != "\u2014"}
-        assert len(decimals) == 1, (col, st.shown[col].tolist())
+    assert t.shown["deaths"].tolist() == ["30\u202f000", "20\u202f000", "9\u202f000", "1\u202f000"]
     bundle = t._repr_mimebundle_()
     assert bundle["text/html"] == t.to_html() and bundle[TABLE_MIME]["caption"] == t.caption
-    assert bundle[TABLE_MIME]["csv"].splitlines()[0].startswith("region,")
+    header = bundle[TABLE_MIME]["csv"].splitlines()[0].split(",")
+    assert {"region", "admixture", "half_pois", "half_noise"} <= set(header)
     empty = S.HtmlTable(pd.DataFrame(), pd.DataFrame(), caption="c", empty="Nothing to flag.")
     assert "<table" not in empty.to_html() and "Nothing to flag." in empty.to_html()
-    box = S.status_box(frame(), setting=5.0, granularity="single")
+    box = S.status_box(frame(), granularity="single")
     assert box.modelled
     html = box._repr_html_()
     assert "demonstration data: invented for a test" in html and "dn-status-modelled" in html
-    assert "variance V = 5 (sd 2.24)" in html
+    assert "Cells published by single ages" in html
     real = S.status_box("population and deaths real (Eurostat)")
     assert not real.modelled and "dn-status-real" in real._repr_html_()
-    prov = {"deaths": {"status": "real", "datasets": ["demo_r_magec"], "extracted": "unknown", "source": "Eurostat"}}
-    assert (
-        "deaths: real \u2014 Eurostat demo_r_magec; extraction date unknown"
-        in S.status_box("x", provenance=prov)._repr_html_()
-    )
 
 
 def test_load_results_checks_the_table(tmp_path):

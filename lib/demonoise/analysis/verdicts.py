@@ -74,7 +74,6 @@ __all__ = [
     "age_verdict",
     "index_metrics",
     "across_settings",
-    "regional_summary",
     "flagged_rows",
     "flag_rows",
     "plural",
@@ -748,32 +747,6 @@ def across_settings(
     out = df[m].copy()
     out["setting"] = setting_labels(out)
     return out
-
-
-def regional_summary(df: pd.DataFrame, V) -> pd.DataFrame:
-    """Per region (the country first, then the NUTS 2 regions by falling population): its
-    population on 1 January, deaths (both sexes) and births, e0 of the region's worst
-    sex (``e0_sex``, :func:`scalar_rows` with ``sex=None``) and the TFR with their noise sd
-    and admixture at ``V`` (``region`` the label; nan where the table has no TFR)."""
-    e0 = scalar_rows(df, V, "e", sex=None, age=0)
-    both = scalar_rows(df, V, "e", sex="T", age=0).set_index("region")
-    tfr = scalar_rows(df, V, "tfr").set_index("region")
-    of = lambda col: e0["region"].map(tfr[col]).astype(float).to_numpy()  # noqa: E731
-    return pd.DataFrame(
-        {
-            "region": e0["label"].to_numpy(),
-            "population": e0["population"].to_numpy(),
-            "deaths": e0["region"].map(both["events"]).astype(float).to_numpy(),
-            "births": of("events"),
-            "e0_sex": e0["sex"].to_numpy() if "sex" in e0 else [],
-            "e0": e0["value"].to_numpy(),
-            "e0_sd_noise": e0["sd_noise"].to_numpy(),
-            "e0_A": e0["admixture"].to_numpy(),
-            "tfr": of("value"),
-            "tfr_sd_noise": of("sd_noise"),
-            "tfr_A": of("admixture"),
-        }
-    )
 
 
 def flagged_rows(df: pd.DataFrame, V, indicator: str, *, sex: str = "T", age: float | None = None) -> pd.DataFrame:

@@ -171,21 +171,9 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
             row[f"sig {st.label}"] = _WORD[s["verdict"]]
             fill += ["", _LOST_COLOUR if s["verdict"] == "lost" else ""]
             frame.append(
-                {
-                    "region": code,
-                    "sex": sex,
-                    "headline": headline,
-                    "setting": st.key,
-                    "value_from": r["value_from"],
-                    "value_to": r["value_to"],
-                    "change": r["change"],
-                    "sd_poisson": s["sd_poisson"],
-                    "sd_noise": s["sd_noise"],
-                    "sd_total": s["sd_total"],
-                    "z_poisson": s["z_poisson"],
-                    "z_total": s["z_total"],
-                    "verdict": s["verdict"],
-                }
+                {"region": code, "sex": sex, "headline": headline, "setting": st.key}
+                | r[["value_from", "value_to", "change"]].to_dict()
+                | s[["sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total", "verdict"]].to_dict()
             )
         rows.append(row)
         fills.append(fill)
@@ -227,15 +215,8 @@ def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> 
             s = g[st.mask(g)].iloc[0]
             row += [fmt_fixed(s["mdc_total"], k), _signed(100 * (s["mdc_ratio"] - 1), 1) + " %"]
             frame.append(
-                {
-                    "region": code,
-                    "sex": sex,
-                    "headline": headline,
-                    "setting": st.key,
-                    "mdc_poisson": s["mdc_poisson"],
-                    "mdc_total": s["mdc_total"],
-                    "mdc_ratio": s["mdc_ratio"],
-                }
+                {"region": code, "sex": sex, "headline": headline, "setting": st.key}
+                | s[["mdc_poisson", "mdc_total", "mdc_ratio"]].to_dict()
             )
         rows.append(row)
     shown = pd.DataFrame(rows, columns=["region", "MDC", *[c for _ in sets for c in ("MDC", "wider by")]])

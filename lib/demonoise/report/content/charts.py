@@ -20,28 +20,18 @@ from demonoise.core.vocabulary import (
     INDICATOR_TITLES,
     NO_DATA_COLOUR,
     POISSON_COLOUR,
-    SETTING_PALETTE,
     TOTAL_COLOUR,
 )
-from demonoise.report.content.theme import component_colours, log_ticks, region_colours, setting_colours
+from demonoise.report.content.theme import log_ticks, region_colours, setting_colours
 
 __all__ = [
-    "COMPONENT_COLOURS",
     "MAX_LINES",
-    "uncertainty_by_age",
-    "admixture_by_age",
-    "admixture_heatmap",
-    "admixture_chart",
     "value_by_age",
-    "regional_intervals",
     "mc_check",
     "uncertainty_vs_population",
     "level_series_settings",
 ]
 
-#: One colour per uncertainty component (noise: the first setting's; each chart takes its own).
-COMPONENT_COLOURS = component_colours(SETTING_PALETTE[0])
-_COMPONENTS = [("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total")]
 #: Above this many regions, one line per region is unreadable: charts switch to a
 #: heatmap (admixture) or highlight the country and the smallest region (values).
 MAX_LINES = 7
@@ -79,20 +69,6 @@ def _cols(df: pd.DataFrame, *extra: str) -> pd.DataFrame:
     return df[keep].copy()
 
 
-def _long_components(df: pd.DataFrame) -> pd.DataFrame:
-    keep = ["region", "region_name", "sex", "age", "age_group", "events", "small_count"]
-    keep = [c for c in keep if c in df]
-    parts = []
-    for col, label in _COMPONENTS:
-        p = df[keep].copy()
-        p["component"] = label
-        p["rel"] = 100.0 * df[col].to_numpy()
-        parts.append(p)
-    out = pd.concat(parts, ignore_index=True)
-    out["region_label"] = _region_label(out)
-    return out
-
-
 def _facet_layout(n: int) -> tuple[int, int, int]:
     """(columns, panel width, panel height) for ``n`` facets: the whole grid stays
     within a report column (~ 820 px) and panels stay readable with 28 regions."""
@@ -105,68 +81,6 @@ def _facet_layout(n: int) -> tuple[int, int, int]:
     if n <= 16:
         return 4, 150, 85
     return 6, 100, 62
-
-
-def uncertainty_by_age(
-    df: pd.DataFrame,
-    *,
-    title: str = "",
-    columns: int | None = None,
-    width: int | None = None,
-    height: int | None = None,
-    log: bool = True,
-    noise_colour: str = SETTING_PALETTE[0],
-):
-    """Relative uncertainty (Poisson, noise, total; %) by age, one panel per region.
-
-    ``df``: rows of one indicator, one sex, one noise setting. Cells flagged
-    ``small_count`` (first order unreliable) are drawn as open circles. Panels are
-    ordered by falling population (country first); their number of columns and size
-    adapt to the number of regions unless given.
-    """
-    d = _long_components(df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)])
-    order = _order_by_population(df)
-    ncol, w, h = _facet_layout(len(order))
-    columns, width, height = columns or ncol, width or w, height or h
-    scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
-    comps = component_colours(noise_colour)
-    colour = alt.Color(
-        "component:N",
-        scale=alt.Scale(domain=list(comps), range=list(comps.values())),
-        legend=alt.Legend(title=None, orient="top"),
-    )
-    axis = alt.Axis(format="~g", values=log_ticks(d["rel"], most=6), gridOpacity=0.6) if log else alt.Axis(format="~g")
-    base = alt.Chart(d).encode(
-        x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
-        y=alt.Y("rel:Q", title=None, scale=scale, axis=axis),
-        color=colour,
-        tooltip=["region_label:N", "age_group:N", "component:N", alt.Tooltip("rel:Q", format=".3g"), "events:Q"],
-    )
-    lines = base.mark_line(strokeWidth=1.2).encode(
-        strokeDash=alt.StrokeDash(
-            "component:N", scale=alt.Scale(domain=list(comps), range=[[1, 0], [1, 0], [4, 2]]), legend=None
-        )
-    )
-    small = base.transform_filter("datum.small_count && datum.component == 'total'").mark_point(
-        size=12, filled=False, opacity=0.7
-    )
-    return (
-        alt.layer(lines, small, data=d)
-        .properties(width=width, height=height)
-        .facet(
-            facet=alt.Facet(
-                "region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, labelLimit=width + 40)
-            ),
-            columns=columns,
-        )
-        .resolve_scale(y="shared")
-        .properties(
-            title=_title(
-                title,
-                "relative uncertainty in % (log scale); open circles: fewer than 10 events (first order unreliable)",
-            )
-        )
-    )
 
 
 def _title(text, subtitle: str | None = None):
@@ -202,44 +116,6 @@ def _region_scale(df: pd.DataFrame) -> alt.Scale:
     order = _order_by_population(df)
     colours = region_colours(order)
     return alt.Scale(domain=order, range=[colours[o] for o in order])
-
-
-def admixture_by_age(df: pd.DataFrame, *, title: str = "", width: int = 500, height: int = 240):
-    """Noise admixture (%) by age, one line per region (log scale, 1-2-5 ticks), with the
-    10 % and 41 % reference lines labelled in the right margin (never under a data line)."""
-    d = _cols(df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)], "admixture")
-    d["A"] = 100.0 * d["admixture"]
-    d["region_label"] = _region_label(d)
-    y = alt.Y(
-        "A:Q",
-        title="noise admixture A (%)",
-        scale=alt.Scale(type="log"),
-        axis=alt.Axis(format="~g", values=log_ticks(pd.concat([d["A"], _ADMIX_REF["A"]]))),
-    )
-    lines = (
-        alt.Chart(d)
-        .mark_line(strokeWidth=1.2)
-        .encode(
-            x=alt.X("age:Q", title="age"),
-            y=y,
-            color=alt.Color(
-                "region_label:N",
-                title="region",
-                scale=_region_scale(df),
-                legend=alt.Legend(orient="bottom", columns=2, labelLimit=220),
-            ),
-            tooltip=["region_label:N", "age_group:N", alt.Tooltip("A:Q", format=".3g"), "events:Q"],
-        )
-    )
-    ref = alt.Chart(_ADMIX_REF).mark_rule(strokeDash=[4, 3], color="#888").encode(y="A:Q")
-    ref_text = (
-        alt.Chart(_ADMIX_REF)
-        .mark_text(align="left", dx=4, fontSize=9, color="#555")
-        .encode(y="A:Q", x=alt.value(width), text="label:N")
-    )
-    return alt.layer(lines, ref, ref_text).properties(
-        width=width, height=height, title=title or "", padding={"right": 120}
-    )
 
 
 def _runs(d: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -305,55 +181,6 @@ def _class_rects(runs: pd.DataFrame, y):
             ),
         )
     )
-
-
-def admixture_heatmap(df: pd.DataFrame, *, title: str = "", width: int = 600):
-    """Noise admixture by age and region as a heatmap (rows: regions by falling
-    population, country first; columns: ages). Colour classes < 10 %, 10-41 %,
-    41-100 % (noise at least as large as Poisson) and > 100 %, grey where there are no
-    events (no Poisson variance: A undefined); a black line runs through the cells with
-    fewer than 10 events (first order unreliable there). Readable with 40 regions.
-
-    Consecutive ages of a region in the same class are drawn as one rectangle (and
-    consecutive small cells as one line): the same picture with a tenth of the SVG
-    elements, which keeps reports of countries with many regions light to print.
-    """
-    d = _admixture_classes(df)
-    order = _order_by_population(df)
-    row = max(11, min(22, int(420 / max(len(order), 1))))
-    y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=10))
-    rect = _class_rects(_runs(d, "A_class"), y).encode(
-        tooltip=[
-            "region_label:N",
-            "age:Q",
-            "age_end:Q",
-            "A_class:N",
-            alt.Tooltip("A_min:Q", format=".3g"),
-            alt.Tooltip("A_max:Q", format=".3g"),
-        ],
-    )
-    d["small"] = d["small_count"].astype(bool) & np.isfinite(d["A"])
-    small = _runs(d, "small")
-    small = small[small["small"].astype(bool)]
-    lines = (
-        alt.Chart(small)
-        .mark_rule(color="#222222", strokeWidth=1.2, opacity=0.75)
-        .encode(x="age:Q", x2="age_end:Q", y=y)
-    )
-    return alt.layer(rect, lines).properties(
-        width=width,
-        height=row * len(order),
-        title=_title(title, "black line: fewer than 10 events (first order unreliable)"),
-    )
-
-
-def admixture_chart(df: pd.DataFrame, *, title: str = "", max_lines: int = MAX_LINES):
-    """Noise admixture by age: one line per region (:func:`admixture_by_age`) for up
-    to ``max_lines`` regions, a heatmap (:func:`admixture_heatmap`) beyond."""
-    n = df["region"].nunique()
-    if n <= max_lines:
-        return admixture_by_age(df, title=title)
-    return admixture_heatmap(df, title=title)
 
 
 def value_by_age(
@@ -437,45 +264,6 @@ def value_by_age(
             tooltip=tip,
         )
         .properties(width=width, height=height, title=title or "")
-    )
-
-
-def regional_intervals(df: pd.DataFrame, *, title: str = "", x_title: str = "", width: int = 420):
-    """One row per region: the value with 95 % intervals from Poisson alone and in total
-    (Poisson + noise), ``value +- 1.96 sd``."""
-    d = _cols(df, "value", "sd_pois", "sd_tot")
-    d["region_label"] = _region_label(d)
-    for col, name in (("sd_pois", "pois"), ("sd_tot", "tot")):
-        d[f"lo_{name}"] = d["value"] - 1.96 * d[col]
-        d[f"hi_{name}"] = d["value"] + 1.96 * d[col]
-    order = d.sort_values("exposure", ascending=False)["region_label"].tolist()
-    y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
-    tot = (
-        alt.Chart(d)
-        .mark_rule(color=TOTAL_COLOUR, strokeWidth=5, opacity=0.25)
-        .encode(y=y, x=alt.X("lo_tot:Q", title=x_title or "value", scale=alt.Scale(zero=False)), x2="hi_tot:Q")
-    )
-    pois = alt.Chart(d).mark_rule(color=POISSON_COLOUR, strokeWidth=2).encode(y=y, x="lo_pois:Q", x2="hi_pois:Q")
-    pt = (
-        alt.Chart(d)
-        .mark_point(filled=True, color="black", size=25)
-        .encode(
-            y=y,
-            x="value:Q",
-            tooltip=[
-                "region_label:N",
-                alt.Tooltip("value:Q", format=".4g"),
-                alt.Tooltip("sd_pois:Q", format=".3g"),
-                alt.Tooltip("sd_tot:Q", format=".3g"),
-            ],
-        )
-    )
-    return alt.layer(tot, pois, pt).properties(
-        width=width,
-        height=max(60, 18 * len(order)),
-        title=_title(
-            title, "dot: value; blue line: 95 % interval from Poisson alone; grey band: Poisson and noise together"
-        ),
     )
 
 
@@ -569,14 +357,12 @@ def uncertainty_vs_population(
     d["people"] = d["population"] if "population" in d else d["exposure"]
     d["region_label"] = _region_label(d)
     order = settings or d["setting"].drop_duplicates().tolist()
-    colours = setting_colours(order)
     first = d[d["setting"] == order[0]] if (d["setting"] == order[0]).any() else d.drop_duplicates("region")
     noise = d.assign(rel=100.0 * d[column], series="noise, " + d["setting"])
     pois = first.assign(rel=100.0 * first["rel_pois"], series="Poisson")
     long = pd.concat([pois, noise], ignore_index=True)
     long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["people"] > 0)]
-    domain = ["Poisson"] + [f"noise, {s}" for s in order]
-    rng = [POISSON_COLOUR] + [colours[s] for s in order]
+    domain, rng = _series(order, "noise, ", ("Poisson", POISSON_COLOUR))
     x = alt.X(
         "people:Q",
         title=x_title,
@@ -647,6 +433,14 @@ def uncertainty_vs_population(
 
 def _settings_order(df: pd.DataFrame, settings) -> list[str]:
     return list(settings) if settings else df["setting"].drop_duplicates().tolist()
+
+
+def _series(order_s: list[str], prefix: str, *lead: tuple[str, str]) -> tuple[list[str], list[str]]:
+    """Legend entries and colours: ``lead`` (label, colour) pairs, then ``prefix`` + each
+    setting in its colour (:func:`~demonoise.report.content.theme.setting_colours`)."""
+    colours = setting_colours(order_s)
+    pairs = [*lead, *((f"{prefix}{s}", colours[s]) for s in order_s)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 # Two settings can give the same line (the p-table v01 has a noise variance close to 1, so
@@ -737,8 +531,6 @@ def uncertainty_by_age_settings(
     *,
     settings=None,
     title: str = "",
-    columns: int | None = None,
-    log: bool = True,
     max_panels: int = 9,
 ):
     """Relative uncertainty (%) by age, one panel per region: Poisson (blue) and the noise
@@ -750,7 +542,6 @@ def uncertainty_by_age_settings(
     drawn (the admixture chart beside it shows every region). A series lying on an earlier
     one (:func:`coinciding`) is dashed over it, in the legend too, and the subtitle says so."""
     order_s = _settings_order(df, settings)
-    colours = setting_colours(order_s)
     df, cut = _panels(df, max_panels)
     d = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
     keep = [c for c in ("region", "region_name", "sex", "age", "age_group", "events", "small_count") if c in d]
@@ -760,17 +551,16 @@ def uncertainty_by_age_settings(
     long = pd.concat([pois, noise], ignore_index=True)
     long = long[np.isfinite(long["rel"]) & (long["rel"] > 0)]
     long["region_label"] = _region_label(long)
-    domain = ["Poisson"] + [f"noise, {s}" for s in order_s]
-    rng = [POISSON_COLOUR] + [colours[s] for s in order_s]
+    domain, rng = _series(order_s, "noise, ", ("Poisson", POISSON_COLOUR))
     order = _order_by_population(df[df["setting"] == order_s[0]])
     ncol, w, h = _facet_layout(len(order))
-    scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
-    axis = alt.Axis(format="~g", values=log_ticks(long["rel"], most=6), gridOpacity=0.6) if log else alt.Axis()
-    over = coinciding(long, series="series", value="rel", keys=["region_label", "age"], order=domain, height=h, log=log)
+    axis = alt.Axis(format="~g", values=log_ticks(long["rel"], most=6), gridOpacity=0.6)
+    keys = ["region_label", "age"]
+    over = coinciding(long, series="series", value="rel", keys=keys, order=domain, height=h, log=True)
     legend = alt.Legend(title=None, orient="top", symbolType="stroke", symbolStrokeWidth=2)
     base = alt.Chart(long).encode(
         x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
-        y=alt.Y("rel:Q", title=None, scale=scale, axis=axis),
+        y=alt.Y("rel:Q", title=None, scale=alt.Scale(type="log"), axis=axis),
         color=alt.Color("series:N", scale=alt.Scale(domain=domain, range=rng), legend=legend),
     )
     lines = base.mark_line(strokeWidth=1.1).encode(
@@ -789,7 +579,7 @@ def uncertainty_by_age_settings(
             facet=alt.Facet(
                 "region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, labelLimit=w + 40)
             ),
-            columns=columns or ncol,
+            columns=ncol,
         )
         .resolve_scale(y="shared")
         .properties(
@@ -886,7 +676,6 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
     ``value + bias +- 1.96 sd``: one bar each, side by side in the region's row, every one
     named in the legend. ``df``: one row per region and setting."""
     order_s = _settings_order(df, settings)
-    colours = setting_colours(order_s)
     d = _cols(df, "value", "sd_pois", "sd_tot", "bias_noise", "setting")
     d["region_label"] = _region_label(d)
     shift = d["bias_noise"].fillna(0.0) if "bias_noise" in d else 0.0
@@ -900,11 +689,11 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
     pois["hi"] = first["value"] + 1.96 * first["sd_pois"]
     bars = pd.concat([pois, tot], ignore_index=True)
     order = first.sort_values(["nuts_level", "exposure"], ascending=[True, False])["region_label"].tolist()
-    series = [POISSON_ALONE] + [f"Poisson and noise, {s}" for s in order_s]
+    series, rng = _series(order_s, "Poisson and noise, ", (POISSON_ALONE, POISSON_COLOUR))
     colour = alt.Color(
         "series:N",
         title="95 % intervals:",
-        scale=alt.Scale(domain=series, range=[POISSON_COLOUR, *(colours[s] for s in order_s)]),
+        scale=alt.Scale(domain=series, range=rng),
         legend=alt.Legend(orient="top", columns=2, labelLimit=260, symbolType="stroke", symbolStrokeWidth=3),
     )
     y = alt.Y(
@@ -1009,7 +798,6 @@ def level_series_settings(
     subtitle, the panels having scales of their own. With more than ``max_panels``
     regions, the country, the largest region and the smallest ones are drawn."""
     order_s = _settings_order(df, settings)
-    colours = setting_colours(order_s)
     df, cut = _panels(df, max_panels)
     level = float(df["confidence"].iloc[0]) if "confidence" in df and len(df) else 0.95
     pct = f"{100 * level:g} %"
@@ -1023,8 +811,7 @@ def level_series_settings(
     bars["region_label"] = _region_label(bars)
     vals = first[keep].assign(series="value")
     vals["region_label"] = _region_label(vals)
-    domain = ["value", f"Poisson, {pct}"] + [f"Poisson and noise, {s}" for s in order_s]
-    rng = [TOTAL_COLOUR, POISSON_COLOUR] + [colours[s] for s in order_s]
+    domain, rng = _series(order_s, "Poisson and noise, ", ("value", TOTAL_COLOUR), (f"Poisson, {pct}", POISSON_COLOUR))
     colour = alt.Color(
         "series:N", scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(title=None, orient="top")
     )

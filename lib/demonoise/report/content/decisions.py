@@ -1,30 +1,12 @@
 """The decision view of a country report, as report tables: what the summary notebook and
-the chapters show of :func:`demonoise.analysis.decision.decision_report`.
+the chapters show of :func:`demonoise.analysis.decision.decision_report` (the decision
+table, the largest V, the main points and decision text, error bands, cells on few events,
+generic model against p-table, calibration, the index's cells and the CSV files).
 
 Nothing is computed here beyond choosing rows and formatting: every number comes from the
-tables of the decision module (computed once per country by the batch, read back with
-:func:`load_decision`), so that the decision table, the index and the CSV files state the
-same figures.
-
-* :func:`decision_view` -- the decision table: rows the country and its NUTS 2 regions
-  with their population on 1 January; for each setting the admixture of e0, e65, the TFR
-  and the median admixture of the ASFR and ASMR, the worst sex named, each cell coloured
-  by its class (:data:`demonoise.core.vocabulary.ADMIXTURE_CLASSES`);
-* :func:`vmax_view` -- per region the largest ``V`` keeping the admixture of e0 and of
-  the TFR at or below each threshold, ``"> range"`` beyond the range searched;
-* :func:`main_points` -- the two or three sentences, and the notes;
-* :func:`bands_summary`, :func:`bands_view` -- error bands in the indicator's units
-  (Poisson, noise, total; a p-table centred on its bias; Monte Carlo quantiles beside);
-* :func:`small_cells_view` -- the one count of cells resting on few events (women, men,
-  both sexes), the same sentence as the flags tables;
-* :func:`comparison_view`, :func:`reasons`, :func:`ptable_noise_view`, :func:`bias_view`
-  -- generic model against p-table, region by region;
-* :func:`calibration_view` -- the calibration chapter;
-* :func:`index_columns` -- the index page's cells of a country;
-* :func:`data_files` -- every table as a named CSV next to the report.
-
-A country that is a single NUTS 2 region (LU, MT) shows that region only
-(:func:`one_region`).
+decision module's tables (read back with :func:`load_decision`), so that the decision table,
+the index and the CSV files state the same figures. A country that is a single NUTS 2
+region (LU, MT) shows that region only (:func:`~demonoise.analysis.decision.one_region`).
 """
 
 from __future__ import annotations
@@ -46,23 +28,24 @@ from demonoise.analysis.decision import (
 )
 from demonoise.analysis.settings import NoiseSetting, settings_in
 from demonoise.analysis.stored import country_results, read_decision, read_once
-from demonoise.analysis.verdicts import region_label
+from demonoise.analysis.verdicts import flagged_rows, region_label
 from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
+from demonoise.report.content import typstsrc
+from demonoise.report.content.notebook import Shown, data_bundle
 from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
 from demonoise.report.content.theme import admixture_column, admixture_text
 
 __all__ = [
     "MEASURE_LABELS",
     "load_decision",
-    "ClassLegend",
+    "class_legend",
     "decision_view",
     "sex_view",
     "vmax_view",
     "recommended_text",
     "main_points",
     "bands_summary",
-    "bands_view",
     "indicator_table",
     "small_cells_view",
     "comparison_view",
@@ -76,8 +59,6 @@ __all__ = [
 
 #: How the decision table heads its measures.
 MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
-#: Scale and unit of a headline's numbers in tables (the TFR's sd per 1 000 women).
-_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1.0, "children per woman")}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
 _SEX_LETTER = {"F": "F", "M": "M", "T": "T", "": ""}
 
@@ -129,25 +110,16 @@ KEEP_ROWS = 16
 
 
 # ===================================================================== the legend
-class ClassLegend:
+def class_legend() -> Shown:
     """The colours of the admixture classes, shown above the decision table."""
-
-    @staticmethod
-    def _items() -> list[tuple[str, str]]:
-        return [(c.label, c.colour) for c in ADMIXTURE_CLASSES] + [("not defined (no events)", NO_DATA_COLOUR)]
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content import typstsrc
-
-        typst = typstsrc.call("dn-legend", [(label, typstsrc.colour(c)) for label, c in self._items()])
-        return {"text/html": self._repr_html_(), typstsrc.TYPST_MIME: typst}
-
-    def _repr_html_(self) -> str:
-        esc = _html.escape
-        items = "".join(
-            f'<span class="dn-swatch" style="background:{c}"></span>{esc(label)}' for label, c in self._items()
-        )
-        return f'<p class="dn-legend"><strong>Noise admixture A:</strong> {items}</p>'
+    items = [(c.label, c.colour) for c in ADMIXTURE_CLASSES] + [("not defined (no events)", NO_DATA_COLOUR)]
+    html = "".join(f'<span class="dn-swatch" style="background:{c}"></span>{_html.escape(t)}' for t, c in items)
+    return Shown(
+        {
+            "text/html": f'<p class="dn-legend"><strong>Noise admixture A:</strong> {html}</p>',
+            typstsrc.TYPST_MIME: typstsrc.call("dn-legend", [(t, typstsrc.colour(c)) for t, c in items]),
+        }
+    )
 
 
 def _class_colour(key: str) -> str:
@@ -311,61 +283,35 @@ def recommended_text(rep, family: str = "generic") -> str:
     return f"{r['V_shown']} ({who})" if r["range_status"] == "within" else str(r["V_shown"])
 
 
-class _MainPoints:
-    def __init__(self, sentences: Sequence[str], notes: Sequence[str]):
-        self.sentences, self.notes = list(sentences), list(notes)
-
-    def _repr_html_(self) -> str:
-        items = "".join(f"<li>{_html.escape(s)}</li>" for s in self.sentences)
-        notes = "".join(f'<p class="dn-table-note">Note: {_html.escape(n)}</p>' for n in self.notes)
-        return f'<ul class="dn-main-points">{items}</ul>{notes}'
-
-    def _repr_markdown_(self) -> str:
-        return "\n".join(f"- {s}" for s in self.sentences) + "".join(f"\n\n*Note: {n}*" for n in self.notes)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content import typstsrc
-
-        return {
-            "text/html": self._repr_html_(),
-            "text/markdown": self._repr_markdown_(),
-            typstsrc.TYPST_MIME: typstsrc.call("dn-points", self.sentences, self.notes),
-        }
-
-
-def main_points(rep) -> _MainPoints:
+def main_points(rep) -> Shown:
     """The sentences of the main points (:func:`demonoise.analysis.decision.main_points`) and
     the notes of the decision report (shown when there are any)."""
-    return _MainPoints(rep.main_points.sentences, rep.notes)
+    said, notes = list(rep.main_points.sentences), list(rep.notes)
+    items = "".join(f"<li>{_html.escape(s)}</li>" for s in said)
+    html_notes = "".join(f'<p class="dn-table-note">Note: {_html.escape(n)}</p>' for n in notes)
+    return Shown(
+        {
+            "text/html": f'<ul class="dn-main-points">{items}</ul>{html_notes}',
+            "text/markdown": "\n".join(f"- {s}" for s in said) + "".join(f"\n\n*Note: {n}*" for n in notes),
+            typstsrc.TYPST_MIME: typstsrc.call("dn-points", said, notes),
+        }
+    )
 
 
-class DecisionText:
-    """The decision text of a report (:func:`demonoise.analysis.decision.decision_text`): a
-    paragraph a methodologist can paste, set apart under the main points."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def _repr_html_(self) -> str:
-        return f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(self.text)}</p>'
-
-    def _repr_markdown_(self) -> str:
-        return f"**Decision text.** {self.text}"
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content import typstsrc
-
-        typst = (
-            "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
-            f"[*Decision text.* {typstsrc.markup(self.text)}]"
-        )
-        return {"text/html": self._repr_html_(), "text/markdown": self._repr_markdown_(), typstsrc.TYPST_MIME: typst}
-
-
-def decision_text(rep) -> DecisionText | None:
-    """The decision report's decision text (``None`` when it has none: tables stored by an
-    older version)."""
-    return DecisionText(rep.decision_text) if rep.decision_text else None
+def decision_text(rep) -> Shown | None:
+    """The decision text (:func:`demonoise.analysis.decision.decision_text`), a paragraph a
+    methodologist can paste, set apart under the main points; ``None`` when there is none."""
+    if not rep.decision_text:
+        return None
+    text = rep.decision_text
+    return Shown(
+        {
+            "text/html": f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(text)}</p>',
+            "text/markdown": f"**Decision text.** {text}",
+            typstsrc.TYPST_MIME: "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
+            f"[*Decision text.* {typstsrc.markup(text)}]",
+        }
+    )
 
 
 # ==================================================================== error bands
@@ -428,56 +374,6 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
     )
 
 
-def bands_view(bands: pd.DataFrame, headline: str, setting: str | Mapping) -> HtmlTable:
-    """The error bands of one setting (an indicator chapter's subsection): per region the
-    value, the analytic intervals from noise and in total, and beside them the Monte Carlo
-    quantiles of the same level where the batch ran a Monte Carlo (both sexes; TFR: women)."""
-    setting = NoiseSetting.of(setting)
-    b = _bands(bands, headline)
-    b = b[setting.mask(b)]
-    levels = sorted(set(b["level"]))
-    unit = HEADLINES[headline].unit
-    has_mc = "mc_n" in b and b["mc_n"].notna().any()
-    parts = []
-    for lev in levels:
-        g = b[b["level"] == lev]
-        row = pd.DataFrame({"region": _region_labels(g)})
-        if len(levels) > 1:
-            row["level"] = fmt_pct(lev, 3)
-        row[f"{HEADLINES[headline].label} ({unit})"] = fmt_fixed_column(g["value"], significant=4)
-        row["\u00b1 Poisson"] = fmt_fixed_column(g["half_pois"], significant=2)
-        row["\u00b1 noise"] = fmt_fixed_column(g["half_noise"], significant=2)
-        if (g["noise_model"] == "ptable").any():
-            row["bias"] = fmt_fixed_column(g["bias_noise"], significant=2)
-        dec = _decimals(g)
-        for comp, word in (("noise", "noise"), ("tot", "total")):
-            row[f"{word} from"] = fmt_fixed_column(g[f"lo_{comp}"], significant=dec)
-            row[f"{word} to"] = fmt_fixed_column(g[f"hi_{comp}"], significant=dec)
-            if has_mc:
-                row[f"MC {word} from"] = fmt_fixed_column(g[f"mc_lo_{comp}"], significant=dec)
-                row[f"MC {word} to"] = fmt_fixed_column(g[f"mc_hi_{comp}"], significant=dec)
-        parts.append(row)
-    shown = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    mc = ""
-    if has_mc:
-        n = int(b["mc_n"].dropna().iloc[0])
-        mc = (
-            f"; MC: the Monte Carlo quantiles (1 \u2212 level)/2 and (1 + level)/2 of {fmt_int(n)} replicate values "
-            "under noise alone and under noise and Poisson together"
-        )
-    sex = "women" if HEADLINES[headline].female_only else "both sexes"
-    return HtmlTable(
-        b.drop(columns=["data_status"], errors="ignore"),
-        shown,
-        caption=(
-            f"Error bands of {HEADLINES[headline].label} ({sex}) {setting.phrase}, {_levels_word(levels)}, in {unit}: "
-            f"half-widths z sd and the intervals from noise and in total (first order"
-            + (", centred on value + bias" if (b["noise_model"] == "ptable").any() else "")
-            + f"){mc}."
-        ),
-    )
-
-
 def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: str) -> HtmlTable:
     """One setting's table of a headline indicator (an indicator chapter's subsection): per
     region the events and the value, the relative uncertainties and the admixture, the
@@ -485,14 +381,11 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     p-table's bias beside -- and the Monte Carlo quantiles of the noise interval where the
     batch ran one, with the flags of the first-order result (both sexes; TFR: women).
 
-    ``df`` is the results table of the report (relative uncertainties, flags,
-    :func:`demonoise.report.content.summary.scalar_table`), ``bands`` the decision report's error
+    ``df`` is the results table of the report (relative uncertainties, flags:
+    :func:`demonoise.analysis.verdicts.flagged_rows`), ``bands`` the decision report's error
     bands (:func:`demonoise.analysis.decision.error_bands`)."""
-    from demonoise.report.content.summary import scalar_table
-
     hl = HEADLINES[headline]
-    base = scalar_table(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
-    d = base.frame
+    d = flagged_rows(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
     b = _bands(bands, headline)
     b = b[NoiseSetting.of(setting).mask(b)]
     level = float(b["level"].min()) if len(b) else 0.95
@@ -549,7 +442,7 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
                 else ""
             )
         ),
-        flagged=base.flagged,
+        flagged=(d["flag"] != "").tolist(),
     )
 
 
@@ -592,25 +485,15 @@ def _decimals(g: pd.DataFrame) -> int:
 
 
 # ==================================================================== small cells
-def small_cells_view(cells: pd.DataFrame, indicator: str | None = None) -> HtmlTable:
+def small_cells_view(cells: pd.DataFrame) -> HtmlTable:
     """Cells resting on few events: per region, of its age cells (every published age, the
     unknown age spread), how many hold fewer than 10 events, for women (F), men (M) and
     both sexes (T) -- deaths -- and women -- births. The flags tables print the same
     counts (:func:`demonoise.analysis.decision.small_cell_text`)."""
     c = one_region(cells)
-    if indicator is not None:
-        c = c[c["indicator"] == indicator]
     regions = c.drop_duplicates("region")
     shown = pd.DataFrame({"region": _region_labels(regions)})
-    if indicator == "asfr":  # one sex: every count of its cells
-        g = c.set_index("region").reindex(regions["region"])
-        shown["age cells"] = [fmt_int(x) for x in g["age_cells"]]
-        shown["with births"] = [fmt_int(x) for x in g["age_cells_with_events"]]
-        shown["< 10 births"] = [
-            f"{int(k)} ({fmt_pct(k / n)})" for k, n in zip(g["age_cells_under_10_events"], g["age_cells"], strict=True)
-        ]
-        shown["none"] = [fmt_int(x) for x in g["age_cells_without_events"]]
-    for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"]) and indicator != "asfr"]:
+    for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"])]:
         word = "deaths" if ind == "asmr" else "births"
         for s in ("F", "M", "T"):
             g = c[(c["indicator"] == ind) & (c["sex"] == s)].set_index("region").reindex(regions["region"])
@@ -638,13 +521,9 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     """Region by region, the noise sd of e0, e65 and the TFR under the generic model at
     the p-table's nominal V against the p-table's own, and their ratio (e0, e65: both
     sexes; TFR: women; the TFR's sd per 1 000 women)."""
-    cmp = _comparison(rep, ptable)
-    sel = in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
-    regions = sel.drop_duplicates("region")
-    shown = pd.DataFrame({"region": _region_labels(regions)})
+    cmp, sel, shown, per = _headline_rows(rep, ptable)
     groups: list[tuple] = [("", 1, "")]
-    for h in sel["headline"].drop_duplicates().tolist():
-        g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
+    for h, g in per.items():
         scale, unit = _SD_SCALE[h]
         shown[f"generic \u00b7{h}"] = fmt_fixed_column(scale * g["sd_generic"], significant=2)
         shown[f"p-table \u00b7{h}"] = fmt_fixed_column(scale * g["sd_ptable"], significant=2)
@@ -663,8 +542,14 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     )
 
 
-def _comparison(rep, ptable: str | None) -> pd.DataFrame:
-    return ptable_rows(rep.ptable_comparison, ptable)
+def _headline_rows(rep, ptable: str | None):
+    """The p-table comparison (``cmp``), its rows of e0, e65 (both sexes) and the TFR (women)
+    in the report's order, the table's region column and those rows by headline."""
+    cmp = ptable_rows(rep.ptable_comparison, ptable)
+    sel = in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
+    regions = sel.drop_duplicates("region")["region"]
+    per = {h: sel[sel["headline"] == h].set_index("region").reindex(regions) for h in sel["headline"].unique()}
+    return cmp, sel, pd.DataFrame({"region": _region_labels(sel.drop_duplicates("region"))}), per
 
 
 def reasons(rep, ptable: str | None = None) -> HtmlTable:
@@ -674,7 +559,7 @@ def reasons(rep, ptable: str | None = None) -> HtmlTable:
     model and under the p-table, counts from the table's last class on -- with the p-table's
     variance there; from :func:`demonoise.analysis.decision.ptable_comparison` (its
     ``reason`` column says the same in words)."""
-    cmp = one_region(_comparison(rep, ptable))
+    cmp = one_region(ptable_rows(rep.ptable_comparison, ptable))
     cmp = cmp[np.isfinite(cmp["ratio"])]
     if cmp.empty:
         return HtmlTable(cmp, cmp, empty="No noised cell behind the indicators: nothing to compare.")
@@ -743,12 +628,8 @@ def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = Non
     """Each indicator's first-order bias under the p-table, per region, and as a share of
     its noise sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table
     -- the median over ages of the relative bias of the ASFR and ASMR."""
-    cmp = _comparison(rep, ptable)
-    sel = in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
-    regions = sel.drop_duplicates("region")
-    shown = pd.DataFrame({"region": _region_labels(regions)})
-    for h in sel["headline"].drop_duplicates().tolist():
-        g = sel[sel["headline"] == h].set_index("region").reindex(regions["region"])
+    _, sel, shown, per = _headline_rows(rep, ptable)
+    for h, g in per.items():
         label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
         shown[f"{HEADLINES[h].label} bias ({label})"] = values
         shown[f"{HEADLINES[h].label}: bias / sd (%)"] = fmt_percent_column(g["bias_ptable"] / g["sd_ptable"])
@@ -757,7 +638,7 @@ def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = Non
             med = median_relative_bias(results, ind, ptable)
             if med is not None:
                 shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
-                    med.reindex(regions["region"]).to_numpy()
+                    med.reindex(sel["region"].drop_duplicates()).to_numpy()
                 )
     return HtmlTable(
         sel.drop(columns=["data_status"], errors="ignore"),
@@ -861,18 +742,8 @@ def index_columns(rep) -> dict[str, Any]:
 
 
 # ======================================================================== CSV files
-class _DataFiles:
-    def __init__(self, files: Mapping[str, pd.DataFrame]):
-        self.files = dict(files)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content.notebook import data_bundle
-
-        return data_bundle(self.files)
-
-
-def data_files(rep) -> _DataFiles:
+def data_files(rep) -> Shown:
     """Every table of the decision report (and the column dictionary with their units) as a
     CSV file of its own name next to the report (``decision.csv``, ``calibration.csv`` with
     the columns of ``demonoise calibrate``, ``error_bands.csv``, ...); shows nothing."""
-    return _DataFiles(rep.tables())
+    return Shown(data_bundle(rep.tables()))

@@ -4,7 +4,7 @@ collapsible solution blocks.
 Like :mod:`demonoise.report.content.charts`, every builder takes numbers the library has
 computed (a results table, :func:`demonoise.analysis.whatif.sensitivity`, the arrays of
 :mod:`demonoise.analysis.teaching`) and only draws them. Relative uncertainties are shown in per
-cent; the same component colours as the reports (:data:`~.charts.COMPONENT_COLOURS`).
+cent; Poisson in the reports' colour (:data:`~demonoise.core.vocabulary.POISSON_COLOUR`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pandas as pd
 
 from demonoise.analysis.settings import NoiseSetting, setting_labels, settings_in
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
-from demonoise.report.content.charts import COMPONENT_COLOURS
 from demonoise.report.content.theme import log_ticks, setting_colours
 
 __all__ = [
@@ -69,9 +68,12 @@ def ordered_settings(df: pd.DataFrame) -> list[NoiseSetting]:
     """The noise settings of a results table (or of :func:`~demonoise.analysis.whatif.sensitivity`
     rows) in the reports' order: the generic model's V's ascending, then the p-tables in
     order of appearance."""
-    sets = settings_in(df)
-    generic = sorted((s for s in sets if s.is_generic), key=lambda s: s.V)
-    return generic + [s for s in sets if not s.is_generic]
+    return _in_order(settings_in(df))
+
+
+def _in_order(sets: Sequence[NoiseSetting]) -> list[NoiseSetting]:
+    """The generic model's V's ascending, then the p-tables in the order given."""
+    return sorted(sets, key=lambda s: (0, s.V) if s.is_generic else (1, 0.0))
 
 
 def _setting_of_label(label: str) -> NoiseSetting:
@@ -79,10 +81,6 @@ def _setting_of_label(label: str) -> NoiseSetting:
     if label.startswith("V = "):
         return NoiseSetting.generic(float(label[4:]))
     return NoiseSetting("ptable", float("nan"), label.removeprefix("p-table "))
-
-
-def _setting_rank(s: NoiseSetting) -> tuple:
-    return (0, s.V, "") if s.is_generic else (1, 0.0, "")
 
 
 def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
@@ -177,7 +175,7 @@ def sensitivity_chart(
     ylog = alt.Scale(type="log", nice=False, padding=10)
     if colours is None:
         labels = d["noise"].drop_duplicates().tolist()
-        colours = colours_of(sorted((_setting_of_label(x) for x in labels), key=_setting_rank))
+        colours = colours_of(_in_order([_setting_of_label(x) for x in labels]))
     colour = alt.Color(
         "noise:N",
         title="noise",
@@ -197,12 +195,12 @@ def sensitivity_chart(
     )
     pois = (
         alt.Chart(d.drop_duplicates("scale"))
-        .mark_line(strokeDash=[5, 3], color=COMPONENT_COLOURS["Poisson"])
+        .mark_line(strokeDash=[5, 3], color=POISSON_COLOUR)
         .encode(x=x, y="rel_pois_pc:Q", tooltip=[alt.Tooltip("rel_pois_pc:Q", format=".3g", title="Poisson sd (%)")])
     )
     pois_text = (
         alt.Chart(d.sort_values("scale").head(1))
-        .mark_text(align="left", dx=4, dy=-8, fontSize=9, color=COMPONENT_COLOURS["Poisson"])
+        .mark_text(align="left", dx=4, dy=-8, fontSize=9, color=POISSON_COLOUR)
         .encode(x=x, y="rel_pois_pc:Q", text=alt.value("Poisson"))
     )
     left = alt.layer(pois, sd, pois_text).properties(width=width, height=height, title="noise sd and Poisson sd")
@@ -281,7 +279,7 @@ def variance_by_age_chart(
     height: int = 230,
 ):
     """Per-age terms of a variance sum (e.g. Poisson, noise at V = 1 and V = 5), log axis."""
-    colours = {"Poisson": COMPONENT_COLOURS["Poisson"]}
+    colours = {"Poisson": POISSON_COLOUR}
     rows = [pd.DataFrame({"age": ages, "component": k, "value": np.asarray(v, dtype=float)}) for k, v in terms.items()]
     d = pd.concat(rows, ignore_index=True)
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]

@@ -1,19 +1,8 @@
-"""Helpers that report notebooks call inside the kernel.
-
-A report notebook starts with::
-
-    import demonoise.report as dr
-    dr.setup_notebook()
-
-and publishes the numbers the batch should collect with::
-
-    dr.display_metrics({"e0_noise_sd": 0.031, "V": 1})   # in a cell tagged "metrics"
-
-:func:`setup_notebook` enables the ``"demonoise"`` Altair renderer: every chart is
-converted by vl-convert *in the kernel* into a static SVG, so that the executed
-notebook carries the picture itself and the rendered HTML/PDF needs no JavaScript and
-no network (Altair's default renderer loads Vega from a CDN; the ``"html"`` renderer
-with ``template="inline"`` breaks with two charts on one page).
+"""Helpers that report notebooks call inside the kernel: :func:`setup_notebook` (offline
+charts: the ``"demonoise"`` Altair renderer converts each chart to a static SVG with
+vl-convert in the kernel, so that the HTML and PDF need no JavaScript and no network),
+the mime bundles of charts, tables and data files, and :func:`display_metrics` (the
+numbers the batch collects, in a cell tagged ``metrics``).
 
 This module imports only Altair, vl-convert and pandas (lazily), so that importing
 :mod:`demonoise.report` in a kernel stays cheap.
@@ -39,6 +28,7 @@ __all__ = [
     "TYPST_MIME",
     "DATA_MIME",
     "data_bundle",
+    "Shown",
     "table_bundle",
     "setup_notebook",
     "chart_bundle",
@@ -218,6 +208,16 @@ def data_bundle(files: Mapping[str, Any]) -> dict:
         for k, v in files.items()
     }
     return {DATA_MIME: {"files": csv}, "text/plain": f"<Data: {', '.join(csv)}>"}
+
+
+class Shown:
+    """A display object whose mime bundle is given (HTML, Typst, Markdown, data files)."""
+
+    def __init__(self, bundle: Mapping[str, Any]):
+        self.bundle = dict(bundle)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return dict(self.bundle)
 
 
 def _renderer(spec: dict, **metadata: Any) -> dict[str, Any]:

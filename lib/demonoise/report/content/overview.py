@@ -1,33 +1,13 @@
-"""The Europe overview report: every NUTS 2 region of a dataset, the V's side by side.
+"""The Europe overview's charts and tables: every NUTS 2 region of a dataset, the settings
+side by side.
 
-What the overview shows (``notebooks/overview.ipynb`` calls the functions below; it
-computes nothing itself):
-
-* per indicator (e0, e65, TFR, and the median over ages of ASMR and ASFR): the
-  relative noise uncertainty and the noise admixture of every NUTS 2 region against
-  its population, log-log, one colour per V, with the Poisson uncertainty for
-  reference (:func:`indicator_rows`, :func:`population_scatter`);
-* a map of the e0 admixture by NUTS 2 region, one panel per V
-  (:func:`admixture_map`); the regions outside the map's frame (the outermost
-  regions ES70, FRY1-FRY5, PT20, PT30) are listed in a table (:func:`outside_frame`,
-  :func:`map_values`);
-* the effect of publishing 5-year instead of single-age cells: the ratio of the noise
-  sd of e0, e65 and the TFR between the two publications, per region
-  (:func:`granularity_effect`, :func:`granularity_summary`, :func:`granularity_chart`);
-* the most affected regions (:func:`most_affected`);
-* the calibration of V (:func:`calibration_table`, :func:`calibration_chart`, from
-  :func:`demonoise.uncertainty.calibration.calibrate`).
-
-Definitions (docs/design.md, "Admixture"): relative uncertainty ``delta = sd / value``;
-noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (10 %: noise adds a tenth
-to the statistical uncertainty; ``sqrt(2) - 1 = 41.4 %``: noise as large as Poisson).
-All tables keep the NUTS 2 rows (``nuts_level == 2``) of the generic noise model.
-
-:func:`render_overview` runs the whole thing: results from the store (computed once
-by the library), the notebook executed by papermill, ``overview.html`` (+ PDF). Its
-stages are public so that a batch runs the overview's notebook and renders its document
-with the countries' (:func:`overview_run` -> the notebook -> :func:`overview_document`
--> the rendering -> :func:`overview_result`). Presentation layer.
+``notebooks/overview.ipynb`` computes nothing itself: its tables come from
+:mod:`demonoise.analysis.overview` and are shown here -- the relative noise uncertainty and
+the admixture against population (:func:`population_scatter`), the map of the e0 admixture
+(:func:`admixture_map`; the outermost regions outside its frame listed, :func:`outside_frame`),
+the effect of 5-year groups (:func:`granularity_chart`), the calibration of V
+(:func:`calibration_chart`) and the tables (:func:`display_table`). Definitions
+(docs/design.md, "Admixture"): ``delta = sd / value``, ``A = sqrt(1 + Var_noise / Var_pois) - 1``.
 """
 
 from __future__ import annotations
@@ -100,19 +80,14 @@ def outside_frame(
 
     ``codes`` restricts the answer to these regions (e.g. those of a dataset).
     """
-    from demonoise.io.geo import feature_bounds, nuts2_features
+    from demonoise.io.geo import nuts2_features
 
-    x0, y0, x1, y1 = frame
+    feats = nuts2_features(geojson=geojson)
+    drawn = {f["properties"]["NUTS_ID"] for f in _in_frame(feats, frame)}
     want = None if codes is None else set(codes)
-    out = []
-    for f in nuts2_features(geojson=geojson):
-        code = f["properties"]["NUTS_ID"]
-        if want is not None and code not in want:
-            continue
-        a, b, c, d = feature_bounds(f)
-        if c < x0 or a > x1 or d < y0 or b > y1:
-            out.append(code)
-    return sorted(out)
+    return sorted(
+        c for c in (f["properties"]["NUTS_ID"] for f in feats) if c not in drawn and (want is None or c in want)
+    )
 
 
 def drawn_codes(geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME) -> list[str]:
@@ -502,7 +477,6 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
 
 
 # ============================================================ display helpers
-_PCT = ("rel_", "admixture", "A_")
 _NAMES = {
     "rel_noise_median": "noise sd, median (%)",
     "rel_noise_max": "noise sd, max (%)",

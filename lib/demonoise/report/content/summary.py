@@ -31,20 +31,14 @@ from demonoise.analysis.verdicts import (
     at,
     drop_duplicate_country,
     flag_rows,
-    flagged_rows,
-    indicator_phrase,
     mc_summary,
     region_population,
-    regional_summary,
-    scalar_rows,
-    short_name,
 )
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
 from demonoise.core.vocabulary import (
     EVENT_WORDS,
     GRANULARITY_WORDS,
-    INDICATOR_UNITS,
     SEX_WORDS,
 )
 from demonoise.report.content.notebook import record_shown
@@ -54,13 +48,8 @@ __all__ = [
     "HtmlTable",
     "StatusBox",
     "status_box",
-    "noise_note",
-    "provenance_lines",
     "provenance_notes",
     "run_parameters",
-    "regions_overview",
-    "scalar_table",
-    "sex_table",
     "age_profile_table",
     "flag_table",
     "fmt_fixed_column",
@@ -82,9 +71,7 @@ def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
 
 def fmt_percent_column(values, *, significant: int = 2) -> list[str]:
     """Proportions as per cent with one number of decimals for the column."""
-    return [
-        v if v == "\u2014" else v for v in fmt_fixed_column([100.0 * float(x) for x in values], significant=significant)
-    ]
+    return fmt_fixed_column([100.0 * float(x) for x in values], significant=significant)
 
 
 # ================================================================= selection
@@ -304,39 +291,18 @@ class StatusBox:
         )
 
 
-def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
-    """One line per table: ``"deaths: modelled -- Eurostat demo_r_mlifexp, ...; extracted unknown"``.
-
-    ``provenance`` maps a table name to ``status``, ``datasets``, ``extracted``,
-    ``source`` (what :func:`demonoise.report.document.cover.provenance_dict` passes).
-    """
-    out = []
-    for table, p in (provenance or {}).items():
-        if not p:
-            continue
-        codes = ", ".join(p.get("datasets", ()) or ())
-        out.append(
-            f"{table}: {p.get('status', '?')} \u2014 {p.get('source', 'Eurostat')} {codes}; "
-            f"extraction date {p.get('extracted') or 'unknown'}"
-        )
-    return out
-
-
 def status_box(
     df_or_label,
     details: Sequence[str] = (),
     *,
-    setting=None,
     granularity: str | None = None,
-    provenance: Mapping[str, Any] | None = None,
     implications: str = "",
 ) -> StatusBox:
     """The data-status box of a results table (its ``data_status`` column) or a label.
 
     A label mentioning "modelled" or "demonstration" is shown as modelled data. With
-    ``setting`` a line states the noise; with ``granularity`` how cells are published; with
-    ``provenance`` one line per table gives its Eurostat dataset codes and extraction date;
-    ``implications`` (what the data can't say) closes the box.
+    ``granularity`` a line says how cells are published; ``implications`` (what the data
+    can't say) closes the box.
     """
     from demonoise.core.counts import DATA_STATUS_SEP
 
@@ -346,23 +312,12 @@ def status_box(
     else:
         label = str(df_or_label).split(DATA_STATUS_SEP)[0]
     lines = list(details)
-    g = GRANULARITY_WORDS.get(granularity or "", granularity or "")
-    if setting is not None:
-        lines.append(NoiseSetting.of(setting).words + (f"; cells published by {g}" if g else ""))
-    elif g:
-        lines.append(f"Cells published by {g}")
-    lines += provenance_lines(provenance)
+    if granularity:
+        lines.append(f"Cells published by {GRANULARITY_WORDS.get(granularity, granularity)}")
     if implications:
         lines.append(f"What these data can't say: {implications}")
     low = label.lower()
     return StatusBox(label, "modelled" in low or "demonstration" in low, tuple(lines))
-
-
-def noise_note(setting, granularity: str | None = None):
-    """One line under a setting's heading: the noise of this subsection."""
-    from IPython.display import Markdown
-
-    return Markdown(f"*{NoiseSetting.of(setting).words}.*")
 
 
 def run_parameters(
@@ -430,130 +385,12 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
     )
 
 
-def regions_overview(df: pd.DataFrame, V: float) -> HtmlTable:
-    """The cover's table: per region its population on 1 January, births and deaths, e0
-    (the region's worst sex, named) and TFR with the noise standard deviation and
-    admixture at ``V`` (TFR: women)."""
-    frame = regional_summary(df, V)
-    shown = pd.DataFrame(
-        {
-            "region": frame["region"] if len(frame) else [],
-            "population": [fmt_int(x) for x in frame.get("population", [])],
-            "deaths": [fmt_int(x) for x in frame.get("deaths", [])],
-            "births": [fmt_int(x) for x in frame.get("births", [])],
-            "e0 sex": [SEX_WORDS.get(x, x) for x in frame.get("e0_sex", [])],
-            "e0 (years)": fmt_fixed_column(frame.get("e0", []), significant=4),
-            "noise sd e0 (years)": fmt_fixed_column(frame.get("e0_sd_noise", [])),
-            "A e0 (%)": fmt_percent_column(frame.get("e0_A", [])),
-            "TFR (children per woman)": fmt_fixed_column(frame.get("tfr", []), significant=3),
-            "noise sd TFR (per 1 000 women)": fmt_fixed_column(
-                1000 * frame.get("tfr_sd_noise", pd.Series(dtype=float))
-            ),
-            "A TFR (%)": fmt_percent_column(frame.get("tfr_A", [])),
-        }
-    )
-    return HtmlTable(
-        frame,
-        shown,
-        caption=f"Regions {NoiseSetting.of(V).phrase}: population on 1 January, deaths (both sexes) and births, "
-        "life expectancy at birth of the sex with the largest admixture (worst of women, men and both sexes, named) "
-        "and TFR, with the noise standard deviation and the noise admixture A.",
-    )
-
-
-def scalar_table(
-    df: pd.DataFrame, V: float, indicator: str, *, sex: str = "T", age: float | None = None, digits: int = 4
-) -> HtmlTable:
-    """One row per region: value, Poisson / noise / total sd, relative uncertainties,
-    admixture, Monte Carlo sd (if run) and flags, for ``e`` at ``age`` or ``tfr``."""
-    d = flagged_rows(df, V, indicator, sex=sex, age=age)
-    unit = INDICATOR_UNITS.get(indicator, "")
-    scale, sd_unit = (1000.0, "per 1 000 women") if indicator == "tfr" else (1.0, unit)
-    shown = pd.DataFrame(
-        {
-            "region": d["label"],
-            "population": [fmt_int(x) for x in d["population"]],
-            "events": [fmt_int(x) for x in d["events"]],
-            f"{short_name(indicator, age)} ({unit})": fmt_fixed_column(d["value"], significant=digits),
-            "\u03b4 Poisson (%)": fmt_percent_column(d["rel_pois"]),
-            "\u03b4 noise (%)": fmt_percent_column(d["rel_noise"]),
-            "\u03b4 total (%)": fmt_percent_column(d["rel_tot"]),
-            "A (%)": fmt_percent_column(d["admixture"]),
-            f"noise sd ({sd_unit})": fmt_fixed_column(scale * d["sd_noise"]),
-        }
-    )
-    if "mc_sd_tot" in d and d["mc_sd_tot"].notna().any():
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = d["mc_sd_tot"].to_numpy(float) / d["sd_tot"].to_numpy(float)
-        shown["MC / analytic sd"] = [fmt_fixed(x, 2) for x in ratio]
-    shown["flags"] = d["flag"].to_numpy()
-    what = indicator_phrase(indicator, age, sex)
-    return HtmlTable(
-        d,
-        shown,
-        caption=f"{what.capitalize()} {NoiseSetting.of(V).phrase}"
-        + (f" (value and sd in {unit})" if unit else "")
-        + (
-            ": relative uncertainties \u03b4 = sd / value (Poisson, noise, total), noise admixture A, noise "
-            "standard deviation"
-        )
-        + (", and the Monte Carlo total sd over the analytic one" if "MC / analytic sd" in shown else "")
-        + ". Flags (first order may be unreliable): sparse = more than half of the single-age cells rest on fewer "
-        "than 10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error.",
-        flagged=(d["flag"] != "").tolist(),
-    )
-
-
-def sex_table(df: pd.DataFrame, V: float, indicator: str = "e", *, age: float = 0) -> HtmlTable:
-    """Women and men side by side: value, relative noise uncertainty and admixture per region."""
-    parts = {}
-    for s in ("F", "M"):
-        d = scalar_rows(df, V, indicator, sex=s, age=age)
-        parts[s] = d.set_index("region")
-    if any(p.empty for p in parts.values()):
-        return HtmlTable(pd.DataFrame(), pd.DataFrame(), caption="(no sex-specific rows)")
-    order = parts["F"].index.tolist()
-    f, m = parts["F"].loc[order], parts["M"].loc[order]
-    frame = pd.DataFrame(
-        {
-            "region": f["label"].to_numpy(),
-            "value_F": f["value"].to_numpy(),
-            "rel_noise_F": f["rel_noise"].to_numpy(),
-            "A_F": f["admixture"].to_numpy(),
-            "small_F": f["small_count"].to_numpy(),
-            "value_M": m["value"].to_numpy(),
-            "rel_noise_M": m["rel_noise"].to_numpy(),
-            "A_M": m["admixture"].to_numpy(),
-            "small_M": m["small_count"].to_numpy(),
-        }
-    )
-    shown = pd.DataFrame(
-        {
-            "region": frame["region"],
-            f"women ({INDICATOR_UNITS.get(indicator, '')})": fmt_fixed_column(frame["value_F"], significant=4),
-            "rel. noise, women (%)": fmt_percent_column(frame["rel_noise_F"]),
-            "A, women (%)": fmt_percent_column(frame["A_F"]),
-            f"men ({INDICATOR_UNITS.get(indicator, '')})": fmt_fixed_column(frame["value_M"], significant=4),
-            "rel. noise, men (%)": fmt_percent_column(frame["rel_noise_M"]),
-            "A, men (%)": fmt_percent_column(frame["A_M"]),
-        }
-    )
-    return HtmlTable(
-        frame,
-        shown,
-        caption=f"{indicator_phrase(indicator, age, 'F').split(',')[0]} of women and men {NoiseSetting.of(V).phrase}: "
-        "relative noise uncertainty and noise admixture A.",
-        flagged=(frame["small_F"] | frame["small_M"]).tolist(),
-    )
-
-
 def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = None) -> HtmlTable:
     """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``: the
     median admixture over the ages with events for women, men and both sexes (ASFR:
     women), and for ``sex`` (default: both sexes; ASFR: women) the median relative total
     uncertainty and the largest admixture (at which age), overall and among cells with at
-    least 10 events. The counts of small cells are in :func:`sparse_regions`' table (they do
-    not depend on the setting)."""
+    least 10 events (the counts of small cells: :func:`~.decisions.small_cells_view`)."""
     sex = "F" if indicator == "asfr" else (sex or "T")
     d = at(df, V, indicator)
     d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
@@ -767,12 +604,10 @@ def flag_table(
     limit: int = 25,
     settings: Sequence | None = None,
 ) -> HtmlTable:
-    """Where the first-order result is unreliable, for one indicator: sparse regions (more
-    than :data:`SPARSE_SHARE` of the age cells rest on fewer than 10 events, stated with the
-    counts and denominators of :func:`demonoise.analysis.decision.small_cell_text`; they do
-    not depend on the setting) and cells whose Monte Carlo sd disagrees with the analytic
-    one (``z_flag``) at ``V`` -- or, with ``settings``, at every setting (a ``setting``
-    column). At most ``limit`` rows are shown (the note says how many there are)."""
+    """Where the first-order result is unreliable, for one indicator
+    (:func:`demonoise.analysis.verdicts.flag_rows`): sparse regions and cells whose Monte Carlo
+    sd disagrees with the analytic one at ``V`` -- or, with ``settings``, at every setting. At
+    most ``limit`` rows are shown (the note says how many there are)."""
     every = settings is not None
     frame = flag_rows(df, V, indicator, ages=ages, settings=settings)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
@@ -789,12 +624,3 @@ def flag_table(
             "are marked in the charts above)."
         ),
     )
-
-
-# ============================================================ Monte Carlo check
-
-
-# =================================================================== verdicts
-
-
-# ===================================================================== index

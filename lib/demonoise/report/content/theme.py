@@ -1,21 +1,8 @@
-"""The one visual language of every output: an Altair theme, the colours of the vocabulary,
-number formats and log-axis ticks.
-
-* :data:`THEME` (``"demonoise"``), registered with ``alt.theme.register`` and enabled by
-  :func:`demonoise.report.content.notebook.setup_notebook`: font, left-anchored titles, the noise
-  settings' palette (:data:`demonoise.core.vocabulary.SETTING_PALETTE`) as the categorical
-  range, quiet axes.
-* Colours: a noise setting has the colour of its *position in the batch*
-  (:func:`setting_colours`), Poisson :data:`~demonoise.core.vocabulary.POISSON_COLOUR`, the
-  total :data:`~demonoise.core.vocabulary.TOTAL_COLOUR`; a region keeps its colour across the
-  charts of a report (:func:`region_colours`: by the region's rank in the country, which is
-  the same in every notebook of the report).
-* Numbers: one thousands separator everywhere, the narrow no-break space of SI style
-  (:data:`THOUSANDS`), in tables (:mod:`.summary`) and in charts (:data:`FORMAT_LOCALE`,
-  passed to vl-convert); fixed decimals per table column (:func:`column_decimals`); an
-  admixture coloured by its class printed with enough decimals to fall in that class
-  (:func:`admixture_column`, :func:`admixture_text`).
-* Log axes carry 1-2-5 ticks (:func:`log_ticks`).
+"""The one visual language of every output: the ``demonoise`` Altair theme (:data:`THEME`),
+the colours of the vocabulary (a setting by its position in the batch, :func:`setting_colours`;
+a region by its rank in the country, :func:`region_colours`), number formats (the SI
+thousands separator :data:`THOUSANDS` in tables and charts, fixed decimals per column,
+admixtures printed with enough decimals to stay in their class) and 1-2-5 log-axis ticks.
 """
 
 from __future__ import annotations
@@ -27,8 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from demonoise.core.vocabulary import (
-    NO_DATA_COLOUR,
-    POISSON_COLOUR,
     SETTING_PALETTE,
     TOTAL_COLOUR,
     admixture_decimals,
@@ -42,7 +27,6 @@ __all__ = [
     "REGION_PALETTE",
     "register_theme",
     "setting_colours",
-    "component_colours",
     "region_colours",
     "log_ticks",
     "column_decimals",
@@ -132,17 +116,9 @@ def setting_colours(labels: Sequence[str]) -> dict[str, str]:
     return {lab: SETTING_PALETTE[i % len(SETTING_PALETTE)] for i, lab in enumerate(labels)}
 
 
-def component_colours(noise_colour: str) -> dict[str, str]:
-    """Poisson, noise (the setting's colour) and total, for the uncertainty charts."""
-    return {"Poisson": POISSON_COLOUR, "noise": noise_colour, "total": TOTAL_COLOUR}
-
-
 def region_colours(labels: Iterable[str]) -> dict[str, str]:
     """Colour of each region label, by rank (pass them in the report's region order)."""
     return {lab: REGION_PALETTE[i % len(REGION_PALETTE)] for i, lab in enumerate(labels)}
-
-
-NO_DATA = NO_DATA_COLOUR
 
 
 def log_ticks(values, *, most: int = 9) -> list[float]:

@@ -1,25 +1,11 @@
-"""Formulas typeset in Python: TeX -> MathML (latex2mathml, through ziamath) -> SVG (ziamath);
-Markdown to HTML and to Typst by nbconvert's own Markdown parser.
+"""Formulas typeset in Python (TeX -> MathML -> SVG by ziamath) and Markdown to HTML and to
+Typst by nbconvert's own Markdown parser (mistune with its math plugin).
 
-The formulas of a notebook are found by nbconvert's own Markdown parser (mistune with its
-math plugin, :class:`nbconvert.filters.markdown_mistune.MarkdownWithMath`): the HTML
-renderer below overrides only how block and inline maths are written -- as an inline
-``<svg>`` element instead of ``$...$`` for MathJax; the Typst renderer
-(:class:`TypstRenderer`) writes every token as Typst markup and each formula as the same
-SVG, placed inline on the text's baseline (``box(image(..), baseline: ..)``). No browser,
-no JavaScript, no TeX: the same picture in the HTML and in the PDF.
-
-Why ziamath: pure Python, its own STIX Two Math font drawn as paths (the SVG needs no font
-on the reader's machine), all formulas of the notebooks typeset (see
-``tests/test_report_documents.py``). ``ziafont.config.svg2 = False`` writes each glyph as
-a ``<path>`` (no ``<symbol>``/``<use>`` ids that would collide between formulas of one page).
-
-Why not Typst's own maths: its syntax is not TeX, so every formula would go through a
-converter -- pandoc (``pypandoc-binary``, 155 MB installed) converts them well, but it is a
-second typesetter of the same formulas, whose pictures would differ from the HTML's, for a
-dependency twice the size of the Typst compiler. The SVGs cost the PDF little: Typst draws
-a country report's 87 formulas with its charts and tables at a few hundredths of a second
-per page (``benchmarks/bench_reports.py``).
+The HTML renderer (:class:`MathRenderer`) writes each formula as an inline ``<svg>``, the
+Typst renderer (:class:`TypstRenderer`) every token as Typst markup and each formula as the
+same SVG on the text's baseline: the same picture in the HTML and the PDF, no browser, no
+JavaScript, no TeX (why ziamath and not Typst's own maths: docs/design.md). ziamath draws its
+STIX Two Math glyphs as paths (``ziafont.config.svg2 = False``: no ids to collide).
 """
 
 from __future__ import annotations
