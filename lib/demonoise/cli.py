@@ -1,22 +1,4 @@
-"""Command line: a thin layer over the library.
-
-::
-
-    demonoise datasets [-v]
-    demonoise datasets add NAME FILE [--source TEXT]
-    demonoise datasets remove NAME
-    demonoise compute --dataset be-2023 --V 1 5 [--ptable v01 FILE] [--granularity single|5y] [--mc 10000]
-                      --out results.parquet
-    demonoise compute --dataset my_counts.csv --ptable v01 --out results.csv
-    demonoise ptable build --D 3 --V 1 --js 0 [--pstay 0.5] --out ptable.csv [--format transition|eurostat] [--K 100000]
-    demonoise ptable show v01|FILE [--V 1]
-    demonoise compare --dataset ess-2023 --ptable v01 [--mc 10000] --out comparison.parquet [--note note.md]
-    demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
-    demonoise fetch --year 2021 2022 2023 --countries BE          (a multi-year dataset)
-    demonoise calibrate --dataset be-2023 [--thresholds 0.1 0.5 1] [--ptable-D 3 --ptable-js 0] --out calib.csv
-    demonoise notebook whatif|teaching [-p NAME VALUE ...] [--out-dir DIR] [--no-pdf] [--force]
-    demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out-dir DIR] [--no-pdf]
-    demonoise report --params params/default.yaml [--out-dir output] [--force] [--workers 2] [--no-pdf] [--yes]
+"""Command line: a thin layer over the library (``demonoise --help``, ``demonoise CMD --help``).
 
 One spelling for the data: ``--dataset NAME|FILE`` in every command that reads counts
 (compute, compare, calibrate, change, overview): a dataset name (``demonoise datasets``)
@@ -551,21 +533,18 @@ def cmd_ptable_build(args) -> int:
     return 0
 
 
-def _open_table(name_or_path: str, V=None, D=None, js: int = 0):
-    from demonoise.analysis.ptables import load_ptable, read_ptable
+def _open_table(name_or_path: str):
+    """An embedded p-table or a p-table file (:func:`~demonoise.analysis.ptables.resolve_ptable`)."""
+    from demonoise.analysis.ptables import resolve_ptable
+    from demonoise.core.errors import ParameterError
 
-    p = Path(name_or_path)
-    if p.exists():
-        return read_ptable(p, D=D, V=V, js=js, label=f"ptable {p.name}")
-    if p.suffix or "/" in name_or_path:
-        from demonoise.core.errors import ParameterError
-
+    if not Path(name_or_path).exists() and (Path(name_or_path).suffix or "/" in name_or_path):
         raise ParameterError(f"p-table file {name_or_path} does not exist (embedded tables: v01, v03, v04)")
-    return load_ptable(name_or_path)
+    return resolve_ptable(name_or_path)
 
 
 def cmd_ptable_show(args) -> int:
-    table = _open_table(args.table, V=args.V)
+    table = _open_table(args.table)
     text, warn = _moments_text(table, args.V)
     print(_describe_table(table, args.V))
     print(text)
@@ -617,22 +596,11 @@ def _write_table_and_note(df, out, note: str, note_path) -> Path:
 
 
 def _select(counts, regions, countries):
-    """Restrict to region codes and/or countries; unknown codes raise DataError naming them."""
-    from demonoise.core.errors import DataError
-
+    """Restrict counts (or a panel) to region codes and/or countries; unknown ones raise DataError naming them."""
     if not (regions or countries):
         return counts
-    codes = []
-    for code in regions or []:
-        if code not in counts.codes:
-            raise DataError("unknown region code", dataset=counts.name, region=code)
-        codes.append(code)
-    for cc in countries or []:
-        hit = [r.code for r in counts.regions if r.country == cc]
-        if not hit:
-            raise DataError("no region of this country in the dataset", dataset=counts.name, region=cc)
-        codes += [c for c in hit if c not in codes]
-    return counts.select(codes)
+    codes = [*(regions or []), *(c for cc in countries or [] for c in counts.select(country=cc).codes)]
+    return counts.select(list(dict.fromkeys(codes)))
 
 
 def cmd_calibrate(args) -> int:
@@ -704,9 +672,7 @@ def cmd_change(args) -> int:
     from demonoise.io.datasets import load_panel
 
     panel = load_panel(args.dataset)
-    if args.regions or args.countries:
-        codes = args.regions or [c for c in panel.codes if c[:2] in set(args.countries)]
-        panel = panel.select(codes)
+    panel = _select(panel, args.regions, args.countries)
     settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
     kw = {"year_from": args.year_from, "year_to": args.year_to, "granularity": args.granularity}
     kw.update(indicators=args.indicators, seed=args.seed)

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.batch.cache import digest, source_fingerprint
 from demonoise.report.document.assemble import notebook_text, read_notebook_text, write_notebook
 from demonoise.runtime.cluster import Cluster, scratch_dir
+from demonoise.runtime.fingerprint import digest, source_fingerprint
 
 __all__ = [
     "DEFAULT_KERNEL",

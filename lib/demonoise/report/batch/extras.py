@@ -176,7 +176,7 @@ def overview_run(
         Unknown dataset or country, invalid V.
     """
     from demonoise.core.counts import DATA_STATUS_SEP
-    from demonoise.report.batch.cache import file_digest
+    from demonoise.report.batch.store import file_digest
     from demonoise.report.content.summary import source_of
     from demonoise.report.document.cover import provenance_dict
 

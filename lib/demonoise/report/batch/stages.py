@@ -1,23 +1,9 @@
-"""Quality reports in batch, in five stages: plan -> compute -> execute -> render -> index.
+"""Quality reports in batch: plan -> compute -> execute -> render -> index.
 
-:func:`run_reports` calls them in order, each over the whole batch; what fans out goes to
-the batch's Dask cluster (:meth:`demonoise.runtime.cluster.Cluster.each`; in this process
-with ``--workers 1``) as self-contained tasks (bytes in, bytes out) and is written here,
-atomically, as it completes.
-
-1. :func:`plan` -- one :class:`Report` per (dataset, country), one :class:`Run` of the
-   summary notebook and of each indicator notebook per setting; refused before any work
-   above :data:`MAX_NOTEBOOKS` executions without ``yes``, or when a notebook breaks its
-   contract (:mod:`.contract`).
-2. :func:`compute` -- per country, the results and decision tables, stored under
-   ``<output>/results/`` and reused while spec, library and data are unchanged.
-3. execute (:func:`~.execute.execute_jobs`) -- every notebook, the overview's and the
-   extras' (:func:`further`) first; up-to-date ones skipped.
-4. :func:`render` -- each document assembled here and rendered to HTML (and PDF) as a task.
-5. :func:`index` -- ``<output>/index.html``.
-
-A failing country or notebook does not stop the batch: its row says why and
-:attr:`BatchReport.ok` is false. However the batch ends, its kernels end with it.
+:func:`run_reports` calls the five stages in order over the whole batch; what fans out runs
+on the batch's Dask cluster as self-contained tasks (bytes in, bytes out) and is written
+here, atomically, as it completes. A failing country or notebook does not stop the batch:
+its row says why and :attr:`BatchReport.ok` is false. The batch's kernels end with it.
 """
 
 from __future__ import annotations
@@ -658,7 +644,7 @@ def _wrong_sections(report: Report, state: Plan) -> str | None:
 
 
 def _render_key(nb_path: Path, pdf: bool) -> str:
-    from demonoise.report.batch.cache import digest, file_digest, source_fingerprint, tree_fingerprint
+    from demonoise.report.batch.store import digest, file_digest, source_fingerprint, tree_fingerprint
     from demonoise.report.document.templates import find_template_dir
 
     return digest([file_digest(nb_path), source_fingerprint(), tree_fingerprint(find_template_dir()), pdf])
@@ -667,14 +653,14 @@ def _render_key(nb_path: Path, pdf: bool) -> str:
 def _start(r: Rendered, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
     """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then
     up to date) when its stamp says the outputs were rendered from the same document."""
-    from demonoise.report.batch.cache import is_current, read_stamp
+    from demonoise.report.batch.store import read_stamp
     from demonoise.report.document.assemble import write_notebook
 
     nb_path = write_notebook(nb, build / "report.ipynb")
     key, stamp = _render_key(nb_path, pdf is not None), build / "report.json"
-    if not is_current(stamp, key, [html] + ([pdf] if pdf else [])):
-        return nb_path, html, pdf, key, stamp
     old = read_stamp(stamp)
+    if old.get("key") != key or not all(p.is_file() for p in [html] + ([pdf] if pdf else [])):
+        return nb_path, html, pdf, key, stamp
     r.status, r.html, r.pdf, r.pages = "skipped", html, pdf, old.get("pages", 0)
     r.files = tuple(Path(p) for p in old.get("files", []))
     return None
@@ -708,7 +694,7 @@ def _prepare_further(f: Further, state, executed, pdf_reason) -> tuple[Rendered,
 
 
 def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
-    from demonoise.report.batch.cache import write_stamp
+    from demonoise.report.batch.store import write_stamp
 
     r.html, r.pdf, r.pdf_error = res.html, res.pdf, res.pdf_error or pdf_reason
     r.files, r.pages, r.html_seconds, r.pdf_seconds = res.files, res.pages, res.html_seconds, res.pdf_seconds or 0.0
