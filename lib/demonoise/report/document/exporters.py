@@ -27,7 +27,7 @@ from functools import lru_cache
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
-from traitlets import Unicode, default
+from traitlets import Bool, Unicode, default
 
 from demonoise.core.errors import ReportError
 from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
@@ -288,35 +288,24 @@ class _DocumentExporter(TemplateExporter):
     def _basedirs_default(self):
         return [str(find_template_dir())]
 
-    @default("exclude_input")
-    def _no_input(self):
-        return True
+    exclude_input = Bool(True).tag(config=True)
 
     def __init__(self, config=None, **kw):
         super().__init__(config=config, **kw)
         self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
         self.register_preprocessor(DocumentPreprocessor(parent=self), True)
 
+    def from_notebook_node(self, nb, resources=None, **kw):
+        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
+
 
 class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
     """Offline HTML of a report (see the module notes). ``jupyter nbconvert --to demonoise_html``."""
 
     export_from_notebook = "demonoise HTML"
-
-    @default("template_name")
-    def _template_name_default(self):
-        return TEMPLATE_NAME
-
-    @default("exclude_input_prompt")
-    def _no_in_prompt(self):
-        return True
-
-    @default("exclude_output_prompt")
-    def _no_out_prompt(self):
-        return True
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
+    template_name = Unicode(TEMPLATE_NAME).tag(config=True)
+    exclude_input_prompt = Bool(True).tag(config=True)
+    exclude_output_prompt = Bool(True).tag(config=True)
 
     @pass_context
     def markdown2html(self, context, source):
@@ -416,21 +405,9 @@ class DocumentTypstExporter(_DocumentExporter):
 
     export_from_notebook = "demonoise Typst"
     output_mimetype = TYPST_MIME
-
-    @default("file_extension")
-    def _file_extension_default(self):
-        return ".typ"
-
-    @default("template_extension")
-    def _template_extension_default(self):
-        return ".typ.j2"
-
-    @default("template_name")
-    def _template_name_default(self):
-        return TYPST_TEMPLATE_NAME
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
+    file_extension = Unicode(".typ").tag(config=True)
+    template_extension = Unicode(".typ.j2").tag(config=True)
+    template_name = Unicode(TYPST_TEMPLATE_NAME).tag(config=True)
 
     def default_filters(self):
         yield from super().default_filters()
@@ -495,10 +472,7 @@ class DocumentPDFExporter(DocumentTypstExporter):
 
     export_from_notebook = "demonoise PDF"
     output_mimetype = "application/pdf"
-
-    @default("file_extension")
-    def _file_extension_default(self):
-        return ".pdf"
+    file_extension = Unicode(".pdf").tag(config=True)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         source, resources = super().from_notebook_node(nb, resources, **kw)
