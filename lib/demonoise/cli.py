@@ -38,21 +38,29 @@ from demonoise.runtime.signals import interruptible
 __all__ = ["main", "build_parser"]
 
 
-def _float(s: str) -> float:
-    try:
-        return float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+def _checked(parse, *checks):
+    """An argparse type: ``parse(s)`` (its ValueError: "not a number/an integer"), then each
+    ``(ok, message)`` in turn; ``message`` is formatted with ``s`` and ``v`` (argparse names
+    the option)."""
+
+    def check(s: str):
+        try:
+            v = parse(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {s!r}") from None
+        for ok, message in checks:
+            if not ok(v):
+                raise argparse.ArgumentTypeError(message.format(s=s, v=v))
+        return v
+
+    return check
 
 
-def _variance(s: str) -> float:
-    """A noise variance: finite, > 0 and at most 10^12 (the library's limit, with its reason)."""
+def _variance_limit(v: float) -> float:
+    """``v`` if within the library's limit on V (:func:`~demonoise.noise.ptable.check_variance_limit`)."""
     from demonoise.core.errors import ParameterError
     from demonoise.noise.ptable import check_variance_limit
 
-    v = _float(s)
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"V is a variance and must be a finite number > 0, got {s}")
     try:
         check_variance_limit(v, "V")
     except ParameterError as e:
@@ -60,33 +68,38 @@ def _variance(s: str) -> float:
     return v
 
 
-def _population(s: str) -> float:
-    """A population size-class edge: a finite number of people > 0, at most 10^10."""
-    v = _float(s)
-    if not (math.isfinite(v) and 0 < v <= 1e10):
-        raise argparse.ArgumentTypeError(
-            f"a size-class edge is a population and must be a finite number in (0, 10^10], got {s}"
-        )
-    return v
-
-
 def _int_option(lo: int, hi: int | None = None, why: str = ""):
-    """An argparse type: an integer in ``lo..hi`` (argparse names the option in its message)."""
+    """An integer in ``lo..hi``."""
+    limit = f"10^{len(str(hi)) - 1}" if hi is not None and hi == 10 ** (len(str(hi)) - 1) > 100 else str(hi)
+    return _checked(int, (lambda v: v >= lo, f"must be >= {lo}, got {{v}}"),
+                    (lambda v: hi is None or v <= hi, f"must be at most {limit}{why}, got {{s}}"))  # fmt: skip
 
-    def parse(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
-        if hi is not None and v > hi:
-            k = len(str(hi)) - 1
-            limit = f"10^{k}" if hi == 10**k and k > 2 else str(hi)
-            raise argparse.ArgumentTypeError(f"must be at most {limit}{why}, got {s}")
-        return v
 
-    return parse
+def _seconds(what: str, most: float):
+    """A number of seconds in (0, ``most``] (nan and inf refused)."""
+    return _checked(float, (lambda v: 0 < v <= most, f"{what} must be a number of seconds in (0, {most:g}], got {{s}}"))
+
+
+_float = _checked(float)
+#: A noise variance: finite, > 0 and at most the library's limit (with its reason).
+_variance = _checked(
+    float,
+    (lambda v: math.isfinite(v) and v > 0, "V is a variance and must be a finite number > 0, got {s}"),
+    (_variance_limit, ""),
+)
+#: A population size-class edge: a finite number of people in (0, 10^10].
+_population = _checked(
+    float,
+    (lambda v: math.isfinite(v) and 0 < v <= 1e10, "a size-class edge is a population and must be a finite "
+     "number in (0, 10^10], got {s}"),
+)  # fmt: skip
+_MAX_WORKERS = 64
+_workers = _checked(
+    int,
+    (lambda v: v >= 1, "workers must be >= 1, got {v}"),
+    (lambda v: v <= _MAX_WORKERS, f"workers must be <= {_MAX_WORKERS}: each worker is a process with its own Python "
+     "and data, got {v}"),
+)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- commands
@@ -413,32 +426,6 @@ def _cluster_args(s, what: str) -> None:
         default=2,
         help="worker processes of the local cluster (default 2; 1: everything in this process)",
     )
-
-
-def _workers(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"workers must be >= 1, got {v}")
-    if v > _MAX_WORKERS:
-        raise argparse.ArgumentTypeError(
-            f"workers must be <= {_MAX_WORKERS}: each worker is a process with its own Python and data, got {v}"
-        )
-    return v
-
-
-def _seconds(what: str, most: float):
-    """An argparse type: a number of seconds in (0, ``most``] (nan and inf refused)."""
-
-    def parse(s: str) -> float:
-        v = _float(s)
-        if not (0 < v <= most):
-            raise argparse.ArgumentTypeError(f"{what} must be a number of seconds in (0, {most:g}], got {s}")
-        return v
-
-    return parse
 
 
 def _resolution(table) -> float:
@@ -1085,7 +1072,6 @@ _nonneg_int = _int_option(0)
 _mc_replicates = _int_option(0, 10**9, " replicates (a Monte Carlo check needs 10^3 to 10^5)")
 #: Cell keys of a Eurostat-format p-table: the key table holds K integers per count class.
 _cell_keys = _int_option(1, 10**7, " cell keys (Eurostat's tables use 10^5; the table holds K per count class)")
-_MAX_WORKERS = 64
 
 
 def main(argv=None) -> int:
