@@ -132,10 +132,6 @@ class Setting(_Strict):
         return self
 
     @property
-    def kind(self) -> str:
-        return "generic" if self.V is not None else "ptable"
-
-    @property
     def noise(self) -> NoiseSetting:
         """The setting with every name it goes by (:class:`~demonoise.analysis.settings.NoiseSetting`)."""
         return NoiseSetting.of(self)

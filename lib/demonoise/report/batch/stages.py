@@ -84,9 +84,6 @@ class Report:
     def pdf(self, output: Path) -> Path:
         return self.html(output).with_suffix(".pdf")
 
-    def data_dir(self, output: Path) -> Path:
-        return self.html(output).with_name(f"{self.country}-data")
-
     def build_dir(self, output: Path) -> Path:
         return Path(output) / "build" / self.dataset / self.country
 
@@ -139,25 +136,18 @@ def plan(
     yes: bool = True,
     workers: int = 2,
 ) -> Plan:
-    """The reports and their notebook runs, checked before any work; removes the files of
-    the old per-V layout.
-
-    Checks, in order: the output directory can be written; the batch's size
-    (:func:`check_size`; ``yes`` lets a large batch run); every notebook's contract (a
-    tagged parameters cell defining every parameter the batch injects,
-    :func:`demonoise.report.batch.contract.check_contract`) and the extras' parameters
-    (:func:`~demonoise.report.batch.contract.check_known`).
+    """The reports and their notebook runs, checked before any work (output directory,
+    :func:`check_size`, every notebook's contract and the extras' parameters, :mod:`.contract`);
+    removes the files of the old per-V layout.
 
     Raises
     ------
     OutputError
         The output directory cannot be written.
     ParameterError
-        A batch too large without ``yes``, or an extra notebook given a parameter it does
-        not define.
+        A batch too large without ``yes``, or an extra given a parameter it does not define.
     ReportError
-        A notebook of the reports is missing (an explicit directory, or
-        ``$DEMONOISE_NOTEBOOKS``, is not replaced by another) or breaks the contract.
+        A notebook of the reports is missing or breaks the contract.
     """
     from demonoise.core.atomic import check_output_dir
     from demonoise.runtime.locate import find_dir
@@ -191,15 +181,8 @@ def _multi_year(dataset: str) -> bool:
 
 
 def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None:
-    """Refuse a batch of more than :data:`MAX_NOTEBOOKS` notebook executions unless
-    ``yes``, in one line with its size and a time estimate (never a prompt: a batch runs
-    under CI too).
-
-    Raises
-    ------
-    ParameterError
-        The batch is too large and ``yes`` is false.
-    """
+    """Refuse (:class:`ParameterError`, one line with its size and a time estimate; never a
+    prompt) a batch of more than :data:`MAX_NOTEBOOKS` notebook executions unless ``yes``."""
     if notebooks <= MAX_NOTEBOOKS or yes:
         return
     minutes = notebooks * SECONDS_PER_NOTEBOOK / max(1, workers) / 60
@@ -276,18 +259,11 @@ def _decision_dir(params: ReportParams, results_path: Path, key: str) -> Path:
 
 
 def _decision_tables(report: Report, params: ReportParams, results, results_path: Path, key: str) -> Path:
-    """The decision tables of one country (:func:`demonoise.analysis.decision.decision_report`:
-    decision table, calibration, recommended V, error bands, p-table comparison, small
-    cells), stored next to its results table and reused while their key is unchanged."""
+    """The decision tables of one country (:func:`demonoise.analysis.decision.decision_report`),
+    written next to its results table (:func:`_stored` reads them back while their key holds)."""
     from demonoise.analysis.decision import decision_report
-    from demonoise.report.batch.store import read_decision, write_decision
+    from demonoise.report.batch.store import write_decision
 
-    where = _decision_dir(params, results_path, key)
-    try:
-        read_decision(where)
-        return where
-    except DemonoiseError:
-        pass
     rep = decision_report(
         results,
         _country_counts(report),
@@ -297,7 +273,7 @@ def _decision_tables(report: Report, params: ReportParams, results, results_path
         recommend=params.recommend.model_dump(),
         country=report.country,
     )
-    return write_decision(rep, where)
+    return write_decision(rep, _decision_dir(params, results_path, key))
 
 
 def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: int, cluster=None) -> Computed:
@@ -846,20 +822,17 @@ def run_reports(
     yes: bool = True,
     cluster=None,
 ) -> BatchReport:
-    """Run a report batch (module notes) and write ``<output>/index.html``.
+    """Run a report batch and write ``<output>/index.html``.
 
-    Its tasks run on ``cluster`` (:class:`demonoise.runtime.cluster.Cluster`); without one,
-    on the Dask scheduler of ``params.scheduler`` if set, else on a local cluster of
-    ``workers`` processes started at the first task and closed at the end. ``yes=False``
-    (the command line without ``--yes``) refuses a batch above :data:`MAX_NOTEBOOKS`
-    notebook executions.
+    Its tasks run on ``cluster``; without one, on the Dask scheduler of ``params.scheduler``
+    if set, else on a local cluster of ``workers`` processes. ``yes=False`` refuses a batch
+    above :data:`MAX_NOTEBOOKS` notebook executions.
 
     Raises
     ------
     ParameterError, ReportError
-        Only for problems that stop every report (no notebooks, a notebook breaking the
-        contract, invalid workers, a batch too large without ``yes``, an output directory
-        that cannot be written); a failing country or notebook is recorded in its outcome.
+        Only for problems that stop every report (:func:`plan`, invalid workers); a failing
+        country or notebook is recorded in its outcome.
     ClusterError
         The cluster cannot be used, or its scheduler was lost mid-run (``ClusterLost``).
     """

@@ -46,28 +46,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ResultsSpec:
-    """What to compute.
-
-    Parameters
-    ----------
-    dataset : str
-        Dataset name (:func:`demonoise.io.datasets.available`).
-    V : tuple of float
-        Variances of the generic noise model.
-    ptables : tuple of str
-        P-tables (embedded names such as ``"v01"`` or paths).
-    granularity : str
-        Publication granularity (``"single"``, ``"5y"``, ``"5y-infant"``).
-    countries : tuple of str, optional
-        Restrict to these countries (their country row and NUTS 2 regions).
-    mc : int
-        Monte Carlo replicates for e and TFR (0: analytic only).
-    confidence : tuple of float
-        Levels whose Monte Carlo quantiles are kept (``mc_lo_/mc_hi_<component>_<level>``,
-        the error bands of the reports).
-    seed, zero_floor, indicators, e_ages
-        As in :func:`demonoise.analysis.compute.compute`.
-    """
+    """What to compute (:func:`demonoise.analysis.compute.compute`'s arguments): a dataset,
+    the variances ``V`` of the generic model and ``ptables``, a granularity, the
+    ``countries`` (default all), ``mc`` replicates and the ``confidence`` levels whose
+    Monte Carlo quantiles are kept."""
 
     dataset: str
     V: tuple = (1.0, 5.0)
