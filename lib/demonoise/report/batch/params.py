@@ -183,47 +183,40 @@ def _readable_ptable(path: str) -> None:
         raise ValueError(f"the p-table file {path} cannot be read: {e}") from None
 
 
+def _iso(d):
+    if d is None or isinstance(d, date):
+        return None if d is None else d.isoformat()
+    try:
+        return date.fromisoformat(str(d).strip()).isoformat()
+    except ValueError:
+        raise ValueError(f"not a date: give it as YYYY-MM-DD, e.g. 2026-12-01, got {d!r}") from None
+
+
 class Publisher(_Strict):
     """Who publishes the report (its cover): organisation, contact, date."""
 
     organisation: str = Field(min_length=1)
     contact: str = Field(min_length=1)
-    date: str | None = None
-
-    @field_validator("date", mode="before")
-    @classmethod
-    def _iso(cls, d):
-        if d is None or isinstance(d, date):
-            return None if d is None else d.isoformat()
-        try:
-            return date.fromisoformat(str(d).strip()).isoformat()
-        except ValueError:
-            raise ValueError(f"not a date: give it as YYYY-MM-DD, e.g. 2026-12-01, got {d!r}") from None
+    date: Annotated[str | None, BeforeValidator(_iso)] = None
 
 
-class Recommend(_Strict):
-    """What the recommended V is for: the smallest V_max of ``indicator`` at ``threshold``."""
-
-    indicator: str = "e0"
-    threshold: float = A_SMALL
-
-    @field_validator("indicator")
-    @classmethod
-    def _headline(cls, i):
-        if i.lower() not in HEADLINES:
-            raise ValueError(f"unknown recommend indicator {i!r}; choose from {', '.join(HEADLINES)}")
-        return i.lower()
-
-    @field_validator("threshold")
-    @classmethod
-    def _threshold(cls, t):
-        return _check_threshold(t)
+def _headline(i: str) -> str:
+    if i.lower() not in HEADLINES:
+        raise ValueError(f"unknown recommend indicator {i!r}; choose from {', '.join(HEADLINES)}")
+    return i.lower()
 
 
 def _check_threshold(t: float) -> float:
     if not (0 < t <= _THRESHOLD_MAX):
         raise ValueError(f"threshold {t:g} outside (0, {_THRESHOLD_MAX:g}]")
     return float(t)
+
+
+class Recommend(_Strict):
+    """What the recommended V is for: the smallest V_max of ``indicator`` at ``threshold``."""
+
+    indicator: Annotated[str, AfterValidator(_headline)] = "e0"
+    threshold: Annotated[float, AfterValidator(_check_threshold)] = A_SMALL
 
 
 class Selection(_Strict):
@@ -253,18 +246,17 @@ Replicates = Annotated[
 ]
 
 
+def _upper(cs):
+    return None if cs is None else tuple(str(c).strip().upper() for c in _as_list(cs))
+
+
 class Overview(_Strict):
     """The Europe overview: every NUTS 2 region of a dataset."""
 
     dataset: str = "ess-2023"
     mc: Replicates = 0
-    countries: tuple[str, ...] | None = None
+    countries: Annotated[tuple[str, ...] | None, BeforeValidator(_upper)] = None
     sex: Literal["T", "F", "M", "worst"] = "worst"  # worst: per region the worst of F, M, T (the reports' rule)
-
-    @field_validator("countries", mode="before")
-    @classmethod
-    def _upper(cls, cs):
-        return None if cs is None else tuple(str(c).strip().upper() for c in _as_list(cs))
 
     @model_validator(mode="after")
     def _countries_of_the_dataset(self):
