@@ -1,21 +1,14 @@
 """nbconvert exporters of the reports: offline HTML, and a PDF typeset by Typst.
 
-* :class:`DocumentHTMLExporter` (``jupyter nbconvert --to demonoise_html``): nbconvert's
-  ``HTMLExporter`` with the ``templates/demonoise`` template, no code, no prompts; formulas
-  typeset as SVG (:mod:`demonoise.report.content.typeset`, found by nbconvert's own Markdown parser); every chart
-  and table numbered, with a "Source:" line and a link to its data as CSV
-  (:class:`DocumentPreprocessor`; the CSV files go to ``resources["outputs"]``, which
-  nbconvert's writer puts next to the output).
+* :class:`DocumentHTMLExporter` (``--to demonoise_html``): nbconvert's ``HTMLExporter`` with
+  the ``templates/demonoise`` template, no code, formulas as SVG; every chart and table
+  numbered with a caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`;
+  the files go to ``resources["outputs"]``).
 * :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst
-  source, written by the ``templates/demonoise_typst`` template as nbconvert's LaTeX
-  exporter writes LaTeX: markdown through a Typst renderer of nbconvert's own Markdown
-  parser (:class:`~demonoise.report.content.typeset.TypstRenderer`), each output by its Typst representation
-  (:data:`~.typstsrc.TYPST_MIME`, made beside its HTML by the kernel), charts as their SVG.
+  source by the ``templates/demonoise_typst`` template, as nbconvert's LaTeX exporter writes
+  LaTeX; each output by its Typst representation (:data:`TYPST_MIME`), charts as SVG.
 * :class:`DocumentPDFExporter` (``--to demonoise_pdf``): that source compiled in this
-  process by the ``typst`` wheel (:func:`typst_to_pdf`), with the template's own fonts
-  only -- no system library, no browser, no TeX.
-
-All three are registered under the ``nbconvert.exporters`` entry point (``pyproject.toml``).
+  process by the ``typst`` wheel with the template's own fonts (:func:`typst_to_pdf`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """``output/index.html``: one offline page listing every report of a batch.
 
-Each row links the HTML report and the PDF (or says why there is no PDF), shows the
-status (``ok`` / ``failed`` / ``skipped``) with the error of a failed run, the report's
-CSV files and any summary columns the caller supplies. Links are relative to the index,
-so the output directory can be moved or zipped as a whole. The page is the Jinja template
-``templates/demonoise/batch_index.html.j2`` with the reports' stylesheet inlined; nothing
-is loaded from the network.
+Each row links the HTML report and the PDF (or says why there is none), shows the status
+with the error of a failed run, the report's CSV files and the caller's summary columns;
+links are relative, so the output directory moves as a whole. The page is the Jinja
+template ``templates/demonoise/batch_index.html.j2`` with the stylesheet inlined.
 """
 
 from __future__ import annotations
