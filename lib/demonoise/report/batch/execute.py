@@ -699,17 +699,9 @@ def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool
 
 
 def check_outputs(jobs: Sequence[Job]) -> None:
-    """Every job is a :class:`Job` and no two write the same output.
-
-    Raises
-    ------
-    ParameterError
-        Naming the two jobs.
-    """
+    """Refuse (:class:`ParameterError`, naming them) two jobs that write the same output."""
     outs: dict[Path, str] = {}
     for j in jobs:
-        if not isinstance(j, Job):
-            raise ParameterError(f"run_jobs expects Job objects, got {type(j).__name__}")
         o = j.output.resolve()
         if o in outs:
             raise ParameterError(f"jobs {outs[o]} and {j.label} write the same output {j.output}")

@@ -249,13 +249,12 @@ def _safe_stem(name: str) -> str:
 
 
 def _output_like(out, data: dict):
+    """An output of ``out``'s kind (an execute result keeps its count, else a display) holding ``data``."""
     from nbformat.v4 import new_output
 
-    kind = out.get("output_type", "display_data")
-    kind = kind if kind in ("display_data", "execute_result") else "display_data"
-    if kind == "execute_result":
-        return new_output(kind, data=data, execution_count=out.get("execution_count"))
-    return new_output(kind, data=data)
+    if out.get("output_type") == "execute_result":
+        return new_output("execute_result", data=data, execution_count=out.get("execution_count"))
+    return new_output("display_data", data=data)
 
 
 def _document_resources(nb, resources) -> dict:
