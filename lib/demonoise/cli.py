@@ -317,14 +317,9 @@ def _parameter_value(text: str):
 
 def cmd_notebook(args) -> int:
     from demonoise.core.atomic import check_output_dir
-    from demonoise.core.errors import ParameterError
     from demonoise.report.batch.extras import render_notebook
 
-    params = {}
-    for name, value in args.parameter or []:
-        if not name.isidentifier():
-            raise ParameterError(f"parameter name {name!r} is not a Python identifier")
-        params[name] = _parameter_value(value)
+    params = {name: _parameter_value(value) for name, value in args.parameter or []}  # names checked by extra_run
     check_output_dir(args.out_dir)
     res = render_notebook(args.name, params, args.out_dir, pdf=not args.no_pdf, force=args.force)
     print(f"{args.name}: {res.html} ({res.html_bytes / 1e6:.1f} MB, {res.html_seconds:.1f} s)")

@@ -450,13 +450,9 @@ class Further:
     (``run``, a :class:`~demonoise.report.batch.extras.FurtherRun`, or the ``error`` that
     stopped it); its notebook runs with the countries' and its document renders with theirs."""
 
-    name: str
+    label: str
     run: Any = None
     error: str | None = None
-
-    @property
-    def label(self) -> str:
-        return self.name
 
 
 def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list[Further]:
@@ -874,7 +870,7 @@ def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_di
     outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
     rendered = {r: outcomes[r] for r in state.reports}
     lap("render")
-    rows = [_row(f.name, outcomes[f], f.run.summary if f.run else {}, pdf_reason) for f in extra]
+    rows = [_row(f.label, outcomes[f], f.run.summary if f.run else {}, pdf_reason) for f in extra]
     path = index(state, rendered, rows, pdf_reason=pdf_reason)
     lap("index")
     times = {
