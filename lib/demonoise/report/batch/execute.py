@@ -127,12 +127,8 @@ class JobError:
     traceback: str = ""
 
     def __str__(self) -> str:
-        where = ""
-        if self.cell_index is not None:
-            where = f" (cell {self.cell_index}"
-            if self.execution_count is not None:
-                where += f", In [{self.execution_count}]"
-            where += ")"
+        n = "" if self.execution_count is None else f", In [{self.execution_count}]"
+        where = "" if self.cell_index is None else f" (cell {self.cell_index}{n})"
         return f"{self.ename}: {self.evalue}{where}"
 
 
