@@ -1,22 +1,4 @@
-"""Command line: a thin layer over the library.
-
-::
-
-    demonoise datasets [-v]
-    demonoise datasets add NAME FILE [--source TEXT]
-    demonoise datasets remove NAME
-    demonoise compute --dataset be-2023 --V 1 5 [--ptable v01 FILE] [--granularity single|5y] [--mc 10000]
-                      --out results.parquet
-    demonoise compute --dataset my_counts.csv --ptable v01 --out results.csv
-    demonoise ptable build --D 3 --V 1 --js 0 [--pstay 0.5] --out ptable.csv [--format transition|eurostat] [--K 100000]
-    demonoise ptable show v01|FILE [--V 1]
-    demonoise compare --dataset ess-2023 --ptable v01 [--mc 10000] --out comparison.parquet [--note note.md]
-    demonoise fetch --year 2023 [--countries BE FR] [--refresh | --offline] [--cache-dir DIR] [--base-url URL]
-    demonoise fetch --year 2021 2022 2023 --countries BE          (a multi-year dataset)
-    demonoise calibrate --dataset be-2023 [--thresholds 0.1 0.5 1] [--ptable-D 3 --ptable-js 0] --out calib.csv
-    demonoise notebook whatif|teaching [-p NAME VALUE ...] [--out-dir DIR] [--no-pdf] [--force]
-    demonoise overview [--dataset ess-2023] [--V 1 5] [--countries CC ...] [--out-dir DIR] [--no-pdf]
-    demonoise report --params params/default.yaml [--out-dir output] [--force] [--workers 2] [--no-pdf] [--yes]
+"""Command line: a thin layer over the library (``demonoise --help``, ``demonoise CMD --help``).
 
 One spelling for the data: ``--dataset NAME|FILE`` in every command that reads counts
 (compute, compare, calibrate, change, overview): a dataset name (``demonoise datasets``)
@@ -56,21 +38,29 @@ from demonoise.runtime.signals import interruptible
 __all__ = ["main", "build_parser"]
 
 
-def _float(s: str) -> float:
-    try:
-        return float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+def _checked(parse, *checks):
+    """An argparse type: ``parse(s)`` (its ValueError: "not a number/an integer"), then each
+    ``(ok, message)`` in turn; ``message`` is formatted with ``s`` and ``v`` (argparse names
+    the option)."""
+
+    def check(s: str):
+        try:
+            v = parse(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {s!r}") from None
+        for ok, message in checks:
+            if not ok(v):
+                raise argparse.ArgumentTypeError(message.format(s=s, v=v))
+        return v
+
+    return check
 
 
-def _variance(s: str) -> float:
-    """A noise variance: finite, > 0 and at most 10^12 (the library's limit, with its reason)."""
+def _variance_limit(v: float) -> float:
+    """``v`` if within the library's limit on V (:func:`~demonoise.noise.ptable.check_variance_limit`)."""
     from demonoise.core.errors import ParameterError
     from demonoise.noise.ptable import check_variance_limit
 
-    v = _float(s)
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"V is a variance and must be a finite number > 0, got {s}")
     try:
         check_variance_limit(v, "V")
     except ParameterError as e:
@@ -78,33 +68,38 @@ def _variance(s: str) -> float:
     return v
 
 
-def _population(s: str) -> float:
-    """A population size-class edge: a finite number of people > 0, at most 10^10."""
-    v = _float(s)
-    if not (math.isfinite(v) and 0 < v <= 1e10):
-        raise argparse.ArgumentTypeError(
-            f"a size-class edge is a population and must be a finite number in (0, 10^10], got {s}"
-        )
-    return v
-
-
 def _int_option(lo: int, hi: int | None = None, why: str = ""):
-    """An argparse type: an integer in ``lo..hi`` (argparse names the option in its message)."""
+    """An integer in ``lo..hi``."""
+    limit = f"10^{len(str(hi)) - 1}" if hi is not None and hi == 10 ** (len(str(hi)) - 1) > 100 else str(hi)
+    return _checked(int, (lambda v: v >= lo, f"must be >= {lo}, got {{v}}"),
+                    (lambda v: hi is None or v <= hi, f"must be at most {limit}{why}, got {{s}}"))  # fmt: skip
 
-    def parse(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
-        if hi is not None and v > hi:
-            k = len(str(hi)) - 1
-            limit = f"10^{k}" if hi == 10**k and k > 2 else str(hi)
-            raise argparse.ArgumentTypeError(f"must be at most {limit}{why}, got {s}")
-        return v
 
-    return parse
+def _seconds(what: str, most: float):
+    """A number of seconds in (0, ``most``] (nan and inf refused)."""
+    return _checked(float, (lambda v: 0 < v <= most, f"{what} must be a number of seconds in (0, {most:g}], got {{s}}"))
+
+
+_float = _checked(float)
+#: A noise variance: finite, > 0 and at most the library's limit (with its reason).
+_variance = _checked(
+    float,
+    (lambda v: math.isfinite(v) and v > 0, "V is a variance and must be a finite number > 0, got {s}"),
+    (_variance_limit, ""),
+)
+#: A population size-class edge: a finite number of people in (0, 10^10].
+_population = _checked(
+    float,
+    (lambda v: math.isfinite(v) and 0 < v <= 1e10, "a size-class edge is a population and must be a finite "
+     "number in (0, 10^10], got {s}"),
+)  # fmt: skip
+_MAX_WORKERS = 64
+_workers = _checked(
+    int,
+    (lambda v: v >= 1, "workers must be >= 1, got {v}"),
+    (lambda v: v <= _MAX_WORKERS, f"workers must be <= {_MAX_WORKERS}: each worker is a process with its own Python "
+     "and data, got {v}"),
+)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- commands
@@ -322,14 +317,9 @@ def _parameter_value(text: str):
 
 def cmd_notebook(args) -> int:
     from demonoise.core.atomic import check_output_dir
-    from demonoise.core.errors import ParameterError
     from demonoise.report.batch.extras import render_notebook
 
-    params = {}
-    for name, value in args.parameter or []:
-        if not name.isidentifier():
-            raise ParameterError(f"parameter name {name!r} is not a Python identifier")
-        params[name] = _parameter_value(value)
+    params = {name: _parameter_value(value) for name, value in args.parameter or []}  # names checked by extra_run
     check_output_dir(args.out_dir)
     res = render_notebook(args.name, params, args.out_dir, pdf=not args.no_pdf, force=args.force)
     print(f"{args.name}: {res.html} ({res.html_bytes / 1e6:.1f} MB, {res.html_seconds:.1f} s)")
@@ -433,32 +423,6 @@ def _cluster_args(s, what: str) -> None:
     )
 
 
-def _workers(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"workers must be >= 1, got {v}")
-    if v > _MAX_WORKERS:
-        raise argparse.ArgumentTypeError(
-            f"workers must be <= {_MAX_WORKERS}: each worker is a process with its own Python and data, got {v}"
-        )
-    return v
-
-
-def _seconds(what: str, most: float):
-    """An argparse type: a number of seconds in (0, ``most``] (nan and inf refused)."""
-
-    def parse(s: str) -> float:
-        v = _float(s)
-        if not (0 < v <= most):
-            raise argparse.ArgumentTypeError(f"{what} must be a number of seconds in (0, {most:g}], got {s}")
-        return v
-
-    return parse
-
-
 def _resolution(table) -> float:
     """Tolerance of "V reached": the probability resolution of the table times its largest
     squared noise (key tables: 1/K; built or transition tables: 1e-8), at least 1e-6."""
@@ -551,21 +515,18 @@ def cmd_ptable_build(args) -> int:
     return 0
 
 
-def _open_table(name_or_path: str, V=None, D=None, js: int = 0):
-    from demonoise.analysis.ptables import load_ptable, read_ptable
+def _open_table(name_or_path: str):
+    """An embedded p-table or a p-table file (:func:`~demonoise.analysis.ptables.resolve_ptable`)."""
+    from demonoise.analysis.ptables import resolve_ptable
+    from demonoise.core.errors import ParameterError
 
-    p = Path(name_or_path)
-    if p.exists():
-        return read_ptable(p, D=D, V=V, js=js, label=f"ptable {p.name}")
-    if p.suffix or "/" in name_or_path:
-        from demonoise.core.errors import ParameterError
-
+    if not Path(name_or_path).exists() and (Path(name_or_path).suffix or "/" in name_or_path):
         raise ParameterError(f"p-table file {name_or_path} does not exist (embedded tables: v01, v03, v04)")
-    return load_ptable(name_or_path)
+    return resolve_ptable(name_or_path)
 
 
 def cmd_ptable_show(args) -> int:
-    table = _open_table(args.table, V=args.V)
+    table = _open_table(args.table)
     text, warn = _moments_text(table, args.V)
     print(_describe_table(table, args.V))
     print(text)
@@ -617,22 +578,11 @@ def _write_table_and_note(df, out, note: str, note_path) -> Path:
 
 
 def _select(counts, regions, countries):
-    """Restrict to region codes and/or countries; unknown codes raise DataError naming them."""
-    from demonoise.core.errors import DataError
-
+    """Restrict counts (or a panel) to region codes and/or countries; unknown ones raise DataError naming them."""
     if not (regions or countries):
         return counts
-    codes = []
-    for code in regions or []:
-        if code not in counts.codes:
-            raise DataError("unknown region code", dataset=counts.name, region=code)
-        codes.append(code)
-    for cc in countries or []:
-        hit = [r.code for r in counts.regions if r.country == cc]
-        if not hit:
-            raise DataError("no region of this country in the dataset", dataset=counts.name, region=cc)
-        codes += [c for c in hit if c not in codes]
-    return counts.select(codes)
+    codes = [*(regions or []), *(c for cc in countries or [] for c in counts.select(country=cc).codes)]
+    return counts.select(list(dict.fromkeys(codes)))
 
 
 def cmd_calibrate(args) -> int:
@@ -704,9 +654,7 @@ def cmd_change(args) -> int:
     from demonoise.io.datasets import load_panel
 
     panel = load_panel(args.dataset)
-    if args.regions or args.countries:
-        codes = args.regions or [c for c in panel.codes if c[:2] in set(args.countries)]
-        panel = panel.select(codes)
+    panel = _select(panel, args.regions, args.countries)
     settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
     kw = {"year_from": args.year_from, "year_to": args.year_to, "granularity": args.granularity}
     kw.update(indicators=args.indicators, seed=args.seed)
@@ -1119,7 +1067,6 @@ _nonneg_int = _int_option(0)
 _mc_replicates = _int_option(0, 10**9, " replicates (a Monte Carlo check needs 10^3 to 10^5)")
 #: Cell keys of a Eurostat-format p-table: the key table holds K integers per count class.
 _cell_keys = _int_option(1, 10**7, " cell keys (Eurostat's tables use 10^5; the table holds K per count class)")
-_MAX_WORKERS = 64
 
 
 def main(argv=None) -> int:

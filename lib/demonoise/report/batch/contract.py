@@ -1,23 +1,12 @@
 """The contract between a report notebook and whoever runs it -- checked, never assumed.
 
-papermill injects a run's parameters in a new cell right after the cell tagged
-``parameters``. Without that tag it injects them at the *top* of the notebook, where the
-notebook's own default assignments then overwrite them: the Belgian report's chapter
-silently showed the defaults' country. And papermill only warns about a parameter the
-notebook does not define. Three checks close both doors:
-
-* before any work (the batch's plan stage, ``demonoise notebook``):
-  :func:`check_contract` -- the notebook has a cell tagged ``parameters`` that assigns
-  every parameter the batch injects; :func:`check_known` -- every parameter a user gives
-  is one the notebook defines (an unknown one is an error listing the known ones). Both
-  read the parameters with :func:`papermill.inspect_notebook` (papermill's own reading of
-  the cell it injects after); nothing is executed.
-* after execution (the render stage): :func:`check_shown` -- each section shows the
-  dataset, country and setting it was asked for. The report notebooks read their table
-  with :func:`demonoise.report.content.summary.load_results`, which records what the rows it
-  returns hold (a metrics output under :data:`SHOWN`, :func:`shown_record`); the render
-  stage compares that record with the run's request and fails the report, naming the
-  notebook, on any difference or when the record is missing.
+papermill injects a run's parameters after the cell tagged ``parameters``; without that tag
+it injects them at the top, where the notebook's defaults then overwrite them, and it only
+warns about a parameter the notebook does not define. Before any work,
+:func:`check_contract` (the tagged cell assigns every parameter the batch injects) and
+:func:`check_known` (every parameter a user gives is defined) read the cell as papermill
+does; after execution, :func:`check_shown` compares what each section recorded it shows
+(:func:`shown_record`, under :data:`SHOWN`) with what its run asked for.
 """
 
 from __future__ import annotations
@@ -37,10 +26,9 @@ PARAMETERS_TAG = "parameters"
 
 
 def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
-    """Names the cell tagged ``parameters`` of the notebook at ``path`` assigns, in order,
-    as papermill reads them: :meth:`papermill.translators.PythonTranslator.inspect`, what
-    :func:`papermill.inspect_notebook` runs for a Python notebook, without its need of a
-    kernelspec in the notebook's metadata (the batch runs every notebook as Python).
+    """Names the cell tagged ``parameters`` assigns, in order, read as
+    :func:`papermill.inspect_notebook` reads a Python notebook (without its need of a
+    kernelspec in the metadata).
 
     Raises
     ------
@@ -70,19 +58,13 @@ def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
 
 
 def check_contract(path: str | os.PathLike, injected: Iterable[str]) -> tuple[str, ...]:
-    """Check that the notebook's parameters cell assigns every name in ``injected``.
-
-    Returns
-    -------
-    tuple of str
-        The notebook's parameter names.
+    """The notebook's parameter names, after checking its parameters cell assigns every
+    name in ``injected``.
 
     Raises
     ------
     ReportError
-        No tagged parameters cell, or names the batch injects that the cell does not
-        define (papermill would add them next to the notebook's own, unused) -- naming
-        the notebook and the names.
+        No tagged parameters cell, or injected names it does not define -- naming them.
     """
     names = parameter_names(path)
     missing = [n for n in injected if n not in names]
@@ -123,17 +105,16 @@ def check_shown(
     Parameters
     ----------
     dataset, country : str
-        The run's dataset and country: the section's rows must hold exactly these.
+        The section's rows must hold exactly these.
     setting : str, optional
-        Label of the run's setting (``"V = 1"``, ``"p-table v01"``): the section's.
+        Label of the run's setting (``"V = 1"``, ``"p-table v01"``).
     settings : iterable of str
-        Labels every one of which the section's rows must hold (the summary's).
+        Labels the section's rows must all hold (the summary's).
 
     Raises
     ------
     ReportError
-        The record is missing (the notebook did not read its table with
-        :func:`~demonoise.report.content.summary.load_results`) or differs, naming the notebook.
+        The record is missing or differs, naming the notebook.
     """
     from demonoise.report.document.assemble import read_metrics
 

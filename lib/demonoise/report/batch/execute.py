@@ -1,18 +1,15 @@
 """Execute notebooks with papermill, each process keeping one kernel.
 
-A :class:`Job` is (input notebook, parameters, output path); :func:`run_jobs` runs a list
-of them. The report batch uses the same three steps: :func:`prepare` (up to date? else a
-self-contained :class:`Task`, the notebook and the files it reads as bytes),
-:func:`execute_task` (on a Dask worker, or here) and :func:`finish` (the output written
-atomically; a failure kept as ``<stem>.failed.ipynb``, an older output removed).
+A :class:`Job` is (input notebook, parameters, output path). :func:`prepare` skips it when up
+to date, else makes a self-contained :class:`Task` (the notebook and the files it reads, as
+bytes); :func:`execute_task` runs it (on a Dask worker, or here); :func:`finish` writes the
+output atomically (a failure kept as ``<stem>.failed.ipynb``). :func:`run_jobs` does all three
+for a list of jobs.
 
 Kernel reuse is papermill's public engine API: ``execute_notebook(..., km=km)`` with the
-process's kept kernel manager, whose client is made and readied once
-(:class:`_KeptClient`), and a first cell that resets the namespace and changes directory
-(removed afterwards). A kernel that died or timed out is replaced. Kernel files live in a
-scratch directory of the process; :func:`end_kernels` ends them when a batch ends, and a
-kernel whose worker dies exits by itself (ipykernel's parent poller). The kernelspec
-``demonoise`` is used if installed, else the current interpreter (with a warning).
+process's kept kernel manager and a first cell that resets the namespace and changes
+directory (removed afterwards); a kernel that died or timed out is replaced, and
+:func:`end_kernels` ends them when a batch ends.
 """
 
 from __future__ import annotations
@@ -34,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.batch.cache import digest, source_fingerprint
 from demonoise.report.document.assemble import notebook_text, read_notebook_text, write_notebook
 from demonoise.runtime.cluster import Cluster, scratch_dir
+from demonoise.runtime.fingerprint import digest, source_fingerprint
 
 __all__ = [
     "DEFAULT_KERNEL",
@@ -70,29 +67,10 @@ RESET_TAG = "demonoise-reset"
 # =========================================================================== jobs
 @dataclass(frozen=True)
 class Job:
-    """One notebook execution.
-
-    Parameters
-    ----------
-    input : path-like
-        Source notebook (with a cell tagged ``parameters``).
-    output : path-like
-        Executed notebook to write (``.ipynb``).
-    parameters : mapping
-        Injected by papermill after the ``parameters`` cell. JSON-serialisable.
-    name : str, optional
-        Label for progress and results; defaults to the output file name.
-    cwd : path-like, optional
-        Working directory of the kernel while the notebook runs; defaults to the
-        input notebook's directory.
-    data_fingerprint : str
-        Identifies the data this job reads (part of the run key).
-    files : tuple of path-like
-        Files or directories the notebook reads, named by their paths in ``parameters``:
-        the task carries their bytes and the notebook reads a copy where it runs.
-    skip_tags : str or tuple of str
-        Cells carrying any of these tags are neither executed nor kept.
-    """
+    """One notebook execution: ``input`` (with a cell tagged ``parameters``) run with
+    ``parameters`` (JSON) into ``output`` (``.ipynb``), in ``cwd`` (default: the input's
+    folder). ``data_fingerprint`` is part of the run key; ``files`` (paths named in the
+    parameters) travel with the task as bytes; cells tagged ``skip_tags`` are left out."""
 
     input: Path
     output: Path
@@ -149,12 +127,8 @@ class JobError:
     traceback: str = ""
 
     def __str__(self) -> str:
-        where = ""
-        if self.cell_index is not None:
-            where = f" (cell {self.cell_index}"
-            if self.execution_count is not None:
-                where += f", In [{self.execution_count}]"
-            where += ")"
+        n = "" if self.execution_count is None else f", In [{self.execution_count}]"
+        where = "" if self.cell_index is None else f" (cell {self.cell_index}{n})"
         return f"{self.ename}: {self.evalue}{where}"
 
 
@@ -650,33 +624,22 @@ def run_jobs(
     cluster: Cluster | None = None,
     _reset: bool = True,
 ) -> BatchResult:
-    """Run notebook jobs; one failing notebook does not stop the others.
+    """Run notebook jobs (distinct outputs); one failing notebook does not stop the others.
 
     Parameters
     ----------
-    jobs : iterable of Job
-        Output paths must be distinct.
     workers : int
-        Without ``cluster``: the size of the local Dask cluster started for these jobs;
-        ``1``, or a single job, runs in this process.
+        Without ``cluster``: the size of the local Dask cluster (``1``: this process).
     reuse_kernel : bool
-        Keep one kernel per worker, the namespace reset between notebooks; ``False``
-        starts a fresh kernel for every notebook.
+        One kernel per worker, reset between notebooks; ``False``: a fresh one each.
     kernel_name : str
-        Kernelspec to use; if missing, the current interpreter (``RuntimeWarning``,
-        ``BatchResult.kernel_note``).
-    data_fingerprint : str
-        Part of every job's run key.
+        Kernelspec; if missing, the current interpreter (``BatchResult.kernel_note``).
     force : bool
         Run even the jobs whose output is up to date.
     progress : bool or None
         tqdm progress bar; ``None``: only on a terminal.
-    cell_timeout : float or None
-        Seconds a single cell may run (``None``: no limit).
-    start_timeout : float
-        Seconds to wait for a kernel to start.
-    cluster : demonoise.runtime.cluster.Cluster, optional
-        Where the notebooks run (the outputs are written here).
+    cell_timeout, start_timeout : float
+        Seconds a cell may run (``None``: no limit), and a kernel to start.
 
     Returns
     -------
@@ -732,17 +695,9 @@ def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool
 
 
 def check_outputs(jobs: Sequence[Job]) -> None:
-    """Every job is a :class:`Job` and no two write the same output.
-
-    Raises
-    ------
-    ParameterError
-        Naming the two jobs.
-    """
+    """Refuse (:class:`ParameterError`, naming them) two jobs that write the same output."""
     outs: dict[Path, str] = {}
     for j in jobs:
-        if not isinstance(j, Job):
-            raise ParameterError(f"run_jobs expects Job objects, got {type(j).__name__}")
         o = j.output.resolve()
         if o in outs:
             raise ParameterError(f"jobs {outs[o]} and {j.label} write the same output {j.output}")

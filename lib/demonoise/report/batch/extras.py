@@ -1,15 +1,10 @@
 """Further notebooks: the Europe overview and the extras (what-if, teaching), each run and
 rendered like a report.
 
-:func:`extra_run` prepares ``notebooks/<name>.ipynb`` with its parameters (checked against
-its cell tagged ``parameters``); :func:`overview_run` prepares ``notebooks/overview.ipynb``
-after computing what it reads (the results tables of single ages and 5-year groups, from the
-results store, and the calibration table). :func:`render_further` executes one
-(:func:`~.execute.run_jobs`: named kernel, atomic output, failure isolation, up-to-date
-skipping) and renders its document; the report batch instead runs them with its countries'
-notebooks (:func:`demonoise.report.batch.stages.further`). A what-if is named after its
-parameters (``whatif-BE34-scale4-V1-3.html``), so that a second scenario does not overwrite
-the first.
+:func:`extra_run` and :func:`overview_run` (its tables computed first) prepare a
+:class:`FurtherRun`; :func:`render_further` executes and renders one on its own, while the
+report batch runs them with its countries' notebooks. A what-if is named after its
+parameters (``whatif-BE34-scale4-V1-3.html``), so that a second scenario keeps the first.
 """
 
 from __future__ import annotations
@@ -161,14 +156,11 @@ def overview_run(
     """The Europe overview (``<out_dir>/overview.html``), its tables computed first.
 
     ``options``: ``dataset`` (default ``ess-2023``), ``V`` (default 1 and 5), ``ptables``,
-    ``countries`` (default all), ``sex`` (``worst``: per region the worst of women, men and
-    both sexes, the reports' rule; or ``T``, ``F``, ``M``), ``mc`` (Monte Carlo replicates of the
-    single-age table, default 0), ``label``, ``n_most``, ``thresholds`` (of the
-    calibration; default the reports' :data:`~demonoise.analysis.decision.THRESHOLDS`, a
-    batch passes its params' ``thresholds``). The results tables come from the results store (``store``, default
-    ``<out_dir>/results``; :func:`demonoise.report.batch.store.results`, the Monte Carlo
-    on ``cluster``); the calibration table is ``calibration`` if given, else computed
-    (:func:`demonoise.uncertainty.calibration.calibrate`).
+    ``countries`` (default all), ``sex`` (``worst``, the reports' rule, or ``T``, ``F``,
+    ``M``), ``mc`` (of the single-age table, default 0), ``label``, ``n_most``,
+    ``thresholds`` (default :data:`~demonoise.analysis.decision.THRESHOLDS`). The results
+    tables come from the store (default ``<out_dir>/results``), the Monte Carlo on
+    ``cluster``; the calibration table is ``calibration`` if given, else computed.
 
     Raises
     ------
@@ -176,7 +168,7 @@ def overview_run(
         Unknown dataset or country, invalid V.
     """
     from demonoise.core.counts import DATA_STATUS_SEP
-    from demonoise.report.batch.cache import file_digest
+    from demonoise.report.batch.store import file_digest
     from demonoise.report.content.summary import source_of
     from demonoise.report.document.cover import provenance_dict
 
@@ -257,14 +249,13 @@ def render_further(
     cluster=None,
 ) -> RenderResult:
     """Execute ``run``'s notebook (skipped when up to date, unless ``force``) and render its
-    document to HTML (and, with ``pdf``, to PDF: without the typst package the HTML is kept
-    and ``RenderResult.pdf_error`` says why).
+    document to HTML (and PDF; else ``RenderResult.pdf_error`` says why).
 
     Raises
     ------
     ReportError
-        The notebook failed (the message names the exception and the cell; the partly
-        executed notebook is kept as ``<stem>.failed.ipynb``), or HTML rendering failed.
+        The notebook failed (naming the exception, the cell and the kept
+        ``<stem>.failed.ipynb``), or HTML rendering failed.
     """
     batch = run_jobs(
         [run.job], workers=1, force=force, kernel_name=kernel_name, progress=False, cell_timeout=cell_timeout,

@@ -132,10 +132,6 @@ class Setting(_Strict):
         return self
 
     @property
-    def kind(self) -> str:
-        return "generic" if self.V is not None else "ptable"
-
-    @property
     def noise(self) -> NoiseSetting:
         """The setting with every name it goes by (:class:`~demonoise.analysis.settings.NoiseSetting`)."""
         return NoiseSetting.of(self)
@@ -187,47 +183,40 @@ def _readable_ptable(path: str) -> None:
         raise ValueError(f"the p-table file {path} cannot be read: {e}") from None
 
 
+def _iso(d):
+    if d is None or isinstance(d, date):
+        return None if d is None else d.isoformat()
+    try:
+        return date.fromisoformat(str(d).strip()).isoformat()
+    except ValueError:
+        raise ValueError(f"not a date: give it as YYYY-MM-DD, e.g. 2026-12-01, got {d!r}") from None
+
+
 class Publisher(_Strict):
     """Who publishes the report (its cover): organisation, contact, date."""
 
     organisation: str = Field(min_length=1)
     contact: str = Field(min_length=1)
-    date: str | None = None
-
-    @field_validator("date", mode="before")
-    @classmethod
-    def _iso(cls, d):
-        if d is None or isinstance(d, date):
-            return None if d is None else d.isoformat()
-        try:
-            return date.fromisoformat(str(d).strip()).isoformat()
-        except ValueError:
-            raise ValueError(f"not a date: give it as YYYY-MM-DD, e.g. 2026-12-01, got {d!r}") from None
+    date: Annotated[str | None, BeforeValidator(_iso)] = None
 
 
-class Recommend(_Strict):
-    """What the recommended V is for: the smallest V_max of ``indicator`` at ``threshold``."""
-
-    indicator: str = "e0"
-    threshold: float = A_SMALL
-
-    @field_validator("indicator")
-    @classmethod
-    def _headline(cls, i):
-        if i.lower() not in HEADLINES:
-            raise ValueError(f"unknown recommend indicator {i!r}; choose from {', '.join(HEADLINES)}")
-        return i.lower()
-
-    @field_validator("threshold")
-    @classmethod
-    def _threshold(cls, t):
-        return _check_threshold(t)
+def _headline(i: str) -> str:
+    if i.lower() not in HEADLINES:
+        raise ValueError(f"unknown recommend indicator {i!r}; choose from {', '.join(HEADLINES)}")
+    return i.lower()
 
 
 def _check_threshold(t: float) -> float:
     if not (0 < t <= _THRESHOLD_MAX):
         raise ValueError(f"threshold {t:g} outside (0, {_THRESHOLD_MAX:g}]")
     return float(t)
+
+
+class Recommend(_Strict):
+    """What the recommended V is for: the smallest V_max of ``indicator`` at ``threshold``."""
+
+    indicator: Annotated[str, AfterValidator(_headline)] = "e0"
+    threshold: Annotated[float, AfterValidator(_check_threshold)] = A_SMALL
 
 
 class Selection(_Strict):
@@ -257,18 +246,17 @@ Replicates = Annotated[
 ]
 
 
+def _upper(cs):
+    return None if cs is None else tuple(str(c).strip().upper() for c in _as_list(cs))
+
+
 class Overview(_Strict):
     """The Europe overview: every NUTS 2 region of a dataset."""
 
     dataset: str = "ess-2023"
     mc: Replicates = 0
-    countries: tuple[str, ...] | None = None
+    countries: Annotated[tuple[str, ...] | None, BeforeValidator(_upper)] = None
     sex: Literal["T", "F", "M", "worst"] = "worst"  # worst: per region the worst of F, M, T (the reports' rule)
-
-    @field_validator("countries", mode="before")
-    @classmethod
-    def _upper(cls, cs):
-        return None if cs is None else tuple(str(c).strip().upper() for c in _as_list(cs))
 
     @model_validator(mode="after")
     def _countries_of_the_dataset(self):
@@ -281,147 +269,6 @@ class Overview(_Strict):
     @classmethod
     def _known(cls, d, info: ValidationInfo):
         return _dataset_name(d, info)
-
-
-class ReportParams(_Strict):
-    """Validated parameters of a report batch (the module notes give the YAML): build it
-    with :func:`parse_params` (the keys as in the file: ``datasets``, ``noise``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, populate_by_name=True)
-
-    selections: tuple[Selection, ...] = Field(validation_alias="datasets")
-    settings: tuple[Setting, ...] = Field((), validation_alias="noise")
-    indicators: tuple[str, ...] = REPORT_INDICATORS
-    granularity: str = "single"
-    mc: Replicates = 2000
-    seed: Annotated[int, BeforeValidator(lambda n: _integer(n, "seed must be an integer")), Field(ge=0)] = 20230101
-    title: str = "demonoise quality reports"
-    pdf: bool = True
-    thresholds: tuple[float, ...] = (A_SMALL, A_EQUAL)
-    confidence: tuple[float, ...] = (0.95,)
-    recommend: Recommend = Recommend()
-    publisher: Publisher | None = None
-    overview: Overview | None = None
-    extras: tuple[tuple[str, tuple], ...] = ()
-    scheduler: str | None = None
-    source: str = Field("", exclude=True)
-    notices: tuple[str, ...] = Field((), exclude=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _as_written(cls, data, info: ValidationInfo):
-        """The file's mapping: the old form ``V: [1, 5]`` read as settings (with a notice),
-        the source from the context; ``source`` and ``notices`` are not keys of the file."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"the params file must be a mapping of keys to values, got {type(data).__name__}")
-        data = {str(k): v for k, v in data.items()}
-        for k in ("source", "notices", "selections", "settings"):
-            if k in data:
-                raise ValueError(f".{k}: unknown key")
-        data["noise"], notice = _old_noise(data)
-        data.pop("V", None)
-        data["notices"] = (notice,) if notice else ()
-        data["source"] = str((info.context or {}).get("source", ""))
-        return data
-
-    @field_validator("selections", mode="before")
-    @classmethod
-    def _datasets(cls, ds, info: ValidationInfo):
-        return _selections(ds, info)
-
-    @field_validator("settings", mode="before")
-    @classmethod
-    def _noise_list(cls, ss):
-        if not isinstance(ss, (list, tuple)):
-            raise ValueError("a list of settings, e.g. [{V: 1}, {V: 5}, {ptable: v01}]")
-        return ss
-
-    @field_validator("indicators", mode="before")
-    @classmethod
-    def _indicator_names(cls, values):
-        return _indicators(values)
-
-    @field_validator("overview", mode="before")
-    @classmethod
-    def _overview_form(cls, ov):
-        return _overview(ov)
-
-    @field_validator("extras", mode="before")
-    @classmethod
-    def _extra_notebooks(cls, ex, info: ValidationInfo):
-        return _extras(ex, info)
-
-    @field_validator("pdf", mode="before")
-    @classmethod
-    def _bool(cls, v):
-        if not isinstance(v, bool):
-            raise ValueError(f"true or false, got {v!r}")
-        return v
-
-    @field_validator("thresholds", "confidence", mode="before")
-    @classmethod
-    def _listed(cls, v):
-        return tuple(_number(x, "must be numbers") for x in _as_list(v))
-
-    @field_validator("granularity")
-    @classmethod
-    def _granularity(cls, g):
-        if g not in GRANULARITIES:
-            raise ValueError(f"unknown granularity {g!r}; choose from {', '.join(GRANULARITIES)}")
-        return g
-
-    @field_validator("scheduler")
-    @classmethod
-    def _address(cls, a):
-        from demonoise.runtime.cluster import check_address
-
-        if a is None:
-            return a
-        try:
-            return check_address(a)
-        except ParameterError as e:
-            raise ValueError(str(e)) from None
-
-    @field_validator("thresholds")
-    @classmethod
-    def _thresholds(cls, ts):
-        if not ts:
-            raise ValueError("give at least one threshold")
-        return tuple(sorted({_check_threshold(t) for t in ts}))
-
-    @field_validator("confidence")
-    @classmethod
-    def _confidence(cls, cs):
-        for c in cs:
-            if not (0 < c < 1):
-                raise ValueError(f"confidence {c:g} outside (0, 1)")
-        if not cs:
-            raise ValueError("give at least one confidence level")
-        return tuple(sorted(set(cs)))
-
-    @field_validator("settings")
-    @classmethod
-    def _distinct(cls, ss):
-        if not ss:
-            raise ValueError("give at least one noise setting, e.g. noise: [{V: 1}]")
-        labels = [s.label for s in ss]
-        twice = sorted({x for x in labels if labels.count(x) > 1})
-        if twice:
-            raise ValueError(f"setting {', '.join(twice)} listed twice")
-        return ss
-
-    @property
-    def n_reports(self) -> int:
-        return sum(len(s.countries) for s in self.selections)
-
-    @property
-    def V(self) -> tuple[float, ...]:
-        """The variances of the generic settings."""
-        return tuple(s.V for s in self.settings if s.V is not None)
-
-    @property
-    def ptables(self) -> tuple[str, ...]:
-        return tuple(s.ptable for s in self.settings if s.ptable is not None)
 
 
 # ---------------------------------------------------------------------------- validators' steps
@@ -567,6 +414,116 @@ def _data_file(ref, info: ValidationInfo):
         return reg.resolve(str(ref), _base(info))
     except DemonoiseError as e:
         raise ValueError(str(e)) from None
+
+
+def _noise_list(ss):
+    if not isinstance(ss, (list, tuple)):
+        raise ValueError("a list of settings, e.g. [{V: 1}, {V: 5}, {ptable: v01}]")
+    return ss
+
+
+def _distinct(ss):
+    if not ss:
+        raise ValueError("give at least one noise setting, e.g. noise: [{V: 1}]")
+    labels = [s.label for s in ss]
+    twice = sorted({x for x in labels if labels.count(x) > 1})
+    if twice:
+        raise ValueError(f"setting {', '.join(twice)} listed twice")
+    return ss
+
+
+def _bool(v):
+    if not isinstance(v, bool):
+        raise ValueError(f"true or false, got {v!r}")
+    return v
+
+
+def _listed(v) -> tuple:
+    return tuple(_number(x, "must be numbers") for x in _as_list(v))
+
+
+def _granularity(g):
+    if g not in GRANULARITIES:
+        raise ValueError(f"unknown granularity {g!r}; choose from {', '.join(GRANULARITIES)}")
+    return g
+
+
+def _address(a):
+    from demonoise.runtime.cluster import check_address
+
+    return check_address(a)
+
+
+def _thresholds(ts):
+    if not ts:
+        raise ValueError("give at least one threshold")
+    return tuple(sorted({_check_threshold(t) for t in ts}))
+
+
+def _confidence(cs):
+    for c in cs:
+        if not (0 < c < 1):
+            raise ValueError(f"confidence {c:g} outside (0, 1)")
+    if not cs:
+        raise ValueError("give at least one confidence level")
+    return tuple(sorted(set(cs)))
+
+
+class ReportParams(_Strict):
+    """Validated parameters of a report batch (the module notes give the YAML): build it
+    with :func:`parse_params` (the keys as in the file: ``datasets``, ``noise``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, populate_by_name=True)
+
+    selections: Annotated[tuple[Selection, ...], BeforeValidator(_selections)] = Field(validation_alias="datasets")
+    settings: Annotated[tuple[Setting, ...], BeforeValidator(_noise_list), AfterValidator(_distinct)] = Field(
+        (), validation_alias="noise"
+    )
+    indicators: Annotated[tuple[str, ...], BeforeValidator(_indicators)] = REPORT_INDICATORS
+    granularity: Annotated[str, AfterValidator(_granularity)] = "single"
+    mc: Replicates = 2000
+    seed: Annotated[int, BeforeValidator(lambda n: _integer(n, "seed must be an integer")), Field(ge=0)] = 20230101
+    title: str = "demonoise quality reports"
+    pdf: Annotated[bool, BeforeValidator(_bool)] = True
+    thresholds: Annotated[tuple[float, ...], BeforeValidator(_listed), AfterValidator(_thresholds)] = (A_SMALL, A_EQUAL)
+    confidence: Annotated[tuple[float, ...], BeforeValidator(_listed), AfterValidator(_confidence)] = (0.95,)
+    recommend: Recommend = Recommend()
+    publisher: Publisher | None = None
+    overview: Annotated[Overview | None, BeforeValidator(_overview)] = None
+    extras: Annotated[tuple[tuple[str, tuple], ...], BeforeValidator(_extras)] = ()
+    scheduler: Annotated[str, AfterValidator(_address)] | None = None
+    source: str = Field("", exclude=True)
+    notices: tuple[str, ...] = Field((), exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _as_written(cls, data, info: ValidationInfo):
+        """The file's mapping: the old form ``V: [1, 5]`` read as settings (with a notice),
+        the source from the context; ``source`` and ``notices`` are not keys of the file."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"the params file must be a mapping of keys to values, got {type(data).__name__}")
+        data = {str(k): v for k, v in data.items()}
+        for k in ("source", "notices", "selections", "settings"):
+            if k in data:
+                raise ValueError(f".{k}: unknown key")
+        data["noise"], notice = _old_noise(data)
+        data.pop("V", None)
+        data["notices"] = (notice,) if notice else ()
+        data["source"] = str((info.context or {}).get("source", ""))
+        return data
+
+    @property
+    def n_reports(self) -> int:
+        return sum(len(s.countries) for s in self.selections)
+
+    @property
+    def V(self) -> tuple[float, ...]:
+        """The variances of the generic settings."""
+        return tuple(s.V for s in self.settings if s.V is not None)
+
+    @property
+    def ptables(self) -> tuple[str, ...]:
+        return tuple(s.ptable for s in self.settings if s.ptable is not None)
 
 
 def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:

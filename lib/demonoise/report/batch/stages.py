@@ -1,23 +1,9 @@
-"""Quality reports in batch, in five stages: plan -> compute -> execute -> render -> index.
+"""Quality reports in batch: plan -> compute -> execute -> render -> index.
 
-:func:`run_reports` calls them in order, each over the whole batch; what fans out goes to
-the batch's Dask cluster (:meth:`demonoise.runtime.cluster.Cluster.each`; in this process
-with ``--workers 1``) as self-contained tasks (bytes in, bytes out) and is written here,
-atomically, as it completes.
-
-1. :func:`plan` -- one :class:`Report` per (dataset, country), one :class:`Run` of the
-   summary notebook and of each indicator notebook per setting; refused before any work
-   above :data:`MAX_NOTEBOOKS` executions without ``yes``, or when a notebook breaks its
-   contract (:mod:`.contract`).
-2. :func:`compute` -- per country, the results and decision tables, stored under
-   ``<output>/results/`` and reused while spec, library and data are unchanged.
-3. execute (:func:`~.execute.execute_jobs`) -- every notebook, the overview's and the
-   extras' (:func:`further`) first; up-to-date ones skipped.
-4. :func:`render` -- each document assembled here and rendered to HTML (and PDF) as a task.
-5. :func:`index` -- ``<output>/index.html``.
-
-A failing country or notebook does not stop the batch: its row says why and
-:attr:`BatchReport.ok` is false. However the batch ends, its kernels end with it.
+:func:`run_reports` calls the five stages in order over the whole batch; what fans out runs
+on the batch's Dask cluster as self-contained tasks (bytes in, bytes out) and is written
+here, atomically, as it completes. A failing country or notebook does not stop the batch:
+its row says why and :attr:`BatchReport.ok` is false. The batch's kernels end with it.
 """
 
 from __future__ import annotations
@@ -99,9 +85,6 @@ class Report:
     def pdf(self, output: Path) -> Path:
         return self.html(output).with_suffix(".pdf")
 
-    def data_dir(self, output: Path) -> Path:
-        return self.html(output).with_name(f"{self.country}-data")
-
     def build_dir(self, output: Path) -> Path:
         return Path(output) / "build" / self.dataset / self.country
 
@@ -154,25 +137,18 @@ def plan(
     yes: bool = True,
     workers: int = 2,
 ) -> Plan:
-    """The reports and their notebook runs, checked before any work; removes the files of
-    the old per-V layout.
-
-    Checks, in order: the output directory can be written; the batch's size
-    (:func:`check_size`; ``yes`` lets a large batch run); every notebook's contract (a
-    tagged parameters cell defining every parameter the batch injects,
-    :func:`demonoise.report.batch.contract.check_contract`) and the extras' parameters
-    (:func:`~demonoise.report.batch.contract.check_known`).
+    """The reports and their notebook runs, checked before any work (output directory,
+    :func:`check_size`, every notebook's contract and the extras' parameters, :mod:`.contract`);
+    removes the files of the old per-V layout.
 
     Raises
     ------
     OutputError
         The output directory cannot be written.
     ParameterError
-        A batch too large without ``yes``, or an extra notebook given a parameter it does
-        not define.
+        A batch too large without ``yes``, or an extra given a parameter it does not define.
     ReportError
-        A notebook of the reports is missing (an explicit directory, or
-        ``$DEMONOISE_NOTEBOOKS``, is not replaced by another) or breaks the contract.
+        A notebook of the reports is missing or breaks the contract.
     """
     from demonoise.core.atomic import check_output_dir
     from demonoise.runtime.locate import find_dir
@@ -206,15 +182,8 @@ def _multi_year(dataset: str) -> bool:
 
 
 def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None:
-    """Refuse a batch of more than :data:`MAX_NOTEBOOKS` notebook executions unless
-    ``yes``, in one line with its size and a time estimate (never a prompt: a batch runs
-    under CI too).
-
-    Raises
-    ------
-    ParameterError
-        The batch is too large and ``yes`` is false.
-    """
+    """Refuse (:class:`ParameterError`, one line with its size and a time estimate; never a
+    prompt) a batch of more than :data:`MAX_NOTEBOOKS` notebook executions unless ``yes``."""
     if notebooks <= MAX_NOTEBOOKS or yes:
         return
     minutes = notebooks * SECONDS_PER_NOTEBOOK / max(1, workers) / 60
@@ -291,18 +260,11 @@ def _decision_dir(params: ReportParams, results_path: Path, key: str) -> Path:
 
 
 def _decision_tables(report: Report, params: ReportParams, results, results_path: Path, key: str) -> Path:
-    """The decision tables of one country (:func:`demonoise.analysis.decision.decision_report`:
-    decision table, calibration, recommended V, error bands, p-table comparison, small
-    cells), stored next to its results table and reused while their key is unchanged."""
+    """The decision tables of one country (:func:`demonoise.analysis.decision.decision_report`),
+    written next to its results table (:func:`_stored` reads them back while their key holds)."""
     from demonoise.analysis.decision import decision_report
-    from demonoise.report.batch.store import read_decision, write_decision
+    from demonoise.report.batch.store import write_decision
 
-    where = _decision_dir(params, results_path, key)
-    try:
-        read_decision(where)
-        return where
-    except DemonoiseError:
-        pass
     rep = decision_report(
         results,
         _country_counts(report),
@@ -312,7 +274,7 @@ def _decision_tables(report: Report, params: ReportParams, results, results_path
         recommend=params.recommend.model_dump(),
         country=report.country,
     )
-    return write_decision(rep, where)
+    return write_decision(rep, _decision_dir(params, results_path, key))
 
 
 def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: int, cluster=None) -> Computed:
@@ -489,13 +451,9 @@ class Further:
     (``run``, a :class:`~demonoise.report.batch.extras.FurtherRun`, or the ``error`` that
     stopped it); its notebook runs with the countries' and its document renders with theirs."""
 
-    name: str
+    label: str
     run: Any = None
     error: str | None = None
-
-    @property
-    def label(self) -> str:
-        return self.name
 
 
 def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list[Further]:
@@ -660,7 +618,7 @@ def _wrong_sections(report: Report, state: Plan) -> str | None:
 
 
 def _render_key(nb_path: Path, pdf: bool) -> str:
-    from demonoise.report.batch.cache import digest, file_digest, source_fingerprint, tree_fingerprint
+    from demonoise.report.batch.store import digest, file_digest, source_fingerprint, tree_fingerprint
     from demonoise.report.document.templates import find_template_dir
 
     return digest([file_digest(nb_path), source_fingerprint(), tree_fingerprint(find_template_dir()), pdf])
@@ -669,14 +627,14 @@ def _render_key(nb_path: Path, pdf: bool) -> str:
 def _start(r: Rendered, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
     """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then
     up to date) when its stamp says the outputs were rendered from the same document."""
-    from demonoise.report.batch.cache import is_current, read_stamp
+    from demonoise.report.batch.store import read_stamp
     from demonoise.report.document.assemble import write_notebook
 
     nb_path = write_notebook(nb, build / "report.ipynb")
     key, stamp = _render_key(nb_path, pdf is not None), build / "report.json"
-    if not is_current(stamp, key, [html] + ([pdf] if pdf else [])):
-        return nb_path, html, pdf, key, stamp
     old = read_stamp(stamp)
+    if old.get("key") != key or not all(p.is_file() for p in [html] + ([pdf] if pdf else [])):
+        return nb_path, html, pdf, key, stamp
     r.status, r.html, r.pdf, r.pages = "skipped", html, pdf, old.get("pages", 0)
     r.files = tuple(Path(p) for p in old.get("files", []))
     return None
@@ -710,7 +668,7 @@ def _prepare_further(f: Further, state, executed, pdf_reason) -> tuple[Rendered,
 
 
 def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
-    from demonoise.report.batch.cache import write_stamp
+    from demonoise.report.batch.store import write_stamp
 
     r.html, r.pdf, r.pdf_error = res.html, res.pdf, res.pdf_error or pdf_reason
     r.files, r.pages, r.html_seconds, r.pdf_seconds = res.files, res.pages, res.html_seconds, res.pdf_seconds or 0.0
@@ -862,20 +820,17 @@ def run_reports(
     yes: bool = True,
     cluster=None,
 ) -> BatchReport:
-    """Run a report batch (module notes) and write ``<output>/index.html``.
+    """Run a report batch and write ``<output>/index.html``.
 
-    Its tasks run on ``cluster`` (:class:`demonoise.runtime.cluster.Cluster`); without one,
-    on the Dask scheduler of ``params.scheduler`` if set, else on a local cluster of
-    ``workers`` processes started at the first task and closed at the end. ``yes=False``
-    (the command line without ``--yes``) refuses a batch above :data:`MAX_NOTEBOOKS`
-    notebook executions.
+    Its tasks run on ``cluster``; without one, on the Dask scheduler of ``params.scheduler``
+    if set, else on a local cluster of ``workers`` processes. ``yes=False`` refuses a batch
+    above :data:`MAX_NOTEBOOKS` notebook executions.
 
     Raises
     ------
     ParameterError, ReportError
-        Only for problems that stop every report (no notebooks, a notebook breaking the
-        contract, invalid workers, a batch too large without ``yes``, an output directory
-        that cannot be written); a failing country or notebook is recorded in its outcome.
+        Only for problems that stop every report (:func:`plan`, invalid workers); a failing
+        country or notebook is recorded in its outcome.
     ClusterError
         The cluster cannot be used, or its scheduler was lost mid-run (``ClusterLost``).
     """
@@ -917,7 +872,7 @@ def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_di
     outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
     rendered = {r: outcomes[r] for r in state.reports}
     lap("render")
-    rows = [_row(f.name, outcomes[f], f.run.summary if f.run else {}, pdf_reason) for f in extra]
+    rows = [_row(f.label, outcomes[f], f.run.summary if f.run else {}, pdf_reason) for f in extra]
     path = index(state, rendered, rows, pdf_reason=pdf_reason)
     lap("index")
     times = {

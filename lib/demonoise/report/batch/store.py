@@ -1,18 +1,18 @@
-"""Computed once, read many times: the results tables behind the reports.
+"""Computed once, read many times: the results tables behind the reports, and the stamps
+that say whether a rendered document is up to date.
 
 Report notebooks never compute: the batch asks :func:`results` for the table of a
-:class:`ResultsSpec` (dataset, V's, p-tables, granularity, Monte Carlo, countries),
-which is computed by the library (:func:`demonoise.analysis.compute.compute`) the first time and
-read back from ``<store>/<dataset>/<key>.parquet`` afterwards. The key hashes the
-spec, the sources of the computing layers (:func:`demonoise.report.batch.cache.source_fingerprint`
-without the presentation layer) and the dataset's content, so a changed parameter, computation or
-dataset recomputes, and an unchanged one does not. Files are written atomically with a
-JSON sidecar (spec, provenance label, timings).
+:class:`ResultsSpec`, computed by :func:`demonoise.analysis.compute.compute` the first time
+and read back from ``<store>/<dataset>/<key>.parquet`` afterwards. Every cached artefact
+carries a *key*, the sha256 of what it was made from (:func:`digest`): here the spec, the
+sources of the computing layers (:func:`source_fingerprint` without the presentation layer)
+and the dataset's content. Files are written atomically, with a JSON sidecar.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -26,34 +26,30 @@ from demonoise.analysis.stored import DECISION_FIELDS, read_decision, write_deci
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError
 from demonoise.demography.indicators import INDICATORS
+from demonoise.runtime.fingerprint import digest, source_fingerprint
 
-__all__ = ["ResultsSpec", "results", "results_path", "DECISION_FIELDS", "read_decision", "write_decision"]
+__all__ = [
+    "ResultsSpec",
+    "results",
+    "results_path",
+    "DECISION_FIELDS",
+    "read_decision",
+    "write_decision",
+    "digest",
+    "source_fingerprint",
+    "tree_fingerprint",
+    "file_digest",
+    "read_stamp",
+    "write_stamp",
+]
 
 
 @dataclass(frozen=True)
 class ResultsSpec:
-    """What to compute.
-
-    Parameters
-    ----------
-    dataset : str
-        Dataset name (:func:`demonoise.io.datasets.available`).
-    V : tuple of float
-        Variances of the generic noise model.
-    ptables : tuple of str
-        P-tables (embedded names such as ``"v01"`` or paths).
-    granularity : str
-        Publication granularity (``"single"``, ``"5y"``, ``"5y-infant"``).
-    countries : tuple of str, optional
-        Restrict to these countries (their country row and NUTS 2 regions).
-    mc : int
-        Monte Carlo replicates for e and TFR (0: analytic only).
-    confidence : tuple of float
-        Levels whose Monte Carlo quantiles are kept (``mc_lo_/mc_hi_<component>_<level>``,
-        the error bands of the reports).
-    seed, zero_floor, indicators, e_ages
-        As in :func:`demonoise.analysis.compute.compute`.
-    """
+    """What to compute (:func:`demonoise.analysis.compute.compute`'s arguments): a dataset,
+    the variances ``V`` of the generic model and ``ptables``, a granularity, the
+    ``countries`` (default all), ``mc`` replicates and the ``confidence`` levels whose
+    Monte Carlo quantiles are kept."""
 
     dataset: str
     V: tuple = (1.0, 5.0)
@@ -85,7 +81,6 @@ class ResultsSpec:
 
     def key(self) -> str:
         from demonoise.io.datasets import fingerprint
-        from demonoise.report.batch.cache import digest, source_fingerprint
 
         library = source_fingerprint(presentation=False)
         return digest({"spec": dataclasses.asdict(self), "library": library, "data": fingerprint(self.dataset)}, 16)
@@ -151,8 +146,6 @@ def results(
 def decision_key(results_key: str, settings, thresholds, confidence, recommend) -> str:
     """Key of the decision tables of one results table: the results key and the report
     parameters they depend on (the library is already part of the results key)."""
-    from demonoise.report.batch.cache import digest
-
     payload = {
         "results": results_key,
         "settings": [dict(s) for s in settings],
@@ -161,3 +154,29 @@ def decision_key(results_key: str, settings, thresholds, confidence, recommend) 
         "recommend": dict(recommend),
     }
     return digest(payload, 16)
+
+
+def tree_fingerprint(root: Path) -> str:
+    """Hash of every file under ``root`` (names and bytes)."""
+    root, h = Path(root), hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(root).as_posix().encode())
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def file_digest(path: Path, length: int = 16) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:length]
+
+
+def read_stamp(path: Path) -> dict:
+    """The JSON sidecar at ``path`` (``{}`` if missing or unreadable)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def write_stamp(path: Path, stamp: dict) -> Path:
+    return atomic_write_text(path, json.dumps(stamp, indent=1, default=str))

@@ -1,28 +1,16 @@
 """Assemble executed notebooks into one document; render it to offline HTML and PDF.
 
-A document is a cover, a contents list and *chapters*. A chapter is one executed notebook
-(:class:`Section`), or -- in a country report -- one indicator with a *subsection per noise
-setting* (:class:`Chapter`: the notebook of that indicator executed once per setting).
-A chapter opens a page in print (with ``run_on``, only where the orientation changes;
-else it runs on after a gap) and numbers its figures and tables (Figure 2.1, ...;
-:class:`~.exporter.DocumentPreprocessor`).
+A document is a cover, a contents list and chapters: one executed notebook
+(:class:`Section`), or one indicator with a subsection per noise setting (:class:`Chapter`,
+its cells tagged ``chapter`` kept once, from the first setting; the other headings one level
+down). No code, no prompts; cells tagged ``remove`` or ``metrics``, metrics payloads and
+code cells without output are dropped; a notebook whose execution failed is refused
+(:class:`~demonoise.core.errors.ReportError`). The raw cells written here carry their HTML
+as source and their Typst twin in ``metadata.demonoise.typst``, for the two exporters.
 
-What reaches a document: no code, no prompts; cells tagged ``remove`` or ``metrics`` and
-metrics payloads are dropped, and so are code cells left without output. A notebook whose
-execution failed (``metadata.papermill.exception``) is refused with a
-:class:`~demonoise.core.errors.ReportError` naming it -- a failed run never becomes a
-valid-looking report. A leading level-1 heading of a notebook is its title (taken out of
-the body). In a :class:`Chapter`, cells tagged ``chapter`` (the method note, charts across
-the settings) are kept once, from the first setting, before the subsections; the other
-cells' headings move one level down under the setting's heading. The raw cells written
-here (cover, contents, chapter and setting headings) carry their HTML as their source and
-their Typst twin in ``metadata.demonoise.typst``, for the two exporters.
-
-:func:`render_bytes` is one rendering task, run by the batch on its workers -- assembled
-notebook in; HTML, its CSV files and the PDF out as bytes -- and :func:`write_rendered`
-writes them here (the CSV files in ``<name>-data/`` and zipped beside the HTML, which the
-cover of a country report links). Offline rule (tested): nothing is
-loaded from the network; plain hyperlinks in the prose are allowed.
+:func:`render_bytes` is one rendering task (notebook in; HTML, CSV files and PDF out as
+bytes); :func:`write_rendered` writes them (the CSV files also zipped beside the HTML).
+Nothing is loaded from the network.
 """
 
 from __future__ import annotations
@@ -396,27 +384,13 @@ def assemble(
     source: str = "",
     run_on: bool = False,
 ):
-    """One notebook from a cover, a contents list and chapters.
+    """One notebook from a cover, a contents list and ``chapters`` (:class:`Section`,
+    :class:`Chapter`, path or notebook), its ``metadata.demonoise.sections`` listing them.
 
-    Parameters
-    ----------
-    chapters : sequence of Section, Chapter, path or NotebookNode
-        In document order.
-    title : str
-        Document title (HTML ``<title>``, footer, generated cover).
-    cover : str, path or NotebookNode, optional
-        The cover: HTML (a string starting with ``<``), or an executed notebook; default:
-        a cover with ``title``, ``subtitle`` and the date.
-    source : str
-        The "Source:" of every figure and table, e.g. ``"Eurostat (demo_r_d2jan, ...)"``.
-    run_on : bool
-        In print, a chapter runs on after the one before (after a gap) unless the page
-        orientation changes; default: every chapter opens a page.
-
-    Returns
-    -------
-    nbformat.NotebookNode
-        ``metadata.demonoise.sections`` lists the chapters (and their subsections).
+    ``cover``: HTML (a string starting with ``<``) or an executed notebook; default: the
+    title, ``subtitle`` and the date. ``source``: the "Source:" of every figure and table.
+    ``run_on``: in print, a chapter runs on after the one before unless the page orientation
+    changes (default: every chapter opens a page).
 
     Raises
     ------
@@ -558,15 +532,9 @@ _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 def write_data_zip(html: str | os.PathLike, files: Sequence[Path]) -> Path | None:
-    """Write every CSV file of a document into one zip beside it (:func:`data_zip_name`),
-    atomically; the members keep their path relative to the document (``LU-data/x.csv``),
-    in name order, with a fixed time stamp. A stale zip is removed when there are no files.
-
-    Returns
-    -------
-    Path or None
-        The zip, or ``None`` when the document has no CSV file.
-    """
+    """Every CSV file of a document in one zip beside it (:func:`data_zip_name`), atomically:
+    paths relative to the document, in name order, a fixed time stamp. Returns the zip, or
+    ``None`` (a stale zip removed) when there is no file."""
     import io
     import zipfile
 

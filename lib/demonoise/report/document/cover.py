@@ -1,21 +1,11 @@
 """The cover of a report: who publishes it, when, with which tool, on which data.
 
-From the params' ``publisher:`` block (organisation, contact, date); without one the cover
-says "demonoise demonstration — not an official publication". Always: the tool version,
-the data's extraction date(s) and status, the settings compared, a link back to the index;
-with ``data_zip``, a link to the zip of the report's CSV files beside it (relative, so that
-it works wherever the report is moved with its files).
-The data status is also the running header of every PDF page.
-
-The extraction date is the dataset's own: the download date of a fetched dataset, with
-Eurostat's last update of each table it was read from (the API's ``updated``); the
-``# extracted:`` date of a counts template; "unknown", once, for the embedded extracts,
-whose dates are not known.
-
-:func:`cover_html` returns the HTML as a :class:`Cover` string carrying its Typst twin
-(``.typst``), both made from the same fields; :func:`~.render.assemble` puts both in the
-cover's raw cell. The data's provenance per table (:func:`provenance_dict`) and the
-"Source:" line of every figure (:func:`demonoise.report.content.summary.source_of`) come from the same place.
+From the params' ``publisher:`` block (without one: "demonoise demonstration -- not an
+official publication"); always the tool version, the data's extraction date(s) (the
+dataset's own: a download date with Eurostat's last update of each table, a template's
+``# extracted:`` date, or "unknown") and status, the settings compared, a link back to the
+index and, with ``data_zip``, to the zip of the report's CSV files. :func:`cover_html`
+returns the HTML as a :class:`Cover` string carrying its Typst twin (``.typst``).
 """
 
 from __future__ import annotations

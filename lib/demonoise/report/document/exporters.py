@@ -1,21 +1,14 @@
 """nbconvert exporters of the reports: offline HTML, and a PDF typeset by Typst.
 
-* :class:`DocumentHTMLExporter` (``jupyter nbconvert --to demonoise_html``): nbconvert's
-  ``HTMLExporter`` with the ``templates/demonoise`` template, no code, no prompts; formulas
-  typeset as SVG (:mod:`demonoise.report.content.typeset`, found by nbconvert's own Markdown parser); every chart
-  and table numbered, with a "Source:" line and a link to its data as CSV
-  (:class:`DocumentPreprocessor`; the CSV files go to ``resources["outputs"]``, which
-  nbconvert's writer puts next to the output).
+* :class:`DocumentHTMLExporter` (``--to demonoise_html``): nbconvert's ``HTMLExporter`` with
+  the ``templates/demonoise`` template, no code, formulas as SVG; every chart and table
+  numbered with a caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`;
+  the files go to ``resources["outputs"]``).
 * :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst
-  source, written by the ``templates/demonoise_typst`` template as nbconvert's LaTeX
-  exporter writes LaTeX: markdown through a Typst renderer of nbconvert's own Markdown
-  parser (:class:`~demonoise.report.content.typeset.TypstRenderer`), each output by its Typst representation
-  (:data:`~.typstsrc.TYPST_MIME`, made beside its HTML by the kernel), charts as their SVG.
+  source by the ``templates/demonoise_typst`` template, as nbconvert's LaTeX exporter writes
+  LaTeX; each output by its Typst representation (:data:`TYPST_MIME`), charts as SVG.
 * :class:`DocumentPDFExporter` (``--to demonoise_pdf``): that source compiled in this
-  process by the ``typst`` wheel (:func:`typst_to_pdf`), with the template's own fonts
-  only -- no system library, no browser, no TeX.
-
-All three are registered under the ``nbconvert.exporters`` entry point (``pyproject.toml``).
+  process by the ``typst`` wheel with the template's own fonts (:func:`typst_to_pdf`).
 """
 
 from __future__ import annotations
@@ -27,7 +20,7 @@ from functools import lru_cache
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
-from traitlets import Unicode, default
+from traitlets import Bool, Unicode, default
 
 from demonoise.core.errors import ReportError
 from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
@@ -256,13 +249,12 @@ def _safe_stem(name: str) -> str:
 
 
 def _output_like(out, data: dict):
+    """An output of ``out``'s kind (an execute result keeps its count, else a display) holding ``data``."""
     from nbformat.v4 import new_output
 
-    kind = out.get("output_type", "display_data")
-    kind = kind if kind in ("display_data", "execute_result") else "display_data"
-    if kind == "execute_result":
-        return new_output(kind, data=data, execution_count=out.get("execution_count"))
-    return new_output(kind, data=data)
+    if out.get("output_type") == "execute_result":
+        return new_output("execute_result", data=data, execution_count=out.get("execution_count"))
+    return new_output("display_data", data=data)
 
 
 def _document_resources(nb, resources) -> dict:
@@ -288,35 +280,24 @@ class _DocumentExporter(TemplateExporter):
     def _basedirs_default(self):
         return [str(find_template_dir())]
 
-    @default("exclude_input")
-    def _no_input(self):
-        return True
+    exclude_input = Bool(True).tag(config=True)
 
     def __init__(self, config=None, **kw):
         super().__init__(config=config, **kw)
         self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
         self.register_preprocessor(DocumentPreprocessor(parent=self), True)
 
+    def from_notebook_node(self, nb, resources=None, **kw):
+        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
+
 
 class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
     """Offline HTML of a report (see the module notes). ``jupyter nbconvert --to demonoise_html``."""
 
     export_from_notebook = "demonoise HTML"
-
-    @default("template_name")
-    def _template_name_default(self):
-        return TEMPLATE_NAME
-
-    @default("exclude_input_prompt")
-    def _no_in_prompt(self):
-        return True
-
-    @default("exclude_output_prompt")
-    def _no_out_prompt(self):
-        return True
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
+    template_name = Unicode(TEMPLATE_NAME).tag(config=True)
+    exclude_input_prompt = Bool(True).tag(config=True)
+    exclude_output_prompt = Bool(True).tag(config=True)
 
     @pass_context
     def markdown2html(self, context, source):
@@ -416,21 +397,9 @@ class DocumentTypstExporter(_DocumentExporter):
 
     export_from_notebook = "demonoise Typst"
     output_mimetype = TYPST_MIME
-
-    @default("file_extension")
-    def _file_extension_default(self):
-        return ".typ"
-
-    @default("template_extension")
-    def _template_extension_default(self):
-        return ".typ.j2"
-
-    @default("template_name")
-    def _template_name_default(self):
-        return TYPST_TEMPLATE_NAME
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
+    file_extension = Unicode(".typ").tag(config=True)
+    template_extension = Unicode(".typ.j2").tag(config=True)
+    template_name = Unicode(TYPST_TEMPLATE_NAME).tag(config=True)
 
     def default_filters(self):
         yield from super().default_filters()
@@ -495,10 +464,7 @@ class DocumentPDFExporter(DocumentTypstExporter):
 
     export_from_notebook = "demonoise PDF"
     output_mimetype = "application/pdf"
-
-    @default("file_extension")
-    def _file_extension_default(self):
-        return ".pdf"
+    file_extension = Unicode(".pdf").tag(config=True)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         source, resources = super().from_notebook_node(nb, resources, **kw)

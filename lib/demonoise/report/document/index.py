@@ -1,11 +1,9 @@
 """``output/index.html``: one offline page listing every report of a batch.
 
-Each row links the HTML report and the PDF (or says why there is no PDF), shows the
-status (``ok`` / ``failed`` / ``skipped``) with the error of a failed run, the report's
-CSV files and any summary columns the caller supplies. Links are relative to the index,
-so the output directory can be moved or zipped as a whole. The page is the Jinja template
-``templates/demonoise/batch_index.html.j2`` with the reports' stylesheet inlined; nothing
-is loaded from the network.
+Each row links the HTML report and the PDF (or says why there is none), shows the status
+with the error of a failed run, the report's CSV files and the caller's summary columns;
+links are relative, so the output directory moves as a whole. The page is the Jinja
+template ``templates/demonoise/batch_index.html.j2`` with the stylesheet inlined.
 """
 
 from __future__ import annotations
@@ -32,27 +30,10 @@ INDEX_TEMPLATE = "batch_index.html.j2"
 
 @dataclass(frozen=True)
 class IndexRow:
-    """One report in the index.
-
-    Parameters
-    ----------
-    name : str
-        Label of the report (e.g. ``"BE, V = 1"``).
-    status : {"ok", "failed", "skipped"}
-    html, pdf : path-like, optional
-        The report files (absolute, or relative to the current directory).
-    pdf_reason : str, optional
-        Why there is no PDF (shown instead of the link).
-    error : str, optional
-        Error of a failed run (shown in full, HTML-escaped).
-    summary : mapping
-        Extra columns, in the caller's order. A value ``{"text": ..., "colour": ...}`` is a
-        cell coloured by its class (e.g. an admixture class of the vocabulary).
-    files : sequence of path
-        The report's CSV files (linked as one "data" cell: their folder and count).
-    links : mapping
-        Label -> file: CSV files linked by name in the data cell (e.g. the decision table).
-    """
+    """One report in the index: its label, status (:data:`STATUSES`), HTML and PDF (or
+    why there is no PDF), the error of a failed run, ``summary`` columns (a value
+    ``{"text": ..., "colour": ...}`` is a coloured cell), its CSV ``files`` (linked as one
+    data cell) and ``links`` (label -> file, linked by name in that cell)."""
 
     name: str
     status: str = "ok"
@@ -122,31 +103,12 @@ def write_index(
     modelled: bool = False,
     template_dir: str | os.PathLike | None = None,
 ) -> Path:
-    """Write the index page (atomically).
+    """Write the index page atomically; links are relative to its folder.
 
-    Parameters
-    ----------
-    rows : iterable of IndexRow or mapping
-        Mappings are passed to :class:`IndexRow` (same keys).
-    path : path-like
-        Where to write ``index.html``; links are made relative to its directory.
-    title : str
-    columns : sequence of str, optional
-        Summary columns to show, in order; default: every summary key, in order of
-        first appearance.
-    intro : str, optional
-        Plain text shown under the title (HTML-escaped).
-    data_status : mapping, optional
-        Dataset name -> its data-status label (real / modelled), shown in a status box
-        above the table.
-    modelled : bool
-        Some of the data are modelled: the status box is styled as a warning.
-    template_dir : path-like, optional
-        Where the template and stylesheet are found (:func:`~.templates.find_template_dir`).
-
-    Returns
-    -------
-    pathlib.Path
+    ``rows``: :class:`IndexRow` objects or mappings of its fields. ``columns``: the summary
+    columns, in order (default: every key, in order of first appearance). ``intro``: plain
+    text under the title. ``data_status``: dataset -> its data-status label, in a box above
+    the table, styled as a warning when ``modelled``.
     """
     import jinja2
 

@@ -1,12 +1,8 @@
 """Where the nbconvert templates live: ``templates/`` at the top of the repository.
 
-Found like the notebooks (:mod:`demonoise.runtime.locate`): an explicit directory (only that one), then
-``$DEMONOISE_TEMPLATES``, the repository checkout, ``<sys.prefix>/share/demonoise/templates``.
-Each candidate is a *base directory* that must contain ``demonoise/`` (the HTML template:
-``conf.json``, ``index.html.j2``, its stylesheet) and ``demonoise_typst/`` (the Typst
-template of the PDF). ``demonoise/fonts/`` holds the typeface of the PDF and of the charts'
-text (DejaVu Sans, :func:`fonts_dir`), which the Typst compiler is given as its only fonts,
-so that a report is the same document on every machine.
+Found like the notebooks (:mod:`demonoise.runtime.locate`). A base directory holds
+``demonoise/`` (the HTML template, its stylesheet and ``fonts/``, the only fonts the Typst
+compiler is given, :func:`fonts_dir`) and ``demonoise_typst/`` (the Typst template).
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from demonoise.report.content.theme import FONT_FACES, FONT_FAMILY
+from demonoise.report.content.theme import FONT_FACES
 from demonoise.runtime.locate import ENV_VARS, find_dir
 
 __all__ = [
@@ -22,8 +18,6 @@ __all__ = [
     "TYPST_TEMPLATE_NAME",
     "ENV_VAR",
     "REQUIRED_FILES",
-    "FONT_FAMILY",
-    "FONT_FACES",
     "find_template_dir",
     "fonts_dir",
 ]
@@ -44,14 +38,8 @@ REQUIRED_FILES = (
 
 
 def find_template_dir(template_dir: str | os.PathLike | None = None) -> Path:
-    """The base directory holding the ``demonoise`` and ``demonoise_typst`` nbconvert
-    templates (pass it to nbconvert as ``extra_template_basedirs``).
-
-    Raises
-    ------
-    ReportError
-        No complete template directory; the message lists each place tried.
-    """
+    """The base directory of the ``demonoise`` and ``demonoise_typst`` nbconvert templates;
+    :class:`ReportError` listing each place tried when there is none."""
     return find_dir("templates", REQUIRED_FILES, template_dir)
 
 
