@@ -132,6 +132,9 @@ def test_each_report_has_a_zip_of_its_csv_files_linked_from_its_cover(batch):
         html = (base / f"{cc}.html").read_text(encoding="utf-8")
         cover = html[html.index('<section class="dn-cover"') : html.index("</section>")]
         assert f'href="{cc}-data.zip"' in cover
+        # and from the batch's index, relative to it
+        index = (batch["out"] / "index.html").read_text(encoding="utf-8")
+        assert f'href="reports/ess-2023/{cc}-data.zip"' in index
 
 
 # ---------------------------------------------------------------- class and printed value

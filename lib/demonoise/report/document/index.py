@@ -19,6 +19,7 @@ from typing import Any
 
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError
+from demonoise.report.document.assemble import data_zip_name
 from demonoise.report.document.templates import TEMPLATE_NAME, find_template_dir
 
 __all__ = ["IndexRow", "write_index", "STATUSES"]
@@ -80,6 +81,9 @@ def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
     if r.files and shown:
         data = [(_href(f, base), label) for label, f in r.links.items()]
         data.append((_href(Path(r.files[0]).parent, base), f"all {len(r.files)} CSV"))
+        zipped = Path(r.html).with_name(data_zip_name(r.html)) if r.html is not None else None
+        if zipped is not None and zipped.is_file():
+            data.append((_href(zipped, base), "zip"))
     return {
         "name": r.name,
         "status": r.status,
