@@ -16,7 +16,7 @@ import pytest
 
 from demonoise.analysis import overview as aov
 from demonoise.core.errors import FormatError, ParameterError
-from demonoise.core.vocabulary import ADMIXTURE_CLASSES
+from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR
 from demonoise.core.vocabulary import admixture_class as vocabulary_class
 from demonoise.io import geo
 from demonoise.report.content import overview as ov
@@ -419,7 +419,7 @@ def test_map_colours_regions_by_class_and_carries_the_credit():
     assert fills["BE10"] == [colours[small], colours[notable]]  # V = 1, V = 5
     assert fills["FI20"] == [colours[large], colours[large]]
     assert [colours[c.label] for c in ADMIXTURE_CLASSES] == [c.colour for c in ADMIXTURE_CLASSES]
-    assert fills["DE30"] == [ov._NO_DATA] * 2 and fills["UKI3"] == [ov._NO_DATA] * 2
+    assert fills["DE30"] == [NO_DATA_COLOUR] * 2 and fills["UKI3"] == [NO_DATA_COLOUR] * 2
 
 
 # ------------------------------------------------------------------ display, params, sections

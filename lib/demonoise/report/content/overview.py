@@ -62,14 +62,10 @@ EUROPE_FRAME = (-24.0, 34.5, 44.8, 71.2)
 OUTERMOST = ("ES70", "FRY1", "FRY2", "FRY3", "FRY4", "FRY5", "PT20", "PT30")
 
 
-# Settings in the colours of their position in the batch (theme.setting_colours, as in
-# the reports); Poisson in the component colour of the other report pages.
-_POISSON_COLOUR = POISSON_COLOUR
 #: The map's class colours: the reports' (decision table's) class colours.
 _MAP_COLOURS = [c.colour for c in ADMIXTURE_CLASSES]
 #: Indicator colours of the granularity chart: none of the settings' palette.
 _INDICATOR_COLOURS = {"e0": "#222222", "e65": "#8c8c8c", "TFR": "#c51b7d"}
-_NO_DATA = NO_DATA_COLOUR
 _GEO_DATASET = "nuts2_2021"
 _POPULATION = "population on 1 January (both sexes)"  # the reports' axis
 
@@ -227,7 +223,7 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     a["series"] = a["setting"].map(_v_label)
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
     ref = pd.DataFrame({"A": [10.0, 100.0 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
-    colours = [_POISSON_COLOUR] + [by_setting[v] for v in vs]
+    colours = [POISSON_COLOUR] + [by_setting[v] for v in vs]
     points = (
         alt.Chart(a)
         .mark_point(size=30, opacity=0.75, filled=True, aria=False)
@@ -321,7 +317,7 @@ def admixture_map(
     # otherwise walk and validate every coordinate (~10 s for this file).
     geo = alt.Data(name=_GEO_DATASET)
     proj = dict(type="azimuthalEqualArea", rotate=[-10, -52, 0])
-    scale = alt.Scale(domain=list(MAP_CLASSES) + [NO_DATA], range=_MAP_COLOURS + [_NO_DATA])
+    scale = alt.Scale(domain=list(MAP_CLASSES) + [NO_DATA], range=_MAP_COLOURS + [NO_DATA_COLOUR])
     legend = alt.Legend(
         orient="bottom",
         direction="horizontal",
