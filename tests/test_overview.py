@@ -16,7 +16,7 @@ import pytest
 
 from demonoise.analysis import overview as aov
 from demonoise.core.errors import FormatError, ParameterError
-from demonoise.core.vocabulary import ADMIXTURE_CLASSES
+from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR
 from demonoise.core.vocabulary import admixture_class as vocabulary_class
 from demonoise.io import geo
 from demonoise.report.content import overview as ov
@@ -419,15 +419,26 @@ def test_map_colours_regions_by_class_and_carries_the_credit():
     assert fills["BE10"] == [colours[small], colours[notable]]  # V = 1, V = 5
     assert fills["FI20"] == [colours[large], colours[large]]
     assert [colours[c.label] for c in ADMIXTURE_CLASSES] == [c.colour for c in ADMIXTURE_CLASSES]
-    assert fills["DE30"] == [ov._NO_DATA] * 2 and fills["UKI3"] == [ov._NO_DATA] * 2
+    assert fills["DE30"] == [NO_DATA_COLOUR] * 2 and fills["UKI3"] == [NO_DATA_COLOUR] * 2
 
 
 # ------------------------------------------------------------------ display, params, sections
-def test_display_table_groups_V_columns_and_formats_percent():
-    html = ov.display_table(aov.most_affected(_e0_frame(), 2)).to_html()
-    assert "V = 1" in html and "V = 5" in html and "A (%)" in html
-    assert ">200<" in html and ">100<" in html  # admixture 2.0 and 1.0 shown as per cent
-    assert ">2,000<" in html  # population
+def test_overview_table_groups_the_settings_and_colours_the_admixture_by_class():
+    # AA12 then BB21 (A at V = 5: 2 and 1); at V = 1 their A is 0.2 and 0.4 (10 % to 41 %)
+    t = ov.overview_table(aov.most_affected(_e0_frame(), 2), "The two regions.")
+    html, typst = t.to_html(), t.to_typst()
+    assert t.caption == "The two regions." and t.frame["region"].tolist() == ["AA12", "BB21"]  # the CSV's numbers
+    assert [(label, span) for label, span, _ in t.groups] == [("", 7), ("V = 1", 2), ("V = 5", 2)]
+    assert t.shown.columns.tolist()[-4:] == ["noise sd (%)", "A (%)"] * 2
+    assert t.shown.iloc[:, 0].tolist() == ["AA12 Region AA12", "BB21 Region BB21"]
+    assert t.shown["population (1 Jan.)"].tolist() == ["2\u202f000", "9\u202f000"]
+    colour = {c.key: c.colour for c in ADMIXTURE_CLASSES}
+    a1, a5 = t.shown.iloc[:, -3].tolist(), t.shown.iloc[:, -1].tolist()
+    assert a1 == ["20", "40"] and a5 == ["200", "100"]  # per cent
+    assert t.colours.iloc[:, -3].tolist() == [colour["notable"]] * 2
+    assert t.colours.iloc[:, -1].tolist() == [colour["large"]] * 2
+    for text in (html, typst):
+        assert "V = 1" in text and "V = 5" in text and "200" in text
 
 
 def test_overview_refuses_a_variance_that_is_not_positive(tmp_path):
@@ -530,7 +541,7 @@ def test_overview_renders_offline_with_the_map(rendered):
     # the outermost regions of the three countries are in the table under the map
     map_section = sections[5]
     for code in ("FRY1", "FRY2", "FRY3", "FRY4", "FRY5", "PT20", "PT30"):
-        assert f">{code}<" in map_section
+        assert re.search(rf">{code}\b", map_section)  # the region's code and name
     assert "ES70" not in map_section
     # no error output, and nothing written to stderr (warnings) in any cell
     body = re.sub(r"<style\b.*?</style>|<script\b.*?</script>", "", html, flags=re.S)

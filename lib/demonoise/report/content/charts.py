@@ -27,7 +27,7 @@ from demonoise.report.content.theme import log_ticks, region_colours, setting_co
 __all__ = [
     "MAX_LINES",
     "value_by_age",
-    "mc_check",
+    "mc_check_settings",
     "uncertainty_vs_population",
     "level_series_settings",
 ]
@@ -264,73 +264,6 @@ def value_by_age(
             tooltip=tip,
         )
         .properties(width=width, height=height, title=title or "")
-    )
-
-
-def mc_check(df: pd.DataFrame, *, title: str = "", width: int = 300, height: int = 260):
-    """Analytic against Monte Carlo standard deviation (noise and total), log-log, with y = x.
-    Points outside the sampling-error bound (``z_flag``) are drawn in red. Returns
-    ``None`` (nothing to draw) when the table holds no Monte Carlo results."""
-    parts = []
-    for col, mc, z, label in (
-        ("sd_noise", "mc_sd_noise", "z_noise", "noise"),
-        ("sd_tot", "mc_sd_tot", "z_tot", "total"),
-    ):
-        if mc not in df:
-            continue
-        p = df[["region", "region_name", "sex", "age_group", col, mc, z]].rename(
-            columns={col: "analytic", mc: "mc", z: "z"}
-        )
-        p["component"] = label
-        parts.append(p)
-    if not parts or df[[c for c in ("mc_sd_noise", "mc_sd_tot") if c in df]].isna().all().all():
-        return None
-    d = pd.concat(parts, ignore_index=True)
-    d = d[np.isfinite(d["analytic"]) & np.isfinite(d["mc"]) & (d["analytic"] > 0) & (d["mc"] > 0)]
-    d["agreement"] = np.where(d["z"].abs() > 5, "beyond sampling error (|z| > 5)", "within sampling error")
-    lo, hi = float(min(d["analytic"].min(), d["mc"].min())), float(max(d["analytic"].max(), d["mc"].max()))
-    diag = pd.DataFrame({"analytic": [lo, hi], "mc": [lo, hi]})
-    pts = (
-        alt.Chart(d)
-        .mark_point(filled=True, size=30, opacity=0.8)
-        .encode(
-            x=alt.X(
-                "analytic:Q",
-                title="analytic sd (first order)",
-                scale=alt.Scale(type="log"),
-                axis=alt.Axis(format="~g", values=log_ticks([lo, hi])),
-            ),
-            y=alt.Y(
-                "mc:Q",
-                title="Monte Carlo sd",
-                scale=alt.Scale(type="log"),
-                axis=alt.Axis(format="~g", values=log_ticks([lo, hi])),
-            ),
-            shape=alt.Shape("component:N", legend=alt.Legend(title=None, orient="top")),
-            color=alt.Color(
-                "agreement:N",
-                scale=alt.Scale(
-                    domain=["within sampling error", "beyond sampling error (|z| > 5)"],
-                    range=[POISSON_COLOUR, "#c0392b"],
-                ),
-                legend=alt.Legend(title=None, orient="bottom"),
-            ),
-            tooltip=[
-                "region:N",
-                "sex:N",
-                "age_group:N",
-                "component:N",
-                alt.Tooltip("analytic:Q", format=".3g"),
-                alt.Tooltip("mc:Q", format=".3g"),
-                alt.Tooltip("z:Q", format=".2f"),
-            ],
-        )
-    )
-    line = alt.Chart(diag).mark_line(color="#999", strokeDash=[3, 3]).encode(x="analytic:Q", y="mc:Q")
-    return alt.layer(line, pts).properties(
-        width=width,
-        height=height,
-        title=_title(title, "dashed: Monte Carlo = analytic; red: |z| > 5 (beyond sampling error)"),
     )
 
 

@@ -258,7 +258,7 @@ def _frame_bundle(obj, include=None, exclude=None) -> dict:
     pandas' own formatter), with the caption a Styler carries as ``dn_caption``."""
     frame = getattr(obj, "data", obj)
     csv = frame.to_csv(index=not isinstance(frame.index, __import__("pandas").RangeIndex), float_format="%.10g")
-    caption = str(getattr(obj, "dn_caption", "") or "")  # a caption given to the table (overview)
+    caption = str(getattr(obj, "dn_caption", "") or "")  # a caption given to the table (what-if, teaching)
     return {TABLE_MIME: {"caption": caption, "note": "", "csv": csv, "empty": len(frame) == 0}}
 
 

@@ -6,16 +6,16 @@ side by side.
 the admixture against population (:func:`population_scatter`), the map of the e0 admixture
 (:func:`admixture_map`; the outermost regions outside its frame listed, :func:`outside_frame`),
 the effect of 5-year groups (:func:`granularity_chart`), the calibration of V
-(:func:`calibration_chart`) and the tables (:func:`display_table`). Definitions
+(:func:`calibration_chart`) and the tables (:func:`overview_table`, the reports' table). Definitions
 (docs/design.md, "Admixture"): ``delta = sd / value``, ``A = sqrt(1 + Var_noise / Var_pois) - 1``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,9 +31,13 @@ from demonoise.analysis.overview import (
     v_values,
     with_labels,
 )
+from demonoise.analysis.settings import NoiseSetting
+from demonoise.analysis.verdicts import region_label
 from demonoise.core.errors import ParameterError
-from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR
-from demonoise.report.content.theme import setting_colours
+from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
+from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR, admixture_class
+from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
+from demonoise.report.content.theme import admixture_column, log_ticks, setting_colours
 
 __all__ = [
     "EUROPE_FRAME",
@@ -46,7 +50,7 @@ __all__ = [
     "admixture_map",
     "SpecChart",
     "granularity_chart",
-    "display_table",
+    "overview_table",
     "banner",
     "load_inputs",
 ]
@@ -58,15 +62,12 @@ EUROPE_FRAME = (-24.0, 34.5, 44.8, 71.2)
 OUTERMOST = ("ES70", "FRY1", "FRY2", "FRY3", "FRY4", "FRY5", "PT20", "PT30")
 
 
-# Settings in the colours of their position in the batch (theme.setting_colours, as in
-# the reports); Poisson in the component colour of the other report pages.
-_POISSON_COLOUR = POISSON_COLOUR
 #: The map's class colours: the reports' (decision table's) class colours.
 _MAP_COLOURS = [c.colour for c in ADMIXTURE_CLASSES]
 #: Indicator colours of the granularity chart: none of the settings' palette.
 _INDICATOR_COLOURS = {"e0": "#222222", "e65": "#8c8c8c", "TFR": "#c51b7d"}
-_NO_DATA = NO_DATA_COLOUR
 _GEO_DATASET = "nuts2_2021"
+_POPULATION = "population on 1 January (both sexes)"  # the reports' axis
 
 
 # =================================================================== tables
@@ -143,7 +144,7 @@ def calibration_chart(
         d = d[np.isfinite(d["V_max"]) & (d["V_max"] > 0)]
         if pop is not None:
             d = d.merge(pop, on=["region", "sex"], how="left")
-            xcol, xtitle = "population", "population on 1 January"
+            xcol, xtitle = "population", _POPULATION
         else:
             xcol, xtitle = "events", "events behind the indicator"
         thr = sorted(calibration_rows(cal, key, sex)["threshold"].unique())
@@ -155,11 +156,12 @@ def calibration_chart(
             alt.Chart(d)
             .mark_point(filled=True, size=16, opacity=0.7)
             .encode(
-                x=_log_x(d[xcol], xtitle, xcol),
-                y=_log_y(
-                    pd.concat([d["V_max"], pd.Series([float(v) for v in V])]),
+                x=_log(alt.X, xcol, xtitle, d[xcol], ",~s"),
+                y=_log(
+                    alt.Y,
                     "V_max",
                     "largest V keeping A at or below the threshold",
+                    pd.concat([d["V_max"], pd.Series([float(v) for v in V])]),
                 ),
                 color=alt.Color(
                     "threshold_label:N",
@@ -185,53 +187,13 @@ def calibration_chart(
 
 
 # =================================================================== charts
-def _ticks(lo: float, hi: float, steps=(1.0,)) -> list[float]:
-    """Tick values ``m * 10^k`` (``m`` in ``steps``) within ``[lo, hi]``."""
-    if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= 0 or hi < lo:
-        return []
-    out = []
-    for k in range(int(math.floor(math.log10(lo))), int(math.ceil(math.log10(hi))) + 1):
-        for m in steps:
-            t = m * 10.0**k
-            if lo <= t * (1 + 1e-12) and t <= hi * (1 + 1e-12):
-                out.append(float(f"{t:.12g}"))
-    return out
-
-
-def _log_domain(values) -> tuple[float, float]:
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v) & (v > 0)]
-    if not v.size:
-        return 1.0, 10.0
-    return float(v.min()) / 1.25, float(v.max()) * 1.25
-
-
-def _log_x(pop, title: str = "population on 1 January", field: str = "population"):
-    """Log x axis (population): data range, 1-2-5 ticks."""
+def _log(channel, field: str, title: str, values, fmt: str = "~g"):
+    """A log axis (``alt.X`` or ``alt.Y``) with the reports' 1-2-5 ticks over ``values``
+    (:func:`~demonoise.report.content.theme.log_ticks`)."""
     import altair as alt
 
-    lo, hi = _log_domain(pop)
-    return alt.X(
-        f"{field}:Q",
-        title=title,
-        scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
-        axis=alt.Axis(values=_ticks(lo, hi, (1.0, 2.0, 5.0)), format="~s", grid=True),
-    )
-
-
-def _log_y(values, field: str, title: str):
-    """Log y axis: data range, ticks (and grid) at the decades (1-3 steps if few)."""
-    import altair as alt
-
-    lo, hi = _log_domain(values)
-    ticks = _ticks(lo, hi)
-    if len(ticks) < 3:
-        ticks = _ticks(lo, hi, (1.0, 2.0, 5.0))
-    return alt.Y(
-        f"{field}:Q",
-        title=title,
-        scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
-        axis=alt.Axis(values=ticks, format="~g"),
+    return channel(
+        f"{field}:Q", title=title, scale=alt.Scale(type="log"), axis=alt.Axis(format=fmt, values=log_ticks(values))
     )
 
 
@@ -241,70 +203,46 @@ def _v_label(v) -> str:
 
 def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340, height: int = 300):
     """Two log-log panels over the NUTS 2 regions against population: the relative
-    uncertainty (Poisson and noise at every V, %) and the noise admixture (%, with
-    the 10 % and 41 % lines).
+    uncertainty (Poisson and noise of every setting, %: the reports'
+    :func:`~demonoise.report.content.charts.uncertainty_vs_population`) and the noise
+    admixture (%, with the 10 % and 41 % lines), each setting in its colour.
 
-    ``rows``: :func:`indicator_rows` (one row per region and setting; colours by the
-    settings' order).
+    ``rows``: :func:`indicator_rows` (one row per region and setting).
     """
     import altair as alt
+
+    from demonoise.report.content.charts import uncertainty_vs_population
 
     rows = with_labels(rows)
     vs = setting_order(rows)
     series = ["Poisson"] + [_v_label(v) for v in vs]
     by_setting = setting_colours(vs)
-    colours = [_POISSON_COLOUR] + [by_setting[v] for v in vs]
-    shapes = ["cross"] + ["circle"] * len(vs)
-    base_cols = ["region", "region_name", "population"]
-    pois = rows.drop_duplicates("region")[base_cols + ["rel_pois"]].rename(columns={"rel_pois": "rel"})
-    pois["series"] = "Poisson"
-    noise = rows[base_cols + ["setting", "rel_noise"]].rename(columns={"rel_noise": "rel"})
-    noise["series"] = noise["setting"].map(_v_label)
-    u = pd.concat([noise.drop(columns="setting"), pois], ignore_index=True)  # Poisson drawn last, on top
-    u["rel"] = 100.0 * u["rel"]
-    u = u[np.isfinite(u["rel"]) & (u["rel"] > 0) & (u["population"] > 0)]
-    a = rows[base_cols + ["setting", "admixture"]].copy()
+    left = uncertainty_vs_population(rows, settings=vs, width=width, height=height, title="relative uncertainty")
+    a = rows[["region", "region_name", "population", "setting", "admixture"]].copy()
     a["A"] = 100.0 * a["admixture"]
     a["series"] = a["setting"].map(_v_label)
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
     ref = pd.DataFrame({"A": [10.0, 100.0 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
-
-    x = _log_x(rows["population"])
-    colour = alt.Color(
-        "series:N", scale=alt.Scale(domain=series, range=colours), legend=alt.Legend(title=None, orient="top")
-    )
-    shape = alt.Shape("series:N", scale=alt.Scale(domain=series, range=shapes), legend=None)
-    tip = ["region:N", "region_name:N", alt.Tooltip("population:Q", format=",.0f"), "series:N"]
-    left = (
-        alt.Chart(u)
-        .mark_point(size=18, opacity=0.55, filled=True, strokeWidth=1, aria=False)
-        .encode(
-            x=x,
-            y=_log_y(u["rel"], "rel", "relative uncertainty (%)"),
-            color=colour,
-            shape=shape,
-            tooltip=tip + [alt.Tooltip("rel:Q", format=".3g")],
-        )
-        .properties(width=width, height=height, title="relative uncertainty")
-    )
-    right_pts = (
+    colours = [POISSON_COLOUR] + [by_setting[v] for v in vs]
+    points = (
         alt.Chart(a)
-        .mark_point(size=18, opacity=0.55, filled=True, aria=False)
+        .mark_point(size=30, opacity=0.75, filled=True, aria=False)
         .encode(
-            x=x,
-            y=_log_y(pd.concat([a["A"], ref["A"]]), "A", "noise admixture A (%)"),
-            color=colour,
-            tooltip=tip + [alt.Tooltip("A:Q", format=".3g")],
+            x=_log(alt.X, "population", _POPULATION, rows["population"], ",~s"),
+            y=_log(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ref["A"]])),
+            color=alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), legend=None),
+            tooltip=["region:N", "region_name:N", alt.Tooltip("population:Q", format=",.0f"), "series:N",
+                     alt.Tooltip("A:Q", format=".3g")],
         )
-    )
+    )  # fmt: skip
     rule = alt.Chart(ref).mark_rule(strokeDash=[4, 3], color="#666", aria=False).encode(y="A:Q")
     text = (
         alt.Chart(ref)
         .mark_text(align="right", dy=-5, fontSize=9, color="#555", aria=False)
         .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
     )
-    right = alt.layer(right_pts, rule, text).properties(width=width, height=height, title="noise admixture")
-    chart = alt.hconcat(left, right).resolve_scale(color="shared", shape="shared")
+    right = alt.layer(points, rule, text).properties(width=width, height=height, title="noise admixture")
+    chart = alt.hconcat(left, right).resolve_scale(color="shared")
     return chart.properties(title=title) if title else chart
 
 
@@ -379,7 +317,7 @@ def admixture_map(
     # otherwise walk and validate every coordinate (~10 s for this file).
     geo = alt.Data(name=_GEO_DATASET)
     proj = dict(type="azimuthalEqualArea", rotate=[-10, -52, 0])
-    scale = alt.Scale(domain=list(MAP_CLASSES) + [NO_DATA], range=_MAP_COLOURS + [_NO_DATA])
+    scale = alt.Scale(domain=list(MAP_CLASSES) + [NO_DATA], range=_MAP_COLOURS + [NO_DATA_COLOUR])
     legend = alt.Legend(
         orient="bottom",
         direction="horizontal",
@@ -461,7 +399,7 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
         alt.Chart(d)
         .mark_point(size=18, opacity=0.6, filled=True, aria=False)
         .encode(
-            x=_log_x(d["population"]),
+            x=_log(alt.X, "population", _POPULATION, d["population"], ",~s"),
             y=alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False)),
             color=alt.Color(
                 "indicator:N",
@@ -476,8 +414,14 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
     )
 
 
-# ============================================================ display helpers
-_NAMES = {
+# ============================================================ tables
+#: Column headers (other columns are named by their own words); a setting's columns
+#: (``<column>_<tag>``) go under its label.
+_HEADS = {
+    "population": "population (1 Jan.)",
+    "rel_pois": "Poisson sd (%)",
+    "rel_noise": "noise sd (%)",
+    "admixture": "A (%)",
     "rel_noise_median": "noise sd, median (%)",
     "rel_noise_max": "noise sd, max (%)",
     "admixture_median": "A, median (%)",
@@ -491,117 +435,73 @@ _NAMES = {
     "admixture_5y_median": "A 5-year groups, median (%)",
     "over_41_single": "A > 41 %, single ages",
     "over_41_5y": "A > 41 %, 5-year groups",
+    "threshold": "threshold A (%)",
     "V_max_min": "V_max, min",
     "region_min": "region with the min",
     "V_max_median": "V_max, median",
-    "region": "region",
-    "region_name": "name",
-    "country": "country",
-    "sex": "sex",
-    "population": "population",
-    "value": "value",
-    "events": "events",
-    "rel_pois": "Poisson sd (%)",
-    "indicator": "indicator",
-    "threshold": "threshold A (%)",
-    "regions": "regions",
-    "V": "V",
+    "below": "regions with V_max < V",
 }
+_PER_SETTING = re.compile(r"^(rel_noise|admixture|sex|below)_(?:V([0-9.eE+-]+)|ptable_(.+))$")
 
 
-_V_COL = re.compile(r"^(.*)_V([0-9.eE+-]+)$")
-_P_COL = re.compile(r"^(.*)_ptable_(\w+)$")
-_V_BASE = {"sex": "sex", "rel_noise": "noise sd (%)", "admixture": "A (%)", "below": "regions with V_max < V"}
+def _of_setting(col: str) -> tuple[str, str]:
+    """``(column, setting label)``: ``("admixture", "V = 5")`` for ``admixture_V5``; ``(col, "")``."""
+    m = _PER_SETTING.match(col)
+    if not m:
+        return col, ""
+    return m[1], (NoiseSetting.generic(float(m[2])) if m[2] else NoiseSetting.from_ptable(m[3])).label
 
 
-def _display_name(col: str) -> tuple[str, str]:
-    """(group, name) of a column: ``("V = 5", "A (%)")`` for ``admixture_V5``."""
-    m = _V_COL.match(col)
-    if m and m.group(1) in _V_BASE:
-        return f"V = {m.group(2)}", _V_BASE[m.group(1)]
-    m = _P_COL.match(col)
-    if m and m.group(1) in _V_BASE:
-        return f"p-table {m.group(2)}", _V_BASE[m.group(1)]
-    return "", _NAMES.get(col, col.replace("_", " "))
-
-
-def _pct(x) -> str:
-    """3 significant digits (thousands separated from 1 000 on); nan: dash; inf: infinity."""
-    if pd.isna(x):
-        return "\u2014"
-    if np.isinf(x):
-        return "\u221e"
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
-
-
-def _count(x) -> str:
-    return "\u2014" if pd.isna(x) else f"{x:,.0f}"
-
-
-def display_table(
-    df: pd.DataFrame,
-    *,
-    value_format: str = "{:.2f}",
-    value_name: str = "value",
-    population_name: str = "population",
-    name_width: int = 32,
-    caption: str = "",
-):
-    """A results table for the report. Percentages for ``rel_*``/``admixture*``/
-    ``threshold`` columns (3 significant digits), thousands separators for counts,
-    readable column names; columns of one V (``..._V<v>``) grouped under a ``V = v``
-    header, so that the V's stand side by side; region names left-aligned; no index;
-    the ``setting_key`` column left out (the ``setting`` label says it).
-    Returns a pandas ``Styler``; ``caption`` is the caption the report numbers it with
-    (its ``dn_caption``, read by the report's table display)."""
-    d = df.drop(columns=[c for c in ("setting_key",) if c in df])
-    fmt: dict[str, Any] = {}
-    if "region_name" in d:
-        d["region_name"] = d["region_name"].astype(str).str.split("/").str[0].str.slice(0, name_width)
-    if "indicator" in d:
-        d["indicator"] = d["indicator"].map(lambda k: SHORT_NAMES.get(k, k))
-    for c in d.columns:
-        if c.startswith("rel_") or c.startswith("admixture") or c == "threshold":
-            d[c] = 100.0 * d[c]
-            fmt[c] = _pct
-        elif c in ("population", "events", "regions") or c.startswith("below_") or c.startswith("over_"):
-            fmt[c] = _count
-        elif c == "value":
-            fmt[c] = value_format
-        elif c.startswith("V_max") or c.startswith("ratio"):
-            fmt[c] = _pct
-        elif c == "V":
-            fmt[c] = "{:g}"
-        elif c == "setting":
-            fmt[c] = "{}"
-    names = {c: _display_name(c) for c in d.columns}
-    if "value" in names:
-        names["value"] = ("", value_name)
-    if "population" in names:
-        names["population"] = ("", population_name)
-    grouped = any(g for g, _ in names.values())
-    if grouped:
-        d.columns = pd.MultiIndex.from_tuples([names[c] for c in d.columns])
-        key = lambda c: names[c]  # noqa: E731
+def _texts(col: str, v: np.ndarray, digits: int) -> list[str]:
+    """A column's cells in the reports' formats: admixtures in per cent with the decimals
+    that keep their class, other per cents, values and ratios with one number of decimals
+    per column, counts with thin-space thousands, V_max with 3 significant digits;
+    infinite: "\u221e"."""
+    if col.startswith("admixture"):
+        out = admixture_column(v)
+    elif col.startswith("rel_"):
+        out = fmt_percent_column(v)
+    elif col == "threshold":
+        out = [fmt_pct(float(t), 3).removesuffix(" %") for t in v]
+    elif col in ("population", "events", "regions") or col.startswith(("over_", "below")):
+        out = [fmt_int(x) for x in v]
+    elif col == "value" or col.startswith("ratio"):
+        out = fmt_fixed_column(v, significant=digits if col == "value" else 3)
+    elif col.startswith("V_max"):
+        out = [fmt_num(x, 3) for x in v]
+    elif col == "V":
+        out = [f"{float(x):g}" for x in v]
     else:
-        d.columns = [names[c][1] for c in d.columns]
-        key = lambda c: names[c][1]  # noqa: E731
-    styler = d.style.format({key(c): f for c, f in fmt.items()}, na_rep="\u2014").hide(axis="index")
-    cols = list(names)
-    if grouped:  # the "V = v" group headers: centred over their columns, underlined
-        styler = styler.set_table_styles(
-            [{"selector": "th.col_heading.level0", "props": "text-align: center; border-bottom: 1px solid #c5ccd3;"}],
-            overwrite=False,
-        )
-    left = [c for c in ("region", "region_name", "indicator") if c in names]
-    if left:
-        styler = styler.set_properties(subset=[key(c) for c in left], **{"text-align": "left"})
-        styler = styler.set_table_styles(
-            [{"selector": f"th.col_heading.col{cols.index(c)}", "props": "text-align: left;"} for c in left],
-            overwrite=False,
-        )
-    styler.dn_caption = caption
-    return styler
+        out = [str(SHORT_NAMES.get(x, x)) for x in v]
+    return ["\u221e" if isinstance(x, float) and x == math.inf else s for s, x in zip(out, v, strict=True)]
+
+
+def _fills(col: str, v: np.ndarray) -> list[str]:
+    """The class colours of an admixture column (none for the other columns)."""
+    classes = [admixture_class(float(a)) if col.startswith("admixture") else None for a in v]
+    return [c.colour if c else "" for c in classes]
+
+
+def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value", value_digits: int = 4) -> HtmlTable:
+    """A table of :mod:`demonoise.analysis.overview` as the reports show theirs
+    (:class:`~demonoise.report.content.summary.HtmlTable`): the region's code and name in
+    one column, a setting's columns under its label (underlined in its colour), the
+    admixtures coloured by class; ``value`` headed ``value_name`` with ``value_digits``
+    significant digits; the CSV holds ``df``."""
+    frame = d = df.drop(columns=["setting_key"], errors="ignore")
+    if "region_name" in d:
+        d = d.assign(region=[region_label(c, n) for c, n in zip(d["region"], d["region_name"], strict=True)])
+        d = d.drop(columns="region_name")
+    cols = [_of_setting(c) for c in d.columns]
+    heads = {**_HEADS, "value": value_name}
+    values = [(base, d[c].to_numpy()) for c, (base, _) in zip(d.columns, cols, strict=True)]
+    shown = pd.DataFrame({j: _texts(base, v, value_digits) for j, (base, v) in enumerate(values)})
+    colours = pd.DataFrame({j: _fills(base, v) for j, (base, v) in enumerate(values)})
+    shown.columns = colours.columns = [heads.get(base, base.replace("_", " ")) for base, _ in cols]
+    labels = [label for _, label in cols]
+    palette = setting_colours(list(dict.fromkeys(x for x in labels if x)))
+    groups = [(x, len(list(run)), palette.get(x, "")) for x, run in itertools.groupby(labels)]
+    return HtmlTable(frame, shown, caption=caption, colours=colours, groups=groups if len(groups) > 1 else ())
 
 
 def banner(label, *, what: str = ""):
