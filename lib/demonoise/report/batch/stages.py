@@ -19,6 +19,7 @@ from typing import Any
 from demonoise.core.errors import DemonoiseError, ParameterError
 from demonoise.io.datasets import country_provenance
 from demonoise.report.batch.params import ReportParams, Setting, load_params, parse_params
+from demonoise.report.document.assemble import RenderResult
 
 __all__ = [
     "SUMMARY",
@@ -28,7 +29,6 @@ __all__ = [
     "Run",
     "Plan",
     "Computed",
-    "Rendered",
     "Further",
     "BatchReport",
     "load_params",
@@ -411,26 +411,22 @@ def _dataset_facts(dataset: str) -> dict:
 
 
 def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> dict:
-    if run.notebook == CHANGE:  # computes its own tables from the dataset's years (under a second)
-        return {
-            "country": run.report.country,
-            "dataset": run.report.dataset,
-            "settings": [s.as_parameter() for s in params.settings],
-            "granularity": params.granularity,
-            "confidence": list(params.confidence),
-        }
     base = {
         "country": run.report.country,
         "dataset": run.report.dataset,
-        "results_path": str(done.results),
-        "decision_path": str(done.decision),
-        "confidence": list(params.confidence),
         "settings": [s.as_parameter() for s in params.settings],
         "granularity": params.granularity,
-        "mc": params.mc,
-        "data_label": facts["label"],
-        "implications": facts["implications"],
+        "confidence": list(params.confidence),
     }
+    if run.notebook == CHANGE:  # computes its own tables from the dataset's years (under a second)
+        return base
+    base.update(
+        results_path=str(done.results),
+        decision_path=str(done.decision),
+        mc=params.mc,
+        data_label=facts["label"],
+        implications=facts["implications"],
+    )
     if run.setting is not None:
         first = run.setting == params.settings[0]
         return {**base, "setting": run.setting.as_parameter(), "chapter": first}
@@ -568,23 +564,6 @@ def _wide_part(part) -> bool:
     return title in LANDSCAPE
 
 
-@dataclass
-class Rendered:
-    """What the render stage made of one report."""
-
-    status: str = "ok"  # ok | skipped (up to date) | failed
-    html: Path | None = None
-    pdf: Path | None = None
-    pdf_error: str | None = None
-    error: str | None = None
-    metrics: dict = field(default_factory=dict)
-    files: tuple = ()
-    pages: int = 0
-    html_seconds: float = 0.0
-    pdf_seconds: float = 0.0
-    notebook_seconds: float = 0.0
-
-
 def _notebook_failures(report: Report, state: Plan, executed: Mapping) -> str | None:
     errs = []
     for run in state.runs:
@@ -624,7 +603,7 @@ def _render_key(nb_path: Path, pdf: bool) -> str:
     return digest([file_digest(nb_path), source_fingerprint(), tree_fingerprint(find_template_dir()), pdf])
 
 
-def _start(r: Rendered, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
+def _start(r: RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
     """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then
     up to date) when its stamp says the outputs were rendered from the same document."""
     from demonoise.report.batch.store import read_stamp
@@ -640,47 +619,49 @@ def _start(r: Rendered, nb, build: Path, html: Path, pdf: Path | None) -> tuple 
     return None
 
 
-def _prepare(report, state, executed, computed, pdf_reason) -> tuple[Rendered, tuple | None]:
+def _prepare(report, state, executed, computed, pdf_reason) -> tuple[RenderResult, tuple | None]:
     """Assemble one report (in this process); its outcome so far and its render task."""
     failed = computed[report].error or _notebook_failures(report, state, executed) or _wrong_sections(report, state)
     if failed:
-        return Rendered("failed", error=failed), None
+        return RenderResult(status="failed", error=failed), None
     try:
         nb, metrics = assemble_report(report, state, executed, _dataset_facts(report.dataset))
     except DemonoiseError as e:
-        return Rendered("failed", error=f"assembly failed: {e}"), None
+        return RenderResult(status="failed", error=f"assembly failed: {e}"), None
     seconds = sum(executed[x].seconds for x in state.runs if x.report == report)
-    r, out = Rendered(metrics=metrics, pdf_error=pdf_reason, notebook_seconds=seconds), state.output
+    r, out = RenderResult(metrics=metrics, pdf_error=pdf_reason, notebook_seconds=seconds), state.output
     return r, _start(r, nb, report.build_dir(out), report.html(out), report.pdf(out) if pdf_reason is None else None)
 
 
-def _prepare_further(f: Further, state, executed, pdf_reason) -> tuple[Rendered, tuple | None]:
+def _prepare_further(f: Further, state, executed, pdf_reason) -> tuple[RenderResult, tuple | None]:
     """The overview's or an extra's document assembled (in this process), as :func:`_prepare`."""
     if f.run is None or f not in executed:
-        return Rendered("failed", error=f.error or "its notebook did not run"), None
+        return RenderResult(status="failed", error=f.error or "its notebook did not run"), None
     try:
         f.run.check(executed[f])
         nb = f.run.document()
     except Exception as e:
-        return Rendered("failed", error=_why(e)), None
-    r, build = Rendered(pdf_error=pdf_reason), state.output / "build" / "further" / f.run.html.stem
+        return RenderResult(status="failed", error=_why(e)), None
+    r, build = RenderResult(pdf_error=pdf_reason), state.output / "build" / "further" / f.run.html.stem
     return r, _start(r, nb, build, f.run.html, f.run.pdf if pdf_reason is None else None)
 
 
-def _finish(r: Rendered, res, key: str, stamp: Path, pdf_reason) -> None:
+def _finish(r: RenderResult, res: RenderResult, key: str, stamp: Path) -> RenderResult:
+    """``res`` (just written) with what the batch knew of ``r``; its stamp written."""
+    from dataclasses import replace
+
     from demonoise.report.batch.store import write_stamp
 
-    r.html, r.pdf, r.pdf_error = res.html, res.pdf, res.pdf_error or pdf_reason
-    r.files, r.pages, r.html_seconds, r.pdf_seconds = res.files, res.pages, res.html_seconds, res.pdf_seconds or 0.0
-    ok = res.pdf is not None or pdf_reason is not None
+    ok = res.pdf is not None or r.pdf_error is not None
     write_stamp(stamp, {"key": key if ok else None, "pages": res.pages, "files": [str(f) for f in res.files]})
+    return replace(res, pdf_error=res.pdf_error or r.pdf_error, metrics=r.metrics, notebook_seconds=r.notebook_seconds)
 
 
 def render(state: Plan, computed, executed: Mapping, extra: Sequence[Further], cluster, pdf_reason) -> dict:
     """Every document -- the overview's and extras' first, then each country's -- assembled
     here and rendered as a task on ``cluster``, submitted as soon as it is assembled (the
     workers render while the next is assembled); what comes back is written here
-    (atomically). Returns ``{Report or Further: Rendered}``."""
+    (atomically). Returns ``{Report or Further: RenderResult}``."""
     outcomes: dict = {}
     tasks, names = [], []  # filled as the documents are assembled
 
@@ -703,7 +684,7 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence[Further], c
         try:
             if err is not None:
                 raise err
-            _finish(outcomes[owner], write_rendered(value, html, pdf), key, stamp, pdf_reason)
+            outcomes[owner] = _finish(outcomes[owner], write_rendered(value, html, pdf), key, stamp)
         except Exception as e:  # one document's failure is recorded; the others go on
             outcomes[owner].status, outcomes[owner].error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
@@ -744,7 +725,7 @@ class BatchReport:
 INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands": "error bands"}
 
 
-def _row(name: str, o: Rendered, summary, pdf_reason: str | None, files=()):
+def _row(name: str, o: RenderResult, summary, pdf_reason: str | None, files=()):
     """The index row of a rendered (or failed) document."""
     from demonoise.report.document.index import IndexRow
 
@@ -754,7 +735,7 @@ def _row(name: str, o: Rendered, summary, pdf_reason: str | None, files=()):
     return IndexRow(name, o.status, o.html, o.pdf, pdf_reason, o.error, summary, tuple(files), links)
 
 
-def index(state: Plan, rendered: Mapping[Report, Rendered], further: list, *, pdf_reason: str | None) -> Path:
+def index(state: Plan, rendered: Mapping[Report, RenderResult], further: list, *, pdf_reason: str | None) -> Path:
     """``<output>/index.html``: one row per country, then the overview and the extras
     (``further``: their rows)."""
     from demonoise.report.document.index import write_index

@@ -439,25 +439,25 @@ def _cover_cells(cover, title: str, subtitle: str | None) -> list:
 
 
 # ================================================================== rendering
-@dataclass(frozen=True)
+@dataclass
 class RenderResult:
-    """What :func:`render_document` produced. ``pdf`` is ``None`` when no PDF was made, and
-    ``pdf_error`` then says why (e.g. the typst wheel missing)."""
+    """What rendering a document produced, or why not. ``status``: ok, skipped (up to date)
+    or failed (``error`` says why); ``pdf`` is ``None`` when no PDF was made, and
+    ``pdf_error`` then says why (e.g. the typst wheel missing). ``metrics`` and
+    ``notebook_seconds``: a batch report's summary metrics and notebook time."""
 
-    html: Path
-    pdf: Path | None
-    pdf_error: str | None
-    html_seconds: float
-    pdf_seconds: float | None
-    html_bytes: int
+    html: Path | None = None
+    pdf: Path | None = None
+    pdf_error: str | None = None
+    html_seconds: float = 0.0
+    pdf_seconds: float = 0.0
+    html_bytes: int = 0
     pages: int = 0
     files: tuple[Path, ...] = ()
-    sections: tuple[dict, ...] = field(default=(), compare=False)
-    archive: Path | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.pdf_error is None
+    status: str = "ok"
+    error: str | None = None
+    metrics: dict = field(default_factory=dict)
+    notebook_seconds: float = 0.0
 
 
 def _export(exporter, nb, name: str, what: str) -> tuple[Any, dict]:
@@ -485,7 +485,6 @@ def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
     html, resources = _export(DocumentHTMLExporter, node, name, f"HTML rendering of {name}.html")
     out = {"html": html.encode("utf-8"), "files": dict(sorted((resources.get("outputs") or {}).items()))}
     out.update(pdf=None, pdf_error=None, pages=0, html_seconds=time.perf_counter() - t0, pdf_seconds=None)
-    out["sections"] = tuple(node.metadata.get("demonoise", {}).get("sections", []))
     if pdf:
         t1 = time.perf_counter()
         try:
@@ -503,7 +502,7 @@ def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike
     a stale one)."""
     html = Path(html)
     files = tuple(atomic_write_bytes(html.parent / rel, data) for rel, data in out["files"].items())
-    archive = write_data_zip(html, files)
+    write_data_zip(html, files)
     atomic_write_bytes(html, out["html"])
     pdf_path = None
     if pdf is not None and out["pdf"] is not None:
@@ -511,8 +510,8 @@ def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike
     elif pdf is not None:
         Path(pdf).unlink(missing_ok=True)
     return RenderResult(
-        html, pdf_path, out["pdf_error"], out["html_seconds"], out["pdf_seconds"], html.stat().st_size,
-        out["pages"], files, out["sections"], archive,
+        html, pdf_path, out["pdf_error"], out["html_seconds"], out["pdf_seconds"] or 0.0, html.stat().st_size,
+        out["pages"], files,
     )  # fmt: skip
 
 
