@@ -20,7 +20,7 @@ from demonoise.analysis.verdicts import region_label
 from demonoise.core.formats import fmt_fixed
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
 from demonoise.report.content.notebook import record_shown
-from demonoise.report.content.summary import HtmlTable, StatusBox, status_box
+from demonoise.report.content.summary import HtmlTable, StatusBox, grouped, status_box
 
 __all__ = [
     "load_change",
@@ -147,49 +147,40 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
     and, per setting, its z with noise and whether it is significant (``yes``, ``no``,
     ``lost``: significant without noise but not with this setting's)."""
     v = ch.verdicts[(ch.verdicts["headline"] == headline) & (ch.verdicts["sex"] == sex)]
-    sets = _settings(v, settings)
-    k = DECIMALS.get(headline, 3)
-    first = v[sets[0].mask(v)].set_index("region")
-    names = _label_of(v)
-    rows, fills, frame = [], [], []
-    for code in _order(v):
-        r = first.loc[code]
-        row = {
-            "region": names[code],
-            f"{ch.year_from}": fmt_fixed(r["value_from"], k),
-            f"{ch.year_to}": fmt_fixed(r["value_to"], k),
-            "change": _signed(r["change"], k),
-            "z": fmt_fixed(r["z_poisson"], 2),
-            "significant": _WORD["robust" if r["significant_poisson"] else "not significant"]
-            if np.isfinite(r["z_poisson"])
-            else "\u2014",
-        }
-        fill = [""] * 6
-        for st in sets:
-            s = v[st.mask(v) & (v["region"] == code)].iloc[0]
-            row[f"z {st.label}"] = fmt_fixed(s["z_total"], 2)
-            row[f"sig {st.label}"] = _WORD[s["verdict"]]
-            fill += ["", _LOST_COLOUR if s["verdict"] == "lost" else ""]
-            frame.append(
-                {"region": code, "sex": sex, "headline": headline, "setting": st.key}
-                | r[["value_from", "value_to", "change"]].to_dict()
-                | s[["sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total", "verdict"]].to_dict()
-            )
-        rows.append(row)
-        fills.append(fill)
-    shown = pd.DataFrame(rows)
-    shown.columns = [
-        "region", str(ch.year_from), str(ch.year_to), "change", "z", "signif.",
-        *[c for _ in sets for c in ("z", "signif.")],
-    ]  # fmt: skip
-    groups = [("", 4), ("without noise", 2)] + [(st.label, 2) for st in sets]
+    sets, k, order = _settings(v, settings), DECIMALS.get(headline, 3), _order(v)
+    per = {st: v[st.mask(v)].drop_duplicates("region").set_index("region").reindex(order) for st in sets}
+    first, names, n = per[sets[0]], _label_of(v), len(order)
+    sig = [
+        _WORD["robust" if s else "not significant"] if np.isfinite(z) else "\u2014"
+        for s, z in zip(first["significant_poisson"], first["z_poisson"], strict=True)
+    ]
+    base = {"region": [names[c] for c in order], str(ch.year_from): [fmt_fixed(x, k) for x in first["value_from"]]}
+    base |= {str(ch.year_to): [fmt_fixed(x, k) for x in first["value_to"]]}
+    base |= {"change": [_signed(x, k) for x in first["change"]]}
+    cols = {st.label: {"z": g["z_total"], "signif.": [_WORD[x] for x in g["verdict"]]} for st, g in per.items()}
+    cols = {"without noise": {"z": first["z_poisson"], "signif.": sig}} | cols
+    shown, groups = grouped(base, [(lab, "", c | {"z": [fmt_fixed(x, 2) for x in c["z"]]}) for lab, c in cols.items()])
+    colours, _ = grouped(
+        {i: [""] * n for i in range(6)},
+        [
+            ("", "", {"z": [""] * n, "s": [_LOST_COLOUR if x == "lost" else "" for x in g["verdict"]]})
+            for g in per.values()
+        ],
+    )
+    frame = [
+        {"region": c, "sex": sex, "headline": headline, "setting": st.key}
+        | first.loc[c, ["value_from", "value_to", "change"]].to_dict()
+        | g.loc[c, ["sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total", "verdict"]].to_dict()
+        for c in order
+        for st, g in per.items()
+    ]
     h = HEADLINES[_KEY.get(headline, headline)]
     return HtmlTable(
         pd.DataFrame(frame),
         shown,
         caption=f"Change of {h.label} from {ch.year_from} to {ch.year_to}, {SEX_WORDS[sex]} ({h.unit}): "
         f"significant without noise and with it",
-        colours=pd.DataFrame(fills, columns=range(len(shown.columns))),
+        colours=colours,
         groups=groups,
         note=f"{data_words(ch, headline)}. z = change / sd, sd from Poisson alone (without noise) or from Poisson "
         f"and the setting's noise; signif.: significant, |z| > {ch.z_crit:.2f} ({100 * ch.alpha:g} %, two-sided); "
@@ -203,29 +194,34 @@ def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> 
     """Per region: the smallest detectable change of the headline without noise and, per
     setting, with it and by how much (per cent) the setting widens it."""
     d = ch.detectable[(ch.detectable["headline"] == headline) & (ch.detectable["sex"] == sex)]
-    sets = _settings(d, settings)
-    k = DECIMALS.get(headline, 3)
-    names = _label_of(ch.verdicts)
-    rows, frame = [], []
-    for code in _order(ch.verdicts):
-        g = d[d["region"] == code]
-        first = g[sets[0].mask(g)].iloc[0]
-        row = [names[code], fmt_fixed(first["mdc_poisson"], k)]
-        for st in sets:
-            s = g[st.mask(g)].iloc[0]
-            row += [fmt_fixed(s["mdc_total"], k), _signed(100 * (s["mdc_ratio"] - 1), 1) + " %"]
-            frame.append(
-                {"region": code, "sex": sex, "headline": headline, "setting": st.key}
-                | s[["mdc_poisson", "mdc_total", "mdc_ratio"]].to_dict()
-            )
-        rows.append(row)
-    shown = pd.DataFrame(rows, columns=["region", "MDC", *[c for _ in sets for c in ("MDC", "wider by")]])
+    sets, k, order, names = (
+        _settings(d, settings),
+        DECIMALS.get(headline, 3),
+        _order(ch.verdicts),
+        _label_of(ch.verdicts),
+    )
+    per = {st: d[st.mask(d)].drop_duplicates("region").set_index("region").reindex(order) for st in sets}
+    shown, groups = grouped(
+        {"region": [names[c] for c in order]},
+        [("without noise", "", {"MDC": [fmt_fixed(x, k) for x in per[sets[0]]["mdc_poisson"]]})]
+        + [
+            (st.label, "", {"MDC": [fmt_fixed(x, k) for x in g["mdc_total"]],
+                            "wider by": [_signed(100 * (r - 1), 1) + " %" for r in g["mdc_ratio"]]})
+            for st, g in per.items()
+        ],
+    )  # fmt: skip
+    frame = [
+        {"region": c, "sex": sex, "headline": headline, "setting": st.key}
+        | g.loc[c, ["mdc_poisson", "mdc_total", "mdc_ratio"]].to_dict()
+        for c in order
+        for st, g in per.items()
+    ]
     h = HEADLINES[_KEY.get(headline, headline)]
     return HtmlTable(
         pd.DataFrame(frame),
         shown,
         caption=f"Smallest detectable change of {h.label} from one year to the next, {SEX_WORDS[sex]} ({h.unit})",
-        groups=[("", 1), ("without noise", 1)] + [(st.label, 2) for st in sets],
+        groups=groups,
         note=f"{data_words(ch, headline)}. MDC: the smallest detectable change, {ch.mdc_factor:.2f} sd of the change "
         f"({ch.z_crit:.2f} + {ch.mdc_factor - ch.z_crit:.2f}): a true change this large is found significant "
         f"({100 * ch.alpha:g} %, two-sided) with probability {100 * ch.power:g} %; wider by: how much the setting's "

@@ -235,16 +235,9 @@ def value_by_age(
     d["role"] = "other NUTS 2 regions"
     d.loc[d["region_label"] == smallest, "role"] = f"smallest: {smallest}"
     d.loc[d["region_label"].isin(country), "role"] = "country: " + (country[0] if country else "")
-    present = set(d["role"].unique())
-    roles = [
-        r
-        for r in ["country: " + (country[0] if country else ""), f"smallest: {smallest}", "other NUTS 2 regions"]
-        if r in present
-    ]
-    colours = {"other NUTS 2 regions": "#b8c2cc"}
-    colours[f"smallest: {smallest}"] = "#d62728"
-    if country:
-        colours["country: " + country[0]] = "#111111"
+    colours = {"country: " + country[0]: "#111111"} if country else {}  # legend order: country, smallest, others
+    colours |= {f"smallest: {smallest}": "#d62728", "other NUTS 2 regions": "#b8c2cc"}
+    roles = [r for r in colours if r in set(d["role"])]
     d["order"] = d["role"].map({r: i for i, r in enumerate(reversed(roles))})
     return (
         alt.Chart(d)

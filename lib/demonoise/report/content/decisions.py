@@ -33,7 +33,7 @@ from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
 from demonoise.report.content import typstsrc
 from demonoise.report.content.notebook import Shown, data_bundle
-from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
+from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column, grouped
 from demonoise.report.content.theme import admixture_column, admixture_text
 
 __all__ = [
@@ -143,6 +143,13 @@ def _nonzero(shown: str, a: float) -> str:
     return f"{pct:.{max(0, -math.floor(math.log10(pct)))}f}"
 
 
+def _decision_cells(wide: pd.DataFrame, col: str) -> list[str]:
+    """A decision table column: the admixture (%) and the sex it is the worst of (``"2.1 F"``)."""
+    pct = [_nonzero(p, a) for p, a in zip(admixture_column(wide[col]), wide[col], strict=True)]
+    sex = [_SEX_LETTER.get(str(x) if isinstance(x, str) else "", "") for x in wide[f"{col} sex"]]
+    return [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
+
+
 def decision_view(rep) -> HtmlTable:
     """The decision table: one row per region (the country first), for each setting the
     admixture of e0, e65, the TFR and the median admixture of ASFR and ASMR -- the worst
@@ -150,21 +157,18 @@ def decision_view(rep) -> HtmlTable:
     wide = one_region(rep.decision_wide)
     sets = settings_in(rep.decision)
     measures = rep.decision["measure"].drop_duplicates().tolist()
-    shown = pd.DataFrame({"region": _region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]})
-    colours = pd.DataFrame({"region": "", "population (1 Jan.)": ""}, index=shown.index)
-    groups: list[tuple] = [("", 2, "")]
     palette = _colours(sets)
-    for s in sets:
-        for m in measures:
-            col = f"{m} {s.key}"
-            pct = [_nonzero(p, a) for p, a in zip(admixture_column(wide[col]), wide[col], strict=True)]
-            sex = [_SEX_LETTER.get(str(x) if isinstance(x, str) else "", "") for x in wide[f"{col} sex"]]
-            name = f"{MEASURE_LABELS.get(m, m)} \u00b7{len(groups)}"  # unique column names, one per setting
-            shown[name] = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
-            colours[name] = [_class_colour(c) for c in wide[f"{col} class"]]
-        groups.append((f"{s.label}: A (%)", len(measures), palette[s.key]))
-    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
-    colours.columns = shown.columns
+    base = {"region": _region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]}
+    label = {m: MEASURE_LABELS.get(m, m) for m in measures}
+    shown, groups = grouped(
+        base,
+        [(f"{s.label}: A (%)", palette[s.key], {label[m]: _decision_cells(wide, f"{m} {s.key}") for m in measures})
+         for s in sets],
+    )  # fmt: skip
+    colours, _ = grouped(
+        {k: [""] * len(wide) for k in base},
+        [("", "", {label[m]: [_class_colour(c) for c in wide[f"{m} {s.key} class"]] for m in measures}) for s in sets],
+    )
     year = rep.population["year"].iloc[0] if len(rep.population) else ""
     return HtmlTable(
         wide.drop(columns=["data_status"], errors="ignore"),
@@ -188,21 +192,19 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
     dec = one_region(rep.decision[rep.decision["measure"] == measure])
     sets = settings_in(dec)
     first = dec[sets[0].mask(dec)]
-    shown = pd.DataFrame({"region": _region_labels(first)})
-    colours = pd.DataFrame({"region": ""}, index=shown.index)
-    groups: list[tuple] = [("", 1, "")]
     palette = _colours(sets)
-    for j, s in enumerate(sets):
-        g = dec[s.mask(dec)].set_index("region").reindex(first["region"])
-        for x in ("F", "M", "T"):
-            col = f"{x} \u00b7{j}"
-            shown[col] = admixture_column(g[f"admixture_{x}"])
-            colours[col] = [
-                _class_colour(c.key) if c else NO_DATA_COLOUR for c in map(admixture_class, g[f"admixture_{x}"])
-            ]
-        groups.append((f"{s.label}: A (%)", 3, palette[s.key]))
-    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
-    colours.columns = shown.columns
+    per = [dec[s.mask(dec)].set_index("region").reindex(first["region"]) for s in sets]
+    sexes = ("F", "M", "T")
+    shown, groups = grouped(
+        {"region": _region_labels(first)},
+        [(f"{s.label}: A (%)", palette[s.key], {x: admixture_column(g[f"admixture_{x}"]) for x in sexes})
+         for s, g in zip(sets, per, strict=True)],
+    )  # fmt: skip
+    colours, _ = grouped(
+        {"region": [""] * len(first)},
+        [("", "", {x: [_class_colour(getattr(admixture_class(a), "key", "")) for a in g[f"admixture_{x}"]]
+                   for x in sexes}) for g in per],
+    )  # fmt: skip
     title = MEASURE_LABELS.get(measure, measure)
     return HtmlTable(
         dec[["region", "region_name", "setting", "measure", "admixture_F", "admixture_M", "admixture_T"]],
@@ -214,10 +216,10 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
     )
 
 
-def _vmax_cell(shown: str, sex: str) -> str:
-    if shown in ("> range", "< range", "n/a") or not sex:
-        return shown
-    return f"{shown} ({sex})"
+def _vmax_cells(g: pd.DataFrame, head: str) -> list[str]:
+    """A column of largest V's, each naming the sex it is the smallest of: ``"0.748 (F)"``."""
+    cells = [(str(v), str(x or "")) for v, x in zip(g[f"{head} shown"], g[f"{head} sex"], strict=True)]
+    return [v if v in ("> range", "< range", "n/a") or not x else f"{v} ({x})" for v, x in cells]
 
 
 def vmax_view(rep) -> HtmlTable:
@@ -227,21 +229,14 @@ def vmax_view(rep) -> HtmlTable:
     cw = in_report_order(one_region(rep.calibration_wide), rep)
     families = cw["family"].drop_duplicates().tolist()
     first = cw[cw["family"] == families[0]]
-    shown = pd.DataFrame(
-        {"region": _region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]}
-    )
-    groups: list[tuple] = [("", 2, "")]
     heads = [c.removesuffix(" shown") for c in cw.columns if c.endswith(" shown")]
-    for j, fam in enumerate(families):
-        g = cw[cw["family"] == fam].set_index("region").reindex(first["region"])
-        for h in heads:
-            what, thr = h.split(" A<=")
-            name = f"{HEADLINES[what].label} A \u2264 {fmt_pct(float(thr), 3)} \u00b7{j}"
-            shown[name] = [
-                _vmax_cell(str(v), str(x or "")) for v, x in zip(g[f"{h} shown"], g[f"{h} sex"], strict=True)
-            ]
-        groups.append((_family_label(fam, cw), len(heads), ""))
-    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+    names = {h: f"{HEADLINES[w].label} A \u2264 {fmt_pct(float(t), 3)}" for h in heads for w, t in [h.split(" A<=")]}
+    per = {fam: cw[cw["family"] == fam].set_index("region").reindex(first["region"]) for fam in families}
+    shown, groups = grouped(
+        {"region": _region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]},
+        [("generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}", "",
+          {names[h]: _vmax_cells(g, h) for h in heads}) for fam, g in per.items()],
+    )  # fmt: skip
     return HtmlTable(
         one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
         shown,
@@ -254,12 +249,6 @@ def vmax_view(rep) -> HtmlTable:
         groups=groups,
         note=_range_note(rep.calibration),
     )
-
-
-def _family_label(family: str, cal: pd.DataFrame) -> str:
-    if family == "generic":
-        return "generic model"
-    return f"p-tables {family.removeprefix('ptable ')}"
 
 
 def _range_note(cal: pd.DataFrame) -> str:
@@ -325,6 +314,22 @@ def _levels_word(levels: Sequence[float]) -> str:
     return ", ".join(fmt_pct(x, 3) for x in levels)
 
 
+def _band_columns(b: pd.DataFrame, h: str, level: float, sets, regions) -> dict[str, list[str]]:
+    """A headline's columns of :func:`bands_summary` at one level (a p-table's bias beside)."""
+    hb = _bands(b, h)
+    hb = hb[hb["level"] == level]
+    base = hb[sets[0].mask(hb)].set_index("region").reindex(regions)
+    cols = {HEADLINES[h].label: fmt_fixed_column(base["value"], significant=4 if h != "tfr" else 3)}
+    cols["\u00b1 P"] = fmt_fixed_column(base["half_pois"], significant=2)
+    for s in sets:
+        g = hb[s.mask(hb)].set_index("region").reindex(regions)
+        cols[f"\u00b1 N {s.short}"] = fmt_fixed_column(g["half_noise"], significant=2)
+        if (g["noise_model"] == "ptable").any():
+            label, values = _scaled(g["bias_noise"], "")
+            cols[f"bias {s.short}" + (f" ({label})" if label else "")] = values
+    return cols
+
+
 def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlTable:
     """Error bands a user can quote, in one table: per region, for e0, e65 (both sexes)
     and the TFR (women), the value and the half-widths of the intervals at each confidence
@@ -336,30 +341,18 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
     levels = sorted(set(b["level"]))
     first = _bands(b, headlines[0])
     first = first[sets[0].mask(first) & (first["level"] == levels[0])]
-    rows, groups = [], [("", 2 if len(levels) > 1 else 1, "")]
+    rows = []
     for lev in levels:
-        row = pd.DataFrame({"region": _region_labels(first)})
-        if len(levels) > 1:
-            row["level"] = fmt_pct(lev, 3)
-        for h in headlines:
-            hb = _bands(b, h)
-            hb = hb[hb["level"] == lev]
-            base = hb[sets[0].mask(hb)].set_index("region").reindex(first["region"])
-            cols = {HEADLINES[h].label: fmt_fixed_column(base["value"], significant=4 if h != "tfr" else 3)}
-            cols["\u00b1 P"] = fmt_fixed_column(base["half_pois"], significant=2)
-            for s in sets:
-                g = hb[s.mask(hb)].set_index("region").reindex(first["region"])
-                cols[f"\u00b1 N {s.short}"] = fmt_fixed_column(g["half_noise"], significant=2)
-                if (g["noise_model"] == "ptable").any():
-                    label, values = _scaled(g["bias_noise"], "")
-                    cols[f"bias {s.short}" + (f" ({label})" if label else "")] = values
-            for name, values in cols.items():
-                row[f"{name} \u00b7{h}"] = values
-            if lev == levels[0]:
-                groups.append((f"{HEADLINES[h].label} ({HEADLINES[h].unit})", len(cols), ""))
-        rows.append(row)
+        base = {"region": _region_labels(first)} | (
+            {"level": [fmt_pct(lev, 3)] * len(first)} if len(levels) > 1 else {}
+        )
+        blocks = [
+            (f"{HEADLINES[h].label} ({HEADLINES[h].unit})", "", _band_columns(b, h, lev, sets, first["region"]))
+            for h in headlines
+        ]
+        shown, groups = grouped(base, blocks)
+        rows.append(shown)
     shown = pd.concat(rows, ignore_index=True)
-    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
     names = ", ".join(f"{s.short} = {s.label}" for s in sets if s.short != s.label)
     return HtmlTable(
         b.drop(columns=["data_status"], errors="ignore"),
@@ -521,15 +514,15 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     """Region by region, the noise sd of e0, e65 and the TFR under the generic model at
     the p-table's nominal V against the p-table's own, and their ratio (e0, e65: both
     sexes; TFR: women; the TFR's sd per 1 000 women)."""
-    cmp, sel, shown, per = _headline_rows(rep, ptable)
-    groups: list[tuple] = [("", 1, "")]
-    for h, g in per.items():
-        scale, unit = _SD_SCALE[h]
-        shown[f"generic \u00b7{h}"] = fmt_fixed_column(scale * g["sd_generic"], significant=2)
-        shown[f"p-table \u00b7{h}"] = fmt_fixed_column(scale * g["sd_ptable"], significant=2)
-        shown[f"ratio \u00b7{h}"] = fmt_fixed_column(g["ratio"], significant=2)
-        groups.append((f"noise sd of {HEADLINES[h].label} ({unit})", 3, ""))
-    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+    cmp, sel, regions, per = _headline_rows(rep, ptable)
+    shown, groups = grouped(
+        regions,
+        [(f"noise sd of {HEADLINES[h].label} ({_SD_SCALE[h][1]})", "", {
+            "generic": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_generic"], significant=2),
+            "p-table": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_ptable"], significant=2),
+            "ratio": fmt_fixed_column(g["ratio"], significant=2),
+        }) for h, g in per.items()],
+    )  # fmt: skip
     v = float(sel["V"].iloc[0]) if len(sel) else float("nan")
     return HtmlTable(
         cmp.drop(columns=["data_status"], errors="ignore"),
@@ -675,26 +668,22 @@ def calibration_view(rep) -> HtmlTable:
     :func:`demonoise.uncertainty.calibration.calibrate`'s table, with its status."""
     cal = in_report_order(one_region(rep.calibration), rep)
     regions = cal.drop_duplicates("region")
-    shown = pd.DataFrame({"region": _region_labels(regions)})
-    groups: list[tuple] = [("", 1, "")]
-    for j, (fam, g) in enumerate(cal.groupby("family", sort=False)):
+    blocks = []
+    for fam, g in cal.groupby("family", sort=False):
         who = "generic" if fam == "generic" else "p-tables"
         for h, gh in g.groupby("headline", sort=False):
             sexes = [x for x in ("F", "M", "T") if (gh["sex"] == x).any()]
             if len(sexes) == 1:  # one sex (the TFR: women): one group, a column per threshold
                 m = gh.set_index(["region", "threshold"])["V_max_shown"]
-                for t in gh["threshold"].drop_duplicates():
-                    shown[f"A \u2264 {fmt_pct(float(t), 3)} \u00b7{j}{h}"] = [
-                        m.get((r, t), "\u2014") for r in regions["region"]
-                    ]
-                groups.append((f"{who}: {HEADLINES[h].label} ({sexes[0]})", gh["threshold"].nunique(), ""))
+                cols = {f"A \u2264 {fmt_pct(float(t), 3)}": [m.get((r, t), "\u2014") for r in regions["region"]]
+                        for t in gh["threshold"].drop_duplicates()}  # fmt: skip
+                blocks.append((f"{who}: {HEADLINES[h].label} ({sexes[0]})", "", cols))
                 continue
             for t, gg in gh.groupby("threshold", sort=False):
                 m = gg.set_index(["region", "sex"])["V_max_shown"]
-                for x in sexes:
-                    shown[f"{x} \u00b7{j}{h}{t}"] = [m.get((r, x), "\u2014") for r in regions["region"]]
-                groups.append((f"{who}: {HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)}", len(sexes), ""))
-    shown.columns = [c.split(" \u00b7")[0] for c in shown.columns]
+                cols = {x: [m.get((r, x), "\u2014") for r in regions["region"]] for x in sexes}
+                blocks.append((f"{who}: {HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)}", "", cols))
+    shown, groups = grouped({"region": _region_labels(regions)}, blocks)
     fams = [f for f in cal["family"].drop_duplicates().tolist() if f != "generic"]
     return HtmlTable(
         cal.drop(columns=["data_status"], errors="ignore"),

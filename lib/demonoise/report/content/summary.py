@@ -54,6 +54,7 @@ __all__ = [
     "flag_table",
     "fmt_fixed_column",
     "fmt_percent_column",
+    "grouped",
 ]
 
 
@@ -467,6 +468,15 @@ def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTabl
     )
 
 
+def grouped(base: Mapping[str, Sequence], blocks: Sequence[tuple]) -> tuple[pd.DataFrame, list[tuple]]:
+    """A wide table: the columns of ``base`` (name -> values) under no heading, then a column
+    group per block ``(label, colour, columns)`` (names may repeat between groups); returns
+    the table and its group row (:attr:`HtmlTable.groups`)."""
+    parts = [pd.DataFrame({k: list(v) for k, v in cols.items()}) for cols in [base, *(b[2] for b in blocks)]]
+    groups = [("", parts[0].shape[1], ""), *((label, len(cols), colour) for label, colour, cols in blocks)]
+    return pd.concat(parts, axis=1), groups
+
+
 def settings_wide(
     tables: Sequence[HtmlTable], settings: Sequence, *, common: Sequence[str], per: Sequence[str], caption: str
 ) -> HtmlTable:
@@ -479,19 +489,15 @@ def settings_wide(
     sets = [NoiseSetting.of(s) for s in settings]
     palette = setting_colours([s.label for s in sets])
     first = tables[0].shown.reset_index(drop=True)
-    names = [c for c in common if c in first]
-    cols = [first[c] for c in names]
-    groups: list[tuple] = [("", len(names), "")]
+    blocks = []
     for s, t in zip(sets, tables, strict=True):
         shown = t.shown.reset_index(drop=True)
         if "region" in shown and list(shown["region"]) != list(first["region"]):
             raise ReportError(f"{s.label}: its table has other regions than the first setting's")
         mine = [c for c in shown.columns if c not in common and any(str(c).startswith(p) for p in per)]
-        cols += [shown[c] for c in mine]
-        names += mine
-        groups.append((s.label, len(mine), palette[s.label]))
-    table = pd.concat(cols, axis=1).fillna("")
-    table.columns = names
+        blocks.append((s.label, palette[s.label], {c: shown[c] for c in mine}))
+    table, groups = grouped({c: first[c] for c in common if c in first}, blocks)
+    table = table.fillna("")
     frame = pd.concat([t.frame.assign(setting=s.key) for s, t in zip(sets, tables, strict=True)], ignore_index=True)
     return HtmlTable(frame, table, caption=caption, flagged=tables[0].flagged, groups=groups)
 
