@@ -631,60 +631,89 @@ def fallback_notes(fallbacks: dict, country: str | None = None) -> dict[str, str
         ``population``, ``deaths`` and ``births``: the sentences (``""`` when none).
     """
     fb = _fallbacks_of(fallbacks, country) if country else fallbacks
-    pop, dea, bir = [], [], []
-    if fb.get("population_2024_exact"):
-        pop.append(
+    out: dict[str, list[str]] = {"population": [], "deaths": [], "births": []}
+    for kind, table, words in _FALLBACK_WORDS:
+        if fb.get(kind):
+            out[table].append(words(fb[kind]))
+    return {table: "; ".join(v) for table, v in out.items()}
+
+
+def _codes(v) -> str:
+    return ", ".join(v)
+
+
+def _codes_with(v: dict) -> str:
+    return ", ".join(f"{k} ({'/'.join(x) if isinstance(x, list) else x})" for k, x in v.items())
+
+
+def _apportioned(v: dict) -> str:
+    groups: dict = {}
+    for k, successors in v.items():
+        groups.setdefault(tuple(successors), []).append(k)
+    return "; ".join(f"{' + '.join(old)} from {' + '.join(new)}" for new, old in groups.items())
+
+
+#: Per kind of fallback the build records: its table and its sentence.
+_FALLBACK_WORDS = (
+    (
+        "population_2024_exact",
+        "population",
+        lambda v: (
             "1 January 2024 population published under NUTS 2024 codes only: "
-            + "; ".join(f"{k} = {' + '.join(v)}" for k, v in fb["population_2024_exact"].items())
+            + "; ".join(f"{k} = {' + '.join(x)}" for k, x in v.items())
             + " (exact)"
-        )
-    if fb.get("population_2024_apportioned"):
-        groups: dict = {}
-        for k, v in fb["population_2024_apportioned"].items():
-            groups.setdefault(tuple(v), []).append(k)
-        pop.append(
-            "1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and age "
-            "group, shared in proportion to the 2023 population): "
-            + "; ".join(f"{' + '.join(o)} from {' + '.join(n)}" for n, o in groups.items())
-        )
-    if fb.get("population_2024_carried_forward"):
-        pop.append(
-            "no 2024 population published: 2023 stock carried forward for "
-            + ", ".join(fb["population_2024_carried_forward"])
-        )
-    if fb.get("population_unk_not_published"):
-        pop.append("UNK not published (set to 0) for " + ", ".join(fb["population_unk_not_published"]))
-    if fb.get("excluded_empty_regions"):
-        pop.append("regions with zero population left out: " + ", ".join(fb["excluded_empty_regions"]))
-    if fb.get("mortality_target_nearest_year"):
-        dea.append(
-            "e0/e65 target from the nearest earlier year: "
-            + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_nearest_year"].items())
-        )
-    if fb.get("mortality_target_shifted"):
-        dea.append(
-            "e0/e65 target = later regional value shifted by the country's change since the calibration year: "
-            + ", ".join(f"{k} ({'/'.join(v)})" for k, v in fb["mortality_target_shifted"].items())
-        )
-    if fb.get("births_latest_year"):
-        bir.append(
-            "no 2023 births by age of mother: latest complete year used unchanged for "
-            + ", ".join(f"{k} ({v})" for k, v in fb["births_latest_year"].items())
-        )
-    if fb.get("births_missing_ages"):
-        bir.append(
+        ),
+    ),
+    (
+        "population_2024_apportioned",
+        "population",
+        lambda v: (
+            "1 January 2024 population apportioned from the NUTS 2024 successors (their total of each sex and "
+            "age group, shared in proportion to the 2023 population): " + _apportioned(v)
+        ),
+    ),
+    (
+        "population_2024_carried_forward",
+        "population",
+        lambda v: "no 2024 population published: 2023 stock carried forward for " + _codes(v),
+    ),
+    ("population_unk_not_published", "population", lambda v: "UNK not published (set to 0) for " + _codes(v)),
+    ("excluded_empty_regions", "population", lambda v: "regions with zero population left out: " + _codes(v)),
+    (
+        "mortality_target_nearest_year",
+        "deaths",
+        lambda v: "e0/e65 target from the nearest earlier year: " + _codes_with(v),
+    ),
+    (
+        "mortality_target_shifted",
+        "deaths",
+        lambda v: (
+            "e0/e65 target = later regional value shifted by the country's change since the calibration "
+            "year: " + _codes_with(v)
+        ),
+    ),
+    (
+        "births_latest_year",
+        "births",
+        lambda v: "no 2023 births by age of mother: latest complete year used unchanged for " + _codes_with(v),
+    ),
+    (
+        "births_missing_ages",
+        "births",
+        lambda v: (
             "absent single ages filled (TOTAL - UNK - published, in proportion to the reference year) for "
-            + "; ".join(
-                f"{k}: {', '.join(v['ages'])} (reference {v['reference_year']})"
-                for k, v in fb["births_missing_ages"].items()
-            )
-        )
-    if fb.get("births_regional_tfr_missing"):
-        bir.append(
-            "no published 2022 TFR (demo_r_find3): births in proportion to female exposure (national fertility) for "
-            + ", ".join(fb["births_regional_tfr_missing"])
-        )
-    return {"population": "; ".join(pop), "deaths": "; ".join(dea), "births": "; ".join(bir)}
+            + "; ".join(f"{k}: {', '.join(x['ages'])} (reference {x['reference_year']})" for k, x in v.items())
+        ),
+    ),
+    (
+        "births_regional_tfr_missing",
+        "births",
+        lambda v: (
+            "no published 2022 TFR (demo_r_find3): births in proportion to female exposure (national "
+            "fertility) for " + _codes(v)
+        ),
+    ),
+)
 
 
 def _fallbacks_of(fallbacks: dict, country: str) -> dict:
