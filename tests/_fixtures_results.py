@@ -11,8 +11,11 @@ import pandas as pd
 E0_RATIO = {"XX": 0.0201, "XX01": 0.0201, "XX02": 0.21 * 0.25, "XX03": 3.0}  # A: 1 %, 1 %, ~2.6 %, 100 %
 
 
-def _row(region, name, level, indicator, sex, age, value, events, exposure, var_pois, ratio, V=1.0, **extra):
-    var_noise = var_pois * ratio
+def results_row(region, indicator, sex, age, value, events, exposure, var_pois, var_noise, **fields) -> dict:
+    """One row of a results table (the columns ``compute`` writes) from its variances: the
+    sds, relative sds and admixture derived as the library defines them; ``fields``
+    override any column (name, level, country, dataset, V, ...)."""
+    var_tot = var_pois + var_noise
     r = {
         "dataset": "hand-made",
         "data_status": "demonstration data: invented for a test",
@@ -20,11 +23,11 @@ def _row(region, name, level, indicator, sex, age, value, events, exposure, var_
         "ptable": "",
         "zero_floor": False,
         "granularity": "single",
-        "V": V,
+        "V": 1.0,
         "region": region,
-        "region_name": name,
-        "nuts_level": level,
-        "country": "XX",
+        "region_name": region,
+        "nuts_level": 2,
+        "country": region[:2],
         "sex": sex,
         "indicator": indicator,
         "age": age,
@@ -34,19 +37,26 @@ def _row(region, name, level, indicator, sex, age, value, events, exposure, var_
         "exposure": exposure,
         "var_pois": var_pois,
         "var_noise": var_noise,
-        "var_tot": var_pois + var_noise,
+        "var_tot": var_tot,
         "sd_pois": math.sqrt(var_pois),
         "sd_noise": math.sqrt(var_noise),
-        "sd_tot": math.sqrt(var_pois + var_noise),
+        "sd_tot": math.sqrt(var_tot),
         "rel_pois": math.sqrt(var_pois) / value,
         "rel_noise": math.sqrt(var_noise) / value,
-        "rel_tot": math.sqrt(var_pois + var_noise) / value,
-        "admixture": math.sqrt(1 + ratio) - 1,
+        "rel_tot": math.sqrt(var_tot) / value,
+        "admixture": math.sqrt(1 + var_noise / var_pois) - 1 if var_pois > 0 else math.inf,
         "bias_noise": 0.0,
         "small_count": events < 10,
     }
-    r.update(extra)
-    return r
+    return r | fields
+
+
+def _row(region, name, level, indicator, sex, age, value, events, exposure, var_pois, ratio, V=1.0, **extra):
+    # the admixture from the ratio itself, so that 0.21 gives exactly A = sqrt(1.21) - 1
+    fields = {"region_name": name, "nuts_level": level, "country": "XX", "V": V, "admixture": math.sqrt(1 + ratio) - 1}
+    return results_row(
+        region, indicator, sex, age, value, events, exposure, var_pois, var_pois * ratio, **fields, **extra
+    )
 
 
 REGIONS = [  # code, name, level, population

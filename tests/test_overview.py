@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _fixtures_results import results_row
 from demonoise.analysis import overview as aov
 from demonoise.core.errors import FormatError, ParameterError
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR
@@ -52,39 +53,11 @@ def _row(
     model="generic",
     name=None,
 ):
-    sd_p, sd_n = math.sqrt(var_pois), math.sqrt(var_noise)
-    return {
-        "dataset": "toy",
-        "data_status": "demonstration data: toy",
-        "noise_model": model,
-        "ptable": "",
-        "zero_floor": False,
-        "granularity": "single",
-        "V": float(V),
-        "region": region,
-        "region_name": name or f"Region {region}",
-        "nuts_level": level,
-        "country": region[:2],
-        "sex": sex,
-        "indicator": indicator,
-        "age": age,
-        "age_group": "",
-        "value": value,
-        "events": events,
-        "exposure": exposure,
-        "var_pois": var_pois,
-        "var_noise": var_noise,
-        "var_tot": var_pois + var_noise,
-        "sd_pois": sd_p,
-        "sd_noise": sd_n,
-        "sd_tot": math.sqrt(var_pois + var_noise),
-        "rel_pois": sd_p / value,
-        "rel_noise": sd_n / value,
-        "rel_tot": math.sqrt(var_pois + var_noise) / value,
-        "admixture": math.sqrt(1 + var_noise / var_pois) - 1 if var_pois > 0 else math.inf,
-        "bias_noise": 0.0,
-        "small_count": events < 10,
-    }
+    return results_row(
+        region, indicator, sex, age, value, events, exposure, var_pois, var_noise,
+        dataset="toy", data_status="demonstration data: toy", noise_model=model, V=float(V),
+        region_name=name or f"Region {region}", nuts_level=level, age_group="",
+    )  # fmt: skip
 
 
 def _e0_frame(ptable: bool = False):
