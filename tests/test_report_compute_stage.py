@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from demonoise.analysis.stored import read_decision
 from demonoise.report.batch import stages as B
 from demonoise.report.batch.params import parse_params
-from demonoise.report.batch.store import read_decision
 
 PARAMS = {
     "datasets": {"ess-2023": ["LU"]},
@@ -27,9 +27,8 @@ def _same_decision(a, b):
 def test_a_country_computed_as_a_task_equals_one_computed_here(tmp_path):
     params = parse_params(PARAMS)
     report = B.Report("ess-2023", "LU")
-    here = B._compute_one(report, params, tmp_path / "here", 1, None)
+    here = B._tables(report, params, tmp_path / "here", workers=1)
     stored = B._store_computed(B.compute_task(report, params), tmp_path / "there")
-    assert stored.key == here.key
     assert stored.results.name == here.results.name and stored.decision.name == here.decision.name
     pd.testing.assert_frame_equal(pd.read_parquet(stored.results), pd.read_parquet(here.results))
     _same_decision(stored.decision, here.decision)
@@ -37,6 +36,6 @@ def test_a_country_computed_as_a_task_equals_one_computed_here(tmp_path):
     assert sorted(p.name for p in stored.results.parent.iterdir()) == sorted(
         [stored.results.name, stored.results.with_suffix(".json").name, stored.decision.name]
     )
-    again = B._stored(report, params, tmp_path / "there")
+    again = B._tables(report, params, tmp_path / "there", stored=True)
     assert again is not None and again.results == stored.results and again.decision == stored.decision
-    assert B._stored(report, parse_params({**PARAMS, "seed": 8}), tmp_path / "there") is None
+    assert B._tables(report, parse_params({**PARAMS, "seed": 8}), tmp_path / "there", stored=True) is None

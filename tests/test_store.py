@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
+from demonoise.analysis.stored import ResultsSpec, results, results_path
 from demonoise.core.errors import ParameterError
-from demonoise.report.batch.store import ResultsSpec, results, results_path
 
 
 def test_store_reuses_and_recomputes(tmp_path):

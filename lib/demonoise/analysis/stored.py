@@ -1,23 +1,177 @@
-"""Tables on disk, read by the report notebooks: the decision tables of a country
-(:func:`write_decision`, :func:`read_decision`), a results table read once per kernel
-(:func:`read_once`), and -- a notebook run by hand, without a batch -- a country's results
-computed now (:func:`country_results`).
+"""Tables on disk, computed once and read many times: the results store (:func:`results`
+of a :class:`ResultsSpec`, under ``<store>/<dataset>/<key>.parquet``), a country's results
+and decision tables (:func:`country_tables`, :func:`write_decision`, :func:`read_decision`),
+a results table read once per kernel (:func:`read_once`), and -- a notebook run by hand,
+without a batch -- a country's results computed now (:func:`country_results`).
+
+Every stored table carries a *key*, the sha256 of what it was made from: the spec, the
+sources of the computing layers (:func:`~demonoise.runtime.fingerprint.source_fingerprint`
+without the presentation layer) and the dataset's content. Files are written atomically.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from demonoise.analysis.decision import DECISION_TABLES
-from demonoise.analysis.results import CONFIDENCE
+from demonoise.analysis.results import CONFIDENCE, check_confidence
 from demonoise.analysis.settings import NoiseSetting
+from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.vocabulary import INDICATORS
+from demonoise.runtime.fingerprint import digest, source_fingerprint
 
-__all__ = ["DECISION_FIELDS", "write_decision", "read_decision", "content_key", "read_once", "country_results"]
+__all__ = [
+    "ResultsSpec",
+    "results_path",
+    "results",
+    "country_tables",
+    "DECISION_FIELDS",
+    "write_decision",
+    "read_decision",
+    "content_key",
+    "read_once",
+    "country_results",
+]
+
+
+@dataclass(frozen=True)
+class ResultsSpec:
+    """What to compute (:func:`demonoise.analysis.compute.compute`'s arguments): a dataset,
+    the variances ``V`` of the generic model and ``ptables``, a granularity, the
+    ``countries`` (default all), ``mc`` replicates and the ``confidence`` levels whose
+    Monte Carlo quantiles are kept."""
+
+    dataset: str
+    V: tuple = (1.0, 5.0)
+    ptables: tuple = ()
+    granularity: str = "single"
+    countries: tuple | None = None
+    mc: int = 0
+    seed: int = 20230101
+    zero_floor: bool = False
+    indicators: tuple = INDICATORS
+    e_ages: tuple | None = None
+    confidence: tuple = CONFIDENCE
+
+    def __post_init__(self):
+        object.__setattr__(self, "V", tuple(float(v) for v in self.V))
+        object.__setattr__(self, "ptables", tuple(str(p) for p in self.ptables))
+        object.__setattr__(self, "indicators", tuple(self.indicators))
+        object.__setattr__(self, "confidence", check_confidence(self.confidence))
+        if self.countries is not None:
+            object.__setattr__(self, "countries", tuple(sorted(self.countries)))
+        if self.e_ages is not None:
+            object.__setattr__(self, "e_ages", tuple(int(a) for a in self.e_ages))
+        if not self.V and not self.ptables:
+            raise ParameterError("a results spec needs at least one V or one p-table")
+        if self.mc < 0:
+            raise ParameterError(f"Monte Carlo replicates must be >= 0, got {self.mc}")
+        if not all(0 < v < float("inf") for v in self.V):
+            raise ParameterError(f"V is a variance and must be finite and > 0, got {', '.join(map(str, self.V))}")
+
+    def key(self) -> str:
+        from demonoise.io.datasets import fingerprint
+
+        library = source_fingerprint(presentation=False)
+        return digest({"spec": dataclasses.asdict(self), "library": library, "data": fingerprint(self.dataset)}, 16)
+
+    def counts(self):
+        """The spec's counts: its dataset, restricted to ``countries``.
+
+        Raises
+        ------
+        ParameterError
+            An unknown dataset or country, naming it.
+        """
+        from demonoise.io.datasets import load
+
+        counts = load(self.dataset)
+        if self.countries is None:
+            return counts
+        unknown = sorted(set(self.countries) - set(counts.countries))
+        if unknown:
+            raise ParameterError(
+                f"countr{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} not in dataset {self.dataset!r} "
+                f"(it has {', '.join(counts.countries)})"
+            )
+        return counts.select([r.code for r in counts.regions if r.country in self.countries])
+
+
+def results_path(spec: ResultsSpec, store="output/results") -> Path:
+    """Where the table of ``spec`` lives (whether or not it exists yet)."""
+    tag = "all" if spec.countries is None else "-".join(spec.countries)
+    if len(tag) > 40:
+        tag = f"{len(spec.countries)}countries"
+    return Path(store) / spec.dataset / f"{tag}-{spec.granularity}-{spec.key()}.parquet"
+
+
+def results(
+    spec: ResultsSpec, store="output/results", *, force: bool = False, progress=None, workers=None, cluster=None
+) -> tuple[pd.DataFrame, Path]:
+    """The results table of ``spec``: read from the store if up to date, else computed
+    (the Monte Carlo on ``workers`` or ``cluster``) and stored atomically, with a JSON
+    sidecar. Returns the table and its path."""
+    from demonoise.analysis.compute import compute, noise_settings, write_results
+    from demonoise.core.atomic import atomic_write_text
+
+    path = results_path(spec, store)
+    if path.exists() and not force:
+        return pd.read_parquet(path), path
+    counts, t0 = spec.counts(), time.perf_counter()
+    kw = {f: getattr(spec, f) for f in ("granularity", "indicators", "e_ages", "mc", "seed", "zero_floor")}
+    df = compute(
+        counts,
+        noise_settings(spec.V, ptables=spec.ptables),
+        confidence=spec.confidence,
+        progress=progress,
+        workers=workers,
+        cluster=cluster,
+        **kw,
+    )
+    seconds = time.perf_counter() - t0
+    write_results(df, path)
+    meta = {
+        "spec": dataclasses.asdict(spec),
+        "key": spec.key(),
+        "rows": len(df),
+        "regions": len(counts.regions),
+        "data_status": counts.provenance.data_status,
+        "datasets": list(counts.provenance.datasets),
+        "seconds": round(seconds, 3),
+    }
+    atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=1, default=str))
+    return df, path
+
+
+def country_tables(
+    spec: ResultsSpec, decision: Mapping, store, *, stored: bool = False, workers=None, cluster=None
+) -> tuple[Path, Path] | None:
+    """The results table of one country's ``spec`` and its decision tables
+    (:func:`~demonoise.analysis.decision.decision_report` with the arguments ``decision``:
+    ``settings``, ``thresholds``, ``confidence``, ``recommend``), stored side by side under
+    ``store``; their paths. ``stored``: only if both are stored and up to date (else ``None``).
+    """
+    from demonoise.analysis.decision import decision_report
+
+    path = results_path(spec, store)
+    where = path.with_name(f"{path.stem}-decision-{digest({'results': spec.key(), **decision}, 16)}")
+    if stored:
+        try:
+            read_decision(where)
+        except ReportError:
+            return None
+        return (path, where) if path.is_file() else None
+    df, path = results(spec, store, workers=workers, cluster=cluster)
+    return path, write_decision(decision_report(df, spec.counts(), country=spec.countries[0], **decision), where)
+
 
 #: The tables of a :class:`~demonoise.analysis.decision.DecisionReport`, by attribute.
 DECISION_FIELDS = DECISION_TABLES
@@ -56,7 +210,6 @@ def read_decision(directory):
         The directory or its ``report.json`` is missing.
     """
     from demonoise.analysis.decision import DecisionReport, MainPoints
-    from demonoise.core.errors import ReportError
 
     directory = Path(directory)
     meta_path = directory / "report.json"
@@ -133,7 +286,6 @@ def country_results(
         An unknown dataset, country or p-table.
     """
     from demonoise.analysis.compute import compute, noise_settings
-    from demonoise.core.errors import ParameterError
     from demonoise.io.datasets import load
 
     sets = [NoiseSetting.of(s) for s in settings]

@@ -1,6 +1,6 @@
 """The library's fingerprint: its version and a hash of its sources.
 
-What decides whether a cached artefact is up to date (:mod:`demonoise.report.batch.store`) and
+What decides whether a cached artefact is up to date (:mod:`demonoise.analysis.stored`) and
 whether a Dask worker runs the same demonoise as its client
 (:mod:`demonoise.runtime.cluster`): ``demonoise <version>+<hash of the package's .py files>``.
 """

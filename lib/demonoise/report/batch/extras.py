@@ -167,8 +167,8 @@ def overview_run(
     ParameterError
         Unknown dataset or country, invalid V.
     """
+    from demonoise.analysis.stored import content_key
     from demonoise.core.counts import DATA_STATUS_SEP
-    from demonoise.report.batch.store import file_digest
     from demonoise.report.content.summary import source_of
     from demonoise.report.document.cover import provenance_dict
 
@@ -191,7 +191,7 @@ def overview_run(
     }  # fmt: skip
     job = Job(
         find_notebook("overview", notebook_dir), out / "notebooks" / "overview.ipynb", parameters, name="overview",
-        data_fingerprint=file_digest(cal),  # the calibration file's content is data the run reads
+        data_fingerprint=content_key(cal),  # the calibration file's content is data the run reads
         files=(parameters["results_single"], parameters["results_5y"], str(cal)),
     )  # fmt: skip
     settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in o["ptables"])
@@ -213,7 +213,7 @@ def overview_run(
 def _results(o: Mapping, V: tuple, countries, gran: str, store, **kw) -> tuple[pd.DataFrame, Path]:
     """The overview's results table of one granularity (e0 and e65; the Monte Carlo check,
     if any, for the published layout: single ages), from the results store."""
-    from demonoise.report.batch.store import ResultsSpec, results
+    from demonoise.analysis.stored import ResultsSpec, results
 
     mc = o["mc"] if gran == "single" else 0
     spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(o["ptables"]), granularity=gran, countries=countries, mc=mc,

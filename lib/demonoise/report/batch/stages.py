@@ -8,6 +8,7 @@ its row says why and :attr:`BatchReport.ok` is false. The batch's kernels end wi
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -196,7 +197,7 @@ def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None
 def _injected_names(run: Run, params: ReportParams) -> list[str]:
     """The parameters the execute stage gives ``run``'s notebook (:func:`_parameters`)."""
     facts = {"label": "", "year": None, "provenance": {}, "implications": ""}
-    return list(_parameters(run, Computed(results=Path(), decision=Path()), params, facts))
+    return list(_parameters(run, Computed(Path(), Path()), params, facts))
 
 
 def _check_contracts(state: Plan, names: list[str]) -> None:
@@ -218,27 +219,20 @@ def _check_contracts(state: Plan, names: list[str]) -> None:
 # ===================================================================== compute
 @dataclass
 class Computed:
-    """Per report: the results table (path, key) and the decision tables, or the error."""
+    """Per report: its results and decision tables, or the error."""
 
     results: Path | None = None
-    key: str = ""
     decision: Path | None = None
     error: str | None = None
     seconds: float = 0.0
 
 
-def _country_counts(report: Report):
-    from demonoise.io.datasets import load
+def _tables(report: Report, params: ReportParams, store: Path, **kw) -> Computed | None:
+    """One country's results and decision tables (:func:`demonoise.analysis.stored.country_tables`
+    with ``kw``: stored only, or computed here, the Monte Carlo on ``workers`` or ``cluster``)."""
+    from demonoise.analysis.stored import ResultsSpec, country_tables
 
-    counts = load(report.dataset)
-    return counts.select([r.code for r in counts.regions if r.country == report.country])
-
-
-def _spec(report: Report, params: ReportParams):
-    """What one country's results table holds (:class:`demonoise.report.batch.store.ResultsSpec`)."""
-    from demonoise.report.batch.store import ResultsSpec
-
-    return ResultsSpec(
+    spec = ResultsSpec(
         report.dataset,
         V=params.V,
         ptables=params.ptables,
@@ -248,80 +242,29 @@ def _spec(report: Report, params: ReportParams):
         seed=params.seed,
         confidence=params.confidence,
     )
-
-
-def _decision_dir(params: ReportParams, results_path: Path, key: str) -> Path:
-    """Where the decision tables of a results table and these params are stored."""
-    from demonoise.report.batch.store import decision_key
-
-    settings = [s.as_parameter() for s in params.settings]
-    dkey = decision_key(key, settings, params.thresholds, params.confidence, params.recommend.model_dump())
-    return results_path.with_name(f"{results_path.stem}-decision-{dkey}")
-
-
-def _decision_tables(report: Report, params: ReportParams, results, results_path: Path, key: str) -> Path:
-    """The decision tables of one country (:func:`demonoise.analysis.decision.decision_report`),
-    written next to its results table (:func:`_stored` reads them back while their key holds)."""
-    from demonoise.analysis.decision import decision_report
-    from demonoise.report.batch.store import write_decision
-
-    rep = decision_report(
-        results,
-        _country_counts(report),
-        [s.as_parameter() for s in params.settings],
-        thresholds=params.thresholds,
-        confidence=params.confidence,
-        recommend=params.recommend.model_dump(),
-        country=report.country,
-    )
-    return write_decision(rep, _decision_dir(params, results_path, key))
-
-
-def _compute_one(report: Report, params: ReportParams, store: Path, mc_workers: int, cluster=None) -> Computed:
-    """One country: its results table (every setting, Monte Carlo included) and its
-    decision tables; the Monte Carlo blocks run on ``cluster``."""
-    from demonoise.report.batch.store import results
-
+    decision = {
+        "settings": [s.as_parameter() for s in params.settings],
+        "thresholds": params.thresholds,
+        "confidence": params.confidence,
+        "recommend": params.recommend.model_dump(),
+    }
     t0 = time.perf_counter()
-    spec = _spec(report, params)
-    df, path = results(spec, store, workers=mc_workers, cluster=cluster)
-    dec = _decision_tables(report, params, df, path, spec.key())
-    return Computed(path.resolve(), spec.key(), dec.resolve(), None, time.perf_counter() - t0)
-
-
-def _stored(report: Report, params: ReportParams, store: Path) -> Computed | None:
-    """The country's results and decision tables if both are stored and up to date."""
-    from demonoise.report.batch.store import read_decision, results_path
-
-    spec = _spec(report, params)
-    path = results_path(spec, store)
-    if not path.is_file():
-        return None
-    dec = _decision_dir(params, path, spec.key())
-    try:
-        read_decision(dec)
-    except DemonoiseError:
-        return None
-    return Computed(path.resolve(), spec.key(), dec.resolve())
+    paths = country_tables(spec, decision, store, **kw)
+    return None if paths is None else Computed(*(p.resolve() for p in paths), None, time.perf_counter() - t0)
 
 
 def compute_task(report: Report, params: ReportParams) -> dict:
-    """One country's results and decision tables computed on a worker (its Monte Carlo in
-    that process), in a scratch store there; returned as ``{relative path: bytes}`` with
-    their place and timings, so that a worker of a cluster needs no shared disk."""
+    """One country's tables computed on a worker (its Monte Carlo in that process), in a
+    scratch store there; returned as ``{relative path: bytes}`` with their place and
+    timing, so that a worker of a cluster needs no shared disk."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="dn-compute-") as tmp:
         root = Path(tmp).resolve()
-        done = _compute_one(report, params, root, 1, None)
+        done = _tables(report, params, root, workers=1)
         files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-        return {
-            "files": files,
-            "key": done.key,
-            "results": done.results.relative_to(root).as_posix(),
-            "decision": done.decision.relative_to(root).as_posix(),
-            "seconds": done.seconds,
-        }
+        where = {k: getattr(done, k).relative_to(root).as_posix() for k in ("results", "decision")}
+        return {"files": files, "seconds": done.seconds, **where}
 
 
 def _store_computed(out: dict, store: Path) -> Computed:
@@ -337,7 +280,7 @@ def _store_computed(out: dict, store: Path) -> Computed:
         for rel, data in out["files"].items():
             if not rel.startswith(inside):
                 atomic_write_bytes(store / rel, data)
-    return Computed((store / out["results"]).resolve(), out["key"], decision.resolve(), None, out["seconds"])
+    return Computed((store / out["results"]).resolve(), decision.resolve(), None, out["seconds"])
 
 
 def _by_size(reports: list[Report]) -> list[Report]:
@@ -370,7 +313,7 @@ def compute(state: Plan, cluster, *, log=None) -> dict[Report, Computed]:
     done: dict[Report, Computed] = {}
     todo = []
     for r in _by_size(state.reports):
-        stored = _stored(r, state.params, store)
+        stored = _tables(r, state.params, store, stored=True)
         if stored is not None:
             done[r] = stored
         else:
@@ -378,7 +321,7 @@ def compute(state: Plan, cluster, *, log=None) -> dict[Report, Computed]:
     if len(todo) == 1 or not cluster.fans_out:
         for r in todo:
             try:
-                done[r] = _compute_one(r, state.params, store, cluster.workers, cluster)
+                done[r] = _tables(r, state.params, store, workers=cluster.workers, cluster=cluster)
             except Exception as e:
                 done[r] = _failed_compute(r, e, log)
     else:
@@ -597,21 +540,24 @@ def _wrong_sections(report: Report, state: Plan) -> str | None:
 
 
 def _render_key(nb_path: Path, pdf: bool) -> str:
-    from demonoise.report.batch.store import digest, file_digest, source_fingerprint, tree_fingerprint
+    from demonoise.analysis.stored import content_key
     from demonoise.report.document.templates import find_template_dir
+    from demonoise.runtime.fingerprint import digest, source_fingerprint
 
-    return digest([file_digest(nb_path), source_fingerprint(), tree_fingerprint(find_template_dir()), pdf])
+    return digest([content_key(nb_path), source_fingerprint(), content_key(find_template_dir()), pdf])
 
 
 def _start(r: RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
     """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then
     up to date) when its stamp says the outputs were rendered from the same document."""
-    from demonoise.report.batch.store import read_stamp
     from demonoise.report.document.assemble import write_notebook
 
     nb_path = write_notebook(nb, build / "report.ipynb")
     key, stamp = _render_key(nb_path, pdf is not None), build / "report.json"
-    old = read_stamp(stamp)
+    try:
+        old = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = {}
     if old.get("key") != key or not all(p.is_file() for p in [html] + ([pdf] if pdf else [])):
         return nb_path, html, pdf, key, stamp
     r.status, r.html, r.pdf, r.pages = "skipped", html, pdf, old.get("pages", 0)
@@ -650,10 +596,11 @@ def _finish(r: RenderResult, res: RenderResult, key: str, stamp: Path) -> Render
     """``res`` (just written) with what the batch knew of ``r``; its stamp written."""
     from dataclasses import replace
 
-    from demonoise.report.batch.store import write_stamp
+    from demonoise.core.atomic import atomic_write_text
 
     ok = res.pdf is not None or r.pdf_error is not None
-    write_stamp(stamp, {"key": key if ok else None, "pages": res.pages, "files": [str(f) for f in res.files]})
+    done = {"key": key if ok else None, "pages": res.pages, "files": [str(f) for f in res.files]}
+    atomic_write_text(stamp, json.dumps(done, indent=1))
     return replace(res, pdf_error=res.pdf_error or r.pdf_error, metrics=r.metrics, notebook_seconds=r.notebook_seconds)
 
 
