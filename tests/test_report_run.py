@@ -310,15 +310,15 @@ def test_a_task_carries_a_directory_it_reads_and_the_notebook_reads_the_copy(tmp
         files=(table, tables),
     )
     task = _task_of(job)
-    assert task.files[str(tables)] == {"decision.parquet": b"\x00\x01 decision", "report.json": b'{"a": 1}'}
+    assert task["files"][str(tables)] == {"decision.parquet": b"\x00\x01 decision", "report.json": b'{"a": 1}'}
     elsewhere = tmp_path / "worker"
     elsewhere.mkdir()
-    p = _localised(task.parameters, task.files, elsewhere)
+    p = _localised(job.parameters, task["files"], elsewhere)
     assert p["country"] == "BE"
     assert Path(p["results_path"]).parent == elsewhere and Path(p["results_path"]).read_bytes() == b"table bytes"
     copy = Path(p["decision_path"])
     assert copy.parent == elsewhere and copy.is_dir() and copy != tables
-    assert {m.name: m.read_bytes() for m in copy.iterdir()} == task.files[str(tables)]
+    assert {m.name: m.read_bytes() for m in copy.iterdir()} == task["files"][str(tables)]
 
 
 def test_cells_with_a_skipped_tag_are_neither_run_nor_kept(tmp_path, tiny):

@@ -1,10 +1,10 @@
 """Execute notebooks with papermill, each process keeping one kernel.
 
 A :class:`Job` is (input notebook, parameters, output path). :func:`prepare` skips it when up
-to date, else makes a self-contained :class:`Task` (the notebook and the files it reads, as
-bytes); :func:`execute_task` runs it (on a Dask worker, or here); :func:`finish` writes the
-output atomically (a failure kept as ``<stem>.failed.ipynb``). :func:`run_jobs` does all three
-for a list of jobs.
+to date, else reads what it needs into bytes (the notebook and the files it reads);
+:func:`execute_task` runs it (on a Dask worker, or here); :func:`finish` writes the output
+atomically (a failure kept as ``<stem>.failed.ipynb``). :func:`run_jobs` does all three for
+a list of jobs.
 
 Kernel reuse is papermill's public engine API: ``execute_notebook(..., km=km)`` with the
 process's kept kernel manager and a first cell that resets the namespace and changes
@@ -25,7 +25,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,8 +42,6 @@ __all__ = [
     "JobResult",
     "BatchResult",
     "Options",
-    "Task",
-    "TaskResult",
     "options",
     "prepare",
     "execute_task",
@@ -134,7 +132,8 @@ class JobError:
 
 @dataclass(frozen=True)
 class JobResult:
-    """Outcome of one job: ``status`` ``"ok"``, ``"failed"`` or ``"skipped"`` (up to date)."""
+    """Outcome of one job: ``status`` ``"ok"``, ``"failed"`` or ``"skipped"`` (up to date);
+    ``notebook``, the executed notebook's bytes, only on its way back from a worker."""
 
     job: Job
     status: str
@@ -145,6 +144,7 @@ class JobResult:
     kernel_reused: bool = False
     key: str = ""
     worker_pid: int = 0
+    notebook: bytes | None = None
 
     @property
     def ok(self) -> bool:
@@ -300,10 +300,15 @@ def _spec_manager(opts: Options):
     return _Specs()
 
 
-def _kept_client_class():
+def _new_kernel(opts: Options):
+    """This process's kernel manager (nbclient starts its kernel on the first notebook),
+    whose :meth:`client` is always the same ``KeptClient``; connection file and IPC sockets
+    in a scratch directory of this process."""
     from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.utils import run_sync
 
-    class _KeptClient(AsyncKernelClient):
+    class KeptClient(AsyncKernelClient):
         """The one client of a kept kernel: nbclient starts its channels and waits for the
         kernel once (the handshake's IOPub flush waits 0.2 s); later notebooks find it ready.
         Their messages are told apart from earlier ones by their parent message."""
@@ -319,55 +324,39 @@ def _kept_client_class():
                 await self._async_wait_for_ready(timeout=timeout)
                 self._ready = True
 
-    return _KeptClient
+    class Kernel(AsyncKernelManager):
+        runs, run_id, kept = 0, "", None
 
+        def client(self, **kwargs):
+            if self.kept is None:
+                self.kept = super().client(**kwargs)
+            return self.kept
 
-class _Kernel:
-    """This process's kernel: a kernel manager started by nbclient on the first notebook,
-    whose :meth:`client` is always the same :class:`_KeptClient`; connection file and IPC
-    sockets in a scratch directory of this process."""
+        def alive(self) -> bool:
+            return bool(self.has_kernel and run_sync(self.is_alive)())
 
-    def __init__(self, opts: Options):
-        from jupyter_client.manager import AsyncKernelManager
+        def kill(self) -> None:
+            """End the kernel at once, from any thread (SIGKILL to its process group: the
+            kernel leads its own session), and remove its files. Its client's sockets are
+            not touched (they belong to the thread that ran the notebooks)."""
+            pid = getattr(self.provisioner, "pid", None)
+            if pid:
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+            shutil.rmtree(scratch, ignore_errors=True)
 
-        self.dir = scratch_dir("kernel")
-
-        class _Manager(AsyncKernelManager):
-            _kc = None
-
-            def client(self, **kwargs):
-                if self._kc is None:
-                    self._kc = super().client(**kwargs)
-                return self._kc
-
-        # IPC: no TCP ports to race for between parallel kernels -- unless the temporary
-        # folder's path is too long for a socket's (about 100 bytes on Linux and macOS)
-        ipc = len(str(self.dir / "ipc-00000")) < _SOCKET_PATH_MAX
-        self.km = _Manager(
-            kernel_name=opts.kernel,
-            kernel_spec_manager=_spec_manager(opts),
-            transport="ipc" if ipc else "tcp",
-            connection_file=str(self.dir / "kernel.json"),
-            ip=str(self.dir / "ipc") if ipc else "127.0.0.1",
-        )
-        self.km.client_factory = _kept_client_class()
-        self.runs = 0
-        self.run_id = ""
-
-    def alive(self) -> bool:
-        from jupyter_core.utils import run_sync
-
-        return bool(self.km.has_kernel and run_sync(self.km.is_alive)())
-
-    def kill(self) -> None:
-        """End the kernel at once, from any thread (SIGKILL to its process group: the
-        kernel leads its own session), and remove its files. Its client's sockets are
-        not touched (they belong to the thread that ran the notebooks)."""
-        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
-        if pid:
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
-        shutil.rmtree(self.dir, ignore_errors=True)
+    scratch = scratch_dir("kernel")
+    # IPC: no TCP ports to race for between parallel kernels -- unless the temporary
+    # folder's path is too long for a socket's (about 100 bytes on Linux and macOS)
+    ipc = len(str(scratch / "ipc-00000")) < _SOCKET_PATH_MAX
+    return Kernel(
+        kernel_name=opts.kernel,
+        kernel_spec_manager=_spec_manager(opts),
+        transport="ipc" if ipc else "tcp",
+        connection_file=str(scratch / "kernel.json"),
+        ip=str(scratch / "ipc") if ipc else "127.0.0.1",
+        client_factory=KeptClient,
+    )
 
 
 #: Longest path of a Unix socket the kernel's IPC transport may use (``sun_path``: 104 bytes on macOS).
@@ -376,14 +365,14 @@ _SOCKET_PATH_MAX = 100
 _state: dict[str, Any] = {"kernel": None}
 
 
-def _kernel_for(opts: Options) -> _Kernel:
-    """The kept kernel if it is alive (else a fresh one)."""
-    kernel: _Kernel | None = _state["kernel"]
+def _kernel_for(opts: Options):
+    """The kept kernel if it is alive (else a fresh one, :func:`_new_kernel`)."""
+    kernel = _state["kernel"]
     if kernel is not None and kernel.runs and not kernel.alive():
         kernel.kill()
         kernel = None
     if kernel is None:
-        kernel = _state["kernel"] = _Kernel(opts)
+        kernel = _state["kernel"] = _new_kernel(opts)
     kernel.run_id = opts.run_id
     return kernel
 
@@ -412,31 +401,6 @@ def end_kernels(run_id: str = "") -> None:
 
 
 # =============================================================== one task, anywhere
-@dataclass(frozen=True)
-class Task:
-    """One notebook execution, self-contained: the notebook's bytes, its parameters, the
-    bytes of the files it reads (path as named in the parameters -> bytes, or for a
-    directory -> its files' names -> bytes), the working directory (replaced by a
-    temporary one where it does not exist) and the tags of cells to leave out."""
-
-    name: str
-    notebook: bytes
-    parameters: Mapping[str, Any]
-    cwd: str
-    files: Mapping[str, bytes | Mapping[str, bytes]] = field(default_factory=dict)
-    skip_tags: tuple = ()
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    ok: bool
-    notebook: bytes | None  # executed (or, after a failure, partly executed) notebook
-    error: JobError | None
-    seconds: float
-    reused: bool
-    pid: int = 0  # the process that ran it
-
-
 def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: Path) -> dict:
     """``parameters`` with every path of ``files`` replaced by a copy written under ``where``."""
     copies = {}
@@ -462,14 +426,14 @@ def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: P
     return {k: swap(v) for k, v in parameters.items()}
 
 
-def _input_notebook(task: Task, cwd: str, reset: bool):
-    """The task's notebook without its skipped cells, after a first cell that resets the
+def _input_notebook(job: Job, notebook: bytes, cwd: str, reset: bool):
+    """``notebook`` without the cells ``job`` skips, after a first cell that resets the
     namespace and changes to ``cwd`` (tagged :data:`RESET_TAG`)."""
     import nbformat
     from nbformat.v4 import new_code_cell
 
-    nb = nbformat.reads(task.notebook.decode("utf-8"), as_version=4)
-    skip = set(task.skip_tags)
+    nb = nbformat.reads(notebook.decode("utf-8"), as_version=4)
+    skip = set(job.skip_tags)
     nb.cells = [c for c in nb.cells if not skip & set(c.get("metadata", {}).get("tags") or ())]
     code = f"__import__('os').chdir({cwd!r})" + ("\nget_ipython().reset(new_session=True)" if reset else "")
     first = new_code_cell(code, metadata={"tags": [RESET_TAG]})
@@ -483,9 +447,10 @@ def _without_reset_cell(text: str) -> bytes:
     return notebook_text(nb).encode("utf-8")
 
 
-def execute_task(task: Task, opts: Options) -> TaskResult:
-    """Execute one notebook with papermill in this process's kept kernel
-    (``execute_notebook(..., km=...)``); return the executed notebook's bytes. A
+def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
+    """Execute ``job`` with papermill in this process's kept kernel
+    (``execute_notebook(..., km=...)``), from ``task`` (:func:`_task_of`: its notebook and
+    the files it reads, as bytes); the result carries the executed notebook's bytes. A
     ``KeyboardInterrupt`` kills the kernel before it goes on."""
     import tempfile
 
@@ -493,13 +458,13 @@ def execute_task(task: Task, opts: Options) -> TaskResult:
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dn-task-") as tmp:
-        parameters = _localised(task.parameters, task.files, Path(tmp))
-        cwd = task.cwd if Path(task.cwd).is_dir() else tmp
+        parameters = _localised(job.parameters, task["files"], Path(tmp))
+        cwd = task["cwd"] if Path(task["cwd"]).is_dir() else tmp
         kernel = _kernel_for(opts)
         reused, error, healthy, out = kernel.runs > 0, None, True, Path(tmp) / "executed.ipynb"
         try:
             pm.execute_notebook(
-                _input_notebook(task, cwd, opts.reset),
+                _input_notebook(job, task["notebook"], cwd, opts.reset),
                 str(out),
                 parameters=parameters,
                 kernel_name=opts.kernel,
@@ -509,7 +474,7 @@ def execute_task(task: Task, opts: Options) -> TaskResult:
                 start_timeout=opts.start_timeout,
                 execution_timeout=opts.cell_timeout,
                 cwd=cwd,
-                km=kernel.km,
+                km=kernel,
             )
         except BaseException as exc:
             if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: no kernel left behind
@@ -522,7 +487,8 @@ def execute_task(task: Task, opts: Options) -> TaskResult:
         executed = _without_reset_cell(out.read_text(encoding="utf-8")) if out.is_file() else None
     if not opts.reuse_kernel or not healthy:
         end_kernels()
-    return TaskResult(error is None, executed, error, time.perf_counter() - t0, reused, os.getpid())
+    status, seconds = "ok" if error is None else "failed", time.perf_counter() - t0
+    return JobResult(job, status, seconds, error, None, opts.kernel, reused, "", os.getpid(), executed)
 
 
 def _error_from(exc: BaseException) -> JobError:
@@ -542,8 +508,10 @@ def _error_from(exc: BaseException) -> JobError:
 
 
 # ========================================================== before and after a task
-def _task_of(job: Job) -> Task:
-    """The self-contained task of ``job`` (its notebook and the files it reads, as bytes)."""
+def _task_of(job: Job) -> dict:
+    """What ``job`` reads, as bytes: ``notebook``, ``files`` (path as named in the
+    parameters -> bytes, or for a directory -> its files' names -> bytes), and ``cwd``,
+    the working directory (replaced by a temporary one where it does not exist)."""
     files = {}
     for f in job.files:
         try:
@@ -553,10 +521,10 @@ def _task_of(job: Job) -> Task:
             )
         except OSError as e:
             raise ReportError(f"job {job.label}: cannot read {f}: {e.strerror or e}") from None
-    return Task(job.label, job.input.read_bytes(), dict(job.parameters), str(job.workdir), files, job.skip_tags)
+    return {"notebook": job.input.read_bytes(), "files": files, "cwd": str(job.workdir)}
 
 
-def prepare(job: Job, opts: Options, force: bool = False) -> JobResult | tuple[Task, str]:
+def prepare(job: Job, opts: Options, force: bool = False) -> JobResult | tuple[dict, str]:
     """``job``'s outcome if it needs no run (up to date, or its input unreadable), else
     its self-contained task and run key."""
     try:
@@ -568,7 +536,7 @@ def prepare(job: Job, opts: Options, force: bool = False) -> JobResult | tuple[T
         return finish(job, "", opts, None, e)
 
 
-def finish(job: Job, key: str, opts: Options, res: TaskResult | None, err: BaseException | None) -> JobResult:
+def finish(job: Job, key: str, opts: Options, res: JobResult | None, err: BaseException | None) -> JobResult:
     """Write what ``job``'s task returned, atomically (a failure keeps the partly executed
     notebook as ``<stem>.failed.ipynb`` and removes an older output), or record why the
     task itself failed (``err``)."""
@@ -585,12 +553,10 @@ def finish(job: Job, key: str, opts: Options, res: TaskResult | None, err: BaseE
         job.output.unlink(missing_ok=True)  # no older, valid-looking output for a failed job
         if res.notebook is not None:
             kept = write_notebook(_stamped(res, job, "", opts), fail_to)
-    return JobResult(
-        job, "ok" if res.ok else "failed", res.seconds, res.error, kept, opts.kernel, res.reused, key, res.pid
-    )
+    return replace(res, job=job, failed_notebook=kept, key=key, notebook=None)
 
 
-def _stamped(res: TaskResult, job: Job, key: str, opts: Options):
+def _stamped(res: JobResult, job: Job, key: str, opts: Options):
     nb = read_notebook_text(res.notebook.decode("utf-8"))
     nb.metadata["demonoise"] = {
         **(nb.metadata.get("demonoise") or {}),
@@ -601,7 +567,7 @@ def _stamped(res: TaskResult, job: Job, key: str, opts: Options):
             "library": opts.library,
             "data_fingerprint": [opts.data_fingerprint, job.data_fingerprint],
             "kernel": opts.kernel,
-            "kernel_reused": res.reused,
+            "kernel_reused": res.kernel_reused,
             "seconds": round(res.seconds, 3),
             "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         },
@@ -684,7 +650,7 @@ def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool
             out[key] = started
         else:
             todo.append((key, *started))
-    items = [(task, opts) for _, task, _ in todo]
+    items = [(jobs[key], task, opts) for key, task, _ in todo]
     names = [jobs[key].label for key, _, _ in todo]
     with tqdm(total=len(items), unit="nb", desc="notebooks", disable=None if progress is None else not progress) as bar:
         for i, res, err in cluster.each(execute_task, items, label="notebook", names=names):
