@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ __all__ = [
     "results_path",
     "results",
     "country_tables",
+    "overview_tables",
     "DECISION_FIELDS",
     "write_decision",
     "read_decision",
@@ -175,6 +177,32 @@ def country_tables(
 
 #: The tables of a :class:`~demonoise.analysis.decision.DecisionReport`, by attribute.
 DECISION_FIELDS = DECISION_TABLES
+
+
+def overview_tables(
+    spec: ResultsSpec, store, thresholds, calibration, out, *, force: bool = False, workers=None, cluster=None
+) -> tuple[dict[str, Path], str]:
+    """The Europe overview's tables and the data status of its dataset.
+
+    Its results tables of e0 and e65 (``spec`` with ``e_ages=(0, 65)``: single ages, the
+    published layout, with its Monte Carlo; 5-year groups without) come from the results
+    store ``store``; its calibration table is ``calibration`` if a path, else written to
+    ``out`` (``calibration`` as a frame, or computed for single ages at ``thresholds``).
+    Returns ``{"results_single": path, "results_5y": path, "calibration": path}``.
+    """
+    from demonoise.analysis.compute import write_results
+    from demonoise.uncertainty.calibration import calibrate
+
+    paths, status = {}, ""
+    for gran, mc in (("single", spec.mc), ("5y", 0)):
+        one = dataclasses.replace(spec, granularity=gran, mc=mc, e_ages=(0, 65))
+        df, path = results(one, store, force=force, workers=workers, cluster=cluster)
+        paths[f"results_{gran}"], status = path.resolve(), status or str(df["data_status"].iloc[0])
+    if calibration is None:
+        calibration = calibrate(spec.counts(), tuple(map(float, thresholds)), granularity="single", e_ages=(0, 65))
+    is_path = isinstance(calibration, (str, os.PathLike))
+    paths["calibration"] = (Path(calibration) if is_path else write_results(calibration, out)).resolve()
+    return paths, status
 
 
 def write_decision(rep, directory) -> Path:

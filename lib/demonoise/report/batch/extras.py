@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from demonoise.core.errors import ReportError
 from demonoise.io.datasets import name_of, resolve
 from demonoise.report.batch.contract import check_known
@@ -150,7 +148,7 @@ def overview_run(
     force: bool = False,
     workers: int | None = None,
     cluster=None,
-    calibration: str | os.PathLike | pd.DataFrame | None = None,
+    calibration=None,
     notebook_dir: str | os.PathLike | None = None,
 ) -> FurtherRun:
     """The Europe overview (``<out_dir>/overview.html``), its tables computed first.
@@ -160,14 +158,16 @@ def overview_run(
     ``M``), ``mc`` (of the single-age table, default 0), ``label``, ``n_most``,
     ``thresholds`` (default :data:`~demonoise.analysis.decision.THRESHOLDS`). The results
     tables come from the store (default ``<out_dir>/results``), the Monte Carlo on
-    ``cluster``; the calibration table is ``calibration`` if given, else computed.
+    ``cluster``; the calibration table is ``calibration`` if given (a path or a frame),
+    else computed (:func:`demonoise.analysis.stored.overview_tables`).
 
     Raises
     ------
     ParameterError
         Unknown dataset or country, invalid V.
     """
-    from demonoise.analysis.stored import content_key
+    from demonoise.analysis.decision import THRESHOLDS
+    from demonoise.analysis.stored import ResultsSpec, content_key, overview_tables
     from demonoise.core.counts import DATA_STATUS_SEP
     from demonoise.report.content.summary import source_of
     from demonoise.report.document.cover import provenance_dict
@@ -176,23 +176,21 @@ def overview_run(
     out = Path(out_dir)
     V = tuple(sorted({float(v) for v in o["V"]}))
     countries = tuple(sorted(o["countries"])) if o["countries"] else None
-    tables = {
-        gran: _results(o, V, countries, gran, store or out / "results", force=force, workers=workers, cluster=cluster)
-        for gran in ("single", "5y")
-    }
-    from demonoise.analysis.decision import THRESHOLDS
-
-    cal = _calibration(calibration, o["dataset"], countries, o.get("thresholds") or THRESHOLDS, out)
-    label = o.get("label") or str(tables["single"][0]["data_status"].iloc[0]).split(DATA_STATUS_SEP)[0]
+    spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(o["ptables"]), countries=countries, mc=o["mc"])
+    tables, status = overview_tables(
+        spec, store or out / "results", o.get("thresholds") or THRESHOLDS, calibration,
+        out / "notebooks" / "overview-calibration.parquet", force=force, workers=workers, cluster=cluster,
+    )  # fmt: skip
+    label = o.get("label") or status.split(DATA_STATUS_SEP)[0]
     parameters = {
         "dataset": o["dataset"], "V": list(V), "ptables": list(o["ptables"]),
-        "results_single": str(tables["single"][1]), "results_5y": str(tables["5y"][1]), "calibration": str(cal),
+        **{k: str(p) for k, p in tables.items()},
         "label": label, "sex": o["sex"] or "worst", **({"n_most": o["n_most"]} if "n_most" in o else {}),
     }  # fmt: skip
     job = Job(
         find_notebook("overview", notebook_dir), out / "notebooks" / "overview.ipynb", parameters, name="overview",
-        data_fingerprint=content_key(cal),  # the calibration file's content is data the run reads
-        files=(parameters["results_single"], parameters["results_5y"], str(cal)),
+        data_fingerprint=content_key(tables["calibration"]),  # the calibration file's content is data the run reads
+        files=tuple(map(str, tables.values())),
     )  # fmt: skip
     settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in o["ptables"])
     scope = "all NUTS 2 regions" if countries is None else "NUTS 2 regions of " + ", ".join(countries)
@@ -208,35 +206,6 @@ def overview_run(
         source=source_of(provenance_dict(o["dataset"])) + "; NUTS 2021 boundaries: Eurostat GISCO",
         sections=True,
     )
-
-
-def _results(o: Mapping, V: tuple, countries, gran: str, store, **kw) -> tuple[pd.DataFrame, Path]:
-    """The overview's results table of one granularity (e0 and e65; the Monte Carlo check,
-    if any, for the published layout: single ages), from the results store."""
-    from demonoise.analysis.stored import ResultsSpec, results
-
-    mc = o["mc"] if gran == "single" else 0
-    spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(o["ptables"]), granularity=gran, countries=countries, mc=mc,
-                       e_ages=(0, 65))  # fmt: skip
-    df, path = results(spec, store, **kw)
-    return df, path.resolve()
-
-
-def _calibration(calibration, dataset: str, countries, thresholds, out: Path) -> Path:
-    """The overview's calibration table: a given file, or written to ``out/notebooks``
-    (given as a frame, or computed for single ages, e0 and e65)."""
-    from demonoise.analysis.compute import write_results
-    from demonoise.io.datasets import load
-    from demonoise.uncertainty.calibration import calibrate
-
-    if isinstance(calibration, (str, os.PathLike)):
-        return Path(calibration).resolve()
-    if calibration is None:
-        counts = load(dataset)
-        if countries is not None:
-            counts = counts.select([r.code for r in counts.regions if r.country in countries])
-        calibration = calibrate(counts, tuple(float(t) for t in thresholds), granularity="single", e_ages=(0, 65))
-    return write_results(calibration, out / "notebooks" / "overview-calibration.parquet").resolve()
 
 
 def render_further(
