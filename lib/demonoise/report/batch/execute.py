@@ -42,7 +42,6 @@ __all__ = [
     "JobResult",
     "BatchResult",
     "Options",
-    "options",
     "prepare",
     "execute_task",
     "finish",
@@ -155,23 +154,16 @@ class JobResult:
         return self.job.output
 
 
-@dataclass(frozen=True)
-class BatchResult(Sequence[JobResult]):
-    """Results of :func:`run_jobs`, in job order; ``status`` is ``"ok"`` or ``"failed"``."""
+class BatchResult(tuple):
+    """Results of :func:`run_jobs`: a :class:`JobResult` per job, in job order, and the
+    run's ``seconds`` and ``kernel_note`` (:attr:`Options.note`)."""
 
-    results: tuple[JobResult, ...]
     seconds: float = 0.0
     kernel_note: str | None = None
 
-    def __getitem__(self, i):  # type: ignore[override]
-        return self.results[i]
-
-    def __len__(self) -> int:
-        return len(self.results)
-
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.results)
+        return all(r.ok for r in self)
 
     @property
     def status(self) -> str:
@@ -179,7 +171,7 @@ class BatchResult(Sequence[JobResult]):
 
     @property
     def failed(self) -> list[JobResult]:
-        return [r for r in self.results if r.status == "failed"]
+        return [r for r in self if r.status == "failed"]
 
 
 # ================================================================ keys
@@ -221,57 +213,36 @@ def failed_path(output: Path) -> Path:
 # ====================================================================== options
 @dataclass(frozen=True)
 class Options:
-    """How the tasks of a run execute (sent with every task)."""
+    """How the tasks of a run execute (sent with every task). A missing kernelspec
+    ``kernel`` gives a ``RuntimeWarning`` and the current interpreter as kernel
+    (``fallback``; ``note`` says so)."""
 
-    kernel: str
-    fallback: bool  # the named kernelspec is missing: run sys.executable
-    cell_timeout: float | None
-    start_timeout: float
-    library: str
-    data_fingerprint: str
+    kernel: str = DEFAULT_KERNEL
+    cell_timeout: float | None = 600.0
+    start_timeout: float = 60.0
+    data_fingerprint: str = ""
     reuse_kernel: bool = True
     reset: bool = True  # tests switch it off to show what the reset prevents
     run_id: str = ""
+    library: str = field(default_factory=source_fingerprint)
+    fallback: bool = False  # the named kernelspec is missing: run sys.executable
     note: str | None = None
 
+    def __post_init__(self):
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
-def options(
-    kernel_name: str = DEFAULT_KERNEL,
-    *,
-    reuse_kernel: bool = True,
-    cell_timeout: float | None = 600.0,
-    start_timeout: float = 60.0,
-    data_fingerprint: str = "",
-    run_id: str = "",
-    reset: bool = True,
-) -> Options:
-    """The :class:`Options` of a run; a missing kernelspec gives a ``RuntimeWarning`` and
-    the current interpreter as kernel (``note`` says so)."""
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    kernel, note = kernel_name, None
-    try:
-        KernelSpecManager().get_kernel_spec(kernel_name)
-    except NoSuchKernel:
-        kernel = _FALLBACK_KERNEL
-        note = (
-            f"kernelspec {kernel_name!r} not found; running notebooks with the current interpreter "
-            f"{sys.executable} instead. Install the named kernel with: "
-            f"{sys.executable} -m ipykernel install --sys-prefix --name {kernel_name}"
-        )
-        warnings.warn(note, RuntimeWarning, stacklevel=3)
-    return Options(
-        kernel,
-        note is not None,
-        cell_timeout,
-        start_timeout,
-        source_fingerprint(),
-        data_fingerprint,
-        reuse_kernel,
-        reset,
-        run_id,
-        note,
-    )
+        try:
+            if not self.fallback:
+                KernelSpecManager().get_kernel_spec(self.kernel)
+        except NoSuchKernel:
+            note = (
+                f"kernelspec {self.kernel!r} not found; running notebooks with the current interpreter "
+                f"{sys.executable} instead. Install the named kernel with: "
+                f"{sys.executable} -m ipykernel install --sys-prefix --name {self.kernel}"
+            )
+            warnings.warn(note, RuntimeWarning, stacklevel=4)
+            for k, v in {"kernel": _FALLBACK_KERNEL, "fallback": True, "note": note}.items():
+                object.__setattr__(self, k, v)
 
 
 # ====================================================================== kernels
@@ -625,7 +596,7 @@ def run_jobs(
     check_outputs(jobs)
     t0 = time.perf_counter()
     with running(cluster, workers) as where:
-        opts = options(
+        opts = Options(
             kernel_name,
             reuse_kernel=reuse_kernel,
             cell_timeout=cell_timeout,
@@ -635,7 +606,9 @@ def run_jobs(
             reset=_reset,
         )
         done = execute_jobs(dict(enumerate(jobs)), where, opts, force=force, progress=progress)
-    return BatchResult(tuple(done[i] for i in range(len(jobs))), time.perf_counter() - t0, opts.note)
+    batch = BatchResult(done[i] for i in range(len(jobs)))
+    batch.seconds, batch.kernel_note = time.perf_counter() - t0, opts.note
+    return batch
 
 
 def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool = False, progress=None) -> dict:

@@ -772,7 +772,7 @@ def run_reports(
 
 def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
     """plan -> compute -> (overview and extras prepared) -> execute -> render -> index."""
-    from demonoise.report.batch.execute import execute_jobs, options
+    from demonoise.report.batch.execute import Options, execute_jobs
 
     wall, t0, cpu0 = {}, time.perf_counter(), _cpu_seconds()
 
@@ -793,7 +793,7 @@ def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_di
     computed = compute(state, cluster, log=log)
     lap("compute")
     extra = further(state, force=force, workers=workers, log=log, cluster=cluster)
-    opts = options(run_id=cluster.run_id)
+    opts = Options(run_id=cluster.run_id)
     jobs = {**{f: f.run.job for f in extra if f.run is not None}, **_jobs(state, computed)}
     executed = execute_jobs(jobs, cluster, opts, force=force, progress=progress)
     lap("execute")
