@@ -11,7 +11,8 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from demonoise.cli import main
-from demonoise.report.batch.stages import Report, parse_params, run_reports
+from demonoise.report.batch.params import parse_params
+from demonoise.report.batch.stages import Report, run_reports
 from demonoise.runtime.locate import ENV_VARS, find_dir
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from demonoise.report.batch.stages import parse_params, run_reports
+from demonoise.report.batch.params import parse_params
+from demonoise.report.batch.stages import run_reports
 
 
 @pytest.mark.slow

@@ -16,7 +16,8 @@ import pytest
 from demonoise.analysis.verdicts import index_metrics
 from demonoise.core.formats import fmt_pct
 from demonoise.core.vocabulary import SEX_WORDS
-from demonoise.report.batch.stages import parse_params, run_reports
+from demonoise.report.batch.params import parse_params
+from demonoise.report.batch.stages import run_reports
 
 pytestmark = pytest.mark.slow
 RAW = Path(__file__).resolve().parents[1] / "data-raw" / "eurostat" / "demo_r_d2jan_BE_2015_2024.csv.gz"

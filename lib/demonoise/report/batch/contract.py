@@ -67,8 +67,7 @@ def check_contract(path: str | os.PathLike, injected: Iterable[str]) -> tuple[st
         No tagged parameters cell, or injected names it does not define -- naming them.
     """
     names = parameter_names(path)
-    missing = [n for n in injected if n not in names]
-    if missing:
+    if missing := [n for n in injected if n not in names]:
         raise ReportError(
             f"notebook {path}: its '{PARAMETERS_TAG}' cell does not define {', '.join(missing)}, which the batch "
             f"injects; it defines {', '.join(names) or 'nothing'}"
@@ -87,8 +86,7 @@ def check_known(path: str | os.PathLike, given: Mapping[str, Any], what: str) ->
         The notebook has no tagged parameters cell (:func:`parameter_names`).
     """
     names = parameter_names(path)
-    unknown = [k for k in given if k not in names]
-    if unknown:
+    if unknown := [k for k in given if k not in names]:
         s = "s" if len(unknown) > 1 else ""
         raise ParameterError(
             f"unknown parameter{s} {', '.join(map(repr, unknown))} for notebook {what}; "
@@ -124,15 +122,10 @@ def check_shown(
             f"{path}: the notebook did not record what it shows (summary.load_results records it); "
             "not rendered, so that no section can show other data than asked"
         )
-    wrong = []
-    if got.get("dataset") != [dataset]:
-        wrong.append(f"dataset {', '.join(got.get('dataset') or ['none'])} instead of {dataset}")
-    if got.get("country") != [country]:
-        wrong.append(f"country {', '.join(got.get('country') or ['none'])} instead of {country}")
-    if setting is not None and got.get("setting") != setting:
-        wrong.append(f"setting {got.get('setting')} instead of {setting}")
-    absent = [s for s in settings if s not in (got.get("settings") or [])]
-    if absent:
+    asked = {"dataset": [dataset], "country": [country], **({} if setting is None else {"setting": setting})}
+    words = lambda v: v if isinstance(v, str) else ", ".join(v or ["none"])  # noqa: E731
+    wrong = [f"{k} {words(got.get(k))} instead of {words(v)}" for k, v in asked.items() if got.get(k) != v]
+    if absent := [s for s in settings if s not in (got.get("settings") or [])]:
         wrong.append(f"no rows for {', '.join(absent)}")
     if wrong:
         raise ReportError(f"{path} shows {'; '.join(wrong)}: the section is not what the batch asked for")

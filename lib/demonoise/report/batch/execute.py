@@ -38,20 +38,14 @@ from demonoise.runtime.fingerprint import digest, source_fingerprint
 __all__ = [
     "DEFAULT_KERNEL",
     "Job",
-    "JobError",
     "JobResult",
     "BatchResult",
     "Options",
-    "prepare",
-    "execute_task",
-    "finish",
-    "end_kernels",
     "running",
+    "end_kernels",
     "run_jobs",
     "execute_jobs",
-    "check_outputs",
     "job_key",
-    "output_key",
     "failed_path",
 ]
 

@@ -30,7 +30,7 @@ from demonoise.report.document.assemble import (
 )
 from demonoise.runtime.locate import find_notebook
 
-__all__ = ["EXTRAS", "FurtherRun", "scenario_name", "extra_run", "overview_run", "render_further", "render_notebook"]
+__all__ = ["EXTRAS", "FurtherRun", "extra_run", "overview_run", "render_further", "render_notebook"]
 
 #: Extra notebooks and the title of their report.
 EXTRAS = {

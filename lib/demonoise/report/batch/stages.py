@@ -19,29 +19,10 @@ from typing import Any
 
 from demonoise.core.errors import DemonoiseError, ParameterError
 from demonoise.io.datasets import country_provenance
-from demonoise.report.batch.params import ReportParams, Setting, load_params, parse_params
+from demonoise.report.batch.params import ReportParams, Setting
 from demonoise.report.document.assemble import RenderResult
 
-__all__ = [
-    "SUMMARY",
-    "CHAPTER_TITLES",
-    "MAX_NOTEBOOKS",
-    "Report",
-    "Run",
-    "Plan",
-    "Computed",
-    "Further",
-    "BatchReport",
-    "load_params",
-    "parse_params",
-    "plan",
-    "compute",
-    "further",
-    "render",
-    "index",
-    "assemble_report",
-    "run_reports",
-]
+__all__ = ["SUMMARY", "CHANGE", "MAX_NOTEBOOKS", "Report", "Run", "BatchReport", "plan", "run_reports"]
 
 #: The summary notebook: main points first; its later level-1 parts close the report.
 SUMMARY = "summary"
