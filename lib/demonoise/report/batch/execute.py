@@ -59,15 +59,14 @@ RESET_TAG = "demonoise-reset"
 @dataclass(frozen=True)
 class Job:
     """One notebook execution: ``input`` (with a cell tagged ``parameters``) run with
-    ``parameters`` (JSON) into ``output`` (``.ipynb``), in ``cwd`` (default: the input's
-    folder). ``data_fingerprint`` is part of the run key; ``files`` (paths named in the
+    ``parameters`` (JSON) into ``output`` (``.ipynb``), in the input's folder where it
+    exists (else in a temporary one). ``data_fingerprint`` is part of the run key; ``files`` (paths named in the
     parameters) travel with the task as bytes; cells tagged ``skip_tags`` are left out."""
 
     input: Path
     output: Path
     parameters: Mapping[str, Any] = field(default_factory=dict)
     name: str | None = None
-    cwd: Path | None = None
     data_fingerprint: str = ""
     files: tuple = ()
     skip_tags: tuple = ()
@@ -75,8 +74,6 @@ class Job:
     def __post_init__(self):
         object.__setattr__(self, "input", Path(self.input))
         object.__setattr__(self, "output", Path(self.output))
-        if self.cwd is not None:
-            object.__setattr__(self, "cwd", Path(self.cwd))
         object.__setattr__(self, "files", tuple(str(f) for f in self.files))
         tags = (self.skip_tags,) if isinstance(self.skip_tags, str) else self.skip_tags
         object.__setattr__(self, "skip_tags", tuple(str(t) for t in tags))
@@ -99,10 +96,6 @@ class Job:
     @property
     def label(self) -> str:
         return self.name or self.output.name
-
-    @property
-    def workdir(self) -> Path:
-        return (self.cwd or self.input.parent).resolve()
 
 
 @dataclass(frozen=True)
@@ -476,7 +469,7 @@ def _error_from(exc: BaseException) -> JobError:
 def _task_of(job: Job) -> dict:
     """What ``job`` reads, as bytes: ``notebook``, ``files`` (path as named in the
     parameters -> bytes, or for a directory -> its files' names -> bytes), and ``cwd``,
-    the working directory (replaced by a temporary one where it does not exist)."""
+    the input's folder."""
     files = {}
     for f in job.files:
         try:
@@ -486,7 +479,7 @@ def _task_of(job: Job) -> dict:
             )
         except OSError as e:
             raise ReportError(f"job {job.label}: cannot read {f}: {e.strerror or e}") from None
-    return {"notebook": job.input.read_bytes(), "files": files, "cwd": str(job.workdir)}
+    return {"notebook": job.input.read_bytes(), "files": files, "cwd": str(job.input.parent.resolve())}
 
 
 def prepare(job: Job, opts: Options, force: bool = False) -> JobResult | tuple[dict, str]:
