@@ -39,22 +39,24 @@ EXTRAS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FurtherRun:
     """A further notebook before it runs: its run, its index line (``label``, ``summary``)
     and its document: the executed notebook under a cover, or (``sections``) split at its
-    level-1 headings into numbered sections with a contents list."""
+    level-1 headings into numbered sections with a contents list. In a batch, one that
+    could not be prepared has only its ``label`` and the ``error`` that stopped it."""
 
     name: str
     label: str
-    job: Job
-    title: str
-    subtitle: str | None
-    html: Path
-    pdf: Path
+    job: Job | None = None
+    title: str = ""
+    subtitle: str | None = None
+    html: Path | None = None
+    pdf: Path | None = None
     summary: dict = field(default_factory=dict)
     source: str | None = None
     sections: bool = False
+    error: str | None = None
 
     def check(self, res) -> None:
         """Raise :class:`~demonoise.core.errors.ReportError` when the notebook run (a

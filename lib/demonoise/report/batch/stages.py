@@ -175,24 +175,20 @@ def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None
     )
 
 
-def _injected_names(run: Run, params: ReportParams) -> list[str]:
-    """The parameters the execute stage gives ``run``'s notebook (:func:`_parameters`)."""
-    facts = {"label": "", "year": None, "provenance": {}, "implications": ""}
-    return list(_parameters(run, Computed(Path(), Path()), params, facts))
-
-
 def _check_contracts(state: Plan, names: list[str]) -> None:
-    """Every notebook's tagged parameters cell defines what the batch injects; every
-    extra notebook defines the parameters the params file gives it."""
+    """Every notebook's tagged parameters cell defines what the batch injects
+    (:func:`_parameters`); every extra notebook defines the parameters the params file
+    gives it."""
     from demonoise.report.batch.contract import check_contract, check_known
     from demonoise.runtime.locate import find_notebook
 
-    first = {}
+    first, facts = {}, {"label": "", "year": None, "provenance": {}, "implications": ""}
     for run in state.runs:
         first.setdefault(run.notebook, run)
     for n in names:
         if n in first:
-            check_contract(state.notebooks / f"{n}.ipynb", _injected_names(first[n], state.params))
+            injected = _parameters(first[n], Computed(Path(), Path()), state.params, facts)
+            check_contract(state.notebooks / f"{n}.ipynb", injected)
     for name, opts in state.params.extras:
         check_known(find_notebook(name), dict(opts), name)
 
@@ -365,21 +361,12 @@ def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> 
 
 
 # ============================================================ overview and extras
-@dataclass(eq=False)
-class Further:
-    """The Europe overview or an extra notebook in the batch: prepared by :func:`further`
-    (``run``, a :class:`~demonoise.report.batch.extras.FurtherRun`, or the ``error`` that
-    stopped it); its notebook runs with the countries' and its document renders with theirs."""
-
-    label: str
-    run: Any = None
-    error: str | None = None
-
-
-def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list[Further]:
+def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list:
     """The Europe overview (its tables computed or read back here, the Monte Carlo on
-    ``cluster``) and the extra notebooks of the params, ready to run."""
-    from demonoise.report.batch.extras import extra_run, overview_run
+    ``cluster``) and the extra notebooks of the params, ready to run: each a
+    :class:`~demonoise.report.batch.extras.FurtherRun` (with the ``error`` that stopped
+    it); their notebooks run with the countries' and their documents render with theirs."""
+    from demonoise.report.batch.extras import FurtherRun, extra_run, overview_run
 
     params, todo = state.params, []
     if params.overview is not None:
@@ -394,9 +381,9 @@ def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> lis
     for name, prepare in todo:
         _say(log, f"demonoise report: {name}")
         try:
-            out.append(Further(name, prepare()))
+            out.append(prepare())
         except Exception as e:
-            out.append(Further(name, error=_why(e)))
+            out.append(FurtherRun(name, name, error=_why(e)))
     return out
 
 
@@ -560,17 +547,17 @@ def _prepare(report, state, executed, computed, pdf_reason) -> tuple[RenderResul
     return r, _start(r, nb, report.build_dir(out), report.html(out), report.pdf(out) if pdf_reason is None else None)
 
 
-def _prepare_further(f: Further, state, executed, pdf_reason) -> tuple[RenderResult, tuple | None]:
+def _prepare_further(f, state, executed, pdf_reason) -> tuple[RenderResult, tuple | None]:
     """The overview's or an extra's document assembled (in this process), as :func:`_prepare`."""
-    if f.run is None or f not in executed:
+    if f not in executed:
         return RenderResult(status="failed", error=f.error or "its notebook did not run"), None
     try:
-        f.run.check(executed[f])
-        nb = f.run.document()
+        f.check(executed[f])
+        nb = f.document()
     except Exception as e:
         return RenderResult(status="failed", error=_why(e)), None
-    r, build = RenderResult(pdf_error=pdf_reason), state.output / "build" / "further" / f.run.html.stem
-    return r, _start(r, nb, build, f.run.html, f.run.pdf if pdf_reason is None else None)
+    r, build = RenderResult(pdf_error=pdf_reason), state.output / "build" / "further" / f.html.stem
+    return r, _start(r, nb, build, f.html, f.pdf if pdf_reason is None else None)
 
 
 def _finish(r: RenderResult, res: RenderResult, key: str, stamp: Path) -> RenderResult:
@@ -585,20 +572,20 @@ def _finish(r: RenderResult, res: RenderResult, key: str, stamp: Path) -> Render
     return replace(res, pdf_error=res.pdf_error or r.pdf_error, metrics=r.metrics, notebook_seconds=r.notebook_seconds)
 
 
-def render(state: Plan, computed, executed: Mapping, extra: Sequence[Further], cluster, pdf_reason) -> dict:
+def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, pdf_reason) -> dict:
     """Every document -- the overview's and extras' first, then each country's -- assembled
     here and rendered as a task on ``cluster``, submitted as soon as it is assembled (the
     workers render while the next is assembled); what comes back is written here
-    (atomically). Returns ``{Report or Further: RenderResult}``."""
+    (atomically). Returns ``{Report or FurtherRun: RenderResult}``."""
     outcomes: dict = {}
     tasks, names = [], []  # filled as the documents are assembled
 
     def documents():
         for owner in [*extra, *state.reports]:
-            if isinstance(owner, Further):
-                outcomes[owner], task = _prepare_further(owner, state, executed, pdf_reason)
-            else:
+            if isinstance(owner, Report):
                 outcomes[owner], task = _prepare(owner, state, executed, computed, pdf_reason)
+            else:
+                outcomes[owner], task = _prepare_further(owner, state, executed, pdf_reason)
             if task is not None:
                 tasks.append((owner, task))
                 names.append(owner.label)
@@ -775,13 +762,13 @@ def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_di
     lap("compute")
     extra = further(state, force=force, workers=workers, log=log, cluster=cluster)
     opts = Options(run_id=cluster.run_id)
-    jobs = {**{f: f.run.job for f in extra if f.run is not None}, **_jobs(state, computed)}
+    jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
     executed = execute_jobs(jobs, cluster, opts, force=force, progress=progress)
     lap("execute")
     outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
     rendered = {r: outcomes[r] for r in state.reports}
     lap("render")
-    rows = [_row(f.label, outcomes[f], f.run.summary if f.run else {}, pdf_reason) for f in extra]
+    rows = [_row(f.label, outcomes[f], f.summary, pdf_reason) for f in extra]
     path = index(state, rendered, rows, pdf_reason=pdf_reason)
     lap("index")
     times = {
