@@ -2,7 +2,7 @@
 
 Three subpackages: :mod:`.content` (the kernel side: notebook helpers, tables, charts,
 Typst twins, formulas), :mod:`.document` (assembly, the nbconvert exporters, cover, index)
-and :mod:`.batch` (params, papermill execution, the results store, the stages of
+and :mod:`.batch` (params, papermill execution, the further notebooks, the stages of
 :func:`~.batch.stages.run_reports`). What every report notebook calls is here too
 (``import demonoise.report as dr; dr.setup_notebook()``); importing it is cheap.
 """
