@@ -29,7 +29,8 @@ from typing import Any
 from demonoise.core.atomic import atomic_write_bytes, atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.content.notebook import METRICS_MIME
-from demonoise.report.content.typstsrc import Code, call, colour, html_to_typst, markup
+from demonoise.report.content.typeset import html_to_typst
+from demonoise.report.content.typstsrc import Code, call, colour, markup
 from demonoise.report.document.exporters import REMOVE_TAGS
 
 __all__ = [
@@ -311,7 +312,7 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
     entry = {"title": ch.title, "anchor": ch.anchor, "number": str(number), "source": "", "children": []}
     head = [_open_chapter(number, ch.title, ch.anchor, new_page=new_page)]
     if ch.intro:
-        head.append(_raw(ch.intro, _html_typst(ch.intro)))
+        head.append(_raw(ch.intro, html_to_typst(ch.intro)))
     body: list = []
     for j, (label, colour_css, nb) in enumerate(ch.settings, 1):
         node, src = load_notebook(nb)
@@ -333,12 +334,6 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
         )
         body += _demote([c for c in cells if not _tagged(c, "chapter")])
     return [*head, *body, _raw("</section>")], entry
-
-
-def _html_typst(html_text: str) -> str:
-    from demonoise.report.content.typeset import tex_typst
-
-    return html_to_typst(html_text, tex_typst)
 
 
 def _contents(entries: list[dict]) -> str:
@@ -433,7 +428,7 @@ def _cover_cells(cover, title: str, subtitle: str | None) -> list:
     if cover is None:
         return [_default_cover(title, subtitle)]
     if isinstance(cover, str) and cover.lstrip().startswith("<"):  # HTML (a Cover also carries its Typst)
-        return [_raw(str(cover), getattr(cover, "typst", "") or _html_typst(cover))]
+        return [_raw(str(cover), getattr(cover, "typst", "") or html_to_typst(cover))]
     node, label = load_notebook(cover)
     return [_raw('<section class="dn-cover" id="cover">'), *clean_cells(node, label), _raw("</section>")]
 

@@ -24,8 +24,8 @@ from traitlets import Bool, Unicode, default
 
 from demonoise.core.errors import ReportError
 from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
-from demonoise.report.content.typeset import markdown_to_html, markdown_to_typst, tex_svg, tex_typst
-from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, html_to_typst, markup, png_svg, string_literal
+from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg, tex_typst
+from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, markup, png_svg, string_literal
 from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
 
 __all__ = [
@@ -213,7 +213,7 @@ class DocumentPreprocessor(Preprocessor):
     def _table(self, out, data, resources):
         meta = data[TABLE_MIME]
         body = _text(data["text/html"])
-        body_typst = _text(data[TYPST_MIME]) if TYPST_MIME in data else html_to_typst(body, tex_typst)
+        body_typst = _text(data[TYPST_MIME]) if TYPST_MIME in data else html_to_typst(body)
         if meta.get("empty"):
             return _output_like(out, {"text/html": body, TYPST_MIME: body_typst})
         number = self._number("table")
@@ -350,7 +350,7 @@ def _raw_typst(cell) -> str:
     if "typst" in dn:
         return dn["typst"]
     if dn.get("html"):
-        return html_to_typst(cell.source, tex_typst)
+        return html_to_typst(cell.source)
     fmt = cell.get("metadata", {}).get("format") or cell.get("metadata", {}).get("raw_mimetype") or ""
     return cell.source if fmt == TYPST_MIME else ""
 
@@ -388,7 +388,7 @@ def _output_typst(out) -> str:
     if mime == "text/latex":
         return tex_typst(*_latex_parts(_text(v)))
     if mime == "text/html":
-        return html_to_typst(_text(v), tex_typst)
+        return html_to_typst(_text(v))
     return f"#dn-text({string_literal(_text(v))})"
 
 
