@@ -21,7 +21,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,6 @@ __all__ = [
     "read_notebook_text",
     "notebook_text",
     "write_notebook",
-    "clean_cells",
     "assemble",
     "render_document",
     "render_bytes",
@@ -179,21 +178,22 @@ def _failure(node) -> str | None:
     return "execution failed"
 
 
-def clean_cells(node, label: str, remove_tags: Iterable[str] = REMOVE_TAGS) -> list:
-    """Cells that belong in a document: tagged cells, metrics and empty code cells gone.
+def _body(notebook) -> tuple[list, Any, str]:
+    """A notebook's cells that belong in a document (copies; cells tagged :data:`REMOVE_TAGS`,
+    metrics payloads and code cells left without output gone), the notebook and its label.
 
     Raises
     ------
     ReportError
-        The notebook failed during execution.
+        The notebook cannot be read or failed during execution.
     """
+    node, label = load_notebook(notebook)
     failure = _failure(node)
     if failure:
         raise ReportError(f"{label}: notebook failed during execution ({failure}); it is not rendered")
-    tags_out = frozenset(remove_tags)
     cells = []
     for cell in node.get("cells", []):
-        if set(cell.get("metadata", {}).get("tags", []) or []) & tags_out:
+        if set(cell.get("metadata", {}).get("tags", []) or []) & REMOVE_TAGS:
             continue
         cell = copy.deepcopy(cell)
         if cell.get("cell_type") == "code":
@@ -201,7 +201,7 @@ def clean_cells(node, label: str, remove_tags: Iterable[str] = REMOVE_TAGS) -> l
             if not cell["outputs"]:
                 continue
         cells.append(cell)
-    return cells
+    return cells, node, label
 
 
 def _take_title(cells: list) -> str | None:
@@ -222,14 +222,6 @@ def _take_title(cells: list) -> str | None:
             cells.remove(cell)
         return m.group(1)
     return None
-
-
-def _demote(cells: list) -> list:
-    """Every markdown heading one level down (a setting's subsection holds them)."""
-    for cell in cells:
-        if cell.get("cell_type") == "markdown":
-            cell["source"] = _HEADING_RE.sub(lambda m: "#" + m.group(1) + m.group(2), cell["source"])
-    return cells
 
 
 def _tagged(cell, tag: str) -> bool:
@@ -289,10 +281,8 @@ def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False,
 
 
 def _section_cells(sec: Section, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
-    node, label = load_notebook(sec.notebook)
-    cells = clean_cells(node, label)
-    found = _take_title(cells)
-    title = sec.title or found or node.get("metadata", {}).get("title") or Path(label).stem
+    cells, node, label = _body(sec.notebook)
+    title = sec.title or _take_title(cells) or node.get("metadata", {}).get("title") or Path(label).stem
     anchor = sec.anchor or f"sec-{number}-{_slug(title)}"
     _check_anchor(anchor, label, used)
     entry = {"title": title, "anchor": anchor, "number": str(number), "source": label, "children": []}
@@ -315,8 +305,7 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
         head.append(_raw(ch.intro, html_to_typst(ch.intro)))
     body: list = []
     for j, (label, colour_css, nb) in enumerate(ch.settings, 1):
-        node, src = load_notebook(nb)
-        cells = clean_cells(node, src)
+        cells, _, src = _body(nb)
         _take_title(cells)
         if j == 1:
             head += [c for c in cells if _tagged(c, "chapter")]
@@ -332,7 +321,11 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
                 typst,
             )
         )
-        body += _demote([c for c in cells if not _tagged(c, "chapter")])
+        for c in cells:  # every heading one level down, under the setting's
+            if not _tagged(c, "chapter"):
+                body.append(c)
+                if c.get("cell_type") == "markdown":
+                    c["source"] = _HEADING_RE.sub(r"#\1\2", c["source"])
     return [*head, *body, _raw("</section>")], entry
 
 
@@ -429,8 +422,7 @@ def _cover_cells(cover, title: str, subtitle: str | None) -> list:
         return [_default_cover(title, subtitle)]
     if isinstance(cover, str) and cover.lstrip().startswith("<"):  # HTML (a Cover also carries its Typst)
         return [_raw(str(cover), getattr(cover, "typst", "") or html_to_typst(cover))]
-    node, label = load_notebook(cover)
-    return [_raw('<section class="dn-cover" id="cover">'), *clean_cells(node, label), _raw("</section>")]
+    return [_raw('<section class="dn-cover" id="cover">'), *_body(cover)[0], _raw("</section>")]
 
 
 # ================================================================== rendering

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
+from demonoise.io.datasets import provenance_dict, provenance_fields  # their home; the batch imports them here
+
 __all__ = [
     "UNOFFICIAL",
     "Cover",
@@ -135,32 +137,3 @@ def cover_html(
         data=(DATA_FILES, data_zip, ZIP_NOTE) if data_zip else None,
     )
     return Cover(html, typst)
-
-
-def provenance_dict(dataset: str) -> dict:
-    """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source,
-    note and Eurostat's update stamp per code (``updated``; ``{}`` when not known)."""
-    from demonoise.io import datasets as reg
-
-    if dataset in reg.embedded_names():
-        prov = reg.metadata(dataset)["provenance"]
-        keys = ("status", "datasets", "extracted", "source", "note")
-        return {
-            t: {k: p.get(k, "") for k in keys} | {"updated": dict(p.get("updated") or {})} for t, p in prov.items() if p
-        }
-    return provenance_fields(reg.load(dataset).provenance)
-
-
-def provenance_fields(provenance) -> dict:
-    """:func:`provenance_dict`'s fields of a :class:`~demonoise.core.counts.Provenance`."""
-    return {
-        name: {
-            "status": t.status,
-            "datasets": list(t.datasets),
-            "extracted": t.extracted,
-            "source": t.source,
-            "note": t.note,
-            "updated": dict(t.updated),
-        }
-        for name, t in provenance.tables.items()
-    }
