@@ -17,11 +17,21 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.batch.execute import Job, run_jobs
 from demonoise.report.content.notebook import METRICS_MIME
-from demonoise.report.content.typeset import count_formulas, markdown_to_html, markdown_to_typst, tex_svg
+from demonoise.report.content.typeset import markdown_to_html, markdown_to_typst, tex_svg
 from demonoise.report.document.assemble import Chapter, Section, assemble, render_document
 from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentTypstExporter, typst_to_pdf
 from demonoise.report.document.templates import ENV_VAR, find_template_dir
-from report_helpers import COVER, GOOD, chromium, no_tmp_files, pdf_fonts, pdf_links, pdf_text, scan_html
+from report_helpers import (
+    COVER,
+    GOOD,
+    chromium,
+    count_formulas,
+    no_tmp_files,
+    pdf_fonts,
+    pdf_links,
+    pdf_text,
+    scan_html,
+)
 
 TITLE = "Fixture quality report"
 

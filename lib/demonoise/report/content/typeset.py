@@ -31,7 +31,6 @@ __all__ = [
     "markdown_to_html",
     "markdown_to_typst",
     "html_to_typst",
-    "count_formulas",
 ]
 
 #: Class of every typeset formula (``<svg class="dn-math">``; display maths also ``dn-math-display``).
@@ -138,10 +137,20 @@ def markdown_to_typst(source: str) -> str:
 
 
 # ------------------------------------------------------------------ HTML -> Typst
-_BLOCKS = frozenset({"p", "div", "section", "nav", "figure", "figcaption", "details", "main", "header", "footer", "li"})
 _SKIP = frozenset({"style", "script", "head", "title", "button"})
+#: Inline tags: a Typst function of their content.
 _INLINE = {"strong": "strong", "b": "strong", "em": "emph", "i": "emph", "sub": "sub", "sup": "super"}
 _INLINE |= {"u": "underline", "del": "strike", "s": "strike"}
+#: Block tags: their content (trimmed) in a paragraph or a function of its own.
+_BLOCK = dict.fromkeys(
+    ("p", "div", "section", "nav", "figure", "figcaption", "details", "main", "header", "footer", "li"), "\n\n{}\n\n"
+)
+_BLOCK |= {"blockquote": "\n#quote(block: true)[{}]\n", "summary": "\n#strong[{}]\n\n"}
+_BLOCK |= {
+    f"h{n}": f"\n#heading(level: {n}, outlined: false, bookmarked: {str(n <= 3).lower()})[{{}}]\n" for n in range(1, 7)
+}
+#: Empty tags written as they are.
+_EMPTY = {"br": "\\\n", "hr": "\n#line(length: 100%, stroke: 0.5pt)\n"}
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S | re.I)
 _ATTR = re.compile(r'\s([A-Za-z:-]+)="([^"]*)"')
 
@@ -182,38 +191,28 @@ class _Writer:
             return self.svg(self.svgs[int(attrs["data-i"])])
         if tag in _INLINE:
             return f"#{_INLINE[tag]}[{self.node(kids)}]"
-        if tag == "br":
-            return "\\\n"
+        if tag in _EMPTY:
+            return _EMPTY[tag]
         if tag == "a" and attrs.get("href"):
             return f"#link({string_literal(attrs['href'])})[{self.node(kids)}]"
         if tag in ("code", "kbd", "samp", "tt"):
             return f"#raw({string_literal(self.text(kids))})"
         if tag == "pre":
             return f"\n#raw(block: true, {string_literal(self.text(kids).rstrip())})\n"
-        if re.fullmatch(r"h[1-6]", tag):
-            level = int(tag[1])
-            mark = "true" if level <= 3 else "false"
-            return f"\n#heading(level: {level}, outlined: false, bookmarked: {mark})[{self.node(kids).strip()}]\n"
         if tag in ("ul", "ol"):
             start = int(attrs.get("start") or 1)
             fn = "list(" if tag == "ul" else (f"enum(start: {start}, " if start != 1 else "enum(")
             return f"\n#{fn}" + "".join(f"[{self.node(k.contents).strip()}], " for k in _tags(kids, "li")) + ")\n"
         if tag == "dl":
             return f"\n#terms({self.terms(kids)})\n"
-        if tag == "blockquote":
-            return f"\n#quote(block: true)[{self.node(kids).strip()}]\n"
         if tag == "input" and attrs.get("type") == "checkbox":
             return "☑ " if "checked" in attrs else "☐ "
         if tag == "table":
             return "\n" + self.table(kids) + "\n"
         if tag == "img":
             return self.img(attrs)
-        if tag == "hr":
-            return "\n#line(length: 100%, stroke: 0.5pt)\n"
-        if tag == "summary":
-            return f"\n#strong[{self.node(kids).strip()}]\n\n"
-        if tag in _BLOCKS:
-            return f"\n\n{self.node(kids).strip()}\n\n"
+        if tag in _BLOCK:
+            return _BLOCK[tag].format(self.node(kids).strip())
         return self.node(kids)
 
     def text(self, kids) -> str:
@@ -264,26 +263,3 @@ class _Writer:
         opts = ([f"colspan: {span}"] if span > 1 else []) + ([f"align: {align.group(1)}"] if align else [])
         body = f"[{self.node(c.contents).strip()}]"
         return Code(f"table.cell({', '.join(opts)}){body}" if opts else body)
-
-
-class _Counter(IPythonRenderer):
-    def __init__(self):
-        super().__init__(escape=False)
-        self.n = 0
-
-    def block_math(self, body: str) -> str:
-        self.n += 1
-        return ""
-
-    inline_math = block_math
-
-    def latex_environment(self, name: str, body: str) -> str:
-        self.n += 1
-        return ""
-
-
-def count_formulas(markdown: str) -> int:
-    """How many formulas nbconvert's Markdown parser finds in ``markdown``."""
-    counter = _Counter()
-    MarkdownWithMath(renderer=counter).render(markdown)
-    return counter.n
