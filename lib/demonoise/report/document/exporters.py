@@ -23,6 +23,7 @@ from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 from traitlets import Bool, Unicode, default
 
 from demonoise.core.errors import ReportError
+from demonoise.core.version import __version__
 from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
 from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg, tex_typst
 from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, markup, png_svg, string_literal
@@ -41,13 +42,6 @@ __all__ = [
 
 #: Cells with any of these tags never reach a rendered report.
 REMOVE_TAGS = frozenset({"remove", "metrics"})
-
-
-def _source_line(nb) -> str:
-    from demonoise.core.version import __version__
-
-    src = (nb.metadata.get("demonoise") or {}).get("source") or ""
-    return f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
 
 
 #: A one-letter symbol with a subscript as the notebooks write it in plain text: ``e_x``,
@@ -88,10 +82,7 @@ class DocumentPreprocessor(Preprocessor):
     )
 
     def preprocess(self, nb, resources):
-        name = (resources.get("metadata") or {}).get("name") or "report"
-        self._dir, self._source = self.files_dir or f"{name}-data", _source_line(nb)
-        self._chapter, self._count = "", {"figure": 0, "table": 0}
-        resources.setdefault("outputs", {})
+        self._start(nb, resources)
         cells = []
         for cell in nb.cells:
             chapter = (cell.get("metadata", {}).get("demonoise") or {}).get("chapter")
@@ -109,6 +100,22 @@ class DocumentPreprocessor(Preprocessor):
                 cells.append(cell)
         nb.cells = cells
         return nb, resources
+
+    def _start(self, nb, resources) -> None:
+        """The document's CSV folder, "Source:" line and counts; what the templates show of it
+        (``resources["demonoise"]``: title, version, footer; the caller's own entries win)."""
+        name = (resources.get("metadata") or {}).get("name") or "report"
+        src = (nb.metadata.get("demonoise") or {}).get("source") or ""
+        self._dir = self.files_dir or f"{name}-data"
+        self._source = f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
+        resources["demonoise"] = {
+            "title": nb.metadata.get("title") or name,
+            "version": __version__,
+            "footer": f"Produced with demonoise {_html.escape(__version__)}.",
+            **(resources.get("demonoise") or {}),
+        }
+        self._chapter, self._count = "", {"figure": 0, "table": 0}
+        resources.setdefault("outputs", {})
 
     def _refs(self, text: str) -> str:
         """Text with its references resolved (:data:`REF_RE`): ``[[table+1]]`` -> ``Table 2.3``
@@ -231,20 +238,6 @@ def _output_like(out, data: dict):
     return out
 
 
-def _document_resources(nb, resources) -> dict:
-    from demonoise.core.version import __version__
-
-    resources = dict(resources or {})
-    name = (resources.get("metadata") or {}).get("name") or "report"
-    resources["demonoise"] = {
-        "title": nb.metadata.get("title") or name,
-        "version": __version__,
-        "footer": f"Produced with demonoise {_html.escape(__version__)}.",
-        **(resources.get("demonoise") or {}),
-    }
-    return resources
-
-
 class _DocumentExporter(TemplateExporter):
     """What both document exporters share: the project's template directory, no code, and
     the two preprocessors (tagged cells removed; figures and tables numbered with their
@@ -260,9 +253,6 @@ class _DocumentExporter(TemplateExporter):
         super().__init__(config=config, **kw)
         self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
         self.register_preprocessor(DocumentPreprocessor(parent=self), True)
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
 
 
 class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
