@@ -111,22 +111,14 @@ def split_sections(nb) -> list:
     """
     import nbformat
 
-    parts: list[list] = []
-    lead: list = []
+    parts: list[list] = [[]]
+    opened = False  # the leading cells go with the first part: a failure there must stay visible
     for cell in nb.cells:
-        src = cell.get("source", "")
-        if cell.get("cell_type") == "markdown" and src.lstrip().startswith("# "):
-            parts.append([cell])
-        elif parts:
-            parts[-1].append(cell)
-        else:
-            lead.append(cell)
-    if not parts:
-        parts = [lead]
-        lead = []
-    else:
-        # leading cells carry no output worth showing, but a failure there must stay visible
-        parts[0] = lead + parts[0]
+        if cell.get("cell_type") == "markdown" and cell.get("source", "").lstrip().startswith("# "):
+            if opened:
+                parts.append([])
+            opened = True
+        parts[-1].append(cell)
     out = []
     for cells in parts:
         node = nbformat.v4.new_notebook(metadata=copy.deepcopy(dict(nb.metadata)))
