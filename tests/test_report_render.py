@@ -135,6 +135,19 @@ def test_formulas_are_found_by_nbconvert_markdown_and_typeset_as_svg():
         tex_svg(r"\notacommand{", False)
 
 
+def test_markdown_reaches_typst_through_its_html():
+    """A markdown cell's Typst is its HTML converted: an inline HTML pair holds (bold), an
+    ordered list keeps its start, a table cell its alignment, an image its alternative text;
+    headings stay out of the contents and are bookmarked down to level 3."""
+    md = "Some <b>bold</b> text ![a *chart*](attachment:x.png).\n\n3. c\n4. d\n\n| a | b |\n|--:|---|\n| 1 | 2 |\n\n"
+    typst = markdown_to_typst(md + "## Two\n\n#### Four")
+    assert "Some #strong[bold] text a chart\\." in typst  # the full stop escaped
+    assert "#enum(start: 3, [c], [d], )" in typst
+    assert "heads: ((table.cell(align: right)[a], [b],),)" in typst
+    assert "#heading(level: 2, outlined: false, bookmarked: true)[Two]" in typst
+    assert "#heading(level: 4, outlined: false, bookmarked: false)[Four]" in typst
+
+
 def _pdf_of(markdown: str, tmp_path, name: str = "doc"):
     """A one-chapter document of ``markdown`` rendered to HTML and PDF."""
     nb = new_notebook(cells=[new_markdown_cell("# Chapter"), new_markdown_cell(markdown)])
