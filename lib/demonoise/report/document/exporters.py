@@ -160,8 +160,9 @@ class DocumentPreprocessor(Preprocessor):
         if kind is None:
             return out
         meta = data[FIGURE_MIME if kind == "figure" else TABLE_MIME]
-        if meta.get("empty"):
-            return _output_like(out, {"text/html": _text(data["text/html"]), TYPST_MIME: self._body_typst(data)})
+        if meta.get("empty"):  # a table's "nothing to show": its words, unnumbered
+            out["data"] = {"text/html": _text(data["text/html"]), TYPST_MIME: self._body_typst(data)}
+            return out
         self._count[kind] += 1
         number = f"{self._chapter}.{self._count[kind]}" if self._chapter else str(self._count[kind])
         stem = _safe_stem(meta.get("name") or "") or f"{kind}-{number.replace('.', '-')}"
@@ -170,7 +171,8 @@ class DocumentPreprocessor(Preprocessor):
         source = f'<p class="dn-source">{_html.escape(self._source)}{link}</p>'
         make = self._figure if kind == "figure" else self._table
         html, typst = make(number, meta, data, source, path)
-        return _output_like(out, {"text/html": html, TYPST_MIME: typst})
+        out["data"] = {"text/html": html, TYPST_MIME: typst}
+        return out
 
     def _figure(self, number: str, meta, data, source: str, path: str | None) -> tuple[str, str]:
         import base64
@@ -230,12 +232,6 @@ def _text(v) -> str:
 def _safe_stem(name: str) -> str:
     """A CSV file name stem of letters, digits, ``_`` and ``-`` only (``""`` if none is left)."""
     return re.sub(r"[^A-Za-z0-9_-]+", "_", str(name or "")).strip("_")[:60]
-
-
-def _output_like(out, data: dict):
-    """``out`` holding ``data`` instead of what it held."""
-    out["data"] = data
-    return out
 
 
 class _DocumentExporter(TemplateExporter):
