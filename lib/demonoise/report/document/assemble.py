@@ -53,7 +53,8 @@ __all__ = [
 ]
 
 _ANCHOR_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
-_H1_RE = re.compile(r"^\s*#\s+(.+?)\s*#*\s*$")
+#: A level-1 heading opening a markdown cell (after blank lines): its title.
+_H1_RE = re.compile(r"\A\s*#[ \t]+(.+?)[ \t]*#*[ \t\r]*(?:\n|\Z)")
 _HEADING_RE = re.compile(r"^(#{1,5})(\s)", re.M)
 
 
@@ -201,18 +202,13 @@ def _take_title(cells: list) -> str | None:
     for cell in cells:
         if cell.get("cell_type") == "code":
             return None
-        if cell.get("cell_type") != "markdown":
-            continue
-        lines = cell["source"].splitlines()
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        m = _H1_RE.match(lines[0]) if lines else None
-        if not m:
-            return None
-        cell["source"] = "\n".join(lines[1:]).lstrip("\n")
-        if not cell["source"].strip():
-            cells.remove(cell)
-        return m.group(1)
+        if cell.get("cell_type") == "markdown":
+            m = _H1_RE.match(cell["source"])
+            if m:
+                cell["source"] = "\n".join(cell["source"][m.end() :].splitlines()).lstrip("\n")
+                if not cell["source"].strip():
+                    cells.remove(cell)
+            return m.group(1) if m else None
     return None
 
 
