@@ -17,6 +17,7 @@ from datetime import date
 from typing import Any
 
 from demonoise.io.datasets import provenance_dict, provenance_fields  # their home; the batch imports them here
+from demonoise.report.content.typstsrc import call
 
 __all__ = [
     "UNOFFICIAL",
@@ -96,21 +97,17 @@ def cover_html(
 
     esc = _html.escape
     org = getattr(publisher, "organisation", None)
-    rows = []
-    if org:
-        rows += [("Organisation", org), ("Contact", publisher.contact)]
-        when = publisher.date or date.today().isoformat()
-    else:
-        when = date.today().isoformat()
+    rows = [("Organisation", org), ("Contact", publisher.contact)] if org else []
     rows += [
-        ("Date", when),
+        ("Date", (org and publisher.date) or date.today().isoformat()),
         ("Tool", f"demonoise {__version__}"),
         ("Data", f"{dataset}: {data_status}" if dataset else data_status),
         ("Data extracted", extraction_dates(provenance)),
         ("Last update by Eurostat", update_dates(provenance)),
         ("Noise settings compared", ", ".join(settings)),
     ]
-    dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(str(v))}</dd>" for k, v in rows if v)
+    shown = [(k, str(v)) for k, v in rows if v]
+    dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in shown)
     if data_zip:
         link = f'<a class="dn-data-zip" href="{esc(data_zip)}">{esc(data_zip)}</a>'
         dl += f"<dt>{DATA_FILES}</dt><dd>{link} {ZIP_NOTE}</dd>"
@@ -124,9 +121,6 @@ def cover_html(
         f'<p class="dn-data-status-line">{esc(status)}</p>'
         f"{head}<h1>{esc(title)}</h1><dl>{dl}</dl></section>"
     )
-    from demonoise.report.content.typstsrc import call
-
-    shown = [(k, str(v)) for k, v in rows if v]
     typst = call(
         "dn-cover",
         org=org or None,
