@@ -127,3 +127,25 @@ def pdf_fonts(path) -> set[str]:
             assert any(k in desc for k in ("/FontFile", "/FontFile2", "/FontFile3")), f["/BaseFont"]
             names.add(str(f["/BaseFont"]).lstrip("/").split("+")[-1])
     return names
+
+
+def count_formulas(markdown: str) -> int:
+    """How many formulas nbconvert's Markdown parser finds in ``markdown`` (the test's own
+    count: a renderer that only counts them)."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    class Counter(IPythonRenderer):
+        n = 0
+
+        def block_math(self, body: str) -> str:
+            self.n += 1
+            return ""
+
+        inline_math = block_math
+
+        def latex_environment(self, name: str, body: str) -> str:
+            return self.block_math(body)
+
+    counter = Counter(escape=False)
+    MarkdownWithMath(renderer=counter).render(markdown)
+    return counter.n

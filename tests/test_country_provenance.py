@@ -7,7 +7,7 @@ import re
 import pytest
 
 from demonoise.io import datasets as reg
-from demonoise.report.document.cover import provenance_dict
+from demonoise.io.datasets import provenance_dict
 
 CODE = re.compile(r"\b[A-Z]{2}[0-9A-Z]{0,2}\b")
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from demonoise.core.errors import FormatError, ParameterError
+from demonoise.io.datasets import provenance_dict, provenance_fields
 from demonoise.io.fetch import fetch_counts, fetch_panel
 from demonoise.io.options import FetchOptions
 from demonoise.io.template import read_counts_csv, read_panel_csv, write_counts_csv, write_panel_csv
-from demonoise.report.document.cover import cover_html, provenance_dict, provenance_fields
+from demonoise.report.document.cover import cover_html
 from test_fetch import FAST, FIX, FakeEurostat, default_routes
 from test_fetch_panel import YEARS, panel_routes
 

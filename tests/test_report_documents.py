@@ -17,8 +17,7 @@ from demonoise.core.version import __version__
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE
 from demonoise.report.batch.params import parse_params
 from demonoise.report.batch.stages import Report, run_reports
-from demonoise.report.content.typeset import count_formulas
-from report_helpers import chromium, no_tmp_files, pdf_fonts, pdf_links, scan_html
+from report_helpers import chromium, count_formulas, no_tmp_files, pdf_fonts, pdf_links, scan_html
 
 pytestmark = pytest.mark.slow
 

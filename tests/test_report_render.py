@@ -17,11 +17,21 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.batch.execute import Job, run_jobs
 from demonoise.report.content.notebook import METRICS_MIME
-from demonoise.report.content.typeset import count_formulas, markdown_to_html, markdown_to_typst, tex_svg
+from demonoise.report.content.typeset import markdown_to_html, markdown_to_typst, tex_svg
 from demonoise.report.document.assemble import Chapter, Section, assemble, render_document
 from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentTypstExporter, typst_to_pdf
 from demonoise.report.document.templates import ENV_VAR, find_template_dir
-from report_helpers import COVER, GOOD, chromium, no_tmp_files, pdf_fonts, pdf_links, pdf_text, scan_html
+from report_helpers import (
+    COVER,
+    GOOD,
+    chromium,
+    count_formulas,
+    no_tmp_files,
+    pdf_fonts,
+    pdf_links,
+    pdf_text,
+    scan_html,
+)
 
 TITLE = "Fixture quality report"
 
@@ -123,6 +133,19 @@ def test_formulas_are_found_by_nbconvert_markdown_and_typeset_as_svg():
     assert svg.startswith("<svg ") and "<path" in svg and "<use" not in svg and " id=" not in svg
     with pytest.raises(ReportError, match=r"formula cannot be typeset: \$\\notacommand"):
         tex_svg(r"\notacommand{", False)
+
+
+def test_markdown_reaches_typst_through_its_html():
+    """A markdown cell's Typst is its HTML converted: an inline HTML pair holds (bold), an
+    ordered list keeps its start, a table cell its alignment, an image its alternative text;
+    headings stay out of the contents and are bookmarked down to level 3."""
+    md = "Some <b>bold</b> text ![a *chart*](attachment:x.png).\n\n3. c\n4. d\n\n| a | b |\n|--:|---|\n| 1 | 2 |\n\n"
+    typst = markdown_to_typst(md + "## Two\n\n#### Four")
+    assert "Some #strong[bold] text a chart\\." in typst  # the full stop escaped
+    assert "#enum(start: 3, [c], [d], )" in typst
+    assert "heads: ((table.cell(align: right)[a], [b],),)" in typst
+    assert "#heading(level: 2, outlined: false, bookmarked: true)[Two]" in typst
+    assert "#heading(level: 4, outlined: false, bookmarked: false)[Four]" in typst
 
 
 def _pdf_of(markdown: str, tmp_path, name: str = "doc"):
@@ -435,7 +458,8 @@ def test_captions_set_subscripted_symbols_as_the_text_does():
     """Figure and table captions are plain text in the notebooks ("Relative uncertainty of
     e_x"); the HTML and the Typst set the symbol as the formulas do, and leave dataset
     codes alone."""
-    from demonoise.report.document.exporters import caption_html, caption_typst
+    from demonoise.report.content.typeset import html_to_typst
+    from demonoise.report.document.exporters import caption_html
 
     assert caption_html("Relative uncertainty of e_x, both sexes") == (
         "Relative uncertainty of <i>e</i><sub>x</sub>, both sexes"
@@ -444,4 +468,8 @@ def test_captions_set_subscripted_symbols_as_the_text_does():
     assert caption_html("m_{85+} & A < 10 %") == "<i>m</i><sub>85+</sub> &amp; A &lt; 10 %"
     for plain in ("Eurostat demo_r_find3, demo_r_pjangroup", "file x_y.csv", "snake_case"):
         assert caption_html(plain) == plain
-    assert caption_typst("Uncertainty of e_x & A < 10 %") == ("Uncertainty of #emph[e]#sub[x] \\& A \\< 10 \\%")
+    # the Typst is the HTML's, converted
+    assert (
+        html_to_typst(caption_html("Uncertainty of e_x & A < 10 %"))
+        == "Uncertainty of #emph[e]#sub[x] \\& A \\< 10 \\%"
+    )

@@ -92,6 +92,8 @@ __all__ = [
     "years",
     "use_file",
     "as_name",
+    "provenance_dict",
+    "provenance_fields",
 ]
 
 #: Folder of the embedded datasets inside the package.
@@ -731,8 +733,35 @@ def _fallbacks_of(fallbacks: dict, country: str) -> dict:
     return out
 
 
+def provenance_dict(dataset: str) -> dict:
+    """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source,
+    note and Eurostat's update stamp per code (``updated``; ``{}`` when not known)."""
+    if dataset in embedded_names():
+        prov = metadata(dataset)["provenance"]
+        keys = ("status", "datasets", "extracted", "source", "note")
+        return {
+            t: {k: p.get(k, "") for k in keys} | {"updated": dict(p.get("updated") or {})} for t, p in prov.items() if p
+        }
+    return provenance_fields(load(dataset).provenance)
+
+
+def provenance_fields(provenance) -> dict:
+    """:func:`provenance_dict`'s fields of a :class:`~demonoise.core.counts.Provenance`."""
+    return {
+        name: {
+            "status": t.status,
+            "datasets": list(t.datasets),
+            "extracted": t.extracted,
+            "source": t.source,
+            "note": t.note,
+            "updated": dict(t.updated),
+        }
+        for name, t in provenance.tables.items()
+    }
+
+
 def country_provenance(provenance: dict, dataset: str, country: str) -> dict:
-    """:func:`demonoise.report.document.cover.provenance_dict`'s tables of an embedded
+    """:func:`provenance_dict`'s tables of an embedded
     ``dataset`` with each note's fallbacks narrowed to ``country`` (the dataset-wide list
     names every country's); other datasets unchanged."""
     if dataset not in embedded_names():

@@ -1,11 +1,12 @@
-"""Formulas typeset in Python (TeX -> MathML -> SVG by ziamath) and Markdown to HTML and to
-Typst by nbconvert's own Markdown parser (mistune with its math plugin).
+"""Formulas typeset in Python (TeX -> MathML -> SVG by ziamath); Markdown to HTML by
+nbconvert's own Markdown parser (mistune with its math plugin), and HTML to Typst.
 
-The HTML renderer (:class:`MathRenderer`) writes each formula as an inline ``<svg>``, the
-Typst renderer (:class:`TypstRenderer`) every token as Typst markup and each formula as the
-same SVG on the text's baseline: the same picture in the HTML and the PDF, no browser, no
-JavaScript, no TeX (why ziamath and not Typst's own maths: docs/design.md). ziamath draws its
-STIX Two Math glyphs as paths (``ziafont.config.svg2 = False``: no ids to collide).
+The HTML renderer (:class:`MathRenderer`) writes each formula as an inline ``<svg>``. The
+Typst of a Markdown cell is made from that HTML by :func:`html_to_typst`, the converter of
+every HTML without a Typst twin, which sets each formula as the same SVG on the text's
+baseline: the same picture in the HTML and the PDF, no browser, no JavaScript, no TeX (why
+ziamath and not Typst's own maths: docs/design.md). ziamath draws its STIX Two Math glyphs
+as paths (``ziafont.config.svg2 = False``: no ids to collide).
 """
 
 from __future__ import annotations
@@ -15,20 +16,21 @@ import re
 import warnings
 from functools import lru_cache
 
+from bs4 import BeautifulSoup
+from bs4.element import PreformattedString
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 from demonoise.core.errors import ReportError
-from demonoise.report.content.typstsrc import Code, call, html_to_typst, markup, string_literal
+from demonoise.report.content.typstsrc import Code, call, markup, png_svg, string_literal
 
 __all__ = [
     "MATH_CLASS",
     "tex_svg",
     "tex_typst",
     "MathRenderer",
-    "TypstRenderer",
     "markdown_to_html",
     "markdown_to_typst",
-    "count_formulas",
+    "html_to_typst",
 ]
 
 #: Class of every typeset formula (``<svg class="dn-math">``; display maths also ``dn-math-display``).
@@ -118,151 +120,146 @@ def markdown_to_html(source: str, **renderer_kw) -> str:
     return MarkdownWithMath(renderer=MathRenderer(escape=False, **renderer_kw)).render(source)
 
 
-class TypstRenderer(IPythonRenderer):
-    """nbconvert's Markdown renderer writing Typst markup: text escaped (:func:`~.typstsrc.markup`),
-    headings kept out of the contents (chapters and settings make it) but bookmarked down
-    to level 3, lists, tables (``#dn-table``), code, links, and formulas (:func:`tex_typst`).
-    HTML inside the Markdown goes through :func:`~.typstsrc.html_to_typst`."""
-
-    def __init__(self, **kw):
-        super().__init__(escape=False, **kw)
-        self._head_cells = 0
-
-    # inline
-    def text(self, text: str) -> str:
-        return markup(text)
-
-    def emphasis(self, text: str) -> str:
-        return f"#emph[{text}]"
-
-    def strong(self, text: str) -> str:
-        return f"#strong[{text}]"
-
-    def strikethrough(self, text: str) -> str:
-        return f"#strike[{text}]"
-
-    def link(self, text: str, url: str, title=None) -> str:
-        return f"#link({string_literal(url)})[{text}]"
+class _PdfRenderer(MathRenderer):
+    """The HTML a markdown cell's Typst is made from: an image as mistune writes it (the
+    Typst exporter has no attachments; :func:`html_to_typst` shows its alternative text)."""
 
     def image(self, text: str, url: str, title=None) -> str:
-        return markup(text)
-
-    def codespan(self, text: str) -> str:
-        return f"#raw({string_literal(text)})"
-
-    def linebreak(self) -> str:
-        return "\\\n"
-
-    def softbreak(self) -> str:
-        return "\n"
-
-    def inline_html(self, html: str) -> str:
-        return html_to_typst(html, tex_typst)
-
-    def inline_math(self, body: str) -> str:
-        return tex_typst(body, False)
-
-    # blocks
-    def paragraph(self, text: str) -> str:
-        return text.strip() + "\n\n"
-
-    def heading(self, text: str, level: int, **attrs) -> str:
-        return f"#heading(level: {level}, outlined: false, bookmarked: {'true' if level <= 3 else 'false'})[{text}]\n\n"
-
-    def blank_line(self) -> str:
-        return ""
-
-    def thematic_break(self) -> str:
-        return "#line(length: 100%, stroke: 0.5pt)\n\n"
-
-    def block_text(self, text: str) -> str:
-        return text
-
-    def block_code(self, code: str, info=None) -> str:
-        return f"#raw(block: true, {string_literal(code.rstrip())})\n\n"
-
-    def block_quote(self, text: str) -> str:
-        return f"#quote(block: true)[{text.strip()}]\n\n"
-
-    def block_html(self, html: str) -> str:
-        return html_to_typst(html, tex_typst) + "\n\n"
-
-    def block_error(self, text: str) -> str:
-        return text
-
-    def list(self, text: str, ordered: bool, **attrs) -> str:
-        start = attrs.get("start")
-        fn = f"enum(start: {int(start)}, " if ordered and start not in (None, 1) else ("enum(" if ordered else "list(")
-        return f"#{fn}{text})\n\n"
-
-    def list_item(self, text: str, **attrs) -> str:
-        return f"[{text.strip()}], "
-
-    def task_list_item(self, text: str, checked: bool = False, **attrs) -> str:
-        return f"[{'☑' if checked else '☐'} {text.strip()}], "
-
-    def def_list(self, text: str) -> str:
-        return f"#terms({text})\n\n"
-
-    def def_list_head(self, text: str) -> str:
-        return f"terms.item([{text.strip()}], "
-
-    def def_list_item(self, text: str) -> str:
-        return f"[{text.strip()}]), "
-
-    def block_math(self, body: str) -> str:
-        return tex_typst(body, True) + "\n\n"
-
-    def multiline_math(self, text: str) -> str:
-        return self.block_math(text)
-
-    def latex_environment(self, name: str, body: str) -> str:
-        return tex_typst("\\begin{" + name + "}" + body + "\\end{" + name + "}", True) + "\n\n"
-
-    # tables (mistune's table plugin)
-    def table(self, text: str) -> str:
-        n, self._head_cells = self._head_cells, 0
-        return f"#dn-table(columns: {max(n, 1)}, {text}))\n\n"
-
-    def table_head(self, text: str) -> str:
-        return f"heads: (({text}),), rows: ("
-
-    def table_body(self, text: str) -> str:
-        return f"{text}"
-
-    def table_row(self, text: str) -> str:
-        return f"({text}), "
-
-    def table_cell(self, text: str, align=None, head: bool = False) -> str:
-        if head:
-            self._head_cells += 1
-        a = {"center": "center", "right": "right", "left": "left"}.get(align or "")
-        return f"table.cell(align: {a})[{text.strip()}], " if a else f"[{text.strip()}], "
+        return super(IPythonRenderer, self).image(text, url, title)
 
 
 def markdown_to_typst(source: str) -> str:
-    """Markdown (with maths) to Typst markup (:class:`TypstRenderer`)."""
-    return MarkdownWithMath(renderer=TypstRenderer()).render(source)
+    """Markdown (with maths) to Typst markup: its HTML (:class:`MathRenderer`) converted by
+    :func:`html_to_typst`."""
+    return html_to_typst(
+        MarkdownWithMath(renderer=_PdfRenderer(escape=False, exclude_anchor_links=True)).render(source)
+    )
 
 
-class _Counter(IPythonRenderer):
-    def __init__(self):
-        super().__init__(escape=False)
-        self.n = 0
+# ------------------------------------------------------------------ HTML -> Typst
+_SKIP = frozenset({"style", "script", "head", "title", "button"})
+#: Inline tags: a Typst function of their content.
+_INLINE = {"strong": "strong", "b": "strong", "em": "emph", "i": "emph", "sub": "sub", "sup": "super"}
+_INLINE |= {"u": "underline", "del": "strike", "s": "strike"}
+#: Block tags: their content (trimmed) in a paragraph or a function of its own.
+_BLOCK = dict.fromkeys(
+    ("p", "div", "section", "nav", "figure", "figcaption", "details", "main", "header", "footer", "li"), "\n\n{}\n\n"
+)
+_BLOCK |= {"blockquote": "\n#quote(block: true)[{}]\n", "summary": "\n#strong[{}]\n\n"}
+_BLOCK |= {
+    f"h{n}": f"\n#heading(level: {n}, outlined: false, bookmarked: {str(n <= 3).lower()})[{{}}]\n" for n in range(1, 7)
+}
+#: Empty tags written as they are.
+_EMPTY = {"br": "\\\n", "hr": "\n#line(length: 100%, stroke: 0.5pt)\n"}
+_SVG = re.compile(r"<svg\b.*?</svg>", re.S | re.I)
+_ATTR = re.compile(r'\s([A-Za-z:-]+)="([^"]*)"')
 
-    def block_math(self, body: str) -> str:
-        self.n += 1
-        return ""
 
-    inline_math = block_math
+def html_to_typst(html: str) -> str:
+    """HTML as Typst markup: paragraphs, emphasis, lists, headings (not in the contents;
+    bookmarked down to level 3), quotes, links, code, tables (their header rows repeated),
+    the formulas of :func:`tex_svg` (by :func:`tex_typst`) and SVG images; scripts and styles
+    are dropped, other tags keep their text. Markdown comes this way (:func:`markdown_to_typst`),
+    and HTML that has no Typst twin (a pandas table, a Styler, HTML written by a notebook)."""
+    svgs: list[str] = []
 
-    def latex_environment(self, name: str, body: str) -> str:
-        self.n += 1
-        return ""
+    def keep(m: re.Match) -> str:
+        svgs.append(m.group(0))
+        return f'<dn-svg data-i="{len(svgs) - 1}"></dn-svg>'
+
+    return _Writer(svgs).node(BeautifulSoup(_SVG.sub(keep, html), "html.parser")).strip()
 
 
-def count_formulas(markdown: str) -> int:
-    """How many formulas nbconvert's Markdown parser finds in ``markdown``."""
-    counter = _Counter()
-    MarkdownWithMath(renderer=counter).render(markdown)
-    return counter.n
+def _tags(kids, *names) -> list:
+    return [k for k in kids if k.name in names]
+
+
+class _Writer:
+    def __init__(self, svgs):
+        self.svgs = svgs
+
+    def node(self, nodes) -> str:
+        return "".join(self.one(n) for n in nodes)
+
+    def one(self, n) -> str:  # noqa: C901 - one branch per kind of tag
+        if isinstance(n, str):  # text, or a comment, declaration, ... (dropped)
+            return "" if isinstance(n, PreformattedString) else markup(re.sub(r"[ \t\r\n]+", " ", n))
+        tag, attrs, kids = n.name, n.attrs, n.contents
+        if tag in _SKIP:
+            return ""
+        if tag == "dn-svg":
+            return self.svg(self.svgs[int(attrs["data-i"])])
+        if tag in _INLINE:
+            return f"#{_INLINE[tag]}[{self.node(kids)}]"
+        if tag in _EMPTY:
+            return _EMPTY[tag]
+        if tag == "a" and attrs.get("href"):
+            return f"#link({string_literal(attrs['href'])})[{self.node(kids)}]"
+        if tag in ("code", "kbd", "samp", "tt"):
+            return f"#raw({string_literal(self.text(kids))})"
+        if tag == "pre":
+            return f"\n#raw(block: true, {string_literal(self.text(kids).rstrip())})\n"
+        if tag in ("ul", "ol"):
+            start = int(attrs.get("start") or 1)
+            fn = "list(" if tag == "ul" else (f"enum(start: {start}, " if start != 1 else "enum(")
+            return f"\n#{fn}" + "".join(f"[{self.node(k.contents).strip()}], " for k in _tags(kids, "li")) + ")\n"
+        if tag == "dl":
+            return f"\n#terms({self.terms(kids)})\n"
+        if tag == "input" and attrs.get("type") == "checkbox":
+            return "☑ " if "checked" in attrs else "☐ "
+        if tag == "table":
+            return "\n" + self.table(kids) + "\n"
+        if tag == "img":
+            return self.img(attrs)
+        if tag in _BLOCK:
+            return _BLOCK[tag].format(self.node(kids).strip())
+        return self.node(kids)
+
+    def text(self, kids) -> str:
+        return "".join(k if isinstance(k, str) else k.get_text() for k in kids)
+
+    def terms(self, kids) -> str:
+        """A definition list's items: each term with its definitions."""
+        items = []
+        for k in _tags(kids, "dt", "dd"):
+            if k.name == "dt" or not items:
+                items.append([])
+            items[-1].append(f"[{self.node(k.contents).strip()}]")
+        return "".join(f"terms.item({', '.join(i)}), " for i in items)
+
+    def svg(self, svg: str) -> str:
+        attrs = dict(_ATTR.findall(svg[: svg.index(">")]))
+        if MATH_CLASS in attrs.get("class", ""):
+            return tex_typst(_html.unescape(attrs.get("aria-label", "")), "dn-math-display" in attrs["class"])
+        return call("dn-svg", svg)
+
+    def img(self, attrs) -> str:
+        src = attrs.get("src", "")
+        if src.startswith("data:image/svg+xml;base64,"):
+            import base64
+
+            return call("dn-svg", base64.b64decode(src.split(",", 1)[1]).decode("utf-8"))
+        if src.startswith("data:image/png;base64,"):
+            return call("dn-svg", png_svg(src.split(",", 1)[1]))
+        return markup(attrs.get("alt", ""))
+
+    def table(self, kids) -> str:
+        head_rows, body_rows = [], []
+        for part in _tags(kids, "thead", "tbody", "tfoot", "tr"):
+            for r in [part] if part.name == "tr" else _tags(part.contents, "tr"):
+                (head_rows if part.name == "thead" else body_rows).append(_tags(r.contents, "th", "td"))
+        if not head_rows and body_rows and all(c.name == "th" for c in body_rows[0]):
+            head_rows.append(body_rows.pop(0))
+        width = max((sum(int(c.attrs.get("colspan") or 1) for c in r) for r in head_rows + body_rows), default=0)
+        if not width:
+            return ""
+        heads = [[self.cell(c) for c in r] for r in head_rows]
+        rows = [[self.cell(c) for c in r] for r in body_rows]
+        return call("dn-table", heads=heads, rows=rows, columns=width)
+
+    def cell(self, c) -> Code:
+        span = int(c.attrs.get("colspan") or 1)
+        align = re.search(r"text-align:\s*(left|center|right)", c.attrs.get("style") or "")
+        opts = ([f"colspan: {span}"] if span > 1 else []) + ([f"align: {align.group(1)}"] if align else [])
+        body = f"[{self.node(c.contents).strip()}]"
+        return Code(f"table.cell({', '.join(opts)}){body}" if opts else body)

@@ -33,7 +33,6 @@ __all__ = [
     "colour",
     "table",
     "png_svg",
-    "html_to_typst",
 ]
 
 
@@ -123,17 +122,6 @@ def table(
     return call("dn-table", **kw)
 
 
-# ------------------------------------------------------------------ HTML -> Typst
-_BLOCKS = frozenset({"p", "div", "section", "nav", "figure", "details", "main", "header", "footer", "blockquote"})
-_SKIP = frozenset({"style", "script", "head", "title", "button"})
-_INLINE = {"strong": "strong", "b": "strong", "em": "emph", "i": "emph", "sub": "sub", "sup": "super", "u": "underline"}
-
-
-_VOID = frozenset({"br", "img", "hr", "meta", "link", "input", "col", "wbr", "source"})
-_SVG = re.compile(r"<svg\b.*?</svg>", re.S | re.I)
-_ATTR = re.compile(r'\s([A-Za-z:-]+)="([^"]*)"')
-
-
 def png_svg(b64: str) -> str:
     """A base64 PNG wrapped in an SVG of its size (Typst reads images from bytes, and its
     source has no base64 decoder: the SVG carries the PNG as a data URI)."""
@@ -147,139 +135,3 @@ def png_svg(b64: str) -> str:
         f'height="{h}" viewBox="0 0 {w} {h}"><image width="{w}" height="{h}" '
         f'xlink:href="data:image/png;base64,{b64}"/></svg>'
     )
-
-
-def html_to_typst(html: str, formula=None) -> str:
-    """HTML that has no Typst twin (a pandas table, a Styler, HTML written by a notebook)
-    as Typst markup: paragraphs, emphasis, lists, headings (not in the contents), links,
-    tables (their header rows repeated), the formulas of :func:`~.typeset.tex_svg` (through
-    ``formula(tex, display)``, which returns their markup) and SVG images; scripts and
-    styles are dropped, other tags keep their text."""
-    import html as _html
-
-    svgs: list[str] = []
-
-    def keep(m: re.Match) -> str:
-        svgs.append(m.group(0))
-        return f'<dn-svg data-i="{len(svgs) - 1}"></dn-svg>'
-
-    tree = _parse(_SVG.sub(keep, html))
-    return _Writer(svgs, formula, _html.unescape).node(tree).strip()
-
-
-def _parse(html: str) -> list:
-    """A list of nodes: text, or ``(tag, attrs, children)``."""
-    from html.parser import HTMLParser
-
-    root: list = []
-    stack: list = [("", {}, root)]
-
-    class P(HTMLParser):
-        def handle_starttag(self, tag, attrs):
-            node = (tag, dict(attrs), [])
-            stack[-1][2].append(node)
-            if tag not in _VOID:
-                stack.append(node)
-
-        def handle_endtag(self, tag):
-            for k in range(len(stack) - 1, 0, -1):
-                if stack[k][0] == tag:
-                    del stack[k:]
-                    return
-
-        def handle_data(self, data):
-            stack[-1][2].append(data)
-
-    p = P(convert_charrefs=True)
-    p.feed(html)
-    p.close()
-    return root
-
-
-class _Writer:
-    def __init__(self, svgs, formula, unescape):
-        self.svgs, self.formula, self.unescape = svgs, formula, unescape
-
-    def node(self, nodes) -> str:
-        return "".join(self.one(n) for n in nodes)
-
-    def one(self, n) -> str:  # noqa: C901 - one branch per kind of tag
-        if isinstance(n, str):
-            return markup(re.sub(r"\s+", " ", n))
-        tag, attrs, kids = n
-        if tag in _SKIP:
-            return ""
-        if tag == "dn-svg":
-            return self.svg(self.svgs[int(attrs["data-i"])])
-        if tag in _INLINE:
-            return f"#{_INLINE[tag]}[{self.node(kids)}]"
-        if tag == "br":
-            return "\\\n"
-        if tag == "a" and attrs.get("href"):
-            return f"#link({string_literal(attrs['href'])})[{self.node(kids)}]"
-        if tag in ("code", "kbd", "samp", "tt"):
-            return f"#raw({string_literal(self.text(kids))})"
-        if tag == "pre":
-            return f"\n#raw(block: true, {string_literal(self.text(kids))})\n"
-        if re.fullmatch(r"h[1-6]", tag):
-            level = int(tag[1])
-            return f"\n#heading(level: {level}, outlined: false, bookmarked: false)[{self.node(kids).strip()}]\n"
-        if tag in ("ul", "ol"):
-            items = [self.node(k[2]).strip() for k in kids if isinstance(k, tuple) and k[0] == "li"]
-            fn = "enum" if tag == "ol" else "list"
-            return f"\n#{fn}(" + "".join(f"[{i}], " for i in items) + ")\n"
-        if tag == "table":
-            return "\n" + self.table(kids) + "\n"
-        if tag == "img":
-            return self.img(attrs)
-        if tag == "hr":
-            return "\n#line(length: 100%, stroke: 0.5pt)\n"
-        if tag in ("dt", "summary"):
-            return f"\n#strong[{self.node(kids).strip()}]\n\n"
-        if tag in _BLOCKS or tag in ("dd", "li", "dl", "figcaption"):
-            return f"\n\n{self.node(kids).strip()}\n\n"
-        return self.node(kids)
-
-    def text(self, kids) -> str:
-        return "".join(k if isinstance(k, str) else self.text(k[2]) for k in kids)
-
-    def svg(self, svg: str) -> str:
-        head = svg[: svg.index(">")]
-        attrs = dict(_ATTR.findall(head))
-        if "dn-math" in attrs.get("class", "") and self.formula is not None:
-            return self.formula(self.unescape(attrs.get("aria-label", "")), "dn-math-display" in attrs["class"])
-        return call("dn-svg", svg)
-
-    def img(self, attrs) -> str:
-        src = attrs.get("src", "")
-        if src.startswith("data:image/svg+xml;base64,"):
-            import base64
-
-            return call("dn-svg", base64.b64decode(src.split(",", 1)[1]).decode("utf-8"))
-        if src.startswith("data:image/png;base64,"):
-            return call("dn-svg", png_svg(src.split(",", 1)[1]))
-        return markup(attrs.get("alt", ""))
-
-    def table(self, kids) -> str:
-        head_rows, body_rows = [], []
-        for part in kids:
-            if not isinstance(part, tuple):
-                continue
-            rows = [part] if part[0] == "tr" else [r for r in part[2] if isinstance(r, tuple) and r[0] == "tr"]
-            for r in rows:
-                cells = [c for c in r[2] if isinstance(c, tuple) and c[0] in ("th", "td")]
-                target = head_rows if part[0] == "thead" else body_rows
-                target.append(cells)
-        if not head_rows and body_rows and all(c[0] == "th" for c in body_rows[0]):
-            head_rows.append(body_rows.pop(0))
-        width = max((sum(int(c[1].get("colspan") or 1) for c in r) for r in head_rows + body_rows), default=0)
-        if not width:
-            return ""
-        heads = [[self.cell(c) for c in r] for r in head_rows]
-        rows = [[self.cell(c) for c in r] for r in body_rows]
-        return call("dn-table", heads=heads, rows=rows, columns=width)
-
-    def cell(self, c) -> Code:
-        span = int(c[1].get("colspan") or 1)
-        body = f"[{self.node(c[2]).strip()}]"
-        return Code(f"table.cell(colspan: {span}){body}" if span > 1 else body)

@@ -21,7 +21,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,8 @@ from typing import Any
 from demonoise.core.atomic import atomic_write_bytes, atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.content.notebook import METRICS_MIME
-from demonoise.report.content.typstsrc import Code, call, colour, html_to_typst, markup
+from demonoise.report.content.typeset import html_to_typst
+from demonoise.report.content.typstsrc import Code, call, colour, markup
 from demonoise.report.document.exporters import REMOVE_TAGS
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "read_notebook_text",
     "notebook_text",
     "write_notebook",
-    "clean_cells",
     "assemble",
     "render_document",
     "render_bytes",
@@ -53,7 +53,8 @@ __all__ = [
 ]
 
 _ANCHOR_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
-_H1_RE = re.compile(r"^\s*#\s+(.+?)\s*#*\s*$")
+#: A level-1 heading opening a markdown cell (after blank lines): its title.
+_H1_RE = re.compile(r"\A\s*#[ \t]+(.+?)[ \t]*#*[ \t\r]*(?:\n|\Z)")
 _HEADING_RE = re.compile(r"^(#{1,5})(\s)", re.M)
 
 
@@ -111,22 +112,14 @@ def split_sections(nb) -> list:
     """
     import nbformat
 
-    parts: list[list] = []
-    lead: list = []
+    parts: list[list] = [[]]
+    opened = False  # the leading cells go with the first part: a failure there must stay visible
     for cell in nb.cells:
-        src = cell.get("source", "")
-        if cell.get("cell_type") == "markdown" and src.lstrip().startswith("# "):
-            parts.append([cell])
-        elif parts:
-            parts[-1].append(cell)
-        else:
-            lead.append(cell)
-    if not parts:
-        parts = [lead]
-        lead = []
-    else:
-        # leading cells carry no output worth showing, but a failure there must stay visible
-        parts[0] = lead + parts[0]
+        if cell.get("cell_type") == "markdown" and cell.get("source", "").lstrip().startswith("# "):
+            if opened:
+                parts.append([])
+            opened = True
+        parts[-1].append(cell)
     out = []
     for cells in parts:
         node = nbformat.v4.new_notebook(metadata=copy.deepcopy(dict(nb.metadata)))
@@ -178,21 +171,22 @@ def _failure(node) -> str | None:
     return "execution failed"
 
 
-def clean_cells(node, label: str, remove_tags: Iterable[str] = REMOVE_TAGS) -> list:
-    """Cells that belong in a document: tagged cells, metrics and empty code cells gone.
+def _body(notebook) -> tuple[list, Any, str]:
+    """A notebook's cells that belong in a document (copies; cells tagged :data:`REMOVE_TAGS`,
+    metrics payloads and code cells left without output gone), the notebook and its label.
 
     Raises
     ------
     ReportError
-        The notebook failed during execution.
+        The notebook cannot be read or failed during execution.
     """
+    node, label = load_notebook(notebook)
     failure = _failure(node)
     if failure:
         raise ReportError(f"{label}: notebook failed during execution ({failure}); it is not rendered")
-    tags_out = frozenset(remove_tags)
     cells = []
     for cell in node.get("cells", []):
-        if set(cell.get("metadata", {}).get("tags", []) or []) & tags_out:
+        if set(cell.get("metadata", {}).get("tags", []) or []) & REMOVE_TAGS:
             continue
         cell = copy.deepcopy(cell)
         if cell.get("cell_type") == "code":
@@ -200,7 +194,7 @@ def clean_cells(node, label: str, remove_tags: Iterable[str] = REMOVE_TAGS) -> l
             if not cell["outputs"]:
                 continue
         cells.append(cell)
-    return cells
+    return cells, node, label
 
 
 def _take_title(cells: list) -> str | None:
@@ -208,27 +202,14 @@ def _take_title(cells: list) -> str | None:
     for cell in cells:
         if cell.get("cell_type") == "code":
             return None
-        if cell.get("cell_type") != "markdown":
-            continue
-        lines = cell["source"].splitlines()
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        m = _H1_RE.match(lines[0]) if lines else None
-        if not m:
-            return None
-        cell["source"] = "\n".join(lines[1:]).lstrip("\n")
-        if not cell["source"].strip():
-            cells.remove(cell)
-        return m.group(1)
-    return None
-
-
-def _demote(cells: list) -> list:
-    """Every markdown heading one level down (a setting's subsection holds them)."""
-    for cell in cells:
         if cell.get("cell_type") == "markdown":
-            cell["source"] = _HEADING_RE.sub(lambda m: "#" + m.group(1) + m.group(2), cell["source"])
-    return cells
+            m = _H1_RE.match(cell["source"])
+            if m:
+                cell["source"] = "\n".join(cell["source"][m.end() :].splitlines()).lstrip("\n")
+                if not cell["source"].strip():
+                    cells.remove(cell)
+            return m.group(1) if m else None
+    return None
 
 
 def _tagged(cell, tag: str) -> bool:
@@ -288,10 +269,8 @@ def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False,
 
 
 def _section_cells(sec: Section, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
-    node, label = load_notebook(sec.notebook)
-    cells = clean_cells(node, label)
-    found = _take_title(cells)
-    title = sec.title or found or node.get("metadata", {}).get("title") or Path(label).stem
+    cells, node, label = _body(sec.notebook)
+    title = sec.title or _take_title(cells) or node.get("metadata", {}).get("title") or Path(label).stem
     anchor = sec.anchor or f"sec-{number}-{_slug(title)}"
     _check_anchor(anchor, label, used)
     entry = {"title": title, "anchor": anchor, "number": str(number), "source": label, "children": []}
@@ -311,11 +290,10 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
     entry = {"title": ch.title, "anchor": ch.anchor, "number": str(number), "source": "", "children": []}
     head = [_open_chapter(number, ch.title, ch.anchor, new_page=new_page)]
     if ch.intro:
-        head.append(_raw(ch.intro, _html_typst(ch.intro)))
+        head.append(_raw(ch.intro, html_to_typst(ch.intro)))
     body: list = []
     for j, (label, colour_css, nb) in enumerate(ch.settings, 1):
-        node, src = load_notebook(nb)
-        cells = clean_cells(node, src)
+        cells, _, src = _body(nb)
         _take_title(cells)
         if j == 1:
             head += [c for c in cells if _tagged(c, "chapter")]
@@ -331,14 +309,12 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
                 typst,
             )
         )
-        body += _demote([c for c in cells if not _tagged(c, "chapter")])
+        for c in cells:  # every heading one level down, under the setting's
+            if not _tagged(c, "chapter"):
+                body.append(c)
+                if c.get("cell_type") == "markdown":
+                    c["source"] = _HEADING_RE.sub(r"#\1\2", c["source"])
     return [*head, *body, _raw("</section>")], entry
-
-
-def _html_typst(html_text: str) -> str:
-    from demonoise.report.content.typeset import tex_typst
-
-    return html_to_typst(html_text, tex_typst)
 
 
 def _contents(entries: list[dict]) -> str:
@@ -433,9 +409,8 @@ def _cover_cells(cover, title: str, subtitle: str | None) -> list:
     if cover is None:
         return [_default_cover(title, subtitle)]
     if isinstance(cover, str) and cover.lstrip().startswith("<"):  # HTML (a Cover also carries its Typst)
-        return [_raw(str(cover), getattr(cover, "typst", "") or _html_typst(cover))]
-    node, label = load_notebook(cover)
-    return [_raw('<section class="dn-cover" id="cover">'), *clean_cells(node, label), _raw("</section>")]
+        return [_raw(str(cover), getattr(cover, "typst", "") or html_to_typst(cover))]
+    return [_raw('<section class="dn-cover" id="cover">'), *_body(cover)[0], _raw("</section>")]
 
 
 # ================================================================== rendering

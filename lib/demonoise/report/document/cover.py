@@ -16,6 +16,9 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
+from demonoise.io.datasets import provenance_dict, provenance_fields  # their home; the batch imports them here
+from demonoise.report.content.typstsrc import call
+
 __all__ = [
     "UNOFFICIAL",
     "Cover",
@@ -94,21 +97,17 @@ def cover_html(
 
     esc = _html.escape
     org = getattr(publisher, "organisation", None)
-    rows = []
-    if org:
-        rows += [("Organisation", org), ("Contact", publisher.contact)]
-        when = publisher.date or date.today().isoformat()
-    else:
-        when = date.today().isoformat()
+    rows = [("Organisation", org), ("Contact", publisher.contact)] if org else []
     rows += [
-        ("Date", when),
+        ("Date", (org and publisher.date) or date.today().isoformat()),
         ("Tool", f"demonoise {__version__}"),
         ("Data", f"{dataset}: {data_status}" if dataset else data_status),
         ("Data extracted", extraction_dates(provenance)),
         ("Last update by Eurostat", update_dates(provenance)),
         ("Noise settings compared", ", ".join(settings)),
     ]
-    dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(str(v))}</dd>" for k, v in rows if v)
+    shown = [(k, str(v)) for k, v in rows if v]
+    dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in shown)
     if data_zip:
         link = f'<a class="dn-data-zip" href="{esc(data_zip)}">{esc(data_zip)}</a>'
         dl += f"<dt>{DATA_FILES}</dt><dd>{link} {ZIP_NOTE}</dd>"
@@ -122,9 +121,6 @@ def cover_html(
         f'<p class="dn-data-status-line">{esc(status)}</p>'
         f"{head}<h1>{esc(title)}</h1><dl>{dl}</dl></section>"
     )
-    from demonoise.report.content.typstsrc import call
-
-    shown = [(k, str(v)) for k, v in rows if v]
     typst = call(
         "dn-cover",
         org=org or None,
@@ -135,32 +131,3 @@ def cover_html(
         data=(DATA_FILES, data_zip, ZIP_NOTE) if data_zip else None,
     )
     return Cover(html, typst)
-
-
-def provenance_dict(dataset: str) -> dict:
-    """Per table of ``dataset``: status, Eurostat dataset codes, extraction date, source,
-    note and Eurostat's update stamp per code (``updated``; ``{}`` when not known)."""
-    from demonoise.io import datasets as reg
-
-    if dataset in reg.embedded_names():
-        prov = reg.metadata(dataset)["provenance"]
-        keys = ("status", "datasets", "extracted", "source", "note")
-        return {
-            t: {k: p.get(k, "") for k in keys} | {"updated": dict(p.get("updated") or {})} for t, p in prov.items() if p
-        }
-    return provenance_fields(reg.load(dataset).provenance)
-
-
-def provenance_fields(provenance) -> dict:
-    """:func:`provenance_dict`'s fields of a :class:`~demonoise.core.counts.Provenance`."""
-    return {
-        name: {
-            "status": t.status,
-            "datasets": list(t.datasets),
-            "extracted": t.extracted,
-            "source": t.source,
-            "note": t.note,
-            "updated": dict(t.updated),
-        }
-        for name, t in provenance.tables.items()
-    }

@@ -23,9 +23,10 @@ from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 from traitlets import Bool, Unicode, default
 
 from demonoise.core.errors import ReportError
+from demonoise.core.version import __version__
 from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
-from demonoise.report.content.typeset import markdown_to_html, markdown_to_typst, tex_svg, tex_typst
-from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, html_to_typst, markup, png_svg, string_literal
+from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg, tex_typst
+from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, markup, png_svg, string_literal
 from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
 
 __all__ = [
@@ -37,18 +38,10 @@ __all__ = [
     "pdf_engine_problem",
     "typst_to_pdf",
     "caption_html",
-    "caption_typst",
 ]
 
 #: Cells with any of these tags never reach a rendered report.
 REMOVE_TAGS = frozenset({"remove", "metrics"})
-
-
-def _source_line(nb) -> str:
-    from demonoise.core.version import __version__
-
-    src = (nb.metadata.get("demonoise") or {}).get("source") or ""
-    return f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
 
 
 #: A one-letter symbol with a subscript as the notebooks write it in plain text: ``e_x``,
@@ -56,24 +49,16 @@ def _source_line(nb) -> str:
 _SUBSCRIPT_RE = re.compile(r"(?<![\w.])([A-Za-z])_(\{([A-Za-z0-9+]+)\}|[A-Za-z0-9+]+)(?!\w|\.\w)")
 
 
-def _caption(text: str, plain, symbol) -> str:
-    out, last = [], 0
-    for m in _SUBSCRIPT_RE.finditer(text):
-        out += [plain(text[last : m.start()]), symbol(m.group(1), m.group(3) or m.group(2))]
-        last = m.end()
-    return "".join(out + [plain(text[last:])])
-
-
 def caption_html(text: str) -> str:
     """A caption's plain text as HTML: escaped, and ``e_x``-style symbols set as an italic
     letter with its subscript (``<i>e</i><sub>x</sub>``), as the formulas of the text
     above them set them."""
-    return _caption(text, _html.escape, lambda s, sub: f"<i>{_html.escape(s)}</i><sub>{_html.escape(sub)}</sub>")
+    return _SUBSCRIPT_RE.sub(lambda m: f"<i>{m.group(1)}</i><sub>{m.group(3) or m.group(2)}</sub>", _html.escape(text))
 
 
-def caption_typst(text: str) -> str:
-    """The same caption as Typst markup (``#emph[e]#sub[x]``)."""
-    return _caption(text, markup, lambda s, sub: f"#emph[{markup(s)}]#sub[{markup(sub)}]")
+def _caption_typst(text: str) -> Code:
+    """The same caption as Typst content (``[#emph[e]#sub[x]]``)."""
+    return Code(f"[{html_to_typst(caption_html(text))}]")
 
 
 #: A reference to a figure or table by its number, in a markdown cell or a text output:
@@ -97,12 +82,7 @@ class DocumentPreprocessor(Preprocessor):
     )
 
     def preprocess(self, nb, resources):
-        name = (resources.get("metadata") or {}).get("name") or "report"
-        self._dir = self.files_dir or f"{name}-data"
-        self._source = _source_line(nb)
-        self._chapter, self._count = "", {"figure": 0, "table": 0}
-        self._names: set[str] = set()
-        resources.setdefault("outputs", {})
+        self._start(nb, resources)
         cells = []
         for cell in nb.cells:
             chapter = (cell.get("metadata", {}).get("demonoise") or {}).get("chapter")
@@ -114,14 +94,28 @@ class DocumentPreprocessor(Preprocessor):
                 outs = [o for o in cell.outputs if METRICS_MIME not in o.get("data", {})]
                 for o in outs:
                     self._data_files(o, resources)
-                cell.outputs = [
-                    self._output(self._resolve(o), resources) for o in outs if DATA_MIME not in o.get("data", {})
-                ]
-                if not cell.outputs:
-                    continue
-            cells.append(cell)
+                outs = [o for o in outs if DATA_MIME not in o.get("data", {})]
+                cell.outputs = [self._output(self._resolve(o), resources) for o in outs]
+            if cell.cell_type != "code" or cell.outputs:
+                cells.append(cell)
         nb.cells = cells
         return nb, resources
+
+    def _start(self, nb, resources) -> None:
+        """The document's CSV folder, "Source:" line and counts; what the templates show of it
+        (``resources["demonoise"]``: title, version, footer; the caller's own entries win)."""
+        name = (resources.get("metadata") or {}).get("name") or "report"
+        src = (nb.metadata.get("demonoise") or {}).get("source") or ""
+        self._dir = self.files_dir or f"{name}-data"
+        self._source = f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
+        resources["demonoise"] = {
+            "title": nb.metadata.get("title") or name,
+            "version": __version__,
+            "footer": f"Produced with demonoise {_html.escape(__version__)}.",
+            **(resources.get("demonoise") or {}),
+        }
+        self._chapter, self._count = "", {"figure": 0, "table": 0}
+        resources.setdefault("outputs", {})
 
     def _refs(self, text: str) -> str:
         """Text with its references resolved (:data:`REF_RE`): ``[[table+1]]`` -> ``Table 2.3``
@@ -141,102 +135,94 @@ class DocumentPreprocessor(Preprocessor):
                 data[mime] = self._refs(data[mime])
         return out
 
-    def _number(self, kind: str) -> str:
-        self._count[kind] += 1
-        n = self._count[kind]
-        return f"{self._chapter}.{n}" if self._chapter else str(n)
-
-    def _csv_path(self, stem: str) -> str:
-        """``<dir>/<stem>.csv``, made unique within the report."""
-        path, k = f"{self._dir}/{stem}.csv", 2
-        while path in self._names:
-            path, k = f"{self._dir}/{stem}-{k}.csv", k + 1
-        self._names.add(path)
-        return path
-
-    def _csv(self, kind: str, number: str, csv: str | None, resources, name: str = "") -> str | None:
-        """The CSV's path relative to the document (written to ``resources["outputs"]``)."""
-        if not csv:
+    def _csv(self, stem: str, csv: str | None, resources) -> str | None:
+        """``<dir>/<stem>.csv`` (made unique within the report) holding ``csv``, written to
+        ``resources["outputs"]``; its path relative to the document (``None``: no ``csv``)."""
+        if not (stem and csv):
             return None
-        path = self._csv_path(_safe_stem(name) or f"{kind}-{number.replace('.', '-')}")
+        path, k = f"{self._dir}/{stem}.csv", 2
+        while path in resources["outputs"]:
+            path, k = f"{self._dir}/{stem}-{k}.csv", k + 1
         resources["outputs"][path] = csv.encode("utf-8")
         return path
 
-    def _source_html(self, path: str | None) -> str:
-        link = f' <a class="dn-csv" href="{_html.escape(path)}">Data (CSV)</a>' if path else ""
-        return f'<p class="dn-source">{_html.escape(self._source)}{link}</p>'
-
     def _data_files(self, out, resources) -> None:
         """An output of :func:`~demonoise.report.content.notebook.data_bundle`: its CSV files, by name."""
-        files = ((out.get("data") or {}).get(DATA_MIME) or {}).get("files") or {}
-        for name, csv in files.items():
-            stem = _safe_stem(name)
-            if stem and csv:
-                resources["outputs"][self._csv_path(stem)] = csv.encode("utf-8")
+        for name, csv in (((out.get("data") or {}).get(DATA_MIME) or {}).get("files") or {}).items():
+            self._csv(_safe_stem(name), csv, resources)
 
     def _output(self, out, resources):
+        """A chart or a table numbered, with its caption, "Source:" line and CSV file, as
+        HTML and as Typst; another output as it is."""
         data = out.get("data") or {}
-        if FIGURE_MIME in data and "image/svg+xml" in data:
-            return self._figure(out, data, resources)
-        if TABLE_MIME in data and "text/html" in data:
-            return self._table(out, data, resources)
+        kind = "figure" if FIGURE_MIME in data and "image/svg+xml" in data else None
+        kind = kind or ("table" if TABLE_MIME in data and "text/html" in data else None)
+        if kind is None:
+            return out
+        meta = data[FIGURE_MIME if kind == "figure" else TABLE_MIME]
+        if meta.get("empty"):  # a table's "nothing to show": its words, unnumbered
+            out["data"] = {"text/html": _text(data["text/html"]), TYPST_MIME: self._body_typst(data)}
+            return out
+        self._count[kind] += 1
+        number = f"{self._chapter}.{self._count[kind]}" if self._chapter else str(self._count[kind])
+        stem = _safe_stem(meta.get("name") or "") or f"{kind}-{number.replace('.', '-')}"
+        path = self._csv(stem, meta.get("csv"), resources)
+        link = f' <a class="dn-csv" href="{_html.escape(path)}">Data (CSV)</a>' if path else ""
+        source = f'<p class="dn-source">{_html.escape(self._source)}{link}</p>'
+        make = self._figure if kind == "figure" else self._table
+        html, typst = make(number, meta, data, source, path)
+        out["data"] = {"text/html": html, TYPST_MIME: typst}
         return out
 
-    def _figure(self, out, data, resources):
+    def _figure(self, number: str, meta, data, source: str, path: str | None) -> tuple[str, str]:
         import base64
 
-        meta = data[FIGURE_MIME]
-        number = self._number("figure")
         title, sub = meta.get("title") or "", meta.get("subtitle") or ""
         svg = _text(data["image/svg+xml"])
         src = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
-        path = self._csv("figure", number, meta.get("csv"), resources)
         sub_html = f' <span class="dn-subtitle">{caption_html(sub)}</span>' if sub else ""
         html = (
             f'<figure class="dn-figure" id="figure-{number.replace(".", "-")}">'
             f'<figcaption><span class="dn-number">Figure {number}.</span> {caption_html(title)}{sub_html}</figcaption>'
-            f'<img class="dn-chart" alt="Figure {number}: {_html.escape(title)}" src="{src}">'
-            f"{self._source_html(path)}</figure>"
+            f'<img class="dn-chart" alt="Figure {number}: {_html.escape(title)}" src="{src}">{source}</figure>'
         )
         typst = call(
             "dn-figure",
             number=number,
-            title=Code(f"[{caption_typst(title)}]"),
-            subtitle=Code(f"[{caption_typst(sub)}]"),
+            title=_caption_typst(title),
+            subtitle=_caption_typst(sub),
             svg=svg,
             alt=f"Figure {number}: {title}",
             source=self._source,
             csv=path,
         )
-        return _output_like(out, {"text/html": html, TYPST_MIME: typst})
+        return html, typst
 
-    def _table(self, out, data, resources):
-        meta = data[TABLE_MIME]
-        body = _text(data["text/html"])
-        body_typst = _text(data[TYPST_MIME]) if TYPST_MIME in data else html_to_typst(body, tex_typst)
-        if meta.get("empty"):
-            return _output_like(out, {"text/html": body, TYPST_MIME: body_typst})
-        number = self._number("table")
+    def _table(self, number: str, meta, data, source: str, path: str | None) -> tuple[str, str]:
         caption, note = meta.get("caption") or "", meta.get("note") or ""
-        path = self._csv("table", number, meta.get("csv"), resources, meta.get("name") or "")
         keep = " dn-keep" if meta.get("keep") else ""
         note_html = f'<p class="dn-table-note">{caption_html(note)}</p>' if note else ""
         html = (
             f'<div class="dn-table-block{keep}" id="table-{number.replace(".", "-")}">'
             f'<p class="dn-caption"><span class="dn-number">Table {number}.</span> {caption_html(caption)}</p>'
-            f"{body}{note_html}{self._source_html(path)}</div>"
+            f"{_text(data['text/html'])}{note_html}{source}</div>"
         )
         typst = call(
             "dn-table-block",
             number=number,
-            caption=Code(f"[{caption_typst(caption)}]"),
-            body=Code(f"[{body_typst}]"),
-            note=Code(f"[{caption_typst(note)}]"),
+            caption=_caption_typst(caption),
+            body=Code(f"[{self._body_typst(data)}]"),
+            note=_caption_typst(note),
             source=self._source,
             csv=path,
             keep=bool(meta.get("keep")),
         )
-        return _output_like(out, {"text/html": html, TYPST_MIME: typst})
+        return html, typst
+
+    @staticmethod
+    def _body_typst(data) -> str:
+        """A table's Typst: its twin, else its HTML converted."""
+        return _text(data[TYPST_MIME]) if TYPST_MIME in data else html_to_typst(_text(data["text/html"]))
 
 
 def _text(v) -> str:
@@ -246,29 +232,6 @@ def _text(v) -> str:
 def _safe_stem(name: str) -> str:
     """A CSV file name stem of letters, digits, ``_`` and ``-`` only (``""`` if none is left)."""
     return re.sub(r"[^A-Za-z0-9_-]+", "_", str(name or "")).strip("_")[:60]
-
-
-def _output_like(out, data: dict):
-    """An output of ``out``'s kind (an execute result keeps its count, else a display) holding ``data``."""
-    from nbformat.v4 import new_output
-
-    if out.get("output_type") == "execute_result":
-        return new_output("execute_result", data=data, execution_count=out.get("execution_count"))
-    return new_output("display_data", data=data)
-
-
-def _document_resources(nb, resources) -> dict:
-    from demonoise.core.version import __version__
-
-    resources = dict(resources or {})
-    name = (resources.get("metadata") or {}).get("name") or "report"
-    resources["demonoise"] = {
-        "title": nb.metadata.get("title") or name,
-        "version": __version__,
-        "footer": f"Produced with demonoise {_html.escape(__version__)}.",
-        **(resources.get("demonoise") or {}),
-    }
-    return resources
 
 
 class _DocumentExporter(TemplateExporter):
@@ -286,9 +249,6 @@ class _DocumentExporter(TemplateExporter):
         super().__init__(config=config, **kw)
         self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
         self.register_preprocessor(DocumentPreprocessor(parent=self), True)
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        return super().from_notebook_node(nb, _document_resources(nb, resources), **kw)
 
 
 class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
@@ -344,52 +304,36 @@ def _markdown_typst(source: str, sticky: bool = False) -> str:
 
 def _raw_typst(cell) -> str:
     """A raw cell: the Typst twin that :func:`~.assemble.assemble` wrote beside its HTML
-    (``metadata.demonoise.typst``), else its HTML converted; a raw cell of another format
-    only if it is Typst."""
-    dn = cell.get("metadata", {}).get("demonoise") or {}
-    if "typst" in dn:
-        return dn["typst"]
-    if dn.get("html"):
-        return html_to_typst(cell.source, tex_typst)
-    fmt = cell.get("metadata", {}).get("format") or cell.get("metadata", {}).get("raw_mimetype") or ""
-    return cell.source if fmt == TYPST_MIME else ""
+    (``metadata.demonoise.typst``); a raw cell of another format only if it is Typst."""
+    meta = cell.get("metadata", {})
+    if "typst" in (meta.get("demonoise") or {}):
+        return meta["demonoise"]["typst"]
+    return cell.source if (meta.get("format") or meta.get("raw_mimetype")) == TYPST_MIME else ""
 
 
-#: The Typst exporter's order of preference among an output's representations.
-TYPST_PRIORITY = (
-    TYPST_MIME,
-    "image/svg+xml",
-    "image/png",
-    "text/markdown",
-    "text/latex",
-    "text/html",
-    "text/plain",
-)
+def _plain_typst(text: str) -> str:
+    return f"#dn-text({string_literal(text)})"
+
+
+#: How the Typst exporter writes each representation of an output, in its order of preference.
+TYPST_OF = {
+    TYPST_MIME: str,
+    "image/svg+xml": lambda v: call("dn-svg", v),
+    "image/png": lambda v: call("dn-svg", png_svg(v.replace("\n", ""))),
+    "text/markdown": markdown_to_typst,
+    "text/latex": lambda v: tex_typst(*_latex_parts(v)),
+    "text/html": html_to_typst,
+    "text/plain": _plain_typst,
+}
 
 
 def _output_typst(out) -> str:
-    """One output as Typst (its representation of :data:`TYPST_PRIORITY`)."""
-    kind = out.get("output_type")
-    if kind == "stream":
-        return f"#dn-text({string_literal(_text(out.get('text', '')))})"
+    """One output as Typst (its first representation in :data:`TYPST_OF`)."""
+    if out.get("output_type") == "stream":
+        return _plain_typst(_text(out.get("text", "")))
     data = out.get("data") or {}
-    mime = next((m for m in TYPST_PRIORITY if m in data), None)
-    if mime is None:
-        return ""
-    v = data[mime]
-    if mime == TYPST_MIME:
-        return _text(v)
-    if mime == "image/svg+xml":
-        return call("dn-svg", _text(v))
-    if mime == "image/png":
-        return call("dn-svg", png_svg(_text(v).replace("\n", "")))
-    if mime == "text/markdown":
-        return markdown_to_typst(_text(v))
-    if mime == "text/latex":
-        return tex_typst(*_latex_parts(_text(v)))
-    if mime == "text/html":
-        return html_to_typst(_text(v), tex_typst)
-    return f"#dn-text({string_literal(_text(v))})"
+    mime = next((m for m in TYPST_OF if m in data), None)
+    return TYPST_OF[mime](_text(data[mime])) if mime else ""
 
 
 class DocumentTypstExporter(_DocumentExporter):
