@@ -326,7 +326,7 @@ def test_a_sentence_prints_two_values_that_differ_as_different():
     """ "grows from 0.73 to 0.73 years (+0.8 %)" read as no change: the values get the
     decimals it takes to differ (0.7321 -> 0.7348: 0.732 to 0.735), no more; equal values
     keep the headline's decimals."""
-    from demonoise.report.content.change import _from_to
+    from demonoise.analysis.change import _from_to
 
     assert _from_to(0.7321, 0.7348, 2) == "0.732 to 0.735"
     assert _from_to(0.7341, 0.7441, 2) == "0.73 to 0.74"

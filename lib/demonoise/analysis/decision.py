@@ -1991,3 +1991,35 @@ def median_relative_bias(results: pd.DataFrame, indicator: str, ptable=None) -> 
     if d.empty:
         return None
     return (d["bias_noise"] / d["value"]).groupby(d["region"]).median()
+
+
+def headline_rows(rep, ptable=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A p-table's comparison with the generic model (``rep.ptable_comparison`` of
+    ``ptable``; every p-table's when ``None``) and its rows of e0, e65 (both sexes) and the
+    TFR (women), in the report's order (:func:`in_report_order`)."""
+    cmp = ptable_rows(rep.ptable_comparison, ptable)
+    return cmp, in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
+
+
+def furthest_from_generic(rep, ptable=None) -> pd.DataFrame:
+    """Per region (in the decision table's order) the row of :func:`ptable_comparison` whose
+    ratio of noise sds is furthest from 1: the headline and sex where a p-table and the
+    generic model differ most; rows without a finite ratio left out."""
+    cmp = one_region(ptable_rows(rep.ptable_comparison, ptable))
+    cmp = cmp[np.isfinite(cmp["ratio"])]
+    far = cmp.assign(_d=(cmp["ratio"] - 1).abs()).sort_values("_d", ascending=False, kind="stable")
+    order = [r for r in rep.decision["region"].drop_duplicates().tolist() if r in set(cmp["region"])]
+    return far.drop_duplicates("region").set_index("region").reindex(order).reset_index().drop(columns=["_d"])
+
+
+def worst_admixture(rep) -> dict[str, pd.Series | None]:
+    """Per setting (by label) the row of the decision table with the largest admixture of e0,
+    e65 and the TFR over the NUTS 2 regions (the country's rows when it has none); ``None``
+    where no admixture is defined."""
+    dec = rep.decision[rep.decision["measure"].isin(["e0", "e65", "tfr"])]
+    nuts2 = dec[dec["nuts_level"] == 2] if (dec["nuts_level"] == 2).any() else dec
+    out = {}
+    for s in settings_in(dec):
+        g = nuts2[s.mask(nuts2) & np.isfinite(nuts2["admixture"].astype(float))]
+        out[s.label] = None if g.empty else g.loc[g["admixture"].astype(float).idxmax()]
+    return out
