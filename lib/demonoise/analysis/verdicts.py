@@ -291,11 +291,17 @@ def _largest(cells: pd.DataFrame) -> pd.DataFrame:
     return top.drop_duplicates("region").set_index("region")[["admixture", "age_group"]]
 
 
-def age_profile_rows(d: pd.DataFrame, sex: str, sexes: list[str], pop: pd.Series) -> pd.DataFrame:
-    """The rows of :func:`age_profile_table` (one per region with cells of ``sex``, in
-    order of first appearance): median admixture per sex, median relative total
-    uncertainty and the largest admixture (and its age) of ``sex``, overall and among
-    cells with at least 10 events."""
+def age_profile_rows(df: pd.DataFrame, V, indicator: str) -> pd.DataFrame:
+    """A by-age indicator (ASFR, ASMR) at ``V`` summarised per region over its cells with
+    events (one row per region, the country first, then by falling population): the median
+    admixture of each sex (``A_median_F/M/T``; ASFR: women), and of both sexes (ASFR:
+    women) the median relative total uncertainty and the largest admixture (and its age),
+    overall and among cells with at least 10 events."""
+    sex = "F" if indicator == "asfr" else "T"
+    d = at(df, V, indicator)
+    d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
+    sexes = [x for x in ("F", "M", "T") if (d["sex"] == x).any()]
+    pop = region_population(df)
     d = d[["region", "region_name", "nuts_level", "sex", "age_group", "admixture", "rel_tot", "small_count"]]
     own = d[d["sex"] == sex]
     regions = pd.unique(own["region"])
@@ -320,7 +326,8 @@ def age_profile_rows(d: pd.DataFrame, sex: str, sexes: list[str], pop: pd.Series
     for x in sexes:
         med = d[d["sex"] == x].groupby("region")["admixture"].median()
         frame[f"A_median_{x}"] = med.reindex(regions).to_numpy(dtype=float)
-    return frame
+    frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
+    return frame.reset_index(drop=True)
 
 
 def sparse_regions(df: pd.DataFrame, V: float, indicator: str) -> pd.DataFrame:

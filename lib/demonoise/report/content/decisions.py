@@ -42,7 +42,7 @@ from demonoise.report.content.summary import (
     fmt_percent_column,
     grouped,
 )
-from demonoise.report.content.theme import admixture_column, admixture_text
+from demonoise.report.content.theme import admixture_column, admixture_text, setting_colours
 
 __all__ = [
     "MEASURE_LABELS",
@@ -50,7 +50,6 @@ __all__ = [
     "decision_view",
     "sex_view",
     "vmax_view",
-    "recommended_text",
     "main_points",
     "bands_summary",
     "indicator_table",
@@ -67,15 +66,7 @@ __all__ = [
 #: How the decision table heads its measures.
 MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
-_SEX_LETTER = {"F": "F", "M": "M", "T": "T", "": ""}
-
-
-def _colours(settings: Sequence[NoiseSetting]) -> dict[str, str]:
-    """The colour of each setting (by key): its position in the list."""
-    from demonoise.report.content.theme import setting_colours
-
-    labels = setting_colours([s.label for s in settings])
-    return {s.key: labels[s.label] for s in settings}
+_CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
 
 
 def _region_labels(frame: pd.DataFrame) -> list[str]:
@@ -101,13 +92,6 @@ def class_legend() -> Shown:
     )
 
 
-def _class_colour(key: str) -> str:
-    for c in ADMIXTURE_CLASSES:
-        if c.key == key:
-            return c.colour
-    return NO_DATA_COLOUR
-
-
 # =============================================================== decision table
 def _nonzero(shown: str, a: float) -> str:
     """A positive admixture printed as 0 (``"0.00"``) gets its first significant digit:
@@ -126,9 +110,9 @@ def _decision_cells(wide: pd.DataFrame, col: str) -> Coloured:
     """A decision table column: the admixture (%) and the sex it is the worst of (``"2.1 F"``),
     coloured by class."""
     pct = [_nonzero(p, a) for p, a in zip(admixture_column(wide[col]), wide[col], strict=True)]
-    sex = [_SEX_LETTER.get(str(x) if isinstance(x, str) else "", "") for x in wide[f"{col} sex"]]
+    sex = [x if x in ("F", "M", "T") else "" for x in wide[f"{col} sex"]]
     cells = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
-    return Coloured(cells, [_class_colour(c) for c in wide[f"{col} class"]])
+    return Coloured(cells, [_CLASS_COLOUR.get(c, NO_DATA_COLOUR) for c in wide[f"{col} class"]])
 
 
 def decision_view(rep) -> HtmlTable:
@@ -138,12 +122,12 @@ def decision_view(rep) -> HtmlTable:
     wide = one_region(rep.decision_wide)
     sets = settings_in(rep.decision)
     measures = rep.decision["measure"].drop_duplicates().tolist()
-    palette = _colours(sets)
+    palette = setting_colours([s.label for s in sets])
     year = rep.population["year"].iloc[0] if len(rep.population) else ""
     return grouped(
         wide.drop(columns=["data_status"], errors="ignore"),
         {"region": _region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]},
-        [(f"{s.label}: A (%)", palette[s.key],
+        [(f"{s.label}: A (%)", palette[s.label],
           {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures}) for s in sets],
         caption=(
             f"Decision table: how much noise adds to the Poisson uncertainty (noise admixture A, %), by region "
@@ -162,13 +146,13 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
     dec = one_region(rep.decision[rep.decision["measure"] == measure])
     sets = settings_in(dec)
     first = dec[sets[0].mask(dec)]
-    palette = _colours(sets)
+    palette = setting_colours([s.label for s in sets])
     per = [by_region(dec[s.mask(dec)], first["region"]) for s in sets]
     return grouped(
         dec[["region", "region_name", "setting", "measure", "admixture_F", "admixture_M", "admixture_T"]],
         {"region": _region_labels(first)},
-        [(f"{s.label}: A (%)", palette[s.key], {x: Coloured(admixture_column(g[f"admixture_{x}"]), [
-            _class_colour(getattr(admixture_class(a), "key", "")) for a in g[f"admixture_{x}"]]) for x in "FMT"})
+        [(f"{s.label}: A (%)", palette[s.label], {x: Coloured(admixture_column(g[f"admixture_{x}"]), [
+            getattr(admixture_class(a), "colour", NO_DATA_COLOUR) for a in g[f"admixture_{x}"]]) for x in "FMT"})
          for s, g in zip(sets, per, strict=True)],
         caption=f"Noise admixture A of {MEASURE_LABELS.get(measure, measure)} (%) for women (F), men (M) and both "
         "sexes (T), by region and setting; coloured by class.",
@@ -215,16 +199,6 @@ def _range_note(cal: pd.DataFrame) -> str:
                 f"{g['range_hi'].iloc[0]:.3g} (the largest variance such a table reaches)"
             )
     return "; ".join(parts) + ("." if parts else "")
-
-
-def recommended_text(rep, family: str = "generic") -> str:
-    """The recommended V as the index shows it: ``"0.748 (LU00, women)"``."""
-    r = rep.recommended[rep.recommended["family"] == family]
-    if r.empty:
-        return "n/a"
-    r = r.iloc[0]
-    who = f"{r['region']}, {SEX_WORDS.get(r['sex'], r['sex'])}" if r["sex"] else str(r["region"])
-    return f"{r['V_shown']} ({who})" if r["range_status"] == "within" else str(r["V_shown"])
 
 
 def main_points(rep) -> Shown:
@@ -660,7 +634,12 @@ def index_columns(rep) -> dict[str, Any]:
     rec = rep.recommended[rep.recommended["family"] == "generic"]
     ind = rec["indicator"].iloc[0] if len(rec) else "e0"
     thr = float(rec["threshold"].iloc[0]) if len(rec) else 0.1
-    out[f"recommended V ({HEADLINES[ind].label}, A \u2264 {fmt_pct(thr, 3)})"] = recommended_text(rep)
+    text = "n/a"  # the recommended V: "0.748 (LU00, women)"
+    if len(rec):
+        r = rec.iloc[0]
+        who = f"{r['region']}, {SEX_WORDS.get(r['sex'], r['sex'])}" if r["sex"] else str(r["region"])
+        text = f"{r['V_shown']} ({who})" if r["range_status"] == "within" else str(r["V_shown"])
+    out[f"recommended V ({HEADLINES[ind].label}, A \u2264 {fmt_pct(thr, 3)})"] = text
     return out
 
 

@@ -215,26 +215,6 @@ def _frame_bundle(obj, include=None, exclude=None) -> dict:
     return {TABLE_MIME: {"caption": caption, "note": "", "csv": csv, "empty": len(frame) == 0}}
 
 
-def _register_formatters() -> None:
-    """The display formatters of a report notebook's shell: tables (:func:`_frame_bundle`)
-    and Altair charts (:func:`_chart_display`)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with ipykernel
-        return
-    ip = get_ipython()
-    if ip is None:
-        return
-    import pandas as pd
-    from pandas.io.formats.style import Styler
-
-    for kind in (pd.DataFrame, Styler):
-        ip.display_formatter.mimebundle_formatter.for_type(kind, _frame_bundle)
-    import altair as alt
-
-    ip.display_formatter.mimebundle_formatter.for_type(alt.TopLevelMixin, _chart_display)
-
-
 # ------------------------------------------------------------------ notebook setup
 @lru_cache(maxsize=1)
 def _chart_fonts() -> None:
@@ -249,24 +229,20 @@ def _chart_fonts() -> None:
         vlc.register_font_directory(str(d))
 
 
-def setup_notebook(*, max_chart_rows: int | None = 100_000, max_rows: int = 60, max_columns: int = 30) -> None:
-    """Prepare a report notebook: offline charts and readable tables.
+def setup_notebook() -> None:
+    """Prepare a report notebook: offline charts (our renderer, the theme, up to 100 000 rows
+    embedded per chart where Altair's guard stops at 5 000, smaller than one sex x age x
+    region table), readable pandas tables, and the shell's display formatters of tables
+    (:func:`_frame_bundle`) and Altair charts (:func:`_chart_display`).
 
     Call once, near the top of the notebook. Module-level state set here (the Altair
     renderer, pandas options) survives the namespace reset between reused-kernel runs,
     which is harmless because every report notebook calls this function again.
-
-    Parameters
-    ----------
-    max_chart_rows : int or None
-        Altair's guard on rows embedded per chart (default transformer); ``None``
-        disables it. Altair's own default (5 000) is smaller than one sex x age x
-        region table.
-    max_rows, max_columns : int
-        pandas display limits.
     """
     import altair as alt
     import pandas as pd
+    from IPython import get_ipython
+    from pandas.io.formats.style import Styler
 
     from demonoise.report.content.theme import register_theme
 
@@ -274,14 +250,17 @@ def setup_notebook(*, max_chart_rows: int | None = 100_000, max_rows: int = 60, 
     # packages' entry points, 20 ms per call, twice per notebook
     alt.renderers.register(RENDERER_NAME, lambda spec, **_: chart_bundle(spec))
     register_theme()
-    _register_formatters()
+    if (ip := get_ipython()) is not None:
+        for kind, bundle in (
+            (pd.DataFrame, _frame_bundle),
+            (Styler, _frame_bundle),
+            (alt.TopLevelMixin, _chart_display),
+        ):
+            ip.display_formatter.mimebundle_formatter.for_type(kind, bundle)
     alt.renderers.enable(RENDERER_NAME)
-    if max_chart_rows is None:
-        alt.data_transformers.disable_max_rows()
-    else:
-        alt.data_transformers.enable("default", max_rows=int(max_chart_rows))
-    pd.set_option("display.max_rows", max_rows)
-    pd.set_option("display.max_columns", max_columns)
+    alt.data_transformers.enable("default", max_rows=100_000)
+    pd.set_option("display.max_rows", 60)
+    pd.set_option("display.max_columns", 30)
     pd.set_option("display.width", 120)
     pd.set_option("display.html.border", 0)
 

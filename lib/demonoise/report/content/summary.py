@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import numpy as np
 import pandas as pd
 
 from demonoise.analysis.settings import NoiseSetting
@@ -27,9 +26,7 @@ from demonoise.analysis.verdicts import (
     INDICATOR_NAMES,
     age_profile_rows,
     age_words,
-    at,
     flag_rows,
-    region_population,
 )
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
@@ -135,36 +132,33 @@ class HtmlTable:
     name: str = ""
     keep: bool = False
 
-    def _group_row(self) -> str:
-        esc = _html.escape
-        cells = []
-        for label, span, *colour in self.groups:
-            style = f' style="border-bottom: 2px solid {esc(colour[0])}"' if colour and colour[0] and label else ""
-            cells.append(f'<th class="dn-group" colspan="{int(span)}"{style}>{esc(str(label))}</th>')
-        return f'<tr class="dn-groups">{"".join(cells)}</tr>'
+    def _numeric(self) -> list[bool]:
+        """Which columns hold formatted numbers (right-aligned)."""
+        return [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
 
     def to_html(self) -> str:
         """The table alone (no caption: the report numbers it and prints the caption)."""
         esc = _html.escape
         if self.shown.empty:
             return f'<p class="dn-table-empty">{esc(self.empty)}</p>'
+        kind = ["dn-n" if n else "dn-t" for n in self._numeric()]
+        fills = [[""] * len(kind)] * len(self.shown) if self.colours is None else self.colours.to_numpy()
         flagged = list(self.flagged) or [False] * len(self.shown)
-        numeric = [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
-        head = "".join(
-            f'<th class="{"dn-n" if num else "dn-t"}">{esc(str(c))}</th>'
-            for c, num in zip(self.shown.columns, numeric, strict=False)
-        )
-        colours = None if self.colours is None else self.colours.to_numpy()
         rows = []
-        for i, r in enumerate(self.shown.itertuples(index=False)):
-            cls = ' class="dn-flagged"' if flagged[i] else ""
-            cells = []
-            for j, (v, num) in enumerate(zip(r, numeric, strict=False)):
-                bg = colours[i, j] if colours is not None else ""
-                style = f' style="background:{esc(str(bg))}"' if isinstance(bg, str) and bg else ""
-                cells.append(f'<td class="{"dn-n" if num else "dn-t"}"{style}>{esc(str(v))}</td>')
-            rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
-        groups = self._group_row() if self.groups else ""
+        for r, fill, flag in zip(self.shown.itertuples(index=False), fills, flagged, strict=True):
+            styles = [f' style="background:{esc(bg)}"' if isinstance(bg, str) and bg else "" for bg in fill]
+            cells = "".join(
+                f'<td class="{k}"{st}>{esc(str(v))}</td>' for v, k, st in zip(r, kind, styles, strict=False)
+            )
+            rows.append(('<tr class="dn-flagged">' if flag else "<tr>") + cells + "</tr>")
+        head = "".join(f'<th class="{k}">{esc(str(c))}</th>' for c, k in zip(self.shown.columns, kind, strict=False))
+        groups = "".join(
+            f'<th class="dn-group" colspan="{int(span)}"'
+            + (f' style="border-bottom: 2px solid {esc(colour[0])}"' if colour and colour[0] and label else "")
+            + f">{esc(str(label))}</th>"
+            for label, span, *colour in self.groups
+        )
+        groups = f'<tr class="dn-groups">{groups}</tr>' if self.groups else ""
         return f'<table class="dn-table"><thead>{groups}<tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
     def to_typst(self) -> str:
@@ -174,11 +168,10 @@ class HtmlTable:
 
         if self.shown.empty:
             return f"#emph[{typstsrc.markup(self.empty)}]"
-        numeric = [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
         return typstsrc.table(
             [str(c) for c in self.shown.columns],
             self.shown.itertuples(index=False),
-            numeric=numeric,
+            numeric=self._numeric(),
             fills=None if self.colours is None else self.colours.to_numpy().tolist(),
             flagged=list(self.flagged),
             groups=self.groups,
@@ -302,21 +295,17 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
     )
 
 
-def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = None) -> HtmlTable:
-    """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``: the
-    median admixture over the ages with events for women, men and both sexes (ASFR:
-    women), and for ``sex`` (default: both sexes; ASFR: women) the median relative total
-    uncertainty and the largest admixture (at which age), overall and among cells with at
-    least 10 events (the counts of small cells: :func:`~.decisions.small_cells_view`)."""
-    sex = "F" if indicator == "asfr" else (sex or "T")
-    d = at(df, V, indicator)
-    d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
-    sexes = [x for x in ("F", "M", "T") if (d["sex"] == x).any()]
-    frame = age_profile_rows(d, sex, sexes, region_population(df))
+def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
+    """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``
+    (:func:`demonoise.analysis.verdicts.age_profile_rows`): the median admixture over the
+    ages with events for women, men and both sexes (ASFR: women), and for both sexes (ASFR:
+    women) the median relative total uncertainty and the largest admixture (at which age),
+    overall and among cells with at least 10 events (the counts of small cells:
+    :func:`~.decisions.small_cells_view`)."""
+    frame = age_profile_rows(df, V, indicator)
     if frame.empty:
         return HtmlTable(frame, frame, caption="(no rows)")
-    frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
-    frame = frame.reset_index(drop=True)
+    sex, sexes = "F" if indicator == "asfr" else "T", [x for x in "FMT" if f"A_median_{x}" in frame]
     ev = EVENT_WORDS[indicator][1]
     shown = pd.DataFrame({"region": frame["label"], "population": [fmt_int(x) for x in frame["population"]]})
     for x in sexes:
@@ -411,15 +400,18 @@ def by_region(frame: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
     return frame.drop_duplicates("region").set_index("region").reindex(order)
 
 
-def settings_wide(
+def settings_table(
     tables: Sequence[HtmlTable], settings: Sequence, *, common: Sequence[str], per: Sequence[str], caption: str
 ) -> HtmlTable:
-    """One table from the tables of each setting (same regions, same order): the columns
+    """The tables of each setting (same regions, same order) as one: a row per setting when
+    each has one row (a country of one region, :func:`across_settings`), else the columns
     ``common`` to every setting once, from the first table, then a column group per setting
     (headed by its label, underlined in its colour) with its columns whose name starts with
-    one of ``per``. ``frame`` stacks the tables' frames with a ``setting`` column."""
+    one of ``per``; ``frame`` stacks the tables' frames with a ``setting`` column."""
     from demonoise.report.content.theme import setting_colours
 
+    if all(len(t.shown) <= 1 for t in tables):
+        return across_settings(tables, settings)
     sets = [NoiseSetting.of(s) for s in settings]
     palette = setting_colours([s.label for s in sets])
     first = tables[0].shown.reset_index(drop=True)
@@ -433,15 +425,6 @@ def settings_wide(
     frame = pd.concat([t.frame.assign(setting=s.key) for s, t in zip(sets, tables, strict=True)], ignore_index=True)
     base = {c: first[c].fillna("") for c in common if c in first}
     return grouped(frame, base, blocks, caption=caption, flagged=tables[0].flagged)
-
-
-def settings_table(tables: Sequence[HtmlTable], settings: Sequence, **wide) -> HtmlTable:
-    """The tables of each setting as one: a row per setting when each has one row (a
-    country of one region, :func:`across_settings`), else a column group per setting
-    (:func:`settings_wide`, given ``common``, ``per`` and ``caption``)."""
-    if all(len(t.shown) <= 1 for t in tables):
-        return across_settings(tables, settings)
-    return settings_wide(tables, settings, **wide)
 
 
 def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -> HtmlTable:
