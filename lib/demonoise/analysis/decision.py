@@ -2023,3 +2023,13 @@ def worst_admixture(rep) -> dict[str, pd.Series | None]:
         g = nuts2[s.mask(nuts2) & np.isfinite(nuts2["admixture"].astype(float))]
         out[s.label] = None if g.empty else g.loc[g["admixture"].astype(float).idxmax()]
     return out
+
+
+def headline_bands(bands: pd.DataFrame, headline: str, setting=None, level: float | None = None) -> pd.DataFrame:
+    """The rows of :func:`error_bands` a report shows of a headline: both sexes (the TFR:
+    women), without the country's own rows where it is one region (:func:`one_region`);
+    of one ``setting`` and ``level`` where given."""
+    b = bands[(bands["headline"] == headline) & (bands["sex"] == ("F" if HEADLINES[headline].female_only else "T"))]
+    if setting is not None:
+        b = b[NoiseSetting.of(setting).mask(b)]
+    return one_region(b if level is None else b[b["level"] == level])

@@ -21,6 +21,7 @@ import pandas as pd
 
 from demonoise.analysis.decision import (
     furthest_from_generic,
+    headline_bands,
     headline_rows,
     in_report_order,
     median_relative_bias,
@@ -210,7 +211,6 @@ def main_points(rep) -> Shown:
     return Shown(
         {
             "text/html": f'<ul class="dn-main-points">{items}</ul>{html_notes}',
-            "text/markdown": "\n".join(f"- {s}" for s in said) + "".join(f"\n\n*Note: {n}*" for n in notes),
             typstsrc.TYPST_MIME: typstsrc.call("dn-points", said, notes),
         }
     )
@@ -225,7 +225,6 @@ def decision_text(rep) -> Shown | None:
     return Shown(
         {
             "text/html": f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(text)}</p>',
-            "text/markdown": f"**Decision text.** {text}",
             typstsrc.TYPST_MIME: "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
             f"[*Decision text.* {typstsrc.markup(text)}]",
         }
@@ -233,16 +232,9 @@ def decision_text(rep) -> Shown | None:
 
 
 # ==================================================================== error bands
-def _bands(rep_or_bands, headline: str, sex: str | None = None) -> pd.DataFrame:
-    b = rep_or_bands.error_bands if hasattr(rep_or_bands, "error_bands") else rep_or_bands
-    sex = sex or ("F" if HEADLINES[headline].female_only else "T")
-    return one_region(b[(b["headline"] == headline) & (b["sex"] == sex)])
-
-
 def _band_columns(b: pd.DataFrame, h: str, level: float, sets, regions) -> dict[str, list[str]]:
     """A headline's columns of :func:`bands_summary` at one level (a p-table's bias beside)."""
-    hb = _bands(b, h)
-    hb = hb[hb["level"] == level]
+    hb = headline_bands(b, h, level=level)
     base = by_region(hb[sets[0].mask(hb)], regions)
     cols = {HEADLINES[h].label: fmt_fixed_column(base["value"], significant=4 if h != "tfr" else 3)}
     cols["\u00b1 P"] = fmt_fixed_column(base["half_pois"], significant=2)
@@ -264,8 +256,7 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
     b = rep.error_bands
     sets = settings_in(b)
     levels = sorted(set(b["level"]))
-    first = _bands(b, headlines[0])
-    first = first[sets[0].mask(first) & (first["level"] == levels[0])]
+    first = headline_bands(b, headlines[0], sets[0], levels[0])
     base = {"region": _region_labels(first) * len(levels)}
     if len(levels) > 1:
         base["level"] = [fmt_pct(lev, 3) for lev in levels for _ in range(len(first))]
@@ -303,10 +294,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     bands (:func:`demonoise.analysis.decision.error_bands`)."""
     hl = HEADLINES[headline]
     d = flagged_rows(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
-    b = _bands(bands, headline)
-    b = b[NoiseSetting.of(setting).mask(b)]
+    b = headline_bands(bands, headline, setting)
     level = float(b["level"].min()) if len(b) else 0.95
-    b = b[b["level"] == level].set_index("region").reindex(d["region"])
+    b = by_region(b[b["level"] == level], d["region"])
     has_mc = "mc_n" in b and b["mc_n"].notna().any()
     digits = 3 if headline == "tfr" else 4
     events = "births" if hl.female_only else "deaths"
