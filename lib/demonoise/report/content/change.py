@@ -1,11 +1,13 @@
-"""The chapter "Change since the previous year": its tables, sentences and data labels,
-shown from the library's tables (:func:`demonoise.analysis.change.change_chapter`).
+"""The chapter "Change since the previous year": its tables and data labels, shown from
+the library's tables (:func:`demonoise.analysis.change.change_chapter`).
 
 Nothing is computed here: the changes, their z with and without noise, the verdicts, the
-smallest detectable changes and the yearly bands come from :mod:`demonoise.analysis.change`;
-this module picks rows, formats numbers (fixed decimals, never e-notation) and writes the
-sentences. Tables are :class:`~demonoise.report.content.summary.HtmlTable` (HTML and Typst, numbered
-by the exporter with a caption and a "Source:" line).
+smallest detectable changes, the yearly bands and the chapter's sentences
+(:func:`~demonoise.analysis.change.change_points`,
+:func:`~demonoise.analysis.change.detectable_points`) come from
+:mod:`demonoise.analysis.change`; this module picks rows and formats numbers (fixed
+decimals, never e-notation). Tables are :class:`~demonoise.report.content.summary.HtmlTable`
+(HTML and Typst, numbered by the exporter with a caption and a "Source:" line).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from demonoise.report.content.summary import (
     fmt_fixed_column,
     fmt_percent_column,
     grouped,
+    settings_table,
 )
 from demonoise.report.content.theme import admixture_column, admixture_text, setting_colours
 
@@ -85,12 +86,8 @@ def class_legend() -> Shown:
     """The colours of the admixture classes, shown above the decision table."""
     items = [(c.label, c.colour) for c in ADMIXTURE_CLASSES] + [("not defined (no events)", NO_DATA_COLOUR)]
     html = "".join(f'<span class="dn-swatch" style="background:{c}"></span>{_html.escape(t)}' for t, c in items)
-    return Shown(
-        {
-            "text/html": f'<p class="dn-legend"><strong>Noise admixture A:</strong> {html}</p>',
-            typstsrc.TYPST_MIME: typstsrc.call("dn-legend", [(t, typstsrc.colour(c)) for t, c in items]),
-        }
-    )
+    html = f'<p class="dn-legend"><strong>Noise admixture A:</strong> {html}</p>'
+    return Shown(html, typstsrc.call("dn-legend", [(t, typstsrc.colour(c)) for t, c in items]))
 
 
 # =============================================================== decision table
@@ -208,12 +205,7 @@ def main_points(rep) -> Shown:
     said, notes = list(rep.main_points.sentences), list(rep.notes)
     items = "".join(f"<li>{_html.escape(s)}</li>" for s in said)
     html_notes = "".join(f'<p class="dn-table-note">Note: {_html.escape(n)}</p>' for n in notes)
-    return Shown(
-        {
-            "text/html": f'<ul class="dn-main-points">{items}</ul>{html_notes}',
-            typstsrc.TYPST_MIME: typstsrc.call("dn-points", said, notes),
-        }
-    )
+    return Shown(f'<ul class="dn-main-points">{items}</ul>{html_notes}', typstsrc.call("dn-points", said, notes))
 
 
 def decision_text(rep) -> Shown | None:
@@ -223,11 +215,9 @@ def decision_text(rep) -> Shown | None:
         return None
     text = rep.decision_text
     return Shown(
-        {
-            "text/html": f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(text)}</p>',
-            typstsrc.TYPST_MIME: "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
-            f"[*Decision text.* {typstsrc.markup(text)}]",
-        }
+        f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(text)}</p>',
+        "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
+        f"[*Decision text.* {typstsrc.markup(text)}]",
     )
 
 
@@ -359,8 +349,6 @@ def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence
     value and its Poisson half-width, then per setting the noise admixture, the noise
     half-width (a p-table's bias beside) and the flags; the relative uncertainties and the
     Monte Carlo quantiles are in the per-setting tables' frames and the error bands' CSV."""
-    from demonoise.report.content.summary import settings_table
-
     hl = HEADLINES[headline]
     tables = [indicator_table(df, bands, s, headline) for s in settings]
     events = "births" if hl.female_only else "deaths"
@@ -638,4 +626,4 @@ def data_files(rep) -> Shown:
     """Every table of the decision report (and the column dictionary with their units) as a
     CSV file of its own name next to the report (``decision.csv``, ``calibration.csv`` with
     the columns of ``demonoise calibrate``, ``error_bands.csv``, ...); shows nothing."""
-    return Shown(data_bundle(rep.tables()))
+    return Shown(bundle=data_bundle(rep.tables()))

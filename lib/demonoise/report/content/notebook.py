@@ -183,10 +183,11 @@ def data_bundle(files: Mapping[str, Any]) -> dict:
 
 
 class Shown:
-    """A display object whose mime bundle is given (HTML, Typst, Markdown, data files)."""
+    """A display object with its representations given: the HTML and the Typst (the two
+    exports'), or any mime ``bundle`` (data files)."""
 
-    def __init__(self, bundle: Mapping[str, Any]):
-        self.bundle = dict(bundle)
+    def __init__(self, html: str = "", typst: str = "", *, bundle: Mapping[str, Any] | None = None):
+        self.bundle = dict(bundle) if bundle is not None else {"text/html": html, TYPST_MIME: typst}
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         return dict(self.bundle)

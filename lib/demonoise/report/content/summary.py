@@ -226,8 +226,7 @@ def status_box(
         f'<div class="dn-status {"dn-status-modelled" if modelled else "dn-status-real"}"><strong>Data status:'
         f"</strong> {_html.escape(label)}" + (f"<ul>{items}</ul>" if items else "") + "</div>"
     )
-    typst = typstsrc.call("dn-status-box", label=label, modelled=modelled, details=lines)
-    return Shown({"text/html": html, TYPST_MIME: typst})
+    return Shown(html, typstsrc.call("dn-status-box", label=label, modelled=modelled, details=lines))
 
 
 def run_parameters(
