@@ -2033,3 +2033,24 @@ def headline_bands(bands: pd.DataFrame, headline: str, setting=None, level: floa
     if setting is not None:
         b = b[NoiseSetting.of(setting).mask(b)]
     return one_region(b if level is None else b[b["level"] == level])
+
+
+def calibration_columns(cal: pd.DataFrame, regions: Sequence[str]) -> list[tuple]:
+    """The calibration table (the rows of :func:`demonoise.uncertainty.calibration.calibrate`,
+    their ``V_max_shown``) as columns over ``regions`` (a dash where a region has none), per
+    family and headline: a headline of one sex (the TFR: women) as ``(family, headline, sex,
+    None, {threshold: column})``, one of several sexes per threshold as ``(family, headline,
+    None, threshold, {sex: column})``."""
+    out = []
+    for fam, g in cal.groupby("family", sort=False):
+        for h, gh in g.groupby("headline", sort=False):
+            sexes = [x for x in ("F", "M", "T") if (gh["sex"] == x).any()]
+            if len(sexes) == 1:
+                m = gh.set_index(["region", "threshold"])["V_max_shown"]
+                cols = {t: [m.get((r, t), "\u2014") for r in regions] for t in gh["threshold"].drop_duplicates()}
+                out.append((fam, h, sexes[0], None, cols))
+                continue
+            for t, gg in gh.groupby("threshold", sort=False):
+                m = gg.set_index(["region", "sex"])["V_max_shown"]
+                out.append((fam, h, None, t, {x: [m.get((r, x), "\u2014") for r in regions] for x in sexes}))
+    return out

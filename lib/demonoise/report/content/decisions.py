@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from demonoise.analysis.decision import (
+    calibration_columns,
     furthest_from_generic,
     headline_bands,
     headline_rows,
@@ -563,20 +564,12 @@ def calibration_view(rep) -> HtmlTable:
     cal = in_report_order(one_region(rep.calibration), rep)
     regions = cal.drop_duplicates("region")
     blocks = []
-    for fam, g in cal.groupby("family", sort=False):
-        who = "generic" if fam == "generic" else "p-tables"
-        for h, gh in g.groupby("headline", sort=False):
-            sexes = [x for x in ("F", "M", "T") if (gh["sex"] == x).any()]
-            if len(sexes) == 1:  # one sex (the TFR: women): one group, a column per threshold
-                m = gh.set_index(["region", "threshold"])["V_max_shown"]
-                cols = {f"A \u2264 {fmt_pct(float(t), 3)}": [m.get((r, t), "\u2014") for r in regions["region"]]
-                        for t in gh["threshold"].drop_duplicates()}  # fmt: skip
-                blocks.append((f"{who}: {HEADLINES[h].label} ({sexes[0]})", "", cols))
-                continue
-            for t, gg in gh.groupby("threshold", sort=False):
-                m = gg.set_index(["region", "sex"])["V_max_shown"]
-                cols = {x: [m.get((r, x), "\u2014") for r in regions["region"]] for x in sexes}
-                blocks.append((f"{who}: {HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)}", "", cols))
+    for fam, h, sex, t, cols in calibration_columns(cal, regions["region"]):
+        who = f"{'generic' if fam == 'generic' else 'p-tables'}: {HEADLINES[h].label}"
+        if sex:  # one sex (the TFR: women): one group, a column per threshold
+            blocks.append((f"{who} ({sex})", "", {f"A \u2264 {fmt_pct(float(k), 3)}": v for k, v in cols.items()}))
+        else:
+            blocks.append((f"{who} A \u2264 {fmt_pct(float(t), 3)}", "", cols))
     fams = [f for f in cal["family"].drop_duplicates().tolist() if f != "generic"]
     return grouped(
         cal.drop(columns=["data_status"], errors="ignore"),
