@@ -10,7 +10,7 @@ DATA = Path(__file__).parent / "data"
 
 # Every chart shown in a notebook the tests execute (in this process, a kernel or a Dask
 # worker: they inherit the environment) is validated against the Vega-Lite schema; the
-# report batch skips the check (demonoise.report.content.notebook._validate_charts).
+# report batch skips the check (demonoise.report.content.notebook._chart_display).
 os.environ.setdefault("DEMONOISE_VALIDATE_CHARTS", "1")
 
 

@@ -18,9 +18,11 @@ import pytest
 from demonoise.analysis.change import (
     VERDICTS,
     change_chapter,
+    change_points,
     change_table,
     change_verdicts,
     detectable_changes,
+    detectable_points,
     level_series,
 )
 from demonoise.analysis.compute import noise_settings
@@ -151,6 +153,29 @@ def test_chapter(be, settings, table):
     assert set(ch.series["headline"]) == {"e0", "TFR"}
     sub = change_chapter(be.select(["BE34", "BE10"]), settings[:1], year_from=2019, year_to=2020)
     assert set(sub.verdicts["region"]) == {"BE34", "BE10"} and set(sub.verdicts["year_from"]) == {2019}
+
+
+def test_chapter_sentences_are_read_off_its_tables(be, settings):
+    """The sentences count the regions whose change of e0 is significant without noise and
+    name, per setting, those whose significance its noise takes away ("lost" in the
+    verdicts); the smallest detectable change grows most in the NUTS 2 region of the largest
+    ratio and least in that of the smallest."""
+    ch = change_chapter(be, settings, country="BE")  # 2022 -> 2023
+    v = ch.verdicts[(ch.verdicts["headline"] == "e0") & (ch.verdicts["sex"] == "T")]
+    text = change_points(ch, "e0", "T")
+    sig = v.drop_duplicates("region")["significant_poisson"].astype(bool).sum()
+    assert f"in {sig} of 12 (the country and 11 NUTS 2 regions)" in text
+    lost = v[v["verdict"] == "lost"]
+    assert len(lost) > 0  # noise takes some significance away
+    for r in lost.itertuples():
+        assert f"{r.region} (z " in text
+    assert text.count("stay significant") + text.count("stays significant") == len(settings)
+    d = ch.detectable[(ch.detectable["headline"] == "e0") & (ch.detectable["sex"] == "T")]
+    d = d[d["region"].str.len() == 4].sort_values("mdc_ratio")  # the NUTS 2 regions
+    said = detectable_points(ch, "e0", "T")
+    assert said.count("the most of the regions") == len(settings)
+    top = [g.iloc[-1]["region"] for _, g in d.groupby("setting", sort=False)]
+    assert all(f"of e0 {r} can detect grows" in said for r in top)
 
 
 def test_chapter_refuses_one_year(settings):
@@ -326,7 +351,7 @@ def test_a_sentence_prints_two_values_that_differ_as_different():
     """ "grows from 0.73 to 0.73 years (+0.8 %)" read as no change: the values get the
     decimals it takes to differ (0.7321 -> 0.7348: 0.732 to 0.735), no more; equal values
     keep the headline's decimals."""
-    from demonoise.report.content.change import _from_to
+    from demonoise.analysis.change import _from_to
 
     assert _from_to(0.7321, 0.7348, 2) == "0.732 to 0.735"
     assert _from_to(0.7341, 0.7441, 2) == "0.73 to 0.74"

@@ -487,3 +487,19 @@ def test_a_decision_table_is_kept_on_one_page_only_when_it_fits(be_report):
     many = dv.decision_view(dataclasses.replace(be_report, decision_wide=more))
     assert len(many.frame) > dv.KEEP_ROWS
     assert not many._repr_mimebundle_()[TABLE_MIME].get("keep")
+
+
+def test_calibration_columns_lay_out_each_region_s_largest_v():
+    """A headline of one sex (the TFR) gives a column per threshold; one of several sexes a
+    block per threshold with a column per sex; a region without a row gets a dash."""
+    rows = [("generic", "e0", s, t, r, f"{r}-{s}-{t}") for r in ("A", "B") for s in "FMT" for t in (0.1, 0.4)]
+    rows += [("generic", "tfr", "F", t, "A", f"A-tfr-{t}") for t in (0.1, 0.4)]
+    cal = pd.DataFrame(rows, columns=["family", "headline", "sex", "threshold", "region", "V_max_shown"])
+    got = dc.calibration_columns(cal, ["A", "B"])
+    assert [g[:4] for g in got] == [
+        ("generic", "e0", None, 0.1),
+        ("generic", "e0", None, 0.4),
+        ("generic", "tfr", "F", None),
+    ]
+    assert got[1][4] == {"F": ["A-F-0.4", "B-F-0.4"], "M": ["A-M-0.4", "B-M-0.4"], "T": ["A-T-0.4", "B-T-0.4"]}
+    assert got[2][4] == {0.1: ["A-tfr-0.1", "\u2014"], 0.4: ["A-tfr-0.4", "\u2014"]}

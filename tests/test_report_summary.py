@@ -18,7 +18,7 @@ from _fixtures_results import frame
 from demonoise.analysis import verdicts as vd
 from demonoise.core.errors import ReportError
 from demonoise.report.content import summary as S
-from demonoise.report.content.notebook import TABLE_MIME
+from demonoise.report.content.notebook import TABLE_MIME, TYPST_MIME
 
 
 def test_age_profile_table_medians_and_largest_by_region():
@@ -105,13 +105,12 @@ def test_tables_and_status_box():
     assert {"region", "admixture", "half_pois", "half_noise"} <= set(header)
     empty = S.HtmlTable(pd.DataFrame(), pd.DataFrame(), caption="c", empty="Nothing to flag.")
     assert "<table" not in empty.to_html() and "Nothing to flag." in empty.to_html()
-    box = S.status_box(frame(), granularity="single")
-    assert box.modelled
-    html = box._repr_html_()
+    box = S.status_box(frame(), granularity="single")._repr_mimebundle_()
+    html = box["text/html"]
     assert "demonstration data: invented for a test" in html and "dn-status-modelled" in html
-    assert "Cells published by single ages" in html
-    real = S.status_box("population and deaths real (Eurostat)")
-    assert not real.modelled and "dn-status-real" in real._repr_html_()
+    assert "Cells published by single ages" in html and "modelled: true" in box[TYPST_MIME]
+    real = S.status_box("population and deaths real (Eurostat)")._repr_mimebundle_()
+    assert "dn-status-real" in real["text/html"] and "modelled: false" in real[TYPST_MIME]
 
 
 def test_load_results_checks_the_table(tmp_path):
@@ -136,11 +135,11 @@ def test_load_results_parses_a_table_once_whatever_its_copy(tmp_path, monkeypatc
     carries it as bytes): a reused kernel parses it once; a different table is parsed."""
     import shutil
 
-    from demonoise.analysis import stored
+    from demonoise.analysis import compute, stored
 
     reads = []
-    real = S.read_results
-    monkeypatch.setattr(S, "read_results", lambda p: reads.append(p) or real(p))
+    real = compute.read_results
+    monkeypatch.setattr(compute, "read_results", lambda p: reads.append(p) or real(p))
     monkeypatch.setattr(stored, "_ONCE", {})
     first = tmp_path / "a" / "in0-r.parquet"
     first.parent.mkdir()
@@ -185,53 +184,8 @@ def test_a_country_of_one_region_gets_one_table_across_settings():
     assert "for each noise setting" in t.caption and "at V = 1" not in t.caption
 
 
-def test_setting_subsections_say_what_differs():
-    """The by-age verdict of a later setting leaves out the cells resting on few events (the
-    same cells at every setting); the Monte Carlo check is one sentence when every setting
-    agrees, and each setting's sentence when one disagrees (|z| = 7 in XX03)."""
-    v = vd.age_verdict(frame(), 1.0, "asmr")
-    assert v.numbers["small_cells"] == 3 and "rest on fewer than 10 deaths" in v.sentences[-1]
-    first = S.age_verdict_shown(v, first=True, one_region=False)
-    later = S.age_verdict_shown(v, first=False, one_region=False)
-    assert first.sentences == v.sentences and later.sentences == v.sentences[:-1]
-    assert S.age_verdict_shown(v, first=False, one_region=True).sentences == v.sentences[:1]
-    mc = frame(mc=True)
-    both = pd.concat([mc, mc.assign(V=5.0)], ignore_index=True)
-    text = S.mc_settings(both, [{"V": 1.0}, {"V": 5.0}], "e", ages=(0,)).data
-    assert text.count("- **V = ") == 2 and "disagrees" in text
-    calm = both[both["region"] != "XX03"]
-    text = S.mc_settings(calm, [{"V": 1.0}, {"V": 5.0}], "e", ages=(0,)).data
-    assert (
-        text.startswith("At every setting the Monte Carlo check (1\u202f000 replicates) agrees") and "|z| = 1.0" in text
-    )
-
-
-def test_flags_name_ages_in_words():
-    assert [S.age_words(c, i) for c, i in [("Y_LT1", "e"), ("Y_LT1", "asmr"), ("Y65", "e"), ("Y40", "asfr")]] == [
-        "e0 (at birth)",
-        "under 1",
-        "e65",
-        "age 40",
-    ]
-    assert S.age_words("Y_GE85", "asmr") == "85 and over" and S.age_words("all ages", "e") == "all ages"
-
-
 def test_a_positive_admixture_is_never_printed_as_zero():
     from demonoise.report.content.decisions import _nonzero
 
     assert _nonzero("0.00", 0.0000312) == "0.003"  # 0.00312 %: its first significant digit
     assert _nonzero("0.1", 0.001) == "0.1" and _nonzero("0.00", 0.0) == "0.00" and _nonzero("\u2014", 0.5) == "\u2014"
-
-
-def test_a_later_setting_leaves_out_what_every_setting_shares():
-    """The one-number verdict of a later setting leaves out the sparse regions (the same at
-    every setting); no subsection repeats the largest region (the table of every setting
-    has it). Both sexes: the hand-made frame's sparse cells are those of sex T."""
-    v = vd.scalar_verdict(frame(), 1.0, "e", sex="T", age=0)
-    sparse = [x for x in v.sentences if "more than half of the single-age cells" in x]
-    largest = [x for x in v.sentences if x.startswith("In the largest, ")]
-    assert len(sparse) == 1 and len(largest) == 1
-    first = S.scalar_verdict_shown(v, first=True).sentences
-    later = S.scalar_verdict_shown(v, first=False).sentences
-    assert sparse[0] in first and sparse[0] not in later and largest[0] not in first
-    assert later == [x for x in v.sentences if x not in sparse + largest]

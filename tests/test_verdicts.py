@@ -142,3 +142,48 @@ def test_drop_duplicate_country():
     assert set(vd.drop_duplicate_country(one).region) == {"XX03"}  # one region, same values
     one.loc[one.region == "XX", "value"] += 1.0
     assert set(vd.drop_duplicate_country(one).region) == {"XX", "XX03"}  # different values: kept
+
+
+def test_setting_subsections_say_what_differs():
+    """The by-age verdict of a later setting leaves out the cells resting on few events (the
+    same cells at every setting); the Monte Carlo check is one sentence when every setting
+    agrees, and each setting's sentence when one disagrees (|z| = 7 in XX03)."""
+    v = vd.age_verdict(frame(), 1.0, "asmr")
+    assert v.numbers["small_cells"] == 3 and "rest on fewer than 10 deaths" in v.sentences[-1]
+    first = vd.age_verdict_shown(v, first=True, one_region=False)
+    later = vd.age_verdict_shown(v, first=False, one_region=False)
+    assert first.sentences == v.sentences and later.sentences == v.sentences[:-1]
+    assert vd.age_verdict_shown(v, first=False, one_region=True).sentences == v.sentences[:1]
+    mc = frame(mc=True)
+    both = pd.concat([mc, mc.assign(V=5.0)], ignore_index=True)
+    text = vd.mc_settings(both, [{"V": 1.0}, {"V": 5.0}], "e", ages=(0,))
+    assert text.count("- **V = ") == 2 and "disagrees" in text
+    calm = both[both["region"] != "XX03"]
+    text = vd.mc_settings(calm, [{"V": 1.0}, {"V": 5.0}], "e", ages=(0,))
+    assert (
+        text.startswith("At every setting the Monte Carlo check (1\u202f000 replicates) agrees") and "|z| = 1.0" in text
+    )
+
+
+def test_flags_name_ages_in_words():
+    assert [vd.age_words(c, i) for c, i in [("Y_LT1", "e"), ("Y_LT1", "asmr"), ("Y65", "e"), ("Y40", "asfr")]] == [
+        "e0 (at birth)",
+        "under 1",
+        "e65",
+        "age 40",
+    ]
+    assert vd.age_words("Y_GE85", "asmr") == "85 and over" and vd.age_words("all ages", "e") == "all ages"
+
+
+def test_a_later_setting_leaves_out_what_every_setting_shares():
+    """The one-number verdict of a later setting leaves out the sparse regions (the same at
+    every setting); no subsection repeats the largest region (the table of every setting
+    has it). Both sexes: the hand-made frame's sparse cells are those of sex T."""
+    v = vd.scalar_verdict(frame(), 1.0, "e", sex="T", age=0)
+    sparse = [x for x in v.sentences if "more than half of the single-age cells" in x]
+    largest = [x for x in v.sentences if x.startswith("In the largest, ")]
+    assert len(sparse) == 1 and len(largest) == 1
+    first = vd.scalar_verdict_shown(v, first=True).sentences
+    later = vd.scalar_verdict_shown(v, first=False).sentences
+    assert sparse[0] in first and sparse[0] not in later and largest[0] not in first
+    assert later == [x for x in v.sentences if x not in sparse + largest]

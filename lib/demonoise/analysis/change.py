@@ -23,7 +23,9 @@ The chapter "Change since the previous year" shows three tables computed here fr
 (:func:`change_verdicts`: significant without noise? still significant with it, per
 setting?), the smallest detectable change per region and setting with and without noise
 (:func:`detectable_changes`), and every year's level of e0 and the TFR with its Poisson
-and total bands per setting (:func:`level_series`).
+and total bands per setting (:func:`level_series`); the chapter's sentences say which
+changes noise leaves significant (:func:`change_points`) and how much it widens the
+smallest detectable change (:func:`detectable_points`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ import pandas as pd
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.counts import Counts, Panel
 from demonoise.core.errors import ParameterError
-from demonoise.core.vocabulary import HEADLINES, INDICATORS
+from demonoise.core.formats import fmt_fixed, fmt_signed
+from demonoise.core.vocabulary import HEADLINES, INDICATORS, SEX_WORDS
 from demonoise.uncertainty.change import (
     Window,
     change_moments,
@@ -61,6 +64,11 @@ __all__ = [
     "detectable_changes",
     "level_series",
     "change_chapter",
+    "country_chapter",
+    "chapter_settings",
+    "region_order",
+    "change_points",
+    "detectable_points",
 ]
 
 #: The columns every change table starts with (then ``pool``, windows, bias and the level's sds).
@@ -570,3 +578,117 @@ def change_chapter(
         table_status={k: t.status for k, t in panel.provenance.tables.items()},
         implications=panel.provenance.implications or "",
     )
+
+
+def country_chapter(dataset: str, country: str, settings: Sequence, *, confidence=0.95, **options) -> ChangeChapter:
+    """:func:`change_chapter` of ``country`` in the multi-year ``dataset`` at ``settings`` (any
+    form of :meth:`NoiseSetting.of`), computed now (under a second for a country of a dozen
+    regions); ``confidence``: the level of the time series' bands, or the batch's list of
+    levels (its first); ``options``: the years, ``alpha``, ``power``, ``granularity``.
+
+    Raises
+    ------
+    ParameterError
+        A dataset of one year, years not in it, an unknown p-table.
+    """
+    from demonoise.analysis.compute import noise_settings
+    from demonoise.io.datasets import load_panel
+
+    sets = [NoiseSetting.of(s) for s in settings]
+    noise = noise_settings(
+        [s.V for s in sets if s.is_generic], ptables=[s.as_parameter()["ptable"] for s in sets if not s.is_generic]
+    )
+    if isinstance(confidence, (list, tuple)):
+        confidence = confidence[0] if confidence else 0.95
+    return change_chapter(load_panel(dataset), noise, country=country, confidence=confidence, **options)
+
+
+def chapter_settings(frame: pd.DataFrame, settings=None) -> list[NoiseSetting]:
+    """The settings the chapter shows: those given (any form of :meth:`NoiseSetting.of`), else the table's."""
+    from demonoise.analysis.settings import settings_in
+
+    return [NoiseSetting.of(s) for s in settings] if settings else settings_in(frame)
+
+
+def region_order(frame: pd.DataFrame) -> list[str]:
+    """Regions: the country first, then the NUTS 2 regions by code."""
+    return frame.drop_duplicates("region").sort_values(["nuts_level", "region"])["region"].tolist()
+
+
+def _name(headline: str) -> str:
+    """How a sentence names a headline: ``e0``, ``e65``, ``the TFR``."""
+    return "the TFR" if headline == "TFR" else headline
+
+
+def _join(items: list[str]) -> str:
+    return "".join(items) if len(items) <= 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def change_points(ch: ChangeChapter, headline: str = "e0", sex: str = "T", settings=None) -> str:
+    """Markdown: which regions' changes are significant without noise, and which of them
+    are still significant with each setting's noise."""
+    v = ch.verdicts[(ch.verdicts["headline"] == headline) & (ch.verdicts["sex"] == sex)]
+    sets = chapter_settings(v, settings)
+    first = v[sets[0].mask(v)].set_index("region")
+    order = region_order(v)
+    sig = [c for c in order if bool(first.loc[c, "significant_poisson"])]
+    n, n2 = len(order), int((v.drop_duplicates("region")["nuts_level"] > 0).sum())
+    out = [
+        f"The change of {_name(headline)} ({SEX_WORDS[sex]}) from {ch.year_from} to {ch.year_to} is significant "
+        f"without noise ({100 * ch.alpha:g} %, two-sided) in {len(sig)} of {n} "
+        f"({'the country and ' if n2 < n else ''}{n2} NUTS 2 regions)"
+        + (f": {_join(sig)}." if sig and len(sig) < n else ", all of them." if sig else ".")
+    ]
+    if len(sig) < n:
+        out.append(f"Not significant even without noise: {_join([c for c in order if c not in sig])}.")
+    for st in sets if sig else ():
+        s = v[st.mask(v)].set_index("region")
+        lost = [c for c in sig if s.loc[c, "verdict"] == "lost"]
+        at = st.phrase[:1].upper() + st.phrase[1:]
+        if not lost:
+            out.append(f"{at}, every one of them stays significant.")
+            continue
+        detail = _join(
+            [f"{c} (z {fmt_fixed(s.loc[c, 'z_poisson'], 2)} without noise, {fmt_fixed(s.loc[c, 'z_total'], 2)} with it)"
+             for c in lost]
+        )  # fmt: skip
+        out.append(f"{at}, {len(sig) - len(lost)} of them stay significant; noise takes it away from {detail}.")
+    return " ".join(out)
+
+
+#: Decimals of each headline's values and changes in the chapter's tables and sentences.
+DECIMALS = {"e0": 2, "e65": 2, "TFR": 3}
+
+
+def detectable_points(ch: ChangeChapter, headline: str = "e0", sex: str = "T", settings=None) -> str:
+    """Markdown: per setting, the region whose smallest detectable change the noise widens
+    most and the one it widens least, with the numbers."""
+    d = ch.detectable[(ch.detectable["headline"] == headline) & (ch.detectable["sex"] == sex)]
+    k = DECIMALS.get(headline, 3)
+    unit = HEADLINES[headline.lower()].unit
+    level = ch.verdicts.drop_duplicates("region").set_index("region")["nuts_level"]
+    out = []
+    for st in chapter_settings(d, settings):
+        g = d[st.mask(d) & np.isfinite(d["mdc_ratio"])]
+        if (g["region"].map(level) > 0).any():
+            g = g[g["region"].map(level) > 0]  # the NUTS 2 regions; the country alone otherwise
+        g = g.sort_values("mdc_ratio", kind="stable")
+        if g.empty:
+            continue
+        hi, lo = g.iloc[-1], g.iloc[0]
+        out.append(
+            f"{st.phrase[:1].upper() + st.phrase[1:]} the smallest change of {_name(headline)} {hi['region']} can "
+            f"detect grows from {_from_to(hi['mdc_poisson'], hi['mdc_total'], k)} {unit} "
+            f"({fmt_signed(100 * (hi['mdc_ratio'] - 1), 1)} %, the most of the regions); "
+            f"{lo['region']}'s from {_from_to(lo['mdc_poisson'], lo['mdc_total'], k)} "
+            f"({fmt_signed(100 * (lo['mdc_ratio'] - 1), 1)} %, the least)."
+        )
+    return " ".join(out)
+
+
+def _from_to(a: float, b: float, k: int) -> str:
+    """``"0.734 to 0.740"``: two values with ``k`` decimals, or as many more (up to 6) as
+    it takes for them to differ when they do."""
+    while k < 6 and a != b and fmt_fixed(a, k) == fmt_fixed(b, k):
+        k += 1
+    return f"{fmt_fixed(a, k)} to {fmt_fixed(b, k)}"

@@ -1991,3 +1991,66 @@ def median_relative_bias(results: pd.DataFrame, indicator: str, ptable=None) -> 
     if d.empty:
         return None
     return (d["bias_noise"] / d["value"]).groupby(d["region"]).median()
+
+
+def headline_rows(rep, ptable=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A p-table's comparison with the generic model (``rep.ptable_comparison`` of
+    ``ptable``; every p-table's when ``None``) and its rows of e0, e65 (both sexes) and the
+    TFR (women), in the report's order (:func:`in_report_order`)."""
+    cmp = ptable_rows(rep.ptable_comparison, ptable)
+    return cmp, in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
+
+
+def furthest_from_generic(rep, ptable=None) -> pd.DataFrame:
+    """Per region (in the decision table's order) the row of :func:`ptable_comparison` whose
+    ratio of noise sds is furthest from 1: the headline and sex where a p-table and the
+    generic model differ most; rows without a finite ratio left out."""
+    cmp = one_region(ptable_rows(rep.ptable_comparison, ptable))
+    cmp = cmp[np.isfinite(cmp["ratio"])]
+    far = cmp.assign(_d=(cmp["ratio"] - 1).abs()).sort_values("_d", ascending=False, kind="stable")
+    order = [r for r in rep.decision["region"].drop_duplicates().tolist() if r in set(cmp["region"])]
+    return far.drop_duplicates("region").set_index("region").reindex(order).reset_index().drop(columns=["_d"])
+
+
+def worst_admixture(rep) -> dict[str, pd.Series | None]:
+    """Per setting (by label) the row of the decision table with the largest admixture of e0,
+    e65 and the TFR over the NUTS 2 regions (the country's rows when it has none); ``None``
+    where no admixture is defined."""
+    dec = rep.decision[rep.decision["measure"].isin(["e0", "e65", "tfr"])]
+    nuts2 = dec[dec["nuts_level"] == 2] if (dec["nuts_level"] == 2).any() else dec
+    out = {}
+    for s in settings_in(dec):
+        g = nuts2[s.mask(nuts2) & np.isfinite(nuts2["admixture"].astype(float))]
+        out[s.label] = None if g.empty else g.loc[g["admixture"].astype(float).idxmax()]
+    return out
+
+
+def headline_bands(bands: pd.DataFrame, headline: str, setting=None, level: float | None = None) -> pd.DataFrame:
+    """The rows of :func:`error_bands` a report shows of a headline: both sexes (the TFR:
+    women), without the country's own rows where it is one region (:func:`one_region`);
+    of one ``setting`` and ``level`` where given."""
+    b = bands[(bands["headline"] == headline) & (bands["sex"] == ("F" if HEADLINES[headline].female_only else "T"))]
+    if setting is not None:
+        b = b[NoiseSetting.of(setting).mask(b)]
+    return one_region(b if level is None else b[b["level"] == level])
+
+
+def calibration_columns(cal: pd.DataFrame, regions: Sequence[str]) -> list[tuple]:
+    """The calibration table (the rows of :func:`demonoise.uncertainty.calibration.calibrate`,
+    their ``V_max_shown``) as columns over ``regions`` (a dash where a region has none), per
+    family and headline: a headline of one sex (the TFR: women) as ``(family, headline, sex,
+    None, {threshold: column})``, one of several sexes per threshold as ``(family, headline,
+    None, threshold, {sex: column})``."""
+    out = []
+    for fam, g in cal.groupby("family", sort=False):
+        for h, gh in g.groupby("headline", sort=False):
+            sexes = [x for x in ("F", "M", "T") if (gh["sex"] == x).any()]
+            if len(sexes) == 1:
+                m = gh.set_index(["region", "threshold"])["V_max_shown"]
+                cols = {t: [m.get((r, t), "\u2014") for r in regions] for t in gh["threshold"].drop_duplicates()}
+                out.append((fam, h, sexes[0], None, cols))
+                continue
+            for t, gg in gh.groupby("threshold", sort=False):
+                m = gg.set_index(["region", "sex"])["V_max_shown"]
+                out.append((fam, h, None, t, {x: [m.get((r, x), "\u2014") for r in regions] for x in sexes}))
+    return out

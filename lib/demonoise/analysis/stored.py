@@ -1,8 +1,10 @@
 """Tables on disk, computed once and read many times: the results store (:func:`results`
 of a :class:`ResultsSpec`, under ``<store>/<dataset>/<key>.parquet``), a country's results
 and decision tables (:func:`country_tables`, :func:`write_decision`, :func:`read_decision`),
-a results table read once per kernel (:func:`read_once`), and -- a notebook run by hand,
-without a batch -- a country's results computed now (:func:`country_results`).
+a results table read once per kernel (:func:`read_once`), -- a notebook run by hand,
+without a batch -- a country's results computed now (:func:`country_results`), and what a
+report section shows, read or computed and checked against its parameters
+(:func:`results_for`, :func:`decision_for`).
 
 Every stored table carries a *key*, the sha256 of what it was made from: the spec, the
 sources of the computing layers (:func:`~demonoise.runtime.fingerprint.source_fingerprint`
@@ -41,6 +43,8 @@ __all__ = [
     "content_key",
     "read_once",
     "country_results",
+    "results_for",
+    "decision_for",
 ]
 
 
@@ -339,3 +343,98 @@ def country_results(
         _COMPUTED[key] = (df, counts)
     df, counts = _COMPUTED[key]
     return df.copy(), counts
+
+
+def results_for(
+    path,
+    *,
+    dataset: str,
+    country: str,
+    setting,
+    granularity: str | None = None,
+    mc: int = 0,
+    dedupe: bool = True,
+) -> pd.DataFrame:
+    """The results table a report section shows, checked against its parameters.
+
+    Parameters
+    ----------
+    path : path-like or ``""``/``None``
+        Parquet (or CSV) file written by :func:`demonoise.report.batch.store.results` (what
+        the batch passes). Empty: the country's table is computed now
+        (:func:`country_results`) -- a notebook run by hand.
+    dataset, country, setting, granularity
+        What the report shows; the table must hold the rows of the noise setting (a
+        variance, ``{"V": v}`` or ``{"ptable": name}``) for that dataset, country and
+        granularity.
+    mc : int
+        Monte Carlo replicates, only used when computing.
+    dedupe : bool
+        Apply :func:`~demonoise.analysis.verdicts.drop_duplicate_country`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of ``country`` and ``granularity`` (all ``V``'s of the table).
+
+    Raises
+    ------
+    ReportError
+        Missing file, or a table without the requested dataset/country/setting/granularity
+        (naming what is missing).
+    """
+    from demonoise.analysis.compute import read_results
+    from demonoise.analysis.settings import setting_labels
+    from demonoise.analysis.verdicts import at, drop_duplicate_country
+    from demonoise.core.errors import ReportError
+
+    if not path:
+        df, _ = country_results(dataset, country, [setting], granularity=granularity or "single", mc=mc)
+    elif not Path(path).exists():
+        raise ReportError(f"results table not found: {path}")
+    else:
+        df = read_once(Path(path), read_results)
+    problems = []
+    if dataset not in set(df["dataset"].unique()):
+        problems.append(f"dataset {dataset!r} (has {sorted(set(df['dataset'].unique()))})")
+    df = df[df["country"] == country]
+    if df.empty:
+        problems.append(f"country {country!r}")
+    elif granularity is not None and granularity not in set(df["granularity"].unique()):
+        problems.append(f"granularity {granularity!r} (has {sorted(set(df['granularity'].unique()))})")
+    elif at(df, setting).empty:
+        problems.append(f"{NoiseSetting.of(setting).label} (has {sorted(set(setting_labels(df)))})")
+    if problems:
+        raise ReportError(f"results table {path or 'computed here'} has no rows for " + "; ".join(problems))
+    if granularity is not None:
+        df = df[df["granularity"] == granularity]
+    df = df.reset_index(drop=True)
+    return drop_duplicate_country(df) if dedupe else df
+
+
+def decision_for(
+    path,
+    *,
+    dataset: str,
+    country: str,
+    settings: Sequence,
+    thresholds: Sequence[float] = (0.1, 0.414),
+    confidence: Sequence[float] = (0.95,),
+    recommend: Mapping | None = None,
+    granularity: str = "single",
+    mc: int = 0,
+    seed: int = 20230101,
+):
+    """The decision tables of a country: read back from ``path`` (what the batch stored,
+    :func:`read_decision`; once per kernel), or -- ``path`` empty, a notebook run by hand --
+    computed now from the country's results (:func:`country_results`)."""
+    from demonoise.analysis.decision import decision_report
+
+    if path:
+        return read_once(path, read_decision)
+    df, counts = country_results(
+        dataset, country, settings, granularity=granularity, mc=mc, seed=seed, confidence=tuple(confidence)
+    )
+    return decision_report(
+        df, counts, list(settings), thresholds=thresholds, confidence=confidence, recommend=recommend, country=country
+    )

@@ -291,11 +291,17 @@ def _largest(cells: pd.DataFrame) -> pd.DataFrame:
     return top.drop_duplicates("region").set_index("region")[["admixture", "age_group"]]
 
 
-def age_profile_rows(d: pd.DataFrame, sex: str, sexes: list[str], pop: pd.Series) -> pd.DataFrame:
-    """The rows of :func:`age_profile_table` (one per region with cells of ``sex``, in
-    order of first appearance): median admixture per sex, median relative total
-    uncertainty and the largest admixture (and its age) of ``sex``, overall and among
-    cells with at least 10 events."""
+def age_profile_rows(df: pd.DataFrame, V, indicator: str) -> pd.DataFrame:
+    """A by-age indicator (ASFR, ASMR) at ``V`` summarised per region over its cells with
+    events (one row per region, the country first, then by falling population): the median
+    admixture of each sex (``A_median_F/M/T``; ASFR: women), and of both sexes (ASFR:
+    women) the median relative total uncertainty and the largest admixture (and its age),
+    overall and among cells with at least 10 events."""
+    sex = "F" if indicator == "asfr" else "T"
+    d = at(df, V, indicator)
+    d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
+    sexes = [x for x in ("F", "M", "T") if (d["sex"] == x).any()]
+    pop = region_population(df)
     d = d[["region", "region_name", "nuts_level", "sex", "age_group", "admixture", "rel_tot", "small_count"]]
     own = d[d["sex"] == sex]
     regions = pd.unique(own["region"])
@@ -320,7 +326,8 @@ def age_profile_rows(d: pd.DataFrame, sex: str, sexes: list[str], pop: pd.Series
     for x in sexes:
         med = d[d["sex"] == x].groupby("region")["admixture"].median()
         frame[f"A_median_{x}"] = med.reindex(regions).to_numpy(dtype=float)
-    return frame
+    frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
+    return frame.reset_index(drop=True)
 
 
 def sparse_regions(df: pd.DataFrame, V: float, indicator: str) -> pd.DataFrame:
@@ -793,3 +800,62 @@ def flag_rows(
         rows += mc_flag_rows(d, NoiseSetting.of(x).label if every else None)
     cols = (["setting"] if every else []) + ["region", "sex", "where", "why"]
     return pd.DataFrame(rows, columns=cols)
+
+
+def mc_settings(df: pd.DataFrame, settings: Sequence, indicator: str, *, ages: Sequence[float] | None = None) -> str:
+    """The Monte Carlo check of every setting in one place (Markdown): one sentence when it
+    agrees with the analytic standard deviations at every setting, else each setting's
+    sentence (:func:`mc_summary`)."""
+    sets = [NoiseSetting.of(s) for s in settings]
+    checks = [mc_summary(df, s, indicator, ages=ages) for s in sets]
+    if all(c["n"] == 0 for c in checks):
+        return checks[0]["text"]
+    if not all(c["n"] > 0 and c["beyond"] == 0 for c in checks):
+        return "\n".join(f"- **{s.label}**: {c['text']}" for s, c in zip(sets, checks, strict=True))
+    cells = {c["cells"] for c in checks}
+    n = cells.pop() if len(cells) == 1 else 0
+    each = "the one cell compared" if n == 1 else f"all {fmt_int(n)} cells compared" if n else "every cell compared"
+    return (
+        f"At every setting the Monte Carlo check ({fmt_int(checks[0]['n'])} replicates) agrees with the analytic "
+        f"standard deviations within sampling error in {each}: |z| <= 5 everywhere (largest |z| = "
+        f"{max(c['max_abs_z'] for c in checks):.1f}; the relative standard error of a simulated sd is 1/sqrt(2N) = "
+        f"{fmt_pct(checks[0]['rse'])})."
+    )
+
+
+def age_verdict_shown(v: Verdict, *, first: bool, one_region: bool) -> Verdict:
+    """A by-age verdict (:func:`age_verdict`) as a setting's subsection shows it: what
+    differs between the settings. The sentence on the cells resting on fewer than 10 events
+    (the same cells at every setting, last) only in the first setting's subsection; for a
+    country of one region only the first sentence (the largest admixtures are in the table
+    of every setting)."""
+    said = list(v.sentences)
+    tail = [said.pop()] if v.numbers.get("small_cells", 0) and len(said) > 1 else []
+    return Verdict(said[: 1 if one_region else None] + (tail if first else []), dict(v.numbers))
+
+
+#: Sentences of a one-number verdict a setting's subsection leaves out: the largest region
+#: (its figures are in the table of every setting) and, after the first setting, the regions
+#: resting on few events (the same at every setting).
+_IN_THE_TABLE, _SAID_ONCE = ("In the largest, ",), ("First-order results may be unreliable",)
+
+
+def scalar_verdict_shown(v: Verdict, *, first: bool) -> Verdict:
+    """A one-number verdict (:func:`scalar_verdict`) as a setting's subsection shows it:
+    what differs between the settings (see :data:`_SAID_ONCE`, :data:`_IN_THE_TABLE`)."""
+    drop = _IN_THE_TABLE + (() if first else _SAID_ONCE)
+    return Verdict([x for x in v.sentences if not x.startswith(drop)], dict(v.numbers))
+
+
+def age_words(code: str, indicator: str) -> str:
+    """An age group's code in words: ``Y_LT1`` -> "under 1", ``Y_GE85`` -> "85 and over",
+    ``Y40`` -> "age 40"; for life expectancy the indicator at that age: "e0 (at birth)",
+    "e65". Other text is returned as it is."""
+    if code == "Y_LT1":
+        return "e0 (at birth)" if indicator == "e" else "under 1"
+    m = re.fullmatch(r"Y_GE(\d+)|Y_OPEN|Y(\d+)", str(code))
+    if not m:
+        return code
+    if m.group(2):
+        return f"e{m.group(2)}" if indicator == "e" else f"age {m.group(2)}"
+    return f"{m.group(1)} and over" if m.group(1) else "the open age group"

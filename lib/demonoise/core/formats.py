@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fmt_pct", "fmt_num", "fmt_fixed", "fmt_int"]
+__all__ = ["fmt_pct", "fmt_num", "fmt_fixed", "fmt_signed", "fmt_int"]
 
 
 def fmt_pct(x: float, digits: int = 2) -> str:
@@ -41,6 +41,12 @@ def fmt_fixed(x: float, decimals: int) -> str:
     if x is None or not np.isfinite(x):
         return "\u2014" if x is None or not np.isinf(x) else ("> range" if x > 0 else "\u2014")
     return f"{float(x):,.{int(decimals)}f}".replace(",", "\u202f")
+
+
+def fmt_signed(x: float, decimals: int) -> str:
+    """:func:`fmt_fixed` with its sign, ``+`` too (``"+0.12"``, ``"-0.12"``; ``"\u2014"`` unsigned)."""
+    s = fmt_fixed(x, decimals)
+    return s if s.startswith(("-", "\u2014")) else "+" + s
 
 
 def fmt_int(x: float) -> str:

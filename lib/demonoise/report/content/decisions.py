@@ -4,7 +4,7 @@ table, the largest V, the main points and decision text, error bands, cells on f
 generic model against p-table, calibration, the index's cells and the CSV files).
 
 Nothing is computed here beyond choosing rows and formatting: every number comes from the
-decision module's tables (read back with :func:`load_decision`), so that the decision table,
+decision module's tables (read back with :func:`demonoise.analysis.stored.decision_for`), so that the decision table,
 the index and the CSV files state the same figures. A country that is a single NUTS 2
 region (LU, MT) shows that region only (:func:`~demonoise.analysis.decision.one_region`).
 """
@@ -13,37 +13,46 @@ from __future__ import annotations
 
 import html as _html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from demonoise.analysis.decision import (
-    decision_report,
+    calibration_columns,
+    furthest_from_generic,
+    headline_bands,
+    headline_rows,
     in_report_order,
     median_relative_bias,
     one_region,
     ptable_rows,
+    worst_admixture,
 )
 from demonoise.analysis.settings import NoiseSetting, settings_in
-from demonoise.analysis.stored import country_results, read_decision, read_once
 from demonoise.analysis.verdicts import flagged_rows, region_label
 from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
 from demonoise.report.content import typstsrc
 from demonoise.report.content.notebook import Shown, data_bundle
-from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column, grouped
-from demonoise.report.content.theme import admixture_column, admixture_text
+from demonoise.report.content.summary import (
+    Coloured,
+    HtmlTable,
+    by_region,
+    fmt_fixed_column,
+    fmt_percent_column,
+    grouped,
+    settings_table,
+)
+from demonoise.report.content.theme import admixture_column, admixture_text, setting_colours
 
 __all__ = [
     "MEASURE_LABELS",
-    "load_decision",
     "class_legend",
     "decision_view",
     "sex_view",
     "vmax_view",
-    "recommended_text",
     "main_points",
     "bands_summary",
     "indicator_table",
@@ -60,43 +69,7 @@ __all__ = [
 #: How the decision table heads its measures.
 MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
-_SEX_LETTER = {"F": "F", "M": "M", "T": "T", "": ""}
-
-
-# ======================================================================== reading
-def load_decision(
-    path,
-    *,
-    dataset: str,
-    country: str,
-    settings: Sequence,
-    thresholds: Sequence[float] = (0.1, 0.414),
-    confidence: Sequence[float] = (0.95,),
-    recommend: Mapping | None = None,
-    granularity: str = "single",
-    mc: int = 0,
-    seed: int = 20230101,
-):
-    """The decision tables of a country: read back from ``path`` (what the batch stored,
-    :func:`demonoise.analysis.stored.read_decision`; once per kernel), or -- ``path`` empty,
-    a notebook run by hand -- computed now from the country's results
-    (:func:`demonoise.analysis.stored.country_results`)."""
-    if path:
-        return read_once(path, read_decision)
-    df, counts = country_results(
-        dataset, country, settings, granularity=granularity, mc=mc, seed=seed, confidence=tuple(confidence)
-    )
-    return decision_report(
-        df, counts, list(settings), thresholds=thresholds, confidence=confidence, recommend=recommend, country=country
-    )
-
-
-def _colours(settings: Sequence[NoiseSetting]) -> dict[str, str]:
-    """The colour of each setting (by key): its position in the list."""
-    from demonoise.report.content.theme import setting_colours
-
-    labels = setting_colours([s.label for s in settings])
-    return {s.key: labels[s.label] for s in settings}
+_CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
 
 
 def _region_labels(frame: pd.DataFrame) -> list[str]:
@@ -114,19 +87,8 @@ def class_legend() -> Shown:
     """The colours of the admixture classes, shown above the decision table."""
     items = [(c.label, c.colour) for c in ADMIXTURE_CLASSES] + [("not defined (no events)", NO_DATA_COLOUR)]
     html = "".join(f'<span class="dn-swatch" style="background:{c}"></span>{_html.escape(t)}' for t, c in items)
-    return Shown(
-        {
-            "text/html": f'<p class="dn-legend"><strong>Noise admixture A:</strong> {html}</p>',
-            typstsrc.TYPST_MIME: typstsrc.call("dn-legend", [(t, typstsrc.colour(c)) for t, c in items]),
-        }
-    )
-
-
-def _class_colour(key: str) -> str:
-    for c in ADMIXTURE_CLASSES:
-        if c.key == key:
-            return c.colour
-    return NO_DATA_COLOUR
+    html = f'<p class="dn-legend"><strong>Noise admixture A:</strong> {html}</p>'
+    return Shown(html, typstsrc.call("dn-legend", [(t, typstsrc.colour(c)) for t, c in items]))
 
 
 # =============================================================== decision table
@@ -143,11 +105,13 @@ def _nonzero(shown: str, a: float) -> str:
     return f"{pct:.{max(0, -math.floor(math.log10(pct)))}f}"
 
 
-def _decision_cells(wide: pd.DataFrame, col: str) -> list[str]:
-    """A decision table column: the admixture (%) and the sex it is the worst of (``"2.1 F"``)."""
+def _decision_cells(wide: pd.DataFrame, col: str) -> Coloured:
+    """A decision table column: the admixture (%) and the sex it is the worst of (``"2.1 F"``),
+    coloured by class."""
     pct = [_nonzero(p, a) for p, a in zip(admixture_column(wide[col]), wide[col], strict=True)]
-    sex = [_SEX_LETTER.get(str(x) if isinstance(x, str) else "", "") for x in wide[f"{col} sex"]]
-    return [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
+    sex = [x if x in ("F", "M", "T") else "" for x in wide[f"{col} sex"]]
+    cells = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
+    return Coloured(cells, [_CLASS_COLOUR.get(c, NO_DATA_COLOUR) for c in wide[f"{col} class"]])
 
 
 def decision_view(rep) -> HtmlTable:
@@ -157,32 +121,21 @@ def decision_view(rep) -> HtmlTable:
     wide = one_region(rep.decision_wide)
     sets = settings_in(rep.decision)
     measures = rep.decision["measure"].drop_duplicates().tolist()
-    palette = _colours(sets)
-    base = {"region": _region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]}
-    label = {m: MEASURE_LABELS.get(m, m) for m in measures}
-    shown, groups = grouped(
-        base,
-        [(f"{s.label}: A (%)", palette[s.key], {label[m]: _decision_cells(wide, f"{m} {s.key}") for m in measures})
-         for s in sets],
-    )  # fmt: skip
-    colours, _ = grouped(
-        {k: [""] * len(wide) for k in base},
-        [("", "", {label[m]: [_class_colour(c) for c in wide[f"{m} {s.key} class"]] for m in measures}) for s in sets],
-    )
+    palette = setting_colours([s.label for s in sets])
     year = rep.population["year"].iloc[0] if len(rep.population) else ""
-    return HtmlTable(
+    return grouped(
         wide.drop(columns=["data_status"], errors="ignore"),
-        shown,
+        {"region": _region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]},
+        [(f"{s.label}: A (%)", palette[s.label],
+          {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures}) for s in sets],
         caption=(
             f"Decision table: how much noise adds to the Poisson uncertainty (noise admixture A, %), by region "
             f"and setting; e0, e65 and TFR, and the median of A over the ages of the ASFR and ASMR. Each cell "
             f"shows the worst of women (F), men (M) and both sexes (T), and names that sex (fertility: women). "
             f"Population on 1 January {year}."
         ),
-        colours=colours,
-        groups=groups,
-        keep=len(shown) <= KEEP_ROWS,
-    )
+        keep=len(wide) <= KEEP_ROWS,
+    )  # fmt: skip
 
 
 def sex_view(rep, measure: str = "e0") -> HtmlTable:
@@ -192,28 +145,17 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
     dec = one_region(rep.decision[rep.decision["measure"] == measure])
     sets = settings_in(dec)
     first = dec[sets[0].mask(dec)]
-    palette = _colours(sets)
-    per = [dec[s.mask(dec)].set_index("region").reindex(first["region"]) for s in sets]
-    sexes = ("F", "M", "T")
-    shown, groups = grouped(
-        {"region": _region_labels(first)},
-        [(f"{s.label}: A (%)", palette[s.key], {x: admixture_column(g[f"admixture_{x}"]) for x in sexes})
-         for s, g in zip(sets, per, strict=True)],
-    )  # fmt: skip
-    colours, _ = grouped(
-        {"region": [""] * len(first)},
-        [("", "", {x: [_class_colour(getattr(admixture_class(a), "key", "")) for a in g[f"admixture_{x}"]]
-                   for x in sexes}) for g in per],
-    )  # fmt: skip
-    title = MEASURE_LABELS.get(measure, measure)
-    return HtmlTable(
+    palette = setting_colours([s.label for s in sets])
+    per = [by_region(dec[s.mask(dec)], first["region"]) for s in sets]
+    return grouped(
         dec[["region", "region_name", "setting", "measure", "admixture_F", "admixture_M", "admixture_T"]],
-        shown,
-        caption=f"Noise admixture A of {title} (%) for women (F), men (M) and both sexes (T), by region and setting; "
-        "coloured by class.",
-        colours=colours,
-        groups=groups,
-    )
+        {"region": _region_labels(first)},
+        [(f"{s.label}: A (%)", palette[s.label], {x: Coloured(admixture_column(g[f"admixture_{x}"]), [
+            getattr(admixture_class(a), "colour", NO_DATA_COLOUR) for a in g[f"admixture_{x}"]]) for x in "FMT"})
+         for s, g in zip(sets, per, strict=True)],
+        caption=f"Noise admixture A of {MEASURE_LABELS.get(measure, measure)} (%) for women (F), men (M) and both "
+        "sexes (T), by region and setting; coloured by class.",
+    )  # fmt: skip
 
 
 def _vmax_cells(g: pd.DataFrame, head: str) -> list[str]:
@@ -231,24 +173,20 @@ def vmax_view(rep) -> HtmlTable:
     first = cw[cw["family"] == families[0]]
     heads = [c.removesuffix(" shown") for c in cw.columns if c.endswith(" shown")]
     names = {h: f"{HEADLINES[w].label} A \u2264 {fmt_pct(float(t), 3)}" for h in heads for w, t in [h.split(" A<=")]}
-    per = {fam: cw[cw["family"] == fam].set_index("region").reindex(first["region"]) for fam in families}
-    shown, groups = grouped(
+    per = {fam: by_region(cw[cw["family"] == fam], first["region"]) for fam in families}
+    return grouped(
+        one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
         {"region": _region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]},
         [("generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}", "",
           {names[h]: _vmax_cells(g, h) for h in heads}) for fam, g in per.items()],
-    )  # fmt: skip
-    return HtmlTable(
-        one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
-        shown,
         caption=(
             "Largest acceptable V: per region the largest noise variance V keeping the noise admixture of e0 and of "
             "the TFR at or below each threshold, the smallest over women, men and both sexes (that sex named; 3 "
             "significant digits); generic model in closed form, a p-table family numerically over the V it can "
             "reach. \u201c> range\u201d: every V of the range searched keeps the admixture below the threshold."
         ),
-        groups=groups,
         note=_range_note(rep.calibration),
-    )
+    )  # fmt: skip
 
 
 def _range_note(cal: pd.DataFrame) -> str:
@@ -262,29 +200,13 @@ def _range_note(cal: pd.DataFrame) -> str:
     return "; ".join(parts) + ("." if parts else "")
 
 
-def recommended_text(rep, family: str = "generic") -> str:
-    """The recommended V as the index shows it: ``"0.748 (LU00, women)"``."""
-    r = rep.recommended[rep.recommended["family"] == family]
-    if r.empty:
-        return "n/a"
-    r = r.iloc[0]
-    who = f"{r['region']}, {SEX_WORDS.get(r['sex'], r['sex'])}" if r["sex"] else str(r["region"])
-    return f"{r['V_shown']} ({who})" if r["range_status"] == "within" else str(r["V_shown"])
-
-
 def main_points(rep) -> Shown:
     """The sentences of the main points (:func:`demonoise.analysis.decision.main_points`) and
     the notes of the decision report (shown when there are any)."""
     said, notes = list(rep.main_points.sentences), list(rep.notes)
     items = "".join(f"<li>{_html.escape(s)}</li>" for s in said)
     html_notes = "".join(f'<p class="dn-table-note">Note: {_html.escape(n)}</p>' for n in notes)
-    return Shown(
-        {
-            "text/html": f'<ul class="dn-main-points">{items}</ul>{html_notes}',
-            "text/markdown": "\n".join(f"- {s}" for s in said) + "".join(f"\n\n*Note: {n}*" for n in notes),
-            typstsrc.TYPST_MIME: typstsrc.call("dn-points", said, notes),
-        }
-    )
+    return Shown(f'<ul class="dn-main-points">{items}</ul>{html_notes}', typstsrc.call("dn-points", said, notes))
 
 
 def decision_text(rep) -> Shown | None:
@@ -294,35 +216,21 @@ def decision_text(rep) -> Shown | None:
         return None
     text = rep.decision_text
     return Shown(
-        {
-            "text/html": f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(text)}</p>',
-            "text/markdown": f"**Decision text.** {text}",
-            typstsrc.TYPST_MIME: "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
-            f"[*Decision text.* {typstsrc.markup(text)}]",
-        }
+        f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(text)}</p>',
+        "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
+        f"[*Decision text.* {typstsrc.markup(text)}]",
     )
 
 
 # ==================================================================== error bands
-def _bands(rep_or_bands, headline: str, sex: str | None = None) -> pd.DataFrame:
-    b = rep_or_bands.error_bands if hasattr(rep_or_bands, "error_bands") else rep_or_bands
-    sex = sex or ("F" if HEADLINES[headline].female_only else "T")
-    return one_region(b[(b["headline"] == headline) & (b["sex"] == sex)])
-
-
-def _levels_word(levels: Sequence[float]) -> str:
-    return ", ".join(fmt_pct(x, 3) for x in levels)
-
-
 def _band_columns(b: pd.DataFrame, h: str, level: float, sets, regions) -> dict[str, list[str]]:
     """A headline's columns of :func:`bands_summary` at one level (a p-table's bias beside)."""
-    hb = _bands(b, h)
-    hb = hb[hb["level"] == level]
-    base = hb[sets[0].mask(hb)].set_index("region").reindex(regions)
+    hb = headline_bands(b, h, level=level)
+    base = by_region(hb[sets[0].mask(hb)], regions)
     cols = {HEADLINES[h].label: fmt_fixed_column(base["value"], significant=4 if h != "tfr" else 3)}
     cols["\u00b1 P"] = fmt_fixed_column(base["half_pois"], significant=2)
     for s in sets:
-        g = hb[s.mask(hb)].set_index("region").reindex(regions)
+        g = by_region(hb[s.mask(hb)], regions)
         cols[f"\u00b1 N {s.short}"] = fmt_fixed_column(g["half_noise"], significant=2)
         if (g["noise_model"] == "ptable").any():
             label, values = _scaled(g["bias_noise"], "")
@@ -334,36 +242,34 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
     """Error bands a user can quote, in one table: per region, for e0, e65 (both sexes)
     and the TFR (women), the value and the half-widths of the intervals at each confidence
     level from Poisson alone and from the noise of each setting (a p-table's centred on
-    its first-order bias, given beside), in the indicator's units. The total half-width is
-    ``sqrt(P^2 + N^2)`` (the CSV gives it, with every sex)."""
+    its first-order bias, given beside), in the indicator's units; a row per region and
+    level. The total half-width is ``sqrt(P^2 + N^2)`` (the CSV gives it, with every sex)."""
     b = rep.error_bands
     sets = settings_in(b)
     levels = sorted(set(b["level"]))
-    first = _bands(b, headlines[0])
-    first = first[sets[0].mask(first) & (first["level"] == levels[0])]
-    rows = []
-    for lev in levels:
-        base = {"region": _region_labels(first)} | (
-            {"level": [fmt_pct(lev, 3)] * len(first)} if len(levels) > 1 else {}
+    first = headline_bands(b, headlines[0], sets[0], levels[0])
+    base = {"region": _region_labels(first) * len(levels)}
+    if len(levels) > 1:
+        base["level"] = [fmt_pct(lev, 3) for lev in levels for _ in range(len(first))]
+    blocks = []
+    for h in headlines:
+        cols = [_band_columns(b, h, lev, sets, first["region"]) for lev in levels]
+        blocks.append(
+            (f"{HEADLINES[h].label} ({HEADLINES[h].unit})", "", {c: sum((x[c] for x in cols), []) for c in cols[0]})
         )
-        blocks = [
-            (f"{HEADLINES[h].label} ({HEADLINES[h].unit})", "", _band_columns(b, h, lev, sets, first["region"]))
-            for h in headlines
-        ]
-        shown, groups = grouped(base, blocks)
-        rows.append(shown)
-    shown = pd.concat(rows, ignore_index=True)
     names = ", ".join(f"{s.short} = {s.label}" for s in sets if s.short != s.label)
-    return HtmlTable(
+    return grouped(
         b.drop(columns=["data_status"], errors="ignore"),
-        shown,
+        base,
+        blocks,
         caption=(
-            f"Error bands, {_levels_word(levels)}: a published value carries \u00b1 the half-width z sd from Poisson "
-            "(statistical) variation (P) and from the noise of each setting (N), first order; e0 and e65 both sexes, "
-            "the TFR women, in the units of the indicator. A p-table's noise interval is centred on value + bias; "
-            "Poisson and noise together: \u00b1 sqrt(P\u00b2 + N\u00b2)" + (f" ({names})" if names else "") + "."
+            f"Error bands, {', '.join(fmt_pct(x, 3) for x in levels)}: a published value carries \u00b1 the "
+            "half-width z sd from Poisson (statistical) variation (P) and from the noise of each setting (N), first "
+            "order; e0 and e65 both sexes, the TFR women, in the units of the indicator. A p-table's noise interval is "
+            "centred on value + bias; Poisson and noise together: \u00b1 sqrt(P\u00b2 + N\u00b2)"
+            + (f" ({names})" if names else "")
+            + "."
         ),
-        groups=groups,
     )
 
 
@@ -379,10 +285,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     bands (:func:`demonoise.analysis.decision.error_bands`)."""
     hl = HEADLINES[headline]
     d = flagged_rows(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
-    b = _bands(bands, headline)
-    b = b[NoiseSetting.of(setting).mask(b)]
+    b = headline_bands(bands, headline, setting)
     level = float(b["level"].min()) if len(b) else 0.95
-    b = b[b["level"] == level].set_index("region").reindex(d["region"])
+    b = by_region(b[b["level"] == level], d["region"])
     has_mc = "mc_n" in b and b["mc_n"].notna().any()
     digits = 3 if headline == "tfr" else 4
     events = "births" if hl.female_only else "deaths"
@@ -445,8 +350,6 @@ def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence
     value and its Poisson half-width, then per setting the noise admixture, the noise
     half-width (a p-table's bias beside) and the flags; the relative uncertainties and the
     Monte Carlo quantiles are in the per-setting tables' frames and the error bands' CSV."""
-    from demonoise.report.content.summary import settings_table
-
     hl = HEADLINES[headline]
     tables = [indicator_table(df, bands, s, headline) for s in settings]
     events = "births" if hl.female_only else "deaths"
@@ -514,52 +417,43 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     """Region by region, the noise sd of e0, e65 and the TFR under the generic model at
     the p-table's nominal V against the p-table's own, and their ratio (e0, e65: both
     sexes; TFR: women; the TFR's sd per 1 000 women)."""
-    cmp, sel, regions, per = _headline_rows(rep, ptable)
-    shown, groups = grouped(
-        regions,
+    cmp, sel = headline_rows(rep, ptable)
+    v = float(sel["V"].iloc[0]) if len(sel) else float("nan")
+    return grouped(
+        cmp.drop(columns=["data_status"], errors="ignore"),
+        _regions(sel),
         [(f"noise sd of {HEADLINES[h].label} ({_SD_SCALE[h][1]})", "", {
             "generic": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_generic"], significant=2),
             "p-table": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_ptable"], significant=2),
             "ratio": fmt_fixed_column(g["ratio"], significant=2),
-        }) for h, g in per.items()],
-    )  # fmt: skip
-    v = float(sel["V"].iloc[0]) if len(sel) else float("nan")
-    return HtmlTable(
-        cmp.drop(columns=["data_status"], errors="ignore"),
-        shown,
+        }) for h, g in _by_headline(sel).items()],
         caption=(
             f"Noise sd under the generic model at the p-table's nominal V = {v:g} and under the p-table itself, "
             "and their ratio (p-table / generic): e0 and e65 both sexes, the TFR women."
         ),
-        groups=groups,
-    )
+    )  # fmt: skip
 
 
-def _headline_rows(rep, ptable: str | None):
-    """The p-table comparison (``cmp``), its rows of e0, e65 (both sexes) and the TFR (women)
-    in the report's order, the table's region column and those rows by headline."""
-    cmp = ptable_rows(rep.ptable_comparison, ptable)
-    sel = in_report_order(one_region(cmp[cmp["sex"] == np.where(cmp["headline"] == "tfr", "F", "T")]), rep)
+def _regions(sel: pd.DataFrame) -> dict[str, list[str]]:
+    return {"region": _region_labels(sel.drop_duplicates("region"))}
+
+
+def _by_headline(sel: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The rows of each headline by region, in the order of ``sel``."""
     regions = sel.drop_duplicates("region")["region"]
-    per = {h: sel[sel["headline"] == h].set_index("region").reindex(regions) for h in sel["headline"].unique()}
-    return cmp, sel, pd.DataFrame({"region": _region_labels(sel.drop_duplicates("region"))}), per
+    return {h: by_region(sel[sel["headline"] == h], regions) for h in sel["headline"].unique()}
 
 
 def reasons(rep, ptable: str | None = None) -> HtmlTable:
     """Why the two models differ, as a table: per region the headline and sex whose ratio
-    is furthest from 1, the ratio of noise sds and where the generic noise variance sits --
-    cells with count 0 (the CKM leaves them alone), small non-zero counts under the generic
-    model and under the p-table, counts from the table's last class on -- with the p-table's
-    variance there; from :func:`demonoise.analysis.decision.ptable_comparison` (its
-    ``reason`` column says the same in words)."""
-    cmp = one_region(ptable_rows(rep.ptable_comparison, ptable))
-    cmp = cmp[np.isfinite(cmp["ratio"])]
-    if cmp.empty:
-        return HtmlTable(cmp, cmp, empty="No noised cell behind the indicators: nothing to compare.")
-    far = cmp.assign(_d=(cmp["ratio"] - 1).abs()).sort_values("_d", ascending=False, kind="stable")
-    compared = set(cmp["region"].unique())
-    order = [r for r in rep.decision["region"].drop_duplicates().tolist() if r in compared]
-    rows = far.drop_duplicates("region").set_index("region").reindex(order).reset_index()
+    is furthest from 1 (:func:`demonoise.analysis.decision.furthest_from_generic`), the ratio
+    of noise sds and where the generic noise variance sits -- cells with count 0 (the CKM
+    leaves them alone), small non-zero counts under the generic model and under the
+    p-table, counts from the table's last class on -- with the p-table's variance there
+    (the ``reason`` column says the same in words)."""
+    rows = furthest_from_generic(rep, ptable)
+    if rows.empty:
+        return HtmlTable(rows, rows, empty="No noised cell behind the indicators: nothing to compare.")
     last = int(rows["I"].iloc[0])
     small = "count 1" if last == 2 else f"counts 1-{last - 1}"
     shown = pd.DataFrame(
@@ -575,7 +469,7 @@ def reasons(rep, ptable: str | None = None) -> HtmlTable:
     )
     V, V_last = float(rows["V"].iloc[0]), float(rows["V_last_class"].iloc[0])
     return HtmlTable(
-        rows.drop(columns=["_d"]),
+        rows,
         shown,
         caption=(
             f"Why the two models differ, per region for the indicator and sex furthest from the generic model "
@@ -621,8 +515,9 @@ def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = Non
     """Each indicator's first-order bias under the p-table, per region, and as a share of
     its noise sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table
     -- the median over ages of the relative bias of the ASFR and ASMR."""
-    _, sel, shown, per = _headline_rows(rep, ptable)
-    for h, g in per.items():
+    _, sel = headline_rows(rep, ptable)
+    shown = pd.DataFrame(_regions(sel))
+    for h, g in _by_headline(sel).items():
         label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
         shown[f"{HEADLINES[h].label} bias ({label})"] = values
         shown[f"{HEADLINES[h].label}: bias / sd (%)"] = fmt_percent_column(g["bias_ptable"] / g["sd_ptable"])
@@ -669,32 +564,23 @@ def calibration_view(rep) -> HtmlTable:
     cal = in_report_order(one_region(rep.calibration), rep)
     regions = cal.drop_duplicates("region")
     blocks = []
-    for fam, g in cal.groupby("family", sort=False):
-        who = "generic" if fam == "generic" else "p-tables"
-        for h, gh in g.groupby("headline", sort=False):
-            sexes = [x for x in ("F", "M", "T") if (gh["sex"] == x).any()]
-            if len(sexes) == 1:  # one sex (the TFR: women): one group, a column per threshold
-                m = gh.set_index(["region", "threshold"])["V_max_shown"]
-                cols = {f"A \u2264 {fmt_pct(float(t), 3)}": [m.get((r, t), "\u2014") for r in regions["region"]]
-                        for t in gh["threshold"].drop_duplicates()}  # fmt: skip
-                blocks.append((f"{who}: {HEADLINES[h].label} ({sexes[0]})", "", cols))
-                continue
-            for t, gg in gh.groupby("threshold", sort=False):
-                m = gg.set_index(["region", "sex"])["V_max_shown"]
-                cols = {x: [m.get((r, x), "\u2014") for r in regions["region"]] for x in sexes}
-                blocks.append((f"{who}: {HEADLINES[h].label} A \u2264 {fmt_pct(float(t), 3)}", "", cols))
-    shown, groups = grouped({"region": _region_labels(regions)}, blocks)
+    for fam, h, sex, t, cols in calibration_columns(cal, regions["region"]):
+        who = f"{'generic' if fam == 'generic' else 'p-tables'}: {HEADLINES[h].label}"
+        if sex:  # one sex (the TFR: women): one group, a column per threshold
+            blocks.append((f"{who} ({sex})", "", {f"A \u2264 {fmt_pct(float(k), 3)}": v for k, v in cols.items()}))
+        else:
+            blocks.append((f"{who} A \u2264 {fmt_pct(float(t), 3)}", "", cols))
     fams = [f for f in cal["family"].drop_duplicates().tolist() if f != "generic"]
-    return HtmlTable(
+    return grouped(
         cal.drop(columns=["data_status"], errors="ignore"),
-        shown,
+        {"region": _region_labels(regions)},
+        blocks,
         caption=(
             "Largest V per region keeping the noise admixture at or below each threshold, for women (F), men (M) and "
             "both sexes (T): the generic model in closed form"
             + (f", the p-tables {', '.join(x.removeprefix('ptable ') for x in fams)} numerically" if fams else "")
             + " (3 significant digits; \u201c> range\u201d: every V searched keeps it)."
         ),
-        groups=groups,
         note=_range_note(rep.calibration),
     )
 
@@ -710,23 +596,21 @@ def index_columns(rep) -> dict[str, Any]:
         "population (1 Jan.)": fmt_int(float(country["population"].iloc[0])) if len(country) else "\u2014",
         "NUTS 2 regions": int((pop["nuts_level"] == 2).sum()),
     }
-    dec = rep.decision[rep.decision["measure"].isin(["e0", "e65", "tfr"])]
-    nuts2 = dec[dec["nuts_level"] == 2] if (dec["nuts_level"] == 2).any() else dec
-    for s in settings_in(dec):
-        g = nuts2[s.mask(nuts2) & np.isfinite(nuts2["admixture"].astype(float))]
-        if g.empty:
-            out[f"worst A, {s.label}"] = "n/a"
-            continue
-        w = g.loc[g["admixture"].astype(float).idxmax()]
-        cls = admixture_class(float(w["admixture"]))
-        out[f"worst A, {s.label}"] = {
+    for label, w in worst_admixture(rep).items():
+        cls = None if w is None else admixture_class(float(w["admixture"]))
+        out[f"worst A, {label}"] = "n/a" if w is None else {
             "text": f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})",
             "colour": cls.colour if cls else "",
-        }
+        }  # fmt: skip
     rec = rep.recommended[rep.recommended["family"] == "generic"]
     ind = rec["indicator"].iloc[0] if len(rec) else "e0"
     thr = float(rec["threshold"].iloc[0]) if len(rec) else 0.1
-    out[f"recommended V ({HEADLINES[ind].label}, A \u2264 {fmt_pct(thr, 3)})"] = recommended_text(rep)
+    text = "n/a"  # the recommended V: "0.748 (LU00, women)"
+    if len(rec):
+        r = rec.iloc[0]
+        who = f"{r['region']}, {SEX_WORDS.get(r['sex'], r['sex'])}" if r["sex"] else str(r["region"])
+        text = f"{r['V_shown']} ({who})" if r["range_status"] == "within" else str(r["V_shown"])
+    out[f"recommended V ({HEADLINES[ind].label}, A \u2264 {fmt_pct(thr, 3)})"] = text
     return out
 
 
@@ -735,4 +619,4 @@ def data_files(rep) -> Shown:
     """Every table of the decision report (and the column dictionary with their units) as a
     CSV file of its own name next to the report (``decision.csv``, ``calibration.csv`` with
     the columns of ``demonoise calibrate``, ``error_bands.csv``, ...); shows nothing."""
-    return Shown(data_bundle(rep.tables()))
+    return Shown(bundle=data_bundle(rep.tables()))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -29,7 +28,6 @@ __all__ = [
     "DATA_MIME",
     "data_bundle",
     "Shown",
-    "table_bundle",
     "setup_notebook",
     "chart_bundle",
     "drawn_fields",
@@ -174,32 +172,6 @@ def _spec_csv(spec: Mapping[str, Any]) -> str:
     return pd.DataFrame.from_records(rows).to_csv(index=False, float_format="%.10g")
 
 
-def table_bundle(
-    html_table: str,
-    *,
-    caption: str,
-    frame=None,
-    note: str = "",
-    empty: bool = False,
-    name: str = "",
-    keep: bool = False,
-    typst: str = "",
-) -> dict:
-    """A table output the exporter numbers: its HTML (and its Typst, made from the same
-    strings), caption, note and data (CSV of ``frame``, written as ``<name>.csv`` when a
-    name is given); ``keep``: printed on one page where it fits."""
-    csv = "" if frame is None or len(frame) == 0 else frame.to_csv(index=False, float_format="%.10g")
-    meta = {"caption": caption, "note": note, "csv": csv, "empty": bool(empty)}
-    if name:
-        meta["name"] = name
-    if keep:
-        meta["keep"] = True
-    bundle = {"text/html": html_table, TABLE_MIME: meta, "text/plain": f"<Table: {caption}>"}
-    if typst:
-        bundle[TYPST_MIME] = typst
-    return bundle
-
-
 def data_bundle(files: Mapping[str, Any]) -> dict:
     """CSV files written next to the report without being shown (name -> DataFrame): the
     tables behind a chapter, under their own names (``decision.csv``, ...)."""
@@ -211,43 +183,25 @@ def data_bundle(files: Mapping[str, Any]) -> dict:
 
 
 class Shown:
-    """A display object whose mime bundle is given (HTML, Typst, Markdown, data files)."""
+    """A display object with its representations given: the HTML and the Typst (the two
+    exports'), or any mime ``bundle`` (data files)."""
 
-    def __init__(self, bundle: Mapping[str, Any]):
-        self.bundle = dict(bundle)
+    def __init__(self, html: str = "", typst: str = "", *, bundle: Mapping[str, Any] | None = None):
+        self.bundle = dict(bundle) if bundle is not None else {"text/html": html, TYPST_MIME: typst}
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         return dict(self.bundle)
 
 
-def _renderer(spec: dict, **metadata: Any) -> dict[str, Any]:
-    """Altair renderer entry point (``alt.renderers.enable("demonoise")``)."""
-    return chart_bundle(spec)
-
-
-def _register() -> None:
-    import altair as alt
-
-    # register() only sets an entry (idempotent); names() would read the installed
-    # packages' entry points, 20 ms per call, twice per notebook
-    alt.renderers.register(RENDERER_NAME, _renderer)
-
-
-def _validate_charts() -> bool:
-    """Whether a chart shown in a notebook is validated against the Vega-Lite schema:
-    when ``DEMONOISE_VALIDATE_CHARTS=1`` (the test suite sets it, so that every chart of
-    its report notebooks is checked); a report batch draws the same, tested, chart
-    functions and skips the check (about a twentieth of a notebook's time)."""
-    return os.environ.get("DEMONOISE_VALIDATE_CHARTS") == "1"
-
-
 def _chart_display(chart, include=None, exclude=None) -> dict:
     """An Altair chart shown in a report notebook: what Altair's own display does (its
-    spec, then the enabled renderer -- ours after :func:`setup_notebook`), with schema
-    validation only where :func:`_validate_charts`."""
+    spec, then the enabled renderer -- ours after :func:`setup_notebook`)."""
     import altair as alt
 
-    spec = chart.to_dict(validate=_validate_charts(), context={"pre_transform": False})
+    # validated against the Vega-Lite schema only when DEMONOISE_VALIDATE_CHARTS=1 (the test suite sets it,
+    # checking every chart of its report notebooks); a batch draws the same, tested, chart functions and skips
+    # the check (about a twentieth of a notebook's time)
+    spec = chart.to_dict(validate=os.environ.get("DEMONOISE_VALIDATE_CHARTS") == "1", context={"pre_transform": False})
     renderer = alt.renderers.get()
     return renderer(spec) if renderer else {}
 
@@ -260,26 +214,6 @@ def _frame_bundle(obj, include=None, exclude=None) -> dict:
     csv = frame.to_csv(index=not isinstance(frame.index, __import__("pandas").RangeIndex), float_format="%.10g")
     caption = str(getattr(obj, "dn_caption", "") or "")  # a caption given to the table (what-if, teaching)
     return {TABLE_MIME: {"caption": caption, "note": "", "csv": csv, "empty": len(frame) == 0}}
-
-
-def _register_formatters() -> None:
-    """The display formatters of a report notebook's shell: tables (:func:`_frame_bundle`)
-    and Altair charts (:func:`_chart_display`)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with ipykernel
-        return
-    ip = get_ipython()
-    if ip is None:
-        return
-    import pandas as pd
-    from pandas.io.formats.style import Styler
-
-    for kind in (pd.DataFrame, Styler):
-        ip.display_formatter.mimebundle_formatter.for_type(kind, _frame_bundle)
-    import altair as alt
-
-    ip.display_formatter.mimebundle_formatter.for_type(alt.TopLevelMixin, _chart_display)
 
 
 # ------------------------------------------------------------------ notebook setup
@@ -296,77 +230,62 @@ def _chart_fonts() -> None:
         vlc.register_font_directory(str(d))
 
 
-def setup_notebook(*, max_chart_rows: int | None = 100_000, max_rows: int = 60, max_columns: int = 30) -> None:
-    """Prepare a report notebook: offline charts and readable tables.
+def setup_notebook() -> None:
+    """Prepare a report notebook: offline charts (our renderer, the theme, up to 100 000 rows
+    embedded per chart where Altair's guard stops at 5 000, smaller than one sex x age x
+    region table), readable pandas tables, and the shell's display formatters of tables
+    (:func:`_frame_bundle`) and Altair charts (:func:`_chart_display`).
 
     Call once, near the top of the notebook. Module-level state set here (the Altair
     renderer, pandas options) survives the namespace reset between reused-kernel runs,
     which is harmless because every report notebook calls this function again.
-
-    Parameters
-    ----------
-    max_chart_rows : int or None
-        Altair's guard on rows embedded per chart (default transformer); ``None``
-        disables it. Altair's own default (5 000) is smaller than one sex x age x
-        region table.
-    max_rows, max_columns : int
-        pandas display limits.
     """
     import altair as alt
     import pandas as pd
+    from IPython import get_ipython
+    from pandas.io.formats.style import Styler
 
     from demonoise.report.content.theme import register_theme
 
-    _register()
+    # register() only sets an entry (idempotent); names() would read the installed
+    # packages' entry points, 20 ms per call, twice per notebook
+    alt.renderers.register(RENDERER_NAME, lambda spec, **_: chart_bundle(spec))
     register_theme()
-    _register_formatters()
+    if (ip := get_ipython()) is not None:
+        for kind, bundle in (
+            (pd.DataFrame, _frame_bundle),
+            (Styler, _frame_bundle),
+            (alt.TopLevelMixin, _chart_display),
+        ):
+            ip.display_formatter.mimebundle_formatter.for_type(kind, bundle)
     alt.renderers.enable(RENDERER_NAME)
-    if max_chart_rows is None:
-        alt.data_transformers.disable_max_rows()
-    else:
-        alt.data_transformers.enable("default", max_rows=int(max_chart_rows))
-    pd.set_option("display.max_rows", max_rows)
-    pd.set_option("display.max_columns", max_columns)
+    alt.data_transformers.enable("default", max_rows=100_000)
+    pd.set_option("display.max_rows", 60)
+    pd.set_option("display.max_columns", 30)
     pd.set_option("display.width", 120)
     pd.set_option("display.html.border", 0)
 
 
 # ----------------------------------------------------------------------- metrics
-def to_jsonable(value: Any, *, _path: str = "metrics") -> Any:
-    """Convert a metrics payload to plain JSON types.
-
-    numpy scalars and arrays become Python numbers and lists, pandas objects become
-    lists/dicts, tuples become lists; non-finite floats (NaN, +-inf) become ``None``
-    because JSON has no such values (nbformat would otherwise write invalid JSON).
+def to_jsonable(value: Any) -> Any:
+    """A metrics payload in plain JSON types: numpy scalars and arrays, pandas objects
+    (their ``tolist()``) and tuples become Python numbers and lists; non-finite floats (NaN,
+    +-inf) become ``None`` because JSON has no such values (nbformat would otherwise write
+    invalid JSON).
 
     Raises
     ------
     ParameterError
-        For keys that are not strings or values of unsupported types, naming the path.
+        A value of another type, naming it.
     """
     from demonoise.core.errors import ParameterError
 
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise ParameterError(f"metrics keys must be strings, got {k!r} at {_path}")
-            out[k] = to_jsonable(v, _path=f"{_path}.{k}")
-        return out
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v, _path=f"{_path}[{i}]") for i, v in enumerate(value)]
-    # numpy / pandas without importing them eagerly
-    if hasattr(value, "tolist") and callable(value.tolist):  # ndarray, Series, numpy scalar
-        return to_jsonable(value.tolist(), _path=_path)
-    if hasattr(value, "item") and callable(value.item):
-        return to_jsonable(value.item(), _path=_path)
-    raise ParameterError(f"metrics value of type {type(value).__name__} is not JSON-serialisable at {_path}")
+    def plain(v):
+        if callable(getattr(v, "tolist", None)):
+            return v.tolist()
+        raise ParameterError(f"metrics value of type {type(v).__name__} is not JSON-serialisable")
+
+    return json.loads(json.dumps(value, default=plain), parse_constant=lambda _: None)
 
 
 def display_metrics(payload: Mapping[str, Any]) -> None:

@@ -7,7 +7,7 @@ The report notebooks are thin: they read the results table that the library comp
 :mod:`demonoise.analysis`; this module chooses columns, formats the numbers (one number
 of decimals per column, never e-notation) and writes captions.
 
-Objects with ``_repr_mimebundle_`` (:class:`HtmlTable`, :class:`StatusBox`) display
+Tables (:class:`HtmlTable`) and the data-status box (:func:`status_box`) display
 themselves in a notebook, as HTML and as Typst (the PDF's) made from the same strings.
 """
 
@@ -16,23 +16,17 @@ from __future__ import annotations
 import html as _html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-import numpy as np
 import pandas as pd
 
-from demonoise.analysis.compute import read_results
-from demonoise.analysis.settings import NoiseSetting, setting_labels
-from demonoise.analysis.stored import country_results, read_once
+from demonoise.analysis.settings import NoiseSetting
+from demonoise.analysis.stored import results_for
 from demonoise.analysis.verdicts import (
     INDICATOR_NAMES,
     age_profile_rows,
-    at,
-    drop_duplicate_country,
+    age_words,
     flag_rows,
-    mc_summary,
-    region_population,
 )
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
@@ -41,12 +35,11 @@ from demonoise.core.vocabulary import (
     GRANULARITY_WORDS,
     SEX_WORDS,
 )
-from demonoise.report.content.notebook import record_shown
+from demonoise.report.content.notebook import TABLE_MIME, TYPST_MIME, Shown, record_shown
 
 __all__ = [
     "load_results",
     "HtmlTable",
-    "StatusBox",
     "status_box",
     "provenance_notes",
     "run_parameters",
@@ -76,74 +69,14 @@ def fmt_percent_column(values, *, significant: int = 2) -> list[str]:
 
 
 # ================================================================= selection
-def load_results(
-    path,
-    *,
-    dataset: str,
-    country: str,
-    setting,
-    granularity: str | None = None,
-    mc: int = 0,
-    dedupe: bool = True,
-) -> pd.DataFrame:
-    """The results table a report section shows, checked against its parameters.
-
-    Parameters
-    ----------
-    path : path-like or ``""``/``None``
-        Parquet (or CSV) file written by :func:`demonoise.report.batch.store.results` (what
-        the batch passes). Empty: the library computes the country's table now
-        (:func:`demonoise.analysis.stored.country_results`) -- a notebook run by hand.
-    dataset, country, setting, granularity
-        What the report shows; the table must hold the rows of the noise setting (a
-        variance, ``{"V": v}`` or ``{"ptable": name}``) for that dataset, country and
-        granularity.
-    mc : int
-        Monte Carlo replicates, only used when computing.
-    dedupe : bool
-        Apply :func:`drop_duplicate_country`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows of ``country`` and ``granularity`` (all ``V``'s of the table).
-
-    Raises
-    ------
-    ReportError
-        Missing file, or a table without the requested dataset/country/setting/granularity
-        (naming what is missing).
-
-    Notes
-    -----
-    In a notebook it also displays a metrics output recording what the returned rows hold
-    (dataset, country, the setting asked for, every setting present), which the report
-    batch checks against the run's parameters before rendering the section
-    (:func:`~demonoise.report.content.notebook.record_shown`).
-    """
-    if not path:
-        df, _ = country_results(dataset, country, [setting], granularity=granularity or "single", mc=mc)
-    else:
-        path = Path(path)
-        if not path.exists():
-            raise ReportError(f"results table not found: {path}")
-        df = read_once(path, read_results)
-    problems = []
-    if dataset not in set(df["dataset"].unique()):
-        problems.append(f"dataset {dataset!r} (has {sorted(set(df['dataset'].unique()))})")
-    df = df[df["country"] == country]
-    if df.empty:
-        problems.append(f"country {country!r}")
-    elif granularity is not None and granularity not in set(df["granularity"].unique()):
-        problems.append(f"granularity {granularity!r} (has {sorted(set(df['granularity'].unique()))})")
-    elif at(df, setting).empty:
-        problems.append(f"{NoiseSetting.of(setting).label} (has {sorted(set(setting_labels(df)))})")
-    if problems:
-        raise ReportError(f"results table {path or 'computed here'} has no rows for " + "; ".join(problems))
-    if granularity is not None:
-        df = df[df["granularity"] == granularity]
-    df = df.reset_index(drop=True)
-    df = drop_duplicate_country(df) if dedupe else df
+def load_results(path, *, setting, **where) -> pd.DataFrame:
+    """The results table a report section shows: :func:`demonoise.analysis.stored.results_for`
+    (read or computed, checked against the parameters; ``where``: its ``dataset``,
+    ``country``, ``granularity``, ``mc``, ``dedupe``). In a notebook it also displays a metrics
+    output recording what the returned rows hold, which the report batch checks against the
+    run's parameters before rendering the section
+    (:func:`~demonoise.report.content.notebook.record_shown`)."""
+    df = results_for(path, setting=setting, **where)
     record_shown(df, setting)
     return df
 
@@ -199,36 +132,33 @@ class HtmlTable:
     name: str = ""
     keep: bool = False
 
-    def _group_row(self) -> str:
-        esc = _html.escape
-        cells = []
-        for label, span, *colour in self.groups:
-            style = f' style="border-bottom: 2px solid {esc(colour[0])}"' if colour and colour[0] and label else ""
-            cells.append(f'<th class="dn-group" colspan="{int(span)}"{style}>{esc(str(label))}</th>')
-        return f'<tr class="dn-groups">{"".join(cells)}</tr>'
+    def _numeric(self) -> list[bool]:
+        """Which columns hold formatted numbers (right-aligned)."""
+        return [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
 
     def to_html(self) -> str:
         """The table alone (no caption: the report numbers it and prints the caption)."""
         esc = _html.escape
         if self.shown.empty:
             return f'<p class="dn-table-empty">{esc(self.empty)}</p>'
+        kind = ["dn-n" if n else "dn-t" for n in self._numeric()]
+        fills = [[""] * len(kind)] * len(self.shown) if self.colours is None else self.colours.to_numpy()
         flagged = list(self.flagged) or [False] * len(self.shown)
-        numeric = [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
-        head = "".join(
-            f'<th class="{"dn-n" if num else "dn-t"}">{esc(str(c))}</th>'
-            for c, num in zip(self.shown.columns, numeric, strict=False)
-        )
-        colours = None if self.colours is None else self.colours.to_numpy()
         rows = []
-        for i, r in enumerate(self.shown.itertuples(index=False)):
-            cls = ' class="dn-flagged"' if flagged[i] else ""
-            cells = []
-            for j, (v, num) in enumerate(zip(r, numeric, strict=False)):
-                bg = colours[i, j] if colours is not None else ""
-                style = f' style="background:{esc(str(bg))}"' if isinstance(bg, str) and bg else ""
-                cells.append(f'<td class="{"dn-n" if num else "dn-t"}"{style}>{esc(str(v))}</td>')
-            rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
-        groups = self._group_row() if self.groups else ""
+        for r, fill, flag in zip(self.shown.itertuples(index=False), fills, flagged, strict=True):
+            styles = [f' style="background:{esc(bg)}"' if isinstance(bg, str) and bg else "" for bg in fill]
+            cells = "".join(
+                f'<td class="{k}"{st}>{esc(str(v))}</td>' for v, k, st in zip(r, kind, styles, strict=False)
+            )
+            rows.append(('<tr class="dn-flagged">' if flag else "<tr>") + cells + "</tr>")
+        head = "".join(f'<th class="{k}">{esc(str(c))}</th>' for c, k in zip(self.shown.columns, kind, strict=False))
+        groups = "".join(
+            f'<th class="dn-group" colspan="{int(span)}"'
+            + (f' style="border-bottom: 2px solid {esc(colour[0])}"' if colour and colour[0] and label else "")
+            + f">{esc(str(label))}</th>"
+            for label, span, *colour in self.groups
+        )
+        groups = f'<tr class="dn-groups">{groups}</tr>' if self.groups else ""
         return f'<table class="dn-table"><thead>{groups}<tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
     def to_typst(self) -> str:
@@ -238,58 +168,30 @@ class HtmlTable:
 
         if self.shown.empty:
             return f"#emph[{typstsrc.markup(self.empty)}]"
-        numeric = [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
         return typstsrc.table(
             [str(c) for c in self.shown.columns],
             self.shown.itertuples(index=False),
-            numeric=numeric,
+            numeric=self._numeric(),
             fills=None if self.colours is None else self.colours.to_numpy().tolist(),
             flagged=list(self.flagged),
             groups=self.groups,
         )
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content.notebook import table_bundle
-
-        return table_bundle(
-            self.to_html(),
-            caption=self.caption,
-            frame=self.frame,
-            note=self.note,
-            empty=self.shown.empty,
-            name=self.name,
-            keep=self.keep,
-            typst=self.to_typst(),
-        )
+        """Its HTML and Typst, and what the exporter numbers it with: the caption, the note and
+        the data (CSV of ``frame``, written as ``<name>.csv`` when it has a name)."""
+        csv = "" if len(self.frame) == 0 else self.frame.to_csv(index=False, float_format="%.10g")
+        meta = {"caption": self.caption, "note": self.note, "csv": csv, "empty": bool(self.shown.empty)}
+        meta |= ({"name": self.name} if self.name else {}) | ({"keep": True} if self.keep else {})
+        return {
+            "text/html": self.to_html(),
+            TABLE_MIME: meta,
+            "text/plain": f"<Table: {self.caption}>",
+            TYPST_MIME: self.to_typst(),
+        }
 
     def __len__(self) -> int:
         return len(self.frame)
-
-
-@dataclass
-class StatusBox:
-    """The data-status box shown at the top of every section: modelled data say so."""
-
-    label: str
-    modelled: bool
-    details: tuple = ()
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from demonoise.report.content import typstsrc
-
-        typst = typstsrc.call("dn-status-box", label=self.label, modelled=self.modelled, details=list(self.details))
-        return {"text/html": self._repr_html_(), typstsrc.TYPST_MIME: typst}
-
-    def _repr_html_(self) -> str:
-        esc = _html.escape
-        kind = "dn-status-modelled" if self.modelled else "dn-status-real"
-        head = "Data status"
-        items = "".join(f"<li>{esc(d)}</li>" for d in self.details)
-        return (
-            f'<div class="dn-status {kind}"><strong>{head}:</strong> {esc(self.label)}'
-            + (f"<ul>{items}</ul>" if items else "")
-            + "</div>"
-        )
 
 
 def status_box(
@@ -298,18 +200,19 @@ def status_box(
     *,
     granularity: str | None = None,
     implications: str = "",
-) -> StatusBox:
-    """The data-status box of a results table (its ``data_status`` column) or a label.
+) -> Shown:
+    """The data-status box shown at the top of every section, of a results table (its
+    ``data_status`` column) or a label, as HTML and Typst.
 
     A label mentioning "modelled" or "demonstration" is shown as modelled data. With
     ``granularity`` a line says how cells are published; ``implications`` (what the data
     can't say) closes the box.
     """
     from demonoise.core.counts import DATA_STATUS_SEP
+    from demonoise.report.content import typstsrc
 
     if isinstance(df_or_label, pd.DataFrame):
-        labels = {str(x).split(DATA_STATUS_SEP)[0] for x in df_or_label["data_status"].unique()}
-        label = "; ".join(sorted(labels))
+        label = "; ".join(sorted({str(x).split(DATA_STATUS_SEP)[0] for x in df_or_label["data_status"].unique()}))
     else:
         label = str(df_or_label).split(DATA_STATUS_SEP)[0]
     lines = list(details)
@@ -317,8 +220,13 @@ def status_box(
         lines.append(f"Cells published by {GRANULARITY_WORDS.get(granularity, granularity)}")
     if implications:
         lines.append(f"What these data can't say: {implications}")
-    low = label.lower()
-    return StatusBox(label, "modelled" in low or "demonstration" in low, tuple(lines))
+    modelled = "modelled" in label.lower() or "demonstration" in label.lower()
+    items = "".join(f"<li>{_html.escape(d)}</li>" for d in lines)
+    html = (
+        f'<div class="dn-status {"dn-status-modelled" if modelled else "dn-status-real"}"><strong>Data status:'
+        f"</strong> {_html.escape(label)}" + (f"<ul>{items}</ul>" if items else "") + "</div>"
+    )
+    return Shown(html, typstsrc.call("dn-status-box", label=label, modelled=modelled, details=lines))
 
 
 def run_parameters(
@@ -386,21 +294,17 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
     )
 
 
-def age_profile_table(df: pd.DataFrame, V, indicator: str, *, sex: str | None = None) -> HtmlTable:
-    """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``: the
-    median admixture over the ages with events for women, men and both sexes (ASFR:
-    women), and for ``sex`` (default: both sexes; ASFR: women) the median relative total
-    uncertainty and the largest admixture (at which age), overall and among cells with at
-    least 10 events (the counts of small cells: :func:`~.decisions.small_cells_view`)."""
-    sex = "F" if indicator == "asfr" else (sex or "T")
-    d = at(df, V, indicator)
-    d = d[np.isfinite(d["value"]) & (d["var_pois"] > 0)]
-    sexes = [x for x in ("F", "M", "T") if (d["sex"] == x).any()]
-    frame = age_profile_rows(d, sex, sexes, region_population(df))
+def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
+    """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``
+    (:func:`demonoise.analysis.verdicts.age_profile_rows`): the median admixture over the
+    ages with events for women, men and both sexes (ASFR: women), and for both sexes (ASFR:
+    women) the median relative total uncertainty and the largest admixture (at which age),
+    overall and among cells with at least 10 events (the counts of small cells:
+    :func:`~.decisions.small_cells_view`)."""
+    frame = age_profile_rows(df, V, indicator)
     if frame.empty:
         return HtmlTable(frame, frame, caption="(no rows)")
-    frame = frame.sort_values(["nuts_level", "population"], ascending=[True, False], kind="stable")
-    frame = frame.reset_index(drop=True)
+    sex, sexes = "F" if indicator == "asfr" else "T", [x for x in "FMT" if f"A_median_{x}" in frame]
     ev = EVENT_WORDS[indicator][1]
     shown = pd.DataFrame({"region": frame["label"], "population": [fmt_int(x) for x in frame["population"]]})
     for x in sexes:
@@ -468,24 +372,45 @@ def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTabl
     )
 
 
-def grouped(base: Mapping[str, Sequence], blocks: Sequence[tuple]) -> tuple[pd.DataFrame, list[tuple]]:
-    """A wide table: the columns of ``base`` (name -> values) under no heading, then a column
-    group per block ``(label, colour, columns)`` (names may repeat between groups); returns
-    the table and its group row (:attr:`HtmlTable.groups`)."""
-    parts = [pd.DataFrame({k: list(v) for k, v in cols.items()}) for cols in [base, *(b[2] for b in blocks)]]
-    groups = [("", parts[0].shape[1], ""), *((label, len(cols), colour) for label, colour, cols in blocks)]
-    return pd.concat(parts, axis=1), groups
+class Coloured(NamedTuple):
+    """A column's cells each with its background colour (``""`` for none), for :func:`grouped`."""
+
+    texts: Sequence[str]
+    colours: Sequence[str]
 
 
-def settings_wide(
+def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[tuple], **table) -> HtmlTable:
+    """A wide table of ``frame``: the columns of ``base`` (name -> cells) under no heading, then
+    a column group per block ``(label, colour, columns)`` (names may repeat between groups); a
+    column's cells are strings, or :class:`Coloured`. ``table``: the other fields of the
+    :class:`HtmlTable`."""
+    cols = [*base.items(), *(c for _, _, b in blocks for c in b.items())]
+    cells = [(list(v.texts), list(v.colours)) if isinstance(v, Coloured) else (list(v), None) for _, v in cols]
+    shown = pd.DataFrame({i: t for i, (t, _) in enumerate(cells)})
+    shown.columns = [k for k, _ in cols]
+    if any(c is not None for _, c in cells):
+        table["colours"] = pd.DataFrame({i: c or [""] * len(shown) for i, (_, c) in enumerate(cells)})
+    groups = [("", len(base), ""), *((label, len(b), colour) for label, colour, b in blocks)]
+    return HtmlTable(frame, shown, groups=groups, **table)
+
+
+def by_region(frame: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
+    """``frame``'s rows indexed by region, one per region, in ``order`` (missing ones NaN)."""
+    return frame.drop_duplicates("region").set_index("region").reindex(order)
+
+
+def settings_table(
     tables: Sequence[HtmlTable], settings: Sequence, *, common: Sequence[str], per: Sequence[str], caption: str
 ) -> HtmlTable:
-    """One table from the tables of each setting (same regions, same order): the columns
+    """The tables of each setting (same regions, same order) as one: a row per setting when
+    each has one row (a country of one region, :func:`across_settings`), else the columns
     ``common`` to every setting once, from the first table, then a column group per setting
     (headed by its label, underlined in its colour) with its columns whose name starts with
-    one of ``per``. ``frame`` stacks the tables' frames with a ``setting`` column."""
+    one of ``per``; ``frame`` stacks the tables' frames with a ``setting`` column."""
     from demonoise.report.content.theme import setting_colours
 
+    if all(len(t.shown) <= 1 for t in tables):
+        return across_settings(tables, settings)
     sets = [NoiseSetting.of(s) for s in settings]
     palette = setting_colours([s.label for s in sets])
     first = tables[0].shown.reset_index(drop=True)
@@ -495,20 +420,10 @@ def settings_wide(
         if "region" in shown and list(shown["region"]) != list(first["region"]):
             raise ReportError(f"{s.label}: its table has other regions than the first setting's")
         mine = [c for c in shown.columns if c not in common and any(str(c).startswith(p) for p in per)]
-        blocks.append((s.label, palette[s.label], {c: shown[c] for c in mine}))
-    table, groups = grouped({c: first[c] for c in common if c in first}, blocks)
-    table = table.fillna("")
+        blocks.append((s.label, palette[s.label], {c: shown[c].fillna("") for c in mine}))
     frame = pd.concat([t.frame.assign(setting=s.key) for s, t in zip(sets, tables, strict=True)], ignore_index=True)
-    return HtmlTable(frame, table, caption=caption, flagged=tables[0].flagged, groups=groups)
-
-
-def settings_table(tables: Sequence[HtmlTable], settings: Sequence, **wide) -> HtmlTable:
-    """The tables of each setting as one: a row per setting when each has one row (a
-    country of one region, :func:`across_settings`), else a column group per setting
-    (:func:`settings_wide`, given ``common``, ``per`` and ``caption``)."""
-    if all(len(t.shown) <= 1 for t in tables):
-        return across_settings(tables, settings)
-    return settings_wide(tables, settings, **wide)
+    base = {c: first[c].fillna("") for c in common if c in first}
+    return grouped(frame, base, blocks, caption=caption, flagged=tables[0].flagged)
 
 
 def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -> HtmlTable:
@@ -528,77 +443,6 @@ def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -
         f"summarised over the ages with {ev} per region: the median noise admixture A for {SEX_WORDS[sex]} and the "
         f"largest admixture among cells with at least 10 {ev} (at which age).",
     )
-
-
-def mc_settings(df: pd.DataFrame, settings: Sequence, indicator: str, *, ages: Sequence[float] | None = None):
-    """The Monte Carlo check of every setting in one place (Markdown): one sentence when it
-    agrees with the analytic standard deviations at every setting, else each setting's
-    sentence (:func:`demonoise.analysis.verdicts.mc_summary`)."""
-    from IPython.display import Markdown
-
-    sets = [NoiseSetting.of(s) for s in settings]
-    checks = [mc_summary(df, s, indicator, ages=ages) for s in sets]
-    if all(c["n"] == 0 for c in checks):
-        return Markdown(checks[0]["text"])
-    if all(c["n"] > 0 and c["beyond"] == 0 for c in checks):
-        cells = {c["cells"] for c in checks}
-        n = cells.pop() if len(cells) == 1 else 0
-        each = "the one cell compared" if n == 1 else f"all {fmt_int(n)} cells compared" if n else "every cell compared"
-        zmax = max(c["max_abs_z"] for c in checks)
-        return Markdown(
-            f"At every setting the Monte Carlo check ({fmt_int(checks[0]['n'])} replicates) agrees with the analytic "
-            f"standard deviations within sampling error in {each}: |z| <= 5 everywhere (largest |z| = {zmax:.1f}; "
-            f"the relative standard error of a simulated sd is 1/sqrt(2N) = {fmt_pct(checks[0]['rse'])})."
-        )
-    return Markdown("\n".join(f"- **{s.label}**: {c['text']}" for s, c in zip(sets, checks, strict=True)))
-
-
-def age_verdict_shown(v, *, first: bool, one_region: bool):
-    """A by-age verdict (:func:`demonoise.analysis.verdicts.age_verdict`) as a setting's
-    subsection shows it: what differs between the settings. The sentence on the cells
-    resting on fewer than 10 events (the same cells at every setting, last) only in the
-    first setting's subsection; for a country of one region only the first sentence (the
-    largest admixtures are in the table of every setting)."""
-    from demonoise.analysis.verdicts import Verdict
-
-    said = list(v.sentences)
-    tail = [said.pop()] if v.numbers.get("small_cells", 0) and len(said) > 1 else []
-    if one_region:
-        said = said[:1]
-    return Verdict(said + (tail if first else []), dict(v.numbers))
-
-
-def age_words(code: str, indicator: str) -> str:
-    """An age group's code in words: ``Y_LT1`` -> "under 1", ``Y_GE85`` -> "85 and over",
-    ``Y40`` -> "age 40"; for life expectancy the indicator at that age: "e0 (at birth)",
-    "e65". Other text is returned as it is."""
-    import re
-
-    if code == "Y_LT1":
-        return "e0 (at birth)" if indicator == "e" else "under 1"
-    m = re.fullmatch(r"Y_GE(\d+)|Y_OPEN|Y(\d+)", str(code))
-    if not m:
-        return code
-    if m.group(2):
-        return f"e{m.group(2)}" if indicator == "e" else f"age {m.group(2)}"
-    return f"{m.group(1)} and over" if m.group(1) else "the open age group"
-
-
-#: Sentences of a one-number verdict a setting's subsection leaves out: the largest region
-#: (its figures are in the table of every setting) and, after the first setting, the regions
-#: resting on few events (the same at every setting).
-_SAID_ONCE = ("First-order results may be unreliable",)
-_IN_THE_TABLE = ("In the largest, ",)
-
-
-def scalar_verdict_shown(v, *, first: bool):
-    """A one-number verdict (:func:`demonoise.analysis.verdicts.scalar_verdict`) as a
-    setting's subsection shows it: what differs between the settings (see
-    :data:`_SAID_ONCE`, :data:`_IN_THE_TABLE`)."""
-    from demonoise.analysis.verdicts import Verdict
-
-    drop = _IN_THE_TABLE + (() if first else _SAID_ONCE)
-    return Verdict([x for x in v.sentences if not x.startswith(drop)], dict(v.numbers))
 
 
 def flag_table(
