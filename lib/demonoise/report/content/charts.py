@@ -36,6 +36,7 @@ __all__ = [
     "regional_intervals_settings",
     "mc_check_settings",
     "level_series_settings",
+    "ADMIX_REF",
     "admixture_references",
 ]
 
@@ -48,7 +49,8 @@ _CLASS_COLOURS = [c.colour for c in ADMIXTURE_CLASSES] + [NO_DATA_COLOUR]
 #: Legend entries of the interval charts: the value and its interval from Poisson alone.
 VALUE = "value"
 POISSON_ALONE = "Poisson alone"
-_ADMIX_REF = pd.DataFrame({"A": [100 * A_SMALL, 100 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
+#: The admixture's reference lines (%): noise adds a tenth; noise as large as Poisson.
+ADMIX_REF = pd.DataFrame({"A": [100 * A_SMALL, 100 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 #: The legend of series told apart by colour and line pattern.
 _STROKE_LEGEND = {"title": None, "orient": "top", "symbolType": "stroke", "symbolStrokeWidth": 2}
 _AGE = alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False))
@@ -115,9 +117,9 @@ def _faceted(layer, order: list[str], size: tuple[int, int], title, subtitle: st
 
 def admixture_references(width: int, *, rule: str = "#888", text: str = "#666", **mark):
     """The 10 % and 41 % lines of an admixture axis (``A`` in %), named at the right edge."""
-    rules = alt.Chart(_ADMIX_REF).mark_rule(strokeDash=[4, 3], color=rule, **mark).encode(y="A:Q")
+    rules = alt.Chart(ADMIX_REF).mark_rule(strokeDash=[4, 3], color=rule, **mark).encode(y="A:Q")
     names = (
-        alt.Chart(_ADMIX_REF)
+        alt.Chart(ADMIX_REF)
         .mark_text(align="right", dy=-5, fontSize=9, color=text, **mark)
         .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
     )
@@ -400,7 +402,7 @@ def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
     d["A"] = 100.0 * d["admixture"]
     order = by_population(df[df["setting"] == order_s[0]])
     _, w, h = _facet_layout(len(order))
-    y = log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([d["A"], _ADMIX_REF["A"]]), most=6)
+    y = log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([d["A"], ADMIX_REF["A"]]), most=6)
     over = coinciding(d, series="setting", value="A", keys=["region_label", "age"], order=order_s, height=h, log=True)
     colour, dash = _dashed("setting", order_s, [colours[s] for s in order_s], over)
     lines = alt.Chart().mark_line(strokeWidth=1.2).encode(x=_AGE, y=y, color=colour, strokeDash=dash)

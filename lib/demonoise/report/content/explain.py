@@ -18,7 +18,8 @@ import pandas as pd
 
 from demonoise.analysis.settings import NoiseSetting, setting_labels, settings_in
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
-from demonoise.report.content.theme import log_ticks, setting_colours
+from demonoise.report.content.charts import admixture_references
+from demonoise.report.content.theme import log_axis, setting_colours
 
 __all__ = [
     "title",
@@ -38,8 +39,6 @@ __all__ = [
 
 #: Colours of series that are not noise settings (e0, e65, ...): none of the settings' palette.
 _SERIES_COLOURS = ("#222222", "#8c8c8c", "#c51b7d", "#2c7fb8")
-
-_ADMIX_REF = pd.DataFrame({"A": [10.0, 41.4], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 
 
 def title(text: str, data_label: str | None = None) -> alt.TitleParams:
@@ -166,12 +165,8 @@ def sensitivity_chart(
     d["rel_noise_pc"] = 100.0 * d["rel_noise"]
     d["rel_pois_pc"] = 100.0 * d["rel_pois"]
     d["A"] = 100.0 * d["admixture"]
-    x = alt.X(
-        "population:Q",
-        title="population on 1 January (both sexes)",
-        scale=alt.Scale(type="log", nice=False, padding=12),
-        axis=alt.Axis(format="~s", values=log_ticks(d["population"])),
-    )
+    x = log_axis(alt.X, "population", "population on 1 January (both sexes)", d["population"], "~s")
+    x = x.scale(type="log", nice=False, padding=12)
     ylog = alt.Scale(type="log", nice=False, padding=10)
     if colours is None:
         labels = d["noise"].drop_duplicates().tolist()
@@ -205,13 +200,7 @@ def sensitivity_chart(
     )
     left = alt.layer(pois, sd, pois_text).properties(width=width, height=height, title="noise sd and Poisson sd")
     adm = base.mark_line(point=True).encode(y=alt.Y("A:Q", title="noise admixture A (%)", scale=ylog))
-    ref = alt.Chart(_ADMIX_REF).mark_rule(strokeDash=[4, 3], color="#888").encode(y="A:Q")
-    ref_text = (
-        alt.Chart(_ADMIX_REF)
-        .mark_text(align="right", dy=-5, fontSize=9, color="#666")
-        .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
-    )
-    right = alt.layer(adm, ref, ref_text).properties(width=width, height=height, title="admixture")
+    right = alt.layer(adm, *admixture_references(width)).properties(width=width, height=height, title="admixture")
     return alt.hconcat(left, right).properties(title=chart_title or "")
 
 
@@ -250,9 +239,7 @@ def derivative_check_chart(
         scale=alt.Scale(domain=names, range=[_SERIES_COLOURS[i % len(_SERIES_COLOURS)] for i in range(len(names))]),
         legend=alt.Legend(orient="top"),
     )
-    y = alt.Y(
-        "value:Q", title=y_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", values=log_ticks(d["value"]))
-    )
+    y = log_axis(alt.Y, "value", y_title, d["value"])
     tip = ["series:N", "how:N", "age:Q", alt.Tooltip("value:Q", format=".6g")]
     line = (
         alt.Chart(d)
@@ -291,12 +278,7 @@ def variance_by_age_chart(
         .mark_line(point=alt.OverlayMarkDef(size=10), strokeWidth=1.2)
         .encode(
             x=alt.X("age:Q", title="age x (85 = open group 85+)"),
-            y=alt.Y(
-                "value:Q",
-                title=y_title,
-                scale=alt.Scale(type="log"),
-                axis=alt.Axis(format="~g", values=log_ticks(d["value"])),
-            ),
+            y=log_axis(alt.Y, "value", y_title, d["value"]),
             color=alt.Color(
                 "component:N", title=None, scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(orient="top")
             ),

@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from demonoise.analysis.overview import (
-    A_EQUAL,
     EUROPE_FRAME,
     KEY_TITLES,
     MAP_CLASSES,
@@ -38,7 +37,7 @@ from demonoise.analysis.verdicts import region_label
 from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR, admixture_class
 from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
-from demonoise.report.content.theme import admixture_column, log_ticks, setting_colours
+from demonoise.report.content.theme import admixture_column, log_axis, setting_colours
 
 __all__ = [
     "calibration_chart",
@@ -103,8 +102,8 @@ def calibration_chart(
             alt.Chart(d)
             .mark_point(filled=True, size=16, opacity=0.7)
             .encode(
-                x=_log(alt.X, xcol, xtitle, d[xcol], ",~s"),
-                y=_log(
+                x=log_axis(alt.X, xcol, xtitle, d[xcol], ",~s"),
+                y=log_axis(
                     alt.Y,
                     "V_max",
                     "largest V keeping A at or below the threshold",
@@ -133,17 +132,6 @@ def calibration_chart(
     return alt.hconcat(*panels).resolve_scale(color="shared")
 
 
-# =================================================================== charts
-def _log(channel, field: str, title: str, values, fmt: str = "~g"):
-    """A log axis (``alt.X`` or ``alt.Y``) with the reports' 1-2-5 ticks over ``values``
-    (:func:`~demonoise.report.content.theme.log_ticks`)."""
-    import altair as alt
-
-    return channel(
-        f"{field}:Q", title=title, scale=alt.Scale(type="log"), axis=alt.Axis(format=fmt, values=log_ticks(values))
-    )
-
-
 def _v_label(v) -> str:
     return f"noise, {v}" if isinstance(v, str) else f"noise, V = {float(v):g}"
 
@@ -158,7 +146,7 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     """
     import altair as alt
 
-    from demonoise.report.content.charts import uncertainty_vs_population
+    from demonoise.report.content.charts import ADMIX_REF, admixture_references, uncertainty_vs_population
 
     rows = with_labels(rows)
     vs = setting_order(rows)
@@ -169,25 +157,19 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     a["A"] = 100.0 * a["admixture"]
     a["series"] = a["setting"].map(_v_label)
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
-    ref = pd.DataFrame({"A": [10.0, 100.0 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
     colours = [POISSON_COLOUR] + [by_setting[v] for v in vs]
     points = (
         alt.Chart(a)
         .mark_point(size=30, opacity=0.75, filled=True, aria=False)
         .encode(
-            x=_log(alt.X, "population", _POPULATION, rows["population"], ",~s"),
-            y=_log(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ref["A"]])),
+            x=log_axis(alt.X, "population", _POPULATION, rows["population"], ",~s"),
+            y=log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]])),
             color=alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), legend=None),
             tooltip=["region:N", "region_name:N", alt.Tooltip("population:Q", format=",.0f"), "series:N",
                      alt.Tooltip("A:Q", format=".3g")],
         )
     )  # fmt: skip
-    rule = alt.Chart(ref).mark_rule(strokeDash=[4, 3], color="#666", aria=False).encode(y="A:Q")
-    text = (
-        alt.Chart(ref)
-        .mark_text(align="right", dy=-5, fontSize=9, color="#555", aria=False)
-        .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
-    )
+    rule, text = admixture_references(width, rule="#666", text="#555", aria=False)
     right = alt.layer(points, rule, text).properties(width=width, height=height, title="noise admixture")
     chart = alt.hconcat(left, right).resolve_scale(color="shared")
     return chart.properties(title=title) if title else chart
@@ -309,7 +291,7 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
         alt.Chart(d)
         .mark_point(size=18, opacity=0.6, filled=True, aria=False)
         .encode(
-            x=_log(alt.X, "population", _POPULATION, d["population"], ",~s"),
+            x=log_axis(alt.X, "population", _POPULATION, d["population"], ",~s"),
             y=alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False)),
             color=alt.Color(
                 "indicator:N",
