@@ -16,15 +16,19 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.settings import NoiseSetting, setting_labels, settings_in
+from demonoise.analysis.settings import (
+    NoiseSetting,
+    in_report_order,
+    ordered_settings,
+    setting_labels,
+    setting_of_label,
+)
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
 from demonoise.report.content.charts import admixture_references
 from demonoise.report.content.theme import log_axis, setting_colours
 
 __all__ = [
     "title",
-    "setting_label",
-    "ordered_settings",
     "colours_of",
     "COLOUR_NAMES",
     "colour_words",
@@ -51,41 +55,11 @@ def title(text: str, data_label: str | None = None) -> alt.TitleParams:
     return alt.TitleParams(text=text, anchor="start")
 
 
-def setting_label(df: pd.DataFrame) -> pd.Series:
-    """The setting's label of every row (``"V = 1"``, ``"p-table v01"``:
-    :func:`demonoise.analysis.settings.setting_labels`), with the granularity and scale
-    appended when they vary within ``df``."""
-    lab = setting_labels(df)
-    if "granularity" in df and df["granularity"].nunique() > 1:
-        lab = lab + ", " + df["granularity"].astype(str)
-    if "scale" in df and df["scale"].nunique() > 1:
-        lab = lab + ", x" + df["scale"].map(lambda s: f"{s:g}")
-    return lab
-
-
-def ordered_settings(df: pd.DataFrame) -> list[NoiseSetting]:
-    """The noise settings of a results table (or of :func:`~demonoise.analysis.whatif.sensitivity`
-    rows) in the reports' order: the generic model's V's ascending, then the p-tables in
-    order of appearance."""
-    return _in_order(settings_in(df))
-
-
-def _in_order(sets: Sequence[NoiseSetting]) -> list[NoiseSetting]:
-    """The generic model's V's ascending, then the p-tables in the order given."""
-    return sorted(sets, key=lambda s: (0, s.V) if s.is_generic else (1, 0.0))
-
-
-def _setting_of_label(label: str) -> NoiseSetting:
-    """The setting a label names (``"V = 1"``, ``"p-table v01"``)."""
-    if label.startswith("V = "):
-        return NoiseSetting.generic(float(label[4:]))
-    return NoiseSetting("ptable", float("nan"), label.removeprefix("p-table "))
-
-
 def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
-    """Each setting's colour by its label: the reports' colours of the settings in
-    :func:`ordered_settings`' order (:func:`~demonoise.report.content.theme.setting_colours`),
-    so that V = 1 has the same colour here as in a report of the same settings."""
+    """Each setting's colour by its label: the reports' colours
+    (:func:`~demonoise.report.content.theme.setting_colours`) of the settings in the reports'
+    order (:func:`~demonoise.analysis.settings.ordered_settings`), so that V = 1 has the
+    same colour here as in a report of the same settings."""
     return setting_colours([s.label for s in settings])
 
 
@@ -111,7 +85,7 @@ def uncertainty_by_setting(
     d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)].copy()
     base_label = setting_labels(d0)  # before the panel label is written over the setting column
     colours = colours_of(ordered_settings(d0))
-    d0["setting"] = setting_label(d0)
+    d0["setting"] = setting_labels(d0, detailed=True)
     parts = []
     for col, label in (("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total")):
         p = d0[["setting", "age", "age_group", "events", "small_count"]].copy()
@@ -170,7 +144,7 @@ def sensitivity_chart(
     ylog = alt.Scale(type="log", nice=False, padding=10)
     if colours is None:
         labels = d["noise"].drop_duplicates().tolist()
-        colours = colours_of(_in_order([_setting_of_label(x) for x in labels]))
+        colours = colours_of(in_report_order([setting_of_label(x) for x in labels]))
     colour = alt.Color(
         "noise:N",
         title="noise",
