@@ -56,11 +56,12 @@ _STROKE_LEGEND = {"title": None, "orient": "top", "symbolType": "stroke", "symbo
 _AGE = alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False))
 
 
-def _cols(df: pd.DataFrame, *extra: str) -> pd.DataFrame:
+def _cols(df: pd.DataFrame, *extra: str, **new) -> pd.DataFrame:
     """Only the columns a chart uses (Altair embeds every column of its data in the spec,
-    and the results table has forty), with the region's label."""
+    and the results table has forty), then the ``new`` ones (``DataFrame.assign``) and the
+    region's label (the columns of the figure's CSV file, in this order)."""
     base = ["region", "region_name", "nuts_level", "sex", "age", "age_group", "events", "exposure", "small_count"]
-    d = df[[c for c in dict.fromkeys([*base, *extra]) if c in df]].copy()
+    d = df[[c for c in dict.fromkeys([*base, *extra]) if c in df]].assign(**new)
     d["region_label"] = row_region_labels(d)
     return d
 
@@ -201,8 +202,8 @@ def uncertainty_vs_population(
     :func:`demonoise.analysis.verdicts.across_settings` (a ``setting`` column). The x axis
     is the region's population on 1 January (both sexes, the ``population`` column: the
     figure of every table), else the rows' exposure."""
-    d = _cols(df, column, "rel_pois", "setting", "population")
-    d["people"] = d["population"] if "population" in d else d["exposure"]
+    people = df["population"] if "population" in df else df["exposure"]
+    d = _cols(df, column, "rel_pois", "setting", "population", people=people)
     order = settings or d["setting"].drop_duplicates().tolist()
     first = d[d["setting"] == order[0]] if (d["setting"] == order[0]).any() else d.drop_duplicates("region")
     noise = d.assign(rel=100.0 * d[column], series="noise, " + d["setting"])
@@ -398,8 +399,8 @@ def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = "", max_
 
 def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
     colours = setting_colours(order_s)
-    d = _cols(df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)], "admixture", "setting")
-    d["A"] = 100.0 * d["admixture"]
+    d = df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)]
+    d = _cols(d, "admixture", "setting", A=lambda d: 100.0 * d["admixture"])
     order = by_population(df[df["setting"] == order_s[0]])
     _, w, h = _facet_layout(len(order))
     y = log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([d["A"], ADMIX_REF["A"]]), most=6)
