@@ -84,49 +84,39 @@ def calibration_chart(
     """
     import altair as alt
 
+    V = [float(v) for v in V]
+    xcol, xtitle = ("population", _POPULATION) if pop is not None else ("events", "events behind the indicator")
+    ref = pd.DataFrame({"V": V, "label": [f"V = {v:g}" for v in V]})
+    rule = alt.Chart(ref).mark_rule(color="#444", strokeDash=[4, 3]).encode(y="V:Q")
+    text = (
+        alt.Chart(ref)
+        .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444")
+        .encode(y="V:Q", x=alt.value(2), text="label:N")
+    )
     panels = []
     for key in keys:
-        d = calibration_rows(cal, key, sex).copy()
-        d = d[np.isfinite(d["V_max"]) & (d["V_max"] > 0)]
-        if pop is not None:
-            d = d.merge(pop, on=["region", "sex"], how="left")
-            xcol, xtitle = "population", _POPULATION
-        else:
-            xcol, xtitle = "events", "events behind the indicator"
-        thr = sorted(calibration_rows(cal, key, sex)["threshold"].unique())
-        order = [_threshold_label(t) for t in thr]
-        d["threshold_label"] = d["threshold"].map(_threshold_label)
-        d = d[["region", xcol, "V_max", "threshold_label"]]
-        colours = _THRESHOLD_COLOURS[: len(order)] if len(order) <= len(_THRESHOLD_COLOURS) else None
+        rows = calibration_rows(cal, key, sex)
+        d = rows[np.isfinite(rows["V_max"]) & (rows["V_max"] > 0)]
+        d = d.merge(pop, on=["region", "sex"], how="left") if pop is not None else d
+        order = [_threshold_label(t) for t in sorted(rows["threshold"].unique())]
+        d = d.assign(threshold_label=d["threshold"].map(_threshold_label))[["region", xcol, "V_max", "threshold_label"]]
+        few = len(order) <= len(_THRESHOLD_COLOURS)
+        scale = (
+            alt.Scale(domain=order, range=_THRESHOLD_COLOURS[: len(order)])
+            if few
+            else alt.Scale(domain=order, scheme="blues")
+        )
         pts = (
             alt.Chart(d)
             .mark_point(filled=True, size=16, opacity=0.7)
             .encode(
                 x=log_axis(alt.X, xcol, xtitle, d[xcol], ",~s"),
-                y=log_axis(
-                    alt.Y,
-                    "V_max",
-                    "largest V keeping A at or below the threshold",
-                    pd.concat([d["V_max"], pd.Series([float(v) for v in V])]),
-                ),
+                y=log_axis(alt.Y, "V_max", "largest V keeping A at or below the threshold", [*d["V_max"], *V]),
                 color=alt.Color(
-                    "threshold_label:N",
-                    title="threshold",
-                    sort=order,
-                    scale=alt.Scale(domain=order, range=colours)
-                    if colours
-                    else alt.Scale(domain=order, scheme="blues"),
-                    legend=alt.Legend(orient="top"),
+                    "threshold_label:N", title="threshold", sort=order, scale=scale, legend=alt.Legend(orient="top")
                 ),
                 tooltip=["region:N", alt.Tooltip("V_max:Q", format=".3g"), "threshold_label:N"],
             )
-        )
-        ref = pd.DataFrame({"V": [float(v) for v in V], "label": [f"V = {v:g}" for v in V]})
-        rule = alt.Chart(ref).mark_rule(color="#444", strokeDash=[4, 3]).encode(y="V:Q")
-        text = (
-            alt.Chart(ref)
-            .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444")
-            .encode(y="V:Q", x=alt.value(2), text="label:N")
         )
         panels.append(alt.layer(pts, rule, text).properties(width=width, height=height, title=KEY_TITLES[key]))
     return alt.hconcat(*panels).resolve_scale(color="shared")
