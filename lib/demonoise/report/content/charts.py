@@ -504,16 +504,16 @@ def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = "", width
         return None
     order_s = _settings_order(df, settings)
     colours = setting_colours(order_s)
-    parts = []
-    for col, mc, z, label in (
-        ("sd_noise", "mc_sd_noise", "z_noise", "noise"),
-        ("sd_tot", "mc_sd_tot", "z_tot", "total"),
-    ):
-        p = df[["region", "sex", "age_group", "setting", col, mc, z]].rename(
-            columns={col: "analytic", mc: "mc", z: "z"}
-        )
-        parts.append(p.assign(component=label))
-    d = pd.concat(parts, ignore_index=True)
+    keys = ["region", "sex", "age_group", "setting"]
+    d = pd.concat(
+        [
+            df[[*keys, f"sd_{c}", f"mc_sd_{c}", f"z_{c}"]]
+            .set_axis([*keys, "analytic", "mc", "z"], axis=1)
+            .assign(component=label)
+            for c, label in (("noise", "noise"), ("tot", "total"))
+        ],
+        ignore_index=True,
+    )
     d = d[np.isfinite(d["analytic"]) & np.isfinite(d["mc"]) & (d["analytic"] > 0) & (d["mc"] > 0)]
     if d.empty:
         return None

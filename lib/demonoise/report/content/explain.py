@@ -192,19 +192,16 @@ def derivative_check_chart(
     ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``; black, grey:
     not the settings' colours). Differences
     where the closed form is exactly 0 are not drawn (rounding noise on a log axis)."""
-    rows = []
-    for name, v in closed.items():
-        rows.append(
-            pd.DataFrame(
-                {"age": ages, "series": name, "how": "closed form", "value": np.abs(np.asarray(v, dtype=float))}
-            )
-        )
-    for name, v in fd.items():
-        v = np.abs(np.asarray(v, dtype=float))
-        if name in closed:  # where the closed form is exactly 0 (x < k) a difference is rounding only
-            v = np.where(np.asarray(closed[name]) != 0, v, np.nan)
-        rows.append(pd.DataFrame({"age": ages, "series": name, "how": "finite difference", "value": v}))
-    d = pd.concat(rows, ignore_index=True)
+    # where the closed form is exactly 0 (x < k) a difference is rounding only
+    fd = {k: np.where(np.asarray(closed[k]) != 0, v, np.nan) if k in closed else v for k, v in fd.items()}
+    d = pd.concat(
+        [
+            pd.DataFrame({"age": ages, "series": k, "how": how, "value": np.abs(np.asarray(v, dtype=float))})
+            for how, values in (("closed form", closed), ("finite difference", fd))
+            for k, v in values.items()
+        ],
+        ignore_index=True,
+    )
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     names = list(dict.fromkeys([*closed, *fd]))
     colour = alt.Color(
