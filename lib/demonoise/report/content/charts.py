@@ -19,7 +19,6 @@ from demonoise.core.vocabulary import (
     A_EQUAL,
     A_SMALL,
     ADMIXTURE_CLASSES,
-    INDICATOR_TITLES,
     NO_DATA_COLOUR,
     POISSON_COLOUR,
     TOTAL_COLOUR,
@@ -28,7 +27,6 @@ from demonoise.report.content.theme import log_axis, region_colours, setting_col
 
 __all__ = [
     "MAX_LINES",
-    "INDICATOR_TITLES",
     "value_by_age",
     "uncertainty_vs_population",
     "uncertainty_by_age_settings",
@@ -456,9 +454,9 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
         lo=d["value"] + shift - 1.96 * d["sd_tot"],
         hi=d["value"] + shift + 1.96 * d["sd_tot"],
     )
-    first = d[d["setting"] == order_s[0]].copy()
-    pois = first.assign(series=POISSON_ALONE, lo=first["value"] - 1.96 * first["sd_pois"])
-    pois["hi"] = first["value"] + 1.96 * first["sd_pois"]
+    first = d[d["setting"] == order_s[0]]
+    half = 1.96 * first["sd_pois"]
+    pois = first.assign(series=POISSON_ALONE, lo=first["value"] - half, hi=first["value"] + half)
     bars = pd.concat([pois, tot], ignore_index=True)
     order = first.sort_values(["nuts_level", "exposure"], ascending=[True, False])["region_label"].tolist()
     series, rng = _series(order_s, "Poisson and noise, ", (POISSON_ALONE, POISSON_COLOUR))
