@@ -133,6 +133,7 @@ def test_one_event_cells_top_out_at_sqrt_1_plus_V(finland):
 
 def test_whatif_colours_come_from_the_settings_not_their_position():
     import demonoise as dn
+    from demonoise.analysis.settings import ordered_settings
     from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
     from demonoise.report.content import explain as ex
 
@@ -151,7 +152,7 @@ def test_whatif_colours_come_from_the_settings_not_their_position():
     data = pd.DataFrame(next(iter(spec["datasets"].values())))
     for k in want:  # every setting's noise is drawn in its own panel
         assert set(data.loc[data.series == f"noise, {k}", "setting"]) == {k}
-    assert ex.colours_of(ex.ordered_settings(df)) == want
+    assert ex.colours_of(ordered_settings(df)) == want
     assert ex.colour_words(want) == "V = 1 orange, V = 5 dark red, p-table v01 purple"
     sens = dn.sensitivity(counts, "BE34", scales=[0.5, 1], V=[5, 1], ptable="v01")
     chart = ex.sensitivity_chart(sens).to_dict()

@@ -309,9 +309,9 @@ def test_geojson_loads_and_covers_ess_2023():
 
 
 def test_outside_frame_is_the_outermost_regions():
-    assert ov.outside_frame(codes=_ess_nuts2_codes()) == list(ov.OUTERMOST)
-    drawn = set(ov.drawn_codes())
-    assert not drawn & set(ov.OUTERMOST) and len(drawn) == 334 - 8
+    assert aov.outside_frame(codes=_ess_nuts2_codes()) == list(aov.OUTERMOST)
+    drawn = set(aov.drawn_codes())
+    assert not drawn & set(aov.OUTERMOST) and len(drawn) == 334 - 8
 
 
 def test_feature_bounds_and_shipped_file_matches_geometry():

@@ -9,7 +9,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from demonoise.analysis.settings import NoiseSetting, setting_column, setting_labels, settings_in
+from demonoise.analysis.settings import (
+    NoiseSetting,
+    in_report_order,
+    setting_column,
+    setting_labels,
+    setting_of_label,
+    settings_in,
+)
 from demonoise.core.errors import ParameterError
 
 
@@ -70,6 +77,18 @@ def test_rows_are_selected_by_the_key(with_key):
     assert NoiseSetting.of({"ptable": "v01"}).mask(df).tolist() == [False, False, False, True]
     assert [s.label for s in settings_in(df)] == ["V = 1", "V = 5", "p-table v01"]
     assert setting_labels(df).tolist() == ["V = 1", "V = 1", "V = 5", "p-table v01"]
+    # a what-if table: the scale and the granularity named where they vary
+    what_if = df.assign(scale=[1.0, 0.5, 1.0, 1.0], granularity="single")
+    assert setting_labels(what_if, detailed=True).tolist() == [
+        "V = 1, x1",
+        "V = 1, x0.5",
+        "V = 5, x1",
+        "p-table v01, x1",
+    ]
+    # the reports' order: the V's ascending, then the p-tables in the order given
+    mixed = [NoiseSetting.of("v01"), NoiseSetting.of(5), NoiseSetting.of(1)]
+    assert [s.label for s in in_report_order(mixed)] == ["V = 1", "V = 5", "p-table v01"]
+    assert [setting_of_label(s.label).key for s in mixed] == [s.key for s in mixed]
 
 
 def test_the_results_table_carries_the_key():

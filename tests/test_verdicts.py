@@ -187,3 +187,32 @@ def test_a_later_setting_leaves_out_what_every_setting_shares():
     later = vd.scalar_verdict_shown(v, first=False).sentences
     assert sparse[0] in first and sparse[0] not in later and largest[0] not in first
     assert later == [x for x in v.sentences if x not in sparse + largest]
+
+
+def test_admixture_runs_join_consecutive_ages_of_one_class():
+    # one region, ages 0, 1, 5, 10, 15 (steps of 1 then 5): A = 5, 5, 20, -, 50 % under one
+    # setting, 50 % everywhere under the other
+    ages = [0.0, 1.0, 5.0, 10.0, 15.0]
+    d = pd.DataFrame({"region": "XX01", "region_name": "Somewhere/Else", "age": ages * 2})
+    d["admixture"] = [0.05, 0.05, 0.2, math.nan, 0.5] + [0.5] * 5
+    d["setting"] = ["a"] * 5 + ["b"] * 5
+    runs = vd.admixture_runs(d, ["b", "a"])
+    assert runs["region_label"].unique().tolist() == ["XX01 Somewhere"]
+    assert runs["setting"].tolist() == ["b", "a", "a", "a", "a"]
+    assert runs["A_class"].tolist()[1:] == ["below 10 %", "10 % to 41 %", vd.NO_EVENTS, runs["A_class"][0]]
+    assert runs["A_class"][0].startswith("41 % or more")
+    # each run spans its first age to the end of its last age group (the last one 5 years)
+    assert runs[["age", "age_end", "cells"]].to_numpy().tolist() == [
+        [0, 20, 5], [0, 5, 2], [5, 10, 1], [10, 15, 1], [15, 20, 1]
+    ]  # fmt: skip
+
+
+def test_regions_by_population_and_the_panels_kept():
+    pop = {"XX": 1000, "XX01": 500, "XX02": 50, "XX03": 300, "XX04": 20}
+    d = pd.DataFrame({"region": list(pop), "region_name": "", "exposure": list(pop.values())})
+    d["nuts_level"] = [0, 2, 2, 2, 2]
+    assert vd.by_population(d) == ["XX", "XX01", "XX03", "XX02", "XX04"]
+    kept, cut = vd.panel_rows(d, 4)  # the country, the largest region, the two smallest
+    assert cut and kept["region"].tolist() == ["XX", "XX01", "XX02", "XX04"]
+    kept, cut = vd.panel_rows(d, 5)
+    assert not cut and kept is d

@@ -7,8 +7,11 @@ by side.
 * :func:`granularity_effect`, :func:`granularity_summary` -- what publishing 5-year
   instead of single-age cells does to the noise sd;
 * :func:`map_values`, :func:`admixture_class`, :func:`outside_table` -- what the map shows;
+  :func:`outside_frame`, :func:`drawn_codes`, :func:`no_data_on_map`, :func:`fit_points` --
+  which regions it draws and where;
 * :func:`calibration_table` -- the largest V per threshold, from
-  :func:`demonoise.uncertainty.calibration.calibrate`.
+  :func:`demonoise.uncertainty.calibration.calibrate`;
+* :func:`load_inputs` -- what the overview notebook reads.
 
 Definitions (docs/design.md, "Admixture"): relative uncertainty ``delta = sd / value``;
 noise admixture ``A = sqrt(1 + Var_noise / Var_pois) - 1`` (10 %: noise adds a tenth to
@@ -55,6 +58,14 @@ __all__ = [
     "map_values",
     "admixture_class",
     "outside_table",
+    "EUROPE_FRAME",
+    "OUTERMOST",
+    "in_frame",
+    "outside_frame",
+    "drawn_codes",
+    "no_data_on_map",
+    "fit_points",
+    "load_inputs",
     "calibration_rows",
     "calibration_table",
 ]
@@ -521,6 +532,88 @@ def outside_table(values: pd.DataFrame, codes: Iterable[str]) -> pd.DataFrame:
     return out.reset_index().sort_values("region").reset_index(drop=True)
 
 
+#: Map frame: lon_min, lat_min, lon_max, lat_max (the data README's tested view).
+EUROPE_FRAME = (-24.0, 34.5, 44.8, 71.2)
+#: NUTS 2 regions that fall outside :data:`EUROPE_FRAME` (EU outermost regions); the
+#: overview lists them in a table (checked against the geometry in the tests).
+OUTERMOST = ("ES70", "FRY1", "FRY2", "FRY3", "FRY4", "FRY5", "PT20", "PT30")
+
+
+def in_frame(features: list[dict], frame: Sequence[float] = EUROPE_FRAME) -> list[dict]:
+    """Features whose bounding box meets ``frame`` (the others are not drawn)."""
+    from demonoise.io.geo import feature_bounds
+
+    x0, y0, x1, y1 = frame
+    out = []
+    for f in features:
+        a, b, c, d = feature_bounds(f)
+        if not (c < x0 or a > x1 or d < y0 or b > y1):
+            out.append(f)
+    return out
+
+
+def outside_frame(
+    geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME, codes: Iterable[str] | None = None
+) -> list[str]:
+    """Codes of the regions whose bounding box lies entirely outside ``frame``
+    (``lon_min, lat_min, lon_max, lat_max``): not drawn on the map, listed in a table.
+
+    ``codes`` restricts the answer to these regions (e.g. those of a dataset).
+    """
+    from demonoise.io.geo import nuts2_features
+
+    feats = nuts2_features(geojson=geojson)
+    drawn = {f["properties"]["NUTS_ID"] for f in in_frame(feats, frame)}
+    want = None if codes is None else set(codes)
+    return sorted(
+        c for c in (f["properties"]["NUTS_ID"] for f in feats) if c not in drawn and (want is None or c in want)
+    )
+
+
+def drawn_codes(geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME) -> list[str]:
+    """Codes of the regions the map draws (those not entirely outside ``frame``)."""
+    from demonoise.io.geo import nuts2_features
+
+    return sorted(f["properties"]["NUTS_ID"] for f in in_frame(nuts2_features(geojson=geojson), frame))
+
+
+def no_data_on_map(
+    values: pd.DataFrame, geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME
+) -> dict[str, list[str]]:
+    """Regions drawn on the map without a value (grey), by country code."""
+    have = set(values["region"])
+    out: dict[str, list[str]] = {}
+    for code in drawn_codes(geojson, frame):
+        if code not in have:
+            out.setdefault(code[:2], []).append(code)
+    return out
+
+
+def fit_points(features: list[dict], frame: Sequence[float] = EUROPE_FRAME) -> dict:
+    """A MultiPoint for the projection's ``fit``: the westernmost, easternmost,
+    southernmost and northernmost vertex of every feature, kept within ``frame``.
+
+    Fitting to the regions themselves (not to the corners of the lon/lat box, which
+    lie in the Atlantic and in Russia) lets Europe fill the view.
+    """
+    from demonoise.io.geo import iter_positions
+
+    x0, y0, x1, y1 = frame
+    pts: set[tuple[float, float]] = set()
+    for f in features:
+        ps = [p for p in iter_positions(f["geometry"]["coordinates"]) if x0 <= p[0] <= x1 and y0 <= p[1] <= y1]
+        if not ps:
+            continue
+        for key in (lambda p: p[0], lambda p: p[1]):
+            pts.add(tuple(min(ps, key=key)[:2]))
+            pts.add(tuple(max(ps, key=key)[:2]))
+    return {
+        "type": "Feature",
+        "properties": {},
+        "geometry": {"type": "MultiPoint", "coordinates": sorted([list(p) for p in pts])},
+    }
+
+
 # The calibration table comes from demonoise.uncertainty.calibration.calibrate(counts, thresholds,
 # ...) (columns include region, nuts_level, sex, indicator, age, threshold, V_max,
 # status). The two functions below build the overview's calibration section from that
@@ -598,3 +691,41 @@ def calibration_table(
         f"below_{_v_tag(v)}" for v in V
     ]
     return pd.DataFrame(rows, columns=cols)
+
+
+def load_inputs(
+    dataset: str,
+    V: Sequence[float],
+    results_single: str = "",
+    results_5y: str = "",
+    calibration: str = "",
+    *,
+    ptables: Sequence[str] = (),
+):
+    """What the overview notebook reads: the two results tables (restricted to the
+    V's asked for) and the calibration table (``None`` if ``calibration`` is empty).
+
+    An empty results path (an interactive run) is computed here from the whole dataset
+    (:func:`demonoise.analysis.compute.compute`, single ages or 5-year groups, e0 and e65).
+    """
+    from demonoise.analysis.compute import compute, noise_settings, read_results
+    from demonoise.io.datasets import load
+
+    V = [float(v) for v in V]
+    tables = []
+    for path, gran in ((results_single, "single"), (results_5y, "5y")):
+        if path:
+            df = read_results(path)
+        else:
+            df = compute(load(dataset), noise_settings(V, ptables=ptables), granularity=gran, e_ages=(0, 65))
+        missing = sorted(set(V) - set(v_values(df)))
+        if missing:
+            raise ParameterError(
+                f"results table {path or gran} has no rows for V = {', '.join(f'{v:g}' for v in missing)}"
+            )
+        kept = df[df["V"].isin(V) | (df["noise_model"] != "generic")]
+        # the setting label of every row, worked out once here rather than by each
+        # table and chart of the notebook (the whole dataset has a million rows)
+        tables.append(with_labels(kept))
+    cal = read_results(calibration) if calibration else None
+    return tables[0], tables[1], cal

@@ -39,7 +39,16 @@ import pandas as pd
 from demonoise.core.errors import ParameterError
 from demonoise.uncertainty.propagation import TABLES, check_noised
 
-__all__ = ["NoiseSetting", "ptable_name", "settings_in", "setting_column", "setting_labels"]
+__all__ = [
+    "NoiseSetting",
+    "ptable_name",
+    "settings_in",
+    "setting_column",
+    "setting_labels",
+    "in_report_order",
+    "ordered_settings",
+    "setting_of_label",
+]
 
 
 def ptable_name(source) -> str:
@@ -241,7 +250,31 @@ def settings_in(df: pd.DataFrame) -> list[NoiseSetting]:
     return [NoiseSetting.generic(v) if m == "generic" else NoiseSetting("ptable", float(v), k) for k, m, v in rows]
 
 
-def setting_labels(df: pd.DataFrame) -> pd.Series:
-    """The label of every row's setting (``"V = 1"``, ``"p-table v01"``)."""
+def setting_labels(df: pd.DataFrame, *, detailed: bool = False) -> pd.Series:
+    """The label of every row's setting (``"V = 1"``, ``"p-table v01"``); ``detailed``: with
+    the granularity and the scale appended where they vary within ``df`` (a what-if table)."""
     labels = {s.key: s.label for s in settings_in(df)}
-    return setting_column(df).map(labels)
+    lab = setting_column(df).map(labels)
+    if detailed and "granularity" in df and df["granularity"].nunique() > 1:
+        lab = lab + ", " + df["granularity"].astype(str)
+    if detailed and "scale" in df and df["scale"].nunique() > 1:
+        lab = lab + ", x" + df["scale"].map(lambda s: f"{s:g}")
+    return lab
+
+
+def in_report_order(settings) -> list[NoiseSetting]:
+    """The generic model's V's ascending, then the p-tables in the order given: the
+    reports' order of settings (and of their colours)."""
+    return sorted(settings, key=lambda s: (0, s.V) if s.is_generic else (1, 0.0))
+
+
+def ordered_settings(df: pd.DataFrame) -> list[NoiseSetting]:
+    """The noise settings of a results table in the reports' order (:func:`in_report_order`)."""
+    return in_report_order(settings_in(df))
+
+
+def setting_of_label(label: str) -> NoiseSetting:
+    """The setting a label names (``"V = 1"``, ``"p-table v01"``)."""
+    if label.startswith("V = "):
+        return NoiseSetting.generic(float(label[4:]))
+    return NoiseSetting("ptable", float("nan"), label.removeprefix("p-table "))

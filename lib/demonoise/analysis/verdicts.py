@@ -40,6 +40,7 @@ from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
 from demonoise.core.vocabulary import (
     A_EQUAL,
     A_SMALL,
+    ADMIXTURE_CLASSES,
     EVENT_WORDS,
     INDICATOR_PHRASES,
     INDICATOR_UNITS,
@@ -74,6 +75,11 @@ __all__ = [
     "age_verdict",
     "index_metrics",
     "across_settings",
+    "NO_EVENTS",
+    "row_region_labels",
+    "by_population",
+    "panel_rows",
+    "admixture_runs",
     "flagged_rows",
     "flag_rows",
     "plural",
@@ -754,6 +760,98 @@ def across_settings(
     out = df[m].copy()
     out["setting"] = setting_labels(out)
     return out
+
+
+#: The class of a cell without events (no Poisson variance: the admixture is undefined).
+NO_EVENTS = "no events"
+
+
+def row_region_labels(df: pd.DataFrame) -> np.ndarray:
+    """``"FR10 Ile-de-France"`` per row (the name's first part, at most 28 characters),
+    worked out once per distinct region and name (a chart's rows repeat each many times)."""
+    rc, regions = pd.factorize(df["region"].astype(str))
+    nc, names = pd.factorize(df["region_name"].fillna("").astype(str))
+    _, first, inverse = np.unique(rc * max(len(names), 1) + nc, return_index=True, return_inverse=True)
+    labels = []
+    for k in first:
+        c, n = regions[rc[k]], names[nc[k]].split("/")[0][:28]
+        labels.append(f"{c} {n}" if n else c)
+    return np.asarray(labels, dtype=object)[inverse.reshape(-1)]
+
+
+def by_population(df: pd.DataFrame) -> list[str]:
+    """Region labels (:func:`row_region_labels`): the country first, then regions by falling
+    population.
+
+    Population: the exposure summed over the rows' ages (ASMR, ASFR: the population,
+    or the women 15-49), except for life expectancy, whose exposure at age k already
+    counts everyone aged k or more (its largest value is the population)."""
+    d = df[[c for c in ("region", "region_name", "nuts_level", "exposure", "indicator") if c in df]].copy()
+    d["region_label"] = row_region_labels(d)
+    how = "max" if "indicator" in d and (d["indicator"] == "e").all() else "sum"
+    key = d.groupby("region_label").agg(
+        level=("nuts_level", "first") if "nuts_level" in d else ("region", "size"), exposure=("exposure", how)
+    )
+    key = key.sort_values(["level", "exposure"], ascending=[True, False], kind="stable")
+    return key.index.tolist()
+
+
+def panel_rows(df: pd.DataFrame, most: int) -> tuple[pd.DataFrame, bool]:
+    """The rows of at most ``most`` regions: the country, the largest region and the
+    smallest ones (where noise weighs most); ``True`` when some were left out."""
+    order = by_population(df)
+    if len(order) <= most:
+        return df, False
+    keep = set(order[:2]) | set(order[-(most - 2) :])
+    labels = pd.Series(row_region_labels(df), index=df.index)
+    return df[labels.isin(keep)], True
+
+
+def _with_age_ends(d: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a finite age, each with ``age_end``: the next age present (the last one
+    extended by the last step, or by 1), so that a rectangle spans its age group."""
+    ages = np.sort(d["age"].dropna().unique())
+    steps = np.diff(ages)
+    ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
+    d = d.assign(age_end=d["age"].map(dict(zip(ages, ends, strict=False))))
+    return d[np.isfinite(d["age"])]
+
+
+def _runs(d: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Runs of consecutive ages with the same ``key`` within each region: one row per run
+    with its first age and the end of its last age interval (``age``, ``age_end``)."""
+    d = d.sort_values(["region_label", "age"], kind="stable")
+    new = (d[key] != d[key].shift()) | (d["region_label"] != d["region_label"].shift())
+    g = d.groupby(new.cumsum(), sort=False)
+    return pd.DataFrame(
+        {
+            "region_label": g["region_label"].first(),
+            key: g[key].first(),
+            "age": g["age"].min(),
+            "age_end": g["age_end"].max(),
+            "cells": g.size(),
+            "A_min": g["A"].min(),
+            "A_max": g["A"].max(),
+        }
+    ).reset_index(drop=True)
+
+
+def admixture_runs(df: pd.DataFrame, settings: Sequence[str]) -> pd.DataFrame:
+    """Runs of consecutive ages in one admixture class, per region and setting (in the
+    order of ``settings``, labels of the ``setting`` column): ``region_label, A_class, age,
+    age_end, cells, A_min, A_max, setting`` (``A`` in %). The classes are the vocabulary's
+    (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`, closed on the left), or
+    :data:`NO_EVENTS` where the admixture is not finite."""
+    d = df[[c for c in ("region", "region_name", "age", "admixture", "setting") if c in df]].copy()
+    d["A"] = 100.0 * d["admixture"]
+    d["region_label"] = row_region_labels(d)
+    bins = [100 * c.lower for c in ADMIXTURE_CLASSES] + [np.inf]
+    labels = [c.label for c in ADMIXTURE_CLASSES]
+    d["A_class"] = pd.cut(d["A"], bins=bins, labels=labels, right=False).astype(str)
+    d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS
+    d = _with_age_ends(d)
+    runs = [_runs(d[d["setting"] == s], "A_class").assign(setting=s) for s in settings]
+    return pd.concat(runs, ignore_index=True)
 
 
 def flagged_rows(df: pd.DataFrame, V, indicator: str, *, sex: str = "T", age: float | None = None) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Altair chart builders over the tidy results table (:mod:`demonoise.analysis.results`).
 
 Every builder takes the results table (or a slice of it) and returns an Altair chart;
-nothing is computed here that the library has not computed already. Relative
+nothing is computed here that the library has not computed already (the regions' order and
+labels, the runs of admixture classes: :mod:`demonoise.analysis.verdicts`). Relative
 uncertainties are shown in per cent, admixture in per cent with reference lines at
 10 % (noise adds a tenth to the statistical uncertainty) and 41 % (noise as large as
 Poisson: ``sqrt(2) - 1``).
@@ -13,73 +14,62 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from demonoise.analysis.verdicts import NO_EVENTS, admixture_runs, by_population, panel_rows, row_region_labels
 from demonoise.core.vocabulary import (
     A_EQUAL,
     A_SMALL,
     ADMIXTURE_CLASSES,
-    INDICATOR_TITLES,
     NO_DATA_COLOUR,
     POISSON_COLOUR,
     TOTAL_COLOUR,
 )
-from demonoise.report.content.theme import log_ticks, region_colours, setting_colours
+from demonoise.report.content.theme import log_axis, region_colours, setting_colours
 
 __all__ = [
     "MAX_LINES",
     "value_by_age",
-    "mc_check_settings",
     "uncertainty_vs_population",
+    "uncertainty_by_age_settings",
+    "admixture_settings",
+    "regional_intervals_settings",
+    "mc_check_settings",
     "level_series_settings",
+    "ADMIX_REF",
+    "admixture_references",
 ]
 
 #: Above this many regions, one line per region is unreadable: charts switch to a
 #: heatmap (admixture) or highlight the country and the smallest region (values).
 MAX_LINES = 7
-#: Admixture classes of the heatmap (per cent): the vocabulary's three classes.
-A_CLASSES = tuple((100 * c.lower, 100 * c.upper, c.label) for c in ADMIXTURE_CLASSES)
-A_CLASS_COLOURS = tuple(c.colour for c in ADMIXTURE_CLASSES)
-NO_EVENTS = "no events"
+#: The admixture classes of the heatmaps, in legend order ("no events" last), and their colours.
+_CLASS_LABELS = [c.label for c in ADMIXTURE_CLASSES] + [NO_EVENTS]
+_CLASS_COLOURS = [c.colour for c in ADMIXTURE_CLASSES] + [NO_DATA_COLOUR]
 #: Legend entries of the interval charts: the value and its interval from Poisson alone.
 VALUE = "value"
 POISSON_ALONE = "Poisson alone"
-_ADMIX_REF = pd.DataFrame({"A": [100 * A_SMALL, 100 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
-__all__ += ["INDICATOR_TITLES"]
+#: The admixture's reference lines (%): noise adds a tenth; noise as large as Poisson.
+ADMIX_REF = pd.DataFrame({"A": [100 * A_SMALL, 100 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
+#: The legend of series told apart by colour and line pattern.
+_STROKE_LEGEND = {"title": None, "orient": "top", "symbolType": "stroke", "symbolStrokeWidth": 2}
+_AGE = alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False))
 
 
-def _region_label(df: pd.DataFrame) -> np.ndarray:
-    """``"FR10 Ile-de-France"`` per row (the name's first part, at most 28 characters),
-    worked out once per distinct region and name (a chart's rows repeat each many times)."""
-    rc, regions = pd.factorize(df["region"].astype(str))
-    nc, names = pd.factorize(df["region_name"].fillna("").astype(str))
-    _, first, inverse = np.unique(rc * max(len(names), 1) + nc, return_index=True, return_inverse=True)
-    labels = []
-    for k in first:
-        c, n = regions[rc[k]], names[nc[k]].split("/")[0][:28]
-        labels.append(f"{c} {n}" if n else c)
-    return np.asarray(labels, dtype=object)[inverse.reshape(-1)]
-
-
-_BASE_COLS = ["region", "region_name", "nuts_level", "sex", "age", "age_group", "events", "exposure", "small_count"]
-
-
-def _cols(df: pd.DataFrame, *extra: str) -> pd.DataFrame:
-    """Only the columns a chart uses: Altair embeds every column of its data in the
-    spec, and the results table has forty."""
-    keep = [c for c in dict.fromkeys([*_BASE_COLS, *extra]) if c in df]
-    return df[keep].copy()
+def _cols(df: pd.DataFrame, *extra: str, **new) -> pd.DataFrame:
+    """Only the columns a chart uses (Altair embeds every column of its data in the spec,
+    and the results table has forty), then the ``new`` ones (``DataFrame.assign``) and the
+    region's label (the columns of the figure's CSV file, in this order)."""
+    base = ["region", "region_name", "nuts_level", "sex", "age", "age_group", "events", "exposure", "small_count"]
+    d = df[[c for c in dict.fromkeys([*base, *extra]) if c in df]].assign(**new)
+    d["region_label"] = row_region_labels(d)
+    return d
 
 
 def _facet_layout(n: int) -> tuple[int, int, int]:
     """(columns, panel width, panel height) for ``n`` facets: the whole grid stays
     within a report column (~ 820 px) and panels stay readable with 28 regions."""
-    if n <= 2:
-        return n, 300, 170
-    if n <= 4:
-        return 2, 300, 150
-    if n <= 9:
-        return 3, 200, 110
-    if n <= 16:
-        return 4, 150, 85
+    for most, layout in ((2, (n, 300, 170)), (4, (2, 300, 150)), (9, (3, 200, 110)), (16, (4, 150, 85))):
+        if n <= most:
+            return layout
     return 6, 100, 62
 
 
@@ -95,92 +85,44 @@ def _title(text, subtitle: str | None = None):
     )
 
 
-def _order_by_population(df: pd.DataFrame) -> list[str]:
-    """Region labels: the country first, then regions by falling population.
-
-    Population: the exposure summed over the rows' ages (ASMR, ASFR: the population,
-    or the women 15-49), except for life expectancy, whose exposure at age k already
-    counts everyone aged k or more (its largest value is the population)."""
-    d = df[[c for c in ("region", "region_name", "nuts_level", "exposure", "indicator") if c in df]].copy()
-    d["region_label"] = _region_label(d)
-    how = "max" if "indicator" in d and (d["indicator"] == "e").all() else "sum"
-    key = d.groupby("region_label").agg(
-        level=("nuts_level", "first") if "nuts_level" in d else ("region", "size"), exposure=("exposure", how)
-    )
-    key = key.sort_values(["level", "exposure"], ascending=[True, False], kind="stable")
-    return key.index.tolist()
-
-
 def _region_scale(df: pd.DataFrame) -> alt.Scale:
     """Colours of the regions of a report: by rank in the country (same in every chart)."""
-    order = _order_by_population(df)
+    order = by_population(df)
     colours = region_colours(order)
     return alt.Scale(domain=order, range=[colours[o] for o in order])
 
 
-def _runs(d: pd.DataFrame, key: str) -> pd.DataFrame:
-    """Runs of consecutive ages with the same ``key`` within each region: one row per run
-    with its first age and the end of its last age interval (``age``, ``age_end``)."""
-    d = d.sort_values(["region_label", "age"], kind="stable")
-    new = (d[key] != d[key].shift()) | (d["region_label"] != d["region_label"].shift())
-    run = new.cumsum()
-    g = d.groupby(run, sort=False)
-    return pd.DataFrame(
-        {
-            "region_label": g["region_label"].first(),
-            key: g[key].first(),
-            "age": g["age"].min(),
-            "age_end": g["age_end"].max(),
-            "cells": g.size(),
-            "A_min": g["A"].min(),
-            "A_max": g["A"].max(),
-        }
-    ).reset_index(drop=True)
+def _settings_order(df: pd.DataFrame, settings) -> list[str]:
+    return list(settings) if settings else df["setting"].drop_duplicates().tolist()
 
 
-def _with_age_ends(d: pd.DataFrame) -> pd.DataFrame:
-    """Rows with a finite age, each with ``age_end``: the next age present (the last one
-    extended by the last step, or by 1), so that a rectangle spans its age group."""
-    ages = np.sort(d["age"].dropna().unique())
-    steps = np.diff(ages)
-    ends = np.append(ages[1:], ages[-1] + (steps[-1] if len(steps) else 1.0)) if len(ages) else ages
-    d = d.assign(age_end=d["age"].map(dict(zip(ages, ends, strict=False))))
-    return d[np.isfinite(d["age"])]
+def _series(order_s: list[str], prefix: str, *lead: tuple[str, str]) -> tuple[list[str], list[str]]:
+    """Legend entries and colours: ``lead`` (label, colour) pairs, then ``prefix`` + each
+    setting in its colour (:func:`~demonoise.report.content.theme.setting_colours`)."""
+    colours = setting_colours(order_s)
+    pairs = [*lead, *((f"{prefix}{s}", colours[s]) for s in order_s)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-#: The admixture classes of the heatmaps, in legend order ("no events" last).
-_CLASS_LABELS = [c[2] for c in A_CLASSES] + [NO_EVENTS]
-
-
-def _admixture_classes(df: pd.DataFrame, *extra: str) -> pd.DataFrame:
-    """The rows of a heatmap: ``A`` in %, the region label, the class of ``A`` (``NO_EVENTS``
-    where there are no events: no Poisson variance, A undefined) and each age's end."""
-    d = _cols(df, "admixture", *extra)
-    d["A"] = 100.0 * d["admixture"]
-    d["region_label"] = _region_label(d)
-    bins = [c[0] for c in A_CLASSES] + [np.inf]
-    d["A_class"] = pd.cut(d["A"], bins=bins, labels=_CLASS_LABELS[:-1], right=False).astype(str)
-    d.loc[~np.isfinite(d["A"]), "A_class"] = NO_EVENTS
-    return _with_age_ends(d)
-
-
-def _class_rects(runs: pd.DataFrame, y):
-    """Runs of ages in one class as rectangles, coloured by class."""
-    return (
-        alt.Chart(runs)
-        .mark_rect()
-        .encode(
-            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
-            x2="age_end:Q",
-            y=y,
-            color=alt.Color(
-                "A_class:N",
-                title="noise admixture A",
-                scale=alt.Scale(domain=_CLASS_LABELS, range=[*A_CLASS_COLOURS, NO_DATA_COLOUR]),
-                legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
-            ),
-        )
+def _faceted(layer, order: list[str], size: tuple[int, int], title, subtitle: str, *, y=None, **header):
+    """``layer`` drawn once per region (``region_label``, in ``order``), ``size`` (width,
+    height) each, in the columns of :func:`_facet_layout`; ``y`` the y scales' resolution."""
+    grid = layer.properties(width=size[0], height=size[1]).facet(
+        facet=alt.Facet("region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, **header)),
+        columns=_facet_layout(len(order))[0],
     )
+    return (grid.resolve_scale(y=y) if y else grid).properties(title=_title(title, subtitle))
+
+
+def admixture_references(width: int, *, rule: str = "#888", text: str = "#666", **mark):
+    """The 10 % and 41 % lines of an admixture axis (``A`` in %), named at the right edge."""
+    rules = alt.Chart(ADMIX_REF).mark_rule(strokeDash=[4, 3], color=rule, **mark).encode(y="A:Q")
+    names = (
+        alt.Chart(ADMIX_REF)
+        .mark_text(align="right", dy=-5, fontSize=9, color=text, **mark)
+        .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
+    )
+    return rules, names
 
 
 def value_by_age(
@@ -200,37 +142,22 @@ def value_by_age(
     the chart stays readable with 30 regions.
     """
     d = _cols(df[np.isfinite(df["value"])], "value")
-    if log:
-        d = d[d["value"] > 0]
-    d["region_label"] = _region_label(d)
-    y = alt.Y(
-        "value:Q",
-        title=y_title or "value",
-        scale=alt.Scale(type="log") if log else alt.Scale(zero=False),
-        axis=alt.Axis(format="~g", values=log_ticks(d["value"])) if log else alt.Axis(),
+    d = d[d["value"] > 0] if log else d
+    y_title = y_title or "value"
+    y = (
+        log_axis(alt.Y, "value", y_title, d["value"])
+        if log
+        else alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis())
     )
     tip = ["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")]
-    n = d["region"].nunique()
-    if n <= max_lines:
-        return (
-            alt.Chart(d)
-            .mark_line(strokeWidth=1.2)
-            .encode(
-                x=alt.X("age:Q", title="age"),
-                y=y,
-                color=alt.Color(
-                    "region_label:N",
-                    title="region",
-                    scale=_region_scale(df),
-                    legend=alt.Legend(orient="bottom", columns=2, labelLimit=220),
-                ),
-                tooltip=tip,
-            )
-            .properties(width=width, height=height, title=title or "")
-        )
-    order = _order_by_population(df)
+    axes = {"x": alt.X("age:Q", title="age"), "y": y, "tooltip": tip}
+    size = {"width": width, "height": height, "title": title or ""}
+    if d["region"].nunique() <= max_lines:
+        legend = alt.Legend(orient="bottom", columns=2, labelLimit=220)
+        colour = alt.Color("region_label:N", title="region", scale=_region_scale(df), legend=legend)
+        return alt.Chart(d).mark_line(strokeWidth=1.2).encode(color=colour, **axes).properties(**size)
     country = d.loc[d["nuts_level"] == 0, "region_label"].unique().tolist() if "nuts_level" in d else []
-    regions = [o for o in order if o not in country]
+    regions = [o for o in by_population(df) if o not in country]
     smallest = regions[-1] if regions else None
     d["role"] = "other NUTS 2 regions"
     d.loc[d["region_label"] == smallest, "role"] = f"smallest: {smallest}"
@@ -239,24 +166,18 @@ def value_by_age(
     colours |= {f"smallest: {smallest}": "#d62728", "other NUTS 2 regions": "#b8c2cc"}
     roles = [r for r in colours if r in set(d["role"])]
     d["order"] = d["role"].map({r: i for i, r in enumerate(reversed(roles))})
+    colour = alt.Color(
+        "role:N",
+        title=None,
+        scale=alt.Scale(domain=roles, range=[colours[r] for r in roles]),
+        legend=alt.Legend(orient="top", labelLimit=320),
+    )
+    width_by_role = alt.condition(alt.datum.role == "other NUTS 2 regions", alt.value(0.8), alt.value(1.8))
     return (
         alt.Chart(d)
         .mark_line()
-        .encode(
-            x=alt.X("age:Q", title="age"),
-            y=y,
-            detail="region_label:N",
-            color=alt.Color(
-                "role:N",
-                title=None,
-                scale=alt.Scale(domain=roles, range=[colours[r] for r in roles]),
-                legend=alt.Legend(orient="top", labelLimit=320),
-            ),
-            strokeWidth=alt.condition(alt.datum.role == "other NUTS 2 regions", alt.value(0.8), alt.value(1.8)),
-            order="order:Q",
-            tooltip=tip,
-        )
-        .properties(width=width, height=height, title=title or "")
+        .encode(detail="region_label:N", color=colour, strokeWidth=width_by_role, order="order:Q", **axes)
+        .properties(**size)
     )
 
 
@@ -279,31 +200,19 @@ def uncertainty_vs_population(
     :func:`demonoise.analysis.verdicts.across_settings` (a ``setting`` column). The x axis
     is the region's population on 1 January (both sexes, the ``population`` column: the
     figure of every table), else the rows' exposure."""
-    d = _cols(df, column, "rel_pois", "setting", "population")
-    d["people"] = d["population"] if "population" in d else d["exposure"]
-    d["region_label"] = _region_label(d)
+    people = df["population"] if "population" in df else df["exposure"]
+    d = _cols(df, column, "rel_pois", "setting", "population", people=people)
     order = settings or d["setting"].drop_duplicates().tolist()
     first = d[d["setting"] == order[0]] if (d["setting"] == order[0]).any() else d.drop_duplicates("region")
     noise = d.assign(rel=100.0 * d[column], series="noise, " + d["setting"])
-    pois = first.assign(rel=100.0 * first["rel_pois"], series="Poisson")
-    long = pd.concat([pois, noise], ignore_index=True)
+    long = pd.concat([first.assign(rel=100.0 * first["rel_pois"], series="Poisson"), noise], ignore_index=True)
     long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["people"] > 0)]
     domain, rng = _series(order, "noise, ", ("Poisson", POISSON_COLOUR))
-    x = alt.X(
-        "people:Q",
-        title=x_title,
-        scale=alt.Scale(type="log"),
-        axis=alt.Axis(format=",~s", values=log_ticks(long["people"])),
-    )
-    y = alt.Y(
-        "rel:Q",
-        title="relative uncertainty (%)",
-        scale=alt.Scale(type="log"),
-        axis=alt.Axis(format="~g", values=log_ticks(long["rel"])),
-    )
+    x = log_axis(alt.X, "people", x_title, long["people"], ",~s")
+    y = log_axis(alt.Y, "rel", "relative uncertainty (%)", long["rel"])
     # a setting whose dots lie on an earlier one's is drawn as rings around them
     rings = coinciding(long, series="series", value="rel", keys=["region"], order=domain, height=height, log=True)
-    fills = list(zip(domain, ["transparent"] + rng[1:], strict=True))
+    fills = [c if s not in rings else "transparent" for s, c in zip(domain, ["transparent"] + rng[1:], strict=True)]
     points = (
         alt.Chart(long)
         .mark_point(opacity=0.85, strokeWidth=1.2)
@@ -316,11 +225,7 @@ def uncertainty_vs_population(
             shape=alt.Shape(
                 "series:N", scale=alt.Scale(domain=domain, range=["cross"] + ["circle"] * len(order)), legend=None
             ),
-            fill=alt.Fill(
-                "series:N",
-                scale=alt.Scale(domain=domain, range=[c if s not in rings else "transparent" for s, c in fills]),
-                legend=None,
-            ),
+            fill=alt.Fill("series:N", scale=alt.Scale(domain=domain, range=fills), legend=None),
             size=alt.Size(
                 "series:N",
                 scale=alt.Scale(type="ordinal", domain=domain, range=[110 if s in rings else 40 for s in domain]),
@@ -355,20 +260,7 @@ def uncertainty_vs_population(
 # An indicator chapter shows each chart once, with every noise setting of the batch in it
 # (coloured by the setting's position, Poisson in its own colour), rather than once per
 # setting: the settings meet in one picture, and the report stays short.
-
-
-def _settings_order(df: pd.DataFrame, settings) -> list[str]:
-    return list(settings) if settings else df["setting"].drop_duplicates().tolist()
-
-
-def _series(order_s: list[str], prefix: str, *lead: tuple[str, str]) -> tuple[list[str], list[str]]:
-    """Legend entries and colours: ``lead`` (label, colour) pairs, then ``prefix`` + each
-    setting in its colour (:func:`~demonoise.report.content.theme.setting_colours`)."""
-    colours = setting_colours(order_s)
-    pairs = [*lead, *((f"{prefix}{s}", colours[s]) for s in order_s)]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
-
-
+#
 # Two settings can give the same line (the p-table v01 has a noise variance close to 1, so
 # its series lies on the V = 1 series): the later one is then dashed, drawn over the
 # earlier one (its gaps show the line beneath), and the subtitle says so.
@@ -430,26 +322,19 @@ def coinciding(
     return out
 
 
-def _dashes(order: list[str], over: dict[str, str]) -> list[list[float]]:
-    """The line pattern of each series of ``order``: solid, or a dash of its own over a line."""
-    k = iter(range(len(order)))
-    return [list(OVERLAY_DASHES[next(k) % len(OVERLAY_DASHES)]) if s in over else list(SOLID) for s in order]
+def _dashed(field: str, domain: list[str], rng: list[str], over: dict[str, str]):
+    """The colour and the line pattern of the series of ``domain`` (solid, or a dash of its
+    own over an earlier line), in one legend."""
+    k = iter(range(len(domain)))
+    dashes = [list(OVERLAY_DASHES[next(k) % len(OVERLAY_DASHES)]) if s in over else list(SOLID) for s in domain]
+    legend = alt.Legend(**_STROKE_LEGEND)
+    colour = alt.Color(f"{field}:N", scale=alt.Scale(domain=domain, range=rng), legend=legend)
+    return colour, alt.StrokeDash(f"{field}:N", scale=alt.Scale(domain=domain, range=dashes), legend=legend)
 
 
 def _overlay_note(over: dict[str, str], name=lambda s: s) -> str:
     """``"p-table v01 (dashed) lies on V = 1 at most ages"`` for each coinciding series."""
     return "; ".join(f"{name(b)} (dashed) lies on {name(a)} at most ages" for b, a in over.items())
-
-
-def _panels(df: pd.DataFrame, most: int) -> tuple[pd.DataFrame, bool]:
-    """At most ``most`` regions for a faceted chart: the country, the largest region and
-    the smallest ones (where noise weighs most); ``True`` when some were left out."""
-    order = _order_by_population(df)
-    if len(order) <= most:
-        return df, False
-    keep = set(order[:2]) | set(order[-(most - 2) :])
-    labels = pd.Series(_region_label(df), index=df.index)
-    return df[labels.isin(keep)], True
 
 
 def uncertainty_by_age_settings(
@@ -468,7 +353,7 @@ def uncertainty_by_age_settings(
     drawn (the admixture chart beside it shows every region). A series lying on an earlier
     one (:func:`coinciding`) is dashed over it, in the legend too, and the subtitle says so."""
     order_s = _settings_order(df, settings)
-    df, cut = _panels(df, max_panels)
+    df, cut = panel_rows(df, max_panels)
     d = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
     keep = [c for c in ("region", "region_name", "sex", "age", "age_group", "events", "small_count") if c in d]
     first = d[d["setting"] == order_s[0]]
@@ -476,47 +361,27 @@ def uncertainty_by_age_settings(
     noise = d[keep].assign(series="noise, " + d["setting"], rel=100.0 * d["rel_noise"].to_numpy())
     long = pd.concat([pois, noise], ignore_index=True)
     long = long[np.isfinite(long["rel"]) & (long["rel"] > 0)]
-    long["region_label"] = _region_label(long)
+    long["region_label"] = row_region_labels(long)
     domain, rng = _series(order_s, "noise, ", ("Poisson", POISSON_COLOUR))
-    order = _order_by_population(df[df["setting"] == order_s[0]])
-    ncol, w, h = _facet_layout(len(order))
-    axis = alt.Axis(format="~g", values=log_ticks(long["rel"], most=6), gridOpacity=0.6)
-    keys = ["region_label", "age"]
-    over = coinciding(long, series="series", value="rel", keys=keys, order=domain, height=h, log=True)
-    legend = alt.Legend(title=None, orient="top", symbolType="stroke", symbolStrokeWidth=2)
-    base = alt.Chart(long).encode(
-        x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
-        y=alt.Y("rel:Q", title=None, scale=alt.Scale(type="log"), axis=axis),
-        color=alt.Color("series:N", scale=alt.Scale(domain=domain, range=rng), legend=legend),
+    order = by_population(df[df["setting"] == order_s[0]])
+    _, w, h = _facet_layout(len(order))
+    over = coinciding(
+        long, series="series", value="rel", keys=["region_label", "age"], order=domain, height=h, log=True
     )
-    lines = base.mark_line(strokeWidth=1.1).encode(
-        strokeDash=alt.StrokeDash(
-            "series:N", scale=alt.Scale(domain=domain, range=_dashes(domain, over)), legend=legend
-        )
-    )
+    colour, dash = _dashed("series", domain, rng, over)
+    y = log_axis(alt.Y, "rel", None, long["rel"], most=6, gridOpacity=0.6)
+    base = alt.Chart(long).encode(x=_AGE, y=y, color=colour)
+    lines = base.mark_line(strokeWidth=1.1).encode(strokeDash=dash)
     small = base.transform_filter("datum.small_count && datum.series == 'Poisson'").mark_point(
         size=10, filled=False, opacity=0.7
     )
     note = _overlay_note(over, lambda s: s.removeprefix("noise, "))
-    return (
-        alt.layer(lines, small, data=long)
-        .properties(width=w, height=h)
-        .facet(
-            facet=alt.Facet(
-                "region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, labelLimit=w + 40)
-            ),
-            columns=ncol,
-        )
-        .resolve_scale(y="shared")
-        .properties(
-            title=_title(
-                title,
-                ("the country, the largest and the smallest regions; " if cut else "")
-                + "relative uncertainty in % (log scale); open circles: fewer than 10 events (first order unreliable)"
-                + (f"; {note}" if note else ""),
-            )
-        )
+    subtitle = (
+        ("the country, the largest and the smallest regions; " if cut else "")
+        + "relative uncertainty in % (log scale); open circles: fewer than 10 events (first order unreliable)"
+        + (f"; {note}" if note else "")
     )
+    return _faceted(alt.layer(lines, small, data=long), order, (w, h), title, subtitle, y="shared", labelLimit=w + 40)
 
 
 def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = "", max_lines: int = MAX_LINES):
@@ -532,65 +397,45 @@ def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = "", max_
 
 def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
     colours = setting_colours(order_s)
-    d = _cols(df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)], "admixture", "setting")
-    d["A"] = 100.0 * d["admixture"]
-    d["region_label"] = _region_label(d)
-    order = _order_by_population(df[df["setting"] == order_s[0]])
-    ncol, w, h = _facet_layout(len(order))
-    y = alt.Y(
-        "A:Q",
-        title="noise admixture A (%)",
-        scale=alt.Scale(type="log"),
-        axis=alt.Axis(format="~g", values=log_ticks(pd.concat([d["A"], _ADMIX_REF["A"]]), most=6)),
-    )
+    d = df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)]
+    d = _cols(d, "admixture", "setting", A=lambda d: 100.0 * d["admixture"])
+    order = by_population(df[df["setting"] == order_s[0]])
+    _, w, h = _facet_layout(len(order))
+    y = log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([d["A"], ADMIX_REF["A"]]), most=6)
     over = coinciding(d, series="setting", value="A", keys=["region_label", "age"], order=order_s, height=h, log=True)
-    legend = alt.Legend(title=None, orient="top", symbolType="stroke", symbolStrokeWidth=2)
-    lines = (
-        alt.Chart()
-        .mark_line(strokeWidth=1.2)
-        .encode(
-            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
-            y=y,
-            color=alt.Color(
-                "setting:N", scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]), legend=legend
-            ),
-            strokeDash=alt.StrokeDash(
-                "setting:N", scale=alt.Scale(domain=order_s, range=_dashes(order_s, over)), legend=legend
-            ),
-        )
-    )
-    note = _overlay_note(over)
+    colour, dash = _dashed("setting", order_s, [colours[s] for s in order_s], over)
+    lines = alt.Chart().mark_line(strokeWidth=1.2).encode(x=_AGE, y=y, color=colour, strokeDash=dash)
     ref = alt.Chart().mark_rule(strokeDash=[4, 3], color="#888").encode(y=alt.datum(100 * A_SMALL))
     ref2 = alt.Chart().mark_rule(strokeDash=[2, 2], color="#555").encode(y=alt.datum(100 * A_EQUAL))
-    return (
-        alt.layer(lines, ref, ref2, data=d)
-        .properties(width=max(w, 200) if len(order) <= 2 else w, height=h)
-        .facet(
-            facet=alt.Facet("region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10)),
-            columns=ncol,
-        )
-        .properties(
-            title=_title(
-                title,
-                "grey dashed lines: A = 10 % (noise adds a tenth) and 41 % (noise as large as Poisson)"
-                + (f"; {note}" if note else ""),
-            )
-        )
+    note = _overlay_note(over)
+    subtitle = "grey dashed lines: A = 10 % (noise adds a tenth) and 41 % (noise as large as Poisson)" + (
+        f"; {note}" if note else ""
     )
+    size = (max(w, 200) if len(order) <= 2 else w, h)
+    return _faceted(alt.layer(lines, ref, ref2, data=d), order, size, title, subtitle)
 
 
 def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], title: str):
-    d = _admixture_classes(df, "setting")
-    order = _order_by_population(df[df["setting"] == order_s[0]])
-    runs = []
-    for s in order_s:
-        r = _runs(d[d["setting"] == s], "A_class")
-        runs.append(r.assign(setting=s))
-    runs = pd.concat(runs, ignore_index=True)
+    runs = admixture_runs(df, order_s)
+    order = by_population(df[df["setting"] == order_s[0]])
     row = max(9, min(16, int(380 / max(len(order), 1))))
-    width = max(150, int(620 / max(len(order_s), 1)))
     y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=9))
-    rect = _class_rects(runs, y).properties(width=width, height=row * len(order))
+    rect = (
+        alt.Chart(runs)
+        .mark_rect()
+        .encode(
+            x=alt.X("age:Q", title="age", scale=alt.Scale(zero=False, nice=False)),
+            x2="age_end:Q",
+            y=y,
+            color=alt.Color(
+                "A_class:N",
+                title="noise admixture A",
+                scale=alt.Scale(domain=_CLASS_LABELS, range=_CLASS_COLOURS),
+                legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260),
+            ),
+        )
+        .properties(width=max(150, int(620 / max(len(order_s), 1))), height=row * len(order))
+    )
     return rect.facet(
         column=alt.Column("setting:N", title=None, sort=order_s, header=alt.Header(labelFontSize=11)),
     ).properties(title=_title(title, "rows: regions by falling population; columns: the noise settings"))
@@ -603,16 +448,15 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
     named in the legend. ``df``: one row per region and setting."""
     order_s = _settings_order(df, settings)
     d = _cols(df, "value", "sd_pois", "sd_tot", "bias_noise", "setting")
-    d["region_label"] = _region_label(d)
     shift = d["bias_noise"].fillna(0.0) if "bias_noise" in d else 0.0
     tot = d.assign(
         series="Poisson and noise, " + d["setting"],
         lo=d["value"] + shift - 1.96 * d["sd_tot"],
         hi=d["value"] + shift + 1.96 * d["sd_tot"],
     )
-    first = d[d["setting"] == order_s[0]].copy()
-    pois = first.assign(series=POISSON_ALONE, lo=first["value"] - 1.96 * first["sd_pois"])
-    pois["hi"] = first["value"] + 1.96 * first["sd_pois"]
+    first = d[d["setting"] == order_s[0]]
+    half = 1.96 * first["sd_pois"]
+    pois = first.assign(series=POISSON_ALONE, lo=first["value"] - half, hi=first["value"] + half)
     bars = pd.concat([pois, tot], ignore_index=True)
     order = first.sort_values(["nuts_level", "exposure"], ascending=[True, False])["region_label"].tolist()
     series, rng = _series(order_s, "Poisson and noise, ", (POISSON_ALONE, POISSON_COLOUR))
@@ -631,19 +475,13 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
         .mark_rule(strokeWidth=3, opacity=0.85)
         .encode(y=y, yOffset=alt.YOffset("series:N", sort=series), x=x, x2="hi:Q", color=colour)
     )
+    dot = alt.Shape(
+        "series:N", title=None, scale=alt.Scale(domain=[VALUE], range=["circle"]), legend=alt.Legend(orient="top")
+    )
     pt = (
         alt.Chart(first.assign(series=VALUE))
         .mark_point(filled=True, size=18, opacity=1, color=TOTAL_COLOUR)
-        .encode(
-            y=y,
-            x="value:Q",
-            shape=alt.Shape(
-                "series:N",
-                title=None,
-                scale=alt.Scale(domain=[VALUE], range=["circle"]),
-                legend=alt.Legend(orient="top"),
-            ),
-        )
+        .encode(y=y, x="value:Q", shape=dot)
     )
     return (
         alt.layer(rules, pt)
@@ -664,22 +502,22 @@ def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = "", width
         return None
     order_s = _settings_order(df, settings)
     colours = setting_colours(order_s)
-    parts = []
-    for col, mc, z, label in (
-        ("sd_noise", "mc_sd_noise", "z_noise", "noise"),
-        ("sd_tot", "mc_sd_tot", "z_tot", "total"),
-    ):
-        p = df[["region", "sex", "age_group", "setting", col, mc, z]].rename(
-            columns={col: "analytic", mc: "mc", z: "z"}
-        )
-        parts.append(p.assign(component=label))
-    d = pd.concat(parts, ignore_index=True)
+    keys = ["region", "sex", "age_group", "setting"]
+    d = pd.concat(
+        [
+            df[[*keys, f"sd_{c}", f"mc_sd_{c}", f"z_{c}"]]
+            .set_axis([*keys, "analytic", "mc", "z"], axis=1)
+            .assign(component=label)
+            for c, label in (("noise", "noise"), ("tot", "total"))
+        ],
+        ignore_index=True,
+    )
     d = d[np.isfinite(d["analytic"]) & np.isfinite(d["mc"]) & (d["analytic"] > 0) & (d["mc"] > 0)]
     if d.empty:
         return None
     lo, hi = float(min(d["analytic"].min(), d["mc"].min())), float(max(d["analytic"].max(), d["mc"].max()))
-    ax = {"scale": alt.Scale(type="log"), "axis": alt.Axis(format="~g", values=log_ticks([lo, hi]))}
-    x, y = alt.X("analytic:Q", title="analytic sd (first order)", **ax), alt.Y("mc:Q", title="Monte Carlo sd", **ax)
+    x = log_axis(alt.X, "analytic", "analytic sd (first order)", [lo, hi])
+    y = log_axis(alt.Y, "mc", "Monte Carlo sd", [lo, hi])
     pts = (
         alt.Chart(d)
         .mark_point(filled=True, size=26, opacity=0.8)
@@ -724,7 +562,7 @@ def level_series_settings(
     subtitle, the panels having scales of their own. With more than ``max_panels``
     regions, the country, the largest region and the smallest ones are drawn."""
     order_s = _settings_order(df, settings)
-    df, cut = _panels(df, max_panels)
+    df, cut = panel_rows(df, max_panels)
     level = float(df["confidence"].iloc[0]) if "confidence" in df and len(df) else 0.95
     pct = f"{100 * level:g} %"
     keep = ["region", "region_name", "nuts_level", "year", "value", "exposure", "indicator"]
@@ -734,16 +572,15 @@ def level_series_settings(
         series=[f"Poisson and noise, {s}" for s in df["setting"]], lo=df["lo_total"], hi=df["hi_total"]
     )
     bars = pd.concat([pois, tot], ignore_index=True)
-    bars["region_label"] = _region_label(bars)
+    bars["region_label"] = row_region_labels(bars)
     vals = first[keep].assign(series="value")
-    vals["region_label"] = _region_label(vals)
+    vals["region_label"] = row_region_labels(vals)
     domain, rng = _series(order_s, "Poisson and noise, ", ("value", TOTAL_COLOUR), (f"Poisson, {pct}", POISSON_COLOUR))
     colour = alt.Color(
         "series:N", scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(title=None, orient="top")
     )
-    order = _order_by_population(first)
-    ncol, w, h = _facet_layout(len(order))
-    w, h = max(w, 170), max(h, 110)
+    order = by_population(first)
+    _, w, h = _facet_layout(len(order))
     x = alt.X("year:O", title=None, axis=alt.Axis(labelAngle=-90, labelFontSize=9))
     y = alt.Y("lo:Q", title=None, scale=alt.Scale(zero=False))
     data = pd.concat([bars.assign(kind="band"), vals.assign(kind="value", lo=vals["value"])], ignore_index=True)
@@ -758,21 +595,11 @@ def level_series_settings(
     dots = (
         alt.Chart().transform_filter(value).mark_point(filled=True, size=14, opacity=1).encode(x=x, y=y, color=colour)
     )
-    return (
-        alt.layer(rules, line, dots, data=data)
-        .properties(width=w, height=h)
-        .facet(
-            facet=alt.Facet("region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10)),
-            columns=ncol,
-        )
-        .resolve_scale(y="independent")
-        .properties(
-            title=_title(
-                title,
-                ("the country, the largest and the smallest regions; " if cut else "")
-                + (subtitle + "; " if subtitle else "")
-                + (f"{y_title}, " if y_title else "")
-                + "each panel its own scale",
-            )
-        )
+    subtitle = (
+        ("the country, the largest and the smallest regions; " if cut else "")
+        + (subtitle + "; " if subtitle else "")
+        + (f"{y_title}, " if y_title else "")
+        + "each panel its own scale"
     )
+    layers = alt.layer(rules, line, dots, data=data)
+    return _faceted(layers, order, (max(w, 170), max(h, 110)), title, subtitle, y="independent")

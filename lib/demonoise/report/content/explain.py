@@ -16,14 +16,19 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.settings import NoiseSetting, setting_labels, settings_in
+from demonoise.analysis.settings import (
+    NoiseSetting,
+    in_report_order,
+    ordered_settings,
+    setting_labels,
+    setting_of_label,
+)
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
-from demonoise.report.content.theme import log_ticks, setting_colours
+from demonoise.report.content.charts import admixture_references
+from demonoise.report.content.theme import log_axis, setting_colours
 
 __all__ = [
     "title",
-    "setting_label",
-    "ordered_settings",
     "colours_of",
     "COLOUR_NAMES",
     "colour_words",
@@ -39,8 +44,6 @@ __all__ = [
 #: Colours of series that are not noise settings (e0, e65, ...): none of the settings' palette.
 _SERIES_COLOURS = ("#222222", "#8c8c8c", "#c51b7d", "#2c7fb8")
 
-_ADMIX_REF = pd.DataFrame({"A": [10.0, 41.4], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
-
 
 def title(text: str, data_label: str | None = None) -> alt.TitleParams:
     """A chart title with the data label as subtitle (shown on every chart of real or
@@ -52,41 +55,11 @@ def title(text: str, data_label: str | None = None) -> alt.TitleParams:
     return alt.TitleParams(text=text, anchor="start")
 
 
-def setting_label(df: pd.DataFrame) -> pd.Series:
-    """The setting's label of every row (``"V = 1"``, ``"p-table v01"``:
-    :func:`demonoise.analysis.settings.setting_labels`), with the granularity and scale
-    appended when they vary within ``df``."""
-    lab = setting_labels(df)
-    if "granularity" in df and df["granularity"].nunique() > 1:
-        lab = lab + ", " + df["granularity"].astype(str)
-    if "scale" in df and df["scale"].nunique() > 1:
-        lab = lab + ", x" + df["scale"].map(lambda s: f"{s:g}")
-    return lab
-
-
-def ordered_settings(df: pd.DataFrame) -> list[NoiseSetting]:
-    """The noise settings of a results table (or of :func:`~demonoise.analysis.whatif.sensitivity`
-    rows) in the reports' order: the generic model's V's ascending, then the p-tables in
-    order of appearance."""
-    return _in_order(settings_in(df))
-
-
-def _in_order(sets: Sequence[NoiseSetting]) -> list[NoiseSetting]:
-    """The generic model's V's ascending, then the p-tables in the order given."""
-    return sorted(sets, key=lambda s: (0, s.V) if s.is_generic else (1, 0.0))
-
-
-def _setting_of_label(label: str) -> NoiseSetting:
-    """The setting a label names (``"V = 1"``, ``"p-table v01"``)."""
-    if label.startswith("V = "):
-        return NoiseSetting.generic(float(label[4:]))
-    return NoiseSetting("ptable", float("nan"), label.removeprefix("p-table "))
-
-
 def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
-    """Each setting's colour by its label: the reports' colours of the settings in
-    :func:`ordered_settings`' order (:func:`~demonoise.report.content.theme.setting_colours`),
-    so that V = 1 has the same colour here as in a report of the same settings."""
+    """Each setting's colour by its label: the reports' colours
+    (:func:`~demonoise.report.content.theme.setting_colours`) of the settings in the reports'
+    order (:func:`~demonoise.analysis.settings.ordered_settings`), so that V = 1 has the
+    same colour here as in a report of the same settings."""
     return setting_colours([s.label for s in settings])
 
 
@@ -112,7 +85,7 @@ def uncertainty_by_setting(
     d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)].copy()
     base_label = setting_labels(d0)  # before the panel label is written over the setting column
     colours = colours_of(ordered_settings(d0))
-    d0["setting"] = setting_label(d0)
+    d0["setting"] = setting_labels(d0, detailed=True)
     parts = []
     for col, label in (("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total")):
         p = d0[["setting", "age", "age_group", "events", "small_count"]].copy()
@@ -166,16 +139,12 @@ def sensitivity_chart(
     d["rel_noise_pc"] = 100.0 * d["rel_noise"]
     d["rel_pois_pc"] = 100.0 * d["rel_pois"]
     d["A"] = 100.0 * d["admixture"]
-    x = alt.X(
-        "population:Q",
-        title="population on 1 January (both sexes)",
-        scale=alt.Scale(type="log", nice=False, padding=12),
-        axis=alt.Axis(format="~s", values=log_ticks(d["population"])),
-    )
+    x = log_axis(alt.X, "population", "population on 1 January (both sexes)", d["population"], "~s")
+    x = x.scale(type="log", nice=False, padding=12)
     ylog = alt.Scale(type="log", nice=False, padding=10)
     if colours is None:
         labels = d["noise"].drop_duplicates().tolist()
-        colours = colours_of(_in_order([_setting_of_label(x) for x in labels]))
+        colours = colours_of(in_report_order([setting_of_label(x) for x in labels]))
     colour = alt.Color(
         "noise:N",
         title="noise",
@@ -205,13 +174,7 @@ def sensitivity_chart(
     )
     left = alt.layer(pois, sd, pois_text).properties(width=width, height=height, title="noise sd and Poisson sd")
     adm = base.mark_line(point=True).encode(y=alt.Y("A:Q", title="noise admixture A (%)", scale=ylog))
-    ref = alt.Chart(_ADMIX_REF).mark_rule(strokeDash=[4, 3], color="#888").encode(y="A:Q")
-    ref_text = (
-        alt.Chart(_ADMIX_REF)
-        .mark_text(align="right", dy=-5, fontSize=9, color="#666")
-        .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
-    )
-    right = alt.layer(adm, ref, ref_text).properties(width=width, height=height, title="admixture")
+    right = alt.layer(adm, *admixture_references(width)).properties(width=width, height=height, title="admixture")
     return alt.hconcat(left, right).properties(title=chart_title or "")
 
 
@@ -229,19 +192,16 @@ def derivative_check_chart(
     ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``; black, grey:
     not the settings' colours). Differences
     where the closed form is exactly 0 are not drawn (rounding noise on a log axis)."""
-    rows = []
-    for name, v in closed.items():
-        rows.append(
-            pd.DataFrame(
-                {"age": ages, "series": name, "how": "closed form", "value": np.abs(np.asarray(v, dtype=float))}
-            )
-        )
-    for name, v in fd.items():
-        v = np.abs(np.asarray(v, dtype=float))
-        if name in closed:  # where the closed form is exactly 0 (x < k) a difference is rounding only
-            v = np.where(np.asarray(closed[name]) != 0, v, np.nan)
-        rows.append(pd.DataFrame({"age": ages, "series": name, "how": "finite difference", "value": v}))
-    d = pd.concat(rows, ignore_index=True)
+    # where the closed form is exactly 0 (x < k) a difference is rounding only
+    fd = {k: np.where(np.asarray(closed[k]) != 0, v, np.nan) if k in closed else v for k, v in fd.items()}
+    d = pd.concat(
+        [
+            pd.DataFrame({"age": ages, "series": k, "how": how, "value": np.abs(np.asarray(v, dtype=float))})
+            for how, values in (("closed form", closed), ("finite difference", fd))
+            for k, v in values.items()
+        ],
+        ignore_index=True,
+    )
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     names = list(dict.fromkeys([*closed, *fd]))
     colour = alt.Color(
@@ -250,9 +210,7 @@ def derivative_check_chart(
         scale=alt.Scale(domain=names, range=[_SERIES_COLOURS[i % len(_SERIES_COLOURS)] for i in range(len(names))]),
         legend=alt.Legend(orient="top"),
     )
-    y = alt.Y(
-        "value:Q", title=y_title, scale=alt.Scale(type="log"), axis=alt.Axis(format="~g", values=log_ticks(d["value"]))
-    )
+    y = log_axis(alt.Y, "value", y_title, d["value"])
     tip = ["series:N", "how:N", "age:Q", alt.Tooltip("value:Q", format=".6g")]
     line = (
         alt.Chart(d)
@@ -291,12 +249,7 @@ def variance_by_age_chart(
         .mark_line(point=alt.OverlayMarkDef(size=10), strokeWidth=1.2)
         .encode(
             x=alt.X("age:Q", title="age x (85 = open group 85+)"),
-            y=alt.Y(
-                "value:Q",
-                title=y_title,
-                scale=alt.Scale(type="log"),
-                axis=alt.Axis(format="~g", values=log_ticks(d["value"])),
-            ),
+            y=log_axis(alt.Y, "value", y_title, d["value"]),
             color=alt.Color(
                 "component:N", title=None, scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(orient="top")
             ),

@@ -1,13 +1,13 @@
 """The Europe overview's charts and tables: every NUTS 2 region of a dataset, the settings
 side by side.
 
-``notebooks/overview.ipynb`` computes nothing itself: its tables come from
-:mod:`demonoise.analysis.overview` and are shown here -- the relative noise uncertainty and
-the admixture against population (:func:`population_scatter`), the map of the e0 admixture
-(:func:`admixture_map`; the outermost regions outside its frame listed, :func:`outside_frame`),
-the effect of 5-year groups (:func:`granularity_chart`), the calibration of V
-(:func:`calibration_chart`) and the tables (:func:`overview_table`, the reports' table). Definitions
-(docs/design.md, "Admixture"): ``delta = sd / value``, ``A = sqrt(1 + Var_noise / Var_pois) - 1``.
+``notebooks/overview.ipynb`` computes nothing itself: its tables (and the regions outside the
+map's frame) come from :mod:`demonoise.analysis.overview` and are shown here -- the relative
+noise uncertainty and the admixture against population (:func:`population_scatter`), the map
+of the e0 admixture (:func:`admixture_map`), the effect of 5-year groups
+(:func:`granularity_chart`), the calibration of V (:func:`calibration_chart`) and the tables
+(:func:`overview_table`, the reports' table). Definitions (docs/design.md, "Admixture"):
+``delta = sd / value``, ``A = sqrt(1 + Var_noise / Var_pois) - 1``.
 """
 
 from __future__ import annotations
@@ -15,36 +15,31 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from demonoise.analysis.overview import (
-    A_EQUAL,
+    EUROPE_FRAME,
     KEY_TITLES,
     MAP_CLASSES,
     NO_DATA,
     SHORT_NAMES,
     calibration_rows,
+    fit_points,
+    in_frame,
     setting_order,
-    v_values,
     with_labels,
 )
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.analysis.verdicts import region_label
-from demonoise.core.errors import ParameterError
 from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR, admixture_class
 from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
-from demonoise.report.content.theme import admixture_column, log_ticks, setting_colours
+from demonoise.report.content.theme import admixture_column, log_axis, setting_colours
 
 __all__ = [
-    "EUROPE_FRAME",
-    "OUTERMOST",
-    "outside_frame",
-    "drawn_codes",
-    "no_data_on_map",
     "calibration_chart",
     "population_scatter",
     "admixture_map",
@@ -52,14 +47,7 @@ __all__ = [
     "granularity_chart",
     "overview_table",
     "banner",
-    "load_inputs",
 ]
-
-#: Map frame: lon_min, lat_min, lon_max, lat_max (the data README's tested view).
-EUROPE_FRAME = (-24.0, 34.5, 44.8, 71.2)
-#: NUTS 2 regions that fall outside :data:`EUROPE_FRAME` (EU outermost regions); the
-#: overview lists them in a table (checked against the geometry in the tests).
-OUTERMOST = ("ES70", "FRY1", "FRY2", "FRY3", "FRY4", "FRY5", "PT20", "PT30")
 
 
 #: The map's class colours: the reports' (decision table's) class colours.
@@ -70,49 +58,7 @@ _GEO_DATASET = "nuts2_2021"
 _POPULATION = "population on 1 January (both sexes)"  # the reports' axis
 
 
-# =================================================================== tables
-
-
-def outside_frame(
-    geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME, codes: Iterable[str] | None = None
-) -> list[str]:
-    """Codes of the regions whose bounding box lies entirely outside ``frame``
-    (``lon_min, lat_min, lon_max, lat_max``): not drawn on the map, listed in a table.
-
-    ``codes`` restricts the answer to these regions (e.g. those of a dataset).
-    """
-    from demonoise.io.geo import nuts2_features
-
-    feats = nuts2_features(geojson=geojson)
-    drawn = {f["properties"]["NUTS_ID"] for f in _in_frame(feats, frame)}
-    want = None if codes is None else set(codes)
-    return sorted(
-        c for c in (f["properties"]["NUTS_ID"] for f in feats) if c not in drawn and (want is None or c in want)
-    )
-
-
-def drawn_codes(geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME) -> list[str]:
-    """Codes of the regions :func:`admixture_map` draws (those not entirely outside ``frame``)."""
-    from demonoise.io.geo import nuts2_features
-
-    return sorted(f["properties"]["NUTS_ID"] for f in _in_frame(nuts2_features(geojson=geojson), frame))
-
-
-def no_data_on_map(
-    values: pd.DataFrame, geojson: dict | None = None, frame: Sequence[float] = EUROPE_FRAME
-) -> dict[str, list[str]]:
-    """Regions drawn on the map without a value (grey), by country code."""
-    have = set(values["region"])
-    out: dict[str, list[str]] = {}
-    for code in drawn_codes(geojson, frame):
-        if code not in have:
-            out.setdefault(code[:2], []).append(code)
-    return out
-
-
 # ============================================== calibration
-
-
 _THRESHOLD_COLOURS = ["#08306b", "#2171b5", "#6baed6", "#c6dbef"]
 
 
@@ -138,63 +84,42 @@ def calibration_chart(
     """
     import altair as alt
 
+    V = [float(v) for v in V]
+    xcol, xtitle = ("population", _POPULATION) if pop is not None else ("events", "events behind the indicator")
+    ref = pd.DataFrame({"V": V, "label": [f"V = {v:g}" for v in V]})
+    rule = alt.Chart(ref).mark_rule(color="#444", strokeDash=[4, 3]).encode(y="V:Q")
+    text = (
+        alt.Chart(ref)
+        .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444")
+        .encode(y="V:Q", x=alt.value(2), text="label:N")
+    )
     panels = []
     for key in keys:
-        d = calibration_rows(cal, key, sex).copy()
-        d = d[np.isfinite(d["V_max"]) & (d["V_max"] > 0)]
-        if pop is not None:
-            d = d.merge(pop, on=["region", "sex"], how="left")
-            xcol, xtitle = "population", _POPULATION
-        else:
-            xcol, xtitle = "events", "events behind the indicator"
-        thr = sorted(calibration_rows(cal, key, sex)["threshold"].unique())
-        order = [_threshold_label(t) for t in thr]
-        d["threshold_label"] = d["threshold"].map(_threshold_label)
-        d = d[["region", xcol, "V_max", "threshold_label"]]
-        colours = _THRESHOLD_COLOURS[: len(order)] if len(order) <= len(_THRESHOLD_COLOURS) else None
+        rows = calibration_rows(cal, key, sex)
+        d = rows[np.isfinite(rows["V_max"]) & (rows["V_max"] > 0)]
+        d = d.merge(pop, on=["region", "sex"], how="left") if pop is not None else d
+        order = [_threshold_label(t) for t in sorted(rows["threshold"].unique())]
+        d = d.assign(threshold_label=d["threshold"].map(_threshold_label))[["region", xcol, "V_max", "threshold_label"]]
+        few = len(order) <= len(_THRESHOLD_COLOURS)
+        scale = (
+            alt.Scale(domain=order, range=_THRESHOLD_COLOURS[: len(order)])
+            if few
+            else alt.Scale(domain=order, scheme="blues")
+        )
         pts = (
             alt.Chart(d)
             .mark_point(filled=True, size=16, opacity=0.7)
             .encode(
-                x=_log(alt.X, xcol, xtitle, d[xcol], ",~s"),
-                y=_log(
-                    alt.Y,
-                    "V_max",
-                    "largest V keeping A at or below the threshold",
-                    pd.concat([d["V_max"], pd.Series([float(v) for v in V])]),
-                ),
+                x=log_axis(alt.X, xcol, xtitle, d[xcol], ",~s"),
+                y=log_axis(alt.Y, "V_max", "largest V keeping A at or below the threshold", [*d["V_max"], *V]),
                 color=alt.Color(
-                    "threshold_label:N",
-                    title="threshold",
-                    sort=order,
-                    scale=alt.Scale(domain=order, range=colours)
-                    if colours
-                    else alt.Scale(domain=order, scheme="blues"),
-                    legend=alt.Legend(orient="top"),
+                    "threshold_label:N", title="threshold", sort=order, scale=scale, legend=alt.Legend(orient="top")
                 ),
                 tooltip=["region:N", alt.Tooltip("V_max:Q", format=".3g"), "threshold_label:N"],
             )
         )
-        ref = pd.DataFrame({"V": [float(v) for v in V], "label": [f"V = {v:g}" for v in V]})
-        rule = alt.Chart(ref).mark_rule(color="#444", strokeDash=[4, 3]).encode(y="V:Q")
-        text = (
-            alt.Chart(ref)
-            .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444")
-            .encode(y="V:Q", x=alt.value(2), text="label:N")
-        )
         panels.append(alt.layer(pts, rule, text).properties(width=width, height=height, title=KEY_TITLES[key]))
     return alt.hconcat(*panels).resolve_scale(color="shared")
-
-
-# =================================================================== charts
-def _log(channel, field: str, title: str, values, fmt: str = "~g"):
-    """A log axis (``alt.X`` or ``alt.Y``) with the reports' 1-2-5 ticks over ``values``
-    (:func:`~demonoise.report.content.theme.log_ticks`)."""
-    import altair as alt
-
-    return channel(
-        f"{field}:Q", title=title, scale=alt.Scale(type="log"), axis=alt.Axis(format=fmt, values=log_ticks(values))
-    )
 
 
 def _v_label(v) -> str:
@@ -211,7 +136,7 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     """
     import altair as alt
 
-    from demonoise.report.content.charts import uncertainty_vs_population
+    from demonoise.report.content.charts import ADMIX_REF, admixture_references, uncertainty_vs_population
 
     rows = with_labels(rows)
     vs = setting_order(rows)
@@ -222,66 +147,22 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     a["A"] = 100.0 * a["admixture"]
     a["series"] = a["setting"].map(_v_label)
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
-    ref = pd.DataFrame({"A": [10.0, 100.0 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
     colours = [POISSON_COLOUR] + [by_setting[v] for v in vs]
     points = (
         alt.Chart(a)
         .mark_point(size=30, opacity=0.75, filled=True, aria=False)
         .encode(
-            x=_log(alt.X, "population", _POPULATION, rows["population"], ",~s"),
-            y=_log(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ref["A"]])),
+            x=log_axis(alt.X, "population", _POPULATION, rows["population"], ",~s"),
+            y=log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]])),
             color=alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), legend=None),
             tooltip=["region:N", "region_name:N", alt.Tooltip("population:Q", format=",.0f"), "series:N",
                      alt.Tooltip("A:Q", format=".3g")],
         )
     )  # fmt: skip
-    rule = alt.Chart(ref).mark_rule(strokeDash=[4, 3], color="#666", aria=False).encode(y="A:Q")
-    text = (
-        alt.Chart(ref)
-        .mark_text(align="right", dy=-5, fontSize=9, color="#555", aria=False)
-        .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
-    )
+    rule, text = admixture_references(width, rule="#666", text="#555", aria=False)
     right = alt.layer(points, rule, text).properties(width=width, height=height, title="noise admixture")
     chart = alt.hconcat(left, right).resolve_scale(color="shared")
     return chart.properties(title=title) if title else chart
-
-
-def _in_frame(features: list[dict], frame: Sequence[float]) -> list[dict]:
-    """Features whose bounding box meets ``frame`` (the others are not drawn)."""
-    from demonoise.io.geo import feature_bounds
-
-    x0, y0, x1, y1 = frame
-    out = []
-    for f in features:
-        a, b, c, d = feature_bounds(f)
-        if not (c < x0 or a > x1 or d < y0 or b > y1):
-            out.append(f)
-    return out
-
-
-def _fit_points(features: list[dict], frame: Sequence[float]) -> dict:
-    """A MultiPoint for the projection's ``fit``: the westernmost, easternmost,
-    southernmost and northernmost vertex of every feature, kept within ``frame``.
-
-    Fitting to the regions themselves (not to the corners of the lon/lat box, which
-    lie in the Atlantic and in Russia) lets Europe fill the view.
-    """
-    from demonoise.io.geo import iter_positions
-
-    x0, y0, x1, y1 = frame
-    pts: set[tuple[float, float]] = set()
-    for f in features:
-        ps = [p for p in iter_positions(f["geometry"]["coordinates"]) if x0 <= p[0] <= x1 and y0 <= p[1] <= y1]
-        if not ps:
-            continue
-        for key in (lambda p: p[0], lambda p: p[1]):
-            pts.add(tuple(min(ps, key=key)[:2]))
-            pts.add(tuple(max(ps, key=key)[:2]))
-    return {
-        "type": "Feature",
-        "properties": {},
-        "geometry": {"type": "MultiPoint", "coordinates": sorted([list(p) for p in pts])},
-    }
 
 
 def admixture_map(
@@ -298,7 +179,8 @@ def admixture_map(
 
     Azimuthal equal-area projection centred on 10 E, 52 N (the data README's), fitted
     to the regions within ``frame`` (lon/lat box: regions entirely outside it, the
-    outermost regions, are not drawn -- list them with :func:`outside_table`), clipped
+    outermost regions, are not drawn -- list them with
+    :func:`~demonoise.analysis.overview.outside_table`), clipped
     to the view (``mark_geoshape(clip=True)``); ring winding as in the file.
     Classes and colours: the reports' (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`:
     below 10 %, 10 % to 41 %, 41 % or more: noise as large as Poisson); regions without a
@@ -312,7 +194,7 @@ def admixture_map(
 
     from demonoise.io.geo import CREDIT, nuts2_features
 
-    feats = _in_frame(nuts2_features(geojson=geojson), frame)
+    feats = in_frame(nuts2_features(geojson=geojson), frame)
     # The boundaries (and the fit) are inserted into the finished spec: Altair would
     # otherwise walk and validate every coordinate (~10 s for this file).
     geo = alt.Data(name=_GEO_DATASET)
@@ -355,7 +237,7 @@ def admixture_map(
         chart = alt.vconcat(chart).properties(title=caption)
     spec = chart.configure_view(stroke=None).to_dict()
     spec.setdefault("datasets", {})[_GEO_DATASET] = feats
-    fit = _fit_points(feats, frame)
+    fit = fit_points(feats, frame)
     for panel in (spec["vconcat"][0] if caption else spec)["hconcat"]:
         panel["projection"]["fit"] = fit
     return SpecChart(spec)
@@ -399,7 +281,7 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
         alt.Chart(d)
         .mark_point(size=18, opacity=0.6, filled=True, aria=False)
         .encode(
-            x=_log(alt.X, "population", _POPULATION, d["population"], ",~s"),
+            x=log_axis(alt.X, "population", _POPULATION, d["population"], ",~s"),
             y=alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False)),
             color=alt.Color(
                 "indicator:N",
@@ -511,42 +393,3 @@ def banner(label, *, what: str = ""):
     from demonoise.report.content.summary import status_box
 
     return status_box(label, (what,) if what else ())
-
-
-# ============================================================ the report
-def load_inputs(
-    dataset: str,
-    V: Sequence[float],
-    results_single: str = "",
-    results_5y: str = "",
-    calibration: str = "",
-    *,
-    ptables: Sequence[str] = (),
-):
-    """What the overview notebook reads: the two results tables (restricted to the
-    V's asked for) and the calibration table (``None`` if ``calibration`` is empty).
-
-    An empty results path (an interactive run) is computed here from the whole dataset
-    (:func:`demonoise.analysis.compute.compute`, single ages or 5-year groups, e0 and e65).
-    """
-    from demonoise.analysis.compute import compute, noise_settings, read_results
-    from demonoise.io.datasets import load
-
-    V = [float(v) for v in V]
-    tables = []
-    for path, gran in ((results_single, "single"), (results_5y, "5y")):
-        if path:
-            df = read_results(path)
-        else:
-            df = compute(load(dataset), noise_settings(V, ptables=ptables), granularity=gran, e_ages=(0, 65))
-        missing = sorted(set(V) - set(v_values(df)))
-        if missing:
-            raise ParameterError(
-                f"results table {path or gran} has no rows for V = {', '.join(f'{v:g}' for v in missing)}"
-            )
-        kept = df[df["V"].isin(V) | (df["noise_model"] != "generic")]
-        # the setting label of every row, worked out once here rather than by each
-        # table and chart of the notebook (the whole dataset has a million rows)
-        tables.append(with_labels(kept))
-    cal = read_results(calibration) if calibration else None
-    return tables[0], tables[1], cal

@@ -29,6 +29,7 @@ __all__ = [
     "setting_colours",
     "region_colours",
     "log_ticks",
+    "log_axis",
     "column_decimals",
     "admixture_column",
     "admixture_text",
@@ -134,6 +135,17 @@ def log_ticks(values, *, most: int = 9) -> list[float]:
         if len(ticks) <= most:
             break
     return [float(f"{t:.12g}") for t in ticks] if len(ticks) >= 2 else sorted({float(v.min()), float(v.max())})
+
+
+def log_axis(channel, field: str, title, values, fmt: str = "~g", *, most: int = 9, **axis):
+    """``channel`` (``alt.X`` or ``alt.Y``) of ``field`` on a log scale, its ticks the
+    :func:`log_ticks` over ``values``, its labels in ``fmt``."""
+    import altair as alt
+
+    ticks = log_ticks(values, most=most)
+    return channel(
+        f"{field}:Q", title=title, scale=alt.Scale(type="log"), axis=alt.Axis(format=fmt, values=ticks, **axis)
+    )
 
 
 def column_decimals(values, *, significant: int = 2, most: int = 6) -> int:
