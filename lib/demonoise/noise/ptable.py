@@ -40,6 +40,7 @@ References
 # ruff: noqa: E741 -- I is the p-table's largest count class, as Eurostat and the R package ptable name it
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ __all__ = [
     "build_ptable",
     "V_MAX",
     "D_MAX",
+    "check_variance",
     "check_variance_limit",
     "check_deviation_limit",
     "BUILD_D_MAX",
@@ -99,6 +101,14 @@ def check_build_limit(D: int, what: str = "D (maximum deviation)") -> None:
             f"{what} = {D} is above the limit {BUILD_D_MAX} for building a p-table: the build time grows like "
             "D^3.5 (18.5 s at D = 30, about 20 minutes at D = 100); Eurostat's tables use D <= 5"
         )
+
+
+def check_variance(V: float, what: str = "V") -> float:
+    """``V`` if it is a finite number > 0 within :func:`check_variance_limit` (ParameterError otherwise)."""
+    if not (math.isfinite(V) and V > 0):
+        raise ParameterError(f"{what} is a variance and must be a finite number > 0, got {V:g}")
+    check_variance_limit(V, what)
+    return V
 
 
 def check_variance_limit(V: float, what: str = "V (noise variance)") -> None:
