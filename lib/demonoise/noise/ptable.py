@@ -318,8 +318,22 @@ class PTable:
         return self._var.copy() if counts is None else self._var[self._rows(counts)]
 
     # ------------------------------------------------------------------ summaries
-    def moments(self, tol: float = 1e-6):
+    @property
+    def resolution(self) -> float:
+        """Tolerance of "V reached": the probability resolution of the table times its largest
+        squared noise (key tables: 1/K; built or transition tables: 1e-8), at least 1e-6."""
+        step = 1.0 / self.n_keys if self.n_keys else 1e-8
+        return max(1e-6, step * self.max_deviation**2)
+
+    def moments(self, tol: float = 1e-6, V: float | None = None):
         """Exact per-count moments of the noise.
+
+        Parameters
+        ----------
+        tol : float
+            Tolerance of ``V_reached`` (:attr:`resolution` is the table's own).
+        V : float, optional
+            The nominal variance to check (default: the table's own, :attr:`V`).
 
         Returns
         -------
@@ -345,11 +359,12 @@ class PTable:
                 "p_stay": stay,
             }
         )
-        nominal = np.nan if self.V is None else float(self.V)
+        V = self.V if V is None else V
+        nominal = np.nan if V is None else float(V)
         df["nominal_V"] = nominal
         df["variance_minus_V"] = df["variance"] - nominal
         reached = pd.array(self._var >= nominal - tol, dtype="boolean")
-        if self.V is None:
+        if V is None:
             reached[:] = pd.NA
         reached[0] = pd.NA
         df["V_reached"] = reached

@@ -66,6 +66,7 @@ from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.errors import DemonoiseError, ParameterError
 from demonoise.core.vocabulary import A_EQUAL, A_SMALL, GRANULARITIES, HEADLINES
 from demonoise.noise.ptable import check_variance
+from demonoise.runtime.cluster import check_address
 
 __all__ = [
     "REPORT_INDICATORS",
@@ -420,12 +421,6 @@ def _distinct(ss):
     return ss
 
 
-def _address(a):
-    from demonoise.runtime.cluster import check_address
-
-    return check_address(a)
-
-
 class ReportParams(_Strict):
     """Validated parameters of a report batch (the module notes give the YAML): build it
     with :func:`parse_params` (the keys as in the file: ``datasets``, ``noise``)."""
@@ -450,7 +445,7 @@ class ReportParams(_Strict):
     publisher: Publisher | None = None
     overview: Annotated[Overview | None, BeforeValidator(_overview)] = None
     extras: Annotated[tuple[tuple[str, tuple], ...], BeforeValidator(_extras)] = ()
-    scheduler: Annotated[str, AfterValidator(_address)] | None = None
+    scheduler: Annotated[str, AfterValidator(check_address)] | None = None
     source: str = Field("", exclude=True)
     notices: tuple[str, ...] = Field((), exclude=True)
 
