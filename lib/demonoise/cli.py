@@ -127,13 +127,17 @@ def cmd_datasets(args) -> int:
     return 0
 
 
-def _load_counts(args):
-    """The counts of ``--dataset NAME|FILE`` (``--counts FILE`` its former spelling),
-    restricted to ``--countries`` / ``--regions`` / ``--level``."""
-    from demonoise.io.datasets import load
+def _load_counts(args, panel: bool = False):
+    """The counts (``panel``: the multi-year panel) of ``--dataset NAME|FILE`` (``--counts FILE``
+    its former spelling), restricted to ``--regions`` / ``--countries`` / ``--level``; unknown
+    regions or countries raise DataError naming them."""
+    from demonoise.io.datasets import load, load_panel
 
-    counts = load(args.dataset)
-    counts = _select(counts, getattr(args, "regions", None), getattr(args, "countries", None))
+    counts = (load_panel if panel else load)(args.dataset)
+    regions, countries = getattr(args, "regions", None), getattr(args, "countries", None)
+    if regions or countries:
+        codes = [*(regions or []), *(c for cc in countries or [] for c in counts.select(country=cc).codes)]
+        counts = counts.select(list(dict.fromkeys(codes)))
     if getattr(args, "level", None) is not None:
         counts = counts.select(level=args.level)
     return counts
@@ -344,12 +348,11 @@ def cmd_notebook(args) -> int:
 
 def cmd_overview(args) -> int:
     from demonoise.core.atomic import check_output_dir
+    from demonoise.io.datasets import as_name
     from demonoise.report.batch.extras import overview_run, render_further
 
     check_output_dir(args.out_dir)
     t0 = time.perf_counter()
-    from demonoise.io.datasets import as_name
-
     options = {
         "dataset": as_name(args.dataset, origin="demonoise overview"),
         "V": args.V,
@@ -547,14 +550,6 @@ def cmd_compare(args) -> int:
     print(note)
 
 
-def _select(counts, regions, countries):
-    """Restrict counts (or a panel) to region codes and/or countries; unknown ones raise DataError naming them."""
-    if not (regions or countries):
-        return counts
-    codes = [*(regions or []), *(c for cc in countries or [] for c in counts.select(country=cc).codes)]
-    return counts.select(list(dict.fromkeys(codes)))
-
-
 def cmd_calibrate(args) -> int:
     from demonoise.uncertainty.calibration import PTableFamily, calibrate, calibration_summary, check_thresholds
 
@@ -603,13 +598,10 @@ def cmd_change(args) -> int:
     windows) with its noise, Poisson and total sd, z and smallest detectable change."""
     from demonoise.analysis.change import change_table
     from demonoise.analysis.compute import noise_settings
-    from demonoise.io.datasets import load_panel
     from demonoise.runtime import budget
 
     _check_table_out(args)
-
-    panel = load_panel(args.dataset)
-    panel = _select(panel, args.regions, args.countries)
+    panel = _load_counts(args, panel=True)
     settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
     kw = {"year_from": args.year_from, "year_to": args.year_to, "granularity": args.granularity}
     kw.update(indicators=args.indicators, seed=args.seed)
