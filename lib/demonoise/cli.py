@@ -423,11 +423,13 @@ def _cluster(args, default_address: str | None = None):
     return cluster
 
 
-def _moments_text(table, V=None) -> tuple[str, list[str]]:
-    """The per-count moments table as text, and one warning line per count where V is not reached."""
+def _print_moments(table, V=None, why: str = "") -> None:
+    """The table's description and its per-count moments; on stderr, a warning per count
+    where V is not reached (``why`` after it)."""
     nominal = table.V if V is None else float(V)
     tol = table.resolution
-    rows = [f"{'i':>4}  {'bias':>11}  {'variance':>11}  {'E v^2':>11}  {'P(v=0)':>9}  {'nominal V':>9}  reached?"]
+    print(_describe_table(table, V))
+    print(f"{'i':>4}  {'bias':>11}  {'variance':>11}  {'E v^2':>11}  {'P(v=0)':>9}  {'nominal V':>9}  reached?")
     warn = []
     for r in table.moments(tol, nominal).itertuples():
         label = f"{r.i}" if r.i < table.I else f">={r.i}"
@@ -443,13 +445,14 @@ def _moments_text(table, V=None) -> tuple[str, list[str]]:
             warn.append(f"V = {nominal:g} is not reached at count {label}: variance {r.variance:.6g}")
         nv = "?" if nominal is None else f"{nominal:g}"
         mean = round(float(r.mean), 12) + 0.0  # show 5.6e-17 as 0
-        rows.append(
+        print(
             f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  "
             f"{reached}"
         )
     if nominal is None:
         warn.append("nominal V unknown (the file does not store it): pass --V to check it")
-    return "\n".join(rows), warn
+    for w in warn:
+        print(f"WARNING: {w}{why}", file=sys.stderr)
 
 
 def _describe_table(table, V=None) -> str:
@@ -489,27 +492,19 @@ def cmd_ptable_build(args) -> int:
     out = Path(args.out)
     with atomic_path(out) as tmp:
         write_ptable(table, tmp, args.format, K=args.K)
-    text, warn = _moments_text(table)
-    print(_describe_table(table))
-    print(text)
-    print(
-        f"-> {out} ({args.format} format"
-        + (f", K = {args.K or 100000} cell keys" if args.format == "eurostat" else "")
-        + ")"
+    why = (
+        " -- the construction treats V as an upper bound (as the R package ptable does) and keeps the "
+        "maximum-entropy law of the other constraints, whose variance is smaller here"
     )
-    for w in warn:
-        print(
-            f"WARNING: {w} -- the construction treats V as an upper bound (as the R package ptable does) and keeps "
-            "the maximum-entropy law of the other constraints, whose variance is smaller here",
-            file=sys.stderr,
-        )
+    _print_moments(table, why=why)
+    keys = f", K = {args.K or 100000} cell keys" if args.format == "eurostat" else ""
+    print(f"-> {out} ({args.format} format{keys})")
     return 0
 
 
 def _open_table(name_or_path: str):
     """An embedded p-table or a p-table file (:func:`~demonoise.analysis.ptables.resolve_ptable`)."""
     from demonoise.analysis.ptables import resolve_ptable
-    from demonoise.core.errors import ParameterError
 
     if not Path(name_or_path).exists() and (Path(name_or_path).suffix or "/" in name_or_path):
         raise ParameterError(f"p-table file {name_or_path} does not exist (embedded tables: v01, v03, v04)")
@@ -517,12 +512,7 @@ def _open_table(name_or_path: str):
 
 
 def cmd_ptable_show(args) -> int:
-    table = _open_table(args.table)
-    text, warn = _moments_text(table, args.V)
-    print(_describe_table(table, args.V))
-    print(text)
-    for w in warn:
-        print(f"WARNING: {w}", file=sys.stderr)
+    _print_moments(_open_table(args.table), args.V)
     return 0
 
 
@@ -1027,16 +1017,12 @@ def main(argv=None) -> int:
     try:
         with interruptible(f"demonoise {args.command}: interrupted"):
             return int(args.func(args) or 0)
-    except ClusterLost as e:  # the run had started: not a bad input
-        print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
-        return 1
-    except DemonoiseError as e:
+    except (DemonoiseError, OSError) as e:
         cmd = args.command + (f" {args.ptable_command}" if getattr(args, "ptable_command", None) else "")
         print(f"demonoise {cmd}: error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # e.g. a full disk or an unwritable output directory: nothing half-written remains
-        print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
-        return 1
+        # 2: bad input; 1: the run had started (a lost cluster) or the system failed (a full
+        # disk, an unwritable output directory: nothing half-written remains)
+        return 2 if isinstance(e, DemonoiseError) and not isinstance(e, ClusterLost) else 1
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: clean-up has run, the line is written
         # Only exiting is left. Python's finalisation puts back the default action of a
         # signal that has a Python handler, so a second Ctrl-C in those last moments would
