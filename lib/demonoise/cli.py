@@ -228,6 +228,7 @@ def cmd_fetch(args) -> int:
     -> the multi-year dataset ``eurostat-<T0>-<T1>`` (each 1 January stock one cell)."""
     import warnings
 
+    from demonoise.io.fetch import fetch_counts, fetch_panel
     from demonoise.io.options import FetchOptions
 
     options = FetchOptions(
@@ -242,22 +243,13 @@ def cmd_fetch(args) -> int:
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = _fetch_dataset(args, options)
+        fetch, years = (fetch_counts, args.year[0]) if len(args.year) == 1 else (fetch_panel, args.year)
+        res = fetch(years, args.countries, options, skip_incomplete=args.skip_incomplete)
         comp = {} if args.no_comparison else _fetch_comparison(args, res.years, options)
     for w in caught:
         print(f"demonoise fetch: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
     _print_fetch(res, comp)
     return 0
-
-
-def _fetch_dataset(args, options):
-    """The counts of one year (:func:`~demonoise.io.fetch.fetch_counts`) or the panel of
-    several consecutive years (:func:`~demonoise.io.fetch.fetch_panel`)."""
-    from demonoise.io.fetch import fetch_counts, fetch_panel
-
-    if len(args.year) == 1:
-        return fetch_counts(args.year[0], args.countries, options, skip_incomplete=args.skip_incomplete)
-    return fetch_panel(args.year, args.countries, options, skip_incomplete=args.skip_incomplete)
 
 
 def _fetch_comparison(args, years, options) -> dict[str, str]:
