@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from demonoise.analysis.ptables import load_ptable, read_ptable, resolve_ptable, write_ptable
@@ -122,6 +123,26 @@ def test_v01_is_unbiased_with_variance_one():
         assert abs(mom.loc[n, "mean"]) < 1e-4
         assert abs(mom.loc[n, "variance"] - 1) < 1e-4
     assert load_ptable("v01").transition(250).j.min() == 247  # last row serves larger counts
+
+
+@pytest.mark.parametrize("name", ["v01", "v04"])
+def test_V_reached_against_a_nominal_V_given_and_the_tables_resolution(name):
+    """A nominal V given to moments() replaces the table's own; the tolerance of "reached"
+    is the table's probability resolution, 1/K times its largest squared noise (both read
+    from the file's rows by hand)."""
+    freq = _eurostat_by_hand(name)
+    table = load_ptable(name)
+    K = sum(next(iter(freq.values())).values())
+    D = max(abs(v) for f in freq.values() for v in f)
+    assert table.resolution == pytest.approx(max(1e-6, D**2 / K))
+    var = {i: _moments_by_hand(f)[1] for i, f in freq.items() if i > 0}
+    for V in (0.9, 1.0, 2.0):
+        mom = table.moments(table.resolution, V=V).set_index("i")
+        assert mom.loc[0, "V_reached"] is pd.NA and (mom["nominal_V"] == V).all()
+        for i, v in var.items():
+            assert mom.loc[i, "variance_minus_V"] == pytest.approx(v - V, abs=1e-4)
+            if abs(v - V) > 1e-3:  # clear of the tolerance: the verdict follows the hand variance
+                assert bool(mom.loc[i, "V_reached"]) == (v > V), (i, v, V)
 
 
 def test_v03_v04_are_biased_for_small_counts():

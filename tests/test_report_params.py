@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.errors import ParameterError
 from demonoise.core.vocabulary import A_EQUAL, A_SMALL
-from demonoise.report.batch.params import REPORT_INDICATORS, Setting, load_params, parse_params
+from demonoise.report.batch.params import REPORT_INDICATORS, load_params, parse_params
 from demonoise.report.batch.stages import CHANGE, SUMMARY, Report, Run, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = ROOT / "params"
 NOTEBOOKS = ROOT / "notebooks"
-THREE = (Setting(V=1.0), Setting(V=5.0), Setting(ptable="v01"))
+THREE = (NoiseSetting.generic(1.0), NoiseSetting.generic(5.0), NoiseSetting.from_ptable("v01"))
 
 
 def test_shipped_params(tmp_path):
@@ -109,10 +110,10 @@ def test_each_bad_entry_gives_a_one_line_error_naming_the_key(change, message):
 
 def test_the_old_form_is_two_generic_settings_with_a_notice():
     p = parse_params({"datasets": {"ess-2023": ["LU"]}, "V": [1, 5], "noise": "generic"}, source="old.yaml")
-    assert p.settings == (Setting(V=1.0), Setting(V=5.0))
+    assert p.settings == (NoiseSetting.generic(1.0), NoiseSetting.generic(5.0))
     (notice,) = p.notices
     assert "noise: [{V: 1}, {V: 5}]" in notice and "\n" not in notice
-    assert parse_params({"datasets": {"ess-2023": ["LU"]}, "V": 3}).settings == (Setting(V=3.0),)
+    assert parse_params({"datasets": {"ess-2023": ["LU"]}, "V": 3}).settings == (NoiseSetting.generic(3.0),)
 
 
 def test_defaults_aliases_publisher_and_order():

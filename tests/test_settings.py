@@ -46,12 +46,12 @@ def test_a_ptable_file_is_named_by_its_file_name(tmp_path):
     assert s.as_parameter() == {"ptable": str(f)} and s.table_source == str(f)
 
 
-def test_the_report_parameters_setting_has_the_same_names():
-    from demonoise.report.batch.params import Setting
+def test_the_report_parameters_hold_the_settings_themselves():
+    from demonoise.report.batch.params import parse_params
 
-    for p, label in ((Setting(V=1.0), "V = 1"), (Setting(ptable="v01"), "p-table v01")):
-        assert p.label == label == NoiseSetting.of(p).label
-        assert p.slug == NoiseSetting.of(p.as_parameter()).slug
+    p = parse_params({"datasets": {"ess-2023": ["LU"]}, "noise": [{"V": 1}, {"ptable": "V01"}]})
+    assert [(s.label, s.slug) for s in p.settings] == [("V = 1", "V1"), ("p-table v01", "ptable-v01")]
+    assert all(NoiseSetting.of(s.as_parameter()) == s for s in p.settings)
 
 
 @pytest.mark.parametrize("bad", [{"sigma": 1}, {"V": 1, "ptable": "v01"}, {"V": "abc"}, None, ""])

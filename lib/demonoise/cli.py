@@ -30,7 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from demonoise.core.errors import DemonoiseError
+from demonoise.core.errors import DemonoiseError, ParameterError
+from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, GRANULARITIES, INDICATORS, SEXES
 from demonoise.runtime.budget import MonteCarloProgress, processes
 from demonoise.runtime.cluster import ClusterLost
 from demonoise.runtime.signals import interruptible
@@ -40,32 +41,32 @@ __all__ = ["main", "build_parser"]
 
 def _checked(parse, *checks):
     """An argparse type: ``parse(s)`` (its ValueError: "not a number/an integer"), then each
-    ``(ok, message)`` in turn; ``message`` is formatted with ``s`` and ``v`` (argparse names
-    the option)."""
+    check in turn: ``(ok, message)``, ``message`` formatted with ``s`` and ``v``, or a function
+    raising ParameterError (argparse names the option)."""
 
     def check(s: str):
         try:
             v = parse(s)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {s!r}") from None
-        for ok, message in checks:
-            if not ok(v):
-                raise argparse.ArgumentTypeError(message.format(s=s, v=v))
+        try:
+            for c in checks:
+                if callable(c):
+                    c(v)
+                elif not c[0](v):
+                    raise ParameterError(c[1].format(s=s, v=v))
+        except ParameterError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
         return v
 
     return check
 
 
-def _variance_limit(v: float) -> float:
-    """``v`` if within the library's limit on V (:func:`~demonoise.noise.ptable.check_variance_limit`)."""
-    from demonoise.core.errors import ParameterError
-    from demonoise.noise.ptable import check_variance_limit
+def _check_variance(v: float) -> None:
+    """The library's check of a noise variance, imported when an option is read (numpy)."""
+    from demonoise.noise.ptable import check_variance
 
-    try:
-        check_variance_limit(v, "V")
-    except ParameterError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return v
+    check_variance(v)
 
 
 def _int_option(lo: int, hi: int | None = None, why: str = ""):
@@ -82,11 +83,7 @@ def _seconds(what: str, most: float):
 
 _float = _checked(float)
 #: A noise variance: finite, > 0 and at most the library's limit (with its reason).
-_variance = _checked(
-    float,
-    (lambda v: math.isfinite(v) and v > 0, "V is a variance and must be a finite number > 0, got {s}"),
-    (_variance_limit, ""),
-)
+_variance = _checked(float, _check_variance)
 #: A population size-class edge: a finite number of people in (0, 10^10].
 _population = _checked(
     float,
@@ -130,24 +127,27 @@ def cmd_datasets(args) -> int:
     return 0
 
 
-def _load_counts(args):
-    """The counts of ``--dataset NAME|FILE`` (``--counts FILE`` its former spelling),
-    restricted to ``--countries`` / ``--regions`` / ``--level``."""
-    from demonoise.io.datasets import load
+def _load_counts(args, panel: bool = False):
+    """The counts (``panel``: the multi-year panel) of ``--dataset NAME|FILE`` (``--counts FILE``
+    its former spelling), restricted to ``--regions`` / ``--countries`` / ``--level``; unknown
+    regions or countries raise DataError naming them."""
+    from demonoise.io.datasets import load, load_panel
 
-    counts = load(args.dataset)
-    counts = _select(counts, getattr(args, "regions", None), getattr(args, "countries", None))
+    counts = (load_panel if panel else load)(args.dataset)
+    regions, countries = getattr(args, "regions", None), getattr(args, "countries", None)
+    if regions or countries:
+        codes = [*(regions or []), *(c for cc in countries or [] for c in counts.select(country=cc).codes)]
+        counts = counts.select(list(dict.fromkeys(codes)))
     if getattr(args, "level", None) is not None:
         counts = counts.select(level=args.level)
     return counts
 
 
 def cmd_compute(args) -> int:
-    from demonoise.analysis.compute import check_table_path, compute, noise_settings, summarise, write_results
+    from demonoise.analysis.compute import compute, noise_settings, summarise
     from demonoise.analysis.results import check_confidence
-    from demonoise.core.atomic import check_output_file
 
-    check_output_file(check_table_path(args.out))
+    _check_table_out(args)
     check_confidence(args.confidence)
     with _cluster(args) as cluster:  # a --scheduler is reached (or refused) before any work
         counts = _load_counts(args)
@@ -167,20 +167,37 @@ def cmd_compute(args) -> int:
             progress=progress,
             cluster=cluster,
         )
-    out = write_results(df, args.out)
-    _wrote(df, counts, out, t0)
+    _write_table(df, args, counts, t0, counts.provenance.status_label)
     summ = summarise(df)
     if len(summ):
         _print_table(summ, "{:.4g}")
     return 0
 
 
-def _wrote(df, counts, out: Path, t0: float) -> None:
-    """The line saying what a table command wrote, from what, in how long."""
-    print(
-        f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {counts.provenance.status_label}) -> {out}  "
-        f"[{time.perf_counter() - t0:.1f} s]"
-    )
+def _check_table_out(args) -> None:
+    """The output table of a table command (and its ``--note``), checked before any work."""
+    from demonoise.analysis.compute import check_table_path
+    from demonoise.core.atomic import check_output_file
+
+    check_output_file(check_table_path(args.out))
+    if getattr(args, "note", None) is not None:
+        check_output_file(args.note)
+
+
+def _write_table(df, args, data, t0: float, what: str, note: str = "") -> None:
+    """Write the table of a table command, with ``--note`` its note too (both or neither: the
+    note to its temporary file first, then the table, then the note in place), and say what
+    it wrote, from what (``data``, ``what``), in how long."""
+    from demonoise.analysis.compute import write_results
+    from demonoise.core.atomic import atomic_path
+
+    note_path = getattr(args, "note", None)
+    with atomic_path(note_path) if note_path is not None else contextlib.nullcontext() as tmp:
+        if tmp is not None:
+            tmp.write_text(note + "\n", encoding="utf-8")
+        out = write_results(df, args.out)
+    dt = time.perf_counter() - t0
+    print(f"{len(df)} rows ({data.name}: {len(data.regions)} regions; {what}) -> {out}  [{dt:.1f} s]")
 
 
 def _print_table(df, number: str, width: int = 160) -> None:
@@ -211,6 +228,7 @@ def cmd_fetch(args) -> int:
     -> the multi-year dataset ``eurostat-<T0>-<T1>`` (each 1 January stock one cell)."""
     import warnings
 
+    from demonoise.io.fetch import fetch_counts, fetch_panel
     from demonoise.io.options import FetchOptions
 
     options = FetchOptions(
@@ -225,22 +243,13 @@ def cmd_fetch(args) -> int:
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = _fetch_dataset(args, options)
+        fetch, years = (fetch_counts, args.year[0]) if len(args.year) == 1 else (fetch_panel, args.year)
+        res = fetch(years, args.countries, options, skip_incomplete=args.skip_incomplete)
         comp = {} if args.no_comparison else _fetch_comparison(args, res.years, options)
     for w in caught:
         print(f"demonoise fetch: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
     _print_fetch(res, comp)
     return 0
-
-
-def _fetch_dataset(args, options):
-    """The counts of one year (:func:`~demonoise.io.fetch.fetch_counts`) or the panel of
-    several consecutive years (:func:`~demonoise.io.fetch.fetch_panel`)."""
-    from demonoise.io.fetch import fetch_counts, fetch_panel
-
-    if len(args.year) == 1:
-        return fetch_counts(args.year[0], args.countries, options, skip_incomplete=args.skip_incomplete)
-    return fetch_panel(args.year, args.countries, options, skip_incomplete=args.skip_incomplete)
 
 
 def _fetch_comparison(args, years, options) -> dict[str, str]:
@@ -331,12 +340,11 @@ def cmd_notebook(args) -> int:
 
 def cmd_overview(args) -> int:
     from demonoise.core.atomic import check_output_dir
+    from demonoise.io.datasets import as_name
     from demonoise.report.batch.extras import overview_run, render_further
 
     check_output_dir(args.out_dir)
     t0 = time.perf_counter()
-    from demonoise.io.datasets import as_name
-
     options = {
         "dataset": as_name(args.dataset, origin="demonoise overview"),
         "V": args.V,
@@ -407,58 +415,36 @@ def _cluster(args, default_address: str | None = None):
     return cluster
 
 
-def _cluster_args(s, what: str) -> None:
-    s.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        default=None,
-        help=f"run {what} on the Dask cluster of this scheduler, e.g. tcp://10.0.0.5:8786 "
-        "(default: a local cluster of --workers processes)",
-    )
-    s.add_argument(
-        "--workers",
-        type=_workers,
-        default=2,
-        help="worker processes of the local cluster (default 2; 1: everything in this process)",
-    )
-
-
-def _resolution(table) -> float:
-    """Tolerance of "V reached": the probability resolution of the table times its largest
-    squared noise (key tables: 1/K; built or transition tables: 1e-8), at least 1e-6."""
-    step = 1.0 / table.n_keys if table.n_keys else 1e-8
-    return max(1e-6, step * table.max_deviation**2)
-
-
-def _moments_text(table, V=None) -> tuple[str, list[str]]:
-    """The per-count moments table as text, and one warning line per count where V is not reached."""
-
+def _print_moments(table, V=None, why: str = "") -> None:
+    """The table's description and its per-count moments; on stderr, a warning per count
+    where V is not reached (``why`` after it)."""
     nominal = table.V if V is None else float(V)
-    tol = _resolution(table)
-    mom = table.moments(tol=tol)
-    rows = [f"{'i':>4}  {'bias':>11}  {'variance':>11}  {'E v^2':>11}  {'P(v=0)':>9}  {'nominal V':>9}  reached?"]
+    tol = table.resolution
+    print(_describe_table(table, V))
+    print(f"{'i':>4}  {'bias':>11}  {'variance':>11}  {'E v^2':>11}  {'P(v=0)':>9}  {'nominal V':>9}  reached?")
     warn = []
-    for r in mom.itertuples():
-        i = int(r.i)
-        label = f"{i}" if i < table.I else f">={i}"
-        if i == 0:
+    for r in table.moments(tol, nominal).itertuples():
+        label = f"{r.i}" if r.i < table.I else f">={r.i}"
+        above = r.variance_minus_V
+        if r.i == 0:
             reached = "zeros stay zero"
         elif nominal is None:
             reached = "?"
-        elif r.variance >= nominal - tol:
-            reached = "yes" if r.variance <= nominal + tol else f"yes (above V by {r.variance - nominal:.4g})"
+        elif r.V_reached:
+            reached = "yes" if above <= tol else f"yes (above V by {above:.4g})"
         else:
-            reached = f"NO (short by {nominal - r.variance:.4g})"
+            reached = f"NO (short by {-above:.4g})"
             warn.append(f"V = {nominal:g} is not reached at count {label}: variance {r.variance:.6g}")
         nv = "?" if nominal is None else f"{nominal:g}"
         mean = round(float(r.mean), 12) + 0.0  # show 5.6e-17 as 0
-        rows.append(
+        print(
             f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  "
             f"{reached}"
         )
     if nominal is None:
         warn.append("nominal V unknown (the file does not store it): pass --V to check it")
-    return "\n".join(rows), warn
+    for w in warn:
+        print(f"WARNING: {w}{why}", file=sys.stderr)
 
 
 def _describe_table(table, V=None) -> str:
@@ -498,27 +484,19 @@ def cmd_ptable_build(args) -> int:
     out = Path(args.out)
     with atomic_path(out) as tmp:
         write_ptable(table, tmp, args.format, K=args.K)
-    text, warn = _moments_text(table)
-    print(_describe_table(table))
-    print(text)
-    print(
-        f"-> {out} ({args.format} format"
-        + (f", K = {args.K or 100000} cell keys" if args.format == "eurostat" else "")
-        + ")"
+    why = (
+        " -- the construction treats V as an upper bound (as the R package ptable does) and keeps the "
+        "maximum-entropy law of the other constraints, whose variance is smaller here"
     )
-    for w in warn:
-        print(
-            f"WARNING: {w} -- the construction treats V as an upper bound (as the R package ptable does) and keeps "
-            "the maximum-entropy law of the other constraints, whose variance is smaller here",
-            file=sys.stderr,
-        )
+    _print_moments(table, why=why)
+    keys = f", K = {args.K or 100000} cell keys" if args.format == "eurostat" else ""
+    print(f"-> {out} ({args.format} format{keys})")
     return 0
 
 
 def _open_table(name_or_path: str):
     """An embedded p-table or a p-table file (:func:`~demonoise.analysis.ptables.resolve_ptable`)."""
     from demonoise.analysis.ptables import resolve_ptable
-    from demonoise.core.errors import ParameterError
 
     if not Path(name_or_path).exists() and (Path(name_or_path).suffix or "/" in name_or_path):
         raise ParameterError(f"p-table file {name_or_path} does not exist (embedded tables: v01, v03, v04)")
@@ -526,23 +504,14 @@ def _open_table(name_or_path: str):
 
 
 def cmd_ptable_show(args) -> int:
-    table = _open_table(args.table)
-    text, warn = _moments_text(table, args.V)
-    print(_describe_table(table, args.V))
-    print(text)
-    for w in warn:
-        print(f"WARNING: {w}", file=sys.stderr)
+    _print_moments(_open_table(args.table), args.V)
     return 0
 
 
 def cmd_compare(args) -> int:
-    from demonoise.analysis.compute import check_table_path
-    from demonoise.core.atomic import check_output_file
     from demonoise.uncertainty.comparison import compare_noise, comparison_note, summarise_comparison
 
-    check_output_file(check_table_path(args.out))
-    if args.note is not None:
-        check_output_file(args.note)
+    _check_table_out(args)
     with _cluster(args) as cluster:  # a --scheduler is reached (or refused) before any work
         counts = _load_counts(args)
         table = _open_table(args.ptable)
@@ -554,8 +523,7 @@ def cmd_compare(args) -> int:
             mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes, cluster=cluster,
         )  # fmt: skip
     note = comparison_note(df)
-    out = _write_table_and_note(df, args.out, note, args.note)
-    _wrote(df, counts, out, t0)
+    _write_table(df, args, counts, t0, counts.provenance.status_label, note)
     summ = summarise_comparison(df)
     birth_labels = set(df.loc[(df.indicator == "e") & (df.age == 0), "age_group"])  # Y_LT1, or Y_LT5 for 5-year cells
     head = summ[(summ.indicator == "tfr") | ((summ.indicator == "e") & summ.age_group.isin(birth_labels))]
@@ -564,62 +532,28 @@ def cmd_compare(args) -> int:
     print(note)
 
 
-def _write_table_and_note(df, out, note: str, note_path) -> Path:
-    """The results table and (optionally) the note, both or neither: the note goes to its
-    temporary file first, the table is written, then the note replaces its target."""
-
-    from demonoise.analysis.compute import write_results
-    from demonoise.core.atomic import atomic_path
-
-    with atomic_path(note_path) if note_path is not None else contextlib.nullcontext() as tmp:
-        if tmp is not None:
-            tmp.write_text(note + "\n", encoding="utf-8")
-        return write_results(df, out)
-
-
-def _select(counts, regions, countries):
-    """Restrict counts (or a panel) to region codes and/or countries; unknown ones raise DataError naming them."""
-    if not (regions or countries):
-        return counts
-    codes = [*(regions or []), *(c for cc in countries or [] for c in counts.select(country=cc).codes)]
-    return counts.select(list(dict.fromkeys(codes)))
-
-
 def cmd_calibrate(args) -> int:
-    from demonoise.analysis.compute import check_table_path, write_results
-    from demonoise.core.atomic import check_output_file
-    from demonoise.core.errors import ParameterError
-    from demonoise.uncertainty.calibration import calibrate, calibration_summary, check_thresholds
+    from demonoise.uncertainty.calibration import PTableFamily, calibrate, calibration_summary, check_thresholds
 
     # every parameter is checked before any data are read or anything is written
     thresholds = check_thresholds(args.thresholds)
-    check_output_file(check_table_path(args.out))
-    ptable_opts = args.ptable_D is not None or args.ptable_js is not None or args.pstay is not None
-    if args.family == "generic" and ptable_opts and args.ptable_D is None:
-        raise ParameterError("--ptable-js/--pstay need --ptable-D (the p-table family's maximum deviation)")
-    if args.family == "ptable" or args.ptable_D is not None:
-        if args.ptable_D is None:
-            raise ParameterError("--family ptable needs --ptable-D (maximum deviation)")
-        from demonoise.uncertainty.calibration import PTableFamily
-
-        family = PTableFamily(args.ptable_D, args.ptable_js or 0, args.pstay)
-    else:
-        family = "generic"
+    _check_table_out(args)
+    if args.ptable_D is None and (args.family == "ptable" or args.ptable_js is not None or args.pstay is not None):
+        needs = "--family ptable needs" if args.family == "ptable" else "--ptable-js/--pstay need"
+        raise ParameterError(f"{needs} --ptable-D (the p-table family's maximum deviation)")
+    family = "generic" if args.ptable_D is None else PTableFamily(args.ptable_D, args.ptable_js or 0, args.pstay)
     counts = _load_counts(args)
     t0 = time.perf_counter()
     df = calibrate(
         counts, thresholds, family=family, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages
     )
-    out = write_results(df, args.out)
-    dt = time.perf_counter() - t0
-    fam = df.attrs.get("family", "generic")
     extra = ""
     if "v_top" in df.attrs:
         extra = (
             f"; family V range [{df.attrs['v_lo']:.6g}, {df.attrs['v_top']:g}], "
             f"tables constant from V = {df.attrs['v_sat']:.6g}"
         )
-    print(f"{len(df)} rows ({counts.name}: {len(counts.regions)} regions; {fam}{extra}) -> {out}  [{dt:.1f} s]")
+    _write_table(df, args, counts, t0, df.attrs.get("family", "generic") + extra)
     summ = calibration_summary(df)
     for ind, g in summ.groupby("indicator", sort=False):
         parts = []
@@ -640,21 +574,16 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-# --------------------------------------------------------------------------- parser
 # --------------------------------------------------------------------------- change (issue 32)
 def cmd_change(args) -> int:
     """``demonoise change``: the change of every indicator between two years (or pooled
     windows) with its noise, Poisson and total sd, z and smallest detectable change."""
     from demonoise.analysis.change import change_table
-    from demonoise.analysis.compute import check_table_path, noise_settings, write_results
-    from demonoise.core.atomic import check_output_file
+    from demonoise.analysis.compute import noise_settings
     from demonoise.runtime import budget
 
-    check_output_file(check_table_path(args.out))
-    from demonoise.io.datasets import load_panel
-
-    panel = load_panel(args.dataset)
-    panel = _select(panel, args.regions, args.countries)
+    _check_table_out(args)
+    panel = _load_counts(args, panel=True)
     settings = noise_settings(args.V or (), D=args.D, ptables=args.ptable or ())
     kw = {"year_from": args.year_from, "year_to": args.year_to, "granularity": args.granularity}
     kw.update(indicators=args.indicators, seed=args.seed)
@@ -668,8 +597,7 @@ def cmd_change(args) -> int:
     progress = budget.Ticker("demonoise change", args.mc) if args.mc else None
     df = change_table(panel, settings, pools=args.pool, alpha=args.alpha, power=args.power, mc=args.mc,
                       progress=progress, **kw)  # fmt: skip
-    out = write_results(df, args.out)
-    print(f"{len(df)} rows ({panel.name}: {len(panel.regions)} regions) -> {out}  [{time.perf_counter() - t0:.1f} s]")
+    _write_table(df, args, panel, t0, panel.provenance.status_label)
     e0 = df[(df["indicator"] == "e") & (df["age"] == 0) & (df["sex"] == "T")]
     if len(e0):
         cols = ["region", "setting", "pool", "window_from", "window_to", "change", "sd_noise", "sd_poisson"]
@@ -681,7 +609,6 @@ def cmd_change(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from demonoise.core.version import __version__
-    from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, SEXES
 
     p = argparse.ArgumentParser(
         prog="demonoise", description="How much noise-based disclosure control degrades demographic indicators."
@@ -693,7 +620,6 @@ def build_parser() -> argparse.ArgumentParser:
         sub, cmd_datasets, "list the available datasets (embedded, registered, cached) with their provenance; add one"
     )
     s.add_argument("-v", "--verbose", action="store_true", help="show provenance details")
-    s.set_defaults(datasets_command=None)
     dsub = s.add_subparsers(dest="datasets_command")
     a = dsub.add_parser("add", help="register a counts file by name (validated once, packed into the user cache)")
     a.add_argument("name", help="the name --dataset will take (letters, digits, '_', '.', '-')")
@@ -972,6 +898,22 @@ def _command(sub, func, help: str, *, name: str | None = None) -> argparse.Argum
     return s
 
 
+def _cluster_args(s, what: str) -> None:
+    s.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help=f"run {what} on the Dask cluster of this scheduler, e.g. tcp://10.0.0.5:8786 "
+        "(default: a local cluster of --workers processes)",
+    )
+    s.add_argument(
+        "--workers",
+        type=_workers,
+        default=2,
+        help="worker processes of the local cluster (default 2; 1: everything in this process)",
+    )
+
+
 def _yes_arg(s, what: str) -> None:
     s.add_argument(
         "--yes",
@@ -980,8 +922,9 @@ def _yes_arg(s, what: str) -> None:
     )
 
 
-def _out_dir_arg(s, *former: str) -> None:
-    """``--out-dir DIR`` of a document command, with its former spelling(s) as aliases."""
+def _document_args(s, force: str, *former: str) -> None:
+    """The options of a command that writes documents: ``--out-dir DIR`` (its former
+    spelling(s) as aliases), ``--no-pdf``, ``--force``."""
     s.add_argument(
         "--out-dir",
         *former,
@@ -992,11 +935,6 @@ def _out_dir_arg(s, *former: str) -> None:
         help=f"output directory (default: output); --out-dir is the current spelling, {', '.join(former)} "
         "still accepted (former spelling)",
     )
-
-
-def _document_args(s, force: str, *former: str) -> None:
-    """The options of a command that writes documents: output directory, ``--no-pdf``, ``--force``."""
-    _out_dir_arg(s, *former)
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--force", action="store_true", help=force)
 
@@ -1035,14 +973,10 @@ def _noise_args(s) -> None:
 
 
 def _granularity_arg(s, help: str = "publication granularity of the noised cells") -> None:
-    from demonoise.core.vocabulary import GRANULARITIES
-
     s.add_argument("--granularity", default="single", choices=GRANULARITIES, help=help)
 
 
 def _indicators_arg(s, default=(), help: str | None = None) -> None:
-    from demonoise.core.vocabulary import INDICATORS
-
     default = list(INDICATORS) if default == () else default
     s.add_argument("--indicators", nargs="+", default=default, choices=INDICATORS, help=help)
 
@@ -1075,16 +1009,12 @@ def main(argv=None) -> int:
     try:
         with interruptible(f"demonoise {args.command}: interrupted"):
             return int(args.func(args) or 0)
-    except ClusterLost as e:  # the run had started: not a bad input
-        print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
-        return 1
-    except DemonoiseError as e:
+    except (DemonoiseError, OSError) as e:
         cmd = args.command + (f" {args.ptable_command}" if getattr(args, "ptable_command", None) else "")
         print(f"demonoise {cmd}: error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # e.g. a full disk or an unwritable output directory: nothing half-written remains
-        print(f"demonoise {args.command}: error: {e}", file=sys.stderr)
-        return 1
+        # 2: bad input; 1: the run had started (a lost cluster) or the system failed (a full
+        # disk, an unwritable output directory: nothing half-written remains)
+        return 2 if isinstance(e, DemonoiseError) and not isinstance(e, ClusterLost) else 1
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: clean-up has run, the line is written
         # Only exiting is left. Python's finalisation puts back the default action of a
         # signal that has a Python handler, so a second Ctrl-C in those last moments would

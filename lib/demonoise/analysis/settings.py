@@ -120,7 +120,7 @@ class NoiseSetting:
     def of(cls, spec) -> NoiseSetting:
         """A setting from any of its forms: a :class:`NoiseSetting`, ``{"V": v}`` or
         ``{"ptable": name}`` (the notebook parameter), an object with ``V`` / ``ptable``
-        attributes (the report parameters' ``Setting``), a number (a variance) or a key
+        attributes (the other one None), a number (a variance) or a key
         (``"V=1"``, ``"v01"``).
 
         Raises

@@ -40,6 +40,7 @@ References
 # ruff: noqa: E741 -- I is the p-table's largest count class, as Eurostat and the R package ptable name it
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ __all__ = [
     "build_ptable",
     "V_MAX",
     "D_MAX",
+    "check_variance",
     "check_variance_limit",
     "check_deviation_limit",
     "BUILD_D_MAX",
@@ -99,6 +101,14 @@ def check_build_limit(D: int, what: str = "D (maximum deviation)") -> None:
             f"{what} = {D} is above the limit {BUILD_D_MAX} for building a p-table: the build time grows like "
             "D^3.5 (18.5 s at D = 30, about 20 minutes at D = 100); Eurostat's tables use D <= 5"
         )
+
+
+def check_variance(V: float, what: str = "V") -> float:
+    """``V`` if it is a finite number > 0 within :func:`check_variance_limit` (ParameterError otherwise)."""
+    if not (math.isfinite(V) and V > 0):
+        raise ParameterError(f"{what} is a variance and must be a finite number > 0, got {V:g}")
+    check_variance_limit(V, what)
+    return V
 
 
 def check_variance_limit(V: float, what: str = "V (noise variance)") -> None:
@@ -308,8 +318,22 @@ class PTable:
         return self._var.copy() if counts is None else self._var[self._rows(counts)]
 
     # ------------------------------------------------------------------ summaries
-    def moments(self, tol: float = 1e-6):
+    @property
+    def resolution(self) -> float:
+        """Tolerance of "V reached": the probability resolution of the table times its largest
+        squared noise (key tables: 1/K; built or transition tables: 1e-8), at least 1e-6."""
+        step = 1.0 / self.n_keys if self.n_keys else 1e-8
+        return max(1e-6, step * self.max_deviation**2)
+
+    def moments(self, tol: float = 1e-6, V: float | None = None):
         """Exact per-count moments of the noise.
+
+        Parameters
+        ----------
+        tol : float
+            Tolerance of ``V_reached`` (:attr:`resolution` is the table's own).
+        V : float, optional
+            The nominal variance to check (default: the table's own, :attr:`V`).
 
         Returns
         -------
@@ -335,11 +359,12 @@ class PTable:
                 "p_stay": stay,
             }
         )
-        nominal = np.nan if self.V is None else float(self.V)
+        V = self.V if V is None else V
+        nominal = np.nan if V is None else float(V)
         df["nominal_V"] = nominal
         df["variance_minus_V"] = df["variance"] - nominal
         reached = pd.array(self._var >= nominal - tol, dtype="boolean")
-        if self.V is None:
+        if V is None:
             reached[:] = pd.NA
         reached[0] = pd.NA
         df["V_reached"] = reached

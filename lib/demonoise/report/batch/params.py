@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -53,6 +54,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainValidator,
+    StrictBool,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -60,8 +63,10 @@ from pydantic import (
 )
 
 from demonoise.analysis.settings import NoiseSetting
-from demonoise.core.errors import ParameterError
+from demonoise.core.errors import DemonoiseError, ParameterError
 from demonoise.core.vocabulary import A_EQUAL, A_SMALL, GRANULARITIES, HEADLINES
+from demonoise.noise.ptable import check_variance
+from demonoise.runtime.cluster import check_address
 
 __all__ = [
     "REPORT_INDICATORS",
@@ -82,73 +87,47 @@ _ALIASES = {"e": "life_expectancy", "ex": "life_expectancy", "e0": "life_expecta
 #: Extra notebooks a batch can render next to the reports.
 EXTRAS: tuple[str, ...] = ("teaching", "whatif")
 _THRESHOLD_MAX = 10.0  # as demonoise.uncertainty.calibration.THRESHOLD_MAX
+#: A noise setting of the params: the one :class:`~demonoise.analysis.settings.NoiseSetting`.
+Setting = NoiseSetting
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
-class Setting(_Strict):
-    """One noise setting: the generic model at variance ``V``, or a p-table."""
+def _setting(spec) -> NoiseSetting:
+    """A setting of the file, ``{V: <variance>}`` (the generic model) or ``{ptable: <name or
+    file>}``, as the one :class:`~demonoise.analysis.settings.NoiseSetting` (a bad value
+    named by its key: ``.V: ...``)."""
+    if isinstance(spec, NoiseSetting):
+        return spec
+    extra = [k for k in spec if k not in ("V", "ptable")] if isinstance(spec, Mapping) else []
+    if extra:
+        raise ValueError(f".{extra[0]}: unknown key")
+    if not isinstance(spec, Mapping) or (spec.get("V") is None) == (spec.get("ptable") is None):
+        raise ValueError("a setting is either {V: <variance>} or {ptable: <name or file>}")
+    key = "V" if spec.get("V") is not None else "ptable"
+    try:
+        if key == "V":
+            return NoiseSetting.generic(check_variance(_number(spec["V"], "V must be a number")))
+        return NoiseSetting.from_ptable(_ptable(str(spec["ptable"]).strip()))
+    except ValueError as e:  # ParameterError and DataError among them
+        raise ValueError(f".{key}: {e}") from None
 
-    V: float | None = None
-    ptable: str | None = None
 
-    @field_validator("V", mode="before")
-    @classmethod
-    def _variance(cls, v):
-        if v is None:
-            return v
-        v = _number(v, "V must be a number")
-        if not math.isfinite(v) or v <= 0:
-            raise ValueError(f"V is a variance and must be a finite number > 0, got {v:g}")
-        from demonoise.noise.ptable import check_variance_limit
+def _ptable(p: str) -> str:
+    """An embedded p-table's name, or a p-table file's absolute path: the file read now, so
+    that a malformed one fails with the params."""
+    from demonoise.analysis.ptables import embedded_ptable_names, resolve_ptable
 
-        try:
-            check_variance_limit(v, "V")
-        except ParameterError as e:
-            raise ValueError(str(e)) from None
-        return v
-
-    @field_validator("ptable")
-    @classmethod
-    def _known_ptable(cls, p):
-        if p is None:
-            return p
-        from demonoise.analysis.ptables import embedded_ptable_names
-
-        names = embedded_ptable_names()
-        if p.lower() in names:
-            return p.lower()
-        if Path(p).is_file():
-            _readable_ptable(p)
-            return str(Path(p).resolve())
+    names = embedded_ptable_names()
+    if p.lower() in names:
+        return p.lower()
+    if not Path(p).is_file():
         raise ValueError(f"unknown p-table {p!r}; embedded: {', '.join(names)}, or give a file that exists")
-
-    @model_validator(mode="after")
-    def _one_of(self):
-        if (self.V is None) == (self.ptable is None):
-            raise ValueError("a setting is either {V: <variance>} or {ptable: <name or file>}")
-        return self
-
-    @property
-    def noise(self) -> NoiseSetting:
-        """The setting with every name it goes by (:class:`~demonoise.analysis.settings.NoiseSetting`)."""
-        return NoiseSetting.of(self)
-
-    @property
-    def label(self) -> str:
-        """``"V = 1"`` or ``"p-table v01"``: how the setting is named in every output."""
-        return self.noise.label
-
-    @property
-    def slug(self) -> str:
-        """``"V1"``, ``"ptable-v01"``: the setting in file names."""
-        return self.noise.slug
-
-    def as_parameter(self) -> dict:
-        """JSON form for papermill (``{"V": 1.0}`` or ``{"ptable": "v01"}``)."""
-        return self.noise.as_parameter()
+    with _value_error(f"the p-table file {p} cannot be read: "):
+        resolve_ptable(p)
+    return str(Path(p).resolve())
 
 
 def _number(v, what: str) -> float:
@@ -172,15 +151,14 @@ def _integer(v, what: str):
     return int(x)
 
 
-def _readable_ptable(path: str) -> None:
-    """Read a p-table file now, so that a malformed one fails with the params (ValueError)."""
-    from demonoise.analysis.ptables import resolve_ptable
-    from demonoise.core.errors import DemonoiseError
-
+@contextmanager
+def _value_error(prefix: str = ""):
+    """A library error (:class:`~demonoise.core.errors.DemonoiseError`) as the ValueError
+    pydantic reports, ``prefix`` before its message."""
     try:
-        resolve_ptable(path)
+        yield
     except DemonoiseError as e:
-        raise ValueError(f"the p-table file {path} cannot be read: {e}") from None
+        raise ValueError(prefix + str(e)) from None
 
 
 def _iso(d):
@@ -206,17 +184,31 @@ def _headline(i: str) -> str:
     return i.lower()
 
 
-def _check_threshold(t: float) -> float:
-    if not (0 < t <= _THRESHOLD_MAX):
-        raise ValueError(f"threshold {t:g} outside (0, {_THRESHOLD_MAX:g}]")
-    return float(t)
+def _within(x, what: str, top: float, closed: bool = True) -> float:
+    """``x`` if in (0, ``top``] (``closed``) or (0, ``top``); ValueError naming ``what`` otherwise."""
+    if not (0 < x < top or closed and x == top):
+        raise ValueError(f"{what} {x:g} outside (0, {top:g}{']' if closed else ')'}")
+    return float(x)
+
+
+def _levels(what: str, top: float, closed: bool, none: str):
+    """A list of numbers each in (0, ``top``] (``closed``) or (0, ``top``), kept sorted and once
+    (``thresholds``, ``confidence``); ``none``: the message for an empty list."""
+
+    def levels(v) -> tuple[float, ...]:
+        xs = [_within(_number(x, "must be numbers"), what, top, closed) for x in _as_list(v)]
+        if not xs:
+            raise ValueError(none)
+        return tuple(sorted(set(xs)))
+
+    return Annotated[tuple[float, ...], BeforeValidator(levels)]
 
 
 class Recommend(_Strict):
     """What the recommended V is for: the smallest V_max of ``indicator`` at ``threshold``."""
 
     indicator: Annotated[str, AfterValidator(_headline)] = "e0"
-    threshold: Annotated[float, AfterValidator(_check_threshold)] = A_SMALL
+    threshold: Annotated[float, AfterValidator(lambda t: _within(t, "threshold", _THRESHOLD_MAX))] = A_SMALL
 
 
 class Selection(_Strict):
@@ -246,24 +238,18 @@ Replicates = Annotated[
 ]
 
 
-def _upper(cs):
-    return None if cs is None else tuple(str(c).strip().upper() for c in _as_list(cs))
-
-
 class Overview(_Strict):
     """The Europe overview: every NUTS 2 region of a dataset."""
 
     dataset: str = "ess-2023"
     mc: Replicates = 0
-    countries: Annotated[tuple[str, ...] | None, BeforeValidator(_upper)] = None
+    countries: tuple[str, ...] | None = None
     sex: Literal["T", "F", "M", "worst"] = "worst"  # worst: per region the worst of F, M, T (the reports' rule)
 
-    @model_validator(mode="after")
-    def _countries_of_the_dataset(self):
-        unknown = [c for c in self.countries or () if c not in _available_countries(self.dataset)]
-        if unknown:
-            raise ValueError(f".countries: unknown country {', '.join(unknown)} for {self.dataset!r}")
-        return self
+    @field_validator("countries", mode="before")
+    @classmethod
+    def _of_the_dataset(cls, cs, info: ValidationInfo):
+        return cs if cs is None or "dataset" not in info.data else _countries(info.data["dataset"], cs, "")
 
     @field_validator("dataset")
     @classmethod
@@ -272,6 +258,15 @@ class Overview(_Strict):
 
 
 # ---------------------------------------------------------------------------- validators' steps
+#: The messages of pydantic's own errors, by their type (``{key}``, ``{input}`` and the error's context).
+_MESSAGES = {
+    "extra_forbidden": "unknown key",
+    "missing": "required key missing",
+    "bool_type": "true or false, got {input!r}",
+    "literal_error": "unknown {key} {input!r}; choose from {expected}",
+}
+
+
 def _one_line(e: ValidationError) -> str:
     """The first error of a pydantic validation as ``key.path: message``; a message that
     starts with ``.`` or ``[`` continues the path (a validator naming a key below its own)."""
@@ -279,10 +274,8 @@ def _one_line(e: ValidationError) -> str:
     loc = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"]).replace(".[", "[")
     loc = "noise" + loc.removeprefix("settings") if loc.startswith("settings") else loc
     msg = str(err["msg"]).removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key"
-    elif err["type"] == "missing":
-        msg = "required key missing"
+    if err["type"] in _MESSAGES:
+        msg = _MESSAGES[err["type"]].format(key=err["loc"][-1], input=err.get("input"), **err.get("ctx", {}))
     if msg.startswith((".", "[")):
         return (loc + msg).lstrip(".")
     return f"{loc}: {msg}" if loc else msg
@@ -317,14 +310,11 @@ def _base(info: ValidationInfo) -> Path | None:
 def _dataset_name(ref, info: ValidationInfo) -> str:
     """A dataset name, or a counts file relative to the params file used under its file name
     (:func:`demonoise.io.datasets.as_name`); unknown names and bad files in one line."""
-    from demonoise.core.errors import DemonoiseError
     from demonoise.io import datasets as reg
 
     source = (info.context or {}).get("source") or "params"
-    try:
+    with _value_error():
         return reg.as_name(str(ref), _base(info), origin=f"params {source}")
-    except DemonoiseError as e:
-        raise ValueError(str(e)) from None
 
 
 def _selections(ds, info: ValidationInfo) -> list[dict]:
@@ -338,19 +328,21 @@ def _selections(ds, info: ValidationInfo) -> list[dict]:
     return out
 
 
-def _countries(name: str, countries) -> tuple[str, ...]:
-    """The countries chosen for dataset ``name`` (``all``: every one), each known, none twice."""
+def _countries(name: str, countries, at: str | None = None) -> tuple[str, ...]:
+    """The countries chosen for dataset ``name`` (``all``: every one), each known, none twice;
+    an error starts with ``at`` (default: the dataset's key, ``.<name>: ``)."""
+    at = f".{name}: " if at is None else at
     have = _available_countries(name)
     chosen = list(have) if countries in ("all", "ALL", None) else [str(c).strip().upper() for c in _as_list(countries)]
     bad = [c for c in chosen if c not in have]
     if bad:
         raise ValueError(
-            f".{name}: unknown countr{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)} for dataset "
+            f"{at}unknown countr{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)} for dataset "
             f"{name!r}; it has {', '.join(have)}"
         )
     twice = sorted({c for c in chosen if chosen.count(c) > 1})
     if twice or not chosen:
-        raise ValueError(f".{name}: " + (f"{', '.join(twice)} listed twice" if twice else "no countries"))
+        raise ValueError(at + (f"{', '.join(twice)} listed twice" if twice else "no countries"))
     return tuple(chosen)
 
 
@@ -405,15 +397,12 @@ _DATA_PARAMETERS = ("dataset", "change_dataset")
 
 def _data_file(ref, info: ValidationInfo):
     """An extra notebook's dataset: a counts file as its absolute path (relative to the params file)."""
-    from demonoise.core.errors import DemonoiseError
     from demonoise.io import datasets as reg
 
     if not ref:
         return ref
-    try:
+    with _value_error():
         return reg.resolve(str(ref), _base(info))
-    except DemonoiseError as e:
-        raise ValueError(str(e)) from None
 
 
 def _noise_list(ss):
@@ -432,43 +421,6 @@ def _distinct(ss):
     return ss
 
 
-def _bool(v):
-    if not isinstance(v, bool):
-        raise ValueError(f"true or false, got {v!r}")
-    return v
-
-
-def _listed(v) -> tuple:
-    return tuple(_number(x, "must be numbers") for x in _as_list(v))
-
-
-def _granularity(g):
-    if g not in GRANULARITIES:
-        raise ValueError(f"unknown granularity {g!r}; choose from {', '.join(GRANULARITIES)}")
-    return g
-
-
-def _address(a):
-    from demonoise.runtime.cluster import check_address
-
-    return check_address(a)
-
-
-def _thresholds(ts):
-    if not ts:
-        raise ValueError("give at least one threshold")
-    return tuple(sorted({_check_threshold(t) for t in ts}))
-
-
-def _confidence(cs):
-    for c in cs:
-        if not (0 < c < 1):
-            raise ValueError(f"confidence {c:g} outside (0, 1)")
-    if not cs:
-        raise ValueError("give at least one confidence level")
-    return tuple(sorted(set(cs)))
-
-
 class ReportParams(_Strict):
     """Validated parameters of a report batch (the module notes give the YAML): build it
     with :func:`parse_params` (the keys as in the file: ``datasets``, ``noise``)."""
@@ -476,22 +428,24 @@ class ReportParams(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, populate_by_name=True)
 
     selections: Annotated[tuple[Selection, ...], BeforeValidator(_selections)] = Field(validation_alias="datasets")
-    settings: Annotated[tuple[Setting, ...], BeforeValidator(_noise_list), AfterValidator(_distinct)] = Field(
-        (), validation_alias="noise"
-    )
+    settings: Annotated[
+        tuple[Annotated[NoiseSetting, PlainValidator(_setting)], ...],
+        BeforeValidator(_noise_list),
+        AfterValidator(_distinct),
+    ] = Field((), validation_alias="noise")
     indicators: Annotated[tuple[str, ...], BeforeValidator(_indicators)] = REPORT_INDICATORS
-    granularity: Annotated[str, AfterValidator(_granularity)] = "single"
+    granularity: Literal[GRANULARITIES] = "single"
     mc: Replicates = 2000
     seed: Annotated[int, BeforeValidator(lambda n: _integer(n, "seed must be an integer")), Field(ge=0)] = 20230101
     title: str = "demonoise quality reports"
-    pdf: Annotated[bool, BeforeValidator(_bool)] = True
-    thresholds: Annotated[tuple[float, ...], BeforeValidator(_listed), AfterValidator(_thresholds)] = (A_SMALL, A_EQUAL)
-    confidence: Annotated[tuple[float, ...], BeforeValidator(_listed), AfterValidator(_confidence)] = (0.95,)
+    pdf: StrictBool = True
+    thresholds: _levels("threshold", _THRESHOLD_MAX, True, "give at least one threshold") = (A_SMALL, A_EQUAL)
+    confidence: _levels("confidence", 1.0, False, "give at least one confidence level") = (0.95,)
     recommend: Recommend = Recommend()
     publisher: Publisher | None = None
     overview: Annotated[Overview | None, BeforeValidator(_overview)] = None
     extras: Annotated[tuple[tuple[str, tuple], ...], BeforeValidator(_extras)] = ()
-    scheduler: Annotated[str, AfterValidator(_address)] | None = None
+    scheduler: Annotated[str, AfterValidator(check_address)] | None = None
     source: str = Field("", exclude=True)
     notices: tuple[str, ...] = Field((), exclude=True)
 
@@ -519,11 +473,12 @@ class ReportParams(_Strict):
     @property
     def V(self) -> tuple[float, ...]:
         """The variances of the generic settings."""
-        return tuple(s.V for s in self.settings if s.V is not None)
+        return tuple(s.V for s in self.settings if s.is_generic)
 
     @property
     def ptables(self) -> tuple[str, ...]:
-        return tuple(s.ptable for s in self.settings if s.ptable is not None)
+        """The p-tables: embedded names and files' absolute paths."""
+        return tuple(s.table_source for s in self.settings if not s.is_generic)
 
 
 def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
