@@ -360,7 +360,7 @@ def results_for(
     Parameters
     ----------
     path : path-like or ``""``/``None``
-        Parquet (or CSV) file written by :func:`demonoise.report.batch.store.results` (what
+        Parquet (or CSV) file written by :func:`demonoise.analysis.stored.results` (what
         the batch passes). Empty: the country's table is computed now
         (:func:`country_results`) -- a notebook run by hand.
     dataset, country, setting, granularity

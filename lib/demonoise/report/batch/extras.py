@@ -171,8 +171,8 @@ def overview_run(
     from demonoise.analysis.decision import THRESHOLDS
     from demonoise.analysis.stored import ResultsSpec, content_key, overview_tables
     from demonoise.core.counts import DATA_STATUS_SEP
+    from demonoise.io.datasets import provenance_dict
     from demonoise.report.content.summary import source_of
-    from demonoise.report.document.cover import provenance_dict
 
     o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "worst", "mc": 0, **options}
     out = Path(out_dir)

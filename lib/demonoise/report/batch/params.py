@@ -71,7 +71,6 @@ from demonoise.runtime.cluster import check_address
 __all__ = [
     "REPORT_INDICATORS",
     "EXTRAS",
-    "Setting",
     "Publisher",
     "Recommend",
     "Selection",
@@ -87,8 +86,6 @@ _ALIASES = {"e": "life_expectancy", "ex": "life_expectancy", "e0": "life_expecta
 #: Extra notebooks a batch can render next to the reports.
 EXTRAS: tuple[str, ...] = ("teaching", "whatif")
 _THRESHOLD_MAX = 10.0  # as demonoise.uncertainty.calibration.THRESHOLD_MAX
-#: A noise setting of the params: the one :class:`~demonoise.analysis.settings.NoiseSetting`.
-Setting = NoiseSetting
 
 
 class _Strict(BaseModel):

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.errors import DemonoiseError, ParameterError
 from demonoise.io.datasets import country_provenance
-from demonoise.report.batch.params import ReportParams, Setting
+from demonoise.report.batch.params import ReportParams
 from demonoise.report.document.assemble import RenderResult
 
 __all__ = ["SUMMARY", "CHANGE", "MAX_NOTEBOOKS", "Report", "Run", "BatchReport", "plan", "run_reports"]
@@ -81,7 +82,7 @@ class Run:
 
     report: Report
     notebook: str
-    setting: Setting | None = None
+    setting: NoiseSetting | None = None
 
     def output(self, output: Path) -> Path:
         tail = f"-{self.setting.slug}" if self.setting is not None else ""
@@ -318,7 +319,7 @@ def compute(state: Plan, cluster, *, log=None) -> dict[Report, Computed]:
 def _dataset_facts(dataset: str) -> dict:
     """Label, reference year, provenance and the ``implications`` text of a dataset."""
     from demonoise.io import datasets as reg
-    from demonoise.report.document.cover import provenance_dict
+    from demonoise.io.datasets import provenance_dict
 
     info = next((d for d in reg.available() if d.name == dataset), None)
     meta = reg.metadata(dataset) if dataset in reg.embedded_names() else {}

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
-from demonoise.io.datasets import provenance_dict, provenance_fields  # their home; the batch imports them here
 from demonoise.report.content.typstsrc import call
 
 __all__ = [
@@ -25,8 +24,6 @@ __all__ = [
     "extraction_dates",
     "update_dates",
     "cover_html",
-    "provenance_dict",
-    "provenance_fields",
 ]
 
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
