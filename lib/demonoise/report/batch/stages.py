@@ -96,7 +96,8 @@ class Plan:
     notebooks: Path
     reports: list[Report]
     runs: list[Run]
-    removed: list[Path] = field(default_factory=list)
+    facts: dict  # dataset -> its facts (:func:`_dataset_facts`)
+    removed: list[Path]
 
 
 def _stale_files(reports_dir: Path) -> list[Path]:
@@ -141,11 +142,10 @@ def plan(
     further_runs = len(params.extras) + (params.overview is not None)
     check_size(len(reports), len(runs) + further_runs, workers, yes=yes)
     names = [SUMMARY, *params.indicators] + ([CHANGE] if any(r.notebook == CHANGE for r in runs) else [])
-    state = Plan(
-        params, output, find_dir("notebooks", tuple(f"{n}.ipynb" for n in names), notebooks_dir), reports, runs
-    )
+    notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in names), notebooks_dir)
+    facts = {s.dataset: _dataset_facts(s.dataset) for s in params.selections}
+    state = Plan(params, output, notebooks, reports, runs, facts, _stale_files(output / "reports"))
     _check_contracts(state, names)
-    state.removed = _stale_files(output / "reports")
     for p in state.removed:
         p.unlink(missing_ok=True)
     return state
@@ -178,12 +178,12 @@ def _check_contracts(state: Plan, names: list[str]) -> None:
     from demonoise.report.batch.execute import check_defined
     from demonoise.runtime.locate import find_notebook
 
-    first, facts = {}, {"label": "", "year": None, "provenance": {}, "implications": ""}
+    first = {}
     for run in state.runs:
         first.setdefault(run.notebook, run)
     for n in names:
         if n in first:
-            injected = _parameters(first[n], Computed(Path(), Path()), state.params, facts)
+            injected = _parameters(first[n], Computed(Path(), Path()), state)
             check_defined(state.notebooks / f"{n}.ipynb", injected)
     for name, opts in state.params.extras:
         check_defined(find_notebook(name), dict(opts), name)
@@ -308,7 +308,8 @@ def _dataset_facts(dataset: str) -> dict:
     }
 
 
-def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> dict:
+def _parameters(run: Run, done: Computed, state: Plan) -> dict:
+    params, facts = state.params, state.facts[run.report.dataset]
     base = {
         "country": run.report.country,
         "dataset": run.report.dataset,
@@ -370,7 +371,6 @@ def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
     objects; the runs after a chapter's first leave out its chapter-only cells (tag ``chapter``)."""
     from demonoise.report.batch.execute import Job
 
-    facts = {s.dataset: _dataset_facts(s.dataset) for s in state.params.selections}
     first = state.params.settings[0]
     jobs = {}
     for run in state.runs:
@@ -379,7 +379,7 @@ def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
             jobs[run] = Job(
                 state.notebooks / f"{run.notebook}.ipynb",
                 run.output(state.output),
-                _parameters(run, done, state.params, facts[run.report.dataset]),
+                _parameters(run, done, state),
                 name=run.name,
                 files=(str(done.results), str(done.decision)),  # carried as bytes: no shared disk needed
                 skip_tags=("chapter",) if run.setting not in (None, first) else (),
@@ -388,7 +388,7 @@ def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
 
 
 # ====================================================================== render
-def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], facts: dict):
+def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any]):
     """The document of one country: cover, contents, main points, a chapter per indicator
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
@@ -405,7 +405,7 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
     )
     from demonoise.report.document.cover import cover_html
 
-    out = state.output
+    out, facts = state.output, state.facts[report.dataset]
     summary_path = Run(report, SUMMARY).output(out)
     metrics = read_metrics(summary_path)
     parts = [Section(p, landscape=_wide_part(p)) for p in split_sections(load_notebook(summary_path)[0])]
@@ -544,7 +544,7 @@ def _prepare(report, state, executed, computed, pdf_reason) -> tuple[RenderResul
     if failed:
         return RenderResult(status="failed", error=failed), None
     try:
-        nb, metrics = assemble_report(report, state, executed, _dataset_facts(report.dataset))
+        nb, metrics = assemble_report(report, state, executed)
     except DemonoiseError as e:
         return RenderResult(status="failed", error=f"assembly failed: {e}"), None
     seconds = sum(executed[x].seconds for x in state.runs if x.report == report)
@@ -663,7 +663,7 @@ def index(state: Plan, rendered: Mapping[Report, RenderResult], further: list, *
         _row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, pdf_reason, o.files)
         for r, o in rendered.items()
     ]
-    labels = {s.dataset: _dataset_facts(s.dataset)["label"] for s in state.params.selections}
+    labels = {d: f["label"] for d, f in state.facts.items()}
     intro = (
         "Quality reports: how noise-based disclosure control (the Cell Key Method: its generic model, integer noise "
         "of variance V on every published count, and real p-tables) degrades ASFR, TFR, ASMR and life expectancy, "
