@@ -24,7 +24,7 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -127,7 +127,6 @@ class JobResult:
     seconds: float = 0.0
     error: JobError | None = None
     failed_notebook: Path | None = None
-    kernel: str = ""
     kernel_reused: bool = False
     key: str = ""
     worker_pid: int = 0
@@ -239,7 +238,7 @@ class Options:
     ``reuse_kernel`` (one per worker, reset between notebooks; ``False``: a fresh one each)
     and the seconds a cell may run (``None``: no limit) and a kernel may take to start. A
     missing kernelspec gives a ``RuntimeWarning`` and the current interpreter as kernel
-    (``fallback``; ``note`` says so)."""
+    (``note`` says so)."""
 
     kernel: str = DEFAULT_KERNEL
     cell_timeout: float | None = 600.0
@@ -248,14 +247,13 @@ class Options:
     reset: bool = True  # tests switch it off to show what the reset prevents
     run_id: str = ""
     library: str = field(default_factory=source_fingerprint)
-    fallback: bool = False  # the named kernelspec is missing: run sys.executable
     note: str | None = None
 
     def __post_init__(self):
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
         try:
-            if not self.fallback:
+            if self.kernel != _FALLBACK_KERNEL:
                 KernelSpecManager().get_kernel_spec(self.kernel)
         except NoSuchKernel:
             note = (
@@ -264,13 +262,13 @@ class Options:
                 f"{sys.executable} -m ipykernel install --sys-prefix --name {self.kernel}"
             )
             warnings.warn(note, RuntimeWarning, stacklevel=4)
-            for k, v in {"kernel": _FALLBACK_KERNEL, "fallback": True, "note": note}.items():
-                object.__setattr__(self, k, v)
+            object.__setattr__(self, "kernel", _FALLBACK_KERNEL)
+            object.__setattr__(self, "note", note)
 
 
 # ====================================================================== kernels
 def _spec_manager(opts: Options):
-    """Kernelspecs as installed, or the current interpreter (``opts.fallback``); with
+    """Kernelspecs as installed, or the current interpreter (the fallback kernel); with
     ``$PYTHONPATH`` made absolute (a kernel runs in the notebook's directory), no input
     history (one SQLite file every kernel would lock) and no output cache (its flush makes
     every reset a full garbage collection)."""
@@ -281,7 +279,7 @@ def _spec_manager(opts: Options):
 
     class _Specs(KernelSpecManager):
         def get_kernel_spec(self, kernel_name, *args, **kwargs):
-            if opts.fallback:
+            if opts.kernel == _FALLBACK_KERNEL:
                 argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
                 spec = KernelSpec(argv=argv, display_name=sys.executable, language="python", resource_dir="")
             else:
@@ -478,7 +476,7 @@ def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
     if not opts.reuse_kernel or not healthy:
         end_kernels()
     status, seconds = "ok" if error is None else "failed", time.perf_counter() - t0
-    return JobResult(job, status, seconds, error, None, opts.kernel, reused, "", os.getpid(), executed)
+    return JobResult(job, status, seconds, error, None, reused, "", os.getpid(), executed)
 
 
 def _error_from(exc: BaseException) -> JobError:
@@ -520,7 +518,7 @@ def prepare(job: Job, opts: Options, force: bool = False) -> JobResult | tuple[d
     try:
         key = job_key(job, library=opts.library)
         if not force and output_key(job.output) == key:
-            return JobResult(job, "skipped", key=key, kernel=opts.kernel)
+            return JobResult(job, "skipped", key=key)
         return _task_of(job), key
     except ReportError as e:
         return finish(job, "", opts, None, e)
@@ -534,7 +532,7 @@ def finish(job: Job, key: str, opts: Options, res: JobResult | None, err: BaseEx
         job.output.unlink(missing_ok=True)
         lines = str(err).strip().splitlines()
         evalue = lines[0][:2000] if lines else type(err).__name__
-        return JobResult(job, "failed", error=JobError(type(err).__name__, evalue), kernel=opts.kernel)
+        return JobResult(job, "failed", error=JobError(type(err).__name__, evalue))
     fail_to, kept = failed_path(job.output), None
     if res.ok:
         write_notebook(_stamped(res, job, key, opts), job.output)
@@ -603,7 +601,10 @@ def run_jobs(
     jobs = list(jobs)
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
-    check_outputs(jobs)
+    seen: dict[Path, Job] = {}
+    for j in jobs:
+        if (first := seen.setdefault(j.output.resolve(), j)) is not j:
+            raise ParameterError(f"jobs {first.label} and {j.label} write the same output {j.output}")
     with running(cluster, workers) as where:
         opts = replace(options or Options(), run_id=where.run_id)
         done = execute_jobs(dict(enumerate(jobs)), where, opts, force=force, progress=progress)
@@ -630,13 +631,3 @@ def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool
             out[key] = finish(jobs[key], run_key, opts, res, err)
             bar.update(1)
     return out
-
-
-def check_outputs(jobs: Sequence[Job]) -> None:
-    """Refuse (:class:`ParameterError`, naming them) two jobs that write the same output."""
-    outs: dict[Path, str] = {}
-    for j in jobs:
-        o = j.output.resolve()
-        if o in outs:
-            raise ParameterError(f"jobs {outs[o]} and {j.label} write the same output {j.output}")
-        outs[o] = j.label

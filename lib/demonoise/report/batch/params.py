@@ -279,9 +279,7 @@ def _one_line(e: ValidationError) -> str:
 
 
 def _as_list(value) -> list:
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _old_noise(data: dict) -> tuple[list, str | None]:
