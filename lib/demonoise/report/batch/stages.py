@@ -274,22 +274,34 @@ def _by_size(reports: list[Report]) -> list[Report]:
 
 def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Computed]:
     """Every country's results and decision tables: read back where stored and up to date,
-    the others computed as tasks on ``cluster`` (:meth:`~demonoise.runtime.cluster.Cluster.each`:
-    in this process for a single country), the largest countries first."""
+    the others computed as tasks on ``cluster``, the largest countries first; a single
+    country (or no worker processes) is computed here, its Monte Carlo blocks on the
+    cluster (a task of its own would hold the whole Monte Carlo in one worker)."""
     store = state.output / "results"
     done = {r: _tables(r, state.params, store, stored=True) for r in state.reports}
     todo = [r for r in _by_size(state.reports) if done[r] is None]
-    names = [f"{r.dataset}-{r.country}" for r in todo]
-    items = [(r, state.params) for r in todo]
-    for i, value, err in cluster.each(compute_task, items, label="compute", names=names):
+    if len(todo) == 1 or not cluster.fans_out:
+        each = ((i, _here(r, state.params, store, cluster)) for i, r in enumerate(todo))
+    else:
+        items, names = [(r, state.params) for r in todo], [f"{r.dataset}-{r.country}" for r in todo]
+        each = ((i, (value, err)) for i, value, err in cluster.each(compute_task, items, label="compute", names=names))
+    for i, (value, err) in each:
         try:
             if err is not None:
                 raise err
-            done[todo[i]] = _store_computed(value, store)
+            done[todo[i]] = value if isinstance(value, Computed) else _store_computed(value, store)
         except Exception as e:
             done[todo[i]] = Computed(error=f"results for {todo[i].label} failed: {_why(e)}")
             log(f"demonoise report: {done[todo[i]].error}")
     return done
+
+
+def _here(report: Report, params: ReportParams, store: Path, cluster) -> tuple[Computed | None, Exception | None]:
+    """One country's tables computed in this process, its Monte Carlo blocks on ``cluster``."""
+    try:
+        return _tables(report, params, store, workers=cluster.workers, cluster=cluster), None
+    except Exception as e:
+        return None, e
 
 
 # ===================================================================== execute
