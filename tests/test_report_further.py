@@ -46,12 +46,10 @@ def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
     assert 'href="overview.html"' in index and 'href="extras/teaching-mc200.html"' in index
     assert re.search(r"whatif notebook.*failed", index, re.S)
     assert not list(tmp_path.rglob("*.part")) and not list(tmp_path.rglob(".*dn-tmp*"))
-    # the compute stage: the country's tables; the execute stage: the overview's and the
-    # extras' notebooks first, then the country's; the render stage: the documents of all
-    # three (the what-if's notebook failed)
+    # the execute stage: the overview's and the extras' notebooks first, then the country's;
+    # the render stage: the documents of all three (the what-if's notebook failed)
     stages = {label: list(names) for label, names in taken}
-    assert [label for label, _ in taken] == ["compute", "notebook", "render"], taken
-    assert stages["compute"] == ["be-2023-BE"]
+    assert [label for label, _ in taken] == ["notebook", "render"], taken
     assert stages["notebook"][:3] == ["overview", "teaching-mc200", "whatif-XX99"], stages
     assert len(stages["notebook"]) == 5 and stages["notebook"][3].startswith("be-2023/BE/")
     assert sorted(stages["render"]) == sorted(["BE (be-2023)", "Europe overview: be-2023", "teaching notebook"])
