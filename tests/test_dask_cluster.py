@@ -122,8 +122,7 @@ def test_a_report_batch_runs_on_the_cluster(cluster, tmp_path):
     assert (out / "reports" / "be-2023" / "BE.html").is_file() and (out / "index.html").is_file()
     assert f"on Dask cluster at {cluster.address}" in r.stderr
     after = cluster.prefixes()
-    # the country's tables are a task on the cluster (its Monte Carlo in that worker), then its notebooks and document
-    for prefix, n in (("compute", 1), ("notebook", 2), ("render", 1)):
+    for prefix, n in (("mc-block", 1), ("notebook", 2), ("render", 1)):
         assert after.get(prefix, 0) - before.get(prefix, 0) >= n, (prefix, before, after)
     assert tmp_files(out) == []
     # the kernels the batch started on the workers ended with it (the cluster is not ours,
