@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from demonoise.core.errors import ReportError
-from demonoise.report.batch.execute import Job, run_jobs
+from demonoise.report.batch.execute import Job, Options, run_jobs
 from demonoise.report.document.assemble import assemble, render_document
 from demonoise.report.document.exporters import DocumentPDFExporter
 
@@ -46,9 +46,9 @@ def bench_runs(out: Path, n: int) -> list[dict]:
                 for i in range(n)
             ]
             t0 = time.perf_counter()
-            batch = run_jobs(jobs, workers=workers, reuse_kernel=reuse, force=True, progress=False)
+            batch = run_jobs(jobs, workers=workers, force=True, progress=False, options=Options(reuse_kernel=reuse))
             wall = time.perf_counter() - t0
-            assert batch.status == "ok", [str(r.error) for r in batch]
+            assert all(r.status == "ok" for r in batch), [str(r.error) for r in batch]
             rows.append(
                 {
                     "workers": workers,
@@ -67,7 +67,7 @@ def bench_render(out: Path, repeat: int) -> dict:
     jobs = [Job(NB / "report_cover.ipynb", d / "cover.ipynb", {"title": "Benchmark report"})] + [
         Job(NB / "report_good.ipynb", d / f"s{i}.ipynb", {"region": f"R{i}", "V": float(i + 1)}) for i in range(4)
     ]
-    assert run_jobs(jobs, workers=2, force=True, progress=False).status == "ok"
+    assert all(r.status == "ok" for r in run_jobs(jobs, workers=2, force=True, progress=False))
     sections = [d / f"s{i}.ipynb" for i in range(4)]
     html_times, pdf_times = [], []
     html = d / "report.html"

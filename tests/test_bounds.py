@@ -221,35 +221,36 @@ def _notebook(tmp_path, source, tags=("parameters",), name="n.ipynb"):
 
 
 def test_notebook_without_a_parameters_tag_is_named(tmp_path):
-    from demonoise.report.batch.contract import check_contract
+    from demonoise.report.batch.execute import check_defined
 
     path = _notebook(tmp_path, "country = 'LU'\n", tags=())
     with pytest.raises(ReportError, match=r"n.ipynb has no code cell tagged 'parameters'"):
-        check_contract(path, ["country"])
+        check_defined(path, ["country"])
 
 
 def test_notebook_missing_an_injected_parameter_is_named(tmp_path):
-    from demonoise.report.batch.contract import check_contract
+    from demonoise.report.batch.execute import check_defined
 
     path = _notebook(tmp_path, "dataset = 'ess-2023'\nsetting: dict = {}\n")
-    assert check_contract(path, ["dataset", "setting"]) == ("dataset", "setting")
+    assert check_defined(path, ["dataset", "setting"]) == ("dataset", "setting")
     with pytest.raises(ReportError, match=r"n.ipynb: its 'parameters' cell does not define country"):
-        check_contract(path, ["dataset", "country"])
+        check_defined(path, ["dataset", "country"])
 
 
 def test_unknown_parameter_is_an_error_naming_it(tmp_path):
-    from demonoise.report.batch.contract import check_known
+    from demonoise.report.batch.execute import check_defined
 
     path = _notebook(tmp_path, "region = 'BE10'\nV = 1\n")
-    check_known(path, {"region": "BE21"}, "whatif")
+    check_defined(path, {"region": "BE21"}, "whatif")
     with pytest.raises(
         ParameterError, match=r"unknown parameter 'regoin' for notebook whatif; its parameters: region, V"
     ):
-        check_known(path, {"regoin": "BE21"}, "whatif")
+        check_defined(path, {"regoin": "BE21"}, "whatif")
 
 
 def test_section_showing_another_country_is_caught(tmp_path):
-    from demonoise.report.batch.contract import SHOWN, check_shown
+    from demonoise.report.batch.stages import check_shown
+    from demonoise.report.content.notebook import SHOWN
     from demonoise.report.document.assemble import METRICS_MIME
 
     nb = nbformat.v4.new_notebook()

@@ -199,10 +199,10 @@ NB_PARAMS = {
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    from demonoise.report.batch.extras import render_notebook
+    from demonoise.report.batch.extras import extra_run, render_further
 
     out = tmp_path_factory.mktemp("change")
-    res = render_notebook("change", NB_PARAMS, out, pdf=True, title="Change since the previous year")
+    res = render_further(extra_run("change", NB_PARAMS, out, title="Change since the previous year"), pdf=True)
     return res, out
 
 
@@ -214,7 +214,7 @@ def _csv(res, stem: str) -> pd.DataFrame:
 def test_notebook_is_committed_without_outputs():
     import nbformat
 
-    from demonoise.report.batch.contract import parameter_names
+    from demonoise.report.batch.execute import parameter_names
 
     path = __import__("pathlib").Path(__file__).resolve().parents[1] / "notebooks" / "change.ipynb"
     nb = nbformat.read(path, as_version=4)
@@ -231,7 +231,7 @@ def test_notebook_is_committed_without_outputs():
 
 @pytest.mark.slow
 def test_notebook_tables_are_the_change_table(rendered, be):
-    from demonoise.report.batch.contract import check_shown
+    from demonoise.report.batch.stages import check_shown
     from demonoise.report.document.assemble import read_metrics
 
     res, out = rendered

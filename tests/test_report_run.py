@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -20,7 +21,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.batch.execute import Job, failed_path, run_jobs
+from demonoise.report.batch.execute import Job, Options, failed_path, run_jobs
 from demonoise.report.document.assemble import assemble, read_metrics, read_parameters
 from report_helpers import BROKEN, GOOD, no_tmp_files
 
@@ -42,10 +43,9 @@ def test_reused_kernel_reads_back_parameters_and_metrics_without_leaks(tmp_path)
     p1 = {"region": "BE10", "V": 1.0, "set_probe": True}
     p2 = {"region": "BE34", "V": 5.0, "set_probe": False}
     jobs = [Job(GOOD, tmp_path / "run1.ipynb", p1), Job(GOOD, tmp_path / "run2.ipynb", p2)]
-    batch = run_jobs(jobs, workers=1, reuse_kernel=True, progress=False)
+    batch = run_jobs(jobs, workers=1, progress=False)
 
-    assert batch.status == "ok", [str(r.error) for r in batch]
-    assert [r.status for r in batch] == ["ok", "ok"]
+    assert [r.status for r in batch] == ["ok", "ok"], [str(r.error) for r in batch]
     # the second notebook ran in the first one's kernel ...
     assert batch[1].kernel_reused and not batch[0].kernel_reused
     m1, m2 = read_metrics(tmp_path / "run1.ipynb"), read_metrics(tmp_path / "run2.ipynb")
@@ -89,7 +89,7 @@ def test_a_reused_kernel_keeps_its_client_and_a_broken_notebook_does_not_break_i
         Job(BROKEN, tmp_path / "run2.ipynb", {}),
         Job(GOOD, tmp_path / "run3.ipynb", p3),
     ]
-    batch = run_jobs(jobs, workers=1, reuse_kernel=True, progress=False)
+    batch = run_jobs(jobs, workers=1, progress=False)
     assert [r.status for r in batch] == ["ok", "failed", "ok"]
     assert batch[2].kernel_reused
     assert len(ready) == 1
@@ -105,8 +105,8 @@ def test_without_the_reset_the_probe_does_leak(tmp_path):
         Job(GOOD, tmp_path / "a.ipynb", {"set_probe": True}),
         Job(GOOD, tmp_path / "b.ipynb", {"set_probe": False}),
     ]
-    batch = run_jobs(jobs, workers=1, reuse_kernel=True, progress=False, _reset=False)
-    assert batch.status == "ok"
+    batch = run_jobs(jobs, workers=1, progress=False, options=Options(reset=False))
+    assert [r.status for r in batch] == ["ok", "ok"]
     assert read_metrics(tmp_path / "b.ipynb")["probe_was_defined"] is True
 
 
@@ -124,8 +124,7 @@ def test_a_broken_notebook_is_isolated_in_a_pool_of_two(tmp_path):
     batch = run_jobs(jobs, workers=2, progress=False)
 
     assert [r.status for r in batch] == ["ok", "failed", "ok"]
-    assert batch.status == "failed" and not batch.ok
-    assert batch.failed == [batch[1]]
+    assert [r.ok for r in batch] == [True, False, True]
     assert {r.worker_pid for r in batch} - {0} and len({r.worker_pid for r in batch}) == 2  # two workers
     err = batch[1].error
     assert err.ename == "ValueError"
@@ -161,33 +160,31 @@ def tiny(tmp_path) -> Path:
 
 
 def test_up_to_date_outputs_are_skipped(tmp_path, tiny):
-    job = Job(tiny, tmp_path / "x.ipynb", {"region": "BE10"})
-    first = run_jobs([job], workers=1, progress=False, data_fingerprint="data-v1")
+    job = Job(tiny, tmp_path / "x.ipynb", {"region": "BE10"}, data_fingerprint="data-v1")
+    first = run_jobs([job], workers=1, progress=False)
     mtime = job.output.stat().st_mtime_ns
-    again = run_jobs([job], workers=1, progress=False, data_fingerprint="data-v1")
+    again = run_jobs([job], workers=1, progress=False)
     assert first[0].status == "ok" and again[0].status == "skipped"
     assert again[0].key == first[0].key and job.output.stat().st_mtime_ns == mtime
 
-    new_data = run_jobs([job], workers=1, progress=False, data_fingerprint="data-v2")
+    new_data = run_jobs([replace(job, data_fingerprint="data-v2")], workers=1, progress=False)
     assert new_data[0].status == "ok" and new_data[0].key != first[0].key
-    changed = Job(tiny, tmp_path / "x.ipynb", {"region": "BE21"})
-    assert run_jobs([changed], workers=1, progress=False, data_fingerprint="data-v2")[0].status == "ok"
+    changed = Job(tiny, tmp_path / "x.ipynb", {"region": "BE21"}, data_fingerprint="data-v2")
+    assert run_jobs([changed], workers=1, progress=False)[0].status == "ok"
     assert read_parameters(job.output) == {"region": "BE21"}
 
 
 def test_missing_kernelspec_falls_back_to_the_current_interpreter(tmp_path):
-    with pytest.warns(RuntimeWarning, match="kernelspec 'dn-no-such-kernel' not found"):
+    with pytest.warns(RuntimeWarning, match="kernelspec 'dn-no-such-kernel' not found") as caught:
         batch = run_jobs(
             [Job(GOOD, tmp_path / "fb.ipynb", {"V": 4.0})],
             workers=1,
-            kernel_name="dn-no-such-kernel",
             progress=False,
+            options=Options("dn-no-such-kernel"),
         )
-    assert batch.status == "ok"
-    assert (
-        sys.executable in batch.kernel_note
-        and "ipykernel install --sys-prefix --name dn-no-such-kernel" in batch.kernel_note
-    )
+    assert batch[0].status == "ok"
+    note = next(str(w.message) for w in caught if "dn-no-such-kernel" in str(w.message))
+    assert sys.executable in note and "ipykernel install --sys-prefix --name dn-no-such-kernel" in note
     assert read_metrics(tmp_path / "fb.ipynb")["sd"] == pytest.approx(2.0)
 
 

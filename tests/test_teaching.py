@@ -117,10 +117,10 @@ def test_max_relative_error():
 # ------------------------------------------------------------------ the notebook
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    from demonoise.report.batch.extras import render_notebook
+    from demonoise.report.batch.extras import extra_run, render_further
 
     out = tmp_path_factory.mktemp("teaching")
-    res = render_notebook("teaching", {"mc": 4000}, out, pdf=True)
+    res = render_further(extra_run("teaching", {"mc": 4000}, out), pdf=True)
     return res, out
 
 

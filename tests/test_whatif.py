@@ -214,10 +214,10 @@ STEM = "whatif-BE34-V1-3-granularity5y-mc400-ptablev01-scale4-sexM"  # a scenari
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    from demonoise.report.batch.extras import render_notebook
+    from demonoise.report.batch.extras import extra_run, render_further
 
     out = tmp_path_factory.mktemp("whatif")
-    res = render_notebook("whatif", PARAMS, out, pdf=False)
+    res = render_further(extra_run("whatif", PARAMS, out), pdf=False)
     return res, out
 
 

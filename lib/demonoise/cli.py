@@ -326,11 +326,11 @@ def _parameter_value(text: str):
 
 def cmd_notebook(args) -> int:
     from demonoise.core.atomic import check_output_dir
-    from demonoise.report.batch.extras import render_notebook
+    from demonoise.report.batch.extras import extra_run, render_further
 
     params = {name: _parameter_value(value) for name, value in args.parameter or []}  # names checked by extra_run
     check_output_dir(args.out_dir)
-    res = render_notebook(args.name, params, args.out_dir, pdf=not args.no_pdf, force=args.force)
+    res = render_further(extra_run(args.name, params, args.out_dir), pdf=not args.no_pdf, force=args.force)
     print(f"{args.name}: {res.html} ({res.html_bytes / 1e6:.1f} MB, {res.html_seconds:.1f} s)")
     if res.pdf is not None:
         print(f"{args.name}: {res.pdf} ({res.pdf_seconds:.1f} s)")

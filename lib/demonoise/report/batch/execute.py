@@ -24,7 +24,7 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +39,6 @@ __all__ = [
     "DEFAULT_KERNEL",
     "Job",
     "JobResult",
-    "BatchResult",
     "Options",
     "running",
     "end_kernels",
@@ -47,6 +46,8 @@ __all__ = [
     "execute_jobs",
     "job_key",
     "failed_path",
+    "parameter_names",
+    "check_defined",
 ]
 
 DEFAULT_KERNEL = "demonoise"
@@ -126,7 +127,6 @@ class JobResult:
     seconds: float = 0.0
     error: JobError | None = None
     failed_notebook: Path | None = None
-    kernel: str = ""
     kernel_reused: bool = False
     key: str = ""
     worker_pid: int = 0
@@ -136,33 +136,9 @@ class JobResult:
     def ok(self) -> bool:
         return self.status in ("ok", "skipped")
 
-    @property
-    def output(self) -> Path:
-        return self.job.output
-
-
-class BatchResult(tuple):
-    """Results of :func:`run_jobs`: a :class:`JobResult` per job, in job order, and the
-    run's ``seconds`` and ``kernel_note`` (:attr:`Options.note`)."""
-
-    seconds: float = 0.0
-    kernel_note: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self)
-
-    @property
-    def status(self) -> str:
-        return "ok" if self.ok else "failed"
-
-    @property
-    def failed(self) -> list[JobResult]:
-        return [r for r in self if r.status == "failed"]
-
 
 # ================================================================ keys
-def job_key(job: Job, *, library: str, data_fingerprint: str = "") -> str:
+def job_key(job: Job, *, library: str) -> str:
     """Run key of ``job``: sha256 over input bytes, parameters, library and data fingerprints."""
     try:
         nb_bytes = job.input.read_bytes()
@@ -172,7 +148,7 @@ def job_key(job: Job, *, library: str, data_fingerprint: str = "") -> str:
         "input_sha256": hashlib.sha256(nb_bytes).hexdigest(),
         "parameters": job.parameters,
         "library": library,
-        "data": [data_fingerprint, job.data_fingerprint],
+        "data": job.data_fingerprint,
     }
     if job.skip_tags:
         payload["skip_tags"] = sorted(job.skip_tags)
@@ -197,29 +173,87 @@ def failed_path(output: Path) -> Path:
     return output.with_name(output.stem + ".failed.ipynb")
 
 
+# ============================================================ the parameters cell
+def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
+    """Names the cell tagged ``parameters`` assigns, in order, read as
+    :func:`papermill.inspect_notebook` reads a Python notebook (without its need of a
+    kernelspec in the metadata). Without that tag papermill would inject a run's values at
+    the top, where the notebook's defaults then overwrite them.
+
+    Raises
+    ------
+    ReportError
+        The notebook cannot be read or has no cell tagged ``parameters`` -- naming it.
+    """
+    import nbformat
+    from papermill.translators import PythonTranslator
+
+    try:
+        nb = nbformat.read(Path(path), as_version=4)
+    except FileNotFoundError:
+        raise ReportError(f"notebook not found: {path}") from None
+    except Exception as e:
+        raise ReportError(f"cannot read notebook {path}: {type(e).__name__}: {e}") from None
+    cell = next((c for c in nb.cells if c.get("cell_type") == "code" and "parameters" in _tags(c)), None)
+    if cell is None:
+        raise ReportError(
+            f"notebook {path} has no code cell tagged 'parameters': papermill would inject the run's values "
+            "above the notebook's own defaults, which then overwrite them (the report would show the defaults' "
+            "country and setting); tag the cell that assigns the parameters"
+        )
+    return tuple(dict.fromkeys(p.name for p in PythonTranslator.inspect(cell)))
+
+
+def check_defined(path: str | os.PathLike, names: Iterable[str], what: str | None = None) -> tuple[str, ...]:
+    """The notebook's parameter names (:func:`parameter_names`), after checking it defines
+    every one of ``names``: those the batch injects, or (``what``, the notebook's name) those
+    a user gives it -- papermill itself only warns about a parameter a notebook does not define.
+
+    Raises
+    ------
+    ReportError
+        No tagged parameters cell, or injected names it does not define -- naming them.
+    ParameterError
+        ``unknown parameter 'regoin' for notebook whatif; its parameters: dataset, region, ...``
+    """
+    defined = parameter_names(path)
+    missing = [n for n in names if n not in defined]
+    if missing and what is None:
+        raise ReportError(
+            f"notebook {path}: its 'parameters' cell does not define {', '.join(missing)}, which the batch "
+            f"injects; it defines {', '.join(defined) or 'nothing'}"
+        )
+    if missing:
+        raise ParameterError(
+            f"unknown parameter{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} for notebook "
+            f"{what}; its parameters: {', '.join(defined)}"
+        )
+    return defined
+
+
 # ====================================================================== options
 @dataclass(frozen=True)
 class Options:
-    """How the tasks of a run execute (sent with every task). A missing kernelspec
-    ``kernel`` gives a ``RuntimeWarning`` and the current interpreter as kernel
-    (``fallback``; ``note`` says so)."""
+    """How the tasks of a run execute (sent with every task): the kernelspec ``kernel``,
+    ``reuse_kernel`` (one per worker, reset between notebooks; ``False``: a fresh one each)
+    and the seconds a cell may run (``None``: no limit) and a kernel may take to start. A
+    missing kernelspec gives a ``RuntimeWarning`` and the current interpreter as kernel
+    (``note`` says so)."""
 
     kernel: str = DEFAULT_KERNEL
     cell_timeout: float | None = 600.0
     start_timeout: float = 60.0
-    data_fingerprint: str = ""
     reuse_kernel: bool = True
     reset: bool = True  # tests switch it off to show what the reset prevents
     run_id: str = ""
     library: str = field(default_factory=source_fingerprint)
-    fallback: bool = False  # the named kernelspec is missing: run sys.executable
     note: str | None = None
 
     def __post_init__(self):
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
         try:
-            if not self.fallback:
+            if self.kernel != _FALLBACK_KERNEL:
                 KernelSpecManager().get_kernel_spec(self.kernel)
         except NoSuchKernel:
             note = (
@@ -228,13 +262,13 @@ class Options:
                 f"{sys.executable} -m ipykernel install --sys-prefix --name {self.kernel}"
             )
             warnings.warn(note, RuntimeWarning, stacklevel=4)
-            for k, v in {"kernel": _FALLBACK_KERNEL, "fallback": True, "note": note}.items():
-                object.__setattr__(self, k, v)
+            object.__setattr__(self, "kernel", _FALLBACK_KERNEL)
+            object.__setattr__(self, "note", note)
 
 
 # ====================================================================== kernels
 def _spec_manager(opts: Options):
-    """Kernelspecs as installed, or the current interpreter (``opts.fallback``); with
+    """Kernelspecs as installed, or the current interpreter (the fallback kernel); with
     ``$PYTHONPATH`` made absolute (a kernel runs in the notebook's directory), no input
     history (one SQLite file every kernel would lock) and no output cache (its flush makes
     every reset a full garbage collection)."""
@@ -245,7 +279,7 @@ def _spec_manager(opts: Options):
 
     class _Specs(KernelSpecManager):
         def get_kernel_spec(self, kernel_name, *args, **kwargs):
-            if opts.fallback:
+            if opts.kernel == _FALLBACK_KERNEL:
                 argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
                 spec = KernelSpec(argv=argv, display_name=sys.executable, language="python", resource_dir="")
             else:
@@ -360,7 +394,8 @@ def end_kernels(run_id: str = "") -> None:
 
 # =============================================================== one task, anywhere
 def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: Path) -> dict:
-    """``parameters`` with every path of ``files`` replaced by a copy written under ``where``."""
+    """``parameters`` with every value that is a path of ``files`` replaced by a copy written
+    under ``where``."""
     copies = {}
     for i, (path, data) in enumerate(files.items()):
         copy = where / f"in{i}-{Path(path).name}"
@@ -372,16 +407,7 @@ def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: P
             copy.write_bytes(data)
         copies[path] = str(copy)
 
-    def swap(v):
-        if isinstance(v, str):
-            return copies.get(v, v)
-        if isinstance(v, Mapping):
-            return {k: swap(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [swap(x) for x in v]
-        return v
-
-    return {k: swap(v) for k, v in parameters.items()}
+    return {k: copies.get(v, v) if isinstance(v, str) else v for k, v in parameters.items()}
 
 
 def _input_notebook(job: Job, notebook: bytes, cwd: str, reset: bool):
@@ -392,16 +418,20 @@ def _input_notebook(job: Job, notebook: bytes, cwd: str, reset: bool):
 
     nb = nbformat.reads(notebook.decode("utf-8"), as_version=4)
     skip = set(job.skip_tags)
-    nb.cells = [c for c in nb.cells if not skip & set(c.get("metadata", {}).get("tags") or ())]
+    nb.cells = [c for c in nb.cells if not skip & _tags(c)]
     code = f"__import__('os').chdir({cwd!r})" + ("\nget_ipython().reset(new_session=True)" if reset else "")
     first = new_code_cell(code, metadata={"tags": [RESET_TAG]})
     nb.cells.insert(0, first)
     return nb
 
 
+def _tags(cell) -> set:
+    return set(cell.get("metadata", {}).get("tags") or ())
+
+
 def _without_reset_cell(text: str) -> bytes:
     nb = read_notebook_text(text)
-    nb.cells = [c for c in nb.cells if RESET_TAG not in (c.get("metadata", {}).get("tags") or ())]
+    nb.cells = [c for c in nb.cells if RESET_TAG not in _tags(c)]
     return notebook_text(nb).encode("utf-8")
 
 
@@ -446,7 +476,7 @@ def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
     if not opts.reuse_kernel or not healthy:
         end_kernels()
     status, seconds = "ok" if error is None else "failed", time.perf_counter() - t0
-    return JobResult(job, status, seconds, error, None, opts.kernel, reused, "", os.getpid(), executed)
+    return JobResult(job, status, seconds, error, None, reused, "", os.getpid(), executed)
 
 
 def _error_from(exc: BaseException) -> JobError:
@@ -486,9 +516,9 @@ def prepare(job: Job, opts: Options, force: bool = False) -> JobResult | tuple[d
     """``job``'s outcome if it needs no run (up to date, or its input unreadable), else
     its self-contained task and run key."""
     try:
-        key = job_key(job, library=opts.library, data_fingerprint=opts.data_fingerprint)
+        key = job_key(job, library=opts.library)
         if not force and output_key(job.output) == key:
-            return JobResult(job, "skipped", key=key, kernel=opts.kernel)
+            return JobResult(job, "skipped", key=key)
         return _task_of(job), key
     except ReportError as e:
         return finish(job, "", opts, None, e)
@@ -502,7 +532,7 @@ def finish(job: Job, key: str, opts: Options, res: JobResult | None, err: BaseEx
         job.output.unlink(missing_ok=True)
         lines = str(err).strip().splitlines()
         evalue = lines[0][:2000] if lines else type(err).__name__
-        return JobResult(job, "failed", error=JobError(type(err).__name__, evalue), kernel=opts.kernel)
+        return JobResult(job, "failed", error=JobError(type(err).__name__, evalue))
     fail_to, kept = failed_path(job.output), None
     if res.ok:
         write_notebook(_stamped(res, job, key, opts), job.output)
@@ -523,7 +553,7 @@ def _stamped(res: JobResult, job: Job, key: str, opts: Options):
             "status": "ok" if res.ok else "failed",
             "error": None if res.error is None else str(res.error),
             "library": opts.library,
-            "data_fingerprint": [opts.data_fingerprint, job.data_fingerprint],
+            "data_fingerprint": job.data_fingerprint,
             "kernel": opts.kernel,
             "kernel_reused": res.kernel_reused,
             "seconds": round(res.seconds, 3),
@@ -538,37 +568,28 @@ def run_jobs(
     jobs: Iterable[Job],
     *,
     workers: int = 2,
-    reuse_kernel: bool = True,
-    kernel_name: str = DEFAULT_KERNEL,
-    data_fingerprint: str = "",
     force: bool = False,
     progress: bool | None = None,
-    cell_timeout: float | None = 600.0,
-    start_timeout: float = 60.0,
     cluster: Cluster | None = None,
-    _reset: bool = True,
-) -> BatchResult:
+    options: Options | None = None,
+) -> list[JobResult]:
     """Run notebook jobs (distinct outputs); one failing notebook does not stop the others.
 
     Parameters
     ----------
     workers : int
         Without ``cluster``: the size of the local Dask cluster (``1``: this process).
-    reuse_kernel : bool
-        One kernel per worker, reset between notebooks; ``False``: a fresh one each.
-    kernel_name : str
-        Kernelspec; if missing, the current interpreter (``BatchResult.kernel_note``).
     force : bool
         Run even the jobs whose output is up to date.
     progress : bool or None
         tqdm progress bar; ``None``: only on a terminal.
-    cell_timeout, start_timeout : float
-        Seconds a cell may run (``None``: no limit), and a kernel to start.
+    options : Options, optional
+        Kernel, its reuse and the timeouts (default: :class:`Options`).
 
     Returns
     -------
-    BatchResult
-        One :class:`JobResult` per job, in the order given.
+    list of JobResult
+        One per job, in the order given.
 
     Raises
     ------
@@ -580,22 +601,14 @@ def run_jobs(
     jobs = list(jobs)
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
-    check_outputs(jobs)
-    t0 = time.perf_counter()
+    seen: dict[Path, Job] = {}
+    for j in jobs:
+        if (first := seen.setdefault(j.output.resolve(), j)) is not j:
+            raise ParameterError(f"jobs {first.label} and {j.label} write the same output {j.output}")
     with running(cluster, workers) as where:
-        opts = Options(
-            kernel_name,
-            reuse_kernel=reuse_kernel,
-            cell_timeout=cell_timeout,
-            start_timeout=start_timeout,
-            data_fingerprint=data_fingerprint,
-            run_id=where.run_id,
-            reset=_reset,
-        )
+        opts = replace(options or Options(), run_id=where.run_id)
         done = execute_jobs(dict(enumerate(jobs)), where, opts, force=force, progress=progress)
-    batch = BatchResult(done[i] for i in range(len(jobs)))
-    batch.seconds, batch.kernel_note = time.perf_counter() - t0, opts.note
-    return batch
+    return [done[i] for i in range(len(jobs))]
 
 
 def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool = False, progress=None) -> dict:
@@ -618,13 +631,3 @@ def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool
             out[key] = finish(jobs[key], run_key, opts, res, err)
             bar.update(1)
     return out
-
-
-def check_outputs(jobs: Sequence[Job]) -> None:
-    """Refuse (:class:`ParameterError`, naming them) two jobs that write the same output."""
-    outs: dict[Path, str] = {}
-    for j in jobs:
-        o = j.output.resolve()
-        if o in outs:
-            raise ParameterError(f"jobs {outs[o]} and {j.label} write the same output {j.output}")
-        outs[o] = j.label

@@ -2,9 +2,10 @@
 rendered like a report.
 
 :func:`extra_run` and :func:`overview_run` (its tables computed first) prepare a
-:class:`FurtherRun`; :func:`render_further` executes and renders one on its own, while the
-report batch runs them with its countries' notebooks. A what-if is named after its
-parameters (``whatif-BE34-scale4-V1-3.html``), so that a second scenario keeps the first.
+:class:`FurtherRun`; :func:`render_further` executes and renders one on its own (``demonoise
+notebook``, ``demonoise overview``), while the report batch runs them with its countries'
+notebooks. A what-if is named after its parameters (``whatif-BE34-scale4-V1-3.html``), so
+that a second scenario keeps the first.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import Any
 
 from demonoise.core.errors import ReportError
 from demonoise.io.datasets import name_of, resolve
-from demonoise.report.batch.contract import check_known
-from demonoise.report.batch.execute import DEFAULT_KERNEL, Job, run_jobs
+from demonoise.report.batch.execute import Job, check_defined, run_jobs
+from demonoise.report.batch.params import EXTRAS
 from demonoise.report.document.assemble import (
     RenderResult,
     Section,
@@ -30,13 +31,7 @@ from demonoise.report.document.assemble import (
 )
 from demonoise.runtime.locate import find_notebook
 
-__all__ = ["EXTRAS", "FurtherRun", "extra_run", "overview_run", "render_further", "render_notebook"]
-
-#: Extra notebooks and the title of their report.
-EXTRAS = {
-    "whatif": "demonoise what-if analysis",
-    "teaching": "The variance of life expectancy, step by step",
-}
+__all__ = ["FurtherRun", "extra_run", "overview_run", "render_further"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,7 +119,7 @@ def extra_run(
     """
     src = find_notebook(name, notebook_dir)
     params = {k: resolve(v) if k in ("dataset", "change_dataset") and v else v for k, v in (parameters or {}).items()}
-    check_known(src, params, name)
+    check_defined(src, params, name)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = scenario_name(name, params)
@@ -215,8 +210,6 @@ def render_further(
     *,
     pdf: bool = True,
     force: bool = False,
-    kernel_name: str = DEFAULT_KERNEL,
-    cell_timeout: float | None = 600.0,
     cluster=None,
 ) -> RenderResult:
     """Execute ``run``'s notebook (skipped when up to date, unless ``force``) and render its
@@ -228,24 +221,5 @@ def render_further(
         The notebook failed (naming the exception, the cell and the kept
         ``<stem>.failed.ipynb``), or HTML rendering failed.
     """
-    batch = run_jobs(
-        [run.job], workers=1, force=force, kernel_name=kernel_name, progress=False, cell_timeout=cell_timeout,
-        cluster=cluster,
-    )  # fmt: skip
-    run.check(batch[0])
+    run.check(run_jobs([run.job], workers=1, force=force, progress=False, cluster=cluster)[0])
     return render_document(run.document(), run.html, run.pdf if pdf else None)
-
-
-def render_notebook(
-    name: str,
-    parameters: Mapping[str, Any] | None = None,
-    out_dir: str | os.PathLike = "output",
-    *,
-    pdf: bool = True,
-    title: str | None = None,
-    notebook_dir: str | os.PathLike | None = None,
-    **kw,
-) -> RenderResult:
-    """``notebooks/<name>.ipynb`` with ``parameters`` executed and rendered into ``out_dir``
-    (:func:`extra_run`, then :func:`render_further` with ``pdf`` and ``kw``)."""
-    return render_further(extra_run(name, parameters, out_dir, title=title, notebook_dir=notebook_dir), pdf=pdf, **kw)

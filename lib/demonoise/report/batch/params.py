@@ -83,8 +83,8 @@ __all__ = [
 #: The indicator chapters of a report, in order, with the notebook of each.
 REPORT_INDICATORS: tuple[str, ...] = ("asfr", "tfr", "asmr", "life_expectancy")
 _ALIASES = {"e": "life_expectancy", "ex": "life_expectancy", "e0": "life_expectancy", "le": "life_expectancy"}
-#: Extra notebooks a batch can render next to the reports.
-EXTRAS: tuple[str, ...] = ("teaching", "whatif")
+#: Extra notebooks a batch can render next to the reports, and the title of their document.
+EXTRAS = {"teaching": "The variance of life expectancy, step by step", "whatif": "demonoise what-if analysis"}
 _THRESHOLD_MAX = 10.0  # as demonoise.uncertainty.calibration.THRESHOLD_MAX
 
 
@@ -279,9 +279,7 @@ def _one_line(e: ValidationError) -> str:
 
 
 def _as_list(value) -> list:
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _old_noise(data: dict) -> tuple[list, str | None]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.analysis.settings import NoiseSetting
-from demonoise.core.errors import DemonoiseError, ParameterError
+from demonoise.core.errors import DemonoiseError, ParameterError, ReportError
 from demonoise.io.datasets import country_provenance
 from demonoise.report.batch.params import ReportParams
 from demonoise.report.document.assemble import RenderResult
@@ -36,11 +36,6 @@ CHAPTER_TITLES = {
     "asmr": "Age-specific mortality rates",
     "life_expectancy": "Life expectancy",
 }
-
-
-def _say(log, msg: str) -> None:
-    if log:
-        log(msg)
 
 
 def _why(e: BaseException) -> str:
@@ -101,8 +96,8 @@ class Plan:
     notebooks: Path
     reports: list[Report]
     runs: list[Run]
-    removed: list[Path] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    facts: dict  # dataset -> its facts (:func:`_dataset_facts`)
+    removed: list[Path]
 
 
 def _stale_files(reports_dir: Path) -> list[Path]:
@@ -121,7 +116,7 @@ def plan(
     workers: int = 2,
 ) -> Plan:
     """The reports and their notebook runs, checked before any work (output directory,
-    :func:`check_size`, every notebook's contract and the extras' parameters, :mod:`.contract`);
+    :func:`check_size`, every notebook's parameters cell and the extras' parameters);
     removes the files of the old per-V layout.
 
     Raises
@@ -146,11 +141,11 @@ def plan(
             runs.append(Run(r, CHANGE))
     further_runs = len(params.extras) + (params.overview is not None)
     check_size(len(reports), len(runs) + further_runs, workers, yes=yes)
-    state = Plan(params, output, Path(), reports, runs, [], list(params.notices))
     names = [SUMMARY, *params.indicators] + ([CHANGE] if any(r.notebook == CHANGE for r in runs) else [])
-    state.notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in names), notebooks_dir)
+    notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in names), notebooks_dir)
+    facts = {s.dataset: _dataset_facts(s.dataset) for s in params.selections}
+    state = Plan(params, output, notebooks, reports, runs, facts, _stale_files(output / "reports"))
     _check_contracts(state, names)
-    state.removed = _stale_files(output / "reports")
     for p in state.removed:
         p.unlink(missing_ok=True)
     return state
@@ -179,19 +174,19 @@ def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None
 def _check_contracts(state: Plan, names: list[str]) -> None:
     """Every notebook's tagged parameters cell defines what the batch injects
     (:func:`_parameters`); every extra notebook defines the parameters the params file
-    gives it."""
-    from demonoise.report.batch.contract import check_contract, check_known
+    gives it (:func:`~demonoise.report.batch.execute.check_defined`)."""
+    from demonoise.report.batch.execute import check_defined
     from demonoise.runtime.locate import find_notebook
 
-    first, facts = {}, {"label": "", "year": None, "provenance": {}, "implications": ""}
+    first = {}
     for run in state.runs:
         first.setdefault(run.notebook, run)
     for n in names:
         if n in first:
-            injected = _parameters(first[n], Computed(Path(), Path()), state.params, facts)
-            check_contract(state.notebooks / f"{n}.ipynb", injected)
+            injected = _parameters(first[n], Computed(Path(), Path()), state)
+            check_defined(state.notebooks / f"{n}.ipynb", injected)
     for name, opts in state.params.extras:
-        check_known(find_notebook(name), dict(opts), name)
+        check_defined(find_notebook(name), dict(opts), name)
 
 
 # ===================================================================== compute
@@ -277,42 +272,36 @@ def _by_size(reports: list[Report]) -> list[Report]:
     return sorted(reports, key=lambda r: -sizes.get((r.dataset, r.country), 0))
 
 
-def _failed_compute(r: Report, e: BaseException, log) -> Computed:
-    done = Computed(error=f"results for {r.label} failed: {_why(e)}")
-    _say(log, f"demonoise report: {done.error}")
+def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Computed]:
+    """Every country's results and decision tables: read back where stored and up to date,
+    the others computed as tasks on ``cluster``, the largest countries first; a single
+    country (or no worker processes) is computed here, its Monte Carlo blocks on the
+    cluster (a task of its own would hold the whole Monte Carlo in one worker)."""
+    store = state.output / "results"
+    done = {r: _tables(r, state.params, store, stored=True) for r in state.reports}
+    todo = [r for r in _by_size(state.reports) if done[r] is None]
+    if len(todo) == 1 or not cluster.fans_out:
+        each = ((i, _here(r, state.params, store, cluster)) for i, r in enumerate(todo))
+    else:
+        items, names = [(r, state.params) for r in todo], [f"{r.dataset}-{r.country}" for r in todo]
+        each = ((i, (value, err)) for i, value, err in cluster.each(compute_task, items, label="compute", names=names))
+    for i, (value, err) in each:
+        try:
+            if err is not None:
+                raise err
+            done[todo[i]] = value if isinstance(value, Computed) else _store_computed(value, store)
+        except Exception as e:
+            done[todo[i]] = Computed(error=f"results for {todo[i].label} failed: {_why(e)}")
+            log(f"demonoise report: {done[todo[i]].error}")
     return done
 
 
-def compute(state: Plan, cluster, *, log=None) -> dict[Report, Computed]:
-    """Every country's results and decision tables: read back where stored and up to date,
-    the others computed as tasks on ``cluster``, the largest countries first; a single
-    country (or no worker processes) is computed here, its Monte Carlo on the cluster."""
-    store = state.output / "results"
-    done: dict[Report, Computed] = {}
-    todo = []
-    for r in _by_size(state.reports):
-        stored = _tables(r, state.params, store, stored=True)
-        if stored is not None:
-            done[r] = stored
-        else:
-            todo.append(r)
-    if len(todo) == 1 or not cluster.fans_out:
-        for r in todo:
-            try:
-                done[r] = _tables(r, state.params, store, workers=cluster.workers, cluster=cluster)
-            except Exception as e:
-                done[r] = _failed_compute(r, e, log)
-    else:
-        names = [f"{r.dataset}-{r.country}" for r in todo]
-        items = [(r, state.params) for r in todo]
-        for i, value, err in cluster.run_each(compute_task, items, label="compute", names=names):
-            try:
-                if err is not None:
-                    raise err
-                done[todo[i]] = _store_computed(value, store)
-            except Exception as e:
-                done[todo[i]] = _failed_compute(todo[i], e, log)
-    return {r: done[r] for r in state.reports}
+def _here(report: Report, params: ReportParams, store: Path, cluster) -> tuple[Computed | None, Exception | None]:
+    """One country's tables computed in this process, its Monte Carlo blocks on ``cluster``."""
+    try:
+        return _tables(report, params, store, workers=cluster.workers, cluster=cluster), None
+    except Exception as e:
+        return None, e
 
 
 # ===================================================================== execute
@@ -331,7 +320,8 @@ def _dataset_facts(dataset: str) -> dict:
     }
 
 
-def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> dict:
+def _parameters(run: Run, done: Computed, state: Plan) -> dict:
+    params, facts = state.params, state.facts[run.report.dataset]
     base = {
         "country": run.report.country,
         "dataset": run.report.dataset,
@@ -362,7 +352,7 @@ def _parameters(run: Run, done: Computed, params: ReportParams, facts: dict) -> 
 
 
 # ============================================================ overview and extras
-def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> list:
+def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, workers: int) -> list:
     """The Europe overview (its tables computed or read back here, the Monte Carlo on
     ``cluster``) and the extra notebooks of the params, ready to run: each a
     :class:`~demonoise.report.batch.extras.FurtherRun` (with the ``error`` that stopped
@@ -380,7 +370,7 @@ def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> lis
         todo.append((f"{name} notebook", lambda name=name, kw=kw: extra_run(name, kw, state.output / "extras")))
     out = []
     for name, prepare in todo:
-        _say(log, f"demonoise report: {name}")
+        log(f"demonoise report: {name}")
         try:
             out.append(prepare())
         except Exception as e:
@@ -389,22 +379,19 @@ def further(state: Plan, *, force: bool, workers: int, log, cluster=None) -> lis
 
 
 def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
-    """The notebook runs of the countries whose tables are there, as :class:`~.execute.Job` objects:
-    the largest countries first; the runs after a chapter's first leave out its
-    chapter-only cells (tag ``chapter``)."""
+    """The notebook runs of the countries whose tables are there, as :class:`~.execute.Job`
+    objects; the runs after a chapter's first leave out its chapter-only cells (tag ``chapter``)."""
     from demonoise.report.batch.execute import Job
 
-    facts = {s.dataset: _dataset_facts(s.dataset) for s in state.params.selections}
     first = state.params.settings[0]
-    rank = {r: i for i, r in enumerate(computed)}
     jobs = {}
-    for run in sorted(state.runs, key=lambda x: rank[x.report]):
+    for run in state.runs:
         done = computed[run.report]
         if done.error is None:
             jobs[run] = Job(
                 state.notebooks / f"{run.notebook}.ipynb",
                 run.output(state.output),
-                _parameters(run, done, state.params, facts[run.report.dataset]),
+                _parameters(run, done, state),
                 name=run.name,
                 files=(str(done.results), str(done.decision)),  # carried as bytes: no shared disk needed
                 skip_tags=("chapter",) if run.setting not in (None, first) else (),
@@ -413,7 +400,7 @@ def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
 
 
 # ====================================================================== render
-def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], facts: dict):
+def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any]):
     """The document of one country: cover, contents, main points, a chapter per indicator
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
@@ -430,7 +417,7 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any], fa
     )
     from demonoise.report.document.cover import cover_html
 
-    out = state.output
+    out, facts = state.output, state.facts[report.dataset]
     summary_path = Run(report, SUMMARY).output(out)
     metrics = read_metrics(summary_path)
     parts = [Section(p, landscape=_wide_part(p)) for p in split_sections(load_notebook(summary_path)[0])]
@@ -476,26 +463,17 @@ def _wide_part(part) -> bool:
     return title in LANDSCAPE
 
 
-def _notebook_failures(report: Report, state: Plan, executed: Mapping) -> str | None:
-    errs = []
-    for run in state.runs:
-        res = executed.get(run)
-        if run.report == report and res is not None and res.status == "failed":
-            where = f"; executed notebook kept at {res.failed_notebook}" if res.failed_notebook else ""
-            errs.append(f"{run.name}: {res.error}{where}")
-    return "\n".join(errs) or None
-
-
-def _wrong_sections(report: Report, state: Plan) -> str | None:
-    """Why a section of ``report`` does not show the dataset, country and setting its run
-    asked for (:func:`demonoise.report.batch.contract.check_shown`), or ``None``."""
-    from demonoise.report.batch.contract import check_shown
-
-    every = [s.label for s in state.params.settings]
-    errs = []
+def _run_errors(report: Report, state: Plan, executed: Mapping) -> str | None:
+    """Why ``report``'s runs cannot be assembled: a notebook failed, or a section does not
+    show the dataset, country and setting its run asked for
+    (:func:`check_shown`); ``None`` when none."""
+    every, errs = [s.label for s in state.params.settings], []
     for run in (r for r in state.runs if r.report == report):
-        one = None if run.setting is None else run.setting.label
+        res, one = executed.get(run), None if run.setting is None else run.setting.label
         try:
+            if res is not None and res.status == "failed":
+                where = f"; executed notebook kept at {res.failed_notebook}" if res.failed_notebook else ""
+                raise DemonoiseError(f"{res.error}{where}")
             check_shown(
                 run.output(state.output),
                 dataset=report.dataset,
@@ -506,6 +484,44 @@ def _wrong_sections(report: Report, state: Plan) -> str | None:
         except DemonoiseError as e:
             errs.append(f"{run.name}: {e}")
     return "\n".join(errs) or None
+
+
+def check_shown(
+    path: str | os.PathLike, *, dataset: str, country: str, setting: str | None = None, settings=()
+) -> None:
+    """Compare what the executed notebook at ``path`` recorded it shows
+    (:func:`~demonoise.report.content.notebook.shown_record`) with what its run asked for.
+
+    Parameters
+    ----------
+    dataset, country : str
+        The section's rows must hold exactly these.
+    setting : str, optional
+        Label of the run's setting (``"V = 1"``, ``"p-table v01"``).
+    settings : iterable of str
+        Labels the section's rows must all hold (the summary's).
+
+    Raises
+    ------
+    ReportError
+        The record is missing or differs, naming the notebook.
+    """
+    from demonoise.report.content.notebook import SHOWN
+    from demonoise.report.document.assemble import read_metrics
+
+    got = read_metrics(path).get(SHOWN)
+    if not isinstance(got, Mapping):
+        raise ReportError(
+            f"{path}: the notebook did not record what it shows (summary.load_results records it); "
+            "not rendered, so that no section can show other data than asked"
+        )
+    asked = {"dataset": [dataset], "country": [country], **({} if setting is None else {"setting": setting})}
+    words = lambda v: v if isinstance(v, str) else ", ".join(v or ["none"])  # noqa: E731
+    wrong = [f"{k} {words(got.get(k))} instead of {words(v)}" for k, v in asked.items() if got.get(k) != v]
+    if absent := [s for s in settings if s not in (got.get("settings") or [])]:
+        wrong.append(f"no rows for {', '.join(absent)}")
+    if wrong:
+        raise ReportError(f"{path} shows {'; '.join(wrong)}: the section is not what the batch asked for")
 
 
 def _render_key(nb_path: Path, pdf: bool) -> str:
@@ -536,11 +552,11 @@ def _start(r: RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tu
 
 def _prepare(report, state, executed, computed, pdf_reason) -> tuple[RenderResult, tuple | None]:
     """Assemble one report (in this process); its outcome so far and its render task."""
-    failed = computed[report].error or _notebook_failures(report, state, executed) or _wrong_sections(report, state)
+    failed = computed[report].error or _run_errors(report, state, executed)
     if failed:
         return RenderResult(status="failed", error=failed), None
     try:
-        nb, metrics = assemble_report(report, state, executed, _dataset_facts(report.dataset))
+        nb, metrics = assemble_report(report, state, executed)
     except DemonoiseError as e:
         return RenderResult(status="failed", error=f"assembly failed: {e}"), None
     seconds = sum(executed[x].seconds for x in state.runs if x.report == report)
@@ -611,7 +627,6 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
 class BatchReport:
     """Result of :func:`run_reports`."""
 
-    params: ReportParams
     outcomes: dict
     index: Path
     timings: dict
@@ -660,7 +675,7 @@ def index(state: Plan, rendered: Mapping[Report, RenderResult], further: list, *
         _row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, pdf_reason, o.files)
         for r, o in rendered.items()
     ]
-    labels = {s.dataset: _dataset_facts(s.dataset)["label"] for s in state.params.selections}
+    labels = {d: f["label"] for d, f in state.facts.items()}
     intro = (
         "Quality reports: how noise-based disclosure control (the Cell Key Method: its generic model, integer noise "
         "of variance V on every published count, and real p-tables) degrades ASFR, TFR, ASMR and life expectancy, "
@@ -683,16 +698,6 @@ def index(state: Plan, rendered: Mapping[Report, RenderResult], further: list, *
 # ========================================================================= run
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def _cpu_seconds() -> float:
-    """CPU seconds of this process and of its finished children (worker processes and the
-    kernels they ran): the work of a stage, which a shared machine does not inflate as much
-    as its wall time."""
-    import resource
-
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _pdf_reason(params: ReportParams, pdf: bool | None) -> str | None:
@@ -743,25 +748,25 @@ def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_di
     """plan -> compute -> (overview and extras prepared) -> execute -> render -> index."""
     from demonoise.report.batch.execute import Options, execute_jobs
 
-    wall, t0, cpu0 = {}, time.perf_counter(), _cpu_seconds()
+    wall, t0 = {}, time.perf_counter()
 
     def lap(stage: str) -> None:
         wall[stage] = time.perf_counter() - t0 - sum(wall.values())
 
     pdf_reason = _pdf_reason(params, pdf)
     state = plan(params, output, notebooks_dir, yes=yes, workers=workers)
-    for note in state.notes:
-        _say(log, f"demonoise report: note: {note}")
+    log = log or (lambda msg: None)
+    for note in params.notices:
+        log(f"demonoise report: note: {note}")
     settings = ", ".join(s.label for s in params.settings)
-    _say(
-        log,
+    log(
         f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings {settings}; "
-        f"on {cluster.describe()}",
+        f"on {cluster.describe()}"
     )
     lap("plan")
-    computed = compute(state, cluster, log=log)
+    computed = compute(state, cluster, log)
     lap("compute")
-    extra = further(state, force=force, workers=workers, log=log, cluster=cluster)
+    extra = further(state, cluster, log, force=force, workers=workers)
     opts = Options(run_id=cluster.run_id)
     jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
     executed = execute_jobs(jobs, cluster, opts, force=force, progress=progress)
@@ -775,15 +780,10 @@ def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_di
     times = {
         **wall,
         "total": time.perf_counter() - t0,
-        "total_cpu": _cpu_seconds() - cpu0,
         "compute_work": sum(c.seconds for c in computed.values()),
         "notebooks": sum(r.seconds for r in executed.values()),
         "html": sum(o.html_seconds for o in rendered.values()),
         "pdf": sum(o.pdf_seconds for o in rendered.values()),
     }
-    notes = (
-        state.notes
-        + [n for n in (opts.note, pdf_reason) if n]
-        + [f"removed old-layout file {p}" for p in state.removed]
-    )
-    return BatchReport(params, rendered, path, times, notes, rows)
+    removed = [f"removed old-layout file {p}" for p in state.removed]
+    return BatchReport(rendered, path, times, [*params.notices, *filter(None, (opts.note, pdf_reason)), *removed], rows)
