@@ -38,8 +38,8 @@ __all__ = [
     "Chapter",
     "RenderResult",
     "load_notebook",
-    "read_parameters",
     "read_metrics",
+    "raw_cell",
     "split_sections",
     "read_notebook_text",
     "notebook_text",
@@ -107,10 +107,11 @@ def split_sections(nb) -> list:
 
     Each part starts with a markdown cell opening with ``# Title`` and becomes one
     report section (its own page, table-of-contents entry and number); cells before
-    the first heading (parameters, imports) go with the first part. The notebook's
-    metadata (papermill's failure flag included) is copied to every part.
+    the first heading (parameters, imports) go with the first part. Every part shares the
+    notebook's metadata (papermill's failure flag included) and cells (:func:`assemble`
+    copies what it keeps).
     """
-    import nbformat
+    from nbformat.v4 import new_notebook
 
     parts: list[list] = [[]]
     opened = False  # the leading cells go with the first part: a failure there must stay visible
@@ -120,18 +121,7 @@ def split_sections(nb) -> list:
                 parts.append([])
             opened = True
         parts[-1].append(cell)
-    out = []
-    for cells in parts:
-        node = nbformat.v4.new_notebook(metadata=copy.deepcopy(dict(nb.metadata)))
-        node.cells = [copy.deepcopy(c) for c in cells]
-        out.append(node)
-    return out
-
-
-def read_parameters(nb: Any) -> dict:
-    """Parameters papermill injected (``metadata.papermill.parameters``); ``{}`` if none."""
-    node, _ = load_notebook(nb)
-    return dict(node.get("metadata", {}).get("papermill", {}).get("parameters", {}) or {})
+    return [new_notebook(metadata=nb.metadata, cells=cells) for cells in parts]
 
 
 def read_metrics(nb: Any) -> dict:
@@ -241,7 +231,7 @@ class Chapter:
     intro: str = ""
 
 
-def _raw(html_text: str, typst: str = "", **meta):
+def raw_cell(html_text: str, typst: str = "", **meta):
     """A raw cell of the document: its HTML as the source, its Typst twin (the PDF's) in
     ``metadata.demonoise.typst``."""
     from nbformat.v4 import new_raw_cell
@@ -260,7 +250,7 @@ def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False,
     cls = "dn-chapter dn-landscape" if landscape else "dn-chapter"
     page = f"#set page(flipped: {'true' if landscape else 'false'})" if new_page else "#v(2em, weak: true)"
     typst = f'{page}\n#heading(level: 1)[#dn-num("{number}") {markup(title)}] <{anchor}>'
-    return _raw(
+    return raw_cell(
         f'<section class="{cls}" id="{anchor}">\n<h1 class="dn-chapter-title">'
         f'<span class="dn-section-number">{number}</span>{_html.escape(title)}</h1>',
         typst,
@@ -274,7 +264,7 @@ def _section_cells(sec: Section, number: int, used: set, new_page: bool = True) 
     anchor = sec.anchor or f"sec-{number}-{_slug(title)}"
     _check_anchor(anchor, label, used)
     entry = {"title": title, "anchor": anchor, "number": str(number), "source": label, "children": []}
-    return [_open_chapter(number, title, anchor, sec.landscape, new_page), *cells, _raw("</section>")], entry
+    return [_open_chapter(number, title, anchor, sec.landscape, new_page), *cells, raw_cell("</section>")], entry
 
 
 def _check_anchor(anchor: str, label: str, used: set) -> None:
@@ -290,7 +280,7 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
     entry = {"title": ch.title, "anchor": ch.anchor, "number": str(number), "source": "", "children": []}
     head = [_open_chapter(number, ch.title, ch.anchor, new_page=new_page)]
     if ch.intro:
-        head.append(_raw(ch.intro, html_to_typst(ch.intro)))
+        head.append(raw_cell(ch.intro, html_to_typst(ch.intro)))
     body: list = []
     for j, (label, colour_css, nb) in enumerate(ch.settings, 1):
         cells, _, src = _body(nb)
@@ -303,7 +293,7 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
         paint = colour(colour_css) if colour(colour_css) != "none" else Code("dn-accent")
         typst = f'#dn-setting({paint})[#heading(level: 2)[#dn-num("{number}.{j}") {markup(label)}] <{anchor}>]'
         body.append(
-            _raw(
+            raw_cell(
                 f'<h2 class="dn-setting" id="{anchor}" style="--dn-setting: {colour_css}">'
                 f'<span class="dn-section-number">{number}.{j}</span>{_html.escape(label)}</h2>',
                 typst,
@@ -314,7 +304,7 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
                 body.append(c)
                 if c.get("cell_type") == "markdown":
                     c["source"] = _HEADING_RE.sub(r"#\1\2", c["source"])
-    return [*head, *body, _raw("</section>")], entry
+    return [*head, *body, raw_cell("</section>")], entry
 
 
 def _contents(entries: list[dict]) -> str:
@@ -326,7 +316,7 @@ def _contents(entries: list[dict]) -> str:
             f"{_html.escape(e['title'])}</a>{sub}</li>"
         )
 
-    return _raw(
+    return raw_cell(
         f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>{"".join(item(e) for e in entries)}</ol>\n</nav>',
         call("dn-contents"),
     )
@@ -347,7 +337,7 @@ def _default_cover(title: str, subtitle: str | None):
         + (f"#block(text(size: 14pt, fill: dn-muted)[{markup(subtitle)}])\n" if subtitle else "")
         + f"#block(above: 1.2em, text(fill: dn-muted)[{today}])"
     )
-    return _raw(html, typst)
+    return raw_cell(html, typst)
 
 
 def assemble(
@@ -363,8 +353,8 @@ def assemble(
     """One notebook from a cover, a contents list and ``chapters`` (:class:`Section`,
     :class:`Chapter`, path or notebook), its ``metadata.demonoise.sections`` listing them.
 
-    ``cover``: HTML (a string starting with ``<``) or an executed notebook; default: the
-    title, ``subtitle`` and the date. ``source``: the "Source:" of every figure and table.
+    ``cover``: a raw cell (:func:`raw_cell`, e.g. :func:`~.cover.cover_html`) or an executed
+    notebook; default: the title, ``subtitle`` and the date. ``source``: the "Source:" of every figure and table.
     ``run_on``: in print, a chapter runs on after the one before unless the page orientation
     changes (default: every chapter opens a page).
 
@@ -387,10 +377,7 @@ def assemble(
         ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
         wide = isinstance(ch, Section) and ch.landscape
         new_page, before = not run_on or wide != before, wide
-        if isinstance(ch, Chapter):
-            cells, entry = _chapter_cells(ch, i, used, new_page)
-        else:
-            cells, entry = _section_cells(ch, i, used, new_page)
+        cells, entry = (_chapter_cells if isinstance(ch, Chapter) else _section_cells)(ch, i, used, new_page)
         body += cells
         entries.append(entry)
     cover_cells = _cover_cells(cover, title, subtitle)
@@ -408,9 +395,9 @@ def assemble(
 def _cover_cells(cover, title: str, subtitle: str | None) -> list:
     if cover is None:
         return [_default_cover(title, subtitle)]
-    if isinstance(cover, str) and cover.lstrip().startswith("<"):  # HTML (a Cover also carries its Typst)
-        return [_raw(str(cover), getattr(cover, "typst", "") or html_to_typst(cover))]
-    return [_raw('<section class="dn-cover" id="cover">'), *_body(cover)[0], _raw("</section>")]
+    if isinstance(cover, Mapping) and cover.get("cell_type") == "raw":  # a cover cell (:func:`.cover.cover_html`)
+        return [copy.deepcopy(cover)]
+    return [raw_cell('<section class="dn-cover" id="cover">'), *_body(cover)[0], raw_cell("</section>")]
 
 
 # ================================================================== rendering
