@@ -276,19 +276,15 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
     def default_filters(self):
         yield from super().default_filters()
         yield ("markdown2html", self.markdown2html)
-        yield ("latex2svg", _latex_output)
+        yield ("latex2svg", lambda text: tex_svg(*_latex_parts(text)))  # a text/latex output as SVG
 
 
 def _latex_parts(text: str) -> tuple[str, bool]:
+    """A ``text/latex`` output (``$...$``, ``$$...$$`` or ``\\[...\\]``): its TeX and whether it is displayed."""
     t = text.strip()
     display = t.startswith("$$") or t.startswith("\\[")
     body = t.strip("$") if t.startswith("$") else t.removeprefix("\\[").removesuffix("\\]")
     return body, display
-
-
-def _latex_output(text: str) -> str:
-    """A ``text/latex`` output (``$...$`` or ``$$...$$``) as SVG."""
-    return tex_svg(*_latex_parts(text))
 
 
 # ------------------------------------------------------------------------------ Typst

@@ -38,8 +38,8 @@ class IndexRow:
 
     name: str
     status: str = "ok"
-    html: Path | None = None
-    pdf: Path | None = None
+    html: str | os.PathLike | None = None
+    pdf: str | os.PathLike | None = None
     pdf_reason: str | None = None
     error: str | None = None
     summary: Mapping[str, Any] = field(default_factory=dict)
@@ -49,10 +49,6 @@ class IndexRow:
     def __post_init__(self):
         if self.status not in STATUSES:
             raise ParameterError(f"index row {self.name!r}: status must be one of {STATUSES}, got {self.status!r}")
-        for attr in ("html", "pdf"):
-            v = getattr(self, attr)
-            if v is not None:
-                object.__setattr__(self, attr, Path(v))
 
 
 def _fmt(v: Any) -> str:
