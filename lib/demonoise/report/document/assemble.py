@@ -258,15 +258,6 @@ def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False,
     )
 
 
-def _section_cells(sec: Section, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
-    cells, node, label = _body(sec.notebook)
-    title = sec.title or _take_title(cells) or node.get("metadata", {}).get("title") or Path(label).stem
-    anchor = sec.anchor or f"sec-{number}-{_slug(title)}"
-    _check_anchor(anchor, label, used)
-    entry = {"title": title, "anchor": anchor, "number": str(number), "source": label, "children": []}
-    return [_open_chapter(number, title, anchor, sec.landscape, new_page), *cells, raw_cell("</section>")], entry
-
-
 def _check_anchor(anchor: str, label: str, used: set) -> None:
     if not _ANCHOR_RE.match(anchor):
         raise ParameterError(f"{label}: invalid anchor {anchor!r}")
@@ -275,19 +266,26 @@ def _check_anchor(anchor: str, label: str, used: set) -> None:
     used.add(anchor)
 
 
-def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
-    _check_anchor(ch.anchor, ch.title, used)
-    entry = {"title": ch.title, "anchor": ch.anchor, "number": str(number), "source": "", "children": []}
-    head = [_open_chapter(number, ch.title, ch.anchor, new_page=new_page)]
-    if ch.intro:
-        head.append(raw_cell(ch.intro, html_to_typst(ch.intro)))
-    body: list = []
-    for j, (label, colour_css, nb) in enumerate(ch.settings, 1):
+def _chapter_cells(ch: Section | Chapter, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
+    """A chapter's cells (its opening, then a section's cells or a subsection per setting)
+    and its entry in the contents."""
+    if isinstance(ch, Section):
+        body, node, label = _body(ch.notebook)
+        title = ch.title or _take_title(body) or node.get("metadata", {}).get("title") or Path(label).stem
+        anchor, intro, settings = ch.anchor or f"sec-{number}-{_slug(title)}", "", ()
+    else:
+        body, label, title, anchor, intro, settings = [], ch.title, ch.title, ch.anchor, ch.intro, ch.settings
+    _check_anchor(anchor, label, used)
+    entry = {"title": title, "anchor": anchor, "number": str(number), "children": []}
+    head = [_open_chapter(number, title, anchor, isinstance(ch, Section) and ch.landscape, new_page)]
+    if intro:
+        head.append(raw_cell(intro, html_to_typst(intro)))
+    for j, (label, colour_css, nb) in enumerate(settings, 1):
         cells, _, src = _body(nb)
         _take_title(cells)
         if j == 1:
             head += [c for c in cells if _tagged(c, "chapter")]
-        anchor = f"{ch.anchor}-{j}"
+        anchor = f"{entry['anchor']}-{j}"
         _check_anchor(anchor, src, used)
         entry["children"].append({"title": label, "anchor": anchor, "number": f"{number}.{j}"})
         paint = colour(colour_css) if colour(colour_css) != "none" else Code("dn-accent")
@@ -377,7 +375,7 @@ def assemble(
         ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
         wide = isinstance(ch, Section) and ch.landscape
         new_page, before = not run_on or wide != before, wide
-        cells, entry = (_chapter_cells if isinstance(ch, Chapter) else _section_cells)(ch, i, used, new_page)
+        cells, entry = _chapter_cells(ch, i, used, new_page)
         body += cells
         entries.append(entry)
     cover_cells = _cover_cells(cover, title, subtitle)
