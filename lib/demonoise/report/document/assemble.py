@@ -506,7 +506,6 @@ def write_data_zip(html: str | os.PathLike, files: Sequence[Path]) -> Path | Non
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
         for f in sorted(Path(f) for f in files):
             info = zipfile.ZipInfo(f.relative_to(html.parent).as_posix(), date_time=_ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
-            z.writestr(info, f.read_bytes())
+            z.writestr(info, f.read_bytes(), compress_type=zipfile.ZIP_DEFLATED)
     return atomic_write_bytes(path, buf.getvalue())

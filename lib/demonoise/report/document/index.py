@@ -101,7 +101,6 @@ def write_index(
     intro: str | None = None,
     data_status: Mapping[str, str] | None = None,
     modelled: bool = False,
-    template_dir: str | os.PathLike | None = None,
 ) -> Path:
     """Write the index page atomically; links are relative to its folder.
 
@@ -118,7 +117,7 @@ def write_index(
     items = [r if isinstance(r, IndexRow) else IndexRow(**r) for r in rows]
     if columns is None:  # every summary key, in order of first appearance
         columns = list(dict.fromkeys(k for r in items for k in r.summary))
-    here = find_template_dir(template_dir) / TEMPLATE_NAME
+    here = find_template_dir() / TEMPLATE_NAME
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(here), autoescape=True, keep_trailing_newline=True)
     page = env.get_template(INDEX_TEMPLATE).render(
         title=title,
