@@ -51,23 +51,20 @@ class IndexRow:
             raise ParameterError(f"index row {self.name!r}: status must be one of {STATUSES}, got {self.status!r}")
 
 
-def _fmt(v: Any) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "\u2014"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    return format(v, ".4g") if isinstance(v, float) else str(v)
-
-
 def _href(target, base: Path) -> str:
     return urllib.parse.quote(Path(os.path.relpath(Path(target).resolve(), base.resolve())).as_posix())
 
 
 def _cell(v: Any) -> tuple[str, str, bool]:
-    """A summary cell: (text, background colour, numeric)."""
+    """A summary cell: (text, background colour, numeric); no value or a non-finite one is a dash."""
     if isinstance(v, Mapping):
         return str(v.get("text", "")), str(v.get("colour") or ""), True
-    return _fmt(v), "", isinstance(v, (int, float)) and not isinstance(v, bool)
+    if isinstance(v, bool):
+        return ("yes" if v else "no"), "", False
+    number = isinstance(v, (int, float))
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "\u2014", "", number
+    return (format(v, ".4g") if isinstance(v, float) else str(v)), "", number
 
 
 def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
@@ -81,12 +78,9 @@ def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
         if zipped is not None and zipped.is_file():
             data.append((_href(zipped, base), "zip"))
     return {
-        "name": r.name,
-        "status": r.status,
-        "error": r.error,
+        **vars(r),
         "html": _href(r.html, base) if r.html is not None and shown else None,
         "pdf": _href(r.pdf, base) if r.pdf is not None and shown else None,
-        "pdf_reason": r.pdf_reason,
         "data": data,
         "cells": [_cell(r.summary.get(c)) for c in columns],
     }
