@@ -111,8 +111,7 @@ class MathRenderer(IPythonRenderer):
         return tex_svg(body, False)
 
     def latex_environment(self, name: str, body: str) -> str:
-        tex = "\\begin{" + name + "}" + body + "\\end{" + name + "}"
-        return f'<div class="dn-math-block">{tex_svg(tex, True)}</div>'
+        return self.block_math("\\begin{" + name + "}" + body + "\\end{" + name + "}")
 
 
 def markdown_to_html(source: str, **renderer_kw) -> str:

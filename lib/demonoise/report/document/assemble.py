@@ -383,11 +383,7 @@ def assemble(
     for n, cell in enumerate(cells):  # unique ids across the merged notebooks
         cell["id"] = f"dn-{n}"
         cell.get("metadata", {}).pop("execution", None)
-    nb = new_notebook(metadata={"title": title, "demonoise": {"sections": entries, "source": source}})
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.cells = cells
-    return nb
+    return new_notebook(metadata={"title": title, "demonoise": {"sections": entries, "source": source}}, cells=cells)
 
 
 def _cover_cells(cover, title: str, subtitle: str | None) -> list:

@@ -77,10 +77,6 @@ class DocumentPreprocessor(Preprocessor):
     :func:`demonoise.report.document.assemble.assemble`); outside chapters the numbers run 1, 2, ...
     """
 
-    files_dir = Unicode("", help="Folder of the CSV files, relative to the report (default: <name>-data)").tag(
-        config=True
-    )
-
     def preprocess(self, nb, resources):
         self._start(nb, resources)
         cells = []
@@ -102,17 +98,16 @@ class DocumentPreprocessor(Preprocessor):
         return nb, resources
 
     def _start(self, nb, resources) -> None:
-        """The document's CSV folder, "Source:" line and counts; what the templates show of it
-        (``resources["demonoise"]``: title, version, footer; the caller's own entries win)."""
+        """The document's CSV folder (``<name>-data``), "Source:" line and counts; what the
+        templates show of it (``resources["demonoise"]``: title, version, footer)."""
         name = (resources.get("metadata") or {}).get("name") or "report"
         src = (nb.metadata.get("demonoise") or {}).get("source") or ""
-        self._dir = self.files_dir or f"{name}-data"
+        self._dir = f"{name}-data"
         self._source = f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
         resources["demonoise"] = {
             "title": nb.metadata.get("title") or name,
             "version": __version__,
             "footer": f"Produced with demonoise {_html.escape(__version__)}.",
-            **(resources.get("demonoise") or {}),
         }
         self._chapter, self._count = "", {"figure": 0, "table": 0}
         resources.setdefault("outputs", {})
