@@ -26,7 +26,7 @@ from demonoise.core.errors import ReportError
 from demonoise.core.version import __version__
 from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
 from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg, tex_typst
-from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, markup, png_svg, string_literal
+from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, png_svg, string_literal
 from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
 
 __all__ = [
@@ -342,7 +342,6 @@ class DocumentTypstExporter(_DocumentExporter):
         yield ("raw2typst", _raw_typst)
         yield ("output2typst", _output_typst)
         yield ("typst_string", string_literal)
-        yield ("typst_markup", markup)
 
 
 # ------------------------------------------------------------------------------ PDF
