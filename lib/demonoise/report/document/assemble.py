@@ -49,7 +49,6 @@ __all__ = [
     "render_bytes",
     "write_rendered",
     "data_zip_name",
-    "write_data_zip",
 ]
 
 _ANCHOR_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
@@ -453,12 +452,16 @@ def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
 
 
 def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
-    """Write what :func:`render_bytes` made, atomically: the CSV files and their zip
-    (:func:`write_data_zip`), the HTML, then the PDF (a PDF asked for but not made removes
-    a stale one)."""
+    """Write what :func:`render_bytes` made, atomically: the CSV files and their zip beside
+    the HTML (:func:`data_zip_name`; without files a stale zip removed), the HTML, then the
+    PDF (a PDF asked for but not made removes a stale one)."""
     html = Path(html)
     files = tuple(atomic_write_bytes(html.parent / rel, data) for rel, data in out["files"].items())
-    write_data_zip(html, files)
+    zipped = html.with_name(data_zip_name(html))
+    if files:
+        atomic_write_bytes(zipped, _zip(out["files"]))
+    else:
+        zipped.unlink(missing_ok=True)
     atomic_write_bytes(html, out["html"])
     pdf_path = None
     if pdf is not None and out["pdf"] is not None:
@@ -482,26 +485,16 @@ def data_zip_name(html: str | os.PathLike) -> str:
     return f"{Path(html).stem}-data.zip"
 
 
-#: The time stamp of every member of a data zip (the zip of the same files is the same bytes).
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-
-
-def write_data_zip(html: str | os.PathLike, files: Sequence[Path]) -> Path | None:
-    """Every CSV file of a document in one zip beside it (:func:`data_zip_name`), atomically:
-    paths relative to the document, in name order, a fixed time stamp. Returns the zip, or
-    ``None`` (a stale zip removed) when there is no file."""
+def _zip(files: Mapping[str, bytes]) -> bytes:
+    """Files (path relative to the document -> bytes) in one zip: in name order, deflated,
+    one fixed time stamp (the zip of the same files is the same bytes)."""
     import io
     import zipfile
 
-    html = Path(html)
-    path = html.with_name(data_zip_name(html))
-    if not files:
-        path.unlink(missing_ok=True)
-        return None
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        for f in sorted(Path(f) for f in files):
-            info = zipfile.ZipInfo(f.relative_to(html.parent).as_posix(), date_time=_ZIP_TIME)
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
-            z.writestr(info, f.read_bytes(), compress_type=zipfile.ZIP_DEFLATED)
-    return atomic_write_bytes(path, buf.getvalue())
+            z.writestr(info, files[name], compress_type=zipfile.ZIP_DEFLATED)
+    return buf.getvalue()
