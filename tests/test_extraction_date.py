@@ -24,9 +24,9 @@ from test_fetch_panel import YEARS, panel_routes
 TEMPLATE = Path(__file__).parents[1] / "templates" / "counts_template.csv"
 
 
-def cover_rows(html: str) -> dict[str, str]:
-    """The cover's ``<dt>name</dt><dd>value</dd>`` pairs."""
-    return dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", html))
+def cover_rows(cover) -> dict[str, str]:
+    """The cover's ``<dt>name</dt><dd>value</dd>`` pairs (in the HTML of its cell)."""
+    return dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", cover.source))
 
 
 def with_line(tmp_path: Path, line: str, name: str = "c.csv") -> Path:
@@ -136,7 +136,7 @@ def test_fetched_updated_reaches_provenance_and_cover(eurostat, tmp_path, monkey
         "2025-03-07 (demo_r_fagec); 2025-03-14 (demo_r_magec); 2025-03-28 (demo_r_d2jan); "
         "2025-09-30 (demo_pjan); 2025-10-08 (demo_fagec); 2025-10-14 (demo_magec)"
     )
-    typst = cover_html("BE", provenance=prov, dataset="x", data_status="real").typst
+    typst = cover_html("BE", provenance=prov, dataset="x", data_status="real").metadata.demonoise.typst
     assert "Last update by Eurostat" in typst and "2025-03-28 (demo_r_d2jan)" in typst
 
 
@@ -173,8 +173,7 @@ def test_multi_year_template_keeps_its_date(tmp_path):
 
 def test_embedded_extracts_say_unknown_once():
     for name in ("be-2023", "be-2015-2023"):
-        html = cover_html("BE", provenance=provenance_dict(name), dataset=name, data_status="real")
-        rows = cover_rows(html)
+        rows = cover_rows(cover_html("BE", provenance=provenance_dict(name), dataset=name, data_status="real"))
         assert rows["Data extracted"] == "unknown" and "Last update by Eurostat" not in rows
         assert len(re.findall(r"unknown", rows["Data extracted"])) == 1
 

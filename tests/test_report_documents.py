@@ -219,7 +219,7 @@ def test_pdf_bookmarks_contents_page_numbers_and_cover(lu):
 def test_without_a_publisher_the_cover_says_so(tmp_path):
     from demonoise.report.document.cover import UNOFFICIAL, cover_html
 
-    html = cover_html("T", data_status="real", provenance={"deaths": {"extracted": "2026-11-20"}})
+    html = cover_html("T", data_status="real", provenance={"deaths": {"extracted": "2026-11-20"}}).source
     assert UNOFFICIAL in html and "2026-11-20" in html and __version__ in html
 
 

@@ -22,7 +22,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.batch.execute import Job, Options, failed_path, run_jobs
-from demonoise.report.document.assemble import assemble, read_metrics, read_parameters
+from demonoise.report.document.assemble import assemble, read_metrics
 from report_helpers import BROKEN, GOOD, no_tmp_files
 
 LIB = Path(__file__).resolve().parents[1] / "lib"
@@ -55,8 +55,8 @@ def test_reused_kernel_reads_back_parameters_and_metrics_without_leaks(tmp_path)
     assert m2["probe_was_defined"] is False
 
     # parameters and metrics come back as injected / computed (sd = sqrt(V))
-    assert read_parameters(tmp_path / "run1.ipynb") == p1
-    assert read_parameters(tmp_path / "run2.ipynb") == p2
+    assert nbformat.read(tmp_path / "run1.ipynb", 4).metadata.papermill.parameters == p1
+    assert nbformat.read(tmp_path / "run2.ipynb", 4).metadata.papermill.parameters == p2
     assert (m1["region"], m2["region"]) == ("BE10", "BE34")
     assert m2["sd"] == pytest.approx(math.sqrt(5.0), rel=1e-15)
     assert m1["not_finite"] is None  # NaN cannot travel as JSON: null
@@ -171,7 +171,7 @@ def test_up_to_date_outputs_are_skipped(tmp_path, tiny):
     assert new_data[0].status == "ok" and new_data[0].key != first[0].key
     changed = Job(tiny, tmp_path / "x.ipynb", {"region": "BE21"}, data_fingerprint="data-v2")
     assert run_jobs([changed], workers=1, progress=False)[0].status == "ok"
-    assert read_parameters(job.output) == {"region": "BE21"}
+    assert nbformat.read(job.output, 4).metadata.papermill.parameters == {"region": "BE21"}
 
 
 def test_missing_kernelspec_falls_back_to_the_current_interpreter(tmp_path):

@@ -111,8 +111,7 @@ class MathRenderer(IPythonRenderer):
         return tex_svg(body, False)
 
     def latex_environment(self, name: str, body: str) -> str:
-        tex = "\\begin{" + name + "}" + body + "\\end{" + name + "}"
-        return f'<div class="dn-math-block">{tex_svg(tex, True)}</div>'
+        return self.block_math("\\begin{" + name + "}" + body + "\\end{" + name + "}")
 
 
 def markdown_to_html(source: str, **renderer_kw) -> str:
@@ -170,10 +169,6 @@ def html_to_typst(html: str) -> str:
     return _Writer(svgs).node(BeautifulSoup(_SVG.sub(keep, html), "html.parser")).strip()
 
 
-def _tags(kids, *names) -> list:
-    return [k for k in kids if k.name in names]
-
-
 class _Writer:
     def __init__(self, svgs):
         self.svgs = svgs
@@ -196,32 +191,30 @@ class _Writer:
         if tag == "a" and attrs.get("href"):
             return f"#link({string_literal(attrs['href'])})[{self.node(kids)}]"
         if tag in ("code", "kbd", "samp", "tt"):
-            return f"#raw({string_literal(self.text(kids))})"
+            return f"#raw({string_literal(n.get_text())})"
         if tag == "pre":
-            return f"\n#raw(block: true, {string_literal(self.text(kids).rstrip())})\n"
+            return f"\n#raw(block: true, {string_literal(n.get_text().rstrip())})\n"
         if tag in ("ul", "ol"):
             start = int(attrs.get("start") or 1)
             fn = "list(" if tag == "ul" else (f"enum(start: {start}, " if start != 1 else "enum(")
-            return f"\n#{fn}" + "".join(f"[{self.node(k.contents).strip()}], " for k in _tags(kids, "li")) + ")\n"
+            items = "".join(f"[{self.node(k.contents).strip()}], " for k in n.find_all("li", recursive=False))
+            return f"\n#{fn}{items})\n"
         if tag == "dl":
-            return f"\n#terms({self.terms(kids)})\n"
+            return f"\n#terms({self.terms(n)})\n"
         if tag == "input" and attrs.get("type") == "checkbox":
             return "☑ " if "checked" in attrs else "☐ "
         if tag == "table":
-            return "\n" + self.table(kids) + "\n"
+            return "\n" + self.table(n) + "\n"
         if tag == "img":
             return self.img(attrs)
         if tag in _BLOCK:
             return _BLOCK[tag].format(self.node(kids).strip())
         return self.node(kids)
 
-    def text(self, kids) -> str:
-        return "".join(k if isinstance(k, str) else k.get_text() for k in kids)
-
-    def terms(self, kids) -> str:
+    def terms(self, dl) -> str:
         """A definition list's items: each term with its definitions."""
         items = []
-        for k in _tags(kids, "dt", "dd"):
+        for k in dl.find_all(["dt", "dd"], recursive=False):
             if k.name == "dt" or not items:
                 items.append([])
             items[-1].append(f"[{self.node(k.contents).strip()}]")
@@ -243,11 +236,11 @@ class _Writer:
             return call("dn-svg", png_svg(src.split(",", 1)[1]))
         return markup(attrs.get("alt", ""))
 
-    def table(self, kids) -> str:
+    def table(self, t) -> str:
         head_rows, body_rows = [], []
-        for part in _tags(kids, "thead", "tbody", "tfoot", "tr"):
-            for r in [part] if part.name == "tr" else _tags(part.contents, "tr"):
-                (head_rows if part.name == "thead" else body_rows).append(_tags(r.contents, "th", "td"))
+        for part in t.find_all(["thead", "tbody", "tfoot", "tr"], recursive=False):
+            for r in [part] if part.name == "tr" else part.find_all("tr", recursive=False):
+                (head_rows if part.name == "thead" else body_rows).append(r.find_all(["th", "td"], recursive=False))
         if not head_rows and body_rows and all(c.name == "th" for c in body_rows[0]):
             head_rows.append(body_rows.pop(0))
         width = max((sum(int(c.attrs.get("colspan") or 1) for c in r) for r in head_rows + body_rows), default=0)

@@ -38,8 +38,8 @@ __all__ = [
     "Chapter",
     "RenderResult",
     "load_notebook",
-    "read_parameters",
     "read_metrics",
+    "raw_cell",
     "split_sections",
     "read_notebook_text",
     "notebook_text",
@@ -49,7 +49,6 @@ __all__ = [
     "render_bytes",
     "write_rendered",
     "data_zip_name",
-    "write_data_zip",
 ]
 
 _ANCHOR_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
@@ -107,10 +106,11 @@ def split_sections(nb) -> list:
 
     Each part starts with a markdown cell opening with ``# Title`` and becomes one
     report section (its own page, table-of-contents entry and number); cells before
-    the first heading (parameters, imports) go with the first part. The notebook's
-    metadata (papermill's failure flag included) is copied to every part.
+    the first heading (parameters, imports) go with the first part. Every part shares the
+    notebook's metadata (papermill's failure flag included) and cells (:func:`assemble`
+    copies what it keeps).
     """
-    import nbformat
+    from nbformat.v4 import new_notebook
 
     parts: list[list] = [[]]
     opened = False  # the leading cells go with the first part: a failure there must stay visible
@@ -120,18 +120,7 @@ def split_sections(nb) -> list:
                 parts.append([])
             opened = True
         parts[-1].append(cell)
-    out = []
-    for cells in parts:
-        node = nbformat.v4.new_notebook(metadata=copy.deepcopy(dict(nb.metadata)))
-        node.cells = [copy.deepcopy(c) for c in cells]
-        out.append(node)
-    return out
-
-
-def read_parameters(nb: Any) -> dict:
-    """Parameters papermill injected (``metadata.papermill.parameters``); ``{}`` if none."""
-    node, _ = load_notebook(nb)
-    return dict(node.get("metadata", {}).get("papermill", {}).get("parameters", {}) or {})
+    return [new_notebook(metadata=nb.metadata, cells=cells) for cells in parts]
 
 
 def read_metrics(nb: Any) -> dict:
@@ -241,7 +230,7 @@ class Chapter:
     intro: str = ""
 
 
-def _raw(html_text: str, typst: str = "", **meta):
+def raw_cell(html_text: str, typst: str = "", **meta):
     """A raw cell of the document: its HTML as the source, its Typst twin (the PDF's) in
     ``metadata.demonoise.typst``."""
     from nbformat.v4 import new_raw_cell
@@ -260,21 +249,12 @@ def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False,
     cls = "dn-chapter dn-landscape" if landscape else "dn-chapter"
     page = f"#set page(flipped: {'true' if landscape else 'false'})" if new_page else "#v(2em, weak: true)"
     typst = f'{page}\n#heading(level: 1)[#dn-num("{number}") {markup(title)}] <{anchor}>'
-    return _raw(
+    return raw_cell(
         f'<section class="{cls}" id="{anchor}">\n<h1 class="dn-chapter-title">'
         f'<span class="dn-section-number">{number}</span>{_html.escape(title)}</h1>',
         typst,
         chapter=str(number),
     )
-
-
-def _section_cells(sec: Section, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
-    cells, node, label = _body(sec.notebook)
-    title = sec.title or _take_title(cells) or node.get("metadata", {}).get("title") or Path(label).stem
-    anchor = sec.anchor or f"sec-{number}-{_slug(title)}"
-    _check_anchor(anchor, label, used)
-    entry = {"title": title, "anchor": anchor, "number": str(number), "source": label, "children": []}
-    return [_open_chapter(number, title, anchor, sec.landscape, new_page), *cells, _raw("</section>")], entry
 
 
 def _check_anchor(anchor: str, label: str, used: set) -> None:
@@ -285,25 +265,32 @@ def _check_anchor(anchor: str, label: str, used: set) -> None:
     used.add(anchor)
 
 
-def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
-    _check_anchor(ch.anchor, ch.title, used)
-    entry = {"title": ch.title, "anchor": ch.anchor, "number": str(number), "source": "", "children": []}
-    head = [_open_chapter(number, ch.title, ch.anchor, new_page=new_page)]
-    if ch.intro:
-        head.append(_raw(ch.intro, html_to_typst(ch.intro)))
-    body: list = []
-    for j, (label, colour_css, nb) in enumerate(ch.settings, 1):
+def _chapter_cells(ch: Section | Chapter, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
+    """A chapter's cells (its opening, then a section's cells or a subsection per setting)
+    and its entry in the contents."""
+    if isinstance(ch, Section):
+        body, node, label = _body(ch.notebook)
+        title = ch.title or _take_title(body) or node.get("metadata", {}).get("title") or Path(label).stem
+        anchor, intro, settings = ch.anchor or f"sec-{number}-{_slug(title)}", "", ()
+    else:
+        body, label, title, anchor, intro, settings = [], ch.title, ch.title, ch.anchor, ch.intro, ch.settings
+    _check_anchor(anchor, label, used)
+    entry = {"title": title, "anchor": anchor, "number": str(number), "children": []}
+    head = [_open_chapter(number, title, anchor, isinstance(ch, Section) and ch.landscape, new_page)]
+    if intro:
+        head.append(raw_cell(intro, html_to_typst(intro)))
+    for j, (label, colour_css, nb) in enumerate(settings, 1):
         cells, _, src = _body(nb)
         _take_title(cells)
         if j == 1:
             head += [c for c in cells if _tagged(c, "chapter")]
-        anchor = f"{ch.anchor}-{j}"
+        anchor = f"{entry['anchor']}-{j}"
         _check_anchor(anchor, src, used)
         entry["children"].append({"title": label, "anchor": anchor, "number": f"{number}.{j}"})
         paint = colour(colour_css) if colour(colour_css) != "none" else Code("dn-accent")
         typst = f'#dn-setting({paint})[#heading(level: 2)[#dn-num("{number}.{j}") {markup(label)}] <{anchor}>]'
         body.append(
-            _raw(
+            raw_cell(
                 f'<h2 class="dn-setting" id="{anchor}" style="--dn-setting: {colour_css}">'
                 f'<span class="dn-section-number">{number}.{j}</span>{_html.escape(label)}</h2>',
                 typst,
@@ -314,7 +301,7 @@ def _chapter_cells(ch: Chapter, number: int, used: set, new_page: bool = True) -
                 body.append(c)
                 if c.get("cell_type") == "markdown":
                     c["source"] = _HEADING_RE.sub(r"#\1\2", c["source"])
-    return [*head, *body, _raw("</section>")], entry
+    return [*head, *body, raw_cell("</section>")], entry
 
 
 def _contents(entries: list[dict]) -> str:
@@ -326,7 +313,7 @@ def _contents(entries: list[dict]) -> str:
             f"{_html.escape(e['title'])}</a>{sub}</li>"
         )
 
-    return _raw(
+    return raw_cell(
         f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>{"".join(item(e) for e in entries)}</ol>\n</nav>',
         call("dn-contents"),
     )
@@ -347,7 +334,7 @@ def _default_cover(title: str, subtitle: str | None):
         + (f"#block(text(size: 14pt, fill: dn-muted)[{markup(subtitle)}])\n" if subtitle else "")
         + f"#block(above: 1.2em, text(fill: dn-muted)[{today}])"
     )
-    return _raw(html, typst)
+    return raw_cell(html, typst)
 
 
 def assemble(
@@ -363,8 +350,8 @@ def assemble(
     """One notebook from a cover, a contents list and ``chapters`` (:class:`Section`,
     :class:`Chapter`, path or notebook), its ``metadata.demonoise.sections`` listing them.
 
-    ``cover``: HTML (a string starting with ``<``) or an executed notebook; default: the
-    title, ``subtitle`` and the date. ``source``: the "Source:" of every figure and table.
+    ``cover``: a raw cell (:func:`raw_cell`, e.g. :func:`~.cover.cover_html`) or an executed
+    notebook; default: the title, ``subtitle`` and the date. ``source``: the "Source:" of every figure and table.
     ``run_on``: in print, a chapter runs on after the one before unless the page orientation
     changes (default: every chapter opens a page).
 
@@ -387,10 +374,7 @@ def assemble(
         ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
         wide = isinstance(ch, Section) and ch.landscape
         new_page, before = not run_on or wide != before, wide
-        if isinstance(ch, Chapter):
-            cells, entry = _chapter_cells(ch, i, used, new_page)
-        else:
-            cells, entry = _section_cells(ch, i, used, new_page)
+        cells, entry = _chapter_cells(ch, i, used, new_page)
         body += cells
         entries.append(entry)
     cover_cells = _cover_cells(cover, title, subtitle)
@@ -398,19 +382,15 @@ def assemble(
     for n, cell in enumerate(cells):  # unique ids across the merged notebooks
         cell["id"] = f"dn-{n}"
         cell.get("metadata", {}).pop("execution", None)
-    nb = new_notebook(metadata={"title": title, "demonoise": {"sections": entries, "source": source}})
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.cells = cells
-    return nb
+    return new_notebook(metadata={"title": title, "demonoise": {"sections": entries, "source": source}}, cells=cells)
 
 
 def _cover_cells(cover, title: str, subtitle: str | None) -> list:
     if cover is None:
         return [_default_cover(title, subtitle)]
-    if isinstance(cover, str) and cover.lstrip().startswith("<"):  # HTML (a Cover also carries its Typst)
-        return [_raw(str(cover), getattr(cover, "typst", "") or html_to_typst(cover))]
-    return [_raw('<section class="dn-cover" id="cover">'), *_body(cover)[0], _raw("</section>")]
+    if isinstance(cover, Mapping) and cover.get("cell_type") == "raw":  # a cover cell (:func:`.cover.cover_html`)
+        return [copy.deepcopy(cover)]
+    return [raw_cell('<section class="dn-cover" id="cover">'), *_body(cover)[0], raw_cell("</section>")]
 
 
 # ================================================================== rendering
@@ -472,12 +452,16 @@ def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
 
 
 def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
-    """Write what :func:`render_bytes` made, atomically: the CSV files and their zip
-    (:func:`write_data_zip`), the HTML, then the PDF (a PDF asked for but not made removes
-    a stale one)."""
+    """Write what :func:`render_bytes` made, atomically: the CSV files and their zip beside
+    the HTML (:func:`data_zip_name`; without files a stale zip removed), the HTML, then the
+    PDF (a PDF asked for but not made removes a stale one)."""
     html = Path(html)
     files = tuple(atomic_write_bytes(html.parent / rel, data) for rel, data in out["files"].items())
-    write_data_zip(html, files)
+    zipped = html.with_name(data_zip_name(html))
+    if files:
+        atomic_write_bytes(zipped, _zip(out["files"]))
+    else:
+        zipped.unlink(missing_ok=True)
     atomic_write_bytes(html, out["html"])
     pdf_path = None
     if pdf is not None and out["pdf"] is not None:
@@ -501,27 +485,16 @@ def data_zip_name(html: str | os.PathLike) -> str:
     return f"{Path(html).stem}-data.zip"
 
 
-#: The time stamp of every member of a data zip (the zip of the same files is the same bytes).
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-
-
-def write_data_zip(html: str | os.PathLike, files: Sequence[Path]) -> Path | None:
-    """Every CSV file of a document in one zip beside it (:func:`data_zip_name`), atomically:
-    paths relative to the document, in name order, a fixed time stamp. Returns the zip, or
-    ``None`` (a stale zip removed) when there is no file."""
+def _zip(files: Mapping[str, bytes]) -> bytes:
+    """Files (path relative to the document -> bytes) in one zip: in name order, deflated,
+    one fixed time stamp (the zip of the same files is the same bytes)."""
     import io
     import zipfile
 
-    html = Path(html)
-    path = html.with_name(data_zip_name(html))
-    if not files:
-        path.unlink(missing_ok=True)
-        return None
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        for f in sorted(Path(f) for f in files):
-            info = zipfile.ZipInfo(f.relative_to(html.parent).as_posix(), date_time=_ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
-            z.writestr(info, f.read_bytes())
-    return atomic_write_bytes(path, buf.getvalue())
+            z.writestr(info, files[name], compress_type=zipfile.ZIP_DEFLATED)
+    return buf.getvalue()

@@ -5,7 +5,8 @@ official publication"); always the tool version, the data's extraction date(s) (
 dataset's own: a download date with Eurostat's last update of each table, a template's
 ``# extracted:`` date, or "unknown") and status, the settings compared, a link back to the
 index and, with ``data_zip``, to the zip of the report's CSV files. :func:`cover_html`
-returns the HTML as a :class:`Cover` string carrying its Typst twin (``.typst``).
+returns the document's cover cell: its HTML, with its Typst twin
+(:func:`~demonoise.report.document.assemble.raw_cell`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from datetime import date
 from typing import Any
 
 from demonoise.report.content.typstsrc import call
+from demonoise.report.document.assemble import raw_cell
 
 __all__ = [
     "UNOFFICIAL",
-    "Cover",
     "extraction_dates",
     "update_dates",
     "cover_html",
@@ -32,17 +33,6 @@ _RE_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]|$)")
 #: The cover's row that links the zip of the report's CSV files, and what it holds.
 DATA_FILES = "Data files"
 ZIP_NOTE = "(every table and figure of the report as CSV)"
-
-
-class Cover(str):
-    """A cover's HTML, with its Typst twin in :attr:`typst` (the PDF's)."""
-
-    typst: str = ""
-
-    def __new__(cls, html: str, typst: str = ""):
-        obj = super().__new__(cls, html)
-        obj.typst = typst
-        return obj
 
 
 def _day(stamp: Any) -> str:
@@ -85,8 +75,9 @@ def cover_html(
     dataset: str = "",
     index_href: str | None = None,
     data_zip: str | None = None,
-) -> Cover:
-    """The cover section of a report: HTML, with its Typst twin (:class:`Cover`).
+) -> dict:
+    """The cover section of a report: a raw cell of its HTML and its Typst twin
+    (:func:`~demonoise.report.document.assemble.raw_cell`).
 
     ``data_zip``: the file name of the zip of the report's CSV files, beside the report
     (:func:`~demonoise.report.document.assemble.data_zip_name`), linked as "Data files"."""
@@ -127,4 +118,4 @@ def cover_html(
         status=status,
         data=(DATA_FILES, data_zip, ZIP_NOTE) if data_zip else None,
     )
-    return Cover(html, typst)
+    return raw_cell(html, typst)

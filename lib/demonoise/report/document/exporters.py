@@ -26,7 +26,7 @@ from demonoise.core.errors import ReportError
 from demonoise.core.version import __version__
 from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
 from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg, tex_typst
-from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, markup, png_svg, string_literal
+from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, png_svg, string_literal
 from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
 
 __all__ = [
@@ -77,10 +77,6 @@ class DocumentPreprocessor(Preprocessor):
     :func:`demonoise.report.document.assemble.assemble`); outside chapters the numbers run 1, 2, ...
     """
 
-    files_dir = Unicode("", help="Folder of the CSV files, relative to the report (default: <name>-data)").tag(
-        config=True
-    )
-
     def preprocess(self, nb, resources):
         self._start(nb, resources)
         cells = []
@@ -102,17 +98,16 @@ class DocumentPreprocessor(Preprocessor):
         return nb, resources
 
     def _start(self, nb, resources) -> None:
-        """The document's CSV folder, "Source:" line and counts; what the templates show of it
-        (``resources["demonoise"]``: title, version, footer; the caller's own entries win)."""
+        """The document's CSV folder (``<name>-data``), "Source:" line and counts; what the
+        templates show of it (``resources["demonoise"]``: title, version, footer)."""
         name = (resources.get("metadata") or {}).get("name") or "report"
         src = (nb.metadata.get("demonoise") or {}).get("source") or ""
-        self._dir = self.files_dir or f"{name}-data"
+        self._dir = f"{name}-data"
         self._source = f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
         resources["demonoise"] = {
             "title": nb.metadata.get("title") or name,
             "version": __version__,
             "footer": f"Produced with demonoise {_html.escape(__version__)}.",
-            **(resources.get("demonoise") or {}),
         }
         self._chapter, self._count = "", {"figure": 0, "table": 0}
         resources.setdefault("outputs", {})
@@ -276,19 +271,15 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
     def default_filters(self):
         yield from super().default_filters()
         yield ("markdown2html", self.markdown2html)
-        yield ("latex2svg", _latex_output)
+        yield ("latex2svg", lambda text: tex_svg(*_latex_parts(text)))  # a text/latex output as SVG
 
 
 def _latex_parts(text: str) -> tuple[str, bool]:
+    """A ``text/latex`` output (``$...$``, ``$$...$$`` or ``\\[...\\]``): its TeX and whether it is displayed."""
     t = text.strip()
     display = t.startswith("$$") or t.startswith("\\[")
     body = t.strip("$") if t.startswith("$") else t.removeprefix("\\[").removesuffix("\\]")
     return body, display
-
-
-def _latex_output(text: str) -> str:
-    """A ``text/latex`` output (``$...$`` or ``$$...$$``) as SVG."""
-    return tex_svg(*_latex_parts(text))
 
 
 # ------------------------------------------------------------------------------ Typst
@@ -351,7 +342,6 @@ class DocumentTypstExporter(_DocumentExporter):
         yield ("raw2typst", _raw_typst)
         yield ("output2typst", _output_typst)
         yield ("typst_string", string_literal)
-        yield ("typst_markup", markup)
 
 
 # ------------------------------------------------------------------------------ PDF

@@ -38,8 +38,8 @@ class IndexRow:
 
     name: str
     status: str = "ok"
-    html: Path | None = None
-    pdf: Path | None = None
+    html: str | os.PathLike | None = None
+    pdf: str | os.PathLike | None = None
     pdf_reason: str | None = None
     error: str | None = None
     summary: Mapping[str, Any] = field(default_factory=dict)
@@ -49,18 +49,6 @@ class IndexRow:
     def __post_init__(self):
         if self.status not in STATUSES:
             raise ParameterError(f"index row {self.name!r}: status must be one of {STATUSES}, got {self.status!r}")
-        for attr in ("html", "pdf"):
-            v = getattr(self, attr)
-            if v is not None:
-                object.__setattr__(self, attr, Path(v))
-
-
-def _fmt(v: Any) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "\u2014"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    return format(v, ".4g") if isinstance(v, float) else str(v)
 
 
 def _href(target, base: Path) -> str:
@@ -68,10 +56,15 @@ def _href(target, base: Path) -> str:
 
 
 def _cell(v: Any) -> tuple[str, str, bool]:
-    """A summary cell: (text, background colour, numeric)."""
+    """A summary cell: (text, background colour, numeric); no value or a non-finite one is a dash."""
     if isinstance(v, Mapping):
         return str(v.get("text", "")), str(v.get("colour") or ""), True
-    return _fmt(v), "", isinstance(v, (int, float)) and not isinstance(v, bool)
+    if isinstance(v, bool):
+        return ("yes" if v else "no"), "", False
+    number = isinstance(v, (int, float))
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "\u2014", "", number
+    return (format(v, ".4g") if isinstance(v, float) else str(v)), "", number
 
 
 def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
@@ -85,12 +78,9 @@ def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
         if zipped is not None and zipped.is_file():
             data.append((_href(zipped, base), "zip"))
     return {
-        "name": r.name,
-        "status": r.status,
-        "error": r.error,
+        **vars(r),
         "html": _href(r.html, base) if r.html is not None and shown else None,
         "pdf": _href(r.pdf, base) if r.pdf is not None and shown else None,
-        "pdf_reason": r.pdf_reason,
         "data": data,
         "cells": [_cell(r.summary.get(c)) for c in columns],
     }
@@ -105,7 +95,6 @@ def write_index(
     intro: str | None = None,
     data_status: Mapping[str, str] | None = None,
     modelled: bool = False,
-    template_dir: str | os.PathLike | None = None,
 ) -> Path:
     """Write the index page atomically; links are relative to its folder.
 
@@ -122,7 +111,7 @@ def write_index(
     items = [r if isinstance(r, IndexRow) else IndexRow(**r) for r in rows]
     if columns is None:  # every summary key, in order of first appearance
         columns = list(dict.fromkeys(k for r in items for k in r.summary))
-    here = find_template_dir(template_dir) / TEMPLATE_NAME
+    here = find_template_dir() / TEMPLATE_NAME
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(here), autoescape=True, keep_trailing_newline=True)
     page = env.get_template(INDEX_TEMPLATE).render(
         title=title,

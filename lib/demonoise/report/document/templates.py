@@ -43,8 +43,8 @@ def find_template_dir(template_dir: str | os.PathLike | None = None) -> Path:
     return find_dir("templates", REQUIRED_FILES, template_dir)
 
 
-def fonts_dir(template_dir: str | os.PathLike | None = None) -> Path | None:
+def fonts_dir() -> Path | None:
     """The template's ``fonts/`` directory, or ``None`` if it lacks a face of :data:`FONT_FACES`
     (a template of one's own need not ship them: the PDF then uses the machine's fonts)."""
-    d = find_template_dir(template_dir) / TEMPLATE_NAME / "fonts"
+    d = find_template_dir() / TEMPLATE_NAME / "fonts"
     return d if all((d / f).is_file() for f in FONT_FACES.values()) else None
