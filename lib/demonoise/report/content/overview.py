@@ -46,7 +46,6 @@ __all__ = [
     "SpecChart",
     "granularity_chart",
     "overview_table",
-    "banner",
 ]
 
 
@@ -384,12 +383,3 @@ def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value",
     palette = setting_colours(list(dict.fromkeys(x for x in labels if x)))
     groups = [(x, len(list(run)), palette.get(x, "")) for x, run in itertools.groupby(labels)]
     return HtmlTable(frame, shown, caption=caption, colours=colours, groups=groups if len(groups) > 1 else ())
-
-
-def banner(label, *, what: str = ""):
-    """The data-status box at the top of every section, the reports' own
-    (:func:`demonoise.report.content.summary.status_box`: modelled or demonstration data
-    in a red-edged box): ``label`` a data label or a results table; ``what`` a line under it."""
-    from demonoise.report.content.summary import status_box
-
-    return status_box(label, (what,) if what else ())
