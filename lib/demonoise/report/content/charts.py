@@ -74,15 +74,11 @@ def _facet_layout(n: int) -> tuple[int, int, int]:
 
 
 def _title(text, subtitle: str | None = None):
-    """A left-anchored title with a grey subtitle; a caller's own ``alt.TitleParams``
+    """A title with a subtitle (both styled by the theme); a caller's own ``alt.TitleParams``
     (e.g. with the data label as subtitle) is kept as given."""
-    if isinstance(text, (alt.TitleParams, dict)):
-        return text
-    if not text and not subtitle:
-        return ""
-    return alt.TitleParams(
-        text or "", subtitle=subtitle or "", anchor="start", subtitleColor="#5b6570", subtitleFontSize=10
-    )
+    if isinstance(text, (alt.TitleParams, dict)) or not (text or subtitle):
+        return text or ""
+    return alt.TitleParams(text or "", subtitle=subtitle or "")
 
 
 def _region_scale(df: pd.DataFrame) -> alt.Scale:
