@@ -17,8 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.change import DECIMALS, chapter_settings, country_chapter, region_order
-from demonoise.analysis.settings import setting_labels
+from demonoise.analysis.change import DECIMALS, chapter_settings, country_chapter, data_words, region_order
 from demonoise.analysis.verdicts import region_label
 from demonoise.core.formats import fmt_fixed, fmt_signed
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
@@ -28,13 +27,10 @@ from demonoise.report.content.summary import Coloured, HtmlTable, by_region, gro
 __all__ = [
     "load_change",
     "change_status_box",
-    "data_words",
     "verdict_view",
     "detectable_view",
-    "series_frame",
 ]
 
-_FAMILY_TABLES = {"e": ("population", "deaths"), "tfr": ("population", "births")}
 _LOST_COLOUR = ADMIXTURE_CLASSES[1].colour  # amber: a significance the noise takes away
 _WORD = {"robust": "yes", "lost": "lost", "not significant": "no", "undefined": "\u2014"}
 
@@ -54,21 +50,6 @@ def load_change(*, dataset: str, country: str, settings: Sequence, **options):
     ch = country_chapter(dataset, country, settings, **options)
     record_shown(ch.table, settings[0])
     return ch
-
-
-def data_words(ch, headline: str) -> str:
-    """``"Data: population and deaths real (Eurostat)"``: what a headline rests on, real or
-    modelled, for its tables' and charts' captions."""
-    ind = HEADLINES[headline.lower()].indicator
-    st = {t: ch.table_status.get(t, "?") for t in _FAMILY_TABLES[ind]}
-    groups: dict[str, list[str]] = {}
-    for t, s in st.items():
-        groups.setdefault(s, []).append(t)
-    parts = [
-        f"{' and '.join(ts)} {s}" + (" (Eurostat)" if s == "real" else "")
-        for s, ts in sorted(groups.items(), key=lambda kv: kv[0] != "modelled")
-    ]
-    return "Data: " + "; ".join(parts)
 
 
 def change_status_box(ch, *, granularity: str | None = None):
@@ -169,10 +150,3 @@ def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> 
         name=f"detectable-{headline}-{sex}".lower(),
         keep=True,
     )
-
-
-def series_frame(ch, headline: str = "e0", sex: str = "T") -> pd.DataFrame:
-    """The yearly rows of one headline and sex, each with its report setting label (what
-    :func:`demonoise.report.content.charts.level_series_settings` draws)."""
-    s = ch.series[(ch.series["headline"] == headline) & (ch.series["sex"] == sex)]
-    return s.assign(setting=setting_labels(s).to_numpy())
