@@ -328,13 +328,6 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
     )
 
 
-def single_region(df: pd.DataFrame) -> bool:
-    """Whether the results are of a country that is one NUTS 2 region (LU, MT): its tables
-    have one row per setting and are shown once across the settings
-    (:func:`across_settings`)."""
-    return "nuts_level" in df and df.loc[df["nuts_level"] == 2, "region"].nunique() <= 1
-
-
 def _same_decimals(col: pd.Series) -> pd.Series:
     """A column of numbers formatted one setting at a time, printed with one number of
     decimals (the largest): ``0.48, 2.4`` -> ``0.48, 2.40``; other columns unchanged."""
@@ -350,7 +343,8 @@ def _same_decimals(col: pd.Series) -> pd.Series:
 
 
 def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTable:
-    """One table from the one-row tables of each setting (a country of one region): a row
+    """One table from the one-row tables of each setting (a country of one region,
+    :func:`demonoise.analysis.verdicts.single_region`): a row
     per setting, in the batch's order, its first column the setting instead of the region
     (columns only some settings have, e.g. a p-table's bias, are blank for the others). The
     caption is the first table's, its setting phrase replaced by "for each noise setting"."""
