@@ -159,23 +159,17 @@ def column_decimals(values, *, significant: int = 2, most: int = 6) -> int:
     return int(min(most, max(0, significant - 1 - mag)))
 
 
-def _percent(A: float, decimals: int) -> str:
-    """``A`` (a fraction) in per cent, without the sign, with the decimals that keep it in
-    its class (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" if missing."""
-    if A is None or not math.isfinite(float(A)):
-        return "\u2014"
-    k = admixture_decimals(float(A), decimals)
-    return f"{100.0 * float(A):,.{k}f}".replace(",", THOUSANDS)
-
-
 def admixture_column(values, *, significant: int = 2, most: int = 6) -> list[str]:
     """Admixtures (fractions) of a table column coloured by class, in per cent: the
-    column's decimals (:func:`column_decimals` of the percentages), more in a cell whose
-    rounded figure would read as another class ("\u2014" where missing or infinite); at most
-    ``most`` decimals for the column."""
+    column's decimals (:func:`column_decimals` of the percentages, at most ``most``), more
+    in a cell whose rounded figure would read as another class
+    (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" where missing or infinite."""
     vals = [float(v) if v is not None else math.nan for v in values]
     k = column_decimals([100.0 * v for v in vals], significant=significant, most=most)
-    return [_percent(v, k) for v in vals]
+    return [
+        f"{100.0 * v:,.{admixture_decimals(v, k)}f}".replace(",", THOUSANDS) if math.isfinite(v) else "\u2014"
+        for v in vals
+    ]
 
 
 def admixture_text(A: float) -> str:
