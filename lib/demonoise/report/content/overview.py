@@ -33,10 +33,9 @@ from demonoise.analysis.overview import (
     with_labels,
 )
 from demonoise.analysis.settings import NoiseSetting
-from demonoise.analysis.verdicts import region_label
 from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR, admixture_class
-from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
+from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column, region_labels
 from demonoise.report.content.theme import admixture_column, log_axis, setting_colours
 
 __all__ = [
@@ -371,7 +370,7 @@ def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value",
     significant digits; the CSV holds ``df``."""
     frame = d = df.drop(columns=["setting_key"], errors="ignore")
     if "region_name" in d:
-        d = d.assign(region=[region_label(c, n) for c, n in zip(d["region"], d["region_name"], strict=True)])
+        d = d.assign(region=region_labels(d))
         d = d.drop(columns="region_name")
     cols = [_of_setting(c) for c in d.columns]
     heads = {**_HEADS, "value": value_name}

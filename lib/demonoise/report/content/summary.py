@@ -27,6 +27,7 @@ from demonoise.analysis.verdicts import (
     age_profile_rows,
     age_words,
     flag_rows,
+    region_label,
 )
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
@@ -386,6 +387,11 @@ def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[
         table["colours"] = pd.DataFrame({i: c or [""] * len(shown) for i, (_, c) in enumerate(cells)})
     groups = [("", len(base), ""), *((label, len(b), colour) for label, colour, b in blocks)]
     return HtmlTable(frame, shown, groups=groups, **table)
+
+
+def region_labels(frame: pd.DataFrame) -> list[str]:
+    """``"FI20 Åland"`` per row of ``frame`` (:func:`~demonoise.analysis.verdicts.region_label`)."""
+    return [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)]
 
 
 def by_region(frame: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
