@@ -132,10 +132,8 @@ def sensitivity_chart(
     the admixture (%) with its 10 % and 41 % reference lines; population on a log axis.
     Each setting in its colour: ``colours`` (label -> colour), by default
     :func:`colours_of` the settings named in ``sens["noise"]``."""
-    d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)].copy()
-    d["rel_noise_pc"] = 100.0 * d["rel_noise"]
-    d["rel_pois_pc"] = 100.0 * d["rel_pois"]
-    d["A"] = 100.0 * d["admixture"]
+    d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)]
+    d = d.assign(rel_noise_pc=100.0 * d["rel_noise"], rel_pois_pc=100.0 * d["rel_pois"], A=100.0 * d["admixture"])
     x = log_axis(alt.X, "population", "population on 1 January (both sexes)", d["population"], "~s")
     x = x.scale(type="log", nice=False, padding=12)
     ylog = alt.Scale(type="log", nice=False, padding=10)

@@ -272,9 +272,8 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
     d = effect[(effect["setting"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
         ["indicator", "region", "region_name", "population", "ratio"]
     ].copy()
-    names = {"e0": "e0", "e65": "e65", "tfr": "TFR"}
-    d["indicator"] = d["indicator"].map(lambda k: names.get(k, k))
-    order = [names.get(k, k) for k in effect["indicator"].drop_duplicates().tolist()]
+    d["indicator"] = d["indicator"].map(lambda k: SHORT_NAMES.get(k, k))
+    order = [SHORT_NAMES.get(k, k) for k in effect["indicator"].drop_duplicates().tolist()]
     return (
         alt.Chart(d)
         .mark_point(size=18, opacity=0.6, filled=True, aria=False)

@@ -29,6 +29,7 @@ from demonoise.analysis.verdicts import (
     flag_rows,
     region_label,
 )
+from demonoise.core.counts import DATA_STATUS_SEP
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
 from demonoise.core.vocabulary import (
@@ -36,7 +37,9 @@ from demonoise.core.vocabulary import (
     GRANULARITY_WORDS,
     SEX_WORDS,
 )
+from demonoise.report.content import typstsrc
 from demonoise.report.content.notebook import TABLE_MIME, TYPST_MIME, Shown, record_shown
+from demonoise.report.content.theme import column_decimals, setting_colours
 
 __all__ = [
     "load_results",
@@ -57,8 +60,6 @@ __all__ = [
 
 def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
     """A column of numbers with one number of decimals for all (:func:`~.theme.column_decimals`)."""
-    from demonoise.report.content.theme import column_decimals
-
     vals = list(values)
     k = column_decimals(vals, significant=significant)
     return [fmt_fixed(v, k) for v in vals]
@@ -165,8 +166,6 @@ class HtmlTable:
     def to_typst(self) -> str:
         """The same table as Typst (``#dn-table``, :func:`~demonoise.report.content.typstsrc.table`):
         the same shown strings, colours, groups and flagged rows."""
-        from demonoise.report.content import typstsrc
-
         if self.shown.empty:
             return f"#emph[{typstsrc.markup(self.empty)}]"
         return typstsrc.table(
@@ -209,9 +208,6 @@ def status_box(
     ``granularity`` a line says how cells are published; ``implications`` (what the data
     can't say) closes the box.
     """
-    from demonoise.core.counts import DATA_STATUS_SEP
-    from demonoise.report.content import typstsrc
-
     if isinstance(df_or_label, pd.DataFrame):
         label = "; ".join(sorted({str(x).split(DATA_STATUS_SEP)[0] for x in df_or_label["data_status"].unique()}))
     else:
@@ -407,8 +403,6 @@ def settings_table(
     ``common`` to every setting once, from the first table, then a column group per setting
     (headed by its label, underlined in its colour) with its columns whose name starts with
     one of ``per``; ``frame`` stacks the tables' frames with a ``setting`` column."""
-    from demonoise.report.content.theme import setting_colours
-
     if all(len(t.shown) <= 1 for t in tables):
         return across_settings(tables, settings)
     sets = [NoiseSetting.of(s) for s in settings]
