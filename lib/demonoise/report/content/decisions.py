@@ -599,14 +599,12 @@ def index_columns(rep) -> dict[str, Any]:
             "colour": cls.colour if cls else "",
         }  # fmt: skip
     rec = rep.recommended[rep.recommended["family"] == "generic"]
-    ind = rec["indicator"].iloc[0] if len(rec) else "e0"
-    thr = float(rec["threshold"].iloc[0]) if len(rec) else 0.1
-    text = "n/a"  # the recommended V: "0.748 (LU00, women)"
-    if len(rec):
-        r = rec.iloc[0]
+    r = rec.iloc[0] if len(rec) else pd.Series({"indicator": "e0", "threshold": 0.1, "V_shown": "n/a"})
+    text = str(r["V_shown"])  # the recommended V: "0.748 (LU00, women)"
+    if r.get("range_status") == "within":
         who = f"{r['region']}, {SEX_WORDS.get(r['sex'], r['sex'])}" if r["sex"] else str(r["region"])
-        text = f"{r['V_shown']} ({who})" if r["range_status"] == "within" else str(r["V_shown"])
-    out[f"recommended V ({HEADLINES[ind].label}, A \u2264 {fmt_pct(thr, 3)})"] = text
+        text = f"{text} ({who})"
+    out[f"recommended V ({HEADLINES[r['indicator']].label}, A \u2264 {fmt_pct(float(r['threshold']), 3)})"] = text
     return out
 
 

@@ -141,9 +141,8 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     series = ["Poisson"] + [_v_label(v) for v in vs]
     by_setting = setting_colours(vs)
     left = uncertainty_vs_population(rows, settings=vs, width=width, height=height, title="relative uncertainty")
-    a = rows[["region", "region_name", "population", "setting", "admixture"]].copy()
-    a["A"] = 100.0 * a["admixture"]
-    a["series"] = a["setting"].map(_v_label)
+    a = rows[["region", "region_name", "population", "setting", "admixture"]]
+    a = a.assign(A=100.0 * a["admixture"], series=a["setting"].map(_v_label))
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
     colours = [POISSON_COLOUR] + [by_setting[v] for v in vs]
     points = (
