@@ -257,10 +257,7 @@ def setup_notebook() -> None:
             ip.display_formatter.mimebundle_formatter.for_type(kind, bundle)
     alt.renderers.enable(RENDERER_NAME)
     alt.data_transformers.enable("default", max_rows=100_000)
-    pd.set_option("display.max_rows", 60)
-    pd.set_option("display.max_columns", 30)
-    pd.set_option("display.width", 120)
-    pd.set_option("display.html.border", 0)
+    pd.set_option("display.max_rows", 60, "display.max_columns", 30, "display.width", 120, "display.html.border", 0)
 
 
 # ----------------------------------------------------------------------- metrics
