@@ -21,9 +21,11 @@ from demonoise.analysis.change import (
     change_points,
     change_table,
     change_verdicts,
+    data_words,
     detectable_changes,
     detectable_points,
     level_series,
+    series_frame,
 )
 from demonoise.analysis.compute import noise_settings
 from demonoise.analysis.results import results_table
@@ -151,6 +153,9 @@ def test_chapter(be, settings, table):
     np.testing.assert_allclose(m["z_total"], m["z_total_t"], rtol=1e-12)
     assert (m["verdict"] == m["verdict_t"]).all()
     assert set(ch.series["headline"]) == {"e0", "TFR"}
+    s, rows = series_frame(ch, "TFR", "F"), ch.series[(ch.series["headline"] == "TFR") & (ch.series["sex"] == "F")]
+    assert len(s) == len(rows) > 0 and (s.index == rows.index).all()
+    assert set(s["setting"]) == {"V = 1", "V = 5", "p-table v01"}
     sub = change_chapter(be.select(["BE34", "BE10"]), settings[:1], year_from=2019, year_to=2020)
     assert set(sub.verdicts["region"]) == {"BE34", "BE10"} and set(sub.verdicts["year_from"]) == {2019}
 
@@ -176,6 +181,17 @@ def test_chapter_sentences_are_read_off_its_tables(be, settings):
     assert said.count("the most of the regions") == len(settings)
     top = [g.iloc[-1]["region"] for _, g in d.groupby("setting", sort=False)]
     assert all(f"of e0 {r} can detect grows" in said for r in top)
+
+
+def test_data_words_name_each_table_with_its_status():
+    """A headline's data line names the tables it rests on (e: population and deaths; TFR:
+    population and births), by status, the modelled ones first, Eurostat for the real ones."""
+    from types import SimpleNamespace
+
+    ch = SimpleNamespace(table_status={"population": "real", "deaths": "modelled", "births": "real"})
+    assert data_words(ch, "e0") == "Data: deaths modelled; population real (Eurostat)"
+    assert data_words(ch, "TFR") == "Data: population and births real (Eurostat)"
+    assert data_words(SimpleNamespace(table_status={}), "e65") == "Data: population and deaths ?"
 
 
 def test_chapter_refuses_one_year(settings):

@@ -456,7 +456,7 @@ def test_notebook_committed_without_outputs():
     # each section opens with its heading followed by the data label
     heads = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("# ")]
     assert len(heads) == 9
-    assert all(nb.cells[i + 1].source.strip() == "ov.banner(single)" for i in heads)
+    assert all(nb.cells[i + 1].source.strip() == "summary.status_box(single)" for i in heads)
 
 
 # ------------------------------------------------------------------ the report, end to end

@@ -173,7 +173,7 @@ def test_a_country_of_one_region_gets_one_table_across_settings():
     """A one-region country: the per-setting one-row tables become one table with a row per
     setting, each row that setting's table's row (A = 10 % at V = 1, sqrt(2.05) - 1 at V = 5)."""
     df = _one_region_two_settings()
-    assert S.single_region(df) and not S.single_region(frame())
+    assert vd.single_region(df) and not vd.single_region(frame())
     settings = [{"V": 1.0}, {"V": 5.0}]
     per = [S.age_profile_table(df, s, "asmr") for s in settings]
     t = S.across_settings(per, settings)

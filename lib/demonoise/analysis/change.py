@@ -37,7 +37,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.settings import NoiseSetting
+from demonoise.analysis.settings import NoiseSetting, setting_labels
 from demonoise.core.counts import Counts, Panel
 from demonoise.core.errors import ParameterError
 from demonoise.core.formats import fmt_fixed, fmt_signed
@@ -67,6 +67,8 @@ __all__ = [
     "country_chapter",
     "chapter_settings",
     "region_order",
+    "data_words",
+    "series_frame",
     "change_points",
     "detectable_points",
 ]
@@ -613,6 +615,30 @@ def chapter_settings(frame: pd.DataFrame, settings=None) -> list[NoiseSetting]:
 def region_order(frame: pd.DataFrame) -> list[str]:
     """Regions: the country first, then the NUTS 2 regions by code."""
     return frame.drop_duplicates("region").sort_values(["nuts_level", "region"])["region"].tolist()
+
+
+#: The tables each family of headlines rests on.
+_FAMILY_TABLES = {"e": ("population", "deaths"), "tfr": ("population", "births")}
+
+
+def data_words(ch: ChangeChapter, headline: str) -> str:
+    """``"Data: population and deaths real (Eurostat)"``: the tables a headline rests on,
+    grouped by their status (modelled first), for its tables' and charts' captions."""
+    groups: dict[str, list[str]] = {}
+    for t in _FAMILY_TABLES[HEADLINES[headline.lower()].indicator]:
+        groups.setdefault(ch.table_status.get(t, "?"), []).append(t)
+    parts = [
+        f"{' and '.join(ts)} {s}" + (" (Eurostat)" if s == "real" else "")
+        for s, ts in sorted(groups.items(), key=lambda kv: kv[0] != "modelled")
+    ]
+    return "Data: " + "; ".join(parts)
+
+
+def series_frame(ch, headline: str = "e0", sex: str = "T") -> pd.DataFrame:
+    """The yearly rows of one headline and sex, each with its report setting label (what the
+    chapter's yearly charts draw)."""
+    s = ch.series[(ch.series["headline"] == headline) & (ch.series["sex"] == sex)]
+    return s.assign(setting=setting_labels(s).to_numpy())
 
 
 def _name(headline: str) -> str:

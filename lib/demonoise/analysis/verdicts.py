@@ -75,6 +75,7 @@ __all__ = [
     "age_verdict",
     "index_metrics",
     "across_settings",
+    "single_region",
     "NO_EVENTS",
     "row_region_labels",
     "by_population",
@@ -760,6 +761,12 @@ def across_settings(
     out = df[m].copy()
     out["setting"] = setting_labels(out)
     return out
+
+
+def single_region(df: pd.DataFrame) -> bool:
+    """Whether the results are of a country that is one NUTS 2 region (LU, MT): its tables
+    have one row per setting and are shown once across the settings."""
+    return "nuts_level" in df and df.loc[df["nuts_level"] == 2, "region"].nunique() <= 1
 
 
 #: The class of a cell without events (no Poisson variance: the admixture is undefined).

@@ -17,24 +17,19 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.change import DECIMALS, chapter_settings, country_chapter, region_order
-from demonoise.analysis.settings import setting_labels
-from demonoise.analysis.verdicts import region_label
+from demonoise.analysis.change import DECIMALS, chapter_settings, country_chapter, data_words, region_order
 from demonoise.core.formats import fmt_fixed, fmt_signed
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
 from demonoise.report.content.notebook import record_shown
-from demonoise.report.content.summary import Coloured, HtmlTable, by_region, grouped, status_box
+from demonoise.report.content.summary import Coloured, HtmlTable, by_region, grouped, region_labels, status_box
 
 __all__ = [
     "load_change",
     "change_status_box",
-    "data_words",
     "verdict_view",
     "detectable_view",
-    "series_frame",
 ]
 
-_FAMILY_TABLES = {"e": ("population", "deaths"), "tfr": ("population", "births")}
 _LOST_COLOUR = ADMIXTURE_CLASSES[1].colour  # amber: a significance the noise takes away
 _WORD = {"robust": "yes", "lost": "lost", "not significant": "no", "undefined": "\u2014"}
 
@@ -56,21 +51,6 @@ def load_change(*, dataset: str, country: str, settings: Sequence, **options):
     return ch
 
 
-def data_words(ch, headline: str) -> str:
-    """``"Data: population and deaths real (Eurostat)"``: what a headline rests on, real or
-    modelled, for its tables' and charts' captions."""
-    ind = HEADLINES[headline.lower()].indicator
-    st = {t: ch.table_status.get(t, "?") for t in _FAMILY_TABLES[ind]}
-    groups: dict[str, list[str]] = {}
-    for t, s in st.items():
-        groups.setdefault(s, []).append(t)
-    parts = [
-        f"{' and '.join(ts)} {s}" + (" (Eurostat)" if s == "real" else "")
-        for s, ts in sorted(groups.items(), key=lambda kv: kv[0] != "modelled")
-    ]
-    return "Data: " + "; ".join(parts)
-
-
 def change_status_box(ch, *, granularity: str | None = None):
     """The data-status box of the chapter: the dataset's label (real and modelled tables),
     the years compared and what the data can't say."""
@@ -87,18 +67,15 @@ def _years(ch) -> str:
     return f"{ys[0]}-{ys[-1]}" if len(ys) > 1 else str(ys[0])
 
 
-def _label_of(frame: pd.DataFrame) -> dict:
-    r = frame.drop_duplicates("region")
-    return {c: region_label(c, n) for c, n in zip(r["region"], r["region_name"], strict=True)}
-
-
 def _rows(ch, table: str, headline: str, sex: str, settings):
-    """The chapter table's rows of one headline and sex, the settings shown, the regions'
-    order (:func:`~demonoise.analysis.change.region_order`) and each setting's rows by region."""
+    """The chapter table's rows of one headline and sex: the settings shown, the regions'
+    order (:func:`~demonoise.analysis.change.region_order`), each setting's rows by region
+    and the regions' labels."""
     t = getattr(ch, table)
     t = t[(t["headline"] == headline) & (t["sex"] == sex)]
     sets, order = chapter_settings(t, settings), region_order(ch.verdicts)
-    return sets, order, {st: by_region(t[st.mask(t)], order) for st in sets}
+    labels = region_labels(by_region(ch.verdicts, order).reset_index())
+    return sets, order, {st: by_region(t[st.mask(t)], order) for st in sets}, labels
 
 
 def _frame(per: dict, order, columns: list[str], **fixed) -> pd.DataFrame:
@@ -113,13 +90,13 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
     """Per region: the headline's values in the two years, the change, its z without noise
     and, per setting, its z with noise and whether it is significant (``yes``, ``no``,
     ``lost``: significant without noise but not with this setting's)."""
-    sets, order, per = _rows(ch, "verdicts", headline, sex, settings)
-    first, names, k = per[sets[0]], _label_of(ch.verdicts), DECIMALS.get(headline, 3)
+    sets, order, per, labels = _rows(ch, "verdicts", headline, sex, settings)
+    first, k = per[sets[0]], DECIMALS.get(headline, 3)
     sig = [
         _WORD["robust" if s else "not significant"] if np.isfinite(z) else "\u2014"
         for s, z in zip(first["significant_poisson"], first["z_poisson"], strict=True)
     ]
-    base = {"region": [names[c] for c in order], str(ch.year_from): [fmt_fixed(x, k) for x in first["value_from"]]}
+    base = {"region": labels, str(ch.year_from): [fmt_fixed(x, k) for x in first["value_from"]]}
     base |= {str(ch.year_to): [fmt_fixed(x, k) for x in first["value_to"]]}
     base |= {"change": [fmt_signed(x, k) for x in first["change"]]}
     blocks = [("without noise", "", {"z": [fmt_fixed(x, 2) for x in first["z_poisson"]], "signif.": sig})] + [
@@ -127,10 +104,8 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
             [_WORD[x] for x in g["verdict"]], [_LOST_COLOUR if x == "lost" else "" for x in g["verdict"]])})
         for st, g in per.items()
     ]  # fmt: skip
-    frame = _frame(per, order, ["sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total", "verdict"],
-                   sex=sex, headline=headline)  # fmt: skip
-    for c in ("change", "value_to", "value_from"):
-        frame.insert(4, c, frame["region"].map(first[c]))
+    columns = ["value_from", "value_to", "change", "sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total"]
+    frame = _frame(per, order, [*columns, "verdict"], sex=sex, headline=headline)
     h = HEADLINES[headline.lower()]
     return grouped(
         frame,
@@ -149,8 +124,8 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
 def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> HtmlTable:
     """Per region: the smallest detectable change of the headline without noise and, per
     setting, with it and by how much (per cent) the setting widens it."""
-    sets, order, per = _rows(ch, "detectable", headline, sex, settings)
-    names, k = _label_of(ch.verdicts), DECIMALS.get(headline, 3)
+    sets, order, per, labels = _rows(ch, "detectable", headline, sex, settings)
+    k = DECIMALS.get(headline, 3)
     blocks = [("without noise", "", {"MDC": [fmt_fixed(x, k) for x in per[sets[0]]["mdc_poisson"]]})] + [
         (st.label, "", {"MDC": [fmt_fixed(x, k) for x in g["mdc_total"]],
                         "wider by": [fmt_signed(100 * (r - 1), 1) + " %" for r in g["mdc_ratio"]]})
@@ -159,7 +134,7 @@ def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> 
     h = HEADLINES[headline.lower()]
     return grouped(
         _frame(per, order, ["mdc_poisson", "mdc_total", "mdc_ratio"], sex=sex, headline=headline),
-        {"region": [names[c] for c in order]},
+        {"region": labels},
         blocks,
         caption=f"Smallest detectable change of {h.label} from one year to the next, {SEX_WORDS[sex]} ({h.unit})",
         note=f"{data_words(ch, headline)}. MDC: the smallest detectable change, {ch.mdc_factor:.2f} sd of the change "
@@ -169,10 +144,3 @@ def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> 
         name=f"detectable-{headline}-{sex}".lower(),
         keep=True,
     )
-
-
-def series_frame(ch, headline: str = "e0", sex: str = "T") -> pd.DataFrame:
-    """The yearly rows of one headline and sex, each with its report setting label (what
-    :func:`demonoise.report.content.charts.level_series_settings` draws)."""
-    s = ch.series[(ch.series["headline"] == headline) & (ch.series["sex"] == sex)]
-    return s.assign(setting=setting_labels(s).to_numpy())

@@ -74,15 +74,11 @@ def _facet_layout(n: int) -> tuple[int, int, int]:
 
 
 def _title(text, subtitle: str | None = None):
-    """A left-anchored title with a grey subtitle; a caller's own ``alt.TitleParams``
+    """A title with a subtitle (both styled by the theme); a caller's own ``alt.TitleParams``
     (e.g. with the data label as subtitle) is kept as given."""
-    if isinstance(text, (alt.TitleParams, dict)):
-        return text
-    if not text and not subtitle:
-        return ""
-    return alt.TitleParams(
-        text or "", subtitle=subtitle or "", anchor="start", subtitleColor="#5b6570", subtitleFontSize=10
-    )
+    if isinstance(text, (alt.TitleParams, dict)) or not (text or subtitle):
+        return text or ""
+    return alt.TitleParams(text or "", subtitle=subtitle or "")
 
 
 def _region_scale(df: pd.DataFrame) -> alt.Scale:
@@ -133,11 +129,10 @@ def value_by_age(
     log: bool = False,
     width: int = 560,
     height: int = 240,
-    max_lines: int = MAX_LINES,
 ):
     """The indicator itself by age, one line per region.
 
-    With more than ``max_lines`` regions, every region is a thin grey line and only
+    With more than :data:`MAX_LINES` regions, every region is a thin grey line and only
     the country (black) and the smallest region (red) are coloured and named, so that
     the chart stays readable with 30 regions.
     """
@@ -152,7 +147,7 @@ def value_by_age(
     tip = ["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")]
     axes = {"x": alt.X("age:Q", title="age"), "y": y, "tooltip": tip}
     size = {"width": width, "height": height, "title": title or ""}
-    if d["region"].nunique() <= max_lines:
+    if d["region"].nunique() <= MAX_LINES:
         legend = alt.Legend(orient="bottom", columns=2, labelLimit=220)
         colour = alt.Color("region_label:N", title="region", scale=_region_scale(df), legend=legend)
         return alt.Chart(d).mark_line(strokeWidth=1.2).encode(color=colour, **axes).properties(**size)
@@ -187,7 +182,6 @@ def uncertainty_vs_population(
     title: str = "",
     width: int = 420,
     height: int = 280,
-    column: str = "rel_noise",
     x_title: str = "population on 1 January (both sexes)",
     settings: list[str] | None = None,
 ):
@@ -201,10 +195,10 @@ def uncertainty_vs_population(
     is the region's population on 1 January (both sexes, the ``population`` column: the
     figure of every table), else the rows' exposure."""
     people = df["population"] if "population" in df else df["exposure"]
-    d = _cols(df, column, "rel_pois", "setting", "population", people=people)
+    d = _cols(df, "rel_noise", "rel_pois", "setting", "population", people=people)
     order = settings or d["setting"].drop_duplicates().tolist()
     first = d[d["setting"] == order[0]] if (d["setting"] == order[0]).any() else d.drop_duplicates("region")
-    noise = d.assign(rel=100.0 * d[column], series="noise, " + d["setting"])
+    noise = d.assign(rel=100.0 * d["rel_noise"], series="noise, " + d["setting"])
     long = pd.concat([first.assign(rel=100.0 * first["rel_pois"], series="Poisson"), noise], ignore_index=True)
     long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["people"] > 0)]
     domain, rng = _series(order, "noise, ", ("Poisson", POISSON_COLOUR))
@@ -337,23 +331,17 @@ def _overlay_note(over: dict[str, str], name=lambda s: s) -> str:
     return "; ".join(f"{name(b)} (dashed) lies on {name(a)} at most ages" for b, a in over.items())
 
 
-def uncertainty_by_age_settings(
-    df: pd.DataFrame,
-    *,
-    settings=None,
-    title: str = "",
-    max_panels: int = 9,
-):
+def uncertainty_by_age_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
     """Relative uncertainty (%) by age, one panel per region: Poisson (blue) and the noise
     of every setting (one line each, the setting's colour). ``df``: rows of one indicator
     and one sex for every setting, with a ``setting`` label
     (:func:`demonoise.analysis.verdicts.across_settings` with ``nuts_level=None``). Cells
     with fewer than 10 events are open circles on the Poisson line. With more than
-    ``max_panels`` regions, the country, the largest region and the smallest ones are
+    9 regions, the country, the largest region and the smallest ones are
     drawn (the admixture chart beside it shows every region). A series lying on an earlier
     one (:func:`coinciding`) is dashed over it, in the legend too, and the subtitle says so."""
     order_s = _settings_order(df, settings)
-    df, cut = panel_rows(df, max_panels)
+    df, cut = panel_rows(df, 9)
     d = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
     keep = [c for c in ("region", "region_name", "sex", "age", "age_group", "events", "small_count") if c in d]
     first = d[d["setting"] == order_s[0]]
@@ -384,13 +372,13 @@ def uncertainty_by_age_settings(
     return _faceted(alt.layer(lines, small, data=long), order, (w, h), title, subtitle, y="shared", labelLimit=w + 40)
 
 
-def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = "", max_lines: int = MAX_LINES):
-    """Noise admixture by age for every setting: with up to ``max_lines`` regions one panel
+def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
+    """Noise admixture by age for every setting: with up to :data:`MAX_LINES` regions one panel
     per region and a line per setting (log scale, the 10 % and 41 % reference lines); with
     more, a heatmap of the classes (rows regions, columns ages) side by side for the
     settings. A setting's line lying on an earlier one's (:func:`coinciding`) is dashed over
     it, and the subtitle says so."""
-    if df["region"].nunique() <= max_lines:
+    if df["region"].nunique() <= MAX_LINES:
         return _admixture_lines_settings(df, _settings_order(df, settings), title)
     return _admixture_heatmaps(df, _settings_order(df, settings), title)
 
@@ -544,25 +532,17 @@ def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = "", width
 
 
 # ============================================================ change over time
-def level_series_settings(
-    df: pd.DataFrame,
-    *,
-    settings=None,
-    title: str = "",
-    y_title: str = "",
-    subtitle: str = "",
-    max_panels: int = 12,
-):
+def level_series_settings(df: pd.DataFrame, *, settings=None, title: str = "", y_title: str = "", subtitle: str = ""):
     """A headline indicator by year, one panel per region: the value (black dots joined by a
     line), its interval from Poisson alone (blue) and from Poisson and the noise of each
     setting (one bar per setting, in its colour, beside the blue one) -- every mark named in
     the legend. ``df``: rows of :func:`demonoise.analysis.change.level_series` for one
     headline and one sex, with a report ``setting`` label per row; the bands are the
     library's (``lo_poisson`` ... ``hi_total``); ``y_title`` (the unit) goes to the
-    subtitle, the panels having scales of their own. With more than ``max_panels``
+    subtitle, the panels having scales of their own. With more than 12
     regions, the country, the largest region and the smallest ones are drawn."""
     order_s = _settings_order(df, settings)
-    df, cut = panel_rows(df, max_panels)
+    df, cut = panel_rows(df, 12)
     level = float(df["confidence"].iloc[0]) if "confidence" in df and len(df) else 0.95
     pct = f"{100 * level:g} %"
     keep = ["region", "region_name", "nuts_level", "year", "value", "exposure", "indicator"]

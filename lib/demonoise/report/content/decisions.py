@@ -31,7 +31,7 @@ from demonoise.analysis.decision import (
     worst_admixture,
 )
 from demonoise.analysis.settings import NoiseSetting, settings_in
-from demonoise.analysis.verdicts import flagged_rows, region_label
+from demonoise.analysis.verdicts import flagged_rows
 from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
 from demonoise.report.content import typstsrc
@@ -43,6 +43,7 @@ from demonoise.report.content.summary import (
     fmt_fixed_column,
     fmt_percent_column,
     grouped,
+    region_labels,
     settings_table,
 )
 from demonoise.report.content.theme import admixture_column, admixture_text, setting_colours
@@ -70,10 +71,6 @@ __all__ = [
 MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
 _CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
-
-
-def _region_labels(frame: pd.DataFrame) -> list[str]:
-    return [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)]
 
 
 #: A decision table of at most this many regions is printed on one page with its heading
@@ -125,7 +122,7 @@ def decision_view(rep) -> HtmlTable:
     year = rep.population["year"].iloc[0] if len(rep.population) else ""
     return grouped(
         wide.drop(columns=["data_status"], errors="ignore"),
-        {"region": _region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]},
+        {"region": region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]},
         [(f"{s.label}: A (%)", palette[s.label],
           {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures}) for s in sets],
         caption=(
@@ -149,7 +146,7 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
     per = [by_region(dec[s.mask(dec)], first["region"]) for s in sets]
     return grouped(
         dec[["region", "region_name", "setting", "measure", "admixture_F", "admixture_M", "admixture_T"]],
-        {"region": _region_labels(first)},
+        {"region": region_labels(first)},
         [(f"{s.label}: A (%)", palette[s.label], {x: Coloured(admixture_column(g[f"admixture_{x}"]), [
             getattr(admixture_class(a), "colour", NO_DATA_COLOUR) for a in g[f"admixture_{x}"]]) for x in "FMT"})
          for s, g in zip(sets, per, strict=True)],
@@ -176,7 +173,7 @@ def vmax_view(rep) -> HtmlTable:
     per = {fam: by_region(cw[cw["family"] == fam], first["region"]) for fam in families}
     return grouped(
         one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
-        {"region": _region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]},
+        {"region": region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]},
         [("generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}", "",
           {names[h]: _vmax_cells(g, h) for h in heads}) for fam, g in per.items()],
         caption=(
@@ -190,13 +187,12 @@ def vmax_view(rep) -> HtmlTable:
 
 
 def _range_note(cal: pd.DataFrame) -> str:
-    parts = []
-    for fam, g in cal.groupby("family", sort=False):
-        if fam != "generic":
-            parts.append(
-                f"p-tables {fam.removeprefix('ptable ')}: V searched from {g['range_lo'].iloc[0]:.3g} to "
-                f"{g['range_hi'].iloc[0]:.3g} (the largest variance such a table reaches)"
-            )
+    parts = [
+        f"p-tables {fam.removeprefix('ptable ')}: V searched from {g['range_lo'].iloc[0]:.3g} to "
+        f"{g['range_hi'].iloc[0]:.3g} (the largest variance such a table reaches)"
+        for fam, g in cal.groupby("family", sort=False)
+        if fam != "generic"
+    ]
     return "; ".join(parts) + ("." if parts else "")
 
 
@@ -248,7 +244,7 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
     sets = settings_in(b)
     levels = sorted(set(b["level"]))
     first = headline_bands(b, headlines[0], sets[0], levels[0])
-    base = {"region": _region_labels(first) * len(levels)}
+    base = {"region": region_labels(first) * len(levels)}
     if len(levels) > 1:
         base["level"] = [fmt_pct(lev, 3) for lev in levels for _ in range(len(first))]
     blocks = []
@@ -388,7 +384,7 @@ def small_cells_view(cells: pd.DataFrame) -> HtmlTable:
     counts (:func:`demonoise.analysis.decision.small_cell_text`)."""
     c = one_region(cells)
     regions = c.drop_duplicates("region")
-    shown = pd.DataFrame({"region": _region_labels(regions)})
+    shown = pd.DataFrame({"region": region_labels(regions)})
     for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"])]:
         word = "deaths" if ind == "asmr" else "births"
         for s in ("F", "M", "T"):
@@ -435,7 +431,7 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
 
 
 def _regions(sel: pd.DataFrame) -> dict[str, list[str]]:
-    return {"region": _region_labels(sel.drop_duplicates("region"))}
+    return {"region": region_labels(sel.drop_duplicates("region"))}
 
 
 def _by_headline(sel: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -458,7 +454,7 @@ def reasons(rep, ptable: str | None = None) -> HtmlTable:
     small = "count 1" if last == 2 else f"counts 1-{last - 1}"
     shown = pd.DataFrame(
         {
-            "region": _region_labels(rows),
+            "region": region_labels(rows),
             "indicator (sex)": [f"{h} ({s})" for h, s in zip(rows["headline"], rows["sex"], strict=True)],
             "sd ratio p-table / generic": fmt_fixed_column(rows["ratio"], significant=3),
             "count 0 (%)": fmt_percent_column(rows["zero_var_share"]),
@@ -573,7 +569,7 @@ def calibration_view(rep) -> HtmlTable:
     fams = [f for f in cal["family"].drop_duplicates().tolist() if f != "generic"]
     return grouped(
         cal.drop(columns=["data_status"], errors="ignore"),
-        {"region": _region_labels(regions)},
+        {"region": region_labels(regions)},
         blocks,
         caption=(
             "Largest V per region keeping the noise admixture at or below each threshold, for women (F), men (M) and "
@@ -603,14 +599,12 @@ def index_columns(rep) -> dict[str, Any]:
             "colour": cls.colour if cls else "",
         }  # fmt: skip
     rec = rep.recommended[rep.recommended["family"] == "generic"]
-    ind = rec["indicator"].iloc[0] if len(rec) else "e0"
-    thr = float(rec["threshold"].iloc[0]) if len(rec) else 0.1
-    text = "n/a"  # the recommended V: "0.748 (LU00, women)"
-    if len(rec):
-        r = rec.iloc[0]
+    r = rec.iloc[0] if len(rec) else pd.Series({"indicator": "e0", "threshold": 0.1, "V_shown": "n/a"})
+    text = str(r["V_shown"])  # the recommended V: "0.748 (LU00, women)"
+    if r.get("range_status") == "within":
         who = f"{r['region']}, {SEX_WORDS.get(r['sex'], r['sex'])}" if r["sex"] else str(r["region"])
-        text = f"{r['V_shown']} ({who})" if r["range_status"] == "within" else str(r["V_shown"])
-    out[f"recommended V ({HEADLINES[ind].label}, A \u2264 {fmt_pct(thr, 3)})"] = text
+        text = f"{text} ({who})"
+    out[f"recommended V ({HEADLINES[r['indicator']].label}, A \u2264 {fmt_pct(float(r['threshold']), 3)})"] = text
     return out
 
 

@@ -46,13 +46,10 @@ _SERIES_COLOURS = ("#222222", "#8c8c8c", "#c51b7d", "#2c7fb8")
 
 
 def title(text: str, data_label: str | None = None) -> alt.TitleParams:
-    """A chart title with the data label as subtitle (shown on every chart of real or
-    modelled data)."""
-    if data_label:
-        lines = [p.strip() for p in str(data_label).split(";") if p.strip()]
-        lines = [f"Data: {lines[0]}"] + lines[1:]
-        return alt.TitleParams(text=text, subtitle=lines, subtitleFontSize=10, subtitleColor="#5b6570", anchor="start")
-    return alt.TitleParams(text=text, anchor="start")
+    """A chart title with the data label as subtitle (``"Data: "`` and its parts, one a line),
+    shown on every chart of real or modelled data; styled by the theme."""
+    lines = [p.strip() for p in str(data_label or "").split(";") if p.strip()]
+    return alt.TitleParams(text=text, subtitle=[f"Data: {lines[0]}", *lines[1:]] if lines else alt.Undefined)
 
 
 def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
@@ -135,10 +132,8 @@ def sensitivity_chart(
     the admixture (%) with its 10 % and 41 % reference lines; population on a log axis.
     Each setting in its colour: ``colours`` (label -> colour), by default
     :func:`colours_of` the settings named in ``sens["noise"]``."""
-    d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)].copy()
-    d["rel_noise_pc"] = 100.0 * d["rel_noise"]
-    d["rel_pois_pc"] = 100.0 * d["rel_pois"]
-    d["A"] = 100.0 * d["admixture"]
+    d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)]
+    d = d.assign(rel_noise_pc=100.0 * d["rel_noise"], rel_pois_pc=100.0 * d["rel_pois"], A=100.0 * d["admixture"])
     x = log_axis(alt.X, "population", "population on 1 January (both sexes)", d["population"], "~s")
     x = x.scale(type="log", nice=False, padding=12)
     ylog = alt.Scale(type="log", nice=False, padding=10)

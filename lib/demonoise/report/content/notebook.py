@@ -72,10 +72,7 @@ def _uniquify_svg_ids(svg: str) -> str:
         return svg
     prefix = "dn" + hashlib.sha1(svg.encode("utf-8")).hexdigest()[:8] + "-"
     alternation = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
-    svg = re.sub(r'\bid="(' + alternation + r')"', lambda m: f'id="{prefix}{m.group(1)}"', svg)
-    svg = re.sub(r"url\(#(" + alternation + r")\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
-    svg = re.sub(r'href="#(' + alternation + r')"', lambda m: f'href="#{prefix}{m.group(1)}"', svg)
-    return svg
+    return re.sub(r'(\bid="|url\(#|href="#)(' + alternation + r')(?=[")])', lambda m: m[1] + prefix + m[2], svg)
 
 
 #: A spec that may use a datum's every field (a tooltip of the whole datum; a map, whose
@@ -260,10 +257,7 @@ def setup_notebook() -> None:
             ip.display_formatter.mimebundle_formatter.for_type(kind, bundle)
     alt.renderers.enable(RENDERER_NAME)
     alt.data_transformers.enable("default", max_rows=100_000)
-    pd.set_option("display.max_rows", 60)
-    pd.set_option("display.max_columns", 30)
-    pd.set_option("display.width", 120)
-    pd.set_option("display.html.border", 0)
+    pd.set_option("display.max_rows", 60, "display.max_columns", 30, "display.width", 120, "display.html.border", 0)
 
 
 # ----------------------------------------------------------------------- metrics

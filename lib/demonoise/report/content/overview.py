@@ -33,10 +33,9 @@ from demonoise.analysis.overview import (
     with_labels,
 )
 from demonoise.analysis.settings import NoiseSetting
-from demonoise.analysis.verdicts import region_label
 from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR, admixture_class
-from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column
+from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column, region_labels
 from demonoise.report.content.theme import admixture_column, log_axis, setting_colours
 
 __all__ = [
@@ -46,7 +45,6 @@ __all__ = [
     "SpecChart",
     "granularity_chart",
     "overview_table",
-    "banner",
 ]
 
 
@@ -143,9 +141,8 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
     series = ["Poisson"] + [_v_label(v) for v in vs]
     by_setting = setting_colours(vs)
     left = uncertainty_vs_population(rows, settings=vs, width=width, height=height, title="relative uncertainty")
-    a = rows[["region", "region_name", "population", "setting", "admixture"]].copy()
-    a["A"] = 100.0 * a["admixture"]
-    a["series"] = a["setting"].map(_v_label)
+    a = rows[["region", "region_name", "population", "setting", "admixture"]]
+    a = a.assign(A=100.0 * a["admixture"], series=a["setting"].map(_v_label))
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
     colours = [POISSON_COLOUR] + [by_setting[v] for v in vs]
     points = (
@@ -274,9 +271,8 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
     d = effect[(effect["setting"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
         ["indicator", "region", "region_name", "population", "ratio"]
     ].copy()
-    names = {"e0": "e0", "e65": "e65", "tfr": "TFR"}
-    d["indicator"] = d["indicator"].map(lambda k: names.get(k, k))
-    order = [names.get(k, k) for k in effect["indicator"].drop_duplicates().tolist()]
+    d["indicator"] = d["indicator"].map(lambda k: SHORT_NAMES.get(k, k))
+    order = [SHORT_NAMES.get(k, k) for k in effect["indicator"].drop_duplicates().tolist()]
     return (
         alt.Chart(d)
         .mark_point(size=18, opacity=0.6, filled=True, aria=False)
@@ -372,7 +368,7 @@ def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value",
     significant digits; the CSV holds ``df``."""
     frame = d = df.drop(columns=["setting_key"], errors="ignore")
     if "region_name" in d:
-        d = d.assign(region=[region_label(c, n) for c, n in zip(d["region"], d["region_name"], strict=True)])
+        d = d.assign(region=region_labels(d))
         d = d.drop(columns="region_name")
     cols = [_of_setting(c) for c in d.columns]
     heads = {**_HEADS, "value": value_name}
@@ -384,12 +380,3 @@ def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value",
     palette = setting_colours(list(dict.fromkeys(x for x in labels if x)))
     groups = [(x, len(list(run)), palette.get(x, "")) for x, run in itertools.groupby(labels)]
     return HtmlTable(frame, shown, caption=caption, colours=colours, groups=groups if len(groups) > 1 else ())
-
-
-def banner(label, *, what: str = ""):
-    """The data-status box at the top of every section, the reports' own
-    (:func:`demonoise.report.content.summary.status_box`: modelled or demonstration data
-    in a red-edged box): ``label`` a data label or a results table; ``what`` a line under it."""
-    from demonoise.report.content.summary import status_box
-
-    return status_box(label, (what,) if what else ())

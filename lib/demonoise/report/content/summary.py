@@ -27,7 +27,9 @@ from demonoise.analysis.verdicts import (
     age_profile_rows,
     age_words,
     flag_rows,
+    region_label,
 )
+from demonoise.core.counts import DATA_STATUS_SEP
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
 from demonoise.core.vocabulary import (
@@ -35,7 +37,9 @@ from demonoise.core.vocabulary import (
     GRANULARITY_WORDS,
     SEX_WORDS,
 )
+from demonoise.report.content import typstsrc
 from demonoise.report.content.notebook import TABLE_MIME, TYPST_MIME, Shown, record_shown
+from demonoise.report.content.theme import column_decimals, setting_colours
 
 __all__ = [
     "load_results",
@@ -56,8 +60,6 @@ __all__ = [
 
 def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
     """A column of numbers with one number of decimals for all (:func:`~.theme.column_decimals`)."""
-    from demonoise.report.content.theme import column_decimals
-
     vals = list(values)
     k = column_decimals(vals, significant=significant)
     return [fmt_fixed(v, k) for v in vals]
@@ -164,8 +166,6 @@ class HtmlTable:
     def to_typst(self) -> str:
         """The same table as Typst (``#dn-table``, :func:`~demonoise.report.content.typstsrc.table`):
         the same shown strings, colours, groups and flagged rows."""
-        from demonoise.report.content import typstsrc
-
         if self.shown.empty:
             return f"#emph[{typstsrc.markup(self.empty)}]"
         return typstsrc.table(
@@ -208,9 +208,6 @@ def status_box(
     ``granularity`` a line says how cells are published; ``implications`` (what the data
     can't say) closes the box.
     """
-    from demonoise.core.counts import DATA_STATUS_SEP
-    from demonoise.report.content import typstsrc
-
     if isinstance(df_or_label, pd.DataFrame):
         label = "; ".join(sorted({str(x).split(DATA_STATUS_SEP)[0] for x in df_or_label["data_status"].unique()}))
     else:
@@ -328,13 +325,6 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
     )
 
 
-def single_region(df: pd.DataFrame) -> bool:
-    """Whether the results are of a country that is one NUTS 2 region (LU, MT): its tables
-    have one row per setting and are shown once across the settings
-    (:func:`across_settings`)."""
-    return "nuts_level" in df and df.loc[df["nuts_level"] == 2, "region"].nunique() <= 1
-
-
 def _same_decimals(col: pd.Series) -> pd.Series:
     """A column of numbers formatted one setting at a time, printed with one number of
     decimals (the largest): ``0.48, 2.4`` -> ``0.48, 2.40``; other columns unchanged."""
@@ -350,7 +340,8 @@ def _same_decimals(col: pd.Series) -> pd.Series:
 
 
 def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTable:
-    """One table from the one-row tables of each setting (a country of one region): a row
+    """One table from the one-row tables of each setting (a country of one region,
+    :func:`demonoise.analysis.verdicts.single_region`): a row
     per setting, in the batch's order, its first column the setting instead of the region
     (columns only some settings have, e.g. a p-table's bias, are blank for the others). The
     caption is the first table's, its setting phrase replaced by "for each noise setting"."""
@@ -394,6 +385,11 @@ def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[
     return HtmlTable(frame, shown, groups=groups, **table)
 
 
+def region_labels(frame: pd.DataFrame) -> list[str]:
+    """``"FI20 Åland"`` per row of ``frame`` (:func:`~demonoise.analysis.verdicts.region_label`)."""
+    return [region_label(c, n) for c, n in zip(frame["region"], frame["region_name"], strict=True)]
+
+
 def by_region(frame: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
     """``frame``'s rows indexed by region, one per region, in ``order`` (missing ones NaN)."""
     return frame.drop_duplicates("region").set_index("region").reindex(order)
@@ -407,8 +403,6 @@ def settings_table(
     ``common`` to every setting once, from the first table, then a column group per setting
     (headed by its label, underlined in its colour) with its columns whose name starts with
     one of ``per``; ``frame`` stacks the tables' frames with a ``setting`` column."""
-    from demonoise.report.content.theme import setting_colours
-
     if all(len(t.shown) <= 1 for t in tables):
         return across_settings(tables, settings)
     sets = [NoiseSetting.of(s) for s in settings]

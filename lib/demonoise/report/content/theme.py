@@ -159,29 +159,22 @@ def column_decimals(values, *, significant: int = 2, most: int = 6) -> int:
     return int(min(most, max(0, significant - 1 - mag)))
 
 
-def _percent(A: float, decimals: int) -> str:
-    """``A`` (a fraction) in per cent, without the sign, with the decimals that keep it in
-    its class (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" if missing."""
-    if A is None or not math.isfinite(float(A)):
-        return "\u2014"
-    k = admixture_decimals(float(A), decimals)
-    return f"{100.0 * float(A):,.{k}f}".replace(",", THOUSANDS)
-
-
-def admixture_column(values, *, significant: int = 2) -> list[str]:
+def admixture_column(values, *, significant: int = 2, most: int = 6) -> list[str]:
     """Admixtures (fractions) of a table column coloured by class, in per cent: the
-    column's decimals (:func:`column_decimals` of the percentages), more in a cell whose
-    rounded figure would read as another class ("\u2014" where missing or infinite)."""
+    column's decimals (:func:`column_decimals` of the percentages, at most ``most``), more
+    in a cell whose rounded figure would read as another class
+    (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" where missing or infinite."""
     vals = [float(v) if v is not None else math.nan for v in values]
-    k = column_decimals([100.0 * v for v in vals], significant=significant)
-    return [_percent(v, k) for v in vals]
+    k = column_decimals([100.0 * v for v in vals], significant=significant, most=most)
+    return [
+        f"{100.0 * v:,.{admixture_decimals(v, k)}f}".replace(",", THOUSANDS) if math.isfinite(v) else "\u2014"
+        for v in vals
+    ]
 
 
-def admixture_text(A: float, *, significant: int = 2) -> str:
-    """One admixture coloured by its class, in per cent with ``significant`` digits, more
-    where rounding would carry it into another class (``0.0977`` -> ``"9.8 %"``, not
-    ``"10 %"``; ``0.103`` -> ``"10.3 %"``)."""
-    if A is None or not math.isfinite(float(A)) or float(A) <= 0:
-        return "\u2014" if A is None or not math.isfinite(float(A)) else "0 %"
-    mag = math.floor(math.log10(100.0 * float(A)))
-    return f"{_percent(A, max(0, significant - 1 - mag))} %"
+def admixture_text(A: float) -> str:
+    """One admixture coloured by its class, in per cent with 2 significant digits, more where
+    rounding would carry it into another class (``0.0977`` -> ``"9.8 %"``, not ``"10 %"``;
+    ``0.103`` -> ``"10.3 %"``): its :func:`admixture_column` of one cell."""
+    text = admixture_column([A], most=12)[0]
+    return text if text == "\u2014" else f"{text} %"
