@@ -39,7 +39,7 @@ def load_change(*, dataset: str, country: str, settings: Sequence, **options):
     (:func:`demonoise.analysis.change.country_chapter`; ``options``: its years, ``alpha``,
     ``power``, ``confidence``, ``granularity``). In a kernel it records what the rows hold
     (dataset, country, settings) as :func:`~demonoise.report.content.summary.load_results`
-    does, for the batch's :func:`~demonoise.report.batch.contract.check_shown`.
+    does, for the batch's :func:`~demonoise.report.batch.stages.check_shown`.
 
     Raises
     ------

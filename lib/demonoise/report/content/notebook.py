@@ -328,7 +328,7 @@ def shown_record(df, *, setting_label: str, row_settings) -> dict:
 def record_shown(df, setting) -> None:
     """In a kernel: a metrics output under :data:`SHOWN` saying what the rows of ``df`` hold
     and which ``setting`` the section is about, which the batch's render stage compares with
-    what it asked for (:func:`demonoise.report.batch.contract.check_shown`)."""
+    what it asked for (:func:`demonoise.report.batch.stages.check_shown`)."""
     from IPython.core.interactiveshell import InteractiveShell
 
     from demonoise.analysis.settings import NoiseSetting, setting_labels
