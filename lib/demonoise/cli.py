@@ -72,8 +72,11 @@ def _check_variance(v: float) -> None:
 def _int_option(lo: int, hi: int | None = None, why: str = ""):
     """An integer in ``lo..hi``."""
     limit = f"10^{len(str(hi)) - 1}" if hi is not None and hi == 10 ** (len(str(hi)) - 1) > 100 else str(hi)
-    return _checked(int, (lambda v: v >= lo, f"must be >= {lo}, got {{v}}"),
-                    (lambda v: hi is None or v <= hi, f"must be at most {limit}{why}, got {{s}}"))  # fmt: skip
+    return _checked(
+        int,
+        (lambda v: v >= lo, f"must be >= {lo}, got {{v}}"),
+        (lambda v: hi is None or v <= hi, f"must be at most {limit}{why}, got {{s}}"),
+    )
 
 
 def _seconds(what: str, most: float):
@@ -87,16 +90,20 @@ _variance = _checked(float, _check_variance)
 #: A population size-class edge: a finite number of people in (0, 10^10].
 _population = _checked(
     float,
-    (lambda v: math.isfinite(v) and 0 < v <= 1e10, "a size-class edge is a population and must be a finite "
-     "number in (0, 10^10], got {s}"),
-)  # fmt: skip
+    (
+        lambda v: math.isfinite(v) and 0 < v <= 1e10,
+        "a size-class edge is a population and must be a finite number in (0, 10^10], got {s}",
+    ),
+)
 _MAX_WORKERS = 64
 _workers = _checked(
     int,
     (lambda v: v >= 1, "workers must be >= 1, got {v}"),
-    (lambda v: v <= _MAX_WORKERS, f"workers must be <= {_MAX_WORKERS}: each worker is a process with its own Python "
-     "and data, got {v}"),
-)  # fmt: skip
+    (
+        lambda v: v <= _MAX_WORKERS,
+        f"workers must be <= {_MAX_WORKERS}: each worker is a process with its own Python and data, got {{v}}",
+    ),
+)
 
 
 # --------------------------------------------------------------------------- commands
@@ -519,9 +526,18 @@ def cmd_compare(args) -> int:
         names = [table.label, "generic noise with a zero floor"]
         progress = MonteCarloProgress("demonoise compare", names, len(counts.regions), processes(cluster), args.yes)
         df = compare_noise(
-            counts, table, V=args.V, granularity=args.granularity, indicators=args.indicators, e_ages=args.e_ages,
-            mc=args.mc, seed=args.seed, progress=progress, size_edges=args.size_classes, cluster=cluster,
-        )  # fmt: skip
+            counts,
+            table,
+            V=args.V,
+            granularity=args.granularity,
+            indicators=args.indicators,
+            e_ages=args.e_ages,
+            mc=args.mc,
+            seed=args.seed,
+            progress=progress,
+            size_edges=args.size_classes,
+            cluster=cluster,
+        )
     note = comparison_note(df)
     _write_table(df, args, counts, t0, counts.provenance.status_label, note)
     summ = summarise_comparison(df)
@@ -595,8 +611,9 @@ def cmd_change(args) -> int:
         budget.say("demonoise change", f"Monte Carlo {size}, estimated {budget.duration(per * args.mc * runs)}")
     t0 = time.perf_counter()
     progress = budget.Ticker("demonoise change", args.mc) if args.mc else None
-    df = change_table(panel, settings, pools=args.pool, alpha=args.alpha, power=args.power, mc=args.mc,
-                      progress=progress, **kw)  # fmt: skip
+    df = change_table(
+        panel, settings, pools=args.pool, alpha=args.alpha, power=args.power, mc=args.mc, progress=progress, **kw
+    )
     _write_table(df, args, panel, t0, panel.provenance.status_label)
     e0 = df[(df["indicator"] == "e") & (df["age"] == 0) & (df["sex"] == "T")]
     if len(e0):
@@ -868,13 +885,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
     s.add_argument(
-        "--ptable", nargs="+", default=[], metavar="TABLE",
+        "--ptable",
+        nargs="+",
+        default=[],
+        metavar="TABLE",
         help="p-table(s) shown beside the V's: an embedded name (v01, v03, v04) or a file",
-    )  # fmt: skip
+    )
     s.add_argument(
-        "--sex", default="worst", choices=[*SEXES, "worst"],
+        "--sex",
+        default="worst",
+        choices=[*SEXES, "worst"],
         help="sex of the mortality indicators (default worst: per region the worst of F, M and T, as the reports)",
-    )  # fmt: skip
+    )
     _mc_args(s, "Monte Carlo replicates for a check of e0/TFR (default 0)", seed=False)
     s.add_argument("--store", type=Path, default=None, help="results store (default OUT_DIR/results)")
     _document_args(s, "recompute and re-execute even if up to date", "--out")

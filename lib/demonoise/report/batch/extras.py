@@ -175,20 +175,33 @@ def overview_run(
     countries = tuple(sorted(o["countries"])) if o["countries"] else None
     spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(o["ptables"]), countries=countries, mc=o["mc"])
     tables, status = overview_tables(
-        spec, store or out / "results", o.get("thresholds") or THRESHOLDS, calibration,
-        out / "notebooks" / "overview-calibration.parquet", force=force, workers=workers, cluster=cluster,
-    )  # fmt: skip
+        spec,
+        store or out / "results",
+        o.get("thresholds") or THRESHOLDS,
+        calibration,
+        out / "notebooks" / "overview-calibration.parquet",
+        force=force,
+        workers=workers,
+        cluster=cluster,
+    )
     label = o.get("label") or status.split(DATA_STATUS_SEP)[0]
     parameters = {
-        "dataset": o["dataset"], "V": list(V), "ptables": list(o["ptables"]),
+        "dataset": o["dataset"],
+        "V": list(V),
+        "ptables": list(o["ptables"]),
         **{k: str(p) for k, p in tables.items()},
-        "label": label, "sex": o["sex"] or "worst", **({"n_most": o["n_most"]} if "n_most" in o else {}),
-    }  # fmt: skip
+        "label": label,
+        "sex": o["sex"] or "worst",
+        **({"n_most": o["n_most"]} if "n_most" in o else {}),
+    }
     job = Job(
-        find_notebook("overview", notebook_dir), out / "notebooks" / "overview.ipynb", parameters, name="overview",
+        find_notebook("overview", notebook_dir),
+        out / "notebooks" / "overview.ipynb",
+        parameters,
+        name="overview",
         data_fingerprint=content_key(tables["calibration"]),  # the calibration file's content is data the run reads
         files=tuple(map(str, tables.values())),
-    )  # fmt: skip
+    )
     settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in o["ptables"])
     scope = "all NUTS 2 regions" if countries is None else "NUTS 2 regions of " + ", ".join(countries)
     return FurtherRun(

@@ -100,10 +100,18 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
     base |= {str(ch.year_to): [fmt_fixed(x, k) for x in first["value_to"]]}
     base |= {"change": [fmt_signed(x, k) for x in first["change"]]}
     blocks = [("without noise", "", {"z": [fmt_fixed(x, 2) for x in first["z_poisson"]], "signif.": sig})] + [
-        (st.label, "", {"z": [fmt_fixed(x, 2) for x in g["z_total"]], "signif.": Coloured(
-            [_WORD[x] for x in g["verdict"]], [_LOST_COLOUR if x == "lost" else "" for x in g["verdict"]])})
+        (
+            st.label,
+            "",
+            {
+                "z": [fmt_fixed(x, 2) for x in g["z_total"]],
+                "signif.": Coloured(
+                    [_WORD[x] for x in g["verdict"]], [_LOST_COLOUR if x == "lost" else "" for x in g["verdict"]]
+                ),
+            },
+        )
         for st, g in per.items()
-    ]  # fmt: skip
+    ]
     columns = ["value_from", "value_to", "change", "sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total"]
     frame = _frame(per, order, [*columns, "verdict"], sex=sex, headline=headline)
     h = HEADLINES[headline.lower()]
@@ -127,10 +135,16 @@ def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> 
     sets, order, per, labels = _rows(ch, "detectable", headline, sex, settings)
     k = DECIMALS.get(headline, 3)
     blocks = [("without noise", "", {"MDC": [fmt_fixed(x, k) for x in per[sets[0]]["mdc_poisson"]]})] + [
-        (st.label, "", {"MDC": [fmt_fixed(x, k) for x in g["mdc_total"]],
-                        "wider by": [fmt_signed(100 * (r - 1), 1) + " %" for r in g["mdc_ratio"]]})
+        (
+            st.label,
+            "",
+            {
+                "MDC": [fmt_fixed(x, k) for x in g["mdc_total"]],
+                "wider by": [fmt_signed(100 * (r - 1), 1) + " %" for r in g["mdc_ratio"]],
+            },
+        )
         for st, g in per.items()
-    ]  # fmt: skip
+    ]
     h = HEADLINES[headline.lower()]
     return grouped(
         _frame(per, order, ["mdc_poisson", "mdc_total", "mdc_ratio"], sex=sex, headline=headline),

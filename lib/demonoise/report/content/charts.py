@@ -512,14 +512,19 @@ def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = "", width
         .encode(
             x=x,
             y=y,
-            shape=alt.Shape("component:N", scale=alt.Scale(domain=["noise", "total"], range=["circle", "square"]),
-                            legend=alt.Legend(title=None, orient="bottom")),
+            shape=alt.Shape(
+                "component:N",
+                scale=alt.Scale(domain=["noise", "total"], range=["circle", "square"]),
+                legend=alt.Legend(title=None, orient="bottom"),
+            ),
             color=alt.Color(
-                "setting:N", title=None, scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]),
+                "setting:N",
+                title=None,
+                scale=alt.Scale(domain=order_s, range=[colours[s] for s in order_s]),
                 legend=alt.Legend(orient="top"),
             ),
         )
-    )  # fmt: skip
+    )
     bad = d[d["z"].abs() > 5]
     ring = alt.Chart(bad).mark_point(size=120, filled=False, color="#c0392b", strokeWidth=1.5).encode(x=x, y=y)
     diag = pd.DataFrame({"analytic": [lo, hi], "mc": [lo, hi]})

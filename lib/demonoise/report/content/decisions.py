@@ -123,8 +123,14 @@ def decision_view(rep) -> HtmlTable:
     return grouped(
         wide.drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]},
-        [(f"{s.label}: A (%)", palette[s.label],
-          {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures}) for s in sets],
+        [
+            (
+                f"{s.label}: A (%)",
+                palette[s.label],
+                {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures},
+            )
+            for s in sets
+        ],
         caption=(
             f"Decision table: how much noise adds to the Poisson uncertainty (noise admixture A, %), by region "
             f"and setting; e0, e65 and TFR, and the median of A over the ages of the ASFR and ASMR. Each cell "
@@ -132,7 +138,7 @@ def decision_view(rep) -> HtmlTable:
             f"Population on 1 January {year}."
         ),
         keep=len(wide) <= KEEP_ROWS,
-    )  # fmt: skip
+    )
 
 
 def sex_view(rep, measure: str = "e0") -> HtmlTable:
@@ -147,12 +153,23 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
     return grouped(
         dec[["region", "region_name", "setting", "measure", "admixture_F", "admixture_M", "admixture_T"]],
         {"region": region_labels(first)},
-        [(f"{s.label}: A (%)", palette[s.label], {x: Coloured(admixture_column(g[f"admixture_{x}"]), [
-            getattr(admixture_class(a), "colour", NO_DATA_COLOUR) for a in g[f"admixture_{x}"]]) for x in "FMT"})
-         for s, g in zip(sets, per, strict=True)],
+        [
+            (
+                f"{s.label}: A (%)",
+                palette[s.label],
+                {
+                    x: Coloured(
+                        admixture_column(g[f"admixture_{x}"]),
+                        [getattr(admixture_class(a), "colour", NO_DATA_COLOUR) for a in g[f"admixture_{x}"]],
+                    )
+                    for x in "FMT"
+                },
+            )
+            for s, g in zip(sets, per, strict=True)
+        ],
         caption=f"Noise admixture A of {MEASURE_LABELS.get(measure, measure)} (%) for women (F), men (M) and both "
         "sexes (T), by region and setting; coloured by class.",
-    )  # fmt: skip
+    )
 
 
 def _vmax_cells(g: pd.DataFrame, head: str) -> list[str]:
@@ -174,8 +191,14 @@ def vmax_view(rep) -> HtmlTable:
     return grouped(
         one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]},
-        [("generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}", "",
-          {names[h]: _vmax_cells(g, h) for h in heads}) for fam, g in per.items()],
+        [
+            (
+                "generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}",
+                "",
+                {names[h]: _vmax_cells(g, h) for h in heads},
+            )
+            for fam, g in per.items()
+        ],
         caption=(
             "Largest acceptable V: per region the largest noise variance V keeping the noise admixture of e0 and of "
             "the TFR at or below each threshold, the smallest over women, men and both sexes (that sex named; 3 "
@@ -183,7 +206,7 @@ def vmax_view(rep) -> HtmlTable:
             "reach. \u201c> range\u201d: every V of the range searched keeps the admixture below the threshold."
         ),
         note=_range_note(rep.calibration),
-    )  # fmt: skip
+    )
 
 
 def _range_note(cal: pd.DataFrame) -> str:
@@ -309,10 +332,13 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     if (d["flag"] != "").any():
         shown["flags"] = d["flag"].to_numpy()
     frame = d.drop(columns=["data_status"], errors="ignore").merge(
-        b.reset_index()[["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
-                        + (["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else [])],
-        on="region", how="left",
-    )  # fmt: skip
+        b.reset_index()[
+            ["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
+            + (["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else [])
+        ],
+        on="region",
+        how="left",
+    )
     mc = (
         f"; MC N from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
         f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
@@ -418,16 +444,23 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     return grouped(
         cmp.drop(columns=["data_status"], errors="ignore"),
         _regions(sel),
-        [(f"noise sd of {HEADLINES[h].label} ({_SD_SCALE[h][1]})", "", {
-            "generic": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_generic"], significant=2),
-            "p-table": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_ptable"], significant=2),
-            "ratio": fmt_fixed_column(g["ratio"], significant=2),
-        }) for h, g in _by_headline(sel).items()],
+        [
+            (
+                f"noise sd of {HEADLINES[h].label} ({_SD_SCALE[h][1]})",
+                "",
+                {
+                    "generic": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_generic"], significant=2),
+                    "p-table": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_ptable"], significant=2),
+                    "ratio": fmt_fixed_column(g["ratio"], significant=2),
+                },
+            )
+            for h, g in _by_headline(sel).items()
+        ],
         caption=(
             f"Noise sd under the generic model at the p-table's nominal V = {v:g} and under the p-table itself, "
             "and their ratio (p-table / generic): e0 and e65 both sexes, the TFR women."
         ),
-    )  # fmt: skip
+    )
 
 
 def _regions(sel: pd.DataFrame) -> dict[str, list[str]]:
@@ -594,10 +627,14 @@ def index_columns(rep) -> dict[str, Any]:
     }
     for label, w in worst_admixture(rep).items():
         cls = None if w is None else admixture_class(float(w["admixture"]))
-        out[f"worst A, {label}"] = "n/a" if w is None else {
-            "text": f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})",
-            "colour": cls.colour if cls else "",
-        }  # fmt: skip
+        out[f"worst A, {label}"] = (
+            "n/a"
+            if w is None
+            else {
+                "text": f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})",
+                "colour": cls.colour if cls else "",
+            }
+        )
     rec = rep.recommended[rep.recommended["family"] == "generic"]
     r = rec.iloc[0] if len(rec) else pd.Series({"indicator": "e0", "threshold": 0.1, "V_shown": "n/a"})
     text = str(r["V_shown"])  # the recommended V: "0.748 (LU00, women)"

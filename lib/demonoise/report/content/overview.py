@@ -152,10 +152,15 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
             x=log_axis(alt.X, "population", _POPULATION, rows["population"], ",~s"),
             y=log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]])),
             color=alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), legend=None),
-            tooltip=["region:N", "region_name:N", alt.Tooltip("population:Q", format=",.0f"), "series:N",
-                     alt.Tooltip("A:Q", format=".3g")],
+            tooltip=[
+                "region:N",
+                "region_name:N",
+                alt.Tooltip("population:Q", format=",.0f"),
+                "series:N",
+                alt.Tooltip("A:Q", format=".3g"),
+            ],
         )
-    )  # fmt: skip
+    )
     rule, text = admixture_references(width, rule="#666", text="#555", aria=False)
     right = alt.layer(points, rule, text).properties(width=width, height=height, title="noise admixture")
     chart = alt.hconcat(left, right).resolve_scale(color="shared")

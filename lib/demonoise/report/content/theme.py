@@ -74,9 +74,23 @@ FORMAT_LOCALE = {"decimal": ".", "thousands": THOUSANDS, "grouping": [3], "curre
 #: Regions of a country, by rank (largest first); the first ones far from the settings'
 #: palette and from the Poisson blue.
 REGION_PALETTE: tuple[str, ...] = (
-    "#17becf", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#393b79", "#7f7f7f", "#637939",
-    "#ad494a", "#3182bd", "#9c9ede", "#e7969c", "#c49c94", "#31a354", "#756bb1", "#de9ed6",
-)  # fmt: skip
+    "#17becf",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#393b79",
+    "#7f7f7f",
+    "#637939",
+    "#ad494a",
+    "#3182bd",
+    "#9c9ede",
+    "#e7969c",
+    "#c49c94",
+    "#31a354",
+    "#756bb1",
+    "#de9ed6",
+)
 
 
 def _theme() -> dict:

@@ -469,9 +469,15 @@ def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike
     elif pdf is not None:
         Path(pdf).unlink(missing_ok=True)
     return RenderResult(
-        html, pdf_path, out["pdf_error"], out["html_seconds"], out["pdf_seconds"] or 0.0, html.stat().st_size,
-        out["pages"], files,
-    )  # fmt: skip
+        html,
+        pdf_path,
+        out["pdf_error"],
+        out["html_seconds"],
+        out["pdf_seconds"] or 0.0,
+        html.stat().st_size,
+        out["pages"],
+        files,
+    )
 
 
 def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
