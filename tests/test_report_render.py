@@ -17,7 +17,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.batch.execute import Job, run_jobs
 from demonoise.report.content.notebook import METRICS_MIME
-from demonoise.report.content.typeset import markdown_to_html, markdown_to_typst, tex_svg
+from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg
 from demonoise.report.document.assemble import Chapter, Section, assemble, render_document
 from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentTypstExporter, typst_to_pdf
 from demonoise.report.document.templates import ENV_VAR, find_template_dir
@@ -146,6 +146,14 @@ def test_markdown_reaches_typst_through_its_html():
     assert "heads: ((table.cell(align: right)[a], [b],),)" in typst
     assert "#heading(level: 2, outlined: false, bookmarked: true)[Two]" in typst
     assert "#heading(level: 4, outlined: false, bookmarked: false)[Four]" in typst
+
+
+def test_html_with_odd_list_and_span_numbers_still_reaches_typst():
+    """HTML a notebook writes by hand: a list ``start`` or a ``colspan`` that is not a whole
+    number counts as absent (1), as a browser reads it, instead of stopping the PDF."""
+    typst = html_to_typst('<ol start="x"><li>a</li></ol><table><tr><td colspan="two">1</td><td>2</td></tr></table>')
+    assert "#enum([a], )" in typst
+    assert "rows: (([1], [2],),), columns: 2" in typst
 
 
 def _pdf_of(markdown: str, tmp_path, name: str = "doc"):

@@ -34,6 +34,7 @@ from demonoise.runtime.fingerprint import digest, source_fingerprint
 __all__ = [
     "ResultsSpec",
     "results_path",
+    "country_counts",
     "results",
     "country_tables",
     "overview_tables",
@@ -90,25 +91,30 @@ class ResultsSpec:
         return digest({"spec": dataclasses.asdict(self), "library": library, "data": fingerprint(self.dataset)}, 16)
 
     def counts(self):
-        """The spec's counts: its dataset, restricted to ``countries``.
+        """The spec's counts: its dataset, restricted to ``countries`` (:func:`country_counts`)."""
+        return country_counts(self.dataset, self.countries)
 
-        Raises
-        ------
-        ParameterError
-            An unknown dataset or country, naming it.
-        """
-        from demonoise.io.datasets import load
 
-        counts = load(self.dataset)
-        if self.countries is None:
-            return counts
-        unknown = sorted(set(self.countries) - set(counts.countries))
-        if unknown:
-            raise ParameterError(
-                f"countr{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} not in dataset {self.dataset!r} "
-                f"(it has {', '.join(counts.countries)})"
-            )
-        return counts.select([r.code for r in counts.regions if r.country in self.countries])
+def country_counts(dataset: str, countries: Sequence[str] | None = None):
+    """The counts of ``dataset``, restricted to ``countries`` (all of them when ``None``).
+
+    Raises
+    ------
+    ParameterError
+        An unknown dataset or country, naming it (and the countries the dataset has).
+    """
+    from demonoise.io.datasets import load
+
+    counts = load(dataset)
+    if countries is None:
+        return counts
+    unknown = sorted(set(countries) - set(counts.countries))
+    if unknown:
+        raise ParameterError(
+            f"countr{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} not in dataset {dataset!r} "
+            f"(it has {', '.join(counts.countries)})"
+        )
+    return counts.select([r.code for r in counts.regions if r.country in countries])
 
 
 def results_path(spec: ResultsSpec, store="output/results") -> Path:
@@ -318,7 +324,6 @@ def country_results(
         An unknown dataset, country or p-table.
     """
     from demonoise.analysis.compute import compute, noise_settings
-    from demonoise.io.datasets import load
 
     sets = [NoiseSetting.of(s) for s in settings]
     key = (
@@ -331,10 +336,7 @@ def country_results(
         tuple(confidence),
     )
     if key not in _COMPUTED:
-        counts = load(dataset)
-        if country not in counts.countries:
-            raise ParameterError(f"country {country} not in dataset {dataset!r} (it has {', '.join(counts.countries)})")
-        counts = counts.select([r.code for r in counts.regions if r.country == country])
+        counts = country_counts(dataset, (country,))
         noise = noise_settings(
             [s.V for s in sets if s.is_generic], ptables=[s.as_parameter()["ptable"] for s in sets if not s.is_generic]
         )

@@ -280,28 +280,27 @@ def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Co
     store = state.output / "results"
     done = {r: _tables(r, state.params, store, stored=True) for r in state.reports}
     todo = [r for r in _by_size(state.reports) if done[r] is None]
+
+    def failed(r: Report, e: BaseException) -> None:
+        done[r] = Computed(error=f"results for {r.label} failed: {_why(e)}")
+        log(f"demonoise report: {done[r].error}")
+
     if len(todo) == 1 or not cluster.fans_out:
-        each = ((i, _here(r, state.params, store, cluster)) for i, r in enumerate(todo))
-    else:
-        items, names = [(r, state.params) for r in todo], [f"{r.dataset}-{r.country}" for r in todo]
-        each = ((i, (value, err)) for i, value, err in cluster.each(compute_task, items, label="compute", names=names))
-    for i, (value, err) in each:
+        for r in todo:
+            try:
+                done[r] = _tables(r, state.params, store, workers=cluster.workers, cluster=cluster)
+            except Exception as e:
+                failed(r, e)
+        return done
+    items, names = [(r, state.params) for r in todo], [f"{r.dataset}-{r.country}" for r in todo]
+    for i, value, err in cluster.each(compute_task, items, label="compute", names=names):
         try:
             if err is not None:
                 raise err
-            done[todo[i]] = value if isinstance(value, Computed) else _store_computed(value, store)
+            done[todo[i]] = _store_computed(value, store)
         except Exception as e:
-            done[todo[i]] = Computed(error=f"results for {todo[i].label} failed: {_why(e)}")
-            log(f"demonoise report: {done[todo[i]].error}")
+            failed(todo[i], e)
     return done
-
-
-def _here(report: Report, params: ReportParams, store: Path, cluster) -> tuple[Computed | None, Exception | None]:
-    """One country's tables computed in this process, its Monte Carlo blocks on ``cluster``."""
-    try:
-        return _tables(report, params, store, workers=cluster.workers, cluster=cluster), None
-    except Exception as e:
-        return None, e
 
 
 # ===================================================================== execute

@@ -154,6 +154,11 @@ _SVG = re.compile(r"<svg\b.*?</svg>", re.S | re.I)
 _ATTR = re.compile(r'\s([A-Za-z:-]+)="([^"]*)"')
 
 
+def _count(attr) -> int:
+    """A ``start`` or ``colspan`` attribute: its whole number, 1 where it has none."""
+    return int(attr) if str(attr or "").strip().isdigit() else 1
+
+
 def html_to_typst(html: str) -> str:
     """HTML as Typst markup: paragraphs, emphasis, lists, headings (not in the contents;
     bookmarked down to level 3), quotes, links, code, tables (their header rows repeated),
@@ -195,7 +200,7 @@ class _Writer:
         if tag == "pre":
             return f"\n#raw(block: true, {string_literal(n.get_text().rstrip())})\n"
         if tag in ("ul", "ol"):
-            start = int(attrs.get("start") or 1)
+            start = _count(attrs.get("start"))
             fn = "list(" if tag == "ul" else (f"enum(start: {start}, " if start != 1 else "enum(")
             items = "".join(f"[{self.node(k.contents).strip()}], " for k in n.find_all("li", recursive=False))
             return f"\n#{fn}{items})\n"
@@ -243,7 +248,7 @@ class _Writer:
                 (head_rows if part.name == "thead" else body_rows).append(r.find_all(["th", "td"], recursive=False))
         if not head_rows and body_rows and all(c.name == "th" for c in body_rows[0]):
             head_rows.append(body_rows.pop(0))
-        width = max((sum(int(c.attrs.get("colspan") or 1) for c in r) for r in head_rows + body_rows), default=0)
+        width = max((sum(_count(c.attrs.get("colspan")) for c in r) for r in head_rows + body_rows), default=0)
         if not width:
             return ""
         heads = [[self.cell(c) for c in r] for r in head_rows]
@@ -251,7 +256,7 @@ class _Writer:
         return call("dn-table", heads=heads, rows=rows, columns=width)
 
     def cell(self, c) -> Code:
-        span = int(c.attrs.get("colspan") or 1)
+        span = _count(c.attrs.get("colspan"))
         align = re.search(r"text-align:\s*(left|center|right)", c.attrs.get("style") or "")
         opts = ([f"colspan: {span}"] if span > 1 else []) + ([f"align: {align.group(1)}"] if align else [])
         body = f"[{self.node(c.contents).strip()}]"
