@@ -1,20 +1,20 @@
 """Command line: a thin layer over the library (``demonoise --help``, ``demonoise CMD --help``).
 
-Counts are read by ``--dataset NAME|FILE`` (``--counts FILE``, its former spelling, still
-accepted); tables are written by ``--out FILE``, documents into ``--out-dir DIR`` (former
-spellings kept as aliases); every output location is checked before any work. Exit status:
-0 on success, 2 on bad input or parameters (one line naming what is wrong), 1 on a failed
-batch or a failing system, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: one line,
-nothing half-written, no process left).
+Exit status: 0 on success, 2 on bad input or parameters (one line naming what is wrong, an
+output location that cannot be written included), 1 on a failed batch or a failing system,
+130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: one line, nothing half-written, no process left).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
+import signal
 import sys
 import time
+import warnings
 from collections import defaultdict
 from importlib import import_module
 from pathlib import Path
@@ -23,7 +23,7 @@ from demonoise.core.errors import DemonoiseError, ParameterError
 from demonoise.core.vocabulary import CALIBRATION_THRESHOLDS, GRANULARITIES, INDICATORS, SEXES
 from demonoise.runtime.budget import MonteCarloProgress, processes
 from demonoise.runtime.cluster import ClusterLost
-from demonoise.runtime.signals import interruptible
+from demonoise.runtime.signals import SIGNALS, interruptible
 
 __all__ = ["main", "build_parser"]
 
@@ -36,9 +36,6 @@ def _checked(parse, *checks):
     def check(s: str):
         try:
             v = parse(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {s!r}") from None
-        try:
             for c in checks:
                 if callable(c):
                     c(v)
@@ -46,6 +43,8 @@ def _checked(parse, *checks):
                     raise ParameterError(c[1].format(s=s, v=v))
         except ParameterError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+        except ValueError:  # from parse
+            raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {s!r}") from None
         return v
 
     return check
@@ -53,11 +52,8 @@ def _checked(parse, *checks):
 
 def _int_option(lo: int, hi: int | None = None, most: str = ""):
     """An integer in ``lo..hi`` (``most``: the message's words for ``hi``)."""
-    return _checked(
-        int,
-        (lambda v: v >= lo, f"must be >= {lo}, got {{v}}"),
-        (lambda v: hi is None or v <= hi, f"must be at most {most or hi}, got {{s}}"),
-    )
+    low = (lambda v: v >= lo, f"must be >= {lo}, got {{v}}")
+    return _checked(int, low, (lambda v: hi is None or v <= hi, f"must be at most {most or hi}, got {{s}}"))
 
 
 def _seconds(what: str, most: float):
@@ -188,8 +184,6 @@ def _print_table(df, number: str, width: int = 160) -> None:
 def cmd_fetch(args) -> int:
     """Download real Eurostat tables for a year (cached) -> dataset eurostat-<year>; for
     consecutive years -> the multi-year dataset eurostat-<first>-<last>."""
-    import warnings
-
     from tqdm.auto import tqdm
 
     from demonoise.io.fetch import fetch_counts, fetch_panel
@@ -238,10 +232,8 @@ def _print_fetch(res, comp: dict[str, str]) -> None:
     n2 = len(c.regions) - n0
     what = f"reference year {c.year}"
     if p is not None:
-        what = (
-            f"reference years {years_text(p.years)} (population on 1 January {years_text(p.stock_years)}: "
-            f"each stock one cell, the end of one year and the start of the next)"
-        )
+        stocks = f"population on 1 January {years_text(p.stock_years)}: each stock one cell"
+        what = f"reference years {years_text(p.years)} ({stocks}, the end of one year and the start of the next)"
     print(
         f"{(p or c).name}: {len(c.regions)} regions ({n0} {'country' if n0 == 1 else 'countries'}, "
         f"{n2} NUTS 2 region{'' if n2 == 1 else 's'}), {what}"
@@ -271,8 +263,6 @@ def _print_fetch(res, comp: dict[str, str]) -> None:
 def _parameter_value(text: str):
     """A ``-p NAME VALUE`` value: JSON if it parses (``4``, ``0.5``, ``[1, 5]``, ``true``,
     ``null``), else the string itself (``BE34``, ``5y``)."""
-    import json
-
     try:
         return json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nested too deeply to be a parameter value
@@ -399,8 +389,6 @@ def _describe_table(table, nv: str) -> str:
 
 def cmd_ptable_build(args) -> int:
     """Build a p-table as the R package ptable does (maximum entropy) and write it."""
-    import warnings
-
     from demonoise.analysis.ptables import write_ptable
     from demonoise.core.atomic import atomic_path, check_output_file
     from demonoise.noise.ptable import VarianceNotReachedWarning, build_ptable
@@ -486,12 +474,8 @@ def cmd_calibrate(args) -> int:
 
 def _smallest_v_max(r) -> str:
     """One threshold of a line of ``calibrate``: the smallest V_max, where, and where none is."""
-    if not r.region:
-        text = "-"
-    elif r.V_max_min == math.inf:
-        text = "every V (no table of the family reaches it)"
-    else:
-        text = f"{r.V_max_min:.4g} ({r.region} {r.sex})"
+    every = "every V (no table of the family reaches it)"
+    text = "-" if not r.region else every if r.V_max_min == math.inf else f"{r.V_max_min:.4g} ({r.region} {r.sex})"
     if r.infeasible:
         text += f", no table of the family meets it for {r.infeasible} of {r.items} "
         text += f"(e.g. {r.infeasible_region} {r.infeasible_sex})"
@@ -816,9 +800,8 @@ def _document_args(s, force: str, *former: str) -> None:
     s.add_argument(
         "--out-dir",
         *former,
-        dest="out_dir",
         type=Path,
-        default=Path("output"),
+        default="output",
         metavar="DIR",
         help=f"output directory (default: output); --out-dir is the current spelling, {', '.join(former)} "
         "still accepted (former spelling)",
@@ -828,20 +811,18 @@ def _document_args(s, force: str, *former: str) -> None:
 
 
 def _data_args(s, default: str | None = None) -> None:
-    """``--dataset NAME|FILE`` (required unless ``default``), with ``--counts FILE``, its
-    former spelling, as an alias for this release."""
+    """``--dataset NAME|FILE`` (required unless ``default``), ``--counts FILE`` its former spelling."""
     g = s.add_mutually_exclusive_group(required=default is None)
+    more = f"; default {default}" if default else ""
     g.add_argument(
         "--dataset",
         metavar="NAME|FILE",
-        help="a dataset name (see `demonoise datasets`) or a counts template file (docs/csv_template.md)"
-        + (f"; default {default}" if default else ""),
+        help=f"a dataset name (see `demonoise datasets`) or a counts template file (docs/csv_template.md){more}",
     )
     g.add_argument(
         "--counts", dest="dataset", metavar="FILE", help="former spelling of --dataset FILE (accepted for this release)"
     )
-    if default is not None:
-        s.set_defaults(dataset=default)
+    s.set_defaults(dataset=default)
 
 
 def main(argv=None) -> int:
@@ -860,10 +841,6 @@ def main(argv=None) -> int:
         # a second one now would end the process by the signal, not status 130. Ignore them
         # (the command line only, argv None; a caller of main() keeps its handlers).
         if argv is None:
-            import signal
-
-            from demonoise.runtime.signals import SIGNALS
-
             for s in SIGNALS:
                 signal.signal(s, signal.SIG_IGN)
         return 130
