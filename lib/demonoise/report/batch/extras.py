@@ -37,9 +37,10 @@ __all__ = ["FurtherRun", "extra_run", "overview_run", "render_further"]
 @dataclass(frozen=True, eq=False)
 class FurtherRun:
     """A further notebook before it runs: its run, its index line (``label``, ``summary``)
-    and its document: the executed notebook under a cover, or (``sections``) split at its
-    level-1 headings into numbered sections with a contents list. In a batch, one that
-    could not be prepared has only its ``label`` and the ``error`` that stopped it."""
+    and its document (``html``, the PDF beside it): the executed notebook under a cover, or
+    (``sections``) split at its level-1 headings into numbered sections with a contents
+    list. In a batch, one that could not be prepared has only its ``label`` and the
+    ``error`` that stopped it."""
 
     name: str
     label: str
@@ -47,16 +48,18 @@ class FurtherRun:
     title: str = ""
     subtitle: str | None = None
     html: Path | None = None
-    pdf: Path | None = None
     summary: dict = field(default_factory=dict)
     source: str | None = None
     sections: bool = False
     error: str | None = None
 
     def check(self, res) -> None:
-        """Raise :class:`~demonoise.core.errors.ReportError` when the notebook run (a
+        """Raise :class:`~demonoise.core.errors.ReportError` when the notebook did not run
+        (``res`` is ``None``: the ``error`` that stopped it) or its run (a
         :class:`~demonoise.report.batch.execute.JobResult`) failed, naming the exception,
         the cell and where the partly executed notebook is kept."""
+        if res is None:
+            raise ReportError(self.error)
         if not res.ok:
             where = f"; partly executed notebook kept as {res.failed_notebook}" if res.failed_notebook else ""
             raise ReportError(f"notebook {self.name} failed: {res.error}{where}")
@@ -101,15 +104,11 @@ def _given(params: Mapping[str, Any]) -> str:
 
 
 def extra_run(
-    name: str,
-    parameters: Mapping[str, Any] | None = None,
-    out_dir: str | os.PathLike = "output",
-    *,
-    title: str | None = None,
-    notebook_dir: str | os.PathLike | None = None,
+    name: str, parameters: Mapping[str, Any] | None = None, out_dir: str | os.PathLike = "output", *, title=None
 ) -> FurtherRun:
     """``notebooks/<name>.ipynb`` with ``parameters``, to run into ``out_dir`` (the executed
-    notebook, ``<stem>.html`` and ``<stem>.pdf``, :func:`scenario_name`).
+    notebook, ``<stem>.html`` and ``<stem>.pdf``, :func:`scenario_name`); its document's
+    ``title``, by default the notebook's, followed by the parameters.
 
     Raises
     ------
@@ -117,22 +116,18 @@ def extra_run(
         Unknown notebook, or a parameter its cell tagged ``parameters`` does not define
         (naming it and listing the known ones).
     """
-    src = find_notebook(name, notebook_dir)
+    src = find_notebook(name)
     params = {k: resolve(v) if k in ("dataset", "change_dataset") and v else v for k, v in (parameters or {}).items()}
     check_defined(src, params, name)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = scenario_name(name, params)
+    stem, given = scenario_name(name, params), _given(params)
     title = title or EXTRAS.get(name) or load_notebook(src)[0].get("metadata", {}).get("title") or name
-    given = _given(params)
     return FurtherRun(
         name=name,
         label=f"{name} notebook",
-        job=Job(src, out_dir / f"{stem}.ipynb", params, name=stem),
+        job=Job(src, Path(out_dir) / f"{stem}.ipynb", params, name=stem),
         title=f"{title} ({given})" if params else title,
         subtitle=f"Parameters: {given}" if params else None,
-        html=out_dir / f"{stem}.html",
-        pdf=out_dir / f"{stem}.pdf",
+        html=Path(out_dir) / f"{stem}.html",
         summary={"country": name},
     )
 
@@ -146,7 +141,6 @@ def overview_run(
     workers: int | None = None,
     cluster=None,
     calibration=None,
-    notebook_dir: str | os.PathLike | None = None,
 ) -> FurtherRun:
     """The Europe overview (``<out_dir>/overview.html``), its tables computed first.
 
@@ -170,10 +164,9 @@ def overview_run(
     from demonoise.report.content.summary import source_of
 
     o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "worst", "mc": 0, **options}
-    out = Path(out_dir)
-    V = tuple(sorted({float(v) for v in o["V"]}))
+    out, V, ptables = Path(out_dir), tuple(sorted({float(v) for v in o["V"]})), list(o["ptables"])
     countries = tuple(sorted(o["countries"])) if o["countries"] else None
-    spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(o["ptables"]), countries=countries, mc=o["mc"])
+    spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(ptables), countries=countries, mc=o["mc"])
     tables, status = overview_tables(
         spec,
         store or out / "results",
@@ -185,24 +178,17 @@ def overview_run(
         cluster=cluster,
     )
     label = o.get("label") or status.split(DATA_STATUS_SEP)[0]
-    parameters = {
-        "dataset": o["dataset"],
-        "V": list(V),
-        "ptables": list(o["ptables"]),
-        **{k: str(p) for k, p in tables.items()},
-        "label": label,
-        "sex": o["sex"] or "worst",
-        **({"n_most": o["n_most"]} if "n_most" in o else {}),
-    }
+    parameters = {"dataset": o["dataset"], "V": list(V), "ptables": ptables, **{k: str(p) for k, p in tables.items()}}
+    parameters |= {"label": label, "sex": o["sex"] or "worst"} | ({"n_most": o["n_most"]} if "n_most" in o else {})
     job = Job(
-        find_notebook("overview", notebook_dir),
+        find_notebook("overview"),
         out / "notebooks" / "overview.ipynb",
         parameters,
         name="overview",
         data_fingerprint=content_key(tables["calibration"]),  # the calibration file's content is data the run reads
         files=tuple(map(str, tables.values())),
     )
-    settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in o["ptables"])
+    settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in ptables)
     scope = "all NUTS 2 regions" if countries is None else "NUTS 2 regions of " + ", ".join(countries)
     return FurtherRun(
         name="overview",
@@ -211,20 +197,13 @@ def overview_run(
         title=f"Europe overview: {o['dataset']}, V = {settings}",
         subtitle=f"{scope}; {label}",
         html=out / "overview.html",
-        pdf=out / "overview.pdf",
         summary={"country": "all NUTS 2 regions"},
         source=source_of(provenance_dict(o["dataset"])) + "; NUTS 2021 boundaries: Eurostat GISCO",
         sections=True,
     )
 
 
-def render_further(
-    run: FurtherRun,
-    *,
-    pdf: bool = True,
-    force: bool = False,
-    cluster=None,
-) -> RenderResult:
+def render_further(run: FurtherRun, *, pdf: bool = True, force: bool = False, cluster=None) -> RenderResult:
     """Execute ``run``'s notebook (skipped when up to date, unless ``force``) and render its
     document to HTML (and PDF; else ``RenderResult.pdf_error`` says why).
 
@@ -235,4 +214,4 @@ def render_further(
         ``<stem>.failed.ipynb``), or HTML rendering failed.
     """
     run.check(run_jobs([run.job], workers=1, force=force, progress=False, cluster=cluster)[0])
-    return render_document(run.document(), run.html, run.pdf if pdf else None)
+    return render_document(run.document(), run.html, run.html.with_suffix(".pdf") if pdf else None)
