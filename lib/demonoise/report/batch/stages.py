@@ -144,8 +144,7 @@ def plan(
 
 
 def _multi_year(dataset: str) -> bool:
-    """Whether ``dataset`` holds two or more consecutive years (its report then has the
-    chapter "Change since the previous year")."""
+    """Whether ``dataset`` holds two or more years (its report has the chapter "Change since the previous year")."""
     from demonoise.io import datasets as reg
 
     return len(reg.years(dataset)) >= 2
@@ -271,14 +270,13 @@ def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Co
 def _dataset_facts(dataset: str) -> dict:
     """Label, reference year, provenance and the ``implications`` text of a dataset."""
     from demonoise.io import datasets as reg
-    from demonoise.io.datasets import provenance_dict
 
     info = next((d for d in reg.available() if d.name == dataset), None)
     meta = reg.metadata(dataset) if dataset in reg.embedded_names() else {}
     return {
         "label": getattr(info, "label", "") or "",
         "year": getattr(info, "year", None),
-        "provenance": provenance_dict(dataset),
+        "provenance": reg.provenance_dict(dataset),
         "implications": meta.get("implications") or "",
     }
 
@@ -425,9 +423,8 @@ def _wide_part(part) -> bool:
 
 
 def _run_errors(report: Report, state: Plan, executed: Mapping) -> str | None:
-    """Why ``report``'s runs cannot be assembled: a notebook failed, or a section does not
-    show the dataset, country and setting its run asked for
-    (:func:`check_shown`); ``None`` when none."""
+    """Why ``report``'s runs cannot be assembled (a notebook failed, or a section does not show
+    the dataset, country and setting its run asked for: :func:`check_shown`), or ``None``."""
     every, errs = [s.label for s in state.params.settings], []
     for run in (r for r in state.runs if r.report == report):
         res, one = executed.get(run), None if run.setting is None else run.setting.label
