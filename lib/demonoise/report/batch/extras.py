@@ -66,10 +66,9 @@ class FurtherRun:
 
     def document(self):
         """The executed notebook as a document (:func:`~demonoise.report.document.assemble.assemble`)."""
-        if not self.sections:
-            return assemble([self.job.output], title=self.title, subtitle=self.subtitle, toc=False)
-        parts = split_sections(load_notebook(self.job.output)[0])
-        return assemble([Section(p) for p in parts], title=self.title, subtitle=self.subtitle, source=self.source)
+        nb = self.job.output
+        parts = [Section(p) for p in split_sections(load_notebook(nb)[0])] if self.sections else [nb]
+        return assemble(parts, title=self.title, subtitle=self.subtitle, source=self.source or "", toc=self.sections)
 
 
 def _value_tag(v: Any) -> str:

@@ -93,17 +93,12 @@ class Plan:
 
 
 def plan(
-    params: ReportParams,
-    output: str | os.PathLike,
-    notebooks_dir=None,
-    *,
-    yes: bool = True,
-    workers: int = 2,
+    params: ReportParams, output: str | os.PathLike, notebooks_dir=None, *, yes: bool = True, workers: int = 2
 ) -> Plan:
     """The reports and their notebook runs, checked before any work: the output directory,
-    :func:`check_size`, every notebook's parameters cell (it defines what the batch injects,
-    :func:`_parameters`) and the extras' parameters; removes the files of the old per-V
-    layout (``<CC>-V<v>.html|.pdf``).
+    the batch's size (above :data:`MAX_NOTEBOOKS` notebook executions only with ``yes``),
+    every notebook's parameters cell (it defines what the batch injects, :func:`_parameters`)
+    and the extras' parameters; removes the files of the old per-V layout (``<CC>-V<v>.html|.pdf``).
 
     Raises
     ------
@@ -126,7 +121,13 @@ def plan(
         runs += [Run(r, n, s) for n in params.indicators for s in params.settings]
         if _multi_year(r.dataset):
             runs.append(Run(r, CHANGE))
-    check_size(len(reports), len(runs) + len(params.extras) + (params.overview is not None), workers, yes=yes)
+    n = len(runs) + len(params.extras) + (params.overview is not None)
+    if n > MAX_NOTEBOOKS and not yes:  # one line with its size and a time estimate; never a prompt
+        minutes = n * SECONDS_PER_NOTEBOOK / max(1, workers) / 60
+        raise ParameterError(
+            f"the batch is large: {len(reports)} reports, {n} notebook executions, about {minutes:.0f} minutes "
+            f"on {workers} workers (more than {MAX_NOTEBOOKS} notebooks); pass --yes to run it"
+        )
     first: dict[str, Run] = {}  # the first run of each notebook
     for run in runs:
         first.setdefault(run.notebook, run)
@@ -148,18 +149,6 @@ def _multi_year(dataset: str) -> bool:
     from demonoise.io import datasets as reg
 
     return len(reg.years(dataset)) >= 2
-
-
-def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None:
-    """Refuse (:class:`ParameterError`, one line with its size and a time estimate; never a
-    prompt) a batch of more than :data:`MAX_NOTEBOOKS` notebook executions unless ``yes``."""
-    if notebooks <= MAX_NOTEBOOKS or yes:
-        return
-    minutes = notebooks * SECONDS_PER_NOTEBOOK / max(1, workers) / 60
-    raise ParameterError(
-        f"the batch is large: {reports} reports, {notebooks} notebook executions, about {minutes:.0f} minutes "
-        f"on {workers} workers (more than {MAX_NOTEBOOKS} notebooks); pass --yes to run it"
-    )
 
 
 # ===================================================================== compute
@@ -272,12 +261,11 @@ def _dataset_facts(dataset: str) -> dict:
     from demonoise.io import datasets as reg
 
     info = next((d for d in reg.available() if d.name == dataset), None)
-    meta = reg.metadata(dataset) if dataset in reg.embedded_names() else {}
     return {
         "label": getattr(info, "label", "") or "",
         "year": getattr(info, "year", None),
         "provenance": reg.provenance_dict(dataset),
-        "implications": meta.get("implications") or "",
+        "implications": getattr(info, "implications", "") or "",
     }
 
 
