@@ -145,11 +145,10 @@ def overview_run(
 
     ``options``: ``dataset`` (default ``ess-2023``), ``V`` (default 1 and 5), ``ptables``,
     ``countries`` (default all), ``sex`` (``worst``, the reports' rule, or ``T``, ``F``,
-    ``M``), ``mc`` (of the single-age table, default 0), ``label``, ``n_most``,
-    ``thresholds`` (default :data:`~demonoise.analysis.decision.THRESHOLDS`). The results
-    tables come from the store (default ``<out_dir>/results``), the Monte Carlo on
-    ``cluster``; the calibration table is ``calibration`` if given (a path or a frame),
-    else computed (:func:`demonoise.analysis.stored.overview_tables`).
+    ``M``), ``mc`` (of the single-age table, default 0). The results tables come from the
+    store (default ``<out_dir>/results``), the Monte Carlo on ``cluster``; the calibration
+    table is ``calibration`` if given (a path or a frame), else computed at
+    :data:`~demonoise.analysis.decision.THRESHOLDS` (:func:`demonoise.analysis.stored.overview_tables`).
 
     Raises
     ------
@@ -169,16 +168,16 @@ def overview_run(
     tables, status = overview_tables(
         spec,
         store or out / "results",
-        o.get("thresholds") or THRESHOLDS,
+        THRESHOLDS,
         calibration,
         out / "notebooks" / "overview-calibration.parquet",
         force=force,
         workers=workers,
         cluster=cluster,
     )
-    label = o.get("label") or status.split(DATA_STATUS_SEP)[0]
+    label = status.split(DATA_STATUS_SEP)[0]
     parameters = {"dataset": o["dataset"], "V": list(V), "ptables": ptables, **{k: str(p) for k, p in tables.items()}}
-    parameters |= {"label": label, "sex": o["sex"] or "worst"} | ({"n_most": o["n_most"]} if "n_most" in o else {})
+    parameters |= {"label": label, "sex": o["sex"] or "worst"}
     job = Job(
         find_notebook("overview"),
         out / "notebooks" / "overview.ipynb",
