@@ -103,7 +103,11 @@ def _given(params: Mapping[str, Any]) -> str:
 
 
 def extra_run(
-    name: str, parameters: Mapping[str, Any] | None = None, out_dir: str | os.PathLike = "output", *, title=None
+    name: str,
+    parameters: Mapping[str, Any] | None = None,
+    out_dir: str | os.PathLike = "output",
+    *,
+    title: str | None = None,
 ) -> FurtherRun:
     """``notebooks/<name>.ipynb`` with ``parameters``, to run into ``out_dir`` (the executed
     notebook, ``<stem>.html`` and ``<stem>.pdf``, :func:`scenario_name`); its document's
@@ -118,8 +122,9 @@ def extra_run(
     src = find_notebook(name)
     params = {k: resolve(v) if k in ("dataset", "change_dataset") and v else v for k, v in (parameters or {}).items()}
     check_defined(src, params, name)
-    stem, given = scenario_name(name, params), _given(params)
+    stem = scenario_name(name, params)
     title = title or EXTRAS.get(name) or load_notebook(src)[0].get("metadata", {}).get("title") or name
+    given = _given(params)
     return FurtherRun(
         name=name,
         label=f"{name} notebook",
@@ -162,9 +167,10 @@ def overview_run(
     from demonoise.report.content.summary import source_of
 
     o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "worst", "mc": 0, **options}
-    out, V, ptables = Path(out_dir), tuple(sorted({float(v) for v in o["V"]})), list(o["ptables"])
+    out = Path(out_dir)
+    V = tuple(sorted({float(v) for v in o["V"]}))
     countries = tuple(sorted(o["countries"])) if o["countries"] else None
-    spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(ptables), countries=countries, mc=o["mc"])
+    spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(o["ptables"]), countries=countries, mc=o["mc"])
     tables, status = overview_tables(
         spec,
         store or out / "results",
@@ -176,8 +182,14 @@ def overview_run(
         cluster=cluster,
     )
     label = status.split(DATA_STATUS_SEP)[0]
-    parameters = {"dataset": o["dataset"], "V": list(V), "ptables": ptables, **{k: str(p) for k, p in tables.items()}}
-    parameters |= {"label": label, "sex": o["sex"] or "worst"}
+    parameters = {
+        "dataset": o["dataset"],
+        "V": list(V),
+        "ptables": list(o["ptables"]),
+        **{k: str(p) for k, p in tables.items()},
+        "label": label,
+        "sex": o["sex"] or "worst",
+    }
     job = Job(
         find_notebook("overview"),
         out / "notebooks" / "overview.ipynb",
@@ -186,7 +198,7 @@ def overview_run(
         data_fingerprint=content_key(tables["calibration"]),  # the calibration file's content is data the run reads
         files=tuple(map(str, tables.values())),
     )
-    settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in ptables)
+    settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in o["ptables"])
     scope = "all NUTS 2 regions" if countries is None else "NUTS 2 regions of " + ", ".join(countries)
     return FurtherRun(
         name="overview",

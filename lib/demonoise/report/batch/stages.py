@@ -93,7 +93,12 @@ class Plan:
 
 
 def plan(
-    params: ReportParams, output: str | os.PathLike, notebooks_dir=None, *, yes: bool = True, workers: int = 2
+    params: ReportParams,
+    output: str | os.PathLike,
+    notebooks_dir=None,
+    *,
+    yes: bool = True,
+    workers: int = 2,
 ) -> Plan:
     """The reports and their notebook runs, checked before any work: the output directory,
     the batch's size (above :data:`MAX_NOTEBOOKS` notebook executions only with ``yes``),
@@ -529,7 +534,8 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             except Exception as e:  # one document's failure is recorded; the others go on
                 outcomes[owner] = RenderResult(status="failed", error=_why(e))
                 continue
-            r.pdf_error, outcomes[owner] = pdf_reason, r
+            r.pdf_error = pdf_reason
+            outcomes[owner] = r
             task = _start(r, nb, build, html, None if pdf_reason else html.with_suffix(".pdf"))
             if task is not None:
                 tasks.append((owner, task))
