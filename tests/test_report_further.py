@@ -53,3 +53,8 @@ def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
     assert stages["notebook"][:3] == ["overview", "teaching-mc200", "whatif-XX99"], stages
     assert len(stages["notebook"]) == 5 and stages["notebook"][3].startswith("be-2023/BE/")
     assert sorted(stages["render"]) == sorted(["BE (be-2023)", "Europe overview: be-2023", "teaching notebook"])
+    # run again: every document is up to date (its stamp) and links the same files; the what-if still fails
+    again = run_reports(params, tmp_path, log=None, progress=False)
+    assert [o.status for o in again.outcomes.values()] == ["skipped"]
+    assert [o.files for o in again.outcomes.values()] == [o.files for o in rep.outcomes.values()]
+    assert {r.name: r.status for r in again.further} == {**{n: "skipped" for n in rows}, "whatif notebook": "failed"}

@@ -37,9 +37,10 @@ __all__ = ["FurtherRun", "extra_run", "overview_run", "render_further"]
 @dataclass(frozen=True, eq=False)
 class FurtherRun:
     """A further notebook before it runs: its run, its index line (``label``, ``summary``)
-    and its document: the executed notebook under a cover, or (``sections``) split at its
-    level-1 headings into numbered sections with a contents list. In a batch, one that
-    could not be prepared has only its ``label`` and the ``error`` that stopped it."""
+    and its document (``html``, the PDF beside it): the executed notebook under a cover, or
+    (``sections``) split at its level-1 headings into numbered sections with a contents
+    list. In a batch, one that could not be prepared has only its ``label`` and the
+    ``error`` that stopped it."""
 
     name: str
     label: str
@@ -47,26 +48,27 @@ class FurtherRun:
     title: str = ""
     subtitle: str | None = None
     html: Path | None = None
-    pdf: Path | None = None
     summary: dict = field(default_factory=dict)
     source: str | None = None
     sections: bool = False
     error: str | None = None
 
     def check(self, res) -> None:
-        """Raise :class:`~demonoise.core.errors.ReportError` when the notebook run (a
+        """Raise :class:`~demonoise.core.errors.ReportError` when the notebook did not run
+        (``res`` is ``None``: the ``error`` that stopped it) or its run (a
         :class:`~demonoise.report.batch.execute.JobResult`) failed, naming the exception,
         the cell and where the partly executed notebook is kept."""
+        if res is None:
+            raise ReportError(self.error)
         if not res.ok:
             where = f"; partly executed notebook kept as {res.failed_notebook}" if res.failed_notebook else ""
             raise ReportError(f"notebook {self.name} failed: {res.error}{where}")
 
     def document(self):
         """The executed notebook as a document (:func:`~demonoise.report.document.assemble.assemble`)."""
-        if not self.sections:
-            return assemble([self.job.output], title=self.title, subtitle=self.subtitle, toc=False)
-        parts = split_sections(load_notebook(self.job.output)[0])
-        return assemble([Section(p) for p in parts], title=self.title, subtitle=self.subtitle, source=self.source)
+        nb = self.job.output
+        parts = [Section(p) for p in split_sections(load_notebook(nb)[0])] if self.sections else [nb]
+        return assemble(parts, title=self.title, subtitle=self.subtitle, source=self.source or "", toc=self.sections)
 
 
 def _value_tag(v: Any) -> str:
@@ -106,10 +108,10 @@ def extra_run(
     out_dir: str | os.PathLike = "output",
     *,
     title: str | None = None,
-    notebook_dir: str | os.PathLike | None = None,
 ) -> FurtherRun:
     """``notebooks/<name>.ipynb`` with ``parameters``, to run into ``out_dir`` (the executed
-    notebook, ``<stem>.html`` and ``<stem>.pdf``, :func:`scenario_name`).
+    notebook, ``<stem>.html`` and ``<stem>.pdf``, :func:`scenario_name`); its document's
+    ``title``, by default the notebook's, followed by the parameters.
 
     Raises
     ------
@@ -117,22 +119,19 @@ def extra_run(
         Unknown notebook, or a parameter its cell tagged ``parameters`` does not define
         (naming it and listing the known ones).
     """
-    src = find_notebook(name, notebook_dir)
+    src = find_notebook(name)
     params = {k: resolve(v) if k in ("dataset", "change_dataset") and v else v for k, v in (parameters or {}).items()}
     check_defined(src, params, name)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     stem = scenario_name(name, params)
     title = title or EXTRAS.get(name) or load_notebook(src)[0].get("metadata", {}).get("title") or name
     given = _given(params)
     return FurtherRun(
         name=name,
         label=f"{name} notebook",
-        job=Job(src, out_dir / f"{stem}.ipynb", params, name=stem),
+        job=Job(src, Path(out_dir) / f"{stem}.ipynb", params, name=stem),
         title=f"{title} ({given})" if params else title,
         subtitle=f"Parameters: {given}" if params else None,
-        html=out_dir / f"{stem}.html",
-        pdf=out_dir / f"{stem}.pdf",
+        html=Path(out_dir) / f"{stem}.html",
         summary={"country": name},
     )
 
@@ -146,17 +145,15 @@ def overview_run(
     workers: int | None = None,
     cluster=None,
     calibration=None,
-    notebook_dir: str | os.PathLike | None = None,
 ) -> FurtherRun:
     """The Europe overview (``<out_dir>/overview.html``), its tables computed first.
 
     ``options``: ``dataset`` (default ``ess-2023``), ``V`` (default 1 and 5), ``ptables``,
     ``countries`` (default all), ``sex`` (``worst``, the reports' rule, or ``T``, ``F``,
-    ``M``), ``mc`` (of the single-age table, default 0), ``label``, ``n_most``,
-    ``thresholds`` (default :data:`~demonoise.analysis.decision.THRESHOLDS`). The results
-    tables come from the store (default ``<out_dir>/results``), the Monte Carlo on
-    ``cluster``; the calibration table is ``calibration`` if given (a path or a frame),
-    else computed (:func:`demonoise.analysis.stored.overview_tables`).
+    ``M``), ``mc`` (of the single-age table, default 0). The results tables come from the
+    store (default ``<out_dir>/results``), the Monte Carlo on ``cluster``; the calibration
+    table is ``calibration`` if given (a path or a frame), else computed at
+    :data:`~demonoise.analysis.decision.THRESHOLDS` (:func:`demonoise.analysis.stored.overview_tables`).
 
     Raises
     ------
@@ -177,14 +174,14 @@ def overview_run(
     tables, status = overview_tables(
         spec,
         store or out / "results",
-        o.get("thresholds") or THRESHOLDS,
+        THRESHOLDS,
         calibration,
         out / "notebooks" / "overview-calibration.parquet",
         force=force,
         workers=workers,
         cluster=cluster,
     )
-    label = o.get("label") or status.split(DATA_STATUS_SEP)[0]
+    label = status.split(DATA_STATUS_SEP)[0]
     parameters = {
         "dataset": o["dataset"],
         "V": list(V),
@@ -192,10 +189,9 @@ def overview_run(
         **{k: str(p) for k, p in tables.items()},
         "label": label,
         "sex": o["sex"] or "worst",
-        **({"n_most": o["n_most"]} if "n_most" in o else {}),
     }
     job = Job(
-        find_notebook("overview", notebook_dir),
+        find_notebook("overview"),
         out / "notebooks" / "overview.ipynb",
         parameters,
         name="overview",
@@ -211,20 +207,13 @@ def overview_run(
         title=f"Europe overview: {o['dataset']}, V = {settings}",
         subtitle=f"{scope}; {label}",
         html=out / "overview.html",
-        pdf=out / "overview.pdf",
         summary={"country": "all NUTS 2 regions"},
         source=source_of(provenance_dict(o["dataset"])) + "; NUTS 2021 boundaries: Eurostat GISCO",
         sections=True,
     )
 
 
-def render_further(
-    run: FurtherRun,
-    *,
-    pdf: bool = True,
-    force: bool = False,
-    cluster=None,
-) -> RenderResult:
+def render_further(run: FurtherRun, *, pdf: bool = True, force: bool = False, cluster=None) -> RenderResult:
     """Execute ``run``'s notebook (skipped when up to date, unless ``force``) and render its
     document to HTML (and PDF; else ``RenderResult.pdf_error`` says why).
 
@@ -235,4 +224,4 @@ def render_further(
         ``<stem>.failed.ipynb``), or HTML rendering failed.
     """
     run.check(run_jobs([run.job], workers=1, force=force, progress=False, cluster=cluster)[0])
-    return render_document(run.document(), run.html, run.pdf if pdf else None)
+    return render_document(run.document(), run.html, run.html.with_suffix(".pdf") if pdf else None)

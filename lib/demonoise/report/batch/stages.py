@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.errors import DemonoiseError, ParameterError, ReportError
@@ -29,13 +28,6 @@ __all__ = ["SUMMARY", "CHANGE", "MAX_NOTEBOOKS", "Report", "Run", "BatchReport",
 SUMMARY = "summary"
 #: The chapter "Change since the previous year" of a report whose dataset holds two or more years.
 CHANGE = "change"
-#: Chapter titles of the indicator notebooks.
-CHAPTER_TITLES = {
-    "asfr": "Age-specific fertility rates",
-    "tfr": "Total fertility rate",
-    "asmr": "Age-specific mortality rates",
-    "life_expectancy": "Life expectancy",
-}
 
 
 def _why(e: BaseException) -> str:
@@ -100,13 +92,6 @@ class Plan:
     removed: list[Path]
 
 
-def _stale_files(reports_dir: Path) -> list[Path]:
-    """Files of the old layout (one report per V: ``<CC>-V<v>.html|.pdf``)."""
-    if not reports_dir.is_dir():
-        return []
-    return sorted(p for p in reports_dir.glob("*/*-V*.*") if p.suffix in (".html", ".pdf"))
-
-
 def plan(
     params: ReportParams,
     output: str | os.PathLike,
@@ -115,9 +100,10 @@ def plan(
     yes: bool = True,
     workers: int = 2,
 ) -> Plan:
-    """The reports and their notebook runs, checked before any work (output directory,
-    :func:`check_size`, every notebook's parameters cell and the extras' parameters);
-    removes the files of the old per-V layout.
+    """The reports and their notebook runs, checked before any work: the output directory,
+    the batch's size (above :data:`MAX_NOTEBOOKS` notebook executions only with ``yes``),
+    every notebook's parameters cell (it defines what the batch injects, :func:`_parameters`)
+    and the extras' parameters; removes the files of the old per-V layout (``<CC>-V<v>.html|.pdf``).
 
     Raises
     ------
@@ -129,7 +115,8 @@ def plan(
         A notebook of the reports is missing or breaks the contract.
     """
     from demonoise.core.atomic import check_output_dir
-    from demonoise.runtime.locate import find_dir
+    from demonoise.report.batch.execute import check_defined
+    from demonoise.runtime.locate import find_dir, find_notebook
 
     output = check_output_dir(Path(output))
     reports = [Report(s.dataset, c) for s in params.selections for c in s.countries]
@@ -139,54 +126,34 @@ def plan(
         runs += [Run(r, n, s) for n in params.indicators for s in params.settings]
         if _multi_year(r.dataset):
             runs.append(Run(r, CHANGE))
-    further_runs = len(params.extras) + (params.overview is not None)
-    check_size(len(reports), len(runs) + further_runs, workers, yes=yes)
-    names = [SUMMARY, *params.indicators] + ([CHANGE] if any(r.notebook == CHANGE for r in runs) else [])
-    notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in names), notebooks_dir)
+    n = len(runs) + len(params.extras) + (params.overview is not None)
+    if n > MAX_NOTEBOOKS and not yes:  # one line with its size and a time estimate; never a prompt
+        minutes = n * SECONDS_PER_NOTEBOOK / max(1, workers) / 60
+        raise ParameterError(
+            f"the batch is large: {len(reports)} reports, {n} notebook executions, about {minutes:.0f} minutes "
+            f"on {workers} workers (more than {MAX_NOTEBOOKS} notebooks); pass --yes to run it"
+        )
+    first: dict[str, Run] = {}  # the first run of each notebook
+    for run in runs:
+        first.setdefault(run.notebook, run)
+    notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in first), notebooks_dir)
     facts = {s.dataset: _dataset_facts(s.dataset) for s in params.selections}
-    state = Plan(params, output, notebooks, reports, runs, facts, _stale_files(output / "reports"))
-    _check_contracts(state, names)
-    for p in state.removed:
+    old = sorted(p for p in (output / "reports").glob("*/*-V*.*") if p.suffix in (".html", ".pdf"))
+    state = Plan(params, output, notebooks, reports, runs, facts, old)
+    for n, run in first.items():
+        check_defined(notebooks / f"{n}.ipynb", _parameters(run, Computed(Path(), Path()), state))
+    for name, opts in params.extras:
+        check_defined(find_notebook(name), dict(opts), name)
+    for p in old:
         p.unlink(missing_ok=True)
     return state
 
 
 def _multi_year(dataset: str) -> bool:
-    """Whether ``dataset`` holds two or more consecutive years (its report then has the
-    chapter "Change since the previous year")."""
+    """Whether ``dataset`` holds two or more years (its report has the chapter "Change since the previous year")."""
     from demonoise.io import datasets as reg
 
     return len(reg.years(dataset)) >= 2
-
-
-def check_size(reports: int, notebooks: int, workers: int, *, yes: bool) -> None:
-    """Refuse (:class:`ParameterError`, one line with its size and a time estimate; never a
-    prompt) a batch of more than :data:`MAX_NOTEBOOKS` notebook executions unless ``yes``."""
-    if notebooks <= MAX_NOTEBOOKS or yes:
-        return
-    minutes = notebooks * SECONDS_PER_NOTEBOOK / max(1, workers) / 60
-    raise ParameterError(
-        f"the batch is large: {reports} reports, {notebooks} notebook executions, about {minutes:.0f} minutes "
-        f"on {workers} workers (more than {MAX_NOTEBOOKS} notebooks); pass --yes to run it"
-    )
-
-
-def _check_contracts(state: Plan, names: list[str]) -> None:
-    """Every notebook's tagged parameters cell defines what the batch injects
-    (:func:`_parameters`); every extra notebook defines the parameters the params file
-    gives it (:func:`~demonoise.report.batch.execute.check_defined`)."""
-    from demonoise.report.batch.execute import check_defined
-    from demonoise.runtime.locate import find_notebook
-
-    first = {}
-    for run in state.runs:
-        first.setdefault(run.notebook, run)
-    for n in names:
-        if n in first:
-            injected = _parameters(first[n], Computed(Path(), Path()), state)
-            check_defined(state.notebooks / f"{n}.ipynb", injected)
-    for name, opts in state.params.extras:
-        check_defined(find_notebook(name), dict(opts), name)
 
 
 # ===================================================================== compute
@@ -205,16 +172,8 @@ def _tables(report: Report, params: ReportParams, store: Path, **kw) -> Computed
     with ``kw``: stored only, or computed here, the Monte Carlo on ``workers`` or ``cluster``)."""
     from demonoise.analysis.stored import ResultsSpec, country_tables
 
-    spec = ResultsSpec(
-        report.dataset,
-        V=params.V,
-        ptables=params.ptables,
-        granularity=params.granularity,
-        countries=(report.country,),
-        mc=params.mc,
-        seed=params.seed,
-        confidence=params.confidence,
-    )
+    same = ("V", "ptables", "granularity", "mc", "seed", "confidence")
+    spec = ResultsSpec(report.dataset, countries=(report.country,), **{k: getattr(params, k) for k in same})
     decision = {
         "settings": [s.as_parameter() for s in params.settings],
         "thresholds": params.thresholds,
@@ -250,8 +209,7 @@ def _store_computed(out: dict, store: Path) -> Computed:
         for rel, data in out["files"].items():
             if rel.startswith(inside):
                 (tmp / rel[len(inside) :]).write_bytes(data)
-        for rel, data in out["files"].items():
-            if not rel.startswith(inside):
+            else:
                 atomic_write_bytes(store / rel, data)
     return Computed((store / out["results"]).resolve(), decision.resolve(), None, out["seconds"])
 
@@ -262,14 +220,13 @@ def _by_size(reports: list[Report]) -> list[Report]:
 
     from demonoise.io.datasets import load
 
-    sizes: dict = {}
+    sizes: Counter = Counter()
     for d in dict.fromkeys(r.dataset for r in reports):
         try:
-            n = Counter(r.country for r in load(d).regions)
+            sizes.update((d, x.country) for x in load(d).regions)
         except DemonoiseError:
-            n = Counter()
-        sizes.update({(d, c): k for c, k in n.items()})
-    return sorted(reports, key=lambda r: -sizes.get((r.dataset, r.country), 0))
+            pass
+    return sorted(reports, key=lambda r: -sizes[r.dataset, r.country])
 
 
 def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Computed]:
@@ -307,23 +264,22 @@ def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Co
 def _dataset_facts(dataset: str) -> dict:
     """Label, reference year, provenance and the ``implications`` text of a dataset."""
     from demonoise.io import datasets as reg
-    from demonoise.io.datasets import provenance_dict
 
     info = next((d for d in reg.available() if d.name == dataset), None)
-    meta = reg.metadata(dataset) if dataset in reg.embedded_names() else {}
     return {
         "label": getattr(info, "label", "") or "",
         "year": getattr(info, "year", None),
-        "provenance": provenance_dict(dataset),
-        "implications": meta.get("implications") or "",
+        "provenance": reg.provenance_dict(dataset),
+        "implications": getattr(info, "implications", "") or "",
     }
 
 
 def _parameters(run: Run, done: Computed, state: Plan) -> dict:
-    params, facts = state.params, state.facts[run.report.dataset]
+    """What the batch injects into ``run``'s notebook (``done``: its report's tables)."""
+    params, facts, report = state.params, state.facts[run.report.dataset], run.report
     base = {
-        "country": run.report.country,
-        "dataset": run.report.dataset,
+        "country": report.country,
+        "dataset": report.dataset,
         "settings": [s.as_parameter() for s in params.settings],
         "granularity": params.granularity,
         "confidence": list(params.confidence),
@@ -338,42 +294,41 @@ def _parameters(run: Run, done: Computed, state: Plan) -> dict:
         implications=facts["implications"],
     )
     if run.setting is not None:
-        first = run.setting == params.settings[0]
-        return {**base, "setting": run.setting.as_parameter(), "chapter": first}
+        return {**base, "setting": run.setting.as_parameter(), "chapter": run.setting == params.settings[0]}
     return {
         **base,
         "thresholds": list(params.thresholds),
         "recommend": params.recommend.model_dump(),
-        "provenance": country_provenance(facts["provenance"], run.report.dataset, run.report.country),
+        "provenance": country_provenance(facts["provenance"], report.dataset, report.country),
         "year": facts["year"],
         "seed": params.seed,
     }
 
 
-# ============================================================ overview and extras
 def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, workers: int) -> list:
     """The Europe overview (its tables computed or read back here, the Monte Carlo on
     ``cluster``) and the extra notebooks of the params, ready to run: each a
     :class:`~demonoise.report.batch.extras.FurtherRun` (with the ``error`` that stopped
     it); their notebooks run with the countries' and their documents render with theirs."""
+    from functools import partial
+
     from demonoise.report.batch.extras import FurtherRun, extra_run, overview_run
 
     params, todo = state.params, []
     if params.overview is not None:
         ov = {**params.overview.model_dump(), "V": params.V or (1.0,), "ptables": params.ptables}
-        ov["thresholds"] = params.thresholds  # the reports' thresholds, in the overview too
-        prepare = lambda: overview_run(ov, state.output, force=force, workers=workers, cluster=cluster)  # noqa: E731
-        todo.append((f"Europe overview: {ov['dataset']}", prepare))
+        run = partial(overview_run, ov, state.output, force=force, workers=workers, cluster=cluster)
+        todo.append((f"Europe overview: {ov['dataset']}", run))
     for name, opts in params.extras:
         kw = {k: list(v) if isinstance(v, tuple) else v for k, v in opts}
-        todo.append((f"{name} notebook", lambda name=name, kw=kw: extra_run(name, kw, state.output / "extras")))
+        todo.append((f"{name} notebook", partial(extra_run, name, kw, state.output / "extras")))
     out = []
-    for name, prepare in todo:
-        log(f"demonoise report: {name}")
+    for label, prepare in todo:
+        log(f"demonoise report: {label}")
         try:
             out.append(prepare())
         except Exception as e:
-            out.append(FurtherRun(name, name, error=_why(e)))
+            out.append(FurtherRun(label, label, error=_why(e)))
     return out
 
 
@@ -382,24 +337,22 @@ def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
     objects; the runs after a chapter's first leave out its chapter-only cells (tag ``chapter``)."""
     from demonoise.report.batch.execute import Job
 
-    first = state.params.settings[0]
-    jobs = {}
-    for run in state.runs:
-        done = computed[run.report]
-        if done.error is None:
-            jobs[run] = Job(
-                state.notebooks / f"{run.notebook}.ipynb",
-                run.output(state.output),
-                _parameters(run, done, state),
-                name=run.name,
-                files=(str(done.results), str(done.decision)),  # carried as bytes: no shared disk needed
-                skip_tags=("chapter",) if run.setting not in (None, first) else (),
-            )
-    return jobs
+    return {
+        run: Job(
+            state.notebooks / f"{run.notebook}.ipynb",
+            run.output(state.output),
+            _parameters(run, done, state),
+            name=run.name,
+            files=(str(done.results), str(done.decision)),  # carried as bytes: no shared disk needed
+            skip_tags=("chapter",) if run.setting not in (None, state.params.settings[0]) else (),
+        )
+        for run in state.runs
+        if (done := computed[run.report]).error is None
+    }
 
 
 # ====================================================================== render
-def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any]):
+def assemble_report(report: Report, state: Plan):
     """The document of one country: cover, contents, main points, a chapter per indicator
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
@@ -423,7 +376,7 @@ def assemble_report(report: Report, state: Plan, executed: Mapping[Run, Any]):
     colours = setting_colours([s.label for s in state.params.settings])
     chapters = [
         Chapter(
-            CHAPTER_TITLES[n],
+            load_notebook(state.notebooks / f"{n}.ipynb")[0].metadata.get("title") or n,  # the chapter's title
             n.replace("_", "-"),
             tuple((s.label, colours[s.label], Run(report, n, s).output(out)) for s in state.params.settings),
         )
@@ -463,9 +416,8 @@ def _wide_part(part) -> bool:
 
 
 def _run_errors(report: Report, state: Plan, executed: Mapping) -> str | None:
-    """Why ``report``'s runs cannot be assembled: a notebook failed, or a section does not
-    show the dataset, country and setting its run asked for
-    (:func:`check_shown`); ``None`` when none."""
+    """Why ``report``'s runs cannot be assembled (a notebook failed, or a section does not show
+    the dataset, country and setting its run asked for: :func:`check_shown`), or ``None``."""
     every, errs = [s.label for s in state.params.settings], []
     for run in (r for r in state.runs if r.report == report):
         res, one = executed.get(run), None if run.setting is None else run.setting.label
@@ -523,21 +475,17 @@ def check_shown(
         raise ReportError(f"{path} shows {'; '.join(wrong)}: the section is not what the batch asked for")
 
 
-def _render_key(nb_path: Path, pdf: bool) -> str:
+def _start(r: RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
+    """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then
+    up to date) when its stamp says the outputs were rendered from the same document,
+    library and template."""
     from demonoise.analysis.stored import content_key
+    from demonoise.report.document.assemble import write_notebook
     from demonoise.report.document.templates import find_template_dir
     from demonoise.runtime.fingerprint import digest, source_fingerprint
 
-    return digest([content_key(nb_path), source_fingerprint(), content_key(find_template_dir()), pdf])
-
-
-def _start(r: RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
-    """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then
-    up to date) when its stamp says the outputs were rendered from the same document."""
-    from demonoise.report.document.assemble import write_notebook
-
-    nb_path = write_notebook(nb, build / "report.ipynb")
-    key, stamp = _render_key(nb_path, pdf is not None), build / "report.json"
+    nb_path, stamp = write_notebook(nb, build / "report.ipynb"), build / "report.json"
+    key = digest([content_key(nb_path), source_fingerprint(), content_key(find_template_dir()), pdf is not None])
     try:
         old = json.loads(stamp.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -549,82 +497,74 @@ def _start(r: RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tu
     return None
 
 
-def _prepare(report, state, executed, computed, pdf_reason) -> tuple[RenderResult, tuple | None]:
-    """Assemble one report (in this process); its outcome so far and its render task."""
-    failed = computed[report].error or _run_errors(report, state, executed)
-    if failed:
-        return RenderResult(status="failed", error=failed), None
+def _document(owner, state: Plan, executed: Mapping, computed: Mapping) -> tuple:
+    """The document of ``owner`` (a :class:`Report` or a further notebook) assembled here, its
+    outcome so far, its build folder and HTML; raises why it cannot be assembled."""
+    out = state.output
+    if not isinstance(owner, Report):
+        owner.check(executed.get(owner))
+        return owner.document(), RenderResult(), out / "build" / "further" / owner.html.stem, owner.html
+    if failed := computed[owner].error or _run_errors(owner, state, executed):
+        raise ReportError(failed)
     try:
-        nb, metrics = assemble_report(report, state, executed)
+        nb, metrics = assemble_report(owner, state)
     except DemonoiseError as e:
-        return RenderResult(status="failed", error=f"assembly failed: {e}"), None
-    seconds = sum(executed[x].seconds for x in state.runs if x.report == report)
-    r, out = RenderResult(metrics=metrics, pdf_error=pdf_reason, notebook_seconds=seconds), state.output
-    return r, _start(r, nb, report.build_dir(out), report.html(out), report.pdf(out) if pdf_reason is None else None)
-
-
-def _prepare_further(f, state, executed, pdf_reason) -> tuple[RenderResult, tuple | None]:
-    """The overview's or an extra's document assembled (in this process), as :func:`_prepare`."""
-    if f not in executed:
-        return RenderResult(status="failed", error=f.error or "its notebook did not run"), None
-    try:
-        f.check(executed[f])
-        nb = f.document()
-    except Exception as e:
-        return RenderResult(status="failed", error=_why(e)), None
-    r, build = RenderResult(pdf_error=pdf_reason), state.output / "build" / "further" / f.html.stem
-    return r, _start(r, nb, build, f.html, f.pdf if pdf_reason is None else None)
-
-
-def _finish(r: RenderResult, res: RenderResult, key: str, stamp: Path) -> RenderResult:
-    """``res`` (just written) with what the batch knew of ``r``; its stamp written."""
-    from dataclasses import replace
-
-    from demonoise.core.atomic import atomic_write_text
-
-    ok = res.pdf is not None or r.pdf_error is not None
-    done = {"key": key if ok else None, "pages": res.pages, "files": [str(f) for f in res.files]}
-    atomic_write_text(stamp, json.dumps(done, indent=1))
-    return replace(res, pdf_error=res.pdf_error or r.pdf_error, metrics=r.metrics, notebook_seconds=r.notebook_seconds)
+        raise ReportError(f"assembly failed: {e}") from e
+    seconds = sum(executed[x].seconds for x in state.runs if x.report == owner)
+    return nb, RenderResult(metrics=metrics, notebook_seconds=seconds), owner.build_dir(out), owner.html(out)
 
 
 def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, pdf_reason) -> dict:
     """Every document -- the overview's and extras' first, then each country's -- assembled
     here and rendered as a task on ``cluster``, submitted as soon as it is assembled (the
     workers render while the next is assembled); what comes back is written here
-    (atomically). Returns ``{Report or FurtherRun: RenderResult}``."""
+    (atomically) and stamped (:func:`_start`). Returns ``{Report or FurtherRun: RenderResult}``."""
+    from dataclasses import replace
+
+    from demonoise.core.atomic import atomic_write_text
+    from demonoise.report.document.assemble import render_bytes, write_rendered
+
     outcomes: dict = {}
     tasks, names = [], []  # filled as the documents are assembled
 
     def documents():
         for owner in [*extra, *state.reports]:
-            if isinstance(owner, Report):
-                outcomes[owner], task = _prepare(owner, state, executed, computed, pdf_reason)
-            else:
-                outcomes[owner], task = _prepare_further(owner, state, executed, pdf_reason)
+            try:
+                nb, r, build, html = _document(owner, state, executed, computed)
+            except Exception as e:  # one document's failure is recorded; the others go on
+                outcomes[owner] = RenderResult(status="failed", error=_why(e))
+                continue
+            r.pdf_error = pdf_reason
+            outcomes[owner] = r
+            task = _start(r, nb, build, html, None if pdf_reason else html.with_suffix(".pdf"))
             if task is not None:
                 tasks.append((owner, task))
                 names.append(owner.label)
-                yield Path(task[0]).read_bytes(), task[1].stem, task[2] is not None
-
-    from demonoise.report.document.assemble import render_bytes, write_rendered
+                yield task[0].read_bytes(), html.stem, pdf_reason is None
 
     count = len(state.reports) + len(extra)
     for i, value, err in cluster.each(render_bytes, documents(), label="render", names=names, count=count):
         owner, (_, html, pdf, key, stamp) = tasks[i]
+        r = outcomes[owner]
         try:
             if err is not None:
                 raise err
-            outcomes[owner] = _finish(outcomes[owner], write_rendered(value, html, pdf), key, stamp)
-        except Exception as e:  # one document's failure is recorded; the others go on
-            outcomes[owner].status, outcomes[owner].error = "failed", f"rendering failed: {_why(e)}"
+            res = write_rendered(value, html, pdf)
+            done = res.pdf is not None or r.pdf_error is not None  # else the next run tries the PDF again
+            files = [str(f) for f in res.files]
+            atomic_write_text(stamp, json.dumps({"key": key if done else None, "pages": res.pages, "files": files}))
+            pdf_error = res.pdf_error or r.pdf_error
+            outcomes[owner] = replace(res, pdf_error=pdf_error, metrics=r.metrics, notebook_seconds=r.notebook_seconds)
+        except Exception as e:
+            r.status, r.error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
 
 
 # ======================================================================= index
 @dataclass
 class BatchReport:
-    """Result of :func:`run_reports`."""
+    """Result of :func:`run_reports`: the countries' outcomes, the index, the stage timings,
+    the notes and the index rows of the overview and the extras (``further``)."""
 
     outcomes: dict
     index: Path
@@ -634,9 +574,7 @@ class BatchReport:
 
     @property
     def ok(self) -> bool:
-        return all(o.status != "failed" for o in self.outcomes.values()) and all(
-            r.status != "failed" for r in self.further
-        )
+        return all(o.status != "failed" for o in [*self.outcomes.values(), *self.further])
 
     @property
     def failed(self) -> list:
@@ -675,12 +613,11 @@ def index(state: Plan, rendered: Mapping[Report, RenderResult], further: list, *
         for r, o in rendered.items()
     ]
     labels = {d: f["label"] for d, f in state.facts.items()}
+    settings = ", ".join(s.label for s in state.params.settings)
     intro = (
         "Quality reports: how noise-based disclosure control (the Cell Key Method: its generic model, integer noise "
         "of variance V on every published count, and real p-tables) degrades ASFR, TFR, ASMR and life expectancy, "
-        "against their Poisson uncertainty; one report per country, the settings "
-        + ", ".join(s.label for s in state.params.settings)
-        + " side by side."
+        f"against their Poisson uncertainty; one report per country, the settings {settings} side by side."
     )
     if pdf_reason:
         intro += f" No PDF: {pdf_reason.removeprefix('no PDF: ')}."
@@ -697,15 +634,6 @@ def index(state: Plan, rendered: Mapping[Report, RenderResult], further: list, *
 # ========================================================================= run
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def _pdf_reason(params: ReportParams, pdf: bool | None) -> str | None:
-    """Why the batch writes no PDF (not asked, or no engine), or ``None``."""
-    from demonoise.report.document.exporters import pdf_engine_problem
-
-    if not (params.pdf if pdf is None else pdf):
-        return "no PDF: not requested (--no-pdf or pdf: false)"
-    return pdf_engine_problem()
 
 
 def run_reports(
@@ -744,15 +672,18 @@ def run_reports(
 
 
 def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
-    """plan -> compute -> (overview and extras prepared) -> execute -> render -> index."""
+    """plan -> compute -> (overview and extras prepared) -> execute -> render -> index, each
+    stage's wall time in ``timings`` with the work it summed."""
     from demonoise.report.batch.execute import Options, execute_jobs
+    from demonoise.report.document.exporters import pdf_engine_problem
 
     wall, t0 = {}, time.perf_counter()
 
     def lap(stage: str) -> None:
         wall[stage] = time.perf_counter() - t0 - sum(wall.values())
 
-    pdf_reason = _pdf_reason(params, pdf)
+    asked = params.pdf if pdf is None else pdf
+    pdf_reason = pdf_engine_problem() if asked else "no PDF: not requested (--no-pdf or pdf: false)"
     state = plan(params, output, notebooks_dir, yes=yes, workers=workers)
     log = log or (lambda msg: None)
     for note in params.notices:
