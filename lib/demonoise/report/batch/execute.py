@@ -43,7 +43,6 @@ __all__ = [
     "execute_jobs",
     "job_key",
     "failed_path",
-    "parameter_names",
     "check_defined",
 ]
 
@@ -162,16 +161,21 @@ def failed_path(output: Path) -> Path:
 
 
 # ============================================================ the parameters cell
-def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
-    """Names the cell tagged ``parameters`` assigns, in order, read as
-    :func:`papermill.inspect_notebook` reads a Python notebook (without its need of a
-    kernelspec in the metadata). Without that tag papermill would inject a run's values at
-    the top, where the notebook's defaults then overwrite them.
+def check_defined(path: str | os.PathLike, names: Iterable[str] = (), what: str | None = None) -> tuple[str, ...]:
+    """The names the notebook's cell tagged ``parameters`` assigns, in order (read as
+    :func:`papermill.inspect_notebook` reads a Python notebook, without its need of a
+    kernelspec), after checking it defines every one of ``names``: those the batch injects,
+    or (``what``, the notebook's name) those a user gives it -- papermill itself only warns.
+    Without the tag papermill would inject a run's values at the top, where the notebook's
+    defaults then overwrite them.
 
     Raises
     ------
     ReportError
-        The notebook cannot be read or has no cell tagged ``parameters`` -- naming it.
+        The notebook cannot be read, has no tagged parameters cell, or does not define names
+        the batch injects -- naming them.
+    ParameterError
+        ``unknown parameter 'regoin' for notebook whatif; its parameters: dataset, region, ...``
     """
     import nbformat
     from papermill.translators import PythonTranslator
@@ -189,22 +193,7 @@ def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
             "above the notebook's own defaults, which then overwrite them (the report would show the defaults' "
             "country and setting); tag the cell that assigns the parameters"
         )
-    return tuple(dict.fromkeys(p.name for p in PythonTranslator.inspect(cell)))
-
-
-def check_defined(path: str | os.PathLike, names: Iterable[str], what: str | None = None) -> tuple[str, ...]:
-    """The notebook's parameter names (:func:`parameter_names`), after checking it defines
-    every one of ``names``: those the batch injects, or (``what``, the notebook's name) those
-    a user gives it -- papermill itself only warns about a parameter a notebook does not define.
-
-    Raises
-    ------
-    ReportError
-        No tagged parameters cell, or injected names it does not define -- naming them.
-    ParameterError
-        ``unknown parameter 'regoin' for notebook whatif; its parameters: dataset, region, ...``
-    """
-    defined = parameter_names(path)
+    defined = tuple(dict.fromkeys(p.name for p in PythonTranslator.inspect(cell)))
     missing = [n for n in names if n not in defined]
     if missing and what is None:
         raise ReportError(
@@ -448,13 +437,16 @@ def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
     return JobResult(job, status, seconds, error, None, reused, "", os.getpid(), executed)
 
 
-def _error_from(exc: Exception) -> JobError:
+def _error_from(exc: BaseException) -> JobError:
+    """Why a task failed: papermill's cell error (the cell, ``In [n]`` and its source), else the
+    exception's first line."""
     from papermill.exceptions import PapermillExecutionError
 
-    if not isinstance(exc, PapermillExecutionError):
-        return JobError(type(exc).__name__, str(exc)[:2000])
-    index = exc.cell_index - 1 if exc.cell_index else exc.cell_index  # the reset cell is not counted
-    return JobError(str(exc.ename), str(exc.evalue), index, exc.exec_count, (exc.source or "")[:2000])
+    if isinstance(exc, PapermillExecutionError):
+        index = exc.cell_index - 1 if exc.cell_index else exc.cell_index  # the reset cell is not counted
+        return JobError(str(exc.ename), str(exc.evalue), index, exc.exec_count, (exc.source or "")[:2000])
+    lines = str(exc).strip().splitlines()
+    return JobError(type(exc).__name__, lines[0][:2000] if lines else type(exc).__name__)
 
 
 # ========================================================== before and after a task
@@ -475,24 +467,13 @@ def _task_of(job: Job) -> dict:
 
 
 def _finish(job: Job, key: str, opts: Options, res: JobResult) -> JobResult:
-    """Write what ``job``'s task returned, atomically: the executed notebook, or a failure's
-    partly executed one as ``<stem>.failed.ipynb`` (removing an older, valid-looking output)."""
+    """Write what ``job``'s task returned, atomically, stamped with the run: the executed
+    notebook, or a failure's partly executed one as ``<stem>.failed.ipynb`` (removing an
+    older, valid-looking output)."""
     to, stale = (job.output, failed_path(job.output)) if res.ok else (failed_path(job.output), job.output)
     stale.unlink(missing_ok=True)
-    kept = None if res.notebook is None else write_notebook(_stamped(res, job, key, opts), to)
-    return replace(res, job=job, failed_notebook=None if res.ok else kept, key=key, notebook=None)
-
-
-def _failed(job: Job, err: BaseException) -> JobResult:
-    """A job whose task itself failed (``err``): no output left."""
-    job.output.unlink(missing_ok=True)
-    lines = str(err).strip().splitlines()
-    return JobResult(
-        job, "failed", error=JobError(type(err).__name__, lines[0][:2000] if lines else type(err).__name__)
-    )
-
-
-def _stamped(res: JobResult, job: Job, key: str, opts: Options):
+    if res.notebook is None:
+        return replace(res, job=job, key=key)
     nb = read_notebook_text(res.notebook.decode("utf-8"))
     nb.cells = [c for c in nb.cells if RESET_TAG not in _tags(c)]
     nb.metadata["demonoise"] = {
@@ -509,7 +490,8 @@ def _stamped(res: JobResult, job: Job, key: str, opts: Options):
             "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         },
     }
-    return nb
+    kept = write_notebook(nb, to)
+    return replace(res, job=job, failed_notebook=None if res.ok else kept, key=key, notebook=None)
 
 
 # ======================================================================= batch
@@ -574,11 +556,12 @@ def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool
             else:
                 out[name] = JobResult(job, "skipped", key=key)
         except ReportError as e:
-            out[name] = _failed(job, e)
+            out[name] = _finish(job, "", opts, JobResult(job, "failed", error=_error_from(e)))
     items = [(jobs[name], task, opts) for name, _, task in todo]
     with tqdm(total=len(items), unit="nb", desc="notebooks", disable=None if progress is None else not progress) as bar:
         for i, res, err in cluster.each(execute_task, items, label="notebook", names=[j.label for j, _, _ in items]):
             name, key, _ = todo[i]
-            out[name] = _failed(jobs[name], err) if err is not None else _finish(jobs[name], key, opts, res)
+            res = res if err is None else JobResult(jobs[name], "failed", error=_error_from(err))
+            out[name] = _finish(jobs[name], key, opts, res)
             bar.update(1)
     return out
