@@ -380,10 +380,9 @@ def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: P
 def _input_notebook(job: Job, notebook: bytes, cwd: str, reset: bool):
     """``notebook`` without the cells ``job`` skips, after a first cell that resets the
     namespace and changes to ``cwd`` (tagged :data:`RESET_TAG`)."""
-    import nbformat
     from nbformat.v4 import new_code_cell
 
-    nb = nbformat.reads(notebook.decode("utf-8"), as_version=4)
+    nb = read_notebook_text(notebook.decode("utf-8"))
     code = f"__import__('os').chdir({cwd!r})" + ("\nget_ipython().reset(new_session=True)" if reset else "")
     first = new_code_cell(code, metadata={"tags": [RESET_TAG]})
     nb.cells = [first, *(c for c in nb.cells if not set(job.skip_tags) & _tags(c))]
@@ -395,10 +394,9 @@ def _tags(cell) -> set:
 
 
 def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
-    """Execute ``job`` with papermill in this process's kept kernel
-    (``execute_notebook(..., km=...)``), from ``task`` (:func:`_task_of`: its notebook and
-    the files it reads, as bytes); the result carries the executed notebook's bytes. A
-    ``KeyboardInterrupt`` kills the kernel before it goes on."""
+    """Execute ``job`` from ``task`` (:func:`_task_of`) with papermill in this process's kept
+    kernel; the result carries the executed notebook's bytes. A ``KeyboardInterrupt`` kills
+    the kernel before it goes on."""
     import tempfile
 
     import papermill as pm
@@ -515,7 +513,7 @@ def run_jobs(
     progress : bool or None
         tqdm progress bar; ``None``: only on a terminal.
     options : Options, optional
-        Kernel, its reuse and the timeouts (default: :class:`Options`).
+        Kernel and its reset (default: :class:`Options`).
 
     Returns
     -------

@@ -73,7 +73,6 @@ __all__ = [
     "ReportParams",
     "parse_params",
     "load_params",
-    "read_yaml",
 ]
 
 #: The indicator chapters of a report, in order, with the notebook of each.
@@ -137,8 +136,7 @@ def _integer(v, what: str):
 
 @contextmanager
 def _value_error(prefix: str = ""):
-    """A library error (:class:`~demonoise.core.errors.DemonoiseError`) as the ValueError
-    pydantic reports, ``prefix`` before its message."""
+    """A library error (:class:`~demonoise.core.errors.DemonoiseError`) as a ValueError, after ``prefix``."""
     try:
         yield
     except DemonoiseError as e:
@@ -277,11 +275,7 @@ def _selections(ds, info: ValidationInfo) -> list[dict]:
     """Datasets (names or counts files) and countries, checked against the registry (names the bad one)."""
     if not ds or not isinstance(ds, Mapping):
         raise ValueError("map each dataset to its countries, e.g. {ess-2023: [FI, LU]} or {ess-2023: all}")
-    out = []
-    for ref, countries in ds.items():
-        name = _dataset(ref, info)
-        out.append({"dataset": name, "countries": _countries(name, countries)})
-    return out
+    return [{"dataset": (n := _dataset(ref, info)), "countries": _countries(n, cs)} for ref, cs in ds.items()]
 
 
 def _countries(name: str, countries, at: str | None = None) -> tuple[str, ...]:
@@ -434,14 +428,15 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
 
 
 # ---------------------------------------------------------------------------- YAML
-def read_yaml(path: str | os.PathLike):
-    """Read a YAML file with PyYAML's safe loader, rejecting duplicate keys.
+def load_params(path: str | os.PathLike) -> ReportParams:
+    """Read a YAML params file (PyYAML's safe loader, rejecting duplicate keys) and validate
+    it (:func:`parse_params`).
 
     Raises
     ------
     ParameterError
         Missing or unreadable file, a file that is not UTF-8, invalid YAML (with the line),
-        a key given twice (with both lines) -- one line, naming the file.
+        a key given twice (with both lines), a bad entry -- one line, naming the file.
     """
     import yaml
 
@@ -475,9 +470,4 @@ def read_yaml(path: str | os.PathLike):
         raise ParameterError(f"{path}: not valid YAML{at}: {getattr(e, 'problem', None) or e}") from None
     if data is None:
         raise ParameterError(f"{path}: the params file is empty")
-    return data
-
-
-def load_params(path: str | os.PathLike) -> ReportParams:
-    """Read and validate a YAML params file (:func:`read_yaml`, :func:`parse_params`)."""
-    return parse_params(read_yaml(path), source=str(path))
+    return parse_params(data, source=str(path))
