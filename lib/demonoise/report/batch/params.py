@@ -312,13 +312,9 @@ def _indicators(values) -> tuple[str, ...]:
 
 
 def _overview(ov):
-    if ov is True:
-        return {}
-    if ov in (False, None):
-        return None
-    if not isinstance(ov, Mapping):
+    if ov is not None and not isinstance(ov, (bool, Mapping)):
         raise ValueError(f"must be true, false or a mapping (dataset, mc, countries, sex), got {ov!r}")
-    return ov
+    return {} if ov is True else None if ov in (False, None) else ov
 
 
 def _extras(ex, info: ValidationInfo) -> tuple:
