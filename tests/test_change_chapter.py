@@ -230,7 +230,7 @@ def _csv(res, stem: str) -> pd.DataFrame:
 def test_notebook_is_committed_without_outputs():
     import nbformat
 
-    from demonoise.report.batch.execute import parameter_names
+    from demonoise.report.batch.execute import check_defined
 
     path = __import__("pathlib").Path(__file__).resolve().parents[1] / "notebooks" / "change.ipynb"
     nb = nbformat.read(path, as_version=4)
@@ -239,7 +239,7 @@ def test_notebook_is_committed_without_outputs():
     assert all(c.outputs == [] and c.execution_count is None for c in code)
     assert sum("parameters" in c.metadata.get("tags", []) for c in code) == 1
     assert sum("metrics" in c.metadata.get("tags", []) for c in code) == 1
-    assert set(NB_PARAMS) <= set(parameter_names(path))
+    check_defined(path, NB_PARAMS)  # raises naming any it does not define
     body = "".join(c.source for c in code)  # thin: it calls the library, it does not compute
     for forbidden in ("import numpy", "np.", "groupby", "sqrt(", ".query(", "pivot"):
         assert forbidden not in body, forbidden

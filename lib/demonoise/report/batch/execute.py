@@ -1,10 +1,9 @@
 """Execute notebooks with papermill, each process keeping one kernel.
 
-A :class:`Job` is (input notebook, parameters, output path). :func:`prepare` skips it when up
-to date, else reads what it needs into bytes (the notebook and the files it reads);
-:func:`execute_task` runs it (on a Dask worker, or here); :func:`finish` writes the output
-atomically (a failure kept as ``<stem>.failed.ipynb``). :func:`run_jobs` does all three for
-a list of jobs.
+A :class:`Job` is (input notebook, parameters, output path). :func:`execute_jobs` skips it
+when up to date, else sends its task (the notebook and the files it reads, as bytes) to
+:func:`execute_task` (on a Dask worker, or here) and writes what comes back atomically (a
+failure kept as ``<stem>.failed.ipynb``); :func:`run_jobs` does so on a cluster of its own.
 
 Kernel reuse is papermill's public engine API: ``execute_notebook(..., km=km)`` with the
 process's kept kernel manager and a first cell that resets the namespace and changes
@@ -18,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import sys
@@ -31,12 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.document.assemble import notebook_text, read_notebook_text, write_notebook
+from demonoise.report.document.assemble import read_notebook_text, write_notebook
 from demonoise.runtime.cluster import Cluster, scratch_dir
 from demonoise.runtime.fingerprint import digest, source_fingerprint
 
 __all__ = [
-    "DEFAULT_KERNEL",
     "Job",
     "JobResult",
     "Options",
@@ -46,7 +43,6 @@ __all__ = [
     "execute_jobs",
     "job_key",
     "failed_path",
-    "parameter_names",
     "check_defined",
 ]
 
@@ -54,15 +50,17 @@ DEFAULT_KERNEL = "demonoise"
 _FALLBACK_KERNEL = "demonoise-current-interpreter"
 #: Tag of the first cell of every run (namespace reset and working directory), removed after.
 RESET_TAG = "demonoise-reset"
+#: Seconds a cell may run, and a kernel may take to start.
+CELL_TIMEOUT, START_TIMEOUT = 600.0, 60.0
 
 
 # =========================================================================== jobs
 @dataclass(frozen=True)
 class Job:
     """One notebook execution: ``input`` (with a cell tagged ``parameters``) run with
-    ``parameters`` (JSON) into ``output`` (``.ipynb``), in the input's folder where it
-    exists (else in a temporary one). ``data_fingerprint`` is part of the run key; ``files`` (paths named in the
-    parameters) travel with the task as bytes; cells tagged ``skip_tags`` are left out."""
+    ``parameters`` (JSON) into ``output``, in the input's folder where it exists (else in a
+    temporary one). ``data_fingerprint`` is part of the run key; ``files`` (paths named in
+    the parameters) travel with the task as bytes; cells tagged ``skip_tags`` are left out."""
 
     input: Path
     output: Path
@@ -78,10 +76,6 @@ class Job:
         object.__setattr__(self, "files", tuple(str(f) for f in self.files))
         tags = (self.skip_tags,) if isinstance(self.skip_tags, str) else self.skip_tags
         object.__setattr__(self, "skip_tags", tuple(str(t) for t in tags))
-        if not isinstance(self.parameters, Mapping):
-            raise ParameterError(
-                f"job {self.label}: parameters must be a mapping, got {type(self.parameters).__name__}"
-            )
         for k, v in self.parameters.items():
             if not isinstance(k, str) or not k.isidentifier():
                 raise ParameterError(f"job {self.label}: parameter name {k!r} is not a Python identifier")
@@ -89,8 +83,6 @@ class Job:
                 json.dumps(v, allow_nan=False)
             except (TypeError, ValueError) as e:
                 raise ParameterError(f"job {self.label}: parameter {k}={v!r} is not JSON-serialisable ({e})") from None
-        if self.output.suffix != ".ipynb":
-            raise ParameterError(f"job {self.label}: output must be an .ipynb file, got {self.output}")
         if self.output.resolve() == self.input.resolve():
             raise ParameterError(f"job {self.label}: output would overwrite the input notebook {self.input}")
 
@@ -109,7 +101,6 @@ class JobError:
     cell_index: int | None = None
     execution_count: int | None = None
     cell_source: str | None = None
-    traceback: str = ""
 
     def __str__(self) -> str:
         n = "" if self.execution_count is None else f", In [{self.execution_count}]"
@@ -158,32 +149,33 @@ def job_key(job: Job, *, library: str) -> str:
 def output_key(path: Path) -> str | None:
     """Run key recorded in an executed notebook, or ``None`` (missing, unreadable, failed)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            meta = json.load(fh).get("metadata", {})
+        meta = json.loads(path.read_bytes()).get("metadata", {})
     except (OSError, ValueError):
         return None
-    if meta.get("papermill", {}).get("exception"):
-        return None
-    return meta.get("demonoise", {}).get("run", {}).get("key")
+    return None if meta.get("papermill", {}).get("exception") else meta.get("demonoise", {}).get("run", {}).get("key")
 
 
 def failed_path(output: Path) -> Path:
     """Where the notebook of a failed job is kept: ``<stem>.failed.ipynb``."""
-    output = Path(output)
     return output.with_name(output.stem + ".failed.ipynb")
 
 
 # ============================================================ the parameters cell
-def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
-    """Names the cell tagged ``parameters`` assigns, in order, read as
-    :func:`papermill.inspect_notebook` reads a Python notebook (without its need of a
-    kernelspec in the metadata). Without that tag papermill would inject a run's values at
-    the top, where the notebook's defaults then overwrite them.
+def check_defined(path: str | os.PathLike, names: Iterable[str] = (), what: str | None = None) -> tuple[str, ...]:
+    """The names the notebook's cell tagged ``parameters`` assigns, in order (read as
+    :func:`papermill.inspect_notebook` reads a Python notebook, without its need of a
+    kernelspec), after checking it defines every one of ``names``: those the batch injects,
+    or (``what``, the notebook's name) those a user gives it -- papermill itself only warns.
+    Without the tag papermill would inject a run's values at the top, where the notebook's
+    defaults then overwrite them.
 
     Raises
     ------
     ReportError
-        The notebook cannot be read or has no cell tagged ``parameters`` -- naming it.
+        The notebook cannot be read, has no tagged parameters cell, or does not define names
+        the batch injects -- naming them.
+    ParameterError
+        ``unknown parameter 'regoin' for notebook whatif; its parameters: dataset, region, ...``
     """
     import nbformat
     from papermill.translators import PythonTranslator
@@ -201,22 +193,7 @@ def parameter_names(path: str | os.PathLike) -> tuple[str, ...]:
             "above the notebook's own defaults, which then overwrite them (the report would show the defaults' "
             "country and setting); tag the cell that assigns the parameters"
         )
-    return tuple(dict.fromkeys(p.name for p in PythonTranslator.inspect(cell)))
-
-
-def check_defined(path: str | os.PathLike, names: Iterable[str], what: str | None = None) -> tuple[str, ...]:
-    """The notebook's parameter names (:func:`parameter_names`), after checking it defines
-    every one of ``names``: those the batch injects, or (``what``, the notebook's name) those
-    a user gives it -- papermill itself only warns about a parameter a notebook does not define.
-
-    Raises
-    ------
-    ReportError
-        No tagged parameters cell, or injected names it does not define -- naming them.
-    ParameterError
-        ``unknown parameter 'regoin' for notebook whatif; its parameters: dataset, region, ...``
-    """
-    defined = parameter_names(path)
+    defined = tuple(dict.fromkeys(p.name for p in PythonTranslator.inspect(cell)))
     missing = [n for n in names if n not in defined]
     if missing and what is None:
         raise ReportError(
@@ -234,17 +211,13 @@ def check_defined(path: str | os.PathLike, names: Iterable[str], what: str | Non
 # ====================================================================== options
 @dataclass(frozen=True)
 class Options:
-    """How the tasks of a run execute (sent with every task): the kernelspec ``kernel``,
-    ``reuse_kernel`` (one per worker, reset between notebooks; ``False``: a fresh one each)
-    and the seconds a cell may run (``None``: no limit) and a kernel may take to start. A
-    missing kernelspec gives a ``RuntimeWarning`` and the current interpreter as kernel
-    (``note`` says so)."""
+    """How the tasks of a run execute (sent with every task): the kernelspec ``kernel``, one
+    per worker and reset between notebooks (``reset``: tests switch it off to show what it
+    prevents), and the run. A missing kernelspec gives a ``RuntimeWarning`` and the current
+    interpreter as kernel (``note`` says so)."""
 
     kernel: str = DEFAULT_KERNEL
-    cell_timeout: float | None = 600.0
-    start_timeout: float = 60.0
-    reuse_kernel: bool = True
-    reset: bool = True  # tests switch it off to show what the reset prevents
+    reset: bool = True
     run_id: str = ""
     library: str = field(default_factory=source_fingerprint)
     note: str | None = None
@@ -298,7 +271,6 @@ def _new_kernel(opts: Options):
     in a scratch directory of this process."""
     from jupyter_client.asynchronous import AsyncKernelClient
     from jupyter_client.manager import AsyncKernelManager
-    from jupyter_core.utils import run_sync
 
     class KeptClient(AsyncKernelClient):
         """The one client of a kept kernel: nbclient starts its channels and waits for the
@@ -324,9 +296,6 @@ def _new_kernel(opts: Options):
                 self.kept = super().client(**kwargs)
             return self.kept
 
-        def alive(self) -> bool:
-            return bool(self.has_kernel and run_sync(self.is_alive)())
-
         def kill(self) -> None:
             """End the kernel at once, from any thread (SIGKILL to its process group: the
             kernel leads its own session), and remove its files. Its client's sockets are
@@ -338,9 +307,9 @@ def _new_kernel(opts: Options):
             shutil.rmtree(scratch, ignore_errors=True)
 
     scratch = scratch_dir("kernel")
-    # IPC: no TCP ports to race for between parallel kernels -- unless the temporary
-    # folder's path is too long for a socket's (about 100 bytes on Linux and macOS)
-    ipc = len(str(scratch / "ipc-00000")) < _SOCKET_PATH_MAX
+    # IPC: no TCP ports to race for between parallel kernels -- unless the temporary folder's
+    # path is too long for a Unix socket's (``sun_path``: 104 bytes on macOS)
+    ipc = len(str(scratch / "ipc-00000")) < 100
     return Kernel(
         kernel_name=opts.kernel,
         kernel_spec_manager=_spec_manager(opts),
@@ -351,16 +320,15 @@ def _new_kernel(opts: Options):
     )
 
 
-#: Longest path of a Unix socket the kernel's IPC transport may use (``sun_path``: 104 bytes on macOS).
-_SOCKET_PATH_MAX = 100
-
 _state: dict[str, Any] = {"kernel": None}
 
 
 def _kernel_for(opts: Options):
     """The kept kernel if it is alive (else a fresh one, :func:`_new_kernel`)."""
+    from jupyter_core.utils import run_sync
+
     kernel = _state["kernel"]
-    if kernel is not None and kernel.runs and not kernel.alive():
+    if kernel is not None and kernel.runs and not (kernel.has_kernel and run_sync(kernel.is_alive)()):
         kernel.kill()
         kernel = None
     if kernel is None:
@@ -406,22 +374,18 @@ def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: P
         else:
             copy.write_bytes(data)
         copies[path] = str(copy)
-
     return {k: copies.get(v, v) if isinstance(v, str) else v for k, v in parameters.items()}
 
 
 def _input_notebook(job: Job, notebook: bytes, cwd: str, reset: bool):
     """``notebook`` without the cells ``job`` skips, after a first cell that resets the
     namespace and changes to ``cwd`` (tagged :data:`RESET_TAG`)."""
-    import nbformat
     from nbformat.v4 import new_code_cell
 
-    nb = nbformat.reads(notebook.decode("utf-8"), as_version=4)
-    skip = set(job.skip_tags)
-    nb.cells = [c for c in nb.cells if not skip & _tags(c)]
+    nb = read_notebook_text(notebook.decode("utf-8"))
     code = f"__import__('os').chdir({cwd!r})" + ("\nget_ipython().reset(new_session=True)" if reset else "")
     first = new_code_cell(code, metadata={"tags": [RESET_TAG]})
-    nb.cells.insert(0, first)
+    nb.cells = [first, *(c for c in nb.cells if not set(job.skip_tags) & _tags(c))]
     return nb
 
 
@@ -429,17 +393,10 @@ def _tags(cell) -> set:
     return set(cell.get("metadata", {}).get("tags") or ())
 
 
-def _without_reset_cell(text: str) -> bytes:
-    nb = read_notebook_text(text)
-    nb.cells = [c for c in nb.cells if RESET_TAG not in _tags(c)]
-    return notebook_text(nb).encode("utf-8")
-
-
 def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
-    """Execute ``job`` with papermill in this process's kept kernel
-    (``execute_notebook(..., km=...)``), from ``task`` (:func:`_task_of`: its notebook and
-    the files it reads, as bytes); the result carries the executed notebook's bytes. A
-    ``KeyboardInterrupt`` kills the kernel before it goes on."""
+    """Execute ``job`` from ``task`` (:func:`_task_of`) with papermill in this process's kept
+    kernel; the result carries the executed notebook's bytes. A ``KeyboardInterrupt`` kills
+    the kernel before it goes on."""
     import tempfile
 
     import papermill as pm
@@ -449,7 +406,7 @@ def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
         parameters = _localised(job.parameters, task["files"], Path(tmp))
         cwd = task["cwd"] if Path(task["cwd"]).is_dir() else tmp
         kernel = _kernel_for(opts)
-        reused, error, healthy, out = kernel.runs > 0, None, True, Path(tmp) / "executed.ipynb"
+        reused, error, out = kernel.runs > 0, None, Path(tmp) / "executed.ipynb"
         try:
             pm.execute_notebook(
                 _input_notebook(job, task["notebook"], cwd, opts.reset),
@@ -459,40 +416,35 @@ def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
                 language="python",
                 progress_bar=False,
                 request_save_on_cell_execute=False,
-                start_timeout=opts.start_timeout,
-                execution_timeout=opts.cell_timeout,
+                start_timeout=START_TIMEOUT,
+                execution_timeout=CELL_TIMEOUT,
                 cwd=cwd,
                 km=kernel,
             )
-        except BaseException as exc:
-            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: no kernel left behind
-                end_kernels()
-                raise
+        except Exception as exc:
             error = _error_from(exc)
-            healthy = type(exc).__name__ == "PapermillExecutionError"
+            if type(exc).__name__ != "PapermillExecutionError":  # dead or timed out: a fresh kernel next
+                end_kernels()
+        except BaseException:  # KeyboardInterrupt, SystemExit: no kernel left behind
+            end_kernels()
+            raise
         finally:
             kernel.runs += 1
-        executed = _without_reset_cell(out.read_text(encoding="utf-8")) if out.is_file() else None
-    if not opts.reuse_kernel or not healthy:
-        end_kernels()
+        executed = out.read_bytes() if out.is_file() else None
     status, seconds = "ok" if error is None else "failed", time.perf_counter() - t0
     return JobResult(job, status, seconds, error, None, reused, "", os.getpid(), executed)
 
 
 def _error_from(exc: BaseException) -> JobError:
+    """Why a task failed: papermill's cell error (the cell, ``In [n]`` and its source), else the
+    exception's first line."""
     from papermill.exceptions import PapermillExecutionError
 
     if isinstance(exc, PapermillExecutionError):
-        tb = exc.traceback if isinstance(exc.traceback, str) else "\n".join(exc.traceback or [])
-        return JobError(
-            ename=str(exc.ename),
-            evalue=str(exc.evalue),
-            cell_index=exc.cell_index - 1 if exc.cell_index else exc.cell_index,  # the reset cell is not counted
-            execution_count=exc.exec_count,
-            cell_source=(exc.source or "")[:2000],
-            traceback=re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", tb)[-8000:],  # no terminal colours
-        )
-    return JobError(ename=type(exc).__name__, evalue=str(exc)[:2000])
+        index = exc.cell_index - 1 if exc.cell_index else exc.cell_index  # the reset cell is not counted
+        return JobError(str(exc.ename), str(exc.evalue), index, exc.exec_count, (exc.source or "")[:2000])
+    lines = str(exc).strip().splitlines()
+    return JobError(type(exc).__name__, lines[0][:2000] if lines else type(exc).__name__)
 
 
 # ========================================================== before and after a task
@@ -512,40 +464,16 @@ def _task_of(job: Job) -> dict:
     return {"notebook": job.input.read_bytes(), "files": files, "cwd": str(job.input.parent.resolve())}
 
 
-def prepare(job: Job, opts: Options, force: bool = False) -> JobResult | tuple[dict, str]:
-    """``job``'s outcome if it needs no run (up to date, or its input unreadable), else
-    its self-contained task and run key."""
-    try:
-        key = job_key(job, library=opts.library)
-        if not force and output_key(job.output) == key:
-            return JobResult(job, "skipped", key=key)
-        return _task_of(job), key
-    except ReportError as e:
-        return finish(job, "", opts, None, e)
-
-
-def finish(job: Job, key: str, opts: Options, res: JobResult | None, err: BaseException | None) -> JobResult:
-    """Write what ``job``'s task returned, atomically (a failure keeps the partly executed
-    notebook as ``<stem>.failed.ipynb`` and removes an older output), or record why the
-    task itself failed (``err``)."""
-    if err is not None:
-        job.output.unlink(missing_ok=True)
-        lines = str(err).strip().splitlines()
-        evalue = lines[0][:2000] if lines else type(err).__name__
-        return JobResult(job, "failed", error=JobError(type(err).__name__, evalue))
-    fail_to, kept = failed_path(job.output), None
-    if res.ok:
-        write_notebook(_stamped(res, job, key, opts), job.output)
-        fail_to.unlink(missing_ok=True)  # a stale failure from an earlier run
-    else:
-        job.output.unlink(missing_ok=True)  # no older, valid-looking output for a failed job
-        if res.notebook is not None:
-            kept = write_notebook(_stamped(res, job, "", opts), fail_to)
-    return replace(res, job=job, failed_notebook=kept, key=key, notebook=None)
-
-
-def _stamped(res: JobResult, job: Job, key: str, opts: Options):
+def _finish(job: Job, key: str, opts: Options, res: JobResult) -> JobResult:
+    """Write what ``job``'s task returned, atomically, stamped with the run: the executed
+    notebook, or a failure's partly executed one as ``<stem>.failed.ipynb`` (removing an
+    older, valid-looking output)."""
+    to, stale = (job.output, failed_path(job.output)) if res.ok else (failed_path(job.output), job.output)
+    stale.unlink(missing_ok=True)
+    if res.notebook is None:
+        return replace(res, job=job, key=key)
     nb = read_notebook_text(res.notebook.decode("utf-8"))
+    nb.cells = [c for c in nb.cells if RESET_TAG not in _tags(c)]
     nb.metadata["demonoise"] = {
         **(nb.metadata.get("demonoise") or {}),
         "run": {
@@ -560,7 +488,8 @@ def _stamped(res: JobResult, job: Job, key: str, opts: Options):
             "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         },
     }
-    return nb
+    kept = write_notebook(nb, to)
+    return replace(res, job=job, failed_notebook=None if res.ok else kept, key=key, notebook=None)
 
 
 # ======================================================================= batch
@@ -584,7 +513,7 @@ def run_jobs(
     progress : bool or None
         tqdm progress bar; ``None``: only on a terminal.
     options : Options, optional
-        Kernel, its reuse and the timeouts (default: :class:`Options`).
+        Kernel and its reset (default: :class:`Options`).
 
     Returns
     -------
@@ -613,21 +542,24 @@ def run_jobs(
 
 def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool = False, progress=None) -> dict:
     """Run the notebooks of ``jobs`` (``{key: Job}``) on ``cluster``, each written here as
-    it comes back (:func:`finish`); the up-to-date ones are skipped. Returns ``{key: JobResult}``."""
+    it comes back; the up-to-date ones are skipped. Returns ``{key: JobResult}``."""
     from tqdm import tqdm
 
     out, todo = {}, []
-    for key, job in jobs.items():
-        started = prepare(job, opts, force)
-        if isinstance(started, JobResult):
-            out[key] = started
-        else:
-            todo.append((key, *started))
-    items = [(jobs[key], task, opts) for key, task, _ in todo]
-    names = [jobs[key].label for key, _, _ in todo]
+    for name, job in jobs.items():
+        try:
+            key = job_key(job, library=opts.library)
+            if force or output_key(job.output) != key:
+                todo.append((name, key, _task_of(job)))
+            else:
+                out[name] = JobResult(job, "skipped", key=key)
+        except ReportError as e:
+            out[name] = _finish(job, "", opts, JobResult(job, "failed", error=_error_from(e)))
+    items = [(jobs[name], task, opts) for name, _, task in todo]
     with tqdm(total=len(items), unit="nb", desc="notebooks", disable=None if progress is None else not progress) as bar:
-        for i, res, err in cluster.each(execute_task, items, label="notebook", names=names):
-            key, _, run_key = todo[i]
-            out[key] = finish(jobs[key], run_key, opts, res, err)
+        for i, res, err in cluster.each(execute_task, items, label="notebook", names=[j.label for j, _, _ in items]):
+            name, key, _ = todo[i]
+            res = res if err is None else JobResult(jobs[name], "failed", error=_error_from(err))
+            out[name] = _finish(jobs[name], key, opts, res)
             bar.update(1)
     return out

@@ -24,18 +24,14 @@ The schema (``params/default.yaml`` is an example)::
     extras: [teaching]          # or {whatif: {region: BE34, scale: 4}}
     scheduler: tcp://10.0.0.5:8786   # optional: run on this Dask cluster (default: a local one)
 
-The old form ``V: [1, 5]`` with ``noise: generic`` is read as two generic settings; the
-loader then gives a one-line notice showing the new form (:attr:`ReportParams.notices`).
-
-Every bad entry is one line naming the file and the key, e.g.
-``params/x.yaml: noise[2].ptable: unknown p-table 'v99'; embedded: v01, v03, v04``. The YAML
-loader rejects duplicate keys (PyYAML silently keeps the last) and a file that is not UTF-8.
-
-A counts file in ``datasets:`` (or as the overview's ``dataset``, or an extra notebook's
-``dataset``), relative to the params file, is read and validated when the params are and
-used under its file name (:func:`demonoise.io.datasets.as_name`: registered in the user
-cache, so that every process of the batch loads it by that name); the reports say whose
-data it is (the provenance the file gives, :mod:`demonoise.io.userdata`).
+The old form ``V: [1, 5]`` with ``noise: generic`` is read as two generic settings, with a
+notice showing the new form (:attr:`ReportParams.notices`). Every bad entry is one line
+naming the file and the key, e.g.
+``params/x.yaml: noise[2].ptable: unknown p-table 'v99'; embedded: v01, v03, v04``; the YAML
+loader also rejects duplicate keys (PyYAML silently keeps the last) and a file not in UTF-8.
+A counts file (in ``datasets:``, or an overview's or extra notebook's ``dataset``) is
+relative to the params file, validated with them and used under its file name
+(:func:`demonoise.io.datasets.as_name`: every process of the batch loads it by that name).
 """
 
 from __future__ import annotations
@@ -77,7 +73,6 @@ __all__ = [
     "ReportParams",
     "parse_params",
     "load_params",
-    "read_yaml",
 ]
 
 #: The indicator chapters of a report, in order, with the notebook of each.
@@ -94,10 +89,10 @@ class _Strict(BaseModel):
 
 def _setting(spec) -> NoiseSetting:
     """A setting of the file, ``{V: <variance>}`` (the generic model) or ``{ptable: <name or
-    file>}``, as the one :class:`~demonoise.analysis.settings.NoiseSetting` (a bad value
-    named by its key: ``.V: ...``)."""
-    if isinstance(spec, NoiseSetting):
-        return spec
+    file>}`` (a file read now, so that a malformed one fails with the params), as the one
+    :class:`~demonoise.analysis.settings.NoiseSetting`; a bad value named by its key (``.V: ...``)."""
+    from demonoise.analysis.ptables import embedded_ptable_names, resolve_ptable
+
     extra = [k for k in spec if k not in ("V", "ptable")] if isinstance(spec, Mapping) else []
     if extra:
         raise ValueError(f".{extra[0]}: unknown key")
@@ -107,24 +102,16 @@ def _setting(spec) -> NoiseSetting:
     try:
         if key == "V":
             return NoiseSetting.generic(check_variance(_number(spec["V"], "V must be a number")))
-        return NoiseSetting.from_ptable(_ptable(str(spec["ptable"]).strip()))
+        p, names = str(spec["ptable"]).strip(), embedded_ptable_names()
+        if p.lower() in names:
+            return NoiseSetting.from_ptable(p.lower())
+        if not Path(p).is_file():
+            raise ValueError(f"unknown p-table {p!r}; embedded: {', '.join(names)}, or give a file that exists")
+        with _value_error(f"the p-table file {p} cannot be read: "):
+            resolve_ptable(p)
+        return NoiseSetting.from_ptable(str(Path(p).resolve()))
     except ValueError as e:  # ParameterError and DataError among them
         raise ValueError(f".{key}: {e}") from None
-
-
-def _ptable(p: str) -> str:
-    """An embedded p-table's name, or a p-table file's absolute path: the file read now, so
-    that a malformed one fails with the params."""
-    from demonoise.analysis.ptables import embedded_ptable_names, resolve_ptable
-
-    names = embedded_ptable_names()
-    if p.lower() in names:
-        return p.lower()
-    if not Path(p).is_file():
-        raise ValueError(f"unknown p-table {p!r}; embedded: {', '.join(names)}, or give a file that exists")
-    with _value_error(f"the p-table file {p} cannot be read: "):
-        resolve_ptable(p)
-    return str(Path(p).resolve())
 
 
 def _number(v, what: str) -> float:
@@ -138,8 +125,7 @@ def _number(v, what: str) -> float:
 
 
 def _integer(v, what: str):
-    """An integer as given, or written as a number with no fraction (``1e3``, ``2000.0``);
-    other values are left to the field's own validation."""
+    """An integer as given or written with no fraction (``1e3``, ``2000.0``); others left to the field."""
     if isinstance(v, bool) or not isinstance(v, (float, str)):
         return v
     x = _number(v, what)
@@ -150,8 +136,7 @@ def _integer(v, what: str):
 
 @contextmanager
 def _value_error(prefix: str = ""):
-    """A library error (:class:`~demonoise.core.errors.DemonoiseError`) as the ValueError
-    pydantic reports, ``prefix`` before its message."""
+    """A library error (:class:`~demonoise.core.errors.DemonoiseError`) as a ValueError, after ``prefix``."""
     try:
         yield
     except DemonoiseError as e:
@@ -215,14 +200,10 @@ class Selection(_Strict):
     countries: tuple[str, ...]
 
 
-#: Most Monte Carlo replicates accepted (as ``demonoise compute --mc``; a check needs 10^3 to 10^5).
-MC_MAX = 10**9
-
-
 def _check_replicates(n: int) -> int:
     if n < 0 or n == 1:
         raise ValueError(f"Monte Carlo replicates must be 0 or an integer >= 2, got {n}")
-    if n > MC_MAX:
+    if n > 10**9:  # as demonoise compute --mc
         raise ValueError(f"Monte Carlo replicates must be at most 10^9 (a check needs 10^3 to 10^5), got {n}")
     return n
 
@@ -238,7 +219,7 @@ Replicates = Annotated[
 class Overview(_Strict):
     """The Europe overview: every NUTS 2 region of a dataset."""
 
-    dataset: str = "ess-2023"
+    dataset: Annotated[str, AfterValidator(_dataset)] = "ess-2023"
     mc: Replicates = 0
     countries: tuple[str, ...] | None = None
     sex: Literal["T", "F", "M", "worst"] = "worst"  # worst: per region the worst of F, M, T (the reports' rule)
@@ -247,11 +228,6 @@ class Overview(_Strict):
     @classmethod
     def _of_the_dataset(cls, cs, info: ValidationInfo):
         return cs if cs is None or "dataset" not in info.data else _countries(info.data["dataset"], cs, "")
-
-    @field_validator("dataset")
-    @classmethod
-    def _known(cls, d, info: ValidationInfo):
-        return _dataset_name(d, info)
 
 
 # ---------------------------------------------------------------------------- validators' steps
@@ -269,7 +245,6 @@ def _one_line(e: ValidationError) -> str:
     starts with ``.`` or ``[`` continues the path (a validator naming a key below its own)."""
     err = e.errors()[0]
     loc = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"]).replace(".[", "[")
-    loc = "noise" + loc.removeprefix("settings") if loc.startswith("settings") else loc
     msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"] in _MESSAGES:
         msg = _MESSAGES[err["type"]].format(key=err["loc"][-1], input=err.get("input"), **err.get("ctx", {}))
@@ -282,52 +257,35 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _old_noise(data: dict) -> tuple[list, str | None]:
-    """``V: [1, 5]`` (+ ``noise: generic``) -> ``[{V: 1}, {V: 5}]`` and the notice."""
-    if "V" not in data:
-        return data.get("noise", []), None
-    if data.get("noise", "generic") not in ("generic", None):
-        raise ValueError(
-            f"noise: {data['noise']!r} next to V: the old form knows only noise: generic; "
-            "give the settings as noise: [{V: 1}, {ptable: v01}]"
-        )
-    settings = [{"V": v} for v in _as_list(data["V"])]
-    new = "noise: [" + ", ".join(f"{{V: {v}}}" for v in _as_list(data["V"])) + "]"
-    return settings, f"the old form `V: {data['V']}` with `noise: generic` is read as `{new}`; write that instead"
-
-
-def _base(info: ValidationInfo) -> Path | None:
-    """The folder of the params file (the context's ``source``): relative counts files are read from there."""
-    source = (info.context or {}).get("source")
-    return Path(source).parent if source else None
-
-
-def _dataset_name(ref, info: ValidationInfo) -> str:
-    """A dataset name, or a counts file relative to the params file used under its file name
+def _dataset(ref, info: ValidationInfo, resolve: bool = False):
+    """A dataset name, or a counts file relative to the params file (the context's ``source``):
+    its absolute path (``resolve``: an extra notebook's dataset) or used under its file name
     (:func:`demonoise.io.datasets.as_name`); unknown names and bad files in one line."""
     from demonoise.io import datasets as reg
 
-    source = (info.context or {}).get("source") or "params"
+    source = (info.context or {}).get("source")
+    base = Path(source).parent if source else None
     with _value_error():
-        return reg.as_name(str(ref), _base(info), origin=f"params {source}")
+        if resolve:
+            return reg.resolve(str(ref), base) if ref else ref
+        return reg.as_name(str(ref), base, origin=f"params {source or 'params'}")
 
 
 def _selections(ds, info: ValidationInfo) -> list[dict]:
     """Datasets (names or counts files) and countries, checked against the registry (names the bad one)."""
     if not ds or not isinstance(ds, Mapping):
         raise ValueError("map each dataset to its countries, e.g. {ess-2023: [FI, LU]} or {ess-2023: all}")
-    out = []
-    for ref, countries in ds.items():
-        name = _dataset_name(ref, info)
-        out.append({"dataset": name, "countries": _countries(name, countries)})
-    return out
+    return [{"dataset": (n := _dataset(ref, info)), "countries": _countries(n, cs)} for ref, cs in ds.items()]
 
 
 def _countries(name: str, countries, at: str | None = None) -> tuple[str, ...]:
     """The countries chosen for dataset ``name`` (``all``: every one), each known, none twice;
     an error starts with ``at`` (default: the dataset's key, ``.<name>: ``)."""
+    from demonoise.io import datasets as reg
+
     at = f".{name}: " if at is None else at
-    have = _available_countries(name)
+    embedded = name in reg.embedded_names()  # their metadata lists the countries: no counts loaded
+    have = tuple(reg.metadata(name)["countries"] if embedded else reg.load(name).countries)
     chosen = list(have) if countries in ("all", "ALL", None) else [str(c).strip().upper() for c in _as_list(countries)]
     bad = [c for c in chosen if c not in have]
     if bad:
@@ -339,15 +297,6 @@ def _countries(name: str, countries, at: str | None = None) -> tuple[str, ...]:
     if twice or not chosen:
         raise ValueError(at + (f"{', '.join(twice)} listed twice" if twice else "no countries"))
     return tuple(chosen)
-
-
-def _available_countries(dataset: str) -> tuple[str, ...]:
-    """Countries of a dataset without loading embedded counts (their metadata lists them)."""
-    from demonoise.io import datasets as reg
-
-    if dataset in reg.embedded_names():
-        return tuple(reg.metadata(dataset)["countries"])
-    return tuple(reg.load(dataset).countries)
 
 
 def _indicators(values) -> tuple[str, ...]:
@@ -363,13 +312,9 @@ def _indicators(values) -> tuple[str, ...]:
 
 
 def _overview(ov):
-    if ov is True:
-        return {}
-    if ov in (False, None):
-        return None
-    if not isinstance(ov, Mapping):
+    if ov is not None and not isinstance(ov, (bool, Mapping)):
         raise ValueError(f"must be true, false or a mapping (dataset, mc, countries, sex), got {ov!r}")
-    return ov
+    return {} if ov is True else None if ov in (False, None) else ov
 
 
 def _extras(ex, info: ValidationInfo) -> tuple:
@@ -380,30 +325,13 @@ def _extras(ex, info: ValidationInfo) -> tuple:
             raise ValueError(f"unknown extra notebook {name!r}; choose from {', '.join(EXTRAS)}")
         if not isinstance(opts or {}, Mapping):
             raise ValueError(f".{name}: its parameters must be a mapping, got {opts!r}")
-        opts = {k: _data_file(v, info) if k in _DATA_PARAMETERS else v for k, v in (opts or {}).items()}
+        # the parameters naming a dataset: a counts file among them is relative to the params file
+        opts = {
+            k: _dataset(v, info, True) if k in ("dataset", "change_dataset") else v for k, v in (opts or {}).items()
+        }
         frozen = tuple(sorted((str(k), tuple(v) if isinstance(v, list) else v) for k, v in opts.items()))
         out.append((str(name), frozen))
     return tuple(out)
-
-
-#: Parameters of the extra notebooks that name a dataset (a counts file among them is relative to the params file).
-_DATA_PARAMETERS = ("dataset", "change_dataset")
-
-
-def _data_file(ref, info: ValidationInfo):
-    """An extra notebook's dataset: a counts file as its absolute path (relative to the params file)."""
-    from demonoise.io import datasets as reg
-
-    if not ref:
-        return ref
-    with _value_error():
-        return reg.resolve(str(ref), _base(info))
-
-
-def _noise_list(ss):
-    if not isinstance(ss, (list, tuple)):
-        raise ValueError("a list of settings, e.g. [{V: 1}, {V: 5}, {ptable: v01}]")
-    return ss
 
 
 def _distinct(ss):
@@ -420,14 +348,10 @@ class ReportParams(_Strict):
     """Validated parameters of a report batch (the module notes give the YAML): build it
     with :func:`parse_params` (the keys as in the file: ``datasets``, ``noise``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, populate_by_name=True)
-
     selections: Annotated[tuple[Selection, ...], BeforeValidator(_selections)] = Field(validation_alias="datasets")
-    settings: Annotated[
-        tuple[Annotated[NoiseSetting, PlainValidator(_setting)], ...],
-        BeforeValidator(_noise_list),
-        AfterValidator(_distinct),
-    ] = Field((), validation_alias="noise")
+    settings: Annotated[tuple[Annotated[NoiseSetting, PlainValidator(_setting)], ...], AfterValidator(_distinct)] = (
+        Field(validation_alias="noise")
+    )
     indicators: Annotated[tuple[str, ...], BeforeValidator(_indicators)] = REPORT_INDICATORS
     granularity: Literal[GRANULARITIES] = "single"
     mc: Replicates = 2000
@@ -447,19 +371,27 @@ class ReportParams(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _as_written(cls, data, info: ValidationInfo):
-        """The file's mapping: the old form ``V: [1, 5]`` read as settings (with a notice),
-        the source from the context; ``source`` and ``notices`` are not keys of the file."""
+        """The file's mapping, the old form ``V: [1, 5]`` (with ``noise: generic``) read as
+        settings with a notice; ``source`` and ``notices`` are not keys of the file."""
         if not isinstance(data, Mapping):
             raise ValueError(f"the params file must be a mapping of keys to values, got {type(data).__name__}")
-        data = {str(k): v for k, v in data.items()}
-        for k in ("source", "notices", "selections", "settings"):
+        data, notices = {str(k): v for k, v in data.items()}, ()
+        for k in ("source", "notices"):
             if k in data:
                 raise ValueError(f".{k}: unknown key")
-        data["noise"], notice = _old_noise(data)
-        data.pop("V", None)
-        data["notices"] = (notice,) if notice else ()
-        data["source"] = str((info.context or {}).get("source", ""))
-        return data
+        if "V" in data:
+            if data.get("noise", "generic") not in ("generic", None):
+                raise ValueError(
+                    f"noise: {data['noise']!r} next to V: the old form knows only noise: generic; "
+                    "give the settings as noise: [{V: 1}, {ptable: v01}]"
+                )
+            V = data.pop("V")
+            data["noise"] = [{"V": v} for v in _as_list(V)]
+            new = "noise: [" + ", ".join(f"{{V: {v}}}" for v in _as_list(V)) + "]"
+            notices = (f"the old form `V: {V}` with `noise: generic` is read as `{new}`; write that instead",)
+        if not isinstance(data.setdefault("noise", []), (list, tuple)):
+            raise ValueError(".noise: a list of settings, e.g. [{V: 1}, {V: 5}, {ptable: v01}]")
+        return {**data, "notices": notices, "source": str((info.context or {}).get("source", ""))}
 
     @property
     def n_reports(self) -> int:
@@ -492,14 +424,15 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
 
 
 # ---------------------------------------------------------------------------- YAML
-def read_yaml(path: str | os.PathLike):
-    """Read a YAML file with PyYAML's safe loader, rejecting duplicate keys.
+def load_params(path: str | os.PathLike) -> ReportParams:
+    """Read a YAML params file (PyYAML's safe loader, rejecting duplicate keys) and validate
+    it (:func:`parse_params`).
 
     Raises
     ------
     ParameterError
         Missing or unreadable file, a file that is not UTF-8, invalid YAML (with the line),
-        a key given twice (with both lines) -- one line, naming the file.
+        a key given twice (with both lines), a bad entry -- one line, naming the file.
     """
     import yaml
 
@@ -514,20 +447,17 @@ def read_yaml(path: str | os.PathLike):
         ) from None
 
     class _Loader(yaml.SafeLoader):
-        pass
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise ParameterError(
+                        f"{path}: key {key!r} given twice (lines {seen[key] + 1} and {key_node.start_mark.line + 1})"
+                    )
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep=deep)
 
-    def _mapping(loader, node, deep=False):
-        seen: dict = {}
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ParameterError(
-                    f"{path}: key {key!r} given twice (lines {seen[key] + 1} and {key_node.start_mark.line + 1})"
-                )
-            seen[key] = key_node.start_mark.line
-        return loader.construct_mapping(node, deep=deep)
-
-    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
@@ -536,9 +466,4 @@ def read_yaml(path: str | os.PathLike):
         raise ParameterError(f"{path}: not valid YAML{at}: {getattr(e, 'problem', None) or e}") from None
     if data is None:
         raise ParameterError(f"{path}: the params file is empty")
-    return data
-
-
-def load_params(path: str | os.PathLike) -> ReportParams:
-    """Read and validate a YAML params file (:func:`read_yaml`, :func:`parse_params`)."""
-    return parse_params(read_yaml(path), source=str(path))
+    return parse_params(data, source=str(path))
