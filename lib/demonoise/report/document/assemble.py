@@ -1,35 +1,31 @@
 """Assemble executed notebooks into one document; render it to offline HTML and PDF.
 
 A document is a cover, a contents list and chapters: one executed notebook
-(:class:`Section`), or one indicator with a subsection per noise setting (:class:`Chapter`,
-its cells tagged ``chapter`` kept once, from the first setting; the other headings one level
-down). No code, no prompts; cells tagged ``remove`` or ``metrics``, metrics payloads and
-code cells without output are dropped; a notebook whose execution failed is refused
-(:class:`~demonoise.core.errors.ReportError`). The raw cells written here carry their HTML
-as source and their Typst twin in ``metadata.demonoise.typst``, for the two exporters.
+(:class:`Section`), or one indicator with a subsection per noise setting (:class:`Chapter`).
+No code, no prompts; cells tagged ``remove`` or ``metrics``, metrics payloads and code cells
+without output are dropped; a notebook whose execution failed is refused. The raw cells
+written here carry their HTML as source and their Typst twin in ``metadata.demonoise.typst``.
 
 :func:`render_bytes` is one rendering task (notebook in; HTML, CSV files and PDF out as
 bytes); :func:`write_rendered` writes them (the CSV files also zipped beside the HTML).
-Nothing is loaded from the network.
 """
 
 from __future__ import annotations
 
 import copy
 import html as _html
-import json
 import os
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from demonoise.core.atomic import atomic_write_bytes, atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.content.notebook import METRICS_MIME
-from demonoise.report.content.typeset import html_to_typst
 from demonoise.report.content.typstsrc import Code, call, colour, markup
 from demonoise.report.document.exporters import REMOVE_TAGS
 
@@ -58,10 +54,9 @@ _HEADING_RE = re.compile(r"^(#{1,5})(\s)", re.M)
 
 
 # =================================================================== reading
-def read_notebook_text(text: str):
+def read_notebook_text(text: str | bytes):
     """``nbformat.reads(text, as_version=4)`` without the schema validation (papermill
-    validated the notebooks a batch passes between stages when it made them; validating
-    again was a third of the time of reading and writing them)."""
+    validated the notebooks when it wrote them; validating again took a third of the time)."""
     import nbformat
     from nbformat import reader
 
@@ -69,14 +64,11 @@ def read_notebook_text(text: str):
 
 
 def notebook_text(nb) -> str:
-    """``nbformat.writes(nb)`` without the schema validation, ending in a newline as
-    ``nbformat.write`` writes it."""
-    import nbformat
-    from nbformat import reader
+    """``nbformat.writes(nb)`` of a version 4 notebook without the schema validation, ending in
+    a newline as ``nbformat.write`` writes it."""
+    from nbformat.v4 import writes
 
-    version, _ = reader.get_version(nb)
-    text = nbformat.versions[version].writes_json(nb)
-    return text if text.endswith("\n") else text + "\n"
+    return writes(nb) + "\n"
 
 
 def write_notebook(nb, path: str | os.PathLike) -> Path:
@@ -85,9 +77,8 @@ def write_notebook(nb, path: str | os.PathLike) -> Path:
 
 
 def load_notebook(nb: Any):
-    """Return ``(NotebookNode, label)`` for a path or an already loaded notebook (read as
-    ``nbformat.read`` reads it, without the schema validation that only logs:
-    read_notebook_text)."""
+    """Return ``(NotebookNode, label)`` for a path (read by :func:`read_notebook_text`) or an
+    already loaded notebook."""
     if isinstance(nb, (str, os.PathLike)):
         path = Path(nb)
         try:
@@ -102,25 +93,18 @@ def load_notebook(nb: Any):
 
 
 def split_sections(nb) -> list:
-    """Split an executed notebook at its level-1 markdown headings.
+    """Split an executed notebook at its markdown cells opening with ``# Title``, each part a
+    report section; the cells before the first go with the first part. The parts share the
+    notebook's metadata (papermill's failure flag included) and cells."""
+    from itertools import pairwise
 
-    Each part starts with a markdown cell opening with ``# Title`` and becomes one
-    report section (its own page, table-of-contents entry and number); cells before
-    the first heading (parameters, imports) go with the first part. Every part shares the
-    notebook's metadata (papermill's failure flag included) and cells (:func:`assemble`
-    copies what it keeps).
-    """
     from nbformat.v4 import new_notebook
 
-    parts: list[list] = [[]]
-    opened = False  # the leading cells go with the first part: a failure there must stay visible
-    for cell in nb.cells:
-        if cell.get("cell_type") == "markdown" and cell.get("source", "").lstrip().startswith("# "):
-            if opened:
-                parts.append([])
-            opened = True
-        parts[-1].append(cell)
-    return [new_notebook(metadata=nb.metadata, cells=cells) for cells in parts]
+    heads = [
+        i for i, c in enumerate(nb.cells) if c["cell_type"] == "markdown" and c["source"].lstrip().startswith("# ")
+    ]
+    bounds = [0, *heads[1:], len(nb.cells)]
+    return [new_notebook(metadata=nb.metadata, cells=nb.cells[a:b]) for a, b in pairwise(bounds)]
 
 
 def read_metrics(nb: Any) -> dict:
@@ -134,30 +118,14 @@ def read_metrics(nb: Any) -> dict:
     """
     node, label = load_notebook(nb)
     merged: dict = {}
-    for i, cell in enumerate(node.get("cells", [])):
-        for out in cell.get("outputs", []) or []:
-            payload = (out.get("data") or {}).get(METRICS_MIME)
-            if payload is None:
-                continue
-            if isinstance(payload, str):
-                payload = json.loads(payload)
+    for i, cell in enumerate(node["cells"]):
+        for payload in (o["data"][METRICS_MIME] for o in cell.get("outputs", []) if METRICS_MIME in o.get("data", {})):
             if not isinstance(payload, Mapping):
                 raise ReportError(f"{label}: metrics payload in cell {i} is not a JSON object")
             for k, v in payload.items():
-                if k in merged and merged[k] != v:
+                if merged.setdefault(k, v) != v:
                     raise ReportError(f"{label}: metric {k!r} given twice with different values (cell {i})")
-                merged[k] = v
     return merged
-
-
-def _failure(node) -> str | None:
-    if not node.get("metadata", {}).get("papermill", {}).get("exception"):
-        return None
-    for i, cell in enumerate(node.get("cells", [])):
-        for out in cell.get("outputs", []) or []:
-            if out.get("output_type") == "error":
-                return f"{out.get('ename')}: {out.get('evalue')} (cell {i})"
-    return "execution failed"
 
 
 def _body(notebook) -> tuple[list, Any, str]:
@@ -170,39 +138,32 @@ def _body(notebook) -> tuple[list, Any, str]:
         The notebook cannot be read or failed during execution.
     """
     node, label = load_notebook(notebook)
-    failure = _failure(node)
-    if failure:
-        raise ReportError(f"{label}: notebook failed during execution ({failure}); it is not rendered")
-    cells = []
-    for cell in node.get("cells", []):
-        if set(cell.get("metadata", {}).get("tags", []) or []) & REMOVE_TAGS:
-            continue
-        cell = copy.deepcopy(cell)
-        if cell.get("cell_type") == "code":
-            cell["outputs"] = [o for o in cell.get("outputs", []) if METRICS_MIME not in (o.get("data") or {})]
-            if not cell["outputs"]:
-                continue
-        cells.append(cell)
-    return cells, node, label
+    if node.get("metadata", {}).get("papermill", {}).get("exception"):
+        errors = (
+            f"{o.get('ename')}: {o.get('evalue')} (cell {i})"
+            for i, c in enumerate(node["cells"])
+            for o in c.get("outputs", [])
+            if o["output_type"] == "error"
+        )
+        why = next(errors, "execution failed")
+        raise ReportError(f"{label}: notebook failed during execution ({why}); it is not rendered")
+    cells = [copy.deepcopy(c) for c in node["cells"] if not set(c["metadata"].get("tags", [])) & REMOVE_TAGS]
+    for c in cells:
+        if c["cell_type"] == "code":
+            c["outputs"] = [o for o in c["outputs"] if METRICS_MIME not in o.get("data", {})]
+    return [c for c in cells if c["cell_type"] != "code" or c["outputs"]], node, label
 
 
 def _take_title(cells: list) -> str | None:
     """Pop the level-1 heading that opens the first markdown cell (before any output)."""
-    for cell in cells:
-        if cell.get("cell_type") == "code":
-            return None
-        if cell.get("cell_type") == "markdown":
-            m = _H1_RE.match(cell["source"])
-            if m:
-                cell["source"] = "\n".join(cell["source"][m.end() :].splitlines()).lstrip("\n")
-                if not cell["source"].strip():
-                    cells.remove(cell)
-            return m.group(1) if m else None
-    return None
-
-
-def _tagged(cell, tag: str) -> bool:
-    return tag in (cell.get("metadata", {}).get("tags", []) or [])
+    first = next((c for c in cells if c["cell_type"] != "raw"), None)
+    m = first is not None and first["cell_type"] == "markdown" and _H1_RE.match(first["source"])
+    if not m:
+        return None
+    first["source"] = "\n".join(first["source"][m.end() :].splitlines()).lstrip("\n")
+    if not first["source"].strip():
+        cells.remove(first)
+    return m.group(1)
 
 
 # ================================================================== assembly
@@ -219,15 +180,13 @@ class Section:
 
 @dataclass(frozen=True)
 class Chapter:
-    """An indicator chapter: one executed notebook per noise setting, in the batch's order.
-
-    ``settings`` are ``(label, colour, notebook)``; ``intro`` is HTML put under the title
-    (e.g. what the data can't say about this indicator)."""
+    """An indicator chapter: one executed notebook per noise setting, ``(label, colour,
+    notebook)`` in the batch's order, each a subsection (its headings one level down); the
+    cells tagged ``chapter`` are kept once, from the first setting, under the title."""
 
     title: str
     anchor: str
     settings: tuple[tuple[str, str, Any], ...]
-    intro: str = ""
 
 
 def raw_cell(html_text: str, typst: str = "", **meta):
@@ -238,25 +197,6 @@ def raw_cell(html_text: str, typst: str = "", **meta):
     return new_raw_cell(html_text, metadata={"demonoise": {"html": True, "typst": typst, **meta}})
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40] or "section"
-
-
-def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False, new_page: bool = True):
-    """A chapter's opening: in the PDF a new page (landscape for wide tables) -- or, with
-    ``new_page`` false (the page keeps its orientation), a gap on the page of the chapter
-    before -- and a heading of level 1 (in the contents and the bookmarks)."""
-    cls = "dn-chapter dn-landscape" if landscape else "dn-chapter"
-    page = f"#set page(flipped: {'true' if landscape else 'false'})" if new_page else "#v(2em, weak: true)"
-    typst = f'{page}\n#heading(level: 1)[#dn-num("{number}") {markup(title)}] <{anchor}>'
-    return raw_cell(
-        f'<section class="{cls}" id="{anchor}">\n<h1 class="dn-chapter-title">'
-        f'<span class="dn-section-number">{number}</span>{_html.escape(title)}</h1>',
-        typst,
-        chapter=str(number),
-    )
-
-
 def _check_anchor(anchor: str, label: str, used: set) -> None:
     if not _ANCHOR_RE.match(anchor):
         raise ParameterError(f"{label}: invalid anchor {anchor!r}")
@@ -265,76 +205,78 @@ def _check_anchor(anchor: str, label: str, used: set) -> None:
     used.add(anchor)
 
 
-def _chapter_cells(ch: Section | Chapter, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
-    """A chapter's cells (its opening, then a section's cells or a subsection per setting)
-    and its entry in the contents."""
+def _heading(level: int, number: str, title: str, anchor: str, attrs: str) -> tuple[str, str]:
+    """A numbered heading as HTML (``attrs``: its attributes) and as Typst (in the contents
+    and the bookmarks)."""
+    return (
+        f'<h{level} {attrs}><span class="dn-section-number">{number}</span>{_html.escape(title)}</h{level}>',
+        f'#heading(level: {level})[#dn-num("{number}") {markup(title)}] <{anchor}>',
+    )
+
+
+def _chapter_cells(ch: Section | Chapter, number: int, used: set, new_page: bool) -> tuple[list, dict]:
+    """A chapter's cells and its entry in the contents. It opens, in the PDF, on a new page
+    (landscape for a wide section) or, without ``new_page``, after a gap on the page before;
+    then come a section's cells or a subsection per setting."""
+    wide = isinstance(ch, Section) and ch.landscape
     if isinstance(ch, Section):
         body, node, label = _body(ch.notebook)
         title = ch.title or _take_title(body) or node.get("metadata", {}).get("title") or Path(label).stem
-        anchor, intro, settings = ch.anchor or f"sec-{number}-{_slug(title)}", "", ()
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()[:40] or "section"
+        anchor, settings = ch.anchor or f"sec-{number}-{slug}", ()
     else:
-        body, label, title, anchor, intro, settings = [], ch.title, ch.title, ch.anchor, ch.intro, ch.settings
+        body, label, title, anchor, settings = [], ch.title, ch.title, ch.anchor, ch.settings
     _check_anchor(anchor, label, used)
     entry = {"title": title, "anchor": anchor, "number": str(number), "children": []}
-    head = [_open_chapter(number, title, anchor, isinstance(ch, Section) and ch.landscape, new_page)]
-    if intro:
-        head.append(raw_cell(intro, html_to_typst(intro)))
+    html, typst = _heading(1, str(number), title, anchor, 'class="dn-chapter-title"')
+    page = f"#set page(flipped: {'true' if wide else 'false'})" if new_page else "#v(2em, weak: true)"
+    section = f'<section class="dn-chapter{" dn-landscape" if wide else ""}" id="{anchor}">'
+    head = [raw_cell(f"{section}\n{html}", f"{page}\n{typst}", chapter=str(number))]
     for j, (label, colour_css, nb) in enumerate(settings, 1):
         cells, _, src = _body(nb)
         _take_title(cells)
         if j == 1:
-            head += [c for c in cells if _tagged(c, "chapter")]
-        anchor = f"{entry['anchor']}-{j}"
-        _check_anchor(anchor, src, used)
-        entry["children"].append({"title": label, "anchor": anchor, "number": f"{number}.{j}"})
+            head += [c for c in cells if "chapter" in c["metadata"].get("tags", [])]
+        sub = {"title": label, "anchor": f"{anchor}-{j}", "number": f"{number}.{j}"}
+        _check_anchor(sub["anchor"], src, used)
+        entry["children"].append(sub)
+        attrs = f'class="dn-setting" id="{sub["anchor"]}" style="--dn-setting: {colour_css}"'
+        html, typst = _heading(2, sub["number"], label, sub["anchor"], attrs)
         paint = colour(colour_css) if colour(colour_css) != "none" else Code("dn-accent")
-        typst = f'#dn-setting({paint})[#heading(level: 2)[#dn-num("{number}.{j}") {markup(label)}] <{anchor}>]'
-        body.append(
-            raw_cell(
-                f'<h2 class="dn-setting" id="{anchor}" style="--dn-setting: {colour_css}">'
-                f'<span class="dn-section-number">{number}.{j}</span>{_html.escape(label)}</h2>',
-                typst,
-            )
-        )
-        for c in cells:  # every heading one level down, under the setting's
-            if not _tagged(c, "chapter"):
-                body.append(c)
-                if c.get("cell_type") == "markdown":
-                    c["source"] = _HEADING_RE.sub(r"#\1\2", c["source"])
+        body.append(raw_cell(html, f"#dn-setting({paint})[{typst}]"))
+        for c in (c for c in cells if "chapter" not in c["metadata"].get("tags", [])):
+            if c["cell_type"] == "markdown":  # every heading one level down, under the setting's
+                c["source"] = _HEADING_RE.sub(r"#\1\2", c["source"])
+            body.append(c)
     return [*head, *body, raw_cell("</section>")], entry
 
 
-def _contents(entries: list[dict]) -> str:
+def _contents(entries: list[dict]):
     def item(e):
-        kids = "".join(item(k) for k in e.get("children", []))
-        sub = f"<ol>{kids}</ol>" if kids else ""
+        kids = "".join(map(item, e.get("children", [])))
         return (
             f'<li><a href="#{e["anchor"]}"><span class="dn-section-number">{e["number"]}</span>'
-            f"{_html.escape(e['title'])}</a>{sub}</li>"
+            f"{_html.escape(e['title'])}</a>{f'<ol>{kids}</ol>' if kids else ''}</li>"
         )
 
-    return raw_cell(
-        f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>{"".join(item(e) for e in entries)}</ol>\n</nav>',
-        call("dn-contents"),
-    )
+    html = f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>{"".join(map(item, entries))}</ol>\n</nav>'
+    return raw_cell(html, call("dn-contents"))
 
 
-def _default_cover(title: str, subtitle: str | None):
-    """A cover of the title, the subtitle and the date: a raw cell (HTML and Typst)."""
-    from datetime import date
-
-    today = date.today().isoformat()
-    sub = f'<p class="dn-subtitle">{_html.escape(subtitle)}</p>\n' if subtitle else ""
-    html = (
-        f'<section class="dn-cover" id="cover">\n<h1>{_html.escape(title)}</h1>\n{sub}'
-        f'<p class="dn-meta">{today}</p>\n</section>'
-    )
-    typst = (
-        f'#v(20mm)\n#block(text(size: 24pt, weight: "bold")[{markup(title)}])\n'
-        + (f"#block(text(size: 14pt, fill: dn-muted)[{markup(subtitle)}])\n" if subtitle else "")
-        + f"#block(above: 1.2em, text(fill: dn-muted)[{today}])"
-    )
-    return raw_cell(html, typst)
+def _cover_cells(cover, title: str, subtitle: str | None) -> list:
+    """The cover: a raw cell (e.g. :func:`~.cover.cover_html`), an executed notebook's cells,
+    or (``None``) the title, the subtitle and the date."""
+    if isinstance(cover, Mapping) and cover.get("cell_type") == "raw":
+        return [copy.deepcopy(cover)]
+    if cover is not None:
+        return [raw_cell('<section class="dn-cover" id="cover">'), *_body(cover)[0], raw_cell("</section>")]
+    today, sub = date.today().isoformat(), subtitle or ""
+    html = f'<section class="dn-cover" id="cover">\n<h1>{_html.escape(title)}</h1>\n'
+    html += f'<p class="dn-subtitle">{_html.escape(sub)}</p>\n' if sub else ""
+    typst = f'#v(20mm)\n#block(text(size: 24pt, weight: "bold")[{markup(title)}])\n'
+    typst += f"#block(text(size: 14pt, fill: dn-muted)[{markup(sub)}])\n" if sub else ""
+    html += f'<p class="dn-meta">{today}</p>\n</section>'
+    return [raw_cell(html, typst + f"#block(above: 1.2em, text(fill: dn-muted)[{today}])")]
 
 
 def assemble(
@@ -351,9 +293,9 @@ def assemble(
     :class:`Chapter`, path or notebook), its ``metadata.demonoise.sections`` listing them.
 
     ``cover``: a raw cell (:func:`raw_cell`, e.g. :func:`~.cover.cover_html`) or an executed
-    notebook; default: the title, ``subtitle`` and the date. ``source``: the "Source:" of every figure and table.
-    ``run_on``: in print, a chapter runs on after the one before unless the page orientation
-    changes (default: every chapter opens a page).
+    notebook; default: the title, ``subtitle`` and the date. ``source``: the "Source:" of
+    every figure and table. ``run_on``: in print, a chapter runs on after the one before
+    unless the page orientation changes (default: every chapter opens a page).
 
     Raises
     ------
@@ -366,31 +308,18 @@ def assemble(
 
     if not chapters:
         raise ParameterError("a document needs at least one chapter")
-    body: list = []
-    entries: list[dict] = []
-    used: set[str] = {"cover", "contents"}
-    before = None  # the orientation of the chapter before: a chapter of the same runs on
+    body, entries, used, before = [], [], {"cover", "contents"}, None
     for i, ch in enumerate(chapters, 1):
         ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
-        wide = isinstance(ch, Section) and ch.landscape
-        new_page, before = not run_on or wide != before, wide
-        cells, entry = _chapter_cells(ch, i, used, new_page)
-        body += cells
+        wide = isinstance(ch, Section) and ch.landscape  # a chapter of the orientation before runs on
+        cells, entry = _chapter_cells(ch, i, used, not run_on or wide != before)
+        body, before = body + cells, wide
         entries.append(entry)
-    cover_cells = _cover_cells(cover, title, subtitle)
-    cells = cover_cells + ([_contents(entries)] if toc else []) + body
+    cells = _cover_cells(cover, title, subtitle) + ([_contents(entries)] if toc else []) + body
     for n, cell in enumerate(cells):  # unique ids across the merged notebooks
         cell["id"] = f"dn-{n}"
-        cell.get("metadata", {}).pop("execution", None)
+        cell["metadata"].pop("execution", None)
     return new_notebook(metadata={"title": title, "demonoise": {"sections": entries, "source": source}}, cells=cells)
-
-
-def _cover_cells(cover, title: str, subtitle: str | None) -> list:
-    if cover is None:
-        return [_default_cover(title, subtitle)]
-    if isinstance(cover, Mapping) and cover.get("cell_type") == "raw":  # a cover cell (:func:`.cover.cover_html`)
-        return [copy.deepcopy(cover)]
-    return [raw_cell('<section class="dn-cover" id="cover">'), *_body(cover)[0], raw_cell("</section>")]
 
 
 # ================================================================== rendering
@@ -415,14 +344,17 @@ class RenderResult:
     notebook_seconds: float = 0.0
 
 
-def _export(exporter, nb, name: str, what: str) -> tuple[Any, dict]:
-    """``exporter().from_notebook_node(nb)``; any failure a :class:`ReportError` naming ``what``."""
+def _export(exporter, nb, name: str, what: str) -> tuple[Any, dict, float]:
+    """``exporter().from_notebook_node(nb)`` and its seconds; any failure a
+    :class:`ReportError` naming ``what``."""
+    t0 = time.perf_counter()
     try:
-        return exporter().from_notebook_node(nb, resources={"metadata": {"name": name, "path": ""}})
+        out, resources = exporter().from_notebook_node(nb, resources={"metadata": {"name": name, "path": ""}})
     except ReportError:
         raise
     except Exception as e:
         raise ReportError(f"{what} failed: {type(e).__name__}: {e}") from e
+    return out, resources, time.perf_counter() - t0
 
 
 def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
@@ -435,19 +367,18 @@ def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
     """
     from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentPDFExporter
 
-    node = read_notebook_text(nb.decode("utf-8")) if isinstance(nb, bytes) else load_notebook(nb)[0]
-    t0 = time.perf_counter()
-    html, resources = _export(DocumentHTMLExporter, node, name, f"HTML rendering of {name}.html")
-    out = {"html": html.encode("utf-8"), "files": dict(sorted((resources.get("outputs") or {}).items()))}
-    out.update(pdf=None, pdf_error=None, pages=0, html_seconds=time.perf_counter() - t0, pdf_seconds=None)
+    node = read_notebook_text(nb) if isinstance(nb, bytes) else load_notebook(nb)[0]
+    html, resources, seconds = _export(DocumentHTMLExporter, node, name, f"HTML rendering of {name}.html")
+    out = {"html": html.encode("utf-8"), "files": dict(sorted(resources["outputs"].items())), "html_seconds": seconds}
+    out.update(pdf=None, pdf_error=None, pages=0, pdf_seconds=0.0)
     if pdf:
-        t1 = time.perf_counter()
         try:
-            out["pdf"], resources = _export(DocumentPDFExporter, node, name, f"PDF typesetting of {name}.pdf")
-            out["pages"] = resources.get("demonoise_pages", 0)
+            out["pdf"], resources, out["pdf_seconds"] = _export(
+                DocumentPDFExporter, node, name, f"PDF typesetting of {name}.pdf"
+            )
+            out["pages"] = resources["demonoise_pages"]
         except ReportError as e:
             out["pdf_error"] = str(e) if str(e).startswith("no PDF") else f"no PDF: {e}"
-        out["pdf_seconds"] = time.perf_counter() - t1
     return out
 
 
@@ -463,21 +394,11 @@ def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike
     else:
         zipped.unlink(missing_ok=True)
     atomic_write_bytes(html, out["html"])
-    pdf_path = None
-    if pdf is not None and out["pdf"] is not None:
-        pdf_path = atomic_write_bytes(Path(pdf), out["pdf"])
-    elif pdf is not None:
+    if pdf is not None and out["pdf"] is None:
         Path(pdf).unlink(missing_ok=True)
-    return RenderResult(
-        html,
-        pdf_path,
-        out["pdf_error"],
-        out["html_seconds"],
-        out["pdf_seconds"] or 0.0,
-        html.stat().st_size,
-        out["pages"],
-        files,
-    )
+    pdf = atomic_write_bytes(pdf, out["pdf"]) if pdf is not None and out["pdf"] is not None else None
+    made = {k: out[k] for k in ("pdf_error", "html_seconds", "pdf_seconds", "pages")}
+    return RenderResult(html, pdf, html_bytes=html.stat().st_size, files=files, **made)
 
 
 def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
@@ -492,13 +413,13 @@ def data_zip_name(html: str | os.PathLike) -> str:
 
 
 def _zip(files: Mapping[str, bytes]) -> bytes:
-    """Files (path relative to the document -> bytes) in one zip: in name order, deflated,
+    """Files (path relative to the document -> bytes) in one zip, deflated, in name order with
     one fixed time stamp (the zip of the same files is the same bytes)."""
     import io
     import zipfile
 
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(buf, "w") as z:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
