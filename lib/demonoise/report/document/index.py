@@ -25,8 +25,6 @@ from demonoise.report.document.templates import TEMPLATE_NAME, find_template_dir
 __all__ = ["IndexRow", "write_index", "STATUSES"]
 
 STATUSES = ("ok", "failed", "skipped")
-#: The template of the page, in the ``demonoise`` template directory.
-INDEX_TEMPLATE = "batch_index.html.j2"
 
 
 @dataclass(frozen=True)
@@ -72,11 +70,10 @@ def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
     shown = r.status != "failed"
     data = []
     if r.files and shown:
+        zipped = r.html is not None and Path(r.html).with_name(data_zip_name(r.html))
         data = [(_href(f, base), label) for label, f in r.links.items()]
         data.append((_href(Path(r.files[0]).parent, base), f"all {len(r.files)} CSV"))
-        zipped = Path(r.html).with_name(data_zip_name(r.html)) if r.html is not None else None
-        if zipped is not None and zipped.is_file():
-            data.append((_href(zipped, base), "zip"))
+        data += [(_href(zipped, base), "zip")] if zipped and zipped.is_file() else []
     return {
         **vars(r),
         "html": _href(r.html, base) if r.html is not None and shown else None,
@@ -113,7 +110,7 @@ def write_index(
         columns = list(dict.fromkeys(k for r in items for k in r.summary))
     here = find_template_dir() / TEMPLATE_NAME
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(here), autoescape=True, keep_trailing_newline=True)
-    page = env.get_template(INDEX_TEMPLATE).render(
+    page = env.get_template("batch_index.html.j2").render(
         title=title,
         intro=intro,
         data_status=data_status or {},
