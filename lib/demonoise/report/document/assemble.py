@@ -93,16 +93,14 @@ def load_notebook(nb: Any):
 
 
 def split_sections(nb) -> list:
-    """Split an executed notebook at its markdown cells opening with ``# Title``, each part a
-    report section; the cells before the first go with the first part. The parts share the
+    """Split an executed notebook at its markdown cells opening with a level-1 heading, each part
+    a report section; the cells before the first go with the first part. The parts share the
     notebook's metadata (papermill's failure flag included) and cells."""
     from itertools import pairwise
 
     from nbformat.v4 import new_notebook
 
-    heads = [
-        i for i, c in enumerate(nb.cells) if c["cell_type"] == "markdown" and c["source"].lstrip().startswith("# ")
-    ]
+    heads = [i for i, c in enumerate(nb.cells) if c["cell_type"] == "markdown" and _H1_RE.match(c["source"])]
     bounds = [0, *heads[1:], len(nb.cells)]
     return [new_notebook(metadata=nb.metadata, cells=nb.cells[a:b]) for a, b in pairwise(bounds)]
 
@@ -113,8 +111,7 @@ def read_metrics(nb: Any) -> dict:
     Raises
     ------
     ReportError
-        A payload is not a JSON object, or two payloads give different values to the
-        same key (naming the notebook and the key).
+        A payload is not a JSON object, or two give a key different values (naming both).
     """
     node, label = load_notebook(nb)
     merged: dict = {}
@@ -130,13 +127,8 @@ def read_metrics(nb: Any) -> dict:
 
 def _body(notebook) -> tuple[list, Any, str]:
     """A notebook's cells that belong in a document (copies; cells tagged :data:`REMOVE_TAGS`,
-    metrics payloads and code cells left without output gone), the notebook and its label.
-
-    Raises
-    ------
-    ReportError
-        The notebook cannot be read or failed during execution.
-    """
+    metrics payloads and code cells left without output gone), the notebook and its label;
+    :class:`ReportError` if it cannot be read or failed during execution."""
     node, label = load_notebook(notebook)
     if node.get("metadata", {}).get("papermill", {}).get("exception"):
         errors = (
@@ -197,24 +189,15 @@ def raw_cell(html_text: str, typst: str = "", **meta):
     return new_raw_cell(html_text, metadata={"demonoise": {"html": True, "typst": typst, **meta}})
 
 
-def _check_anchor(anchor: str, label: str, used: set) -> None:
-    if not _ANCHOR_RE.match(anchor):
-        raise ParameterError(f"{label}: invalid anchor {anchor!r}")
-    if anchor in used:
-        raise ParameterError(f"{label}: duplicate anchor {anchor!r}")
-    used.add(anchor)
-
-
 def _heading(level: int, number: str, title: str, anchor: str, attrs: str) -> tuple[str, str]:
-    """A numbered heading as HTML (``attrs``: its attributes) and as Typst (in the contents
-    and the bookmarks)."""
+    """A numbered heading as HTML (``attrs``: its attributes) and as Typst (in the contents)."""
     return (
         f'<h{level} {attrs}><span class="dn-section-number">{number}</span>{_html.escape(title)}</h{level}>',
         f'#heading(level: {level})[#dn-num("{number}") {markup(title)}] <{anchor}>',
     )
 
 
-def _chapter_cells(ch: Section | Chapter, number: int, used: set, new_page: bool) -> tuple[list, dict]:
+def _chapter_cells(ch: Section | Chapter, number: int, new_page: bool) -> tuple[list, dict]:
     """A chapter's cells and its entry in the contents. It opens, in the PDF, on a new page
     (landscape for a wide section) or, without ``new_page``, after a gap on the page before;
     then come a section's cells or a subsection per setting."""
@@ -225,20 +208,18 @@ def _chapter_cells(ch: Section | Chapter, number: int, used: set, new_page: bool
         slug = re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()[:40] or "section"
         anchor, settings = ch.anchor or f"sec-{number}-{slug}", ()
     else:
-        body, label, title, anchor, settings = [], ch.title, ch.title, ch.anchor, ch.settings
-    _check_anchor(anchor, label, used)
+        body, title, anchor, settings = [], ch.title, ch.anchor, ch.settings
     entry = {"title": title, "anchor": anchor, "number": str(number), "children": []}
     html, typst = _heading(1, str(number), title, anchor, 'class="dn-chapter-title"')
     page = f"#set page(flipped: {'true' if wide else 'false'})" if new_page else "#v(2em, weak: true)"
     section = f'<section class="dn-chapter{" dn-landscape" if wide else ""}" id="{anchor}">'
     head = [raw_cell(f"{section}\n{html}", f"{page}\n{typst}", chapter=str(number))]
     for j, (label, colour_css, nb) in enumerate(settings, 1):
-        cells, _, src = _body(nb)
+        cells = _body(nb)[0]
         _take_title(cells)
         if j == 1:
             head += [c for c in cells if "chapter" in c["metadata"].get("tags", [])]
         sub = {"title": label, "anchor": f"{anchor}-{j}", "number": f"{number}.{j}"}
-        _check_anchor(sub["anchor"], src, used)
         entry["children"].append(sub)
         attrs = f'class="dn-setting" id="{sub["anchor"]}" style="--dn-setting: {colour_css}"'
         html, typst = _heading(2, sub["number"], label, sub["anchor"], attrs)
@@ -312,9 +293,14 @@ def assemble(
     for i, ch in enumerate(chapters, 1):
         ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
         wide = isinstance(ch, Section) and ch.landscape  # a chapter of the orientation before runs on
-        cells, entry = _chapter_cells(ch, i, used, not run_on or wide != before)
+        cells, entry = _chapter_cells(ch, i, not run_on or wide != before)
         body, before = body + cells, wide
         entries.append(entry)
+    for e in (x for c in entries for x in [c, *c["children"]]):
+        if not _ANCHOR_RE.match(e["anchor"]) or e["anchor"] in used:
+            why = "duplicate" if e["anchor"] in used else "invalid"
+            raise ParameterError(f"{e['number']} {e['title']}: {why} anchor {e['anchor']!r}")
+        used.add(e["anchor"])
     cells = _cover_cells(cover, title, subtitle) + ([_contents(entries)] if toc else []) + body
     for n, cell in enumerate(cells):  # unique ids across the merged notebooks
         cell["id"] = f"dn-{n}"
@@ -345,8 +331,7 @@ class RenderResult:
 
 
 def _export(exporter, nb, name: str, what: str) -> tuple[Any, dict, float]:
-    """``exporter().from_notebook_node(nb)`` and its seconds; any failure a
-    :class:`ReportError` naming ``what``."""
+    """``exporter().from_notebook_node(nb)`` and its seconds; any failure a :class:`ReportError`."""
     t0 = time.perf_counter()
     try:
         out, resources = exporter().from_notebook_node(nb, resources={"metadata": {"name": name, "path": ""}})
@@ -413,8 +398,7 @@ def data_zip_name(html: str | os.PathLike) -> str:
 
 
 def _zip(files: Mapping[str, bytes]) -> bytes:
-    """Files (path relative to the document -> bytes) in one zip, deflated, in name order with
-    one fixed time stamp (the zip of the same files is the same bytes)."""
+    """Files (path relative to the document -> bytes) in one zip; the same files, the same bytes."""
     import io
     import zipfile
 

@@ -50,9 +50,8 @@ _SUBSCRIPT_RE = re.compile(r"(?<![\w.])([A-Za-z])_(\{([A-Za-z0-9+]+)\}|[A-Za-z0-
 
 
 def caption_html(text: str) -> str:
-    """A caption's plain text as HTML: escaped, and ``e_x``-style symbols set as an italic
-    letter with its subscript (``<i>e</i><sub>x</sub>``), as the formulas of the text
-    above them set them."""
+    """A caption's plain text as HTML: escaped, and ``e_x``-style symbols set as the formulas
+    of the text set them (``<i>e</i><sub>x</sub>``)."""
     return _SUBSCRIPT_RE.sub(lambda m: f"<i>{m.group(1)}</i><sub>{m.group(3) or m.group(2)}</sub>", _html.escape(text))
 
 
@@ -102,17 +101,13 @@ class DocumentPreprocessor(Preprocessor):
         src = (nb.metadata.get("demonoise") or {}).get("source") or ""
         self._dir = f"{name}-data"
         self._source = f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
-        resources["demonoise"] = {
-            "title": nb.metadata.get("title") or name,
-            "version": __version__,
-            "footer": f"Produced with demonoise {_html.escape(__version__)}.",
-        }
+        footer = f"Produced with demonoise {__version__}."
+        resources["demonoise"] = {"title": nb.metadata.get("title") or name, "version": __version__, "footer": footer}
         self._chapter, self._count = "", {"figure": 0, "table": 0}
         resources.setdefault("outputs", {})
 
     def _refs(self, text: str) -> str:
-        """Text with its references resolved (:data:`REF_RE`): ``[[table+1]]`` -> ``Table 2.3``
-        when 2.2 is the last table numbered so far."""
+        """Text with its references (:data:`REF_RE`) resolved to the numbers they name."""
 
         def number(m) -> str:
             n = self._count[m.group(1)] + int(m.group(2) or 0)
@@ -201,9 +196,8 @@ def _safe_stem(name: str | None) -> str:
 
 
 class _DocumentExporter(TemplateExporter):
-    """What both document exporters share: the project's template directory, no code, and
-    the two preprocessors (tagged cells removed; figures and tables numbered with their
-    CSV files, :class:`DocumentPreprocessor`)."""
+    """The project's template directory, no code, tagged cells removed, and the
+    :class:`DocumentPreprocessor`."""
 
     @default("extra_template_basedirs")
     def _basedirs_default(self):
@@ -246,16 +240,14 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
 def _latex_parts(text: str) -> tuple[str, bool]:
     """A ``text/latex`` output (``$...$``, ``$$...$$`` or ``\\[...\\]``): its TeX and whether it is displayed."""
     t = text.strip()
-    display = t.startswith("$$") or t.startswith("\\[")
     body = t.strip("$") if t.startswith("$") else t.removeprefix("\\[").removesuffix("\\]")
-    return body, display
+    return body, t.startswith(("$$", "\\["))
 
 
 # ------------------------------------------------------------------------------ Typst
 def _markdown_typst(source: str, sticky: bool = False) -> str:
-    """A markdown cell as Typst; ``sticky``: kept on the page of the output that follows
-    (a heading and the words that introduce a chart or a table are never left alone at
-    the foot of a page)."""
+    """A markdown cell as Typst; ``sticky``: kept on the page of the output that follows (words
+    introducing a chart or a table never left alone at the foot of a page)."""
     body = markdown_to_typst(source).strip()
     if sticky and body and len(source) < 800:
         return f"#block(sticky: true, width: 100%)[\n{body}\n]"
@@ -320,9 +312,8 @@ def pdf_engine_problem() -> str | None:
 
 @lru_cache(maxsize=1)
 def _compiler():
-    """One Typst compiler per process (it keeps its fonts and caches between documents):
-    the template's fonts only where the template has them, so that a document is the same
-    on every machine; the machine's fonts otherwise."""
+    """One Typst compiler per process (it keeps its fonts and caches): the template's fonts only
+    (a document the same on every machine) where it has them; the machine's otherwise."""
     import typst
 
     d = fonts_dir()
