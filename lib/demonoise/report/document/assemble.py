@@ -14,20 +14,27 @@ from __future__ import annotations
 
 import copy
 import html as _html
+import io
 import os
 import re
 import time
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+import nbformat
+from nbformat import reader
+from nbformat.v4 import new_notebook, new_raw_cell, writes
 
 from demonoise.core.atomic import atomic_write_bytes, atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.content.notebook import METRICS_MIME
 from demonoise.report.content.typstsrc import Code, call, colour, markup
-from demonoise.report.document.exporters import REMOVE_TAGS
+from demonoise.report.document.exporters import REMOVE_TAGS, DocumentHTMLExporter, DocumentPDFExporter
 
 __all__ = [
     "Section",
@@ -57,17 +64,12 @@ _HEADING_RE = re.compile(r"^(#{1,5})(\s)", re.M)
 def read_notebook_text(text: str | bytes):
     """``nbformat.reads(text, as_version=4)`` without the schema validation (papermill
     validated the notebooks when it wrote them; validating again took a third of the time)."""
-    import nbformat
-    from nbformat import reader
-
     return nbformat.convert(reader.reads(text), 4)
 
 
 def notebook_text(nb) -> str:
     """``nbformat.writes(nb)`` of a version 4 notebook without the schema validation, ending in
     a newline as ``nbformat.write`` writes it."""
-    from nbformat.v4 import writes
-
     return writes(nb) + "\n"
 
 
@@ -96,10 +98,6 @@ def split_sections(nb) -> list:
     """Split an executed notebook at its markdown cells opening with a level-1 heading, each part
     a report section; the cells before the first go with the first part. The parts share the
     notebook's metadata (papermill's failure flag included) and cells."""
-    from itertools import pairwise
-
-    from nbformat.v4 import new_notebook
-
     heads = [i for i, c in enumerate(nb.cells) if c["cell_type"] == "markdown" and _H1_RE.match(c["source"])]
     bounds = [0, *heads[1:], len(nb.cells)]
     return [new_notebook(metadata=nb.metadata, cells=nb.cells[a:b]) for a, b in pairwise(bounds)]
@@ -184,8 +182,6 @@ class Chapter:
 def raw_cell(html_text: str, typst: str = "", **meta):
     """A raw cell of the document: its HTML as the source, its Typst twin (the PDF's) in
     ``metadata.demonoise.typst``."""
-    from nbformat.v4 import new_raw_cell
-
     return new_raw_cell(html_text, metadata={"demonoise": {"html": True, "typst": typst, **meta}})
 
 
@@ -285,8 +281,6 @@ def assemble(
     ParameterError
         No chapters, an invalid or duplicate anchor.
     """
-    from nbformat.v4 import new_notebook
-
     if not chapters:
         raise ParameterError("a document needs at least one chapter")
     body, entries, used, before = [], [], {"cover", "contents"}, None
@@ -350,8 +344,6 @@ def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
     A PDF that cannot be made (the typst wheel missing, typesetting failed) does not raise:
     ``pdf`` is ``None`` and ``pdf_error`` says why.
     """
-    from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentPDFExporter
-
     node = read_notebook_text(nb) if isinstance(nb, bytes) else load_notebook(nb)[0]
     html, resources, seconds = _export(DocumentHTMLExporter, node, name, f"HTML rendering of {name}.html")
     out = {"html": html.encode("utf-8"), "files": dict(sorted(resources["outputs"].items())), "html_seconds": seconds}
@@ -399,9 +391,6 @@ def data_zip_name(html: str | os.PathLike) -> str:
 
 def _zip(files: Mapping[str, bytes]) -> bytes:
     """Files (path relative to the document -> bytes) in one zip; the same files, the same bytes."""
-    import io
-    import zipfile
-
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for name in sorted(files):

@@ -15,15 +15,11 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
+from demonoise.core.version import __version__
 from demonoise.report.content.typstsrc import call
 from demonoise.report.document.assemble import raw_cell
 
-__all__ = [
-    "UNOFFICIAL",
-    "extraction_dates",
-    "update_dates",
-    "cover_html",
-]
+__all__ = ["UNOFFICIAL", "extraction_dates", "update_dates", "cover_html"]
 
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
 _RE_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]|$)")
@@ -75,8 +71,6 @@ def cover_html(
 
     ``data_zip``: the file name of the zip of the report's CSV files, beside the report
     (:func:`~demonoise.report.document.assemble.data_zip_name`), linked as "Data files"."""
-    from demonoise.core.version import __version__
-
     esc = _html.escape
     org = getattr(publisher, "organisation", None)
     rows = [("Organisation", org), ("Contact", publisher.contact)] if org else []

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import base64
 import html as _html
 import re
 from functools import lru_cache
@@ -158,8 +159,6 @@ _REF_MIMES = ("text/markdown", "text/html", TYPST_MIME, "text/plain")
 
 def _figure(number: str, ident: str, meta, data, source: str) -> tuple[str, dict]:
     """A numbered chart's HTML and the fields of its Typst (``#dn-figure``)."""
-    import base64
-
     title, sub, svg = meta.get("title") or "", meta.get("subtitle") or "", data["image/svg+xml"]
     src = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
     sub_html = f' <span class="dn-subtitle">{caption_html(sub)}</span>' if sub else ""
@@ -354,7 +353,5 @@ class DocumentPDFExporter(DocumentTypstExporter):
 
     def from_notebook_node(self, nb, resources=None, **kw):
         source, resources = super().from_notebook_node(nb, resources, **kw)
-        pdf, pages = typst_to_pdf(source)
-        resources["output_extension"] = ".pdf"
-        resources["demonoise_pages"] = pages
+        pdf, resources["demonoise_pages"] = typst_to_pdf(source)
         return pdf, resources

@@ -17,8 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError
+from demonoise.core.version import __version__
 from demonoise.report.document.assemble import data_zip_name
 from demonoise.report.document.templates import TEMPLATE_NAME, find_template_dir
 
@@ -100,10 +103,6 @@ def write_index(
     text under the title. ``data_status``: dataset -> its data-status label, in a box above
     the table, styled as a warning when ``modelled``.
     """
-    import jinja2
-
-    from demonoise.core.version import __version__
-
     path = Path(path)
     items = [r if isinstance(r, IndexRow) else IndexRow(**r) for r in rows]
     if columns is None:  # every summary key, in order of first appearance
