@@ -1,13 +1,10 @@
 """Assemble executed notebooks into one document; render it to offline HTML and PDF.
 
-A document is a cover, a contents list and chapters: one executed notebook
-(:class:`Section`), or one indicator with a subsection per noise setting (:class:`Chapter`).
-No code, no prompts; cells tagged ``remove`` or ``metrics``, metrics payloads and code cells
-without output are dropped; a notebook whose execution failed is refused. The raw cells
-written here carry their HTML as source and their Typst twin in ``metadata.demonoise.typst``.
-
-:func:`render_bytes` is one rendering task (notebook in; HTML, CSV files and PDF out as
-bytes); :func:`write_rendered` writes them (the CSV files also zipped beside the HTML).
+A document is a cover, a contents list and chapters (:class:`Section`, :class:`Chapter`),
+without code, prompts, cells tagged ``remove`` or ``metrics`` and metrics payloads; a notebook
+whose execution failed is refused. The raw cells written here carry their HTML as source and
+their Typst twin in ``metadata.demonoise.typst``. :func:`render_bytes` is one rendering task
+(HTML, CSV files and PDF as bytes); :func:`write_rendered` writes what it made.
 """
 
 from __future__ import annotations
@@ -68,8 +65,7 @@ def read_notebook_text(text: str | bytes):
 
 
 def notebook_text(nb) -> str:
-    """``nbformat.writes(nb)`` of a version 4 notebook without the schema validation, ending in
-    a newline as ``nbformat.write`` writes it."""
+    """``nbformat.write``'s text of a version 4 notebook, without the schema validation."""
     return writes(nb) + "\n"
 
 
@@ -95,9 +91,8 @@ def load_notebook(nb: Any):
 
 
 def split_sections(nb) -> list:
-    """Split an executed notebook at its markdown cells opening with a level-1 heading, each part
-    a report section; the cells before the first go with the first part. The parts share the
-    notebook's metadata (papermill's failure flag included) and cells."""
+    """Split an executed notebook where a markdown cell opens with a level-1 heading (the cells
+    before the first go with it); the parts share its metadata (papermill's failure flag) and cells."""
     heads = [i for i, c in enumerate(nb.cells) if c["cell_type"] == "markdown" and _H1_RE.match(c["source"])]
     bounds = [0, *heads[1:], len(nb.cells)]
     return [new_notebook(metadata=nb.metadata, cells=nb.cells[a:b]) for a, b in pairwise(bounds)]
@@ -180,8 +175,7 @@ class Chapter:
 
 
 def raw_cell(html_text: str, typst: str = "", **meta):
-    """A raw cell of the document: its HTML as the source, its Typst twin (the PDF's) in
-    ``metadata.demonoise.typst``."""
+    """A raw cell of the document: its HTML as the source, its Typst twin in ``metadata.demonoise``."""
     return new_raw_cell(html_text, metadata={"demonoise": {"html": True, "typst": typst, **meta}})
 
 
@@ -193,11 +187,9 @@ def _heading(level: int, number: str, title: str, anchor: str, attrs: str) -> tu
     )
 
 
-def _chapter_cells(ch: Section | Chapter, number: int, new_page: bool) -> tuple[list, dict]:
-    """A chapter's cells and its entry in the contents. It opens, in the PDF, on a new page
-    (landscape for a wide section) or, without ``new_page``, after a gap on the page before;
-    then come a section's cells or a subsection per setting."""
-    wide = isinstance(ch, Section) and ch.landscape
+def _chapter_cells(ch: Section | Chapter, number: int, wide: bool, new_page: bool) -> tuple[list, dict]:
+    """A chapter's cells and contents entry: in print on a new page (landscape if wide) or, without
+    ``new_page``, after a gap; then a section's cells or a subsection per setting."""
     if isinstance(ch, Section):
         body, node, label = _body(ch.notebook)
         title = ch.title or _take_title(body) or node.get("metadata", {}).get("title") or Path(label).stem
@@ -241,8 +233,7 @@ def _contents(entries: list[dict]):
 
 
 def _cover_cells(cover, title: str, subtitle: str | None) -> list:
-    """The cover: a raw cell (e.g. :func:`~.cover.cover_html`), an executed notebook's cells,
-    or (``None``) the title, the subtitle and the date."""
+    """The cover: a raw cell, an executed notebook's cells or (``None``) title, subtitle and date."""
     if isinstance(cover, Mapping) and cover.get("cell_type") == "raw":
         return [copy.deepcopy(cover)]
     if cover is not None:
@@ -287,7 +278,7 @@ def assemble(
     for i, ch in enumerate(chapters, 1):
         ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
         wide = isinstance(ch, Section) and ch.landscape  # a chapter of the orientation before runs on
-        cells, entry = _chapter_cells(ch, i, not run_on or wide != before)
+        cells, entry = _chapter_cells(ch, i, wide, not run_on or wide != before)
         body, before = body + cells, wide
         entries.append(entry)
     for e in (x for c in entries for x in [c, *c["children"]]):
@@ -305,10 +296,9 @@ def assemble(
 # ================================================================== rendering
 @dataclass
 class RenderResult:
-    """What rendering a document produced, or why not. ``status``: ok, skipped (up to date)
-    or failed (``error`` says why); ``pdf`` is ``None`` when no PDF was made, and
-    ``pdf_error`` then says why (e.g. the typst wheel missing). ``metrics`` and
-    ``notebook_seconds``: a batch report's summary metrics and notebook time."""
+    """What rendering a document produced, or why not: ``status`` ok, skipped (up to date) or
+    failed (``error`` says why); ``pdf_error`` says why ``pdf`` is ``None`` (e.g. no typst wheel);
+    ``metrics`` and ``notebook_seconds``: a batch report's summary metrics and notebook time."""
 
     html: Path | None = None
     pdf: Path | None = None
@@ -339,11 +329,8 @@ def _export(exporter, nb, name: str, what: str) -> tuple[Any, dict, float]:
 def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
     """One rendering task, on any worker (nothing is written): an assembled notebook (path,
     node or ``.ipynb`` bytes) -> the HTML, its CSV files (``{relative path: bytes}``, in
-    ``<name>-data/``) and the PDF typeset by Typst from the same notebook, as bytes.
-
-    A PDF that cannot be made (the typst wheel missing, typesetting failed) does not raise:
-    ``pdf`` is ``None`` and ``pdf_error`` says why.
-    """
+    ``<name>-data/``) and the PDF typeset by Typst, as bytes; a PDF that cannot be made
+    does not raise (``pdf`` is ``None``, ``pdf_error`` says why)."""
     node = read_notebook_text(nb) if isinstance(nb, bytes) else load_notebook(nb)[0]
     html, resources, seconds = _export(DocumentHTMLExporter, node, name, f"HTML rendering of {name}.html")
     out = {"html": html.encode("utf-8"), "files": dict(sorted(resources["outputs"].items())), "html_seconds": seconds}
@@ -379,8 +366,7 @@ def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike
 
 
 def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
-    """Render an assembled notebook to ``html`` (and ``pdf``) here: :func:`render_bytes`
-    then :func:`write_rendered`."""
+    """Render an assembled notebook to ``html`` (and ``pdf``) here; see :func:`render_bytes`."""
     return write_rendered(render_bytes(nb, Path(html).stem, pdf is not None), html, pdf)
 
 

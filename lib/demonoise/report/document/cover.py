@@ -1,10 +1,9 @@
 """The cover of a report: who publishes it, when, with which tool, on which data.
 
-From the params' ``publisher:`` block (without one: "demonoise demonstration -- not an
-official publication"); always the tool version, the data's extraction date(s) (the
-dataset's own: a download date with Eurostat's last update of each table, a template's
-``# extracted:`` date, or "unknown") and status, the settings compared, a link back to the
-index and, with ``data_zip``, to the zip of the report's CSV files.
+From the params' ``publisher:`` block (without one: "demonoise demonstration -- not an official
+publication"); always the tool version, the data's status and extraction date(s) (a download
+date with Eurostat's last update of each table, a template's ``# extracted:`` date, or
+"unknown"), the settings compared, links to the index and to the zip of the CSV files.
 """
 
 from __future__ import annotations
@@ -45,9 +44,8 @@ def extraction_dates(provenance: Mapping[str, Any] | None) -> str:
 
 
 def update_dates(provenance: Mapping[str, Any] | None) -> str:
-    """The publisher's last update of each dataset code the data were read from (a fetched
-    dataset's ``updated`` stamps), oldest first: ``"2025-03-28 (demo_r_d2jan); 2025-09-30
-    (demo_pjan, demo_magec)"``; ``""`` when none is known."""
+    """The publisher's last update of each dataset code read (a fetched dataset's ``updated``), oldest
+    first: ``"2025-03-28 (demo_r_d2jan); 2025-09-30 (demo_pjan, demo_magec)"``; ``""`` if none."""
     by_day: dict[str, dict] = {}  # day -> its dataset codes, in order (a dict as an ordered set)
     for p in (provenance or {}).values():
         for code, stamp in dict((p or {}).get("updated") or {}).items():

@@ -2,11 +2,9 @@
 
 * :class:`DocumentHTMLExporter` (``--to demonoise_html``): nbconvert's ``HTMLExporter`` with
   the ``templates/demonoise`` template, no code, formulas as SVG; every chart and table
-  numbered with a caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`;
-  the files go to ``resources["outputs"]``).
-* :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst
-  source by the ``templates/demonoise_typst`` template, as nbconvert's LaTeX exporter writes
-  LaTeX; each output by its Typst representation (:data:`TYPST_MIME`), charts as SVG.
+  numbered with a caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`).
+* :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst source
+  (``templates/demonoise_typst``), each output by its Typst representation, charts as SVG.
 * :class:`DocumentPDFExporter` (``--to demonoise_pdf``): that source compiled in this
   process by the ``typst`` wheel with the template's own fonts (:func:`typst_to_pdf`).
 """
@@ -61,20 +59,17 @@ def _caption_typst(text: str) -> Code:
     return Code(f"[{html_to_typst(caption_html(text))}]")
 
 
-#: A reference to a figure or table by its number, in a markdown cell or a text output:
-#: ``[[table+1]]`` the next table, ``[[figure]]`` the last figure so far, ``[[figure+2]]``
-#: the one after next (numbered within the chapter, as the exporters number them).
+#: A reference to a figure or table by its number, in a markdown cell or a text output: ``[[table+1]]``
+#: the next table, ``[[figure]]`` the last figure so far, ``[[figure+2]]`` the one after next.
 REF_RE = re.compile(r"\[\[(table|figure)([+-]\d+)?\]\]")
 
 
 class DocumentPreprocessor(Preprocessor):
-    """Number every chart and table (per chapter: Figure 2.3, Table 2.1), give each a
-    caption, a "Source:" line and a link to its data as CSV; drop metrics payloads and
-    code cells left without output. Each numbered output gets its HTML and its Typst
-    (:data:`TYPST_MIME`), made from the same caption, number, source and link.
-
-    A chapter starts at a raw cell whose metadata holds ``demonoise.chapter`` (written by
-    :func:`demonoise.report.document.assemble.assemble`); outside chapters the numbers run 1, 2, ...
+    """Number every chart and table (per chapter: Figure 2.3, Table 2.1), give each a caption,
+    a "Source:" line and a link to its data as CSV (in ``resources["outputs"]``), as HTML and
+    as Typst (:data:`TYPST_MIME`); drop metrics payloads and code cells left without output.
+    A chapter starts at a raw cell whose metadata holds ``demonoise.chapter``
+    (:func:`~demonoise.report.document.assemble.assemble`); outside chapters the numbers run 1, 2, ...
     """
 
     def preprocess(self, nb, resources):
@@ -96,8 +91,7 @@ class DocumentPreprocessor(Preprocessor):
         return nb, resources
 
     def _start(self, nb, resources) -> None:
-        """The document's CSV folder (``<name>-data``), "Source:" line and counts; what the
-        templates show of it (``resources["demonoise"]``: title, version, footer)."""
+        """The CSV folder (``<name>-data``), "Source:" line and counts; what the templates show."""
         name = (resources.get("metadata") or {}).get("name") or "report"
         src = (nb.metadata.get("demonoise") or {}).get("source") or ""
         self._dir = f"{name}-data"
@@ -117,8 +111,7 @@ class DocumentPreprocessor(Preprocessor):
         return REF_RE.sub(number, text)
 
     def _csv(self, stem: str, csv: str | None, resources) -> str | None:
-        """``<dir>/<stem>.csv`` (made unique within the report) holding ``csv``, written to
-        ``resources["outputs"]``; its path relative to the document (``None``: no ``csv``)."""
+        """``csv`` into ``resources["outputs"]`` as ``<dir>/<stem>.csv`` (made unique): its path, or None."""
         if not (stem and csv):
             return None
         path, k = f"{self._dir}/{stem}.csv", 2
@@ -128,8 +121,7 @@ class DocumentPreprocessor(Preprocessor):
         return path
 
     def _output(self, out, resources):
-        """An output with the references of its text resolved; a chart or a table numbered,
-        with its caption, "Source:" line and CSV file, as HTML and as Typst."""
+        """An output, its references resolved; a chart or a table numbered, as HTML and as Typst."""
         data = out.get("data") or {}
         data.update({m: self._refs(data[m]) for m in _REF_MIMES if isinstance(data.get(m), str)})
         kind = "figure" if FIGURE_MIME in data and "image/svg+xml" in data else None
@@ -254,8 +246,7 @@ def _markdown_typst(source: str, sticky: bool = False) -> str:
 
 
 def _raw_typst(cell) -> str:
-    """A raw cell: the Typst twin that :func:`~.assemble.assemble` wrote beside its HTML
-    (``metadata.demonoise.typst``); a raw cell of another format only if it is Typst."""
+    """A raw cell: the Typst twin :func:`~.assemble.raw_cell` wrote, or its source if it is Typst."""
     meta = cell.get("metadata", {})
     if "typst" in (meta.get("demonoise") or {}):
         return meta["demonoise"]["typst"]

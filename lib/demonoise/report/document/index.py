@@ -1,9 +1,8 @@
 """``output/index.html``: one offline page listing every report of a batch.
 
-Each row links the HTML report and the PDF (or says why there is none), shows the status
-with the error of a failed run, the report's CSV files and the caller's summary columns;
-links are relative, so the output directory moves as a whole. The page is the Jinja
-template ``templates/demonoise/batch_index.html.j2`` with the stylesheet inlined.
+Each row links the HTML report, the PDF (or says why there is none) and the CSV files, shows
+the status (a failed run's error) and the caller's summary columns; links are relative (the
+output directory moves as a whole). The template: ``templates/demonoise/batch_index.html.j2``.
 """
 
 from __future__ import annotations
@@ -32,10 +31,9 @@ STATUSES = ("ok", "failed", "skipped")
 
 @dataclass(frozen=True)
 class IndexRow:
-    """One report in the index: its label, status (:data:`STATUSES`), HTML and PDF (or
-    why there is no PDF), the error of a failed run, ``summary`` columns (a value
-    ``{"text": ..., "colour": ...}`` is a coloured cell), its CSV ``files`` (linked as one
-    data cell) and ``links`` (label -> file, linked by name in that cell)."""
+    """One report in the index: its label, status (:data:`STATUSES`), HTML and PDF (or why there is
+    none), a failed run's error, ``summary`` columns (``{"text": ..., "colour": ...}``: a coloured
+    cell), its CSV ``files`` (one data cell) and ``links`` (label -> file, linked in that cell)."""
 
     name: str
     status: str = "ok"

@@ -1,8 +1,6 @@
-"""Where the nbconvert templates live: ``templates/`` at the top of the repository.
-
-Found like the notebooks (:mod:`demonoise.runtime.locate`). A base directory holds
-``demonoise/`` (the HTML template, its stylesheet and ``fonts/``, the only fonts the Typst
-compiler is given, :func:`fonts_dir`) and ``demonoise_typst/`` (the Typst template).
+"""Where the nbconvert templates live (``templates/``), found like the notebooks
+(:mod:`demonoise.runtime.locate`): ``demonoise/`` (the HTML template, its stylesheet and
+``fonts/``, the Typst compiler's only fonts) and ``demonoise_typst/`` (the Typst template).
 """
 
 from __future__ import annotations
