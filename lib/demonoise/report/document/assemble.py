@@ -75,8 +75,7 @@ def write_notebook(nb, path: str | os.PathLike) -> Path:
 
 
 def load_notebook(nb: Any):
-    """Return ``(NotebookNode, label)`` for a path (read by :func:`read_notebook_text`) or an
-    already loaded notebook."""
+    """``(NotebookNode, label)`` of a path (read by :func:`read_notebook_text`) or a loaded notebook."""
     if isinstance(nb, (str, os.PathLike)):
         path = Path(nb)
         try:
@@ -154,8 +153,7 @@ def _take_title(cells: list) -> str | None:
 # ================================================================== assembly
 @dataclass(frozen=True)
 class Section:
-    """A chapter made of one executed notebook, with optional title and anchor;
-    ``landscape`` prints it on landscape pages (wide tables)."""
+    """A chapter of one executed notebook, with optional title and anchor; on landscape pages if ``landscape``."""
 
     notebook: Any
     title: str | None = None
@@ -207,8 +205,7 @@ def _chapter_cells(ch: Section | Chapter, number: int, wide: bool, new_page: boo
         _take_title(cells)
         if j == 1:
             head += [c for c in cells if "chapter" in c["metadata"].get("tags", [])]
-        sub = {"title": label, "anchor": f"{anchor}-{j}", "number": f"{number}.{j}"}
-        entry["children"].append(sub)
+        entry["children"].append(sub := {"title": label, "anchor": f"{anchor}-{j}", "number": f"{number}.{j}"})
         attrs = f'class="dn-setting" id="{sub["anchor"]}" style="--dn-setting: {colour_css}"'
         html, typst = _heading(2, sub["number"], label, sub["anchor"], attrs)
         paint = colour(colour_css) if colour(colour_css) != "none" else Code("dn-accent")
@@ -337,10 +334,10 @@ def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
     out.update(pdf=None, pdf_error=None, pages=0, pdf_seconds=0.0)
     if pdf:
         try:
-            out["pdf"], resources, out["pdf_seconds"] = _export(
+            out["pdf"], res, out["pdf_seconds"] = _export(
                 DocumentPDFExporter, node, name, f"PDF typesetting of {name}.pdf"
             )
-            out["pages"] = resources["demonoise_pages"]
+            out["pages"] = res["demonoise_pages"]
         except ReportError as e:
             out["pdf_error"] = str(e) if str(e).startswith("no PDF") else f"no PDF: {e}"
     return out

@@ -64,11 +64,9 @@ def cover_html(
     index_href: str | None = None,
     data_zip: str | None = None,
 ) -> dict:
-    """The cover section of a report: a raw cell of its HTML and its Typst twin
-    (:func:`~demonoise.report.document.assemble.raw_cell`).
+    """The cover section of a report: a raw cell of its HTML and Typst (:func:`~.assemble.raw_cell`).
 
-    ``data_zip``: the file name of the zip of the report's CSV files, beside the report
-    (:func:`~demonoise.report.document.assemble.data_zip_name`), linked as "Data files"."""
+    ``data_zip``: the file name of the zip of the report's CSV files beside it, linked as "Data files"."""
     esc = _html.escape
     org = getattr(publisher, "organisation", None)
     rows = [("Organisation", org), ("Contact", publisher.contact)] if org else []

@@ -42,15 +42,13 @@ __all__ = [
 #: Cells with any of these tags never reach a rendered report.
 REMOVE_TAGS = frozenset({"remove", "metrics"})
 
-
 #: A one-letter symbol with a subscript as the notebooks write it in plain text: ``e_x``,
 #: ``m_x``, ``e_0``, ``e_{65}`` (not ``demo_r_find3``: the letter must start a word).
 _SUBSCRIPT_RE = re.compile(r"(?<![\w.])([A-Za-z])_(\{([A-Za-z0-9+]+)\}|[A-Za-z0-9+]+)(?!\w|\.\w)")
 
 
 def caption_html(text: str) -> str:
-    """A caption's plain text as HTML: escaped, and ``e_x``-style symbols set as the formulas
-    of the text set them (``<i>e</i><sub>x</sub>``)."""
+    """A caption's plain text as HTML: escaped, ``e_x`` set as the formulas set it (``<i>e</i><sub>x</sub>``)."""
     return _SUBSCRIPT_RE.sub(lambda m: f"<i>{m.group(1)}</i><sub>{m.group(3) or m.group(2)}</sub>", _html.escape(text))
 
 
@@ -187,8 +185,7 @@ def _safe_stem(name: str | None) -> str:
 
 
 class _DocumentExporter(TemplateExporter):
-    """The project's template directory, no code, tagged cells removed, and the
-    :class:`DocumentPreprocessor`."""
+    """The project's templates, no code, tagged cells removed, the :class:`DocumentPreprocessor`."""
 
     @default("extra_template_basedirs")
     def _basedirs_default(self):
@@ -237,8 +234,7 @@ def _latex_parts(text: str) -> tuple[str, bool]:
 
 # ------------------------------------------------------------------------------ Typst
 def _markdown_typst(source: str, sticky: bool = False) -> str:
-    """A markdown cell as Typst; ``sticky``: kept on the page of the output that follows (words
-    introducing a chart or a table never left alone at the foot of a page)."""
+    """A markdown cell as Typst; ``sticky``: kept on the page of the chart or table it introduces."""
     body = markdown_to_typst(source).strip()
     if sticky and body and len(source) < 800:
         return f"#block(sticky: true, width: 100%)[\n{body}\n]"
@@ -253,8 +249,7 @@ def _raw_typst(cell) -> str:
     return cell.source if (meta.get("format") or meta.get("raw_mimetype")) == TYPST_MIME else ""
 
 
-#: How the Typst exporter writes each representation of an output (a stream's text as
-#: text/plain), in its order of preference.
+#: How the Typst exporter writes each representation of an output (a stream as text), by preference.
 TYPST_OF = {
     TYPST_MIME: str,
     "image/svg+xml": lambda v: call("dn-svg", v),

@@ -99,8 +99,7 @@ def write_index(
     ``rows``: :class:`IndexRow` objects or mappings of its fields. ``columns``: the summary
     columns, in order (default: every key, in order of first appearance). ``intro``: plain
     text under the title. ``data_status``: dataset -> its data-status label, in a box above
-    the table, styled as a warning when ``modelled``.
-    """
+    the table, styled as a warning when ``modelled``."""
     path = Path(path)
     items = [r if isinstance(r, IndexRow) else IndexRow(**r) for r in rows]
     if columns is None:  # every summary key, in order of first appearance

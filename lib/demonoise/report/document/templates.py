@@ -25,13 +25,11 @@ REQUIRED_FILES = (
 
 
 def find_template_dir(template_dir: str | os.PathLike | None = None) -> Path:
-    """The base directory of the ``demonoise`` and ``demonoise_typst`` nbconvert templates;
-    :class:`ReportError` listing each place tried when there is none."""
+    """The base directory of the two nbconvert templates; :class:`ReportError` listing each place tried if none."""
     return find_dir("templates", REQUIRED_FILES, template_dir)
 
 
 def fonts_dir() -> Path | None:
-    """The template's ``fonts/`` directory, or ``None`` if it lacks a face of :data:`FONT_FACES`
-    (a template of one's own need not ship them: the PDF then uses the machine's fonts)."""
+    """The template's ``fonts/``, or ``None`` if it lacks a face of :data:`FONT_FACES` (the PDF uses the machine's)."""
     d = find_template_dir() / TEMPLATE_NAME / "fonts"
     return d if all((d / f).is_file() for f in FONT_FACES.values()) else None
