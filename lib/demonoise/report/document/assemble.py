@@ -1,37 +1,37 @@
 """Assemble executed notebooks into one document; render it to offline HTML and PDF.
 
-A document is a cover, a contents list and chapters: one executed notebook
-(:class:`Section`), or one indicator with a subsection per noise setting (:class:`Chapter`,
-its cells tagged ``chapter`` kept once, from the first setting; the other headings one level
-down). No code, no prompts; cells tagged ``remove`` or ``metrics``, metrics payloads and
-code cells without output are dropped; a notebook whose execution failed is refused
-(:class:`~demonoise.core.errors.ReportError`). The raw cells written here carry their HTML
-as source and their Typst twin in ``metadata.demonoise.typst``, for the two exporters.
-
-:func:`render_bytes` is one rendering task (notebook in; HTML, CSV files and PDF out as
-bytes); :func:`write_rendered` writes them (the CSV files also zipped beside the HTML).
-Nothing is loaded from the network.
+A document is a cover, a contents list and chapters (:class:`Section`, :class:`Chapter`),
+without code, prompts, cells tagged ``remove`` or ``metrics`` and metrics payloads; a notebook
+whose execution failed is refused. The raw cells written here carry their HTML as source and
+their Typst twin in ``metadata.demonoise.typst``. :func:`render_bytes` is one rendering task
+(HTML, CSV files and PDF as bytes); :func:`write_rendered` writes what it made.
 """
 
 from __future__ import annotations
 
 import copy
 import html as _html
-import json
+import io
 import os
 import re
 import time
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+import nbformat
+from nbformat import reader
+from nbformat.v4 import new_notebook, new_raw_cell, writes
 
 from demonoise.core.atomic import atomic_write_bytes, atomic_write_text
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.content.notebook import METRICS_MIME
-from demonoise.report.content.typeset import html_to_typst
 from demonoise.report.content.typstsrc import Code, call, colour, markup
-from demonoise.report.document.exporters import REMOVE_TAGS
+from demonoise.report.document.exporters import REMOVE_TAGS, DocumentHTMLExporter, DocumentPDFExporter
 
 __all__ = [
     "Section",
@@ -58,25 +58,15 @@ _HEADING_RE = re.compile(r"^(#{1,5})(\s)", re.M)
 
 
 # =================================================================== reading
-def read_notebook_text(text: str):
+def read_notebook_text(text: str | bytes):
     """``nbformat.reads(text, as_version=4)`` without the schema validation (papermill
-    validated the notebooks a batch passes between stages when it made them; validating
-    again was a third of the time of reading and writing them)."""
-    import nbformat
-    from nbformat import reader
-
+    validated the notebooks when it wrote them; validating again took a third of the time)."""
     return nbformat.convert(reader.reads(text), 4)
 
 
 def notebook_text(nb) -> str:
-    """``nbformat.writes(nb)`` without the schema validation, ending in a newline as
-    ``nbformat.write`` writes it."""
-    import nbformat
-    from nbformat import reader
-
-    version, _ = reader.get_version(nb)
-    text = nbformat.versions[version].writes_json(nb)
-    return text if text.endswith("\n") else text + "\n"
+    """``nbformat.write``'s text of a version 4 notebook, without the schema validation."""
+    return writes(nb) + "\n"
 
 
 def write_notebook(nb, path: str | os.PathLike) -> Path:
@@ -85,9 +75,7 @@ def write_notebook(nb, path: str | os.PathLike) -> Path:
 
 
 def load_notebook(nb: Any):
-    """Return ``(NotebookNode, label)`` for a path or an already loaded notebook (read as
-    ``nbformat.read`` reads it, without the schema validation that only logs:
-    read_notebook_text)."""
+    """``(NotebookNode, label)`` of a path (read by :func:`read_notebook_text`) or a loaded notebook."""
     if isinstance(nb, (str, os.PathLike)):
         path = Path(nb)
         try:
@@ -102,25 +90,11 @@ def load_notebook(nb: Any):
 
 
 def split_sections(nb) -> list:
-    """Split an executed notebook at its level-1 markdown headings.
-
-    Each part starts with a markdown cell opening with ``# Title`` and becomes one
-    report section (its own page, table-of-contents entry and number); cells before
-    the first heading (parameters, imports) go with the first part. Every part shares the
-    notebook's metadata (papermill's failure flag included) and cells (:func:`assemble`
-    copies what it keeps).
-    """
-    from nbformat.v4 import new_notebook
-
-    parts: list[list] = [[]]
-    opened = False  # the leading cells go with the first part: a failure there must stay visible
-    for cell in nb.cells:
-        if cell.get("cell_type") == "markdown" and cell.get("source", "").lstrip().startswith("# "):
-            if opened:
-                parts.append([])
-            opened = True
-        parts[-1].append(cell)
-    return [new_notebook(metadata=nb.metadata, cells=cells) for cells in parts]
+    """Split an executed notebook where a markdown cell opens with a level-1 heading (the cells
+    before the first go with it); the parts share its metadata (papermill's failure flag) and cells."""
+    heads = [i for i, c in enumerate(nb.cells) if c["cell_type"] == "markdown" and _H1_RE.match(c["source"])]
+    bounds = [0, *heads[1:], len(nb.cells)]
+    return [new_notebook(metadata=nb.metadata, cells=nb.cells[a:b]) for a, b in pairwise(bounds)]
 
 
 def read_metrics(nb: Any) -> dict:
@@ -129,87 +103,57 @@ def read_metrics(nb: Any) -> dict:
     Raises
     ------
     ReportError
-        A payload is not a JSON object, or two payloads give different values to the
-        same key (naming the notebook and the key).
+        A payload is not a JSON object, or two give a key different values (naming both).
     """
     node, label = load_notebook(nb)
     merged: dict = {}
-    for i, cell in enumerate(node.get("cells", [])):
-        for out in cell.get("outputs", []) or []:
-            payload = (out.get("data") or {}).get(METRICS_MIME)
-            if payload is None:
-                continue
-            if isinstance(payload, str):
-                payload = json.loads(payload)
+    for i, cell in enumerate(node["cells"]):
+        for payload in (o["data"][METRICS_MIME] for o in cell.get("outputs", []) if METRICS_MIME in o.get("data", {})):
             if not isinstance(payload, Mapping):
                 raise ReportError(f"{label}: metrics payload in cell {i} is not a JSON object")
             for k, v in payload.items():
-                if k in merged and merged[k] != v:
+                if merged.setdefault(k, v) != v:
                     raise ReportError(f"{label}: metric {k!r} given twice with different values (cell {i})")
-                merged[k] = v
     return merged
-
-
-def _failure(node) -> str | None:
-    if not node.get("metadata", {}).get("papermill", {}).get("exception"):
-        return None
-    for i, cell in enumerate(node.get("cells", [])):
-        for out in cell.get("outputs", []) or []:
-            if out.get("output_type") == "error":
-                return f"{out.get('ename')}: {out.get('evalue')} (cell {i})"
-    return "execution failed"
 
 
 def _body(notebook) -> tuple[list, Any, str]:
     """A notebook's cells that belong in a document (copies; cells tagged :data:`REMOVE_TAGS`,
-    metrics payloads and code cells left without output gone), the notebook and its label.
-
-    Raises
-    ------
-    ReportError
-        The notebook cannot be read or failed during execution.
-    """
+    metrics payloads and code cells left without output gone), the notebook and its label;
+    :class:`ReportError` if it cannot be read or failed during execution."""
     node, label = load_notebook(notebook)
-    failure = _failure(node)
-    if failure:
-        raise ReportError(f"{label}: notebook failed during execution ({failure}); it is not rendered")
-    cells = []
-    for cell in node.get("cells", []):
-        if set(cell.get("metadata", {}).get("tags", []) or []) & REMOVE_TAGS:
-            continue
-        cell = copy.deepcopy(cell)
-        if cell.get("cell_type") == "code":
-            cell["outputs"] = [o for o in cell.get("outputs", []) if METRICS_MIME not in (o.get("data") or {})]
-            if not cell["outputs"]:
-                continue
-        cells.append(cell)
-    return cells, node, label
+    if node.get("metadata", {}).get("papermill", {}).get("exception"):
+        errors = (
+            f"{o.get('ename')}: {o.get('evalue')} (cell {i})"
+            for i, c in enumerate(node["cells"])
+            for o in c.get("outputs", [])
+            if o["output_type"] == "error"
+        )
+        why = next(errors, "execution failed")
+        raise ReportError(f"{label}: notebook failed during execution ({why}); it is not rendered")
+    cells = [copy.deepcopy(c) for c in node["cells"] if not set(c["metadata"].get("tags", [])) & REMOVE_TAGS]
+    for c in cells:
+        if c["cell_type"] == "code":
+            c["outputs"] = [o for o in c["outputs"] if METRICS_MIME not in o.get("data", {})]
+    return [c for c in cells if c["cell_type"] != "code" or c["outputs"]], node, label
 
 
 def _take_title(cells: list) -> str | None:
     """Pop the level-1 heading that opens the first markdown cell (before any output)."""
-    for cell in cells:
-        if cell.get("cell_type") == "code":
-            return None
-        if cell.get("cell_type") == "markdown":
-            m = _H1_RE.match(cell["source"])
-            if m:
-                cell["source"] = "\n".join(cell["source"][m.end() :].splitlines()).lstrip("\n")
-                if not cell["source"].strip():
-                    cells.remove(cell)
-            return m.group(1) if m else None
-    return None
-
-
-def _tagged(cell, tag: str) -> bool:
-    return tag in (cell.get("metadata", {}).get("tags", []) or [])
+    first = next((c for c in cells if c["cell_type"] != "raw"), None)
+    m = first is not None and first["cell_type"] == "markdown" and _H1_RE.match(first["source"])
+    if not m:
+        return None
+    first["source"] = "\n".join(first["source"][m.end() :].splitlines()).lstrip("\n")
+    if not first["source"].strip():
+        cells.remove(first)
+    return m.group(1)
 
 
 # ================================================================== assembly
 @dataclass(frozen=True)
 class Section:
-    """A chapter made of one executed notebook, with optional title and anchor;
-    ``landscape`` prints it on landscape pages (wide tables)."""
+    """A chapter of one executed notebook, with optional title and anchor; on landscape pages if ``landscape``."""
 
     notebook: Any
     title: str | None = None
@@ -219,122 +163,85 @@ class Section:
 
 @dataclass(frozen=True)
 class Chapter:
-    """An indicator chapter: one executed notebook per noise setting, in the batch's order.
-
-    ``settings`` are ``(label, colour, notebook)``; ``intro`` is HTML put under the title
-    (e.g. what the data can't say about this indicator)."""
+    """An indicator chapter: one executed notebook per noise setting, ``(label, colour,
+    notebook)`` in the batch's order, each a subsection (its headings one level down); the
+    cells tagged ``chapter`` are kept once, from the first setting, under the title."""
 
     title: str
     anchor: str
     settings: tuple[tuple[str, str, Any], ...]
-    intro: str = ""
 
 
 def raw_cell(html_text: str, typst: str = "", **meta):
-    """A raw cell of the document: its HTML as the source, its Typst twin (the PDF's) in
-    ``metadata.demonoise.typst``."""
-    from nbformat.v4 import new_raw_cell
-
+    """A raw cell of the document: its HTML as the source, its Typst twin in ``metadata.demonoise``."""
     return new_raw_cell(html_text, metadata={"demonoise": {"html": True, "typst": typst, **meta}})
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40] or "section"
-
-
-def _open_chapter(number: int, title: str, anchor: str, landscape: bool = False, new_page: bool = True):
-    """A chapter's opening: in the PDF a new page (landscape for wide tables) -- or, with
-    ``new_page`` false (the page keeps its orientation), a gap on the page of the chapter
-    before -- and a heading of level 1 (in the contents and the bookmarks)."""
-    cls = "dn-chapter dn-landscape" if landscape else "dn-chapter"
-    page = f"#set page(flipped: {'true' if landscape else 'false'})" if new_page else "#v(2em, weak: true)"
-    typst = f'{page}\n#heading(level: 1)[#dn-num("{number}") {markup(title)}] <{anchor}>'
-    return raw_cell(
-        f'<section class="{cls}" id="{anchor}">\n<h1 class="dn-chapter-title">'
-        f'<span class="dn-section-number">{number}</span>{_html.escape(title)}</h1>',
-        typst,
-        chapter=str(number),
+def _heading(level: int, number: str, title: str, anchor: str, attrs: str) -> tuple[str, str]:
+    """A numbered heading as HTML (``attrs``: its attributes) and as Typst (in the contents)."""
+    return (
+        f'<h{level} {attrs}><span class="dn-section-number">{number}</span>{_html.escape(title)}</h{level}>',
+        f'#heading(level: {level})[#dn-num("{number}") {markup(title)}] <{anchor}>',
     )
 
 
-def _check_anchor(anchor: str, label: str, used: set) -> None:
-    if not _ANCHOR_RE.match(anchor):
-        raise ParameterError(f"{label}: invalid anchor {anchor!r}")
-    if anchor in used:
-        raise ParameterError(f"{label}: duplicate anchor {anchor!r}")
-    used.add(anchor)
-
-
-def _chapter_cells(ch: Section | Chapter, number: int, used: set, new_page: bool = True) -> tuple[list, dict]:
-    """A chapter's cells (its opening, then a section's cells or a subsection per setting)
-    and its entry in the contents."""
+def _chapter_cells(ch: Section | Chapter, number: int, wide: bool, new_page: bool) -> tuple[list, dict]:
+    """A chapter's cells and contents entry: in print on a new page (landscape if wide) or, without
+    ``new_page``, after a gap; then a section's cells or a subsection per setting."""
     if isinstance(ch, Section):
         body, node, label = _body(ch.notebook)
         title = ch.title or _take_title(body) or node.get("metadata", {}).get("title") or Path(label).stem
-        anchor, intro, settings = ch.anchor or f"sec-{number}-{_slug(title)}", "", ()
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()[:40] or "section"
+        anchor, settings = ch.anchor or f"sec-{number}-{slug}", ()
     else:
-        body, label, title, anchor, intro, settings = [], ch.title, ch.title, ch.anchor, ch.intro, ch.settings
-    _check_anchor(anchor, label, used)
+        body, title, anchor, settings = [], ch.title, ch.anchor, ch.settings
     entry = {"title": title, "anchor": anchor, "number": str(number), "children": []}
-    head = [_open_chapter(number, title, anchor, isinstance(ch, Section) and ch.landscape, new_page)]
-    if intro:
-        head.append(raw_cell(intro, html_to_typst(intro)))
+    html, typst = _heading(1, str(number), title, anchor, 'class="dn-chapter-title"')
+    page = f"#set page(flipped: {'true' if wide else 'false'})" if new_page else "#v(2em, weak: true)"
+    section = f'<section class="dn-chapter{" dn-landscape" if wide else ""}" id="{anchor}">'
+    head = [raw_cell(f"{section}\n{html}", f"{page}\n{typst}", chapter=str(number))]
     for j, (label, colour_css, nb) in enumerate(settings, 1):
-        cells, _, src = _body(nb)
+        cells = _body(nb)[0]
         _take_title(cells)
         if j == 1:
-            head += [c for c in cells if _tagged(c, "chapter")]
-        anchor = f"{entry['anchor']}-{j}"
-        _check_anchor(anchor, src, used)
-        entry["children"].append({"title": label, "anchor": anchor, "number": f"{number}.{j}"})
+            head += [c for c in cells if "chapter" in c["metadata"].get("tags", [])]
+        entry["children"].append(sub := {"title": label, "anchor": f"{anchor}-{j}", "number": f"{number}.{j}"})
+        attrs = f'class="dn-setting" id="{sub["anchor"]}" style="--dn-setting: {colour_css}"'
+        html, typst = _heading(2, sub["number"], label, sub["anchor"], attrs)
         paint = colour(colour_css) if colour(colour_css) != "none" else Code("dn-accent")
-        typst = f'#dn-setting({paint})[#heading(level: 2)[#dn-num("{number}.{j}") {markup(label)}] <{anchor}>]'
-        body.append(
-            raw_cell(
-                f'<h2 class="dn-setting" id="{anchor}" style="--dn-setting: {colour_css}">'
-                f'<span class="dn-section-number">{number}.{j}</span>{_html.escape(label)}</h2>',
-                typst,
-            )
-        )
-        for c in cells:  # every heading one level down, under the setting's
-            if not _tagged(c, "chapter"):
-                body.append(c)
-                if c.get("cell_type") == "markdown":
-                    c["source"] = _HEADING_RE.sub(r"#\1\2", c["source"])
+        body.append(raw_cell(html, f"#dn-setting({paint})[{typst}]"))
+        for c in (c for c in cells if "chapter" not in c["metadata"].get("tags", [])):
+            if c["cell_type"] == "markdown":  # every heading one level down, under the setting's
+                c["source"] = _HEADING_RE.sub(r"#\1\2", c["source"])
+            body.append(c)
     return [*head, *body, raw_cell("</section>")], entry
 
 
-def _contents(entries: list[dict]) -> str:
+def _contents(entries: list[dict]):
     def item(e):
-        kids = "".join(item(k) for k in e.get("children", []))
-        sub = f"<ol>{kids}</ol>" if kids else ""
+        kids = "".join(map(item, e.get("children", [])))
         return (
             f'<li><a href="#{e["anchor"]}"><span class="dn-section-number">{e["number"]}</span>'
-            f"{_html.escape(e['title'])}</a>{sub}</li>"
+            f"{_html.escape(e['title'])}</a>{f'<ol>{kids}</ol>' if kids else ''}</li>"
         )
 
-    return raw_cell(
-        f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>{"".join(item(e) for e in entries)}</ol>\n</nav>',
-        call("dn-contents"),
-    )
+    html = f'<nav class="dn-toc" id="contents">\n<h2>Contents</h2>\n<ol>{"".join(map(item, entries))}</ol>\n</nav>'
+    return raw_cell(html, call("dn-contents"))
 
 
-def _default_cover(title: str, subtitle: str | None):
-    """A cover of the title, the subtitle and the date: a raw cell (HTML and Typst)."""
-    from datetime import date
-
-    today = date.today().isoformat()
-    sub = f'<p class="dn-subtitle">{_html.escape(subtitle)}</p>\n' if subtitle else ""
-    html = (
-        f'<section class="dn-cover" id="cover">\n<h1>{_html.escape(title)}</h1>\n{sub}'
-        f'<p class="dn-meta">{today}</p>\n</section>'
-    )
-    typst = (
-        f'#v(20mm)\n#block(text(size: 24pt, weight: "bold")[{markup(title)}])\n'
-        + (f"#block(text(size: 14pt, fill: dn-muted)[{markup(subtitle)}])\n" if subtitle else "")
-        + f"#block(above: 1.2em, text(fill: dn-muted)[{today}])"
-    )
-    return raw_cell(html, typst)
+def _cover_cells(cover, title: str, subtitle: str | None) -> list:
+    """The cover: a raw cell, an executed notebook's cells or (``None``) title, subtitle and date."""
+    if isinstance(cover, Mapping) and cover.get("cell_type") == "raw":
+        return [copy.deepcopy(cover)]
+    if cover is not None:
+        return [raw_cell('<section class="dn-cover" id="cover">'), *_body(cover)[0], raw_cell("</section>")]
+    today, sub = date.today().isoformat(), subtitle or ""
+    html = f'<section class="dn-cover" id="cover">\n<h1>{_html.escape(title)}</h1>\n'
+    html += f'<p class="dn-subtitle">{_html.escape(sub)}</p>\n' if sub else ""
+    typst = f'#v(20mm)\n#block(text(size: 24pt, weight: "bold")[{markup(title)}])\n'
+    typst += f"#block(text(size: 14pt, fill: dn-muted)[{markup(sub)}])\n" if sub else ""
+    html += f'<p class="dn-meta">{today}</p>\n</section>'
+    return [raw_cell(html, typst + f"#block(above: 1.2em, text(fill: dn-muted)[{today}])")]
 
 
 def assemble(
@@ -351,9 +258,9 @@ def assemble(
     :class:`Chapter`, path or notebook), its ``metadata.demonoise.sections`` listing them.
 
     ``cover``: a raw cell (:func:`raw_cell`, e.g. :func:`~.cover.cover_html`) or an executed
-    notebook; default: the title, ``subtitle`` and the date. ``source``: the "Source:" of every figure and table.
-    ``run_on``: in print, a chapter runs on after the one before unless the page orientation
-    changes (default: every chapter opens a page).
+    notebook; default: the title, ``subtitle`` and the date. ``source``: the "Source:" of
+    every figure and table. ``run_on``: in print, a chapter runs on after the one before
+    unless the page orientation changes (default: every chapter opens a page).
 
     Raises
     ------
@@ -362,44 +269,33 @@ def assemble(
     ParameterError
         No chapters, an invalid or duplicate anchor.
     """
-    from nbformat.v4 import new_notebook
-
     if not chapters:
         raise ParameterError("a document needs at least one chapter")
-    body: list = []
-    entries: list[dict] = []
-    used: set[str] = {"cover", "contents"}
-    before = None  # the orientation of the chapter before: a chapter of the same runs on
+    body, entries, used, before = [], [], {"cover", "contents"}, None
     for i, ch in enumerate(chapters, 1):
         ch = ch if isinstance(ch, (Section, Chapter)) else Section(ch)
-        wide = isinstance(ch, Section) and ch.landscape
-        new_page, before = not run_on or wide != before, wide
-        cells, entry = _chapter_cells(ch, i, used, new_page)
-        body += cells
+        wide = isinstance(ch, Section) and ch.landscape  # a chapter of the orientation before runs on
+        cells, entry = _chapter_cells(ch, i, wide, not run_on or wide != before)
+        body, before = body + cells, wide
         entries.append(entry)
-    cover_cells = _cover_cells(cover, title, subtitle)
-    cells = cover_cells + ([_contents(entries)] if toc else []) + body
+    for e in (x for c in entries for x in [c, *c["children"]]):
+        if not _ANCHOR_RE.match(e["anchor"]) or e["anchor"] in used:
+            why = "duplicate" if e["anchor"] in used else "invalid"
+            raise ParameterError(f"{e['number']} {e['title']}: {why} anchor {e['anchor']!r}")
+        used.add(e["anchor"])
+    cells = _cover_cells(cover, title, subtitle) + ([_contents(entries)] if toc else []) + body
     for n, cell in enumerate(cells):  # unique ids across the merged notebooks
         cell["id"] = f"dn-{n}"
-        cell.get("metadata", {}).pop("execution", None)
+        cell["metadata"].pop("execution", None)
     return new_notebook(metadata={"title": title, "demonoise": {"sections": entries, "source": source}}, cells=cells)
-
-
-def _cover_cells(cover, title: str, subtitle: str | None) -> list:
-    if cover is None:
-        return [_default_cover(title, subtitle)]
-    if isinstance(cover, Mapping) and cover.get("cell_type") == "raw":  # a cover cell (:func:`.cover.cover_html`)
-        return [copy.deepcopy(cover)]
-    return [raw_cell('<section class="dn-cover" id="cover">'), *_body(cover)[0], raw_cell("</section>")]
 
 
 # ================================================================== rendering
 @dataclass
 class RenderResult:
-    """What rendering a document produced, or why not. ``status``: ok, skipped (up to date)
-    or failed (``error`` says why); ``pdf`` is ``None`` when no PDF was made, and
-    ``pdf_error`` then says why (e.g. the typst wheel missing). ``metrics`` and
-    ``notebook_seconds``: a batch report's summary metrics and notebook time."""
+    """What rendering a document produced, or why not: ``status`` ok, skipped (up to date) or
+    failed (``error`` says why); ``pdf_error`` says why ``pdf`` is ``None`` (e.g. no typst wheel);
+    ``metrics`` and ``notebook_seconds``: a batch report's summary metrics and notebook time."""
 
     html: Path | None = None
     pdf: Path | None = None
@@ -415,39 +311,35 @@ class RenderResult:
     notebook_seconds: float = 0.0
 
 
-def _export(exporter, nb, name: str, what: str) -> tuple[Any, dict]:
-    """``exporter().from_notebook_node(nb)``; any failure a :class:`ReportError` naming ``what``."""
+def _export(exporter, nb, name: str, what: str) -> tuple[Any, dict, float]:
+    """``exporter().from_notebook_node(nb)`` and its seconds; any failure a :class:`ReportError`."""
+    t0 = time.perf_counter()
     try:
-        return exporter().from_notebook_node(nb, resources={"metadata": {"name": name, "path": ""}})
+        out, resources = exporter().from_notebook_node(nb, resources={"metadata": {"name": name, "path": ""}})
     except ReportError:
         raise
     except Exception as e:
         raise ReportError(f"{what} failed: {type(e).__name__}: {e}") from e
+    return out, resources, time.perf_counter() - t0
 
 
 def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
     """One rendering task, on any worker (nothing is written): an assembled notebook (path,
     node or ``.ipynb`` bytes) -> the HTML, its CSV files (``{relative path: bytes}``, in
-    ``<name>-data/``) and the PDF typeset by Typst from the same notebook, as bytes.
-
-    A PDF that cannot be made (the typst wheel missing, typesetting failed) does not raise:
-    ``pdf`` is ``None`` and ``pdf_error`` says why.
-    """
-    from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentPDFExporter
-
-    node = read_notebook_text(nb.decode("utf-8")) if isinstance(nb, bytes) else load_notebook(nb)[0]
-    t0 = time.perf_counter()
-    html, resources = _export(DocumentHTMLExporter, node, name, f"HTML rendering of {name}.html")
-    out = {"html": html.encode("utf-8"), "files": dict(sorted((resources.get("outputs") or {}).items()))}
-    out.update(pdf=None, pdf_error=None, pages=0, html_seconds=time.perf_counter() - t0, pdf_seconds=None)
+    ``<name>-data/``) and the PDF typeset by Typst, as bytes; a PDF that cannot be made
+    does not raise (``pdf`` is ``None``, ``pdf_error`` says why)."""
+    node = read_notebook_text(nb) if isinstance(nb, bytes) else load_notebook(nb)[0]
+    html, resources, seconds = _export(DocumentHTMLExporter, node, name, f"HTML rendering of {name}.html")
+    out = {"html": html.encode("utf-8"), "files": dict(sorted(resources["outputs"].items())), "html_seconds": seconds}
+    out.update(pdf=None, pdf_error=None, pages=0, pdf_seconds=0.0)
     if pdf:
-        t1 = time.perf_counter()
         try:
-            out["pdf"], resources = _export(DocumentPDFExporter, node, name, f"PDF typesetting of {name}.pdf")
-            out["pages"] = resources.get("demonoise_pages", 0)
+            out["pdf"], res, out["pdf_seconds"] = _export(
+                DocumentPDFExporter, node, name, f"PDF typesetting of {name}.pdf"
+            )
+            out["pages"] = res["demonoise_pages"]
         except ReportError as e:
             out["pdf_error"] = str(e) if str(e).startswith("no PDF") else f"no PDF: {e}"
-        out["pdf_seconds"] = time.perf_counter() - t1
     return out
 
 
@@ -463,26 +355,15 @@ def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike
     else:
         zipped.unlink(missing_ok=True)
     atomic_write_bytes(html, out["html"])
-    pdf_path = None
-    if pdf is not None and out["pdf"] is not None:
-        pdf_path = atomic_write_bytes(Path(pdf), out["pdf"])
-    elif pdf is not None:
+    if pdf is not None and out["pdf"] is None:
         Path(pdf).unlink(missing_ok=True)
-    return RenderResult(
-        html,
-        pdf_path,
-        out["pdf_error"],
-        out["html_seconds"],
-        out["pdf_seconds"] or 0.0,
-        html.stat().st_size,
-        out["pages"],
-        files,
-    )
+    pdf = atomic_write_bytes(pdf, out["pdf"]) if pdf is not None and out["pdf"] is not None else None
+    made = {k: out[k] for k in ("pdf_error", "html_seconds", "pdf_seconds", "pages")}
+    return RenderResult(html, pdf, html_bytes=html.stat().st_size, files=files, **made)
 
 
 def render_document(nb: Any, html: str | os.PathLike, pdf: str | os.PathLike | None = None) -> RenderResult:
-    """Render an assembled notebook to ``html`` (and ``pdf``) here: :func:`render_bytes`
-    then :func:`write_rendered`."""
+    """Render an assembled notebook to ``html`` (and ``pdf``) here; see :func:`render_bytes`."""
     return write_rendered(render_bytes(nb, Path(html).stem, pdf is not None), html, pdf)
 
 
@@ -492,13 +373,9 @@ def data_zip_name(html: str | os.PathLike) -> str:
 
 
 def _zip(files: Mapping[str, bytes]) -> bytes:
-    """Files (path relative to the document -> bytes) in one zip: in name order, deflated,
-    one fixed time stamp (the zip of the same files is the same bytes)."""
-    import io
-    import zipfile
-
+    """Files (path relative to the document -> bytes) in one zip; the same files, the same bytes."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(buf, "w") as z:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16

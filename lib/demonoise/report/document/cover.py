@@ -1,12 +1,9 @@
 """The cover of a report: who publishes it, when, with which tool, on which data.
 
-From the params' ``publisher:`` block (without one: "demonoise demonstration -- not an
-official publication"); always the tool version, the data's extraction date(s) (the
-dataset's own: a download date with Eurostat's last update of each table, a template's
-``# extracted:`` date, or "unknown") and status, the settings compared, a link back to the
-index and, with ``data_zip``, to the zip of the report's CSV files. :func:`cover_html`
-returns the document's cover cell: its HTML, with its Typst twin
-(:func:`~demonoise.report.document.assemble.raw_cell`).
+From the params' ``publisher:`` block (without one: "demonoise demonstration -- not an official
+publication"); always the tool version, the data's status and extraction date(s) (a download
+date with Eurostat's last update of each table, a template's ``# extracted:`` date, or
+"unknown"), the settings compared, links to the index and to the zip of the CSV files.
 """
 
 from __future__ import annotations
@@ -17,15 +14,11 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
+from demonoise.core.version import __version__
 from demonoise.report.content.typstsrc import call
 from demonoise.report.document.assemble import raw_cell
 
-__all__ = [
-    "UNOFFICIAL",
-    "extraction_dates",
-    "update_dates",
-    "cover_html",
-]
+__all__ = ["UNOFFICIAL", "extraction_dates", "update_dates", "cover_html"]
 
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
 _RE_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]|$)")
@@ -45,23 +38,18 @@ def extraction_dates(provenance: Mapping[str, Any] | None) -> str:
     """The data's extraction date(s), e.g. ``"2026-11-20"`` or ``"2026-11-20 (deaths); ..."``;
     ``"unknown"`` once when no table's date is known."""
     dates = {t: _day(p.get("extracted")) for t, p in (provenance or {}).items() if p}
-    if not dates:
-        return "unknown"
-    if len(set(dates.values())) == 1:
-        return next(iter(dates.values()))
-    return "; ".join(f"{d} ({t})" for t, d in dates.items())
+    if len(set(dates.values())) > 1:
+        return "; ".join(f"{d} ({t})" for t, d in dates.items())
+    return next(iter(dates.values()), "unknown")
 
 
 def update_dates(provenance: Mapping[str, Any] | None) -> str:
-    """The publisher's last update of each dataset code the data were read from (a fetched
-    dataset's ``updated`` stamps), oldest first: ``"2025-03-28 (demo_r_d2jan); 2025-09-30
-    (demo_pjan, demo_magec)"``; ``""`` when none is known."""
-    by_day: dict[str, list[str]] = {}
+    """The publisher's last update of each dataset code read (a fetched dataset's ``updated``), oldest
+    first: ``"2025-03-28 (demo_r_d2jan); 2025-09-30 (demo_pjan, demo_magec)"``; ``""`` if none."""
+    by_day: dict[str, dict] = {}  # day -> its dataset codes, in order (a dict as an ordered set)
     for p in (provenance or {}).values():
         for code, stamp in dict((p or {}).get("updated") or {}).items():
-            codes = by_day.setdefault(_day(stamp), [])
-            if code not in codes:
-                codes.append(code)
+            by_day.setdefault(_day(stamp), {})[code] = None
     return "; ".join(f"{d} ({', '.join(codes)})" for d, codes in sorted(by_day.items()))
 
 
@@ -76,13 +64,9 @@ def cover_html(
     index_href: str | None = None,
     data_zip: str | None = None,
 ) -> dict:
-    """The cover section of a report: a raw cell of its HTML and its Typst twin
-    (:func:`~demonoise.report.document.assemble.raw_cell`).
+    """The cover section of a report: a raw cell of its HTML and Typst (:func:`~.assemble.raw_cell`).
 
-    ``data_zip``: the file name of the zip of the report's CSV files, beside the report
-    (:func:`~demonoise.report.document.assemble.data_zip_name`), linked as "Data files"."""
-    from demonoise.core.version import __version__
-
+    ``data_zip``: the file name of the zip of the report's CSV files beside it, linked as "Data files"."""
     esc = _html.escape
     org = getattr(publisher, "organisation", None)
     rows = [("Organisation", org), ("Contact", publisher.contact)] if org else []
@@ -99,23 +83,14 @@ def cover_html(
     if data_zip:
         link = f'<a class="dn-data-zip" href="{esc(data_zip)}">{esc(data_zip)}</a>'
         dl += f"<dt>{DATA_FILES}</dt><dd>{link} {ZIP_NOTE}</dd>"
-    head = f'<p class="dn-org">{esc(org)}</p>' if org else f'<p class="dn-org dn-unofficial">{esc(UNOFFICIAL)}</p>'
-    back = (
-        f'<p class="dn-backlink"><a href="{esc(index_href)}">\u2190 All reports (index)</a></p>' if index_href else ""
-    )
+    head = f'<p class="dn-org{"" if org else " dn-unofficial"}">{esc(org or UNOFFICIAL)}</p>'
+    back = index_href and f'<p class="dn-backlink"><a href="{esc(index_href)}">\u2190 All reports (index)</a></p>'
     status = data_status or "data status unknown"
     html = (
-        f'<section class="dn-cover" id="cover">{back}'
+        f'<section class="dn-cover" id="cover">{back or ""}'
         f'<p class="dn-data-status-line">{esc(status)}</p>'
         f"{head}<h1>{esc(title)}</h1><dl>{dl}</dl></section>"
     )
-    typst = call(
-        "dn-cover",
-        org=org or None,
-        unofficial=UNOFFICIAL,
-        title=title,
-        rows=shown,
-        status=status,
-        data=(DATA_FILES, data_zip, ZIP_NOTE) if data_zip else None,
-    )
+    data = (DATA_FILES, data_zip, ZIP_NOTE) if data_zip else None
+    typst = call("dn-cover", org=org or None, unofficial=UNOFFICIAL, title=title, rows=shown, status=status, data=data)
     return raw_cell(html, typst)

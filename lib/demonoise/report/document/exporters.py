@@ -2,17 +2,16 @@
 
 * :class:`DocumentHTMLExporter` (``--to demonoise_html``): nbconvert's ``HTMLExporter`` with
   the ``templates/demonoise`` template, no code, formulas as SVG; every chart and table
-  numbered with a caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`;
-  the files go to ``resources["outputs"]``).
-* :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst
-  source by the ``templates/demonoise_typst`` template, as nbconvert's LaTeX exporter writes
-  LaTeX; each output by its Typst representation (:data:`TYPST_MIME`), charts as SVG.
+  numbered with a caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`).
+* :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst source
+  (``templates/demonoise_typst``), each output by its Typst representation, charts as SVG.
 * :class:`DocumentPDFExporter` (``--to demonoise_pdf``): that source compiled in this
   process by the ``typst`` wheel with the template's own fonts (:func:`typst_to_pdf`).
 """
 
 from __future__ import annotations
 
+import base64
 import html as _html
 import re
 from functools import lru_cache
@@ -43,16 +42,13 @@ __all__ = [
 #: Cells with any of these tags never reach a rendered report.
 REMOVE_TAGS = frozenset({"remove", "metrics"})
 
-
 #: A one-letter symbol with a subscript as the notebooks write it in plain text: ``e_x``,
 #: ``m_x``, ``e_0``, ``e_{65}`` (not ``demo_r_find3``: the letter must start a word).
 _SUBSCRIPT_RE = re.compile(r"(?<![\w.])([A-Za-z])_(\{([A-Za-z0-9+]+)\}|[A-Za-z0-9+]+)(?!\w|\.\w)")
 
 
 def caption_html(text: str) -> str:
-    """A caption's plain text as HTML: escaped, and ``e_x``-style symbols set as an italic
-    letter with its subscript (``<i>e</i><sub>x</sub>``), as the formulas of the text
-    above them set them."""
+    """A caption's plain text as HTML: escaped, ``e_x`` set as the formulas set it (``<i>e</i><sub>x</sub>``)."""
     return _SUBSCRIPT_RE.sub(lambda m: f"<i>{m.group(1)}</i><sub>{m.group(3) or m.group(2)}</sub>", _html.escape(text))
 
 
@@ -61,78 +57,59 @@ def _caption_typst(text: str) -> Code:
     return Code(f"[{html_to_typst(caption_html(text))}]")
 
 
-#: A reference to a figure or table by its number, in a markdown cell or a text output:
-#: ``[[table+1]]`` the next table, ``[[figure]]`` the last figure so far, ``[[figure+2]]``
-#: the one after next (numbered within the chapter, as the exporters number them).
+#: A reference to a figure or table by its number, in a markdown cell or a text output: ``[[table+1]]``
+#: the next table, ``[[figure]]`` the last figure so far, ``[[figure+2]]`` the one after next.
 REF_RE = re.compile(r"\[\[(table|figure)([+-]\d+)?\]\]")
 
 
 class DocumentPreprocessor(Preprocessor):
-    """Number every chart and table (per chapter: Figure 2.3, Table 2.1), give each a
-    caption, a "Source:" line and a link to its data as CSV; drop metrics payloads and
-    code cells left without output. Each numbered output gets its HTML and its Typst
-    (:data:`TYPST_MIME`), made from the same caption, number, source and link.
-
-    A chapter starts at a raw cell whose metadata holds ``demonoise.chapter`` (written by
-    :func:`demonoise.report.document.assemble.assemble`); outside chapters the numbers run 1, 2, ...
+    """Number every chart and table (per chapter: Figure 2.3, Table 2.1), give each a caption,
+    a "Source:" line and a link to its data as CSV (in ``resources["outputs"]``), as HTML and
+    as Typst (:data:`TYPST_MIME`); drop metrics payloads and code cells left without output.
+    A chapter starts at a raw cell whose metadata holds ``demonoise.chapter``
+    (:func:`~demonoise.report.document.assemble.assemble`); outside chapters the numbers run 1, 2, ...
     """
 
     def preprocess(self, nb, resources):
         self._start(nb, resources)
-        cells = []
         for cell in nb.cells:
-            chapter = (cell.get("metadata", {}).get("demonoise") or {}).get("chapter")
+            chapter = (cell.metadata.get("demonoise") or {}).get("chapter")
             if chapter is not None:
                 self._chapter, self._count = str(chapter), {"figure": 0, "table": 0}
             if cell.cell_type == "markdown":
                 cell.source = self._refs(cell.source)
-            if cell.cell_type == "code":
-                outs = [o for o in cell.outputs if METRICS_MIME not in o.get("data", {})]
-                for o in outs:
-                    self._data_files(o, resources)
-                outs = [o for o in outs if DATA_MIME not in o.get("data", {})]
-                cell.outputs = [self._output(self._resolve(o), resources) for o in outs]
-            if cell.cell_type != "code" or cell.outputs:
-                cells.append(cell)
-        nb.cells = cells
+            if cell.cell_type != "code":
+                continue
+            for o in cell.outputs:  # a data bundle's CSV files, by name
+                for name, csv in ((o.get("data", {}).get(DATA_MIME) or {}).get("files") or {}).items():
+                    self._csv(_safe_stem(name), csv, resources)
+            shown = [o for o in cell.outputs if not {METRICS_MIME, DATA_MIME} & set(o.get("data", {}))]
+            cell.outputs = [self._output(o, resources) for o in shown]
+        nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.outputs]
         return nb, resources
 
     def _start(self, nb, resources) -> None:
-        """The document's CSV folder (``<name>-data``), "Source:" line and counts; what the
-        templates show of it (``resources["demonoise"]``: title, version, footer)."""
+        """The CSV folder (``<name>-data``), "Source:" line and counts; what the templates show."""
         name = (resources.get("metadata") or {}).get("name") or "report"
         src = (nb.metadata.get("demonoise") or {}).get("source") or ""
         self._dir = f"{name}-data"
         self._source = f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
-        resources["demonoise"] = {
-            "title": nb.metadata.get("title") or name,
-            "version": __version__,
-            "footer": f"Produced with demonoise {_html.escape(__version__)}.",
-        }
+        footer = f"Produced with demonoise {__version__}."
+        resources["demonoise"] = {"title": nb.metadata.get("title") or name, "version": __version__, "footer": footer}
         self._chapter, self._count = "", {"figure": 0, "table": 0}
         resources.setdefault("outputs", {})
 
     def _refs(self, text: str) -> str:
-        """Text with its references resolved (:data:`REF_RE`): ``[[table+1]]`` -> ``Table 2.3``
-        when 2.2 is the last table numbered so far."""
+        """Text with its references (:data:`REF_RE`) resolved to the numbers they name."""
 
         def number(m) -> str:
             n = self._count[m.group(1)] + int(m.group(2) or 0)
             return f"{m.group(1).capitalize()} {self._chapter + '.' if self._chapter else ''}{n}"
 
-        return REF_RE.sub(number, text) if "[[" in text else text
-
-    def _resolve(self, out):
-        """An output with the references of its text representations resolved."""
-        data = out.get("data") or {}
-        for mime in ("text/markdown", "text/html", TYPST_MIME, "text/plain"):
-            if isinstance(data.get(mime), str):
-                data[mime] = self._refs(data[mime])
-        return out
+        return REF_RE.sub(number, text)
 
     def _csv(self, stem: str, csv: str | None, resources) -> str | None:
-        """``<dir>/<stem>.csv`` (made unique within the report) holding ``csv``, written to
-        ``resources["outputs"]``; its path relative to the document (``None``: no ``csv``)."""
+        """``csv`` into ``resources["outputs"]`` as ``<dir>/<stem>.csv`` (made unique): its path, or None."""
         if not (stem and csv):
             return None
         path, k = f"{self._dir}/{stem}.csv", 2
@@ -141,98 +118,74 @@ class DocumentPreprocessor(Preprocessor):
         resources["outputs"][path] = csv.encode("utf-8")
         return path
 
-    def _data_files(self, out, resources) -> None:
-        """An output of :func:`~demonoise.report.content.notebook.data_bundle`: its CSV files, by name."""
-        for name, csv in (((out.get("data") or {}).get(DATA_MIME) or {}).get("files") or {}).items():
-            self._csv(_safe_stem(name), csv, resources)
-
     def _output(self, out, resources):
-        """A chart or a table numbered, with its caption, "Source:" line and CSV file, as
-        HTML and as Typst; another output as it is."""
+        """An output, its references resolved; a chart or a table numbered, as HTML and as Typst."""
         data = out.get("data") or {}
+        data.update({m: self._refs(data[m]) for m in _REF_MIMES if isinstance(data.get(m), str)})
         kind = "figure" if FIGURE_MIME in data and "image/svg+xml" in data else None
         kind = kind or ("table" if TABLE_MIME in data and "text/html" in data else None)
         if kind is None:
             return out
         meta = data[FIGURE_MIME if kind == "figure" else TABLE_MIME]
         if meta.get("empty"):  # a table's "nothing to show": its words, unnumbered
-            out["data"] = {"text/html": _text(data["text/html"]), TYPST_MIME: self._body_typst(data)}
+            out["data"] = {"text/html": data["text/html"], TYPST_MIME: _table_typst(data)}
             return out
         self._count[kind] += 1
         number = f"{self._chapter}.{self._count[kind]}" if self._chapter else str(self._count[kind])
-        stem = _safe_stem(meta.get("name") or "") or f"{kind}-{number.replace('.', '-')}"
-        path = self._csv(stem, meta.get("csv"), resources)
+        ident = f"{kind}-{number.replace('.', '-')}"
+        path = self._csv(_safe_stem(meta.get("name")) or ident, meta.get("csv"), resources)
         link = f' <a class="dn-csv" href="{_html.escape(path)}">Data (CSV)</a>' if path else ""
         source = f'<p class="dn-source">{_html.escape(self._source)}{link}</p>'
-        make = self._figure if kind == "figure" else self._table
-        html, typst = make(number, meta, data, source, path)
+        html, fields = (_figure if kind == "figure" else _table)(number, ident, meta, data, source)
+        name = "dn-figure" if kind == "figure" else "dn-table-block"
+        typst = call(name, number=number, **fields, source=self._source, csv=path)
         out["data"] = {"text/html": html, TYPST_MIME: typst}
         return out
 
-    def _figure(self, number: str, meta, data, source: str, path: str | None) -> tuple[str, str]:
-        import base64
 
-        title, sub = meta.get("title") or "", meta.get("subtitle") or ""
-        svg = _text(data["image/svg+xml"])
-        src = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
-        sub_html = f' <span class="dn-subtitle">{caption_html(sub)}</span>' if sub else ""
-        html = (
-            f'<figure class="dn-figure" id="figure-{number.replace(".", "-")}">'
-            f'<figcaption><span class="dn-number">Figure {number}.</span> {caption_html(title)}{sub_html}</figcaption>'
-            f'<img class="dn-chart" alt="Figure {number}: {_html.escape(title)}" src="{src}">{source}</figure>'
-        )
-        typst = call(
-            "dn-figure",
-            number=number,
-            title=_caption_typst(title),
-            subtitle=_caption_typst(sub),
-            svg=svg,
-            alt=f"Figure {number}: {title}",
-            source=self._source,
-            csv=path,
-        )
-        return html, typst
-
-    def _table(self, number: str, meta, data, source: str, path: str | None) -> tuple[str, str]:
-        caption, note = meta.get("caption") or "", meta.get("note") or ""
-        keep = " dn-keep" if meta.get("keep") else ""
-        note_html = f'<p class="dn-table-note">{caption_html(note)}</p>' if note else ""
-        html = (
-            f'<div class="dn-table-block{keep}" id="table-{number.replace(".", "-")}">'
-            f'<p class="dn-caption"><span class="dn-number">Table {number}.</span> {caption_html(caption)}</p>'
-            f"{_text(data['text/html'])}{note_html}{source}</div>"
-        )
-        typst = call(
-            "dn-table-block",
-            number=number,
-            caption=_caption_typst(caption),
-            body=Code(f"[{self._body_typst(data)}]"),
-            note=_caption_typst(note),
-            source=self._source,
-            csv=path,
-            keep=bool(meta.get("keep")),
-        )
-        return html, typst
-
-    @staticmethod
-    def _body_typst(data) -> str:
-        """A table's Typst: its twin, else its HTML converted."""
-        return _text(data[TYPST_MIME]) if TYPST_MIME in data else html_to_typst(_text(data["text/html"]))
+#: The text representations of an output whose references (:data:`REF_RE`) are resolved.
+_REF_MIMES = ("text/markdown", "text/html", TYPST_MIME, "text/plain")
 
 
-def _text(v) -> str:
-    return v if isinstance(v, str) else "".join(v)
+def _figure(number: str, ident: str, meta, data, source: str) -> tuple[str, dict]:
+    """A numbered chart's HTML and the fields of its Typst (``#dn-figure``)."""
+    title, sub, svg = meta.get("title") or "", meta.get("subtitle") or "", data["image/svg+xml"]
+    src = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    sub_html = f' <span class="dn-subtitle">{caption_html(sub)}</span>' if sub else ""
+    html = (
+        f'<figure class="dn-figure" id="{ident}">'
+        f'<figcaption><span class="dn-number">Figure {number}.</span> {caption_html(title)}{sub_html}</figcaption>'
+        f'<img class="dn-chart" alt="Figure {number}: {_html.escape(title)}" src="{src}">{source}</figure>'
+    )
+    alt = f"Figure {number}: {title}"
+    return html, {"title": _caption_typst(title), "subtitle": _caption_typst(sub), "svg": svg, "alt": alt}
 
 
-def _safe_stem(name: str) -> str:
+def _table(number: str, ident: str, meta, data, source: str) -> tuple[str, dict]:
+    """A numbered table's HTML and the fields of its Typst (``#dn-table-block``)."""
+    caption, note, keep = meta.get("caption") or "", meta.get("note") or "", bool(meta.get("keep"))
+    note_html = f'<p class="dn-table-note">{caption_html(note)}</p>' if note else ""
+    html = (
+        f'<div class="dn-table-block{" dn-keep" if keep else ""}" id="{ident}">'
+        f'<p class="dn-caption"><span class="dn-number">Table {number}.</span> {caption_html(caption)}</p>'
+        f"{data['text/html']}{note_html}{source}</div>"
+    )
+    body = Code(f"[{_table_typst(data)}]")
+    return html, {"caption": _caption_typst(caption), "body": body, "note": _caption_typst(note), "keep": keep}
+
+
+def _table_typst(data) -> str:
+    """A table's Typst: its twin, else its HTML converted."""
+    return data[TYPST_MIME] if TYPST_MIME in data else html_to_typst(data["text/html"])
+
+
+def _safe_stem(name: str | None) -> str:
     """A CSV file name stem of letters, digits, ``_`` and ``-`` only (``""`` if none is left)."""
     return re.sub(r"[^A-Za-z0-9_-]+", "_", str(name or "")).strip("_")[:60]
 
 
 class _DocumentExporter(TemplateExporter):
-    """What both document exporters share: the project's template directory, no code, and
-    the two preprocessors (tagged cells removed; figures and tables numbered with their
-    CSV files, :class:`DocumentPreprocessor`)."""
+    """The project's templates, no code, tagged cells removed, the :class:`DocumentPreprocessor`."""
 
     @default("extra_template_basedirs")
     def _basedirs_default(self):
@@ -257,13 +210,11 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
     @pass_context
     def markdown2html(self, context, source):
         """nbconvert's Markdown filter with formulas as SVG (:class:`~..content.typeset.MathRenderer`)."""
-        cell = context.get("cell", {})
-        path = context.get("resources", {}).get("metadata", {}).get("path", "")
         return markdown_to_html(
             source,
-            attachments=cell.get("attachments", {}),
+            attachments=context.get("cell", {}).get("attachments", {}),
             embed_images=self.embed_images,
-            path=path,
+            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
             anchor_link_text=self.anchor_link_text,
             exclude_anchor_links=self.exclude_anchor_links,
         )
@@ -277,16 +228,13 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
 def _latex_parts(text: str) -> tuple[str, bool]:
     """A ``text/latex`` output (``$...$``, ``$$...$$`` or ``\\[...\\]``): its TeX and whether it is displayed."""
     t = text.strip()
-    display = t.startswith("$$") or t.startswith("\\[")
     body = t.strip("$") if t.startswith("$") else t.removeprefix("\\[").removesuffix("\\]")
-    return body, display
+    return body, t.startswith(("$$", "\\["))
 
 
 # ------------------------------------------------------------------------------ Typst
 def _markdown_typst(source: str, sticky: bool = False) -> str:
-    """A markdown cell as Typst; ``sticky``: kept on the page of the output that follows
-    (a heading and the words that introduce a chart or a table are never left alone at
-    the foot of a page)."""
+    """A markdown cell as Typst; ``sticky``: kept on the page of the chart or table it introduces."""
     body = markdown_to_typst(source).strip()
     if sticky and body and len(source) < 800:
         return f"#block(sticky: true, width: 100%)[\n{body}\n]"
@@ -294,19 +242,14 @@ def _markdown_typst(source: str, sticky: bool = False) -> str:
 
 
 def _raw_typst(cell) -> str:
-    """A raw cell: the Typst twin that :func:`~.assemble.assemble` wrote beside its HTML
-    (``metadata.demonoise.typst``); a raw cell of another format only if it is Typst."""
+    """A raw cell: the Typst twin :func:`~.assemble.raw_cell` wrote, or its source if it is Typst."""
     meta = cell.get("metadata", {})
     if "typst" in (meta.get("demonoise") or {}):
         return meta["demonoise"]["typst"]
     return cell.source if (meta.get("format") or meta.get("raw_mimetype")) == TYPST_MIME else ""
 
 
-def _plain_typst(text: str) -> str:
-    return f"#dn-text({string_literal(text)})"
-
-
-#: How the Typst exporter writes each representation of an output, in its order of preference.
+#: How the Typst exporter writes each representation of an output (a stream as text), by preference.
 TYPST_OF = {
     TYPST_MIME: str,
     "image/svg+xml": lambda v: call("dn-svg", v),
@@ -314,17 +257,15 @@ TYPST_OF = {
     "text/markdown": markdown_to_typst,
     "text/latex": lambda v: tex_typst(*_latex_parts(v)),
     "text/html": html_to_typst,
-    "text/plain": _plain_typst,
+    "text/plain": lambda v: call("dn-text", v),
 }
 
 
 def _output_typst(out) -> str:
     """One output as Typst (its first representation in :data:`TYPST_OF`)."""
-    if out.get("output_type") == "stream":
-        return _plain_typst(_text(out.get("text", "")))
-    data = out.get("data") or {}
+    data = {"text/plain": out["text"]} if out.get("output_type") == "stream" else out.get("data") or {}
     mime = next((m for m in TYPST_OF if m in data), None)
-    return TYPST_OF[mime](_text(data[mime])) if mime else ""
+    return TYPST_OF[mime](data[mime]) if mime else ""
 
 
 class DocumentTypstExporter(_DocumentExporter):
@@ -356,15 +297,12 @@ def pdf_engine_problem() -> str | None:
 
 @lru_cache(maxsize=1)
 def _compiler():
-    """One Typst compiler per process (it keeps its fonts and caches between documents):
-    the template's fonts only where the template has them, so that a document is the same
-    on every machine; the machine's fonts otherwise."""
+    """One Typst compiler per process (it keeps its fonts and caches): the template's fonts only
+    (a document the same on every machine) where it has them; the machine's otherwise."""
     import typst
 
     d = fonts_dir()
-    if d is None:
-        return typst.Compiler()
-    return typst.Compiler(font_paths=[str(d)], ignore_system_fonts=True)
+    return typst.Compiler() if d is None else typst.Compiler(font_paths=[str(d)], ignore_system_fonts=True)
 
 
 _PAGES_RE = re.compile(rb"/Type\s*/Pages\s*/Count\s+(\d+)")
@@ -379,8 +317,7 @@ def typst_to_pdf(source: str) -> tuple[bytes, int]:
         The typst wheel missing (:func:`pdf_engine_problem`), or the source did not compile
         (Typst's message and where).
     """
-    problem = pdf_engine_problem()
-    if problem:
+    if problem := pdf_engine_problem():
         raise ReportError(problem)
     import typst
 
@@ -402,7 +339,5 @@ class DocumentPDFExporter(DocumentTypstExporter):
 
     def from_notebook_node(self, nb, resources=None, **kw):
         source, resources = super().from_notebook_node(nb, resources, **kw)
-        pdf, pages = typst_to_pdf(source)
-        resources["output_extension"] = ".pdf"
-        resources["demonoise_pages"] = pages
+        pdf, resources["demonoise_pages"] = typst_to_pdf(source)
         return pdf, resources

@@ -1,9 +1,8 @@
 """``output/index.html``: one offline page listing every report of a batch.
 
-Each row links the HTML report and the PDF (or says why there is none), shows the status
-with the error of a failed run, the report's CSV files and the caller's summary columns;
-links are relative, so the output directory moves as a whole. The page is the Jinja
-template ``templates/demonoise/batch_index.html.j2`` with the stylesheet inlined.
+Each row links the HTML report, the PDF (or says why there is none) and the CSV files, shows
+the status (a failed run's error) and the caller's summary columns; links are relative (the
+output directory moves as a whole). The template: ``templates/demonoise/batch_index.html.j2``.
 """
 
 from __future__ import annotations
@@ -17,24 +16,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from demonoise.core.atomic import atomic_write_text
 from demonoise.core.errors import ParameterError
+from demonoise.core.version import __version__
 from demonoise.report.document.assemble import data_zip_name
 from demonoise.report.document.templates import TEMPLATE_NAME, find_template_dir
 
 __all__ = ["IndexRow", "write_index", "STATUSES"]
 
 STATUSES = ("ok", "failed", "skipped")
-#: The template of the page, in the ``demonoise`` template directory.
-INDEX_TEMPLATE = "batch_index.html.j2"
 
 
 @dataclass(frozen=True)
 class IndexRow:
-    """One report in the index: its label, status (:data:`STATUSES`), HTML and PDF (or
-    why there is no PDF), the error of a failed run, ``summary`` columns (a value
-    ``{"text": ..., "colour": ...}`` is a coloured cell), its CSV ``files`` (linked as one
-    data cell) and ``links`` (label -> file, linked by name in that cell)."""
+    """One report in the index: its label, status (:data:`STATUSES`), HTML and PDF (or why there is
+    none), a failed run's error, ``summary`` columns (``{"text": ..., "colour": ...}``: a coloured
+    cell), its CSV ``files`` (one data cell) and ``links`` (label -> file, linked in that cell)."""
 
     name: str
     status: str = "ok"
@@ -72,11 +71,10 @@ def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
     shown = r.status != "failed"
     data = []
     if r.files and shown:
+        zipped = r.html is not None and Path(r.html).with_name(data_zip_name(r.html))
         data = [(_href(f, base), label) for label, f in r.links.items()]
         data.append((_href(Path(r.files[0]).parent, base), f"all {len(r.files)} CSV"))
-        zipped = Path(r.html).with_name(data_zip_name(r.html)) if r.html is not None else None
-        if zipped is not None and zipped.is_file():
-            data.append((_href(zipped, base), "zip"))
+        data += [(_href(zipped, base), "zip")] if zipped and zipped.is_file() else []
     return {
         **vars(r),
         "html": _href(r.html, base) if r.html is not None and shown else None,
@@ -101,19 +99,14 @@ def write_index(
     ``rows``: :class:`IndexRow` objects or mappings of its fields. ``columns``: the summary
     columns, in order (default: every key, in order of first appearance). ``intro``: plain
     text under the title. ``data_status``: dataset -> its data-status label, in a box above
-    the table, styled as a warning when ``modelled``.
-    """
-    import jinja2
-
-    from demonoise.core.version import __version__
-
+    the table, styled as a warning when ``modelled``."""
     path = Path(path)
     items = [r if isinstance(r, IndexRow) else IndexRow(**r) for r in rows]
     if columns is None:  # every summary key, in order of first appearance
         columns = list(dict.fromkeys(k for r in items for k in r.summary))
     here = find_template_dir() / TEMPLATE_NAME
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(here), autoescape=True, keep_trailing_newline=True)
-    page = env.get_template(INDEX_TEMPLATE).render(
+    page = env.get_template("batch_index.html.j2").render(
         title=title,
         intro=intro,
         data_status=data_status or {},

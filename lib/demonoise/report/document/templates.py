@@ -1,8 +1,6 @@
-"""Where the nbconvert templates live: ``templates/`` at the top of the repository.
-
-Found like the notebooks (:mod:`demonoise.runtime.locate`). A base directory holds
-``demonoise/`` (the HTML template, its stylesheet and ``fonts/``, the only fonts the Typst
-compiler is given, :func:`fonts_dir`) and ``demonoise_typst/`` (the Typst template).
+"""Where the nbconvert templates live (``templates/``), found like the notebooks
+(:mod:`demonoise.runtime.locate`): ``demonoise/`` (the HTML template, its stylesheet and
+``fonts/``, the Typst compiler's only fonts) and ``demonoise_typst/`` (the Typst template).
 """
 
 from __future__ import annotations
@@ -13,14 +11,7 @@ from pathlib import Path
 from demonoise.report.content.theme import FONT_FACES
 from demonoise.runtime.locate import ENV_VARS, find_dir
 
-__all__ = [
-    "TEMPLATE_NAME",
-    "TYPST_TEMPLATE_NAME",
-    "ENV_VAR",
-    "REQUIRED_FILES",
-    "find_template_dir",
-    "fonts_dir",
-]
+__all__ = ["TEMPLATE_NAME", "TYPST_TEMPLATE_NAME", "ENV_VAR", "REQUIRED_FILES", "find_template_dir", "fonts_dir"]
 
 TEMPLATE_NAME = "demonoise"
 #: The Typst template of the PDF (:class:`~demonoise.report.document.exporters.DocumentTypstExporter`).
@@ -28,23 +19,17 @@ TYPST_TEMPLATE_NAME = "demonoise_typst"
 ENV_VAR = ENV_VARS["templates"]
 #: Files (relative to the base directory) that make a template directory usable.
 REQUIRED_FILES = (
-    f"{TEMPLATE_NAME}/conf.json",
-    f"{TEMPLATE_NAME}/index.html.j2",
-    f"{TEMPLATE_NAME}/static/demonoise.css",
-    f"{TEMPLATE_NAME}/batch_index.html.j2",
-    f"{TYPST_TEMPLATE_NAME}/conf.json",
-    f"{TYPST_TEMPLATE_NAME}/index.typ.j2",
+    *(f"{TEMPLATE_NAME}/{f}" for f in ("conf.json", "index.html.j2", "static/demonoise.css", "batch_index.html.j2")),
+    *(f"{TYPST_TEMPLATE_NAME}/{f}" for f in ("conf.json", "index.typ.j2")),
 )
 
 
 def find_template_dir(template_dir: str | os.PathLike | None = None) -> Path:
-    """The base directory of the ``demonoise`` and ``demonoise_typst`` nbconvert templates;
-    :class:`ReportError` listing each place tried when there is none."""
+    """The base directory of the two nbconvert templates; :class:`ReportError` listing each place tried if none."""
     return find_dir("templates", REQUIRED_FILES, template_dir)
 
 
 def fonts_dir() -> Path | None:
-    """The template's ``fonts/`` directory, or ``None`` if it lacks a face of :data:`FONT_FACES`
-    (a template of one's own need not ship them: the PDF then uses the machine's fonts)."""
+    """The template's ``fonts/``, or ``None`` if it lacks a face of :data:`FONT_FACES` (the PDF uses the machine's)."""
     d = find_template_dir() / TEMPLATE_NAME / "fonts"
     return d if all((d / f).is_file() for f in FONT_FACES.values()) else None
