@@ -1,17 +1,16 @@
-"""The decision view of a country report, as report tables: what the summary notebook and
-the chapters show of :func:`demonoise.analysis.decision.decision_report` (the decision
-table, the largest V, the main points and decision text, error bands, cells on few events,
-generic model against p-table, calibration, the index's cells and the CSV files).
-
-Nothing is computed here beyond choosing rows and formatting: every number comes from the
-decision module's tables (read back with :func:`demonoise.analysis.stored.decision_for`), so that the decision table,
-the index and the CSV files state the same figures. A country that is a single NUTS 2
-region (LU, MT) shows that region only (:func:`~demonoise.analysis.decision.one_region`).
+"""The decision view of a country report: what the summary notebook and the chapters show of
+:func:`demonoise.analysis.decision.decision_report` (decision table, largest V, main points,
+error bands, cells on few events, generic model against p-table, calibration, the index's
+cells, the CSV files). Every number comes from the decision module's tables
+(:func:`demonoise.analysis.stored.decision_for`), so that the tables, the index and the CSV
+files state the same figures; this module chooses rows and formats. A country of a single
+NUTS 2 region (LU, MT) shows that region only (:func:`~demonoise.analysis.decision.one_region`).
 """
 
 from __future__ import annotations
 
 import html as _html
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -44,9 +43,10 @@ from demonoise.report.content.summary import (
     fmt_percent_column,
     grouped,
     region_labels,
+    setting_blocks,
     settings_table,
 )
-from demonoise.report.content.theme import admixture_column, admixture_text, setting_colours
+from demonoise.report.content.theme import admixture_column, admixture_text
 
 __all__ = [
     "MEASURE_LABELS",
@@ -90,16 +90,13 @@ def class_legend() -> Shown:
 
 # =============================================================== decision table
 def _nonzero(shown: str, a: float) -> str:
-    """A positive admixture printed as 0 (``"0.00"``) gets its first significant digit:
-    ``0.003`` (in %)."""
+    """A positive admixture printed as 0 (``"0.00"``) gets its first significant digit: ``0.003`` (in %)."""
     try:
-        zero = float(shown) == 0
+        if float(shown) != 0 or not (isinstance(a, float) and 0 < a < math.inf):
+            return shown
     except ValueError:
         return shown
-    if not zero or not (isinstance(a, float) and a > 0 and math.isfinite(a)):
-        return shown
-    pct = 100 * a
-    return f"{pct:.{max(0, -math.floor(math.log10(pct)))}f}"
+    return f"{100 * a:.{max(0, -math.floor(math.log10(100 * a)))}f}"
 
 
 def _decision_cells(wide: pd.DataFrame, col: str) -> Coloured:
@@ -116,21 +113,15 @@ def decision_view(rep) -> HtmlTable:
     admixture of e0, e65, the TFR and the median admixture of ASFR and ASMR -- the worst
     of women, men and both sexes, that sex named -- coloured by class."""
     wide = one_region(rep.decision_wide)
-    sets = settings_in(rep.decision)
     measures = rep.decision["measure"].drop_duplicates().tolist()
-    palette = setting_colours([s.label for s in sets])
     year = rep.population["year"].iloc[0] if len(rep.population) else ""
     return grouped(
         wide.drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]},
-        [
-            (
-                f"{s.label}: A (%)",
-                palette[s.label],
-                {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures},
-            )
-            for s in sets
-        ],
+        setting_blocks(
+            settings_in(rep.decision),
+            lambda s: {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures},
+        ),
         caption=(
             f"Decision table: how much noise adds to the Poisson uncertainty (noise admixture A, %), by region "
             f"and setting; e0, e65 and TFR, and the median of A over the ages of the ASFR and ASMR. Each cell "
@@ -148,25 +139,16 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
     dec = one_region(rep.decision[rep.decision["measure"] == measure])
     sets = settings_in(dec)
     first = dec[sets[0].mask(dec)]
-    palette = setting_colours([s.label for s in sets])
-    per = [by_region(dec[s.mask(dec)], first["region"]) for s in sets]
+
+    def cells(a: pd.Series) -> Coloured:
+        return Coloured(admixture_column(a), [getattr(admixture_class(x), "colour", NO_DATA_COLOUR) for x in a])
+
     return grouped(
         dec[["region", "region_name", "setting", "measure", "admixture_F", "admixture_M", "admixture_T"]],
         {"region": region_labels(first)},
-        [
-            (
-                f"{s.label}: A (%)",
-                palette[s.label],
-                {
-                    x: Coloured(
-                        admixture_column(g[f"admixture_{x}"]),
-                        [getattr(admixture_class(a), "colour", NO_DATA_COLOUR) for a in g[f"admixture_{x}"]],
-                    )
-                    for x in "FMT"
-                },
-            )
-            for s, g in zip(sets, per, strict=True)
-        ],
+        setting_blocks(
+            sets, lambda s: {x: cells(by_region(dec[s.mask(dec)], first["region"])[f"admixture_{x}"]) for x in "FMT"}
+        ),
         caption=f"Noise admixture A of {MEASURE_LABELS.get(measure, measure)} (%) for women (F), men (M) and both "
         "sexes (T), by region and setting; coloured by class.",
     )
@@ -183,22 +165,21 @@ def vmax_view(rep) -> HtmlTable:
     admixture of e0 and of the TFR at or below each threshold (the smallest over the
     sexes, that sex named); ``"> range"`` where every V searched keeps it."""
     cw = in_report_order(one_region(rep.calibration_wide), rep)
-    families = cw["family"].drop_duplicates().tolist()
-    first = cw[cw["family"] == families[0]]
+    first = cw[cw["family"] == cw["family"].iloc[0]]
     heads = [c.removesuffix(" shown") for c in cw.columns if c.endswith(" shown")]
     names = {h: f"{HEADLINES[w].label} A \u2264 {fmt_pct(float(t), 3)}" for h in heads for w, t in [h.split(" A<=")]}
-    per = {fam: by_region(cw[cw["family"] == fam], first["region"]) for fam in families}
+    blocks = [
+        (
+            "generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}",
+            "",
+            {names[h]: _vmax_cells(by_region(g, first["region"]), h) for h in heads},
+        )
+        for fam, g in cw.groupby("family", sort=False)
+    ]
     return grouped(
         one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]},
-        [
-            (
-                "generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}",
-                "",
-                {names[h]: _vmax_cells(g, h) for h in heads},
-            )
-            for fam, g in per.items()
-        ],
+        blocks,
         caption=(
             "Largest acceptable V: per region the largest noise variance V keeping the noise admixture of e0 and of "
             "the TFR at or below each threshold, the smallest over women, men and both sexes (that sex named; 3 "
@@ -270,12 +251,11 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
     base = {"region": region_labels(first) * len(levels)}
     if len(levels) > 1:
         base["level"] = [fmt_pct(lev, 3) for lev in levels for _ in range(len(first))]
-    blocks = []
-    for h in headlines:
-        cols = [_band_columns(b, h, lev, sets, first["region"]) for lev in levels]
-        blocks.append(
-            (f"{HEADLINES[h].label} ({HEADLINES[h].unit})", "", {c: sum((x[c] for x in cols), []) for c in cols[0]})
-        )
+    cols = {h: [_band_columns(b, h, lev, sets, first["region"]) for lev in levels] for h in headlines}
+    blocks = [
+        (f"{HEADLINES[h].label} ({HEADLINES[h].unit})", "", {c: sum((x[c] for x in cs), []) for c in cs[0]})
+        for h, cs in cols.items()
+    ]
     names = ", ".join(f"{s.short} = {s.label}" for s in sets if s.short != s.label)
     return grouped(
         b.drop(columns=["data_status"], errors="ignore"),
@@ -307,14 +287,12 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     b = headline_bands(bands, headline, setting)
     level = float(b["level"].min()) if len(b) else 0.95
     b = by_region(b[b["level"] == level], d["region"])
-    has_mc = "mc_n" in b and b["mc_n"].notna().any()
-    digits = 3 if headline == "tfr" else 4
-    events = "births" if hl.female_only else "deaths"
+    has_mc, pt = "mc_n" in b and b["mc_n"].notna().any(), (b["noise_model"] == "ptable").any()
     shown = pd.DataFrame(
         {
             "region": d["label"].to_numpy(),
-            events: [fmt_int(x) for x in d["events"]],
-            hl.label: fmt_fixed_column(d["value"], significant=digits),
+            "births" if hl.female_only else "deaths": [fmt_int(x) for x in d["events"]],
+            hl.label: fmt_fixed_column(d["value"], significant=3 if headline == "tfr" else 4),
             "\u03b4 P (%)": fmt_percent_column(d["rel_pois"]),
             "\u03b4 N (%)": fmt_percent_column(d["rel_noise"]),
             "A (%)": fmt_percent_column(d["admixture"]),
@@ -322,7 +300,7 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
             "\u00b1 N": fmt_fixed_column(b["half_noise"], significant=2),
         }
     )
-    if (b["noise_model"] == "ptable").any():
+    if pt:
         label, values = _scaled(b["bias_noise"], hl.unit)
         shown[f"bias ({label})"] = values
     if has_mc:
@@ -331,14 +309,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
         shown["MC N to"] = fmt_fixed_column(b["mc_hi_noise"], significant=dec)
     if (d["flag"] != "").any():
         shown["flags"] = d["flag"].to_numpy()
-    frame = d.drop(columns=["data_status"], errors="ignore").merge(
-        b.reset_index()[
-            ["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
-            + (["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else [])
-        ],
-        on="region",
-        how="left",
-    )
+    cols = ["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
+    cols += ["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else []
+    frame = d.drop(columns=["data_status"], errors="ignore").merge(b.reset_index()[cols], on="region", how="left")
     mc = (
         f"; MC N from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
         f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
@@ -353,7 +326,7 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
             f"{hl.title.capitalize()}, {sex}, {NoiseSetting.of(setting).phrase} ({hl.unit}): relative uncertainties "
             "\u03b4 = sd / value from Poisson (P) and noise (N), noise admixture A, and the half-widths z sd of the "
             f"{fmt_pct(level, 3)} intervals from P and N in {hl.unit}"
-            + (" (the noise interval centred on value + bias)" if any(c.startswith("bias") for c in shown) else "")
+            + (" (the noise interval centred on value + bias)" if pt else "")
             + f"{mc}."
             + (
                 " Flags (first order may be unreliable): sparse = more than half of the age cells rest on fewer than "
@@ -411,19 +384,15 @@ def small_cells_view(cells: pd.DataFrame) -> HtmlTable:
     c = one_region(cells)
     regions = c.drop_duplicates("region")
     shown = pd.DataFrame({"region": region_labels(regions)})
-    for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"])]:
-        word = "deaths" if ind == "asmr" else "births"
-        for s in ("F", "M", "T"):
-            g = c[(c["indicator"] == ind) & (c["sex"] == s)].set_index("region").reindex(regions["region"])
-            if g["age_cells"].isna().all():
-                continue
+    for (ind, word), s in itertools.product((("asmr", "deaths"), ("asfr", "births")), "FMT"):
+        g = c[(c["indicator"] == ind) & (c["sex"] == s)].set_index("region").reindex(regions["region"])
+        if g["age_cells"].notna().any():
             shown[f"{word}, {s}: < 10 of cells"] = [
                 "\u2014" if not np.isfinite(n) else f"{int(k)} of {int(n)} ({fmt_pct(k / n)})"
                 for k, n in zip(g["age_cells_under_10_events"], g["age_cells"], strict=True)
             ]
-    frame = c.drop(columns=["data_status"], errors="ignore")
     return HtmlTable(
-        frame,
+        c.drop(columns=["data_status"], errors="ignore"),
         shown,
         caption=(
             "Cells resting on few events (first order unreliable there): per region, how many of its age cells "
@@ -540,7 +509,7 @@ def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:
     )
 
 
-def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = None) -> HtmlTable:
+def bias_view(rep, results: pd.DataFrame, ptable: str | None = None) -> HtmlTable:
     """Each indicator's first-order bias under the p-table, per region, and as a share of
     its noise sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table
     -- the median over ages of the relative bias of the ASFR and ASMR."""
@@ -550,13 +519,12 @@ def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = Non
         label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
         shown[f"{HEADLINES[h].label} bias ({label})"] = values
         shown[f"{HEADLINES[h].label}: bias / sd (%)"] = fmt_percent_column(g["bias_ptable"] / g["sd_ptable"])
-    if results is not None:
-        for ind in ("asfr", "asmr"):
-            med = median_relative_bias(results, ind, ptable)
-            if med is not None:
-                shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
-                    med.reindex(sel["region"].drop_duplicates()).to_numpy()
-                )
+    for ind in ("asfr", "asmr"):
+        med = median_relative_bias(results, ind, ptable)
+        if med is not None:
+            shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
+                med.reindex(sel["region"].drop_duplicates()).to_numpy()
+            )
     return HtmlTable(
         sel.drop(columns=["data_status"], errors="ignore"),
         shown,

@@ -1,19 +1,16 @@
 """Tables and boxes of the quality reports, shown from the results table.
 
-The report notebooks are thin: they read the results table that the library computed
-(:func:`load_results`) and show it with the tables of this module, the verdicts of
-:mod:`demonoise.analysis.verdicts` and the chart builders of
-:mod:`demonoise.report.content.charts`. Every number and every flag comes from
-:mod:`demonoise.analysis`; this module chooses columns, formats the numbers (one number
-of decimals per column, never e-notation) and writes captions.
-
-Tables (:class:`HtmlTable`) and the data-status box (:func:`status_box`) display
-themselves in a notebook, as HTML and as Typst (the PDF's) made from the same strings.
+The notebooks read the results table the library computed (:func:`load_results`) and show it
+with the tables of this module. Every number and flag comes from :mod:`demonoise.analysis`;
+this module chooses columns, formats the numbers (one number of decimals per column, never
+e-notation) and writes captions. Tables (:class:`HtmlTable`) and the data-status box
+(:func:`status_box`) display themselves as HTML and as Typst made from the same strings.
 """
 
 from __future__ import annotations
 
 import html as _html
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -22,21 +19,11 @@ import pandas as pd
 
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.analysis.stored import results_for
-from demonoise.analysis.verdicts import (
-    INDICATOR_NAMES,
-    age_profile_rows,
-    age_words,
-    flag_rows,
-    region_label,
-)
+from demonoise.analysis.verdicts import INDICATOR_NAMES, age_profile_rows, age_words, flag_rows, region_label
 from demonoise.core.counts import DATA_STATUS_SEP
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
-from demonoise.core.vocabulary import (
-    EVENT_WORDS,
-    GRANULARITY_WORDS,
-    SEX_WORDS,
-)
+from demonoise.core.vocabulary import EVENT_WORDS, GRANULARITY_WORDS, SEX_WORDS
 from demonoise.report.content import typstsrc
 from demonoise.report.content.notebook import TABLE_MIME, TYPST_MIME, Shown, record_shown
 from demonoise.report.content.theme import column_decimals, setting_colours
@@ -53,9 +40,6 @@ __all__ = [
     "fmt_percent_column",
     "grouped",
 ]
-
-
-# ============================================================ formatting helpers
 
 
 def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
@@ -84,41 +68,34 @@ def load_results(path, *, setting, **where) -> pd.DataFrame:
 
 
 # ===================================================================== tables
-_NUMERIC_RE = __import__("re").compile(r"^[\s\u2014\u202f+\-\d.,%eE()]*$")
-
-
-def _looks_numeric(col: pd.Series) -> bool:
-    """A column of formatted numbers (right-aligned): digits, separators, % and dashes."""
-    vals = [str(v) for v in col.tolist() if str(v) not in ("", "\u2014")]
-    return bool(vals) and all(_NUMERIC_RE.match(v) for v in vals)
+_NUMERIC = re.compile(r"^[\s\u2014\u202f+\-\d.,%eE()]*$")
 
 
 @dataclass
 class HtmlTable:
-    """A formatted table that displays itself as HTML in a notebook.
+    """A formatted table that displays itself in a notebook, as HTML and as Typst.
 
     Attributes
     ----------
     frame : pandas.DataFrame
-        The numbers (unformatted), for tests and further use; written as the table's CSV.
+        The numbers (unformatted), written as the table's CSV.
     shown : pandas.DataFrame
         The formatted strings that are displayed.
-    caption : str
+    caption, note : str
+        The caption, and a line under the table (plain text).
     flagged : sequence of bool
         Rows drawn with the "flagged" style (first-order result unreliable).
-    note : str
-        A line under the table (plain text).
+    empty : str
+        Shown instead of an empty table.
     colours : DataFrame, optional
-        A background colour per cell of ``shown`` (same shape; ``""`` for none), e.g. the
-        admixture class of :data:`demonoise.core.vocabulary.ADMIXTURE_CLASSES`.
+        A background colour per cell of ``shown`` (same shape; ``""`` for none).
     groups : sequence of (label, span, colour)
         A header row above the column names: ``label`` over ``span`` columns (``""`` for
         columns without a group), underlined in ``colour``.
     name : str
-        The CSV file's name (without ``.csv``), e.g. ``"decision"``; default: the table's number.
+        The CSV file's name (without ``.csv``); default: the table's number.
     keep : bool
-        In print, keep the table on one page where it fits (it moves to the next page
-        rather than break).
+        In print, keep the table on one page where it fits.
     """
 
     frame: pd.DataFrame
@@ -126,8 +103,6 @@ class HtmlTable:
     caption: str = ""
     flagged: Sequence[bool] = ()
     note: str = ""
-
-    #: Shown instead of an empty table.
     empty: str = "None."
     colours: pd.DataFrame | None = None
     groups: Sequence[tuple] = ()
@@ -135,8 +110,9 @@ class HtmlTable:
     keep: bool = False
 
     def _numeric(self) -> list[bool]:
-        """Which columns hold formatted numbers (right-aligned)."""
-        return [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
+        """Which columns hold formatted numbers (right-aligned): digits, separators, % and dashes."""
+        cols = [[str(v) for v in col if str(v) not in ("", "\u2014")] for col in self.shown.to_numpy().T]
+        return [bool(c) and all(_NUMERIC.match(v) for v in c) for c in cols]
 
     def to_html(self) -> str:
         """The table alone (no caption: the report numbers it and prints the caption)."""
@@ -146,22 +122,26 @@ class HtmlTable:
         kind = ["dn-n" if n else "dn-t" for n in self._numeric()]
         fills = [[""] * len(kind)] * len(self.shown) if self.colours is None else self.colours.to_numpy()
         flagged = list(self.flagged) or [False] * len(self.shown)
-        rows = []
-        for r, fill, flag in zip(self.shown.itertuples(index=False), fills, flagged, strict=True):
-            styles = [f' style="background:{esc(bg)}"' if isinstance(bg, str) and bg else "" for bg in fill]
-            cells = "".join(
-                f'<td class="{k}"{st}>{esc(str(v))}</td>' for v, k, st in zip(r, kind, styles, strict=False)
+        rows = "".join(
+            ('<tr class="dn-flagged">' if flag else "<tr>")
+            + "".join(
+                f'<td class="{k}"'
+                + (f' style="background:{esc(bg)}"' if isinstance(bg, str) and bg else "")
+                + f">{esc(str(v))}</td>"
+                for v, k, bg in zip(r, kind, fill, strict=False)
             )
-            rows.append(('<tr class="dn-flagged">' if flag else "<tr>") + cells + "</tr>")
+            + "</tr>"
+            for r, fill, flag in zip(self.shown.itertuples(index=False), fills, flagged, strict=True)
+        )
         head = "".join(f'<th class="{k}">{esc(str(c))}</th>' for c, k in zip(self.shown.columns, kind, strict=False))
         groups = "".join(
             f'<th class="dn-group" colspan="{int(span)}"'
-            + (f' style="border-bottom: 2px solid {esc(colour[0])}"' if colour and colour[0] and label else "")
+            + (f' style="border-bottom: 2px solid {esc(colour)}"' if colour and label else "")
             + f">{esc(str(label))}</th>"
-            for label, span, *colour in self.groups
+            for label, span, colour in self.groups
         )
         groups = f'<tr class="dn-groups">{groups}</tr>' if self.groups else ""
-        return f'<table class="dn-table"><thead>{groups}<tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        return f'<table class="dn-table"><thead>{groups}<tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
     def to_typst(self) -> str:
         """The same table as Typst (``#dn-table``, :func:`~demonoise.report.content.typstsrc.table`):
@@ -195,11 +175,7 @@ class HtmlTable:
 
 
 def status_box(
-    df_or_label,
-    details: Sequence[str] = (),
-    *,
-    granularity: str | None = None,
-    implications: str = "",
+    df_or_label, details: Sequence[str] = (), *, granularity: str | None = None, implications: str = ""
 ) -> Shown:
     """The data-status box shown at the top of every section, of a results table (its
     ``data_status`` column) or a label, as HTML and Typst.
@@ -231,19 +207,13 @@ def run_parameters(
 ) -> HtmlTable:
     """The parameters of the run, as a two-column table (method and data)."""
     n_mc = int(df["mc_n"].dropna().iloc[0]) if "mc_n" in df and df["mc_n"].notna().any() else 0
-    rows = [("dataset", dataset)]
-    rows += [
-        (f"setting {i}: {s.label}", s.words.removeprefix("Noise: "))
-        for i, s in enumerate(map(NoiseSetting.of, settings), 1)
-    ]
-    rows += [
+    mc = f"{fmt_int(n_mc)} replicates for e and the TFR" + (f", seed {seed}" if seed is not None else "")
+    sets = enumerate(map(NoiseSetting.of, settings), 1)
+    rows = [
+        ("dataset", dataset),
+        *((f"setting {i}: {s.label}", s.words.removeprefix("Noise: ")) for i, s in sets),
         ("publication granularity", GRANULARITY_WORDS.get(granularity, granularity)),
-        (
-            "Monte Carlo",
-            f"{fmt_int(n_mc)} replicates for e and the TFR" + (f", seed {seed}" if seed is not None else "")
-            if n_mc
-            else "not run",
-        ),
+        ("Monte Carlo", mc if n_mc else "not run"),
         ("small cells", "fewer than 10 events (first order unreliable)"),
         ("disagreement flag", "|z| > 5, z = (sd_MC / sd_analytic - 1) sqrt(2N)"),
     ]
@@ -268,19 +238,17 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
     """Per table: status, source datasets and extraction date, and under the table the
     provenance note of each (how modelled values were made, fallbacks; the CSV has them as
     a column)."""
-    rows = []
-    for table, p in (provenance or {}).items():
-        if not p:
-            continue
-        rows.append(
-            {
-                "table": table,
-                "status": p.get("status", ""),
-                "datasets": ", ".join(p.get("datasets", ()) or ()),
-                "extracted": p.get("extracted") or "unknown",
-                "note": p.get("note", ""),
-            }
-        )
+    rows = [
+        {
+            "table": table,
+            "status": p.get("status", ""),
+            "datasets": ", ".join(p.get("datasets", ()) or ()),
+            "extracted": p.get("extracted") or "unknown",
+            "note": p.get("note", ""),
+        }
+        for table, p in (provenance or {}).items()
+        if p
+    ]
     frame = pd.DataFrame(rows, columns=["table", "status", "datasets", "extracted", "note"])
     notes = " ".join(f"{r['table'].capitalize()}: {r['note'].rstrip('.')}." for r in rows if r["note"])
     return HtmlTable(
@@ -319,8 +287,7 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
         frame,
         shown,
         caption=f"{INDICATOR_NAMES[indicator].capitalize()} {NoiseSetting.of(V).phrase}, summarised over the ages "
-        f"with {ev} per "
-        f"region: the median noise admixture A for {who}; for {SEX_WORDS[sex]} the median relative total "
+        f"with {ev} per region: the median noise admixture A for {who}; for {SEX_WORDS[sex]} the median relative total "
         f"uncertainty and the largest admixture, overall and among cells with at least 10 {ev}.",
     )
 
@@ -328,8 +295,6 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
 def _same_decimals(col: pd.Series) -> pd.Series:
     """A column of numbers formatted one setting at a time, printed with one number of
     decimals (the largest): ``0.48, 2.4`` -> ``0.48, 2.40``; other columns unchanged."""
-    import re
-
     plain = [re.fullmatch(r"([\d\u202f]+)(?:\.(\d+))?", str(v)) for v in col]
     if not all(plain):
         return col
@@ -346,17 +311,15 @@ def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTabl
     (columns only some settings have, e.g. a p-table's bias, are blank for the others). The
     caption is the first table's, its setting phrase replaced by "for each noise setting"."""
     sets = [NoiseSetting.of(s) for s in settings]
-    shown, frames = [], []
-    for s, t in zip(sets, tables, strict=True):
-        shown.append(t.shown.head(1).drop(columns=["region"], errors="ignore").assign(setting=s.label))
-        frames.append(t.frame.head(1).assign(setting=s.key))
-    table = pd.concat(shown, ignore_index=True).fillna("\u2014")
-    table = table[["setting", *[c for c in table.columns if c != "setting"]]]
-    table = table.apply(_same_decimals)
+    rows = [t.shown.head(1).drop(columns=["region"], errors="ignore") for t in tables]
+    table = pd.concat([r.assign(setting=s.label) for s, r in zip(sets, rows, strict=True)], ignore_index=True)
+    table = table[["setting", *[c for c in table.columns if c != "setting"]]].fillna("\u2014").apply(_same_decimals)
     region = tables[0].shown["region"].iloc[0] if "region" in tables[0].shown and len(tables[0].shown) else ""
     caption = tables[0].caption.replace(f" {sets[0].phrase}", " for each noise setting", 1)
     return HtmlTable(
-        pd.concat(frames, ignore_index=True),
+        pd.concat(
+            [t.frame.head(1).assign(setting=s.key) for s, t in zip(sets, tables, strict=True)], ignore_index=True
+        ),
         table,
         caption=f"{region}: {caption[0].lower()}{caption[1:]}" if region else caption,
         note=tables[0].note,
@@ -383,6 +346,14 @@ def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[
         table["colours"] = pd.DataFrame({i: c or [""] * len(shown) for i, (_, c) in enumerate(cells)})
     groups = [("", len(base), ""), *((label, len(b), colour) for label, colour, b in blocks)]
     return HtmlTable(frame, shown, groups=groups, **table)
+
+
+def setting_blocks(settings: Sequence, columns, head: str = "{}: A (%)") -> list[tuple]:
+    """A column group per setting for :func:`grouped`: headed ``head`` of its label,
+    underlined in its colour, its columns (name -> cells) ``columns(setting)``."""
+    sets = [NoiseSetting.of(s) for s in settings]
+    palette = setting_colours([s.label for s in sets])
+    return [(head.format(s.label), palette[s.label], columns(s)) for s in sets]
 
 
 def region_labels(frame: pd.DataFrame) -> list[str]:
@@ -440,19 +411,13 @@ def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -
 
 
 def flag_table(
-    df: pd.DataFrame,
-    V,
-    indicator: str,
-    *,
-    ages: Sequence[float] | None = None,
-    limit: int = 25,
-    settings: Sequence | None = None,
+    df: pd.DataFrame, V, indicator: str, *, ages: Sequence[float] | None = None, settings: Sequence | None = None
 ) -> HtmlTable:
     """Where the first-order result is unreliable, for one indicator
     (:func:`demonoise.analysis.verdicts.flag_rows`): sparse regions and cells whose Monte Carlo
     sd disagrees with the analytic one at ``V`` -- or, with ``settings``, at every setting. At
-    most ``limit`` rows are shown (the note says how many there are)."""
-    every = settings is not None
+    most 25 rows are shown (the note says how many there are)."""
+    limit = 25
     frame = flag_rows(df, V, indicator, ages=ages, settings=settings)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
     shown = frame.head(limit).copy()
@@ -460,7 +425,8 @@ def flag_table(
     return HtmlTable(
         frame,
         shown,
-        caption=f"Flags: {INDICATOR_NAMES[indicator]}" + ("" if every else f" {NoiseSetting.of(V).phrase}"),
+        caption=f"Flags: {INDICATOR_NAMES[indicator]}"
+        + ("" if settings is not None else f" {NoiseSetting.of(V).phrase}"),
         flagged=[True] * min(len(frame), limit),
         note=note,
         empty=(
