@@ -49,17 +49,15 @@ def load_change(*, dataset: str, country: str, settings: Sequence, **options):
 def change_status_box(ch, *, granularity: str | None = None):
     """The data-status box of the chapter: the dataset's label (real and modelled tables),
     the years compared and what the data can't say."""
+    ys = sorted(ch.series["year"].unique())
     return status_box(
         ch.data_status,
-        details=(f"Change from {ch.year_from} to {ch.year_to}; years shown {_years(ch)}",),
+        details=(
+            f"Change from {ch.year_from} to {ch.year_to}; years shown {ys[0]}" + (f"-{ys[-1]}" if len(ys) > 1 else ""),
+        ),
         granularity=granularity,
         implications=ch.implications,
     )
-
-
-def _years(ch) -> str:
-    ys = sorted(ch.series["year"].unique())
-    return f"{ys[0]}-{ys[-1]}" if len(ys) > 1 else str(ys[0])
 
 
 def _rows(ch, table: str, headline: str, sex: str, settings, columns: list[str]):

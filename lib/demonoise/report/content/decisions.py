@@ -71,6 +71,7 @@ __all__ = [
 MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
 _CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
+_SUPERSCRIPTS = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
 
 
 #: A decision table of at most this many regions is printed on one page with its heading
@@ -212,9 +213,8 @@ def main_points(rep) -> Shown:
 def decision_text(rep) -> Shown | None:
     """The decision text (:func:`demonoise.analysis.decision.decision_text`), a paragraph a
     methodologist can paste, set apart under the main points; ``None`` when there is none."""
-    if not rep.decision_text:
+    if not (text := rep.decision_text):
         return None
-    text = rep.decision_text
     return Shown(
         f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(text)}</p>',
         "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
@@ -346,19 +346,17 @@ def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence
     half-width (a p-table's bias beside) and the flags; the relative uncertainties and the
     Monte Carlo quantiles are in the per-setting tables' frames and the error bands' CSV."""
     hl = HEADLINES[headline]
-    tables = [indicator_table(df, bands, s, headline) for s in settings]
-    events = "births" if hl.female_only else "deaths"
     level = float(bands["level"].min()) if len(bands) else 0.95
     return settings_table(
-        tables,
+        [indicator_table(df, bands, s, headline) for s in settings],
         settings,
-        common=("region", events, hl.label, "\u00b1 P"),
+        common=("region", "births" if hl.female_only else "deaths", hl.label, "\u00b1 P"),
         per=("A (%)", "\u00b1 N", "bias", "flags"),
         caption=(
             f"{hl.title.capitalize()}, {'women' if hl.female_only else 'both sexes'}, for each noise setting (a column "
             f"group per setting; {hl.unit}): the half-widths z sd of the {fmt_pct(level, 3)} intervals from "
-            "Poisson (\u00b1 P) and from noise "
-            "(\u00b1 N), with the noise admixture A; a p-table's noise interval is centred on value + bias. Flags: "
+            "Poisson (\u00b1 P) and from noise (\u00b1 N), with the noise admixture A; a p-table's noise interval is "
+            "centred on value + bias. Flags: "
             "sparse = more than half of the age cells rest on fewer than 10 events; MC |z| > 5 = the Monte Carlo "
             "disagrees beyond sampling error."
         ),
@@ -367,9 +365,8 @@ def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence
 
 def _decimals(g: pd.DataFrame) -> int:
     """Significant digits for interval ends: enough to show the half-width of the noise."""
-    v = g["value"].abs().median()
-    h = g["half_noise"].abs()
-    h = h[h > 0].median() if (h > 0).any() else np.nan
+    v, h = g["value"].abs().median(), g["half_noise"].abs()
+    h = h[h > 0].median()  # NaN when none is
     if not (np.isfinite(v) and np.isfinite(h) and v > 0):
         return 4
     return int(min(8, max(3, math.floor(math.log10(v)) - math.floor(math.log10(h)) + 2)))
@@ -412,7 +409,7 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     v = float(sel["V"].iloc[0]) if len(sel) else float("nan")
     return grouped(
         cmp.drop(columns=["data_status"], errors="ignore"),
-        _regions(sel),
+        {"region": region_labels(sel.drop_duplicates("region"))},
         [
             (
                 f"noise sd of {HEADLINES[h].label} ({_SD_SCALE[h][1]})",
@@ -430,10 +427,6 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
             "and their ratio (p-table / generic): e0 and e65 both sexes, the TFR women."
         ),
     )
-
-
-def _regions(sel: pd.DataFrame) -> dict[str, list[str]]:
-    return {"region": region_labels(sel.drop_duplicates("region"))}
 
 
 def _by_headline(sel: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -514,7 +507,7 @@ def bias_view(rep, results: pd.DataFrame, ptable: str | None = None) -> HtmlTabl
     its noise sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table
     -- the median over ages of the relative bias of the ASFR and ASMR."""
     _, sel = headline_rows(rep, ptable)
-    shown = pd.DataFrame(_regions(sel))
+    shown = pd.DataFrame({"region": region_labels(sel.drop_duplicates("region"))})
     for h, g in _by_headline(sel).items():
         label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
         shown[f"{HEADLINES[h].label} bias ({label})"] = values
@@ -541,14 +534,9 @@ def _scaled(values, unit: str) -> tuple[str, list[str]]:
     ``([-4.7e-6, ...], "years")`` -> ``("10\u207b\u2076 years", ["-4.7", ...])``."""
     v = np.asarray(list(values), dtype=float)
     finite = np.abs(v[np.isfinite(v) & (v != 0)])
-    k = 0
-    if finite.size:
-        mag = math.floor(math.log10(float(np.median(finite))))
-        k = 3 * math.floor(mag / 3) if mag < -2 else 0
-    sup = str(k).translate(
-        str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
-    )
-    label = (f"10{sup} {unit}" if k else unit).strip()
+    mag = math.floor(math.log10(float(np.median(finite)))) if finite.size else 0
+    k = 3 * math.floor(mag / 3) if mag < -2 else 0
+    label = (f"10{str(k).translate(_SUPERSCRIPTS)} {unit}" if k else unit).strip()
     return label, fmt_fixed_column(v / 10.0**k, significant=2)
 
 
@@ -583,6 +571,11 @@ def calibration_view(rep) -> HtmlTable:
 
 
 # ========================================================================== index
+def _worst(w: pd.Series) -> dict[str, str]:
+    text = f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})"
+    return {"text": text, "colour": admixture_class(float(w["admixture"])).colour}
+
+
 def index_columns(rep) -> dict[str, Any]:
     """The index page's cells of a country: its population on 1 January (the decision
     table's figure), per setting the worst admixture class over the NUTS 2 regions and
@@ -593,16 +586,8 @@ def index_columns(rep) -> dict[str, Any]:
         "population (1 Jan.)": fmt_int(float(country["population"].iloc[0])) if len(country) else "\u2014",
         "NUTS 2 regions": int((pop["nuts_level"] == 2).sum()),
     }
-    for label, w in worst_admixture(rep).items():
-        cls = None if w is None else admixture_class(float(w["admixture"]))
-        out[f"worst A, {label}"] = (
-            "n/a"
-            if w is None
-            else {
-                "text": f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})",
-                "colour": cls.colour if cls else "",
-            }
-        )
+    for label, w in worst_admixture(rep).items():  # a finite admixture (of a class) or None
+        out[f"worst A, {label}"] = "n/a" if w is None else _worst(w)
     rec = rep.recommended[rep.recommended["family"] == "generic"]
     r = rec.iloc[0] if len(rec) else pd.Series({"indicator": "e0", "threshold": 0.1, "V_shown": "n/a"})
     text = str(r["V_shown"])  # the recommended V: "0.748 (LU00, women)"
