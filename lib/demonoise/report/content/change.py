@@ -30,11 +30,10 @@ _WORD = {"robust": "yes", "lost": "lost", "not significant": "no", "undefined": 
 
 
 def load_change(*, dataset: str, country: str, settings: Sequence, **options):
-    """The chapter's tables for ``country`` of the multi-year ``dataset``, computed now
+    """The chapter's tables for ``country`` of the multi-year ``dataset``
     (:func:`demonoise.analysis.change.country_chapter`; ``options``: its years, ``alpha``,
-    ``power``, ``confidence``, ``granularity``). In a kernel it records what the rows hold
-    (dataset, country, settings) as :func:`~demonoise.report.content.summary.load_results`
-    does, for the batch's :func:`~demonoise.report.batch.stages.check_shown`.
+    ``power``, ``confidence``, ``granularity``); in a kernel it records what the rows hold,
+    as :func:`~demonoise.report.content.summary.load_results` does.
 
     Raises
     ------

@@ -101,8 +101,7 @@ def _nonzero(shown: str, a: float) -> str:
 
 
 def _decision_cells(wide: pd.DataFrame, col: str) -> Coloured:
-    """A decision table column: the admixture (%) and the sex it is the worst of (``"2.1 F"``),
-    coloured by class."""
+    """A decision table column: the admixture (%) and its worst sex (``"2.1 F"``), by class."""
     pct = [_nonzero(p, a) for p, a in zip(admixture_column(wide[col]), wide[col], strict=True)]
     sex = [x if x in ("F", "M", "T") else "" for x in wide[f"{col} sex"]]
     cells = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
@@ -156,7 +155,7 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
 
 
 def _vmax_cells(g: pd.DataFrame, head: str) -> list[str]:
-    """A column of largest V's, each naming the sex it is the smallest of: ``"0.748 (F)"``."""
+    """Largest V's, each naming its sex: ``"0.748 (F)"``."""
     cells = [(str(v), str(x or "")) for v, x in zip(g[f"{head} shown"], g[f"{head} sex"], strict=True)]
     return [v if v in ("> range", "< range", "n/a") or not x else f"{v} ({x})" for v, x in cells]
 
@@ -239,11 +238,9 @@ def _band_columns(b: pd.DataFrame, h: str, level: float, sets, regions) -> dict[
 
 
 def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlTable:
-    """Error bands a user can quote, in one table: per region, for e0, e65 (both sexes)
-    and the TFR (women), the value and the half-widths of the intervals at each confidence
-    level from Poisson alone and from the noise of each setting (a p-table's centred on
-    its first-order bias, given beside), in the indicator's units; a row per region and
-    level. The total half-width is ``sqrt(P^2 + N^2)`` (the CSV gives it, with every sex)."""
+    """Error bands a user can quote: a row per region and level, for e0, e65 (both sexes) and
+    the TFR (women) the value and the half-widths from Poisson and from each setting's noise
+    (a p-table's bias beside); the CSV has the total and every sex."""
     b = rep.error_bands
     sets = settings_in(b)
     levels = sorted(set(b["level"]))
@@ -273,15 +270,11 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
 
 
 def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: str) -> HtmlTable:
-    """One setting's table of a headline indicator (an indicator chapter's subsection): per
-    region the events and the value, the relative uncertainties and the admixture, the
-    half-widths of the 95 % (first level) intervals from Poisson and from noise -- a
-    p-table's bias beside -- and the Monte Carlo quantiles of the noise interval where the
-    batch ran one, with the flags of the first-order result (both sexes; TFR: women).
-
-    ``df`` is the results table of the report (relative uncertainties, flags:
-    :func:`demonoise.analysis.verdicts.flagged_rows`), ``bands`` the decision report's error
-    bands (:func:`demonoise.analysis.decision.error_bands`)."""
+    """One setting's table of a headline (both sexes; TFR: women): per region the events, the
+    value, the relative uncertainties and admixture (``df``, the results table:
+    :func:`demonoise.analysis.verdicts.flagged_rows`), the half-widths of the first level's
+    intervals from Poisson and noise, a p-table's bias and the Monte Carlo quantiles of the
+    noise interval (``bands``: :func:`demonoise.analysis.decision.error_bands`), the flags."""
     hl = HEADLINES[headline]
     d = flagged_rows(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
     b = headline_bands(bands, headline, setting)
@@ -340,11 +333,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
 
 
 def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence, headline: str) -> HtmlTable:
-    """:func:`indicator_table` of every setting as one table
-    (:func:`~demonoise.report.content.summary.settings_table`): per region the events, the
-    value and its Poisson half-width, then per setting the noise admixture, the noise
-    half-width (a p-table's bias beside) and the flags; the relative uncertainties and the
-    Monte Carlo quantiles are in the per-setting tables' frames and the error bands' CSV."""
+    """:func:`indicator_table` of every setting as one (:func:`~.summary.settings_table`): per
+    region the events, the value and its Poisson half-width, then per setting the admixture,
+    the noise half-width (a p-table's bias beside) and the flags."""
     hl = HEADLINES[headline]
     level = float(bands["level"].min()) if len(bands) else 0.95
     return settings_table(
@@ -374,10 +365,8 @@ def _decimals(g: pd.DataFrame) -> int:
 
 # ==================================================================== small cells
 def small_cells_view(cells: pd.DataFrame) -> HtmlTable:
-    """Cells resting on few events: per region, of its age cells (every published age, the
-    unknown age spread), how many hold fewer than 10 events, for women (F), men (M) and
-    both sexes (T) -- deaths -- and women -- births. The flags tables print the same
-    counts (:func:`demonoise.analysis.decision.small_cell_text`)."""
+    """Cells resting on few events: per region and sex, how many of its age cells hold fewer
+    than 10 deaths or births (as :func:`demonoise.analysis.decision.small_cell_text`)."""
     c = one_region(cells)
     regions = c.drop_duplicates("region")
     shown = pd.DataFrame({"region": region_labels(regions)})
@@ -436,12 +425,9 @@ def _by_headline(sel: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def reasons(rep, ptable: str | None = None) -> HtmlTable:
-    """Why the two models differ, as a table: per region the headline and sex whose ratio
-    is furthest from 1 (:func:`demonoise.analysis.decision.furthest_from_generic`), the ratio
-    of noise sds and where the generic noise variance sits -- cells with count 0 (the CKM
-    leaves them alone), small non-zero counts under the generic model and under the
-    p-table, counts from the table's last class on -- with the p-table's variance there
-    (the ``reason`` column says the same in words)."""
+    """Why the two models differ: per region the headline and sex whose ratio of noise sds is
+    furthest from 1 (:func:`demonoise.analysis.decision.furthest_from_generic`), that ratio and
+    the shares of the generic noise variance from counts 0, small counts and the rest."""
     rows = furthest_from_generic(rep, ptable)
     if rows.empty:
         return HtmlTable(rows, rows, empty="No noised cell behind the indicators: nothing to compare.")
@@ -503,9 +489,8 @@ def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:
 
 
 def bias_view(rep, results: pd.DataFrame, ptable: str | None = None) -> HtmlTable:
-    """Each indicator's first-order bias under the p-table, per region, and as a share of
-    its noise sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table
-    -- the median over ages of the relative bias of the ASFR and ASMR."""
+    """Each headline's first-order bias under the p-table per region, and as a share of its
+    noise sd; the median relative bias of the ASFR and ASMR from the ``results`` table."""
     _, sel = headline_rows(rep, ptable)
     shown = pd.DataFrame({"region": region_labels(sel.drop_duplicates("region"))})
     for h, g in _by_headline(sel).items():
@@ -542,10 +527,8 @@ def _scaled(values, unit: str) -> tuple[str, list[str]]:
 
 # ==================================================================== calibration
 def calibration_view(rep) -> HtmlTable:
-    """The calibration chapter: per region the largest V of each family keeping the
-    admixture at or below each threshold, for e0 by sex (women, men, both sexes) and for
-    the TFR (women); the CSV holds every row of
-    :func:`demonoise.uncertainty.calibration.calibrate`'s table, with its status."""
+    """The calibration chapter: per region the largest V of each family keeping the admixture
+    at or below each threshold, e0 per sex and the TFR (women); the CSV has every row."""
     cal = in_report_order(one_region(rep.calibration), rep)
     regions = cal.drop_duplicates("region")
     blocks = []

@@ -56,12 +56,9 @@ def fmt_percent_column(values, *, significant: int = 2) -> list[str]:
 
 # ================================================================= selection
 def load_results(path, *, setting, **where) -> pd.DataFrame:
-    """The results table a report section shows: :func:`demonoise.analysis.stored.results_for`
-    (read or computed, checked against the parameters; ``where``: its ``dataset``,
-    ``country``, ``granularity``, ``mc``, ``dedupe``). In a notebook it also displays a metrics
-    output recording what the returned rows hold, which the report batch checks against the
-    run's parameters before rendering the section
-    (:func:`~demonoise.report.content.notebook.record_shown`)."""
+    """The results table a report section shows (:func:`demonoise.analysis.stored.results_for`;
+    ``where``: its ``dataset``, ``country``, ``granularity``, ``mc``, ``dedupe``); in a notebook
+    it records what the rows hold, for the batch to check (:func:`~.notebook.record_shown`)."""
     df = results_for(path, setting=setting, **where)
     record_shown(df, setting)
     return df
@@ -73,7 +70,7 @@ _NUMERIC = re.compile(r"^[\s\u2014\u202f+\-\d.,%eE()]*$")
 
 @dataclass
 class HtmlTable:
-    """A formatted table that displays itself in a notebook, as HTML and as Typst.
+    """A formatted table that displays itself in a notebook (HTML and Typst).
 
     Attributes
     ----------
@@ -177,13 +174,9 @@ class HtmlTable:
 def status_box(
     df_or_label, details: Sequence[str] = (), *, granularity: str | None = None, implications: str = ""
 ) -> Shown:
-    """The data-status box shown at the top of every section, of a results table (its
-    ``data_status`` column) or a label, as HTML and Typst.
-
-    A label mentioning "modelled" or "demonstration" is shown as modelled data. With
-    ``granularity`` a line says how cells are published; ``implications`` (what the data
-    can't say) closes the box.
-    """
+    """The data-status box at the top of every section, of a results table (its ``data_status``)
+    or a label ("modelled" or "demonstration" in it: shown as modelled data), then ``details``,
+    how cells are published (``granularity``) and what the data can't say (``implications``)."""
     if isinstance(df_or_label, pd.DataFrame):
         label = "; ".join(sorted({str(x).split(DATA_STATUS_SEP)[0] for x in df_or_label["data_status"].unique()}))
     else:
@@ -235,9 +228,8 @@ def source_of(provenance: Mapping[str, Any]) -> str:
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
-    """Per table: status, source datasets and extraction date, and under the table the
-    provenance note of each (how modelled values were made, fallbacks; the CSV has them as
-    a column)."""
+    """Per table its status, source datasets and extraction date; under the table the note of
+    each (how modelled values were made, fallbacks), a column of the CSV."""
     rows = [
         {
             "table": table,
@@ -260,12 +252,10 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
 
 
 def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
-    """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``
-    (:func:`demonoise.analysis.verdicts.age_profile_rows`): the median admixture over the
-    ages with events for women, men and both sexes (ASFR: women), and for both sexes (ASFR:
-    women) the median relative total uncertainty and the largest admixture (at which age),
-    overall and among cells with at least 10 events (the counts of small cells:
-    :func:`~.decisions.small_cells_view`)."""
+    """A by-age indicator (ASFR, ASMR) at ``V`` summarised per region
+    (:func:`demonoise.analysis.verdicts.age_profile_rows`): the median admixture over the ages
+    with events per sex, and for both sexes (ASFR: women) the median relative total uncertainty
+    and the largest admixture (at which age), overall and among cells with at least 10 events."""
     frame = age_profile_rows(df, V, indicator)
     if frame.empty:
         return HtmlTable(frame, frame, caption="(no rows)")
@@ -305,11 +295,9 @@ def _same_decimals(col: pd.Series) -> pd.Series:
 
 
 def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTable:
-    """One table from the one-row tables of each setting (a country of one region,
-    :func:`demonoise.analysis.verdicts.single_region`): a row
-    per setting, in the batch's order, its first column the setting instead of the region
-    (columns only some settings have, e.g. a p-table's bias, are blank for the others). The
-    caption is the first table's, its setting phrase replaced by "for each noise setting"."""
+    """The one-row tables of each setting (a country of one region) as one: a row per setting,
+    headed by the setting instead of the region (a column only some settings have is blank for
+    the others), with the first table's caption, "for each noise setting" for its setting."""
     sets = [NoiseSetting.of(s) for s in settings]
     rows = [t.shown.head(1).drop(columns=["region"], errors="ignore") for t in tables]
     table = pd.concat([r.assign(setting=s.label) for s, r in zip(sets, rows, strict=True)], ignore_index=True)
@@ -334,10 +322,9 @@ class Coloured(NamedTuple):
 
 
 def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[tuple], **table) -> HtmlTable:
-    """A wide table of ``frame``: the columns of ``base`` (name -> cells) under no heading, then
-    a column group per block ``(label, colour, columns)`` (names may repeat between groups); a
-    column's cells are strings, or :class:`Coloured`. ``table``: the other fields of the
-    :class:`HtmlTable`."""
+    """A wide table of ``frame``: the columns of ``base`` (name -> cells: strings or
+    :class:`Coloured`), then a column group per block ``(label, colour, columns)`` (names may
+    repeat between groups); ``table``: the other fields of the :class:`HtmlTable`."""
     cols = [*base.items(), *(c for _, _, b in blocks for c in b.items())]
     cells = [(list(v.texts), list(v.colours)) if isinstance(v, Coloured) else (list(v), None) for _, v in cols]
     shown = pd.DataFrame({i: t for i, (t, _) in enumerate(cells)})
@@ -369,11 +356,9 @@ def by_region(frame: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
 def settings_table(
     tables: Sequence[HtmlTable], settings: Sequence, *, common: Sequence[str], per: Sequence[str], caption: str
 ) -> HtmlTable:
-    """The tables of each setting (same regions, same order) as one: a row per setting when
-    each has one row (a country of one region, :func:`across_settings`), else the columns
-    ``common`` to every setting once, from the first table, then a column group per setting
-    (headed by its label, underlined in its colour) with its columns whose name starts with
-    one of ``per``; ``frame`` stacks the tables' frames with a ``setting`` column."""
+    """The tables of each setting (same regions) as one: :func:`across_settings` when each has
+    one row, else the columns ``common`` once, then a column group per setting of its columns
+    whose name starts with one of ``per``; ``frame`` stacks the tables' frames."""
     if all(len(t.shown) <= 1 for t in tables):
         return across_settings(tables, settings)
     sets = [NoiseSetting.of(s) for s in settings]
@@ -392,10 +377,9 @@ def settings_table(
 
 
 def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -> HtmlTable:
-    """:func:`age_profile_table` of every setting as one table (:func:`settings_table`): per
-    region its population, then per setting the median admixture (women for the ASFR,
-    both sexes for the ASMR) and the largest admixture among cells with at least 10 events
-    (at which age); every sex and the other measures are in the per-setting tables' CSV."""
+    """:func:`age_profile_table` of every setting as one (:func:`settings_table`): per region
+    its population, then per setting the median admixture (ASFR: women, ASMR: both sexes) and
+    the largest among cells with at least 10 events (at which age)."""
     tables = [age_profile_table(df, s, indicator) for s in settings]
     sex = "F" if indicator == "asfr" else "T"
     ev = EVENT_WORDS[indicator][1]
@@ -413,10 +397,9 @@ def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -
 def flag_table(
     df: pd.DataFrame, V, indicator: str, *, ages: Sequence[float] | None = None, settings: Sequence | None = None
 ) -> HtmlTable:
-    """Where the first-order result is unreliable, for one indicator
-    (:func:`demonoise.analysis.verdicts.flag_rows`): sparse regions and cells whose Monte Carlo
-    sd disagrees with the analytic one at ``V`` -- or, with ``settings``, at every setting. At
-    most 25 rows are shown (the note says how many there are)."""
+    """Where the first-order result is unreliable (:func:`demonoise.analysis.verdicts.flag_rows`):
+    sparse regions and cells whose Monte Carlo sd disagrees at ``V`` (with ``settings``: at
+    every setting); the first 25 rows shown, the note says how many there are."""
     limit = 25
     frame = flag_rows(df, V, indicator, ages=ages, settings=settings)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
