@@ -177,10 +177,8 @@ def status_box(
     """The data-status box at the top of every section, of a results table (its ``data_status``)
     or a label ("modelled" or "demonstration" in it: shown as modelled data), then ``details``,
     how cells are published (``granularity``) and what the data can't say (``implications``)."""
-    if isinstance(df_or_label, pd.DataFrame):
-        label = "; ".join(sorted({str(x).split(DATA_STATUS_SEP)[0] for x in df_or_label["data_status"].unique()}))
-    else:
-        label = str(df_or_label).split(DATA_STATUS_SEP)[0]
+    labels = df_or_label["data_status"].unique() if isinstance(df_or_label, pd.DataFrame) else [df_or_label]
+    label = "; ".join(sorted({str(x).split(DATA_STATUS_SEP)[0] for x in labels}))
     lines = list(details)
     if granularity:
         lines.append(f"Cells published by {GRANULARITY_WORDS.get(granularity, granularity)}")
