@@ -557,6 +557,7 @@ def calibration_view(rep) -> HtmlTable:
 
 # ========================================================================== index
 def _worst(w: pd.Series) -> dict[str, str]:
+    """The index's cell of a setting's worst admixture (finite: of a class), coloured by its class."""
     text = f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})"
     return {"text": text, "colour": admixture_class(float(w["admixture"])).colour}
 
@@ -571,8 +572,7 @@ def index_columns(rep) -> dict[str, Any]:
         "population (1 Jan.)": fmt_int(float(country["population"].iloc[0])) if len(country) else "\u2014",
         "NUTS 2 regions": int((pop["nuts_level"] == 2).sum()),
     }
-    for label, w in worst_admixture(rep).items():  # a finite admixture (of a class) or None
-        out[f"worst A, {label}"] = "n/a" if w is None else _worst(w)
+    out |= {f"worst A, {label}": "n/a" if w is None else _worst(w) for label, w in worst_admixture(rep).items()}
     rec = rep.recommended[rep.recommended["family"] == "generic"]
     r = rec.iloc[0] if len(rec) else pd.Series({"indicator": "e0", "threshold": 0.1, "V_shown": "n/a"})
     text = str(r["V_shown"])  # the recommended V: "0.748 (LU00, women)"

@@ -167,9 +167,6 @@ class HtmlTable:
             TYPST_MIME: self.to_typst(),
         }
 
-    def __len__(self) -> int:
-        return len(self.frame)
-
 
 def status_box(
     df_or_label, details: Sequence[str] = (), *, granularity: str | None = None, implications: str = ""
@@ -401,14 +398,13 @@ def flag_table(
     limit = 25
     frame = flag_rows(df, V, indicator, ages=ages, settings=settings)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
-    shown = frame.head(limit).copy()
-    shown["where"] = [age_words(w, indicator) for w in shown["where"]]
+    shown = frame.head(limit).assign(where=lambda f: [age_words(w, indicator) for w in f["where"]])
     return HtmlTable(
         frame,
         shown,
         caption=f"Flags: {INDICATOR_NAMES[indicator]}"
         + ("" if settings is not None else f" {NoiseSetting.of(V).phrase}"),
-        flagged=[True] * min(len(frame), limit),
+        flagged=[True] * len(shown),
         note=note,
         empty=(
             "No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events "
