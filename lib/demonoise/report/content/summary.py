@@ -330,12 +330,12 @@ def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[
     return HtmlTable(frame, shown, groups=groups, **table)
 
 
-def setting_blocks(settings: Sequence, columns, head: str = "{}: A (%)") -> list[tuple]:
-    """A column group per setting for :func:`grouped`: headed ``head`` of its label,
-    underlined in its colour, its columns (name -> cells) ``columns(setting)``."""
+def setting_blocks(settings: Sequence, columns) -> list[tuple]:
+    """A column group of admixtures per setting for :func:`grouped`: headed "<label>: A (%)",
+    underlined in the setting's colour, its columns (name -> cells) ``columns(setting)``."""
     sets = [NoiseSetting.of(s) for s in settings]
     palette = setting_colours([s.label for s in sets])
-    return [(head.format(s.label), palette[s.label], columns(s)) for s in sets]
+    return [(f"{s.label}: A (%)", palette[s.label], columns(s)) for s in sets]
 
 
 def region_labels(frame: pd.DataFrame) -> list[str]:
