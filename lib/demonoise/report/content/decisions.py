@@ -298,21 +298,24 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
     if pt:
         label, values = _scaled(b["bias_noise"], hl.unit)
         shown[f"bias ({label})"] = values
+    mc = flags = ""
     if has_mc:
         dec = _decimals(b.reset_index())
         shown["MC N from"] = fmt_fixed_column(b["mc_lo_noise"], significant=dec)
         shown["MC N to"] = fmt_fixed_column(b["mc_hi_noise"], significant=dec)
+        mc = (
+            f"; MC N from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
+            f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
+        )
     if (d["flag"] != "").any():
         shown["flags"] = d["flag"].to_numpy()
+        flags = (
+            " Flags (first order may be unreliable): sparse = more than half of the age cells rest on fewer than "
+            "10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error."
+        )
     cols = ["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
     cols += ["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else []
     frame = d.drop(columns=["data_status"], errors="ignore").merge(b.reset_index()[cols], on="region", how="left")
-    mc = (
-        f"; MC N from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
-        f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
-        if has_mc
-        else ""
-    )
     sex = "women" if hl.female_only else "both sexes"
     return HtmlTable(
         frame,
@@ -322,13 +325,7 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
             "\u03b4 = sd / value from Poisson (P) and noise (N), noise admixture A, and the half-widths z sd of the "
             f"{fmt_pct(level, 3)} intervals from P and N in {hl.unit}"
             + (" (the noise interval centred on value + bias)" if pt else "")
-            + f"{mc}."
-            + (
-                " Flags (first order may be unreliable): sparse = more than half of the age cells rest on fewer than "
-                "10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error."
-                if "flags" in shown
-                else ""
-            )
+            + f"{mc}.{flags}"
         ),
         flagged=(d["flag"] != "").tolist(),
     )
