@@ -177,10 +177,8 @@ def status_box(
     labels = df_or_label["data_status"].unique() if isinstance(df_or_label, pd.DataFrame) else [df_or_label]
     label = "; ".join(sorted({str(x).split(DATA_STATUS_SEP)[0] for x in labels}))
     lines = list(details)
-    if granularity:
-        lines.append(f"Cells published by {GRANULARITY_WORDS.get(granularity, granularity)}")
-    if implications:
-        lines.append(f"What these data can't say: {implications}")
+    lines += [f"Cells published by {GRANULARITY_WORDS.get(granularity, granularity)}"] if granularity else []
+    lines += [f"What these data can't say: {implications}"] if implications else []
     modelled = "modelled" in label.lower() or "demonstration" in label.lower()
     items = "".join(f"<li>{_html.escape(d)}</li>" for d in lines)
     html = (
