@@ -1,13 +1,8 @@
-"""The chapter "Change since the previous year": its tables and data labels, shown from
-the library's tables (:func:`demonoise.analysis.change.change_chapter`).
-
-Nothing is computed here: the changes, their z with and without noise, the verdicts, the
-smallest detectable changes, the yearly bands and the chapter's sentences
-(:func:`~demonoise.analysis.change.change_points`,
-:func:`~demonoise.analysis.change.detectable_points`) come from
-:mod:`demonoise.analysis.change`; this module picks rows and formats numbers (fixed
-decimals, never e-notation). Tables are :class:`~demonoise.report.content.summary.HtmlTable`
-(HTML and Typst, numbered by the exporter with a caption and a "Source:" line).
+"""The chapter "Change since the previous year": its tables, from the library's tables
+(:func:`demonoise.analysis.change.country_chapter`). The changes, their z with and without
+noise, the verdicts, the smallest detectable changes and the chapter's sentences come from
+:mod:`demonoise.analysis.change`; this module picks rows and formats numbers (fixed decimals,
+never e-notation) as :class:`~demonoise.report.content.summary.HtmlTable`.
 """
 
 from __future__ import annotations
@@ -23,23 +18,17 @@ from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
 from demonoise.report.content.notebook import record_shown
 from demonoise.report.content.summary import Coloured, HtmlTable, by_region, grouped, region_labels, status_box
 
-__all__ = [
-    "load_change",
-    "change_status_box",
-    "verdict_view",
-    "detectable_view",
-]
+__all__ = ["load_change", "change_status_box", "verdict_view", "detectable_view"]
 
-_LOST_COLOUR = ADMIXTURE_CLASSES[1].colour  # amber: a significance the noise takes away
+_LOST = {"lost": ADMIXTURE_CLASSES[1].colour}  # amber: a significance the noise takes away
 _WORD = {"robust": "yes", "lost": "lost", "not significant": "no", "undefined": "\u2014"}
 
 
 def load_change(*, dataset: str, country: str, settings: Sequence, **options):
-    """The chapter's tables for ``country`` of the multi-year ``dataset``, computed now
+    """The chapter's tables for ``country`` of the multi-year ``dataset``
     (:func:`demonoise.analysis.change.country_chapter`; ``options``: its years, ``alpha``,
-    ``power``, ``confidence``, ``granularity``). In a kernel it records what the rows hold
-    (dataset, country, settings) as :func:`~demonoise.report.content.summary.load_results`
-    does, for the batch's :func:`~demonoise.report.batch.stages.check_shown`.
+    ``power``, ``confidence``, ``granularity``); in a kernel it records what the rows hold,
+    as :func:`~demonoise.report.content.summary.load_results` does.
 
     Raises
     ------
@@ -54,49 +43,47 @@ def load_change(*, dataset: str, country: str, settings: Sequence, **options):
 def change_status_box(ch, *, granularity: str | None = None):
     """The data-status box of the chapter: the dataset's label (real and modelled tables),
     the years compared and what the data can't say."""
+    ys = sorted(ch.series["year"].unique())
     return status_box(
         ch.data_status,
-        details=(f"Change from {ch.year_from} to {ch.year_to}; years shown {_years(ch)}",),
+        details=(
+            f"Change from {ch.year_from} to {ch.year_to}; years shown {ys[0]}" + (f"-{ys[-1]}" if len(ys) > 1 else ""),
+        ),
         granularity=granularity,
         implications=ch.implications,
     )
 
 
-def _years(ch) -> str:
-    ys = sorted(ch.series["year"].unique())
-    return f"{ys[0]}-{ys[-1]}" if len(ys) > 1 else str(ys[0])
-
-
-def _rows(ch, table: str, headline: str, sex: str, settings):
-    """The chapter table's rows of one headline and sex: the settings shown, the regions'
-    order (:func:`~demonoise.analysis.change.region_order`), each setting's rows by region
-    and the regions' labels."""
+def _rows(ch, table: str, headline: str, sex: str, settings, columns: list[str]):
+    """The chapter table's rows of one headline and sex: each setting's rows by region (in the
+    order of :func:`~demonoise.analysis.change.region_order`), the first setting's, the region
+    column, and the CSV rows (per region and setting, its ``columns``)."""
     t = getattr(ch, table)
     t = t[(t["headline"] == headline) & (t["sex"] == sex)]
-    sets, order = chapter_settings(t, settings), region_order(ch.verdicts)
-    labels = region_labels(by_region(ch.verdicts, order).reset_index())
-    return sets, order, {st: by_region(t[st.mask(t)], order) for st in sets}, labels
-
-
-def _frame(per: dict, order, columns: list[str], **fixed) -> pd.DataFrame:
-    """The CSV rows of a chapter table: per region and setting ``fixed`` and the setting's ``columns``."""
+    order = region_order(ch.verdicts)
+    per = {st: by_region(t[st.mask(t)], order) for st in chapter_settings(t, settings)}
+    fixed = {"sex": sex, "headline": headline}
     rows = [
-        fixed | {"region": c, "setting": st.key} | g.loc[c, columns].to_dict() for c in order for st, g in per.items()
+        {"region": c} | fixed | {"setting": st.key} | g.loc[c, columns].to_dict()
+        for c in order
+        for st, g in per.items()
     ]
-    return pd.DataFrame(rows)[["region", *fixed, "setting", *columns]]
+    labels = {"region": region_labels(by_region(ch.verdicts, order).reset_index())}
+    return per, next(iter(per.values())), labels, pd.DataFrame(rows)
 
 
 def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> HtmlTable:
     """Per region: the headline's values in the two years, the change, its z without noise
     and, per setting, its z with noise and whether it is significant (``yes``, ``no``,
     ``lost``: significant without noise but not with this setting's)."""
-    sets, order, per, labels = _rows(ch, "verdicts", headline, sex, settings)
-    first, k = per[sets[0]], DECIMALS.get(headline, 3)
+    columns = ["value_from", "value_to", "change", "sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total"]
+    per, first, base, frame = _rows(ch, "verdicts", headline, sex, settings, [*columns, "verdict"])
+    k, h = DECIMALS.get(headline, 3), HEADLINES[headline.lower()]
     sig = [
-        _WORD["robust" if s else "not significant"] if np.isfinite(z) else "\u2014"
+        ("yes" if s else "no") if np.isfinite(z) else "\u2014"
         for s, z in zip(first["significant_poisson"], first["z_poisson"], strict=True)
     ]
-    base = {"region": labels, str(ch.year_from): [fmt_fixed(x, k) for x in first["value_from"]]}
+    base |= {str(ch.year_from): [fmt_fixed(x, k) for x in first["value_from"]]}
     base |= {str(ch.year_to): [fmt_fixed(x, k) for x in first["value_to"]]}
     base |= {"change": [fmt_signed(x, k) for x in first["change"]]}
     blocks = [("without noise", "", {"z": [fmt_fixed(x, 2) for x in first["z_poisson"]], "signif.": sig})] + [
@@ -105,16 +92,11 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
             "",
             {
                 "z": [fmt_fixed(x, 2) for x in g["z_total"]],
-                "signif.": Coloured(
-                    [_WORD[x] for x in g["verdict"]], [_LOST_COLOUR if x == "lost" else "" for x in g["verdict"]]
-                ),
+                "signif.": Coloured([_WORD[x] for x in g["verdict"]], [_LOST.get(x, "") for x in g["verdict"]]),
             },
         )
         for st, g in per.items()
     ]
-    columns = ["value_from", "value_to", "change", "sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total"]
-    frame = _frame(per, order, [*columns, "verdict"], sex=sex, headline=headline)
-    h = HEADLINES[headline.lower()]
     return grouped(
         frame,
         base,
@@ -132,9 +114,11 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
 def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> HtmlTable:
     """Per region: the smallest detectable change of the headline without noise and, per
     setting, with it and by how much (per cent) the setting widens it."""
-    sets, order, per, labels = _rows(ch, "detectable", headline, sex, settings)
-    k = DECIMALS.get(headline, 3)
-    blocks = [("without noise", "", {"MDC": [fmt_fixed(x, k) for x in per[sets[0]]["mdc_poisson"]]})] + [
+    per, first, base, frame = _rows(
+        ch, "detectable", headline, sex, settings, ["mdc_poisson", "mdc_total", "mdc_ratio"]
+    )
+    k, h = DECIMALS.get(headline, 3), HEADLINES[headline.lower()]
+    blocks = [("without noise", "", {"MDC": [fmt_fixed(x, k) for x in first["mdc_poisson"]]})] + [
         (
             st.label,
             "",
@@ -145,10 +129,9 @@ def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> 
         )
         for st, g in per.items()
     ]
-    h = HEADLINES[headline.lower()]
     return grouped(
-        _frame(per, order, ["mdc_poisson", "mdc_total", "mdc_ratio"], sex=sex, headline=headline),
-        {"region": labels},
+        frame,
+        base,
         blocks,
         caption=f"Smallest detectable change of {h.label} from one year to the next, {SEX_WORDS[sex]} ({h.unit})",
         note=f"{data_words(ch, headline)}. MDC: the smallest detectable change, {ch.mdc_factor:.2f} sd of the change "

@@ -1,17 +1,16 @@
-"""The decision view of a country report, as report tables: what the summary notebook and
-the chapters show of :func:`demonoise.analysis.decision.decision_report` (the decision
-table, the largest V, the main points and decision text, error bands, cells on few events,
-generic model against p-table, calibration, the index's cells and the CSV files).
-
-Nothing is computed here beyond choosing rows and formatting: every number comes from the
-decision module's tables (read back with :func:`demonoise.analysis.stored.decision_for`), so that the decision table,
-the index and the CSV files state the same figures. A country that is a single NUTS 2
-region (LU, MT) shows that region only (:func:`~demonoise.analysis.decision.one_region`).
+"""The decision view of a country report: what the summary notebook and the chapters show of
+:func:`demonoise.analysis.decision.decision_report` (decision table, largest V, main points,
+error bands, cells on few events, generic model against p-table, calibration, the index's
+cells, the CSV files). Every number comes from the decision module's tables
+(:func:`demonoise.analysis.stored.decision_for`), so that the tables, the index and the CSV
+files state the same figures; this module chooses rows and formats. A country of a single
+NUTS 2 region (LU, MT) shows that region only (:func:`~demonoise.analysis.decision.one_region`).
 """
 
 from __future__ import annotations
 
 import html as _html
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -44,9 +43,10 @@ from demonoise.report.content.summary import (
     fmt_percent_column,
     grouped,
     region_labels,
+    setting_blocks,
     settings_table,
 )
-from demonoise.report.content.theme import admixture_column, admixture_text, setting_colours
+from demonoise.report.content.theme import admixture_column, admixture_text
 
 __all__ = [
     "MEASURE_LABELS",
@@ -55,8 +55,10 @@ __all__ = [
     "sex_view",
     "vmax_view",
     "main_points",
+    "decision_text",
     "bands_summary",
     "indicator_table",
+    "indicator_settings",
     "small_cells_view",
     "comparison_view",
     "reasons",
@@ -71,6 +73,7 @@ __all__ = [
 MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
 _CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
+_SUPERSCRIPTS = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
 
 
 #: A decision table of at most this many regions is printed on one page with its heading
@@ -90,21 +93,17 @@ def class_legend() -> Shown:
 
 # =============================================================== decision table
 def _nonzero(shown: str, a: float) -> str:
-    """A positive admixture printed as 0 (``"0.00"``) gets its first significant digit:
-    ``0.003`` (in %)."""
+    """A positive admixture printed as 0 (``"0.00"``) gets its first significant digit: ``0.003`` (in %)."""
     try:
-        zero = float(shown) == 0
+        if float(shown) != 0 or not (isinstance(a, float) and 0 < a < math.inf):
+            return shown
     except ValueError:
         return shown
-    if not zero or not (isinstance(a, float) and a > 0 and math.isfinite(a)):
-        return shown
-    pct = 100 * a
-    return f"{pct:.{max(0, -math.floor(math.log10(pct)))}f}"
+    return f"{100 * a:.{max(0, -math.floor(math.log10(100 * a)))}f}"
 
 
 def _decision_cells(wide: pd.DataFrame, col: str) -> Coloured:
-    """A decision table column: the admixture (%) and the sex it is the worst of (``"2.1 F"``),
-    coloured by class."""
+    """A decision table column: the admixture (%) and its worst sex (``"2.1 F"``), by class."""
     pct = [_nonzero(p, a) for p, a in zip(admixture_column(wide[col]), wide[col], strict=True)]
     sex = [x if x in ("F", "M", "T") else "" for x in wide[f"{col} sex"]]
     cells = [f"{p} {x}".strip() if p != "\u2014" else "n/a" for p, x in zip(pct, sex, strict=True)]
@@ -116,21 +115,15 @@ def decision_view(rep) -> HtmlTable:
     admixture of e0, e65, the TFR and the median admixture of ASFR and ASMR -- the worst
     of women, men and both sexes, that sex named -- coloured by class."""
     wide = one_region(rep.decision_wide)
-    sets = settings_in(rep.decision)
     measures = rep.decision["measure"].drop_duplicates().tolist()
-    palette = setting_colours([s.label for s in sets])
     year = rep.population["year"].iloc[0] if len(rep.population) else ""
     return grouped(
         wide.drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]},
-        [
-            (
-                f"{s.label}: A (%)",
-                palette[s.label],
-                {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures},
-            )
-            for s in sets
-        ],
+        setting_blocks(
+            settings_in(rep.decision),
+            lambda s: {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures},
+        ),
         caption=(
             f"Decision table: how much noise adds to the Poisson uncertainty (noise admixture A, %), by region "
             f"and setting; e0, e65 and TFR, and the median of A over the ages of the ASFR and ASMR. Each cell "
@@ -148,32 +141,23 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
     dec = one_region(rep.decision[rep.decision["measure"] == measure])
     sets = settings_in(dec)
     first = dec[sets[0].mask(dec)]
-    palette = setting_colours([s.label for s in sets])
-    per = [by_region(dec[s.mask(dec)], first["region"]) for s in sets]
+
+    def cells(a: pd.Series) -> Coloured:
+        return Coloured(admixture_column(a), [getattr(admixture_class(x), "colour", NO_DATA_COLOUR) for x in a])
+
     return grouped(
         dec[["region", "region_name", "setting", "measure", "admixture_F", "admixture_M", "admixture_T"]],
         {"region": region_labels(first)},
-        [
-            (
-                f"{s.label}: A (%)",
-                palette[s.label],
-                {
-                    x: Coloured(
-                        admixture_column(g[f"admixture_{x}"]),
-                        [getattr(admixture_class(a), "colour", NO_DATA_COLOUR) for a in g[f"admixture_{x}"]],
-                    )
-                    for x in "FMT"
-                },
-            )
-            for s, g in zip(sets, per, strict=True)
-        ],
+        setting_blocks(
+            sets, lambda s: {x: cells(by_region(dec[s.mask(dec)], first["region"])[f"admixture_{x}"]) for x in "FMT"}
+        ),
         caption=f"Noise admixture A of {MEASURE_LABELS.get(measure, measure)} (%) for women (F), men (M) and both "
         "sexes (T), by region and setting; coloured by class.",
     )
 
 
 def _vmax_cells(g: pd.DataFrame, head: str) -> list[str]:
-    """A column of largest V's, each naming the sex it is the smallest of: ``"0.748 (F)"``."""
+    """Largest V's, each naming its sex: ``"0.748 (F)"``."""
     cells = [(str(v), str(x or "")) for v, x in zip(g[f"{head} shown"], g[f"{head} sex"], strict=True)]
     return [v if v in ("> range", "< range", "n/a") or not x else f"{v} ({x})" for v, x in cells]
 
@@ -183,22 +167,21 @@ def vmax_view(rep) -> HtmlTable:
     admixture of e0 and of the TFR at or below each threshold (the smallest over the
     sexes, that sex named); ``"> range"`` where every V searched keeps it."""
     cw = in_report_order(one_region(rep.calibration_wide), rep)
-    families = cw["family"].drop_duplicates().tolist()
-    first = cw[cw["family"] == families[0]]
+    first = cw[cw["family"] == cw["family"].iloc[0]]
     heads = [c.removesuffix(" shown") for c in cw.columns if c.endswith(" shown")]
     names = {h: f"{HEADLINES[w].label} A \u2264 {fmt_pct(float(t), 3)}" for h in heads for w, t in [h.split(" A<=")]}
-    per = {fam: by_region(cw[cw["family"] == fam], first["region"]) for fam in families}
+    blocks = [
+        (
+            "generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}",
+            "",
+            {names[h]: _vmax_cells(by_region(g, first["region"]), h) for h in heads},
+        )
+        for fam, g in cw.groupby("family", sort=False)
+    ]
     return grouped(
         one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]},
-        [
-            (
-                "generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}",
-                "",
-                {names[h]: _vmax_cells(g, h) for h in heads},
-            )
-            for fam, g in per.items()
-        ],
+        blocks,
         caption=(
             "Largest acceptable V: per region the largest noise variance V keeping the noise admixture of e0 and of "
             "the TFR at or below each threshold, the smallest over women, men and both sexes (that sex named; 3 "
@@ -231,9 +214,8 @@ def main_points(rep) -> Shown:
 def decision_text(rep) -> Shown | None:
     """The decision text (:func:`demonoise.analysis.decision.decision_text`), a paragraph a
     methodologist can paste, set apart under the main points; ``None`` when there is none."""
-    if not rep.decision_text:
+    if not (text := rep.decision_text):
         return None
-    text = rep.decision_text
     return Shown(
         f'<p class="dn-decision-text"><strong>Decision text.</strong> {_html.escape(text)}</p>',
         "#block(inset: (left: 8pt, y: 4pt), stroke: (left: 2pt + dn-accent))"
@@ -258,11 +240,9 @@ def _band_columns(b: pd.DataFrame, h: str, level: float, sets, regions) -> dict[
 
 
 def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlTable:
-    """Error bands a user can quote, in one table: per region, for e0, e65 (both sexes)
-    and the TFR (women), the value and the half-widths of the intervals at each confidence
-    level from Poisson alone and from the noise of each setting (a p-table's centred on
-    its first-order bias, given beside), in the indicator's units; a row per region and
-    level. The total half-width is ``sqrt(P^2 + N^2)`` (the CSV gives it, with every sex)."""
+    """Error bands a user can quote: a row per region and level, for e0, e65 (both sexes) and
+    the TFR (women) the value and the half-widths from Poisson and from each setting's noise
+    (a p-table's bias beside); the CSV has the total and every sex."""
     b = rep.error_bands
     sets = settings_in(b)
     levels = sorted(set(b["level"]))
@@ -270,12 +250,11 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
     base = {"region": region_labels(first) * len(levels)}
     if len(levels) > 1:
         base["level"] = [fmt_pct(lev, 3) for lev in levels for _ in range(len(first))]
-    blocks = []
-    for h in headlines:
-        cols = [_band_columns(b, h, lev, sets, first["region"]) for lev in levels]
-        blocks.append(
-            (f"{HEADLINES[h].label} ({HEADLINES[h].unit})", "", {c: sum((x[c] for x in cols), []) for c in cols[0]})
-        )
+    cols = {h: [_band_columns(b, h, lev, sets, first["region"]) for lev in levels] for h in headlines}
+    blocks = [
+        (f"{HEADLINES[h].label} ({HEADLINES[h].unit})", "", {c: sum((x[c] for x in cs), []) for c in cs[0]})
+        for h, cs in cols.items()
+    ]
     names = ", ".join(f"{s.short} = {s.label}" for s in sets if s.short != s.label)
     return grouped(
         b.drop(columns=["data_status"], errors="ignore"),
@@ -293,28 +272,22 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
 
 
 def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: str) -> HtmlTable:
-    """One setting's table of a headline indicator (an indicator chapter's subsection): per
-    region the events and the value, the relative uncertainties and the admixture, the
-    half-widths of the 95 % (first level) intervals from Poisson and from noise -- a
-    p-table's bias beside -- and the Monte Carlo quantiles of the noise interval where the
-    batch ran one, with the flags of the first-order result (both sexes; TFR: women).
-
-    ``df`` is the results table of the report (relative uncertainties, flags:
-    :func:`demonoise.analysis.verdicts.flagged_rows`), ``bands`` the decision report's error
-    bands (:func:`demonoise.analysis.decision.error_bands`)."""
+    """One setting's table of a headline (both sexes; TFR: women): per region the events, the
+    value, the relative uncertainties and admixture (``df``, the results table:
+    :func:`demonoise.analysis.verdicts.flagged_rows`), the half-widths of the first level's
+    intervals from Poisson and noise, a p-table's bias and the Monte Carlo quantiles of the
+    noise interval (``bands``: :func:`demonoise.analysis.decision.error_bands`), the flags."""
     hl = HEADLINES[headline]
     d = flagged_rows(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
     b = headline_bands(bands, headline, setting)
     level = float(b["level"].min()) if len(b) else 0.95
     b = by_region(b[b["level"] == level], d["region"])
-    has_mc = "mc_n" in b and b["mc_n"].notna().any()
-    digits = 3 if headline == "tfr" else 4
-    events = "births" if hl.female_only else "deaths"
+    has_mc, pt = "mc_n" in b and b["mc_n"].notna().any(), (b["noise_model"] == "ptable").any()
     shown = pd.DataFrame(
         {
             "region": d["label"].to_numpy(),
-            events: [fmt_int(x) for x in d["events"]],
-            hl.label: fmt_fixed_column(d["value"], significant=digits),
+            "births" if hl.female_only else "deaths": [fmt_int(x) for x in d["events"]],
+            hl.label: fmt_fixed_column(d["value"], significant=3 if headline == "tfr" else 4),
             "\u03b4 P (%)": fmt_percent_column(d["rel_pois"]),
             "\u03b4 N (%)": fmt_percent_column(d["rel_noise"]),
             "A (%)": fmt_percent_column(d["admixture"]),
@@ -322,29 +295,27 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
             "\u00b1 N": fmt_fixed_column(b["half_noise"], significant=2),
         }
     )
-    if (b["noise_model"] == "ptable").any():
+    if pt:
         label, values = _scaled(b["bias_noise"], hl.unit)
         shown[f"bias ({label})"] = values
+    mc = flags = ""
     if has_mc:
         dec = _decimals(b.reset_index())
         shown["MC N from"] = fmt_fixed_column(b["mc_lo_noise"], significant=dec)
         shown["MC N to"] = fmt_fixed_column(b["mc_hi_noise"], significant=dec)
+        mc = (
+            f"; MC N from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
+            f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
+        )
     if (d["flag"] != "").any():
         shown["flags"] = d["flag"].to_numpy()
-    frame = d.drop(columns=["data_status"], errors="ignore").merge(
-        b.reset_index()[
-            ["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
-            + (["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else [])
-        ],
-        on="region",
-        how="left",
-    )
-    mc = (
-        f"; MC N from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
-        f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
-        if has_mc
-        else ""
-    )
+        flags = (
+            " Flags (first order may be unreliable): sparse = more than half of the age cells rest on fewer than "
+            "10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error."
+        )
+    cols = ["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
+    cols += ["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else []
+    frame = d.drop(columns=["data_status"], errors="ignore").merge(b.reset_index()[cols], on="region", how="left")
     sex = "women" if hl.female_only else "both sexes"
     return HtmlTable(
         frame,
@@ -353,39 +324,29 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
             f"{hl.title.capitalize()}, {sex}, {NoiseSetting.of(setting).phrase} ({hl.unit}): relative uncertainties "
             "\u03b4 = sd / value from Poisson (P) and noise (N), noise admixture A, and the half-widths z sd of the "
             f"{fmt_pct(level, 3)} intervals from P and N in {hl.unit}"
-            + (" (the noise interval centred on value + bias)" if any(c.startswith("bias") for c in shown) else "")
-            + f"{mc}."
-            + (
-                " Flags (first order may be unreliable): sparse = more than half of the age cells rest on fewer than "
-                "10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error."
-                if "flags" in shown
-                else ""
-            )
+            + (" (the noise interval centred on value + bias)" if pt else "")
+            + f"{mc}.{flags}"
         ),
         flagged=(d["flag"] != "").tolist(),
     )
 
 
 def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence, headline: str) -> HtmlTable:
-    """:func:`indicator_table` of every setting as one table
-    (:func:`~demonoise.report.content.summary.settings_table`): per region the events, the
-    value and its Poisson half-width, then per setting the noise admixture, the noise
-    half-width (a p-table's bias beside) and the flags; the relative uncertainties and the
-    Monte Carlo quantiles are in the per-setting tables' frames and the error bands' CSV."""
+    """:func:`indicator_table` of every setting as one (:func:`~.summary.settings_table`): per
+    region the events, the value and its Poisson half-width, then per setting the admixture,
+    the noise half-width (a p-table's bias beside) and the flags."""
     hl = HEADLINES[headline]
-    tables = [indicator_table(df, bands, s, headline) for s in settings]
-    events = "births" if hl.female_only else "deaths"
     level = float(bands["level"].min()) if len(bands) else 0.95
     return settings_table(
-        tables,
+        [indicator_table(df, bands, s, headline) for s in settings],
         settings,
-        common=("region", events, hl.label, "\u00b1 P"),
+        common=("region", "births" if hl.female_only else "deaths", hl.label, "\u00b1 P"),
         per=("A (%)", "\u00b1 N", "bias", "flags"),
         caption=(
             f"{hl.title.capitalize()}, {'women' if hl.female_only else 'both sexes'}, for each noise setting (a column "
             f"group per setting; {hl.unit}): the half-widths z sd of the {fmt_pct(level, 3)} intervals from "
-            "Poisson (\u00b1 P) and from noise "
-            "(\u00b1 N), with the noise admixture A; a p-table's noise interval is centred on value + bias. Flags: "
+            "Poisson (\u00b1 P) and from noise (\u00b1 N), with the noise admixture A; a p-table's noise interval is "
+            "centred on value + bias. Flags: "
             "sparse = more than half of the age cells rest on fewer than 10 events; MC |z| > 5 = the Monte Carlo "
             "disagrees beyond sampling error."
         ),
@@ -394,9 +355,8 @@ def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence
 
 def _decimals(g: pd.DataFrame) -> int:
     """Significant digits for interval ends: enough to show the half-width of the noise."""
-    v = g["value"].abs().median()
-    h = g["half_noise"].abs()
-    h = h[h > 0].median() if (h > 0).any() else np.nan
+    v, h = g["value"].abs().median(), g["half_noise"].abs()
+    h = h[h > 0].median()  # NaN when none is
     if not (np.isfinite(v) and np.isfinite(h) and v > 0):
         return 4
     return int(min(8, max(3, math.floor(math.log10(v)) - math.floor(math.log10(h)) + 2)))
@@ -404,26 +364,20 @@ def _decimals(g: pd.DataFrame) -> int:
 
 # ==================================================================== small cells
 def small_cells_view(cells: pd.DataFrame) -> HtmlTable:
-    """Cells resting on few events: per region, of its age cells (every published age, the
-    unknown age spread), how many hold fewer than 10 events, for women (F), men (M) and
-    both sexes (T) -- deaths -- and women -- births. The flags tables print the same
-    counts (:func:`demonoise.analysis.decision.small_cell_text`)."""
+    """Cells resting on few events: per region and sex, how many of its age cells hold fewer
+    than 10 deaths or births (as :func:`demonoise.analysis.decision.small_cell_text`)."""
     c = one_region(cells)
     regions = c.drop_duplicates("region")
     shown = pd.DataFrame({"region": region_labels(regions)})
-    for ind in [i for i in ("asmr", "asfr") if i in set(c["indicator"])]:
-        word = "deaths" if ind == "asmr" else "births"
-        for s in ("F", "M", "T"):
-            g = c[(c["indicator"] == ind) & (c["sex"] == s)].set_index("region").reindex(regions["region"])
-            if g["age_cells"].isna().all():
-                continue
+    for (ind, word), s in itertools.product((("asmr", "deaths"), ("asfr", "births")), "FMT"):
+        g = c[(c["indicator"] == ind) & (c["sex"] == s)].set_index("region").reindex(regions["region"])
+        if g["age_cells"].notna().any():
             shown[f"{word}, {s}: < 10 of cells"] = [
                 "\u2014" if not np.isfinite(n) else f"{int(k)} of {int(n)} ({fmt_pct(k / n)})"
                 for k, n in zip(g["age_cells_under_10_events"], g["age_cells"], strict=True)
             ]
-    frame = c.drop(columns=["data_status"], errors="ignore")
     return HtmlTable(
-        frame,
+        c.drop(columns=["data_status"], errors="ignore"),
         shown,
         caption=(
             "Cells resting on few events (first order unreliable there): per region, how many of its age cells "
@@ -443,7 +397,7 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     v = float(sel["V"].iloc[0]) if len(sel) else float("nan")
     return grouped(
         cmp.drop(columns=["data_status"], errors="ignore"),
-        _regions(sel),
+        {"region": region_labels(sel.drop_duplicates("region"))},
         [
             (
                 f"noise sd of {HEADLINES[h].label} ({_SD_SCALE[h][1]})",
@@ -463,10 +417,6 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     )
 
 
-def _regions(sel: pd.DataFrame) -> dict[str, list[str]]:
-    return {"region": region_labels(sel.drop_duplicates("region"))}
-
-
 def _by_headline(sel: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The rows of each headline by region, in the order of ``sel``."""
     regions = sel.drop_duplicates("region")["region"]
@@ -474,12 +424,9 @@ def _by_headline(sel: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def reasons(rep, ptable: str | None = None) -> HtmlTable:
-    """Why the two models differ, as a table: per region the headline and sex whose ratio
-    is furthest from 1 (:func:`demonoise.analysis.decision.furthest_from_generic`), the ratio
-    of noise sds and where the generic noise variance sits -- cells with count 0 (the CKM
-    leaves them alone), small non-zero counts under the generic model and under the
-    p-table, counts from the table's last class on -- with the p-table's variance there
-    (the ``reason`` column says the same in words)."""
+    """Why the two models differ: per region the headline and sex whose ratio of noise sds is
+    furthest from 1 (:func:`demonoise.analysis.decision.furthest_from_generic`), that ratio and
+    the shares of the generic noise variance from counts 0, small counts and the rest."""
     rows = furthest_from_generic(rep, ptable)
     if rows.empty:
         return HtmlTable(rows, rows, empty="No noised cell behind the indicators: nothing to compare.")
@@ -540,23 +487,21 @@ def ptable_noise_view(rep, ptable: str | None = None) -> HtmlTable:
     )
 
 
-def bias_view(rep, results: pd.DataFrame | None = None, ptable: str | None = None) -> HtmlTable:
-    """Each indicator's first-order bias under the p-table, per region, and as a share of
-    its noise sd: e0 and e65 (both sexes), the TFR (women), and -- from the results table
-    -- the median over ages of the relative bias of the ASFR and ASMR."""
+def bias_view(rep, results: pd.DataFrame, ptable: str | None = None) -> HtmlTable:
+    """Each headline's first-order bias under the p-table per region, and as a share of its
+    noise sd; the median relative bias of the ASFR and ASMR from the ``results`` table."""
     _, sel = headline_rows(rep, ptable)
-    shown = pd.DataFrame(_regions(sel))
+    shown = pd.DataFrame({"region": region_labels(sel.drop_duplicates("region"))})
     for h, g in _by_headline(sel).items():
         label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
         shown[f"{HEADLINES[h].label} bias ({label})"] = values
         shown[f"{HEADLINES[h].label}: bias / sd (%)"] = fmt_percent_column(g["bias_ptable"] / g["sd_ptable"])
-    if results is not None:
-        for ind in ("asfr", "asmr"):
-            med = median_relative_bias(results, ind, ptable)
-            if med is not None:
-                shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
-                    med.reindex(sel["region"].drop_duplicates()).to_numpy()
-                )
+    for ind in ("asfr", "asmr"):
+        med = median_relative_bias(results, ind, ptable)
+        if med is not None:
+            shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
+                med.reindex(sel["region"].drop_duplicates()).to_numpy()
+            )
     return HtmlTable(
         sel.drop(columns=["data_status"], errors="ignore"),
         shown,
@@ -573,23 +518,16 @@ def _scaled(values, unit: str) -> tuple[str, list[str]]:
     ``([-4.7e-6, ...], "years")`` -> ``("10\u207b\u2076 years", ["-4.7", ...])``."""
     v = np.asarray(list(values), dtype=float)
     finite = np.abs(v[np.isfinite(v) & (v != 0)])
-    k = 0
-    if finite.size:
-        mag = math.floor(math.log10(float(np.median(finite))))
-        k = 3 * math.floor(mag / 3) if mag < -2 else 0
-    sup = str(k).translate(
-        str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
-    )
-    label = (f"10{sup} {unit}" if k else unit).strip()
+    mag = math.floor(math.log10(float(np.median(finite)))) if finite.size else 0
+    k = 3 * math.floor(mag / 3) if mag < -2 else 0
+    label = (f"10{str(k).translate(_SUPERSCRIPTS)} {unit}" if k else unit).strip()
     return label, fmt_fixed_column(v / 10.0**k, significant=2)
 
 
 # ==================================================================== calibration
 def calibration_view(rep) -> HtmlTable:
-    """The calibration chapter: per region the largest V of each family keeping the
-    admixture at or below each threshold, for e0 by sex (women, men, both sexes) and for
-    the TFR (women); the CSV holds every row of
-    :func:`demonoise.uncertainty.calibration.calibrate`'s table, with its status."""
+    """The calibration chapter: per region the largest V of each family keeping the admixture
+    at or below each threshold, e0 per sex and the TFR (women); the CSV has every row."""
     cal = in_report_order(one_region(rep.calibration), rep)
     regions = cal.drop_duplicates("region")
     blocks = []
@@ -615,6 +553,12 @@ def calibration_view(rep) -> HtmlTable:
 
 
 # ========================================================================== index
+def _worst(w: pd.Series) -> dict[str, str]:
+    """The index's cell of a setting's worst admixture (finite: of a class), coloured by its class."""
+    text = f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})"
+    return {"text": text, "colour": admixture_class(float(w["admixture"])).colour}
+
+
 def index_columns(rep) -> dict[str, Any]:
     """The index page's cells of a country: its population on 1 January (the decision
     table's figure), per setting the worst admixture class over the NUTS 2 regions and
@@ -625,16 +569,7 @@ def index_columns(rep) -> dict[str, Any]:
         "population (1 Jan.)": fmt_int(float(country["population"].iloc[0])) if len(country) else "\u2014",
         "NUTS 2 regions": int((pop["nuts_level"] == 2).sum()),
     }
-    for label, w in worst_admixture(rep).items():
-        cls = None if w is None else admixture_class(float(w["admixture"]))
-        out[f"worst A, {label}"] = (
-            "n/a"
-            if w is None
-            else {
-                "text": f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})",
-                "colour": cls.colour if cls else "",
-            }
-        )
+    out |= {f"worst A, {label}": "n/a" if w is None else _worst(w) for label, w in worst_admixture(rep).items()}
     rec = rep.recommended[rep.recommended["family"] == "generic"]
     r = rec.iloc[0] if len(rec) else pd.Series({"indicator": "e0", "threshold": 0.1, "V_shown": "n/a"})
     text = str(r["V_shown"])  # the recommended V: "0.748 (LU00, women)"

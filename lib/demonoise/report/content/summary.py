@@ -1,19 +1,16 @@
 """Tables and boxes of the quality reports, shown from the results table.
 
-The report notebooks are thin: they read the results table that the library computed
-(:func:`load_results`) and show it with the tables of this module, the verdicts of
-:mod:`demonoise.analysis.verdicts` and the chart builders of
-:mod:`demonoise.report.content.charts`. Every number and every flag comes from
-:mod:`demonoise.analysis`; this module chooses columns, formats the numbers (one number
-of decimals per column, never e-notation) and writes captions.
-
-Tables (:class:`HtmlTable`) and the data-status box (:func:`status_box`) display
-themselves in a notebook, as HTML and as Typst (the PDF's) made from the same strings.
+The notebooks read the results table the library computed (:func:`load_results`) and show it
+with the tables of this module. Every number and flag comes from :mod:`demonoise.analysis`;
+this module chooses columns, formats the numbers (one number of decimals per column, never
+e-notation) and writes captions. Tables (:class:`HtmlTable`) and the data-status box
+(:func:`status_box`) display themselves as HTML and as Typst made from the same strings.
 """
 
 from __future__ import annotations
 
 import html as _html
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -22,21 +19,11 @@ import pandas as pd
 
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.analysis.stored import results_for
-from demonoise.analysis.verdicts import (
-    INDICATOR_NAMES,
-    age_profile_rows,
-    age_words,
-    flag_rows,
-    region_label,
-)
+from demonoise.analysis.verdicts import INDICATOR_NAMES, age_profile_rows, age_words, flag_rows, region_label
 from demonoise.core.counts import DATA_STATUS_SEP
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
-from demonoise.core.vocabulary import (
-    EVENT_WORDS,
-    GRANULARITY_WORDS,
-    SEX_WORDS,
-)
+from demonoise.core.vocabulary import EVENT_WORDS, GRANULARITY_WORDS, SEX_WORDS
 from demonoise.report.content import typstsrc
 from demonoise.report.content.notebook import TABLE_MIME, TYPST_MIME, Shown, record_shown
 from demonoise.report.content.theme import column_decimals, setting_colours
@@ -55,9 +42,6 @@ __all__ = [
 ]
 
 
-# ============================================================ formatting helpers
-
-
 def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
     """A column of numbers with one number of decimals for all (:func:`~.theme.column_decimals`)."""
     vals = list(values)
@@ -72,53 +56,43 @@ def fmt_percent_column(values, *, significant: int = 2) -> list[str]:
 
 # ================================================================= selection
 def load_results(path, *, setting, **where) -> pd.DataFrame:
-    """The results table a report section shows: :func:`demonoise.analysis.stored.results_for`
-    (read or computed, checked against the parameters; ``where``: its ``dataset``,
-    ``country``, ``granularity``, ``mc``, ``dedupe``). In a notebook it also displays a metrics
-    output recording what the returned rows hold, which the report batch checks against the
-    run's parameters before rendering the section
-    (:func:`~demonoise.report.content.notebook.record_shown`)."""
+    """The results table a report section shows (:func:`demonoise.analysis.stored.results_for`;
+    ``where``: its ``dataset``, ``country``, ``granularity``, ``mc``, ``dedupe``); in a notebook
+    it records what the rows hold, for the batch to check (:func:`~.notebook.record_shown`)."""
     df = results_for(path, setting=setting, **where)
     record_shown(df, setting)
     return df
 
 
 # ===================================================================== tables
-_NUMERIC_RE = __import__("re").compile(r"^[\s\u2014\u202f+\-\d.,%eE()]*$")
-
-
-def _looks_numeric(col: pd.Series) -> bool:
-    """A column of formatted numbers (right-aligned): digits, separators, % and dashes."""
-    vals = [str(v) for v in col.tolist() if str(v) not in ("", "\u2014")]
-    return bool(vals) and all(_NUMERIC_RE.match(v) for v in vals)
+_NUMERIC = re.compile(r"^[\s\u2014\u202f+\-\d.,%eE()]*$")
 
 
 @dataclass
 class HtmlTable:
-    """A formatted table that displays itself as HTML in a notebook.
+    """A formatted table that displays itself in a notebook (HTML and Typst).
 
     Attributes
     ----------
     frame : pandas.DataFrame
-        The numbers (unformatted), for tests and further use; written as the table's CSV.
+        The numbers (unformatted), written as the table's CSV.
     shown : pandas.DataFrame
         The formatted strings that are displayed.
-    caption : str
+    caption, note : str
+        The caption, and a line under the table (plain text).
     flagged : sequence of bool
         Rows drawn with the "flagged" style (first-order result unreliable).
-    note : str
-        A line under the table (plain text).
+    empty : str
+        Shown instead of an empty table.
     colours : DataFrame, optional
-        A background colour per cell of ``shown`` (same shape; ``""`` for none), e.g. the
-        admixture class of :data:`demonoise.core.vocabulary.ADMIXTURE_CLASSES`.
+        A background colour per cell of ``shown`` (same shape; ``""`` for none).
     groups : sequence of (label, span, colour)
         A header row above the column names: ``label`` over ``span`` columns (``""`` for
         columns without a group), underlined in ``colour``.
     name : str
-        The CSV file's name (without ``.csv``), e.g. ``"decision"``; default: the table's number.
+        The CSV file's name (without ``.csv``); default: the table's number.
     keep : bool
-        In print, keep the table on one page where it fits (it moves to the next page
-        rather than break).
+        In print, keep the table on one page where it fits.
     """
 
     frame: pd.DataFrame
@@ -126,8 +100,6 @@ class HtmlTable:
     caption: str = ""
     flagged: Sequence[bool] = ()
     note: str = ""
-
-    #: Shown instead of an empty table.
     empty: str = "None."
     colours: pd.DataFrame | None = None
     groups: Sequence[tuple] = ()
@@ -135,8 +107,9 @@ class HtmlTable:
     keep: bool = False
 
     def _numeric(self) -> list[bool]:
-        """Which columns hold formatted numbers (right-aligned)."""
-        return [_looks_numeric(self.shown.iloc[:, j]) for j in range(self.shown.shape[1])]
+        """Which columns hold formatted numbers (right-aligned): digits, separators, % and dashes."""
+        cols = [[str(v) for v in col if str(v) not in ("", "\u2014")] for col in self.shown.to_numpy().T]
+        return [bool(c) and all(_NUMERIC.match(v) for v in c) for c in cols]
 
     def to_html(self) -> str:
         """The table alone (no caption: the report numbers it and prints the caption)."""
@@ -146,22 +119,26 @@ class HtmlTable:
         kind = ["dn-n" if n else "dn-t" for n in self._numeric()]
         fills = [[""] * len(kind)] * len(self.shown) if self.colours is None else self.colours.to_numpy()
         flagged = list(self.flagged) or [False] * len(self.shown)
-        rows = []
-        for r, fill, flag in zip(self.shown.itertuples(index=False), fills, flagged, strict=True):
-            styles = [f' style="background:{esc(bg)}"' if isinstance(bg, str) and bg else "" for bg in fill]
-            cells = "".join(
-                f'<td class="{k}"{st}>{esc(str(v))}</td>' for v, k, st in zip(r, kind, styles, strict=False)
+        rows = "".join(
+            ('<tr class="dn-flagged">' if flag else "<tr>")
+            + "".join(
+                f'<td class="{k}"'
+                + (f' style="background:{esc(bg)}"' if isinstance(bg, str) and bg else "")
+                + f">{esc(str(v))}</td>"
+                for v, k, bg in zip(r, kind, fill, strict=False)
             )
-            rows.append(('<tr class="dn-flagged">' if flag else "<tr>") + cells + "</tr>")
+            + "</tr>"
+            for r, fill, flag in zip(self.shown.itertuples(index=False), fills, flagged, strict=True)
+        )
         head = "".join(f'<th class="{k}">{esc(str(c))}</th>' for c, k in zip(self.shown.columns, kind, strict=False))
         groups = "".join(
             f'<th class="dn-group" colspan="{int(span)}"'
-            + (f' style="border-bottom: 2px solid {esc(colour[0])}"' if colour and colour[0] and label else "")
+            + (f' style="border-bottom: 2px solid {esc(colour)}"' if colour and label else "")
             + f">{esc(str(label))}</th>"
-            for label, span, *colour in self.groups
+            for label, span, colour in self.groups
         )
         groups = f'<tr class="dn-groups">{groups}</tr>' if self.groups else ""
-        return f'<table class="dn-table"><thead>{groups}<tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        return f'<table class="dn-table"><thead>{groups}<tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
     def to_typst(self) -> str:
         """The same table as Typst (``#dn-table``, :func:`~demonoise.report.content.typstsrc.table`):
@@ -190,33 +167,18 @@ class HtmlTable:
             TYPST_MIME: self.to_typst(),
         }
 
-    def __len__(self) -> int:
-        return len(self.frame)
-
 
 def status_box(
-    df_or_label,
-    details: Sequence[str] = (),
-    *,
-    granularity: str | None = None,
-    implications: str = "",
+    df_or_label, details: Sequence[str] = (), *, granularity: str | None = None, implications: str = ""
 ) -> Shown:
-    """The data-status box shown at the top of every section, of a results table (its
-    ``data_status`` column) or a label, as HTML and Typst.
-
-    A label mentioning "modelled" or "demonstration" is shown as modelled data. With
-    ``granularity`` a line says how cells are published; ``implications`` (what the data
-    can't say) closes the box.
-    """
-    if isinstance(df_or_label, pd.DataFrame):
-        label = "; ".join(sorted({str(x).split(DATA_STATUS_SEP)[0] for x in df_or_label["data_status"].unique()}))
-    else:
-        label = str(df_or_label).split(DATA_STATUS_SEP)[0]
+    """The data-status box at the top of every section, of a results table (its ``data_status``)
+    or a label ("modelled" or "demonstration" in it: shown as modelled data), then ``details``,
+    how cells are published (``granularity``) and what the data can't say (``implications``)."""
+    labels = df_or_label["data_status"].unique() if isinstance(df_or_label, pd.DataFrame) else [df_or_label]
+    label = "; ".join(sorted({str(x).split(DATA_STATUS_SEP)[0] for x in labels}))
     lines = list(details)
-    if granularity:
-        lines.append(f"Cells published by {GRANULARITY_WORDS.get(granularity, granularity)}")
-    if implications:
-        lines.append(f"What these data can't say: {implications}")
+    lines += [f"Cells published by {GRANULARITY_WORDS.get(granularity, granularity)}"] if granularity else []
+    lines += [f"What these data can't say: {implications}"] if implications else []
     modelled = "modelled" in label.lower() or "demonstration" in label.lower()
     items = "".join(f"<li>{_html.escape(d)}</li>" for d in lines)
     html = (
@@ -231,19 +193,13 @@ def run_parameters(
 ) -> HtmlTable:
     """The parameters of the run, as a two-column table (method and data)."""
     n_mc = int(df["mc_n"].dropna().iloc[0]) if "mc_n" in df and df["mc_n"].notna().any() else 0
-    rows = [("dataset", dataset)]
-    rows += [
-        (f"setting {i}: {s.label}", s.words.removeprefix("Noise: "))
-        for i, s in enumerate(map(NoiseSetting.of, settings), 1)
-    ]
-    rows += [
+    mc = f"{fmt_int(n_mc)} replicates for e and the TFR" + (f", seed {seed}" if seed is not None else "")
+    sets = enumerate(map(NoiseSetting.of, settings), 1)
+    rows = [
+        ("dataset", dataset),
+        *((f"setting {i}: {s.label}", s.words.removeprefix("Noise: ")) for i, s in sets),
         ("publication granularity", GRANULARITY_WORDS.get(granularity, granularity)),
-        (
-            "Monte Carlo",
-            f"{fmt_int(n_mc)} replicates for e and the TFR" + (f", seed {seed}" if seed is not None else "")
-            if n_mc
-            else "not run",
-        ),
+        ("Monte Carlo", mc if n_mc else "not run"),
         ("small cells", "fewer than 10 events (first order unreliable)"),
         ("disagreement flag", "|z| > 5, z = (sd_MC / sd_analytic - 1) sqrt(2N)"),
     ]
@@ -265,22 +221,19 @@ def source_of(provenance: Mapping[str, Any]) -> str:
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
-    """Per table: status, source datasets and extraction date, and under the table the
-    provenance note of each (how modelled values were made, fallbacks; the CSV has them as
-    a column)."""
-    rows = []
-    for table, p in (provenance or {}).items():
-        if not p:
-            continue
-        rows.append(
-            {
-                "table": table,
-                "status": p.get("status", ""),
-                "datasets": ", ".join(p.get("datasets", ()) or ()),
-                "extracted": p.get("extracted") or "unknown",
-                "note": p.get("note", ""),
-            }
-        )
+    """Per table its status, source datasets and extraction date; under the table the note of
+    each (how modelled values were made, fallbacks), a column of the CSV."""
+    rows = [
+        {
+            "table": table,
+            "status": p.get("status", ""),
+            "datasets": ", ".join(p.get("datasets", ()) or ()),
+            "extracted": p.get("extracted") or "unknown",
+            "note": p.get("note", ""),
+        }
+        for table, p in (provenance or {}).items()
+        if p
+    ]
     frame = pd.DataFrame(rows, columns=["table", "status", "datasets", "extracted", "note"])
     notes = " ".join(f"{r['table'].capitalize()}: {r['note'].rstrip('.')}." for r in rows if r["note"])
     return HtmlTable(
@@ -292,12 +245,10 @@ def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
 
 
 def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
-    """One row per region summarising a by-age indicator (ASFR, ASMR) at ``V``
-    (:func:`demonoise.analysis.verdicts.age_profile_rows`): the median admixture over the
-    ages with events for women, men and both sexes (ASFR: women), and for both sexes (ASFR:
-    women) the median relative total uncertainty and the largest admixture (at which age),
-    overall and among cells with at least 10 events (the counts of small cells:
-    :func:`~.decisions.small_cells_view`)."""
+    """A by-age indicator (ASFR, ASMR) at ``V`` summarised per region
+    (:func:`demonoise.analysis.verdicts.age_profile_rows`): the median admixture over the ages
+    with events per sex, and for both sexes (ASFR: women) the median relative total uncertainty
+    and the largest admixture (at which age), overall and among cells with at least 10 events."""
     frame = age_profile_rows(df, V, indicator)
     if frame.empty:
         return HtmlTable(frame, frame, caption="(no rows)")
@@ -319,8 +270,7 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
         frame,
         shown,
         caption=f"{INDICATOR_NAMES[indicator].capitalize()} {NoiseSetting.of(V).phrase}, summarised over the ages "
-        f"with {ev} per "
-        f"region: the median noise admixture A for {who}; for {SEX_WORDS[sex]} the median relative total "
+        f"with {ev} per region: the median noise admixture A for {who}; for {SEX_WORDS[sex]} the median relative total "
         f"uncertainty and the largest admixture, overall and among cells with at least 10 {ev}.",
     )
 
@@ -328,8 +278,6 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
 def _same_decimals(col: pd.Series) -> pd.Series:
     """A column of numbers formatted one setting at a time, printed with one number of
     decimals (the largest): ``0.48, 2.4`` -> ``0.48, 2.40``; other columns unchanged."""
-    import re
-
     plain = [re.fullmatch(r"([\d\u202f]+)(?:\.(\d+))?", str(v)) for v in col]
     if not all(plain):
         return col
@@ -340,23 +288,19 @@ def _same_decimals(col: pd.Series) -> pd.Series:
 
 
 def across_settings(tables: Sequence[HtmlTable], settings: Sequence) -> HtmlTable:
-    """One table from the one-row tables of each setting (a country of one region,
-    :func:`demonoise.analysis.verdicts.single_region`): a row
-    per setting, in the batch's order, its first column the setting instead of the region
-    (columns only some settings have, e.g. a p-table's bias, are blank for the others). The
-    caption is the first table's, its setting phrase replaced by "for each noise setting"."""
+    """The one-row tables of each setting (a country of one region) as one: a row per setting,
+    headed by the setting instead of the region (a column only some settings have is blank for
+    the others), with the first table's caption, "for each noise setting" for its setting."""
     sets = [NoiseSetting.of(s) for s in settings]
-    shown, frames = [], []
-    for s, t in zip(sets, tables, strict=True):
-        shown.append(t.shown.head(1).drop(columns=["region"], errors="ignore").assign(setting=s.label))
-        frames.append(t.frame.head(1).assign(setting=s.key))
-    table = pd.concat(shown, ignore_index=True).fillna("\u2014")
-    table = table[["setting", *[c for c in table.columns if c != "setting"]]]
-    table = table.apply(_same_decimals)
+    rows = [t.shown.head(1).drop(columns=["region"], errors="ignore") for t in tables]
+    table = pd.concat([r.assign(setting=s.label) for s, r in zip(sets, rows, strict=True)], ignore_index=True)
+    table = table[["setting", *[c for c in table.columns if c != "setting"]]].fillna("\u2014").apply(_same_decimals)
     region = tables[0].shown["region"].iloc[0] if "region" in tables[0].shown and len(tables[0].shown) else ""
     caption = tables[0].caption.replace(f" {sets[0].phrase}", " for each noise setting", 1)
     return HtmlTable(
-        pd.concat(frames, ignore_index=True),
+        pd.concat(
+            [t.frame.head(1).assign(setting=s.key) for s, t in zip(sets, tables, strict=True)], ignore_index=True
+        ),
         table,
         caption=f"{region}: {caption[0].lower()}{caption[1:]}" if region else caption,
         note=tables[0].note,
@@ -371,10 +315,9 @@ class Coloured(NamedTuple):
 
 
 def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[tuple], **table) -> HtmlTable:
-    """A wide table of ``frame``: the columns of ``base`` (name -> cells) under no heading, then
-    a column group per block ``(label, colour, columns)`` (names may repeat between groups); a
-    column's cells are strings, or :class:`Coloured`. ``table``: the other fields of the
-    :class:`HtmlTable`."""
+    """A wide table of ``frame``: the columns of ``base`` (name -> cells: strings or
+    :class:`Coloured`), then a column group per block ``(label, colour, columns)`` (names may
+    repeat between groups); ``table``: the other fields of the :class:`HtmlTable`."""
     cols = [*base.items(), *(c for _, _, b in blocks for c in b.items())]
     cells = [(list(v.texts), list(v.colours)) if isinstance(v, Coloured) else (list(v), None) for _, v in cols]
     shown = pd.DataFrame({i: t for i, (t, _) in enumerate(cells)})
@@ -383,6 +326,14 @@ def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[
         table["colours"] = pd.DataFrame({i: c or [""] * len(shown) for i, (_, c) in enumerate(cells)})
     groups = [("", len(base), ""), *((label, len(b), colour) for label, colour, b in blocks)]
     return HtmlTable(frame, shown, groups=groups, **table)
+
+
+def setting_blocks(settings: Sequence, columns) -> list[tuple]:
+    """A column group of admixtures per setting for :func:`grouped`: headed "<label>: A (%)",
+    underlined in the setting's colour, its columns (name -> cells) ``columns(setting)``."""
+    sets = [NoiseSetting.of(s) for s in settings]
+    palette = setting_colours([s.label for s in sets])
+    return [(f"{s.label}: A (%)", palette[s.label], columns(s)) for s in sets]
 
 
 def region_labels(frame: pd.DataFrame) -> list[str]:
@@ -398,11 +349,9 @@ def by_region(frame: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
 def settings_table(
     tables: Sequence[HtmlTable], settings: Sequence, *, common: Sequence[str], per: Sequence[str], caption: str
 ) -> HtmlTable:
-    """The tables of each setting (same regions, same order) as one: a row per setting when
-    each has one row (a country of one region, :func:`across_settings`), else the columns
-    ``common`` to every setting once, from the first table, then a column group per setting
-    (headed by its label, underlined in its colour) with its columns whose name starts with
-    one of ``per``; ``frame`` stacks the tables' frames with a ``setting`` column."""
+    """The tables of each setting (same regions) as one: :func:`across_settings` when each has
+    one row, else the columns ``common`` once, then a column group per setting of its columns
+    whose name starts with one of ``per``; ``frame`` stacks the tables' frames."""
     if all(len(t.shown) <= 1 for t in tables):
         return across_settings(tables, settings)
     sets = [NoiseSetting.of(s) for s in settings]
@@ -421,10 +370,9 @@ def settings_table(
 
 
 def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -> HtmlTable:
-    """:func:`age_profile_table` of every setting as one table (:func:`settings_table`): per
-    region its population, then per setting the median admixture (women for the ASFR,
-    both sexes for the ASMR) and the largest admixture among cells with at least 10 events
-    (at which age); every sex and the other measures are in the per-setting tables' CSV."""
+    """:func:`age_profile_table` of every setting as one (:func:`settings_table`): per region
+    its population, then per setting the median admixture (ASFR: women, ASMR: both sexes) and
+    the largest among cells with at least 10 events (at which age)."""
     tables = [age_profile_table(df, s, indicator) for s in settings]
     sex = "F" if indicator == "asfr" else "T"
     ev = EVENT_WORDS[indicator][1]
@@ -440,28 +388,21 @@ def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -
 
 
 def flag_table(
-    df: pd.DataFrame,
-    V,
-    indicator: str,
-    *,
-    ages: Sequence[float] | None = None,
-    limit: int = 25,
-    settings: Sequence | None = None,
+    df: pd.DataFrame, V, indicator: str, *, ages: Sequence[float] | None = None, settings: Sequence | None = None
 ) -> HtmlTable:
-    """Where the first-order result is unreliable, for one indicator
-    (:func:`demonoise.analysis.verdicts.flag_rows`): sparse regions and cells whose Monte Carlo
-    sd disagrees with the analytic one at ``V`` -- or, with ``settings``, at every setting. At
-    most ``limit`` rows are shown (the note says how many there are)."""
-    every = settings is not None
+    """Where the first-order result is unreliable (:func:`demonoise.analysis.verdicts.flag_rows`):
+    sparse regions and cells whose Monte Carlo sd disagrees at ``V`` (with ``settings``: at
+    every setting); the first 25 rows shown, the note says how many there are."""
+    limit = 25
     frame = flag_rows(df, V, indicator, ages=ages, settings=settings)
     note = f"{len(frame)} flags; the first {limit} are shown." if len(frame) > limit else ""
-    shown = frame.head(limit).copy()
-    shown["where"] = [age_words(w, indicator) for w in shown["where"]]
+    shown = frame.head(limit).assign(where=lambda f: [age_words(w, indicator) for w in f["where"]])
     return HtmlTable(
         frame,
         shown,
-        caption=f"Flags: {INDICATOR_NAMES[indicator]}" + ("" if every else f" {NoiseSetting.of(V).phrase}"),
-        flagged=[True] * min(len(frame), limit),
+        caption=f"Flags: {INDICATOR_NAMES[indicator]}"
+        + ("" if settings is not None else f" {NoiseSetting.of(V).phrase}"),
+        flagged=[True] * len(shown),
         note=note,
         empty=(
             "No region is sparse and no Monte Carlo disagreement was found (cells with fewer than 10 events "
