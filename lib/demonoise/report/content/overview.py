@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Sequence
 
+import altair as alt
 import numpy as np
 import pandas as pd
 
@@ -35,6 +36,13 @@ from demonoise.analysis.overview import (
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR, admixture_class
+from demonoise.report.content.charts import (
+    ADMIX_REF,
+    POPULATION,
+    admixture_references,
+    nominal,
+    uncertainty_vs_population,
+)
 from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column, region_labels
 from demonoise.report.content.theme import admixture_column, log_axis, setting_colours
 
@@ -53,7 +61,6 @@ _MAP_COLOURS = [c.colour for c in ADMIXTURE_CLASSES]
 #: Indicator colours of the granularity chart: none of the settings' palette.
 _INDICATOR_COLOURS = {"e0": "#222222", "e65": "#8c8c8c", "TFR": "#c51b7d"}
 _GEO_DATASET = "nuts2_2021"
-_POPULATION = "population on 1 January (both sexes)"  # the reports' axis
 
 
 # ============================================== calibration
@@ -71,8 +78,6 @@ def calibration_chart(
     keys: Sequence[str] = ("e0", "tfr"),
     sex: str | None = None,
     V: Sequence[float] = (1.0, 5.0),
-    width: int = 330,
-    height: int = 240,
 ):
     """``V_max`` against population (log-log), one panel per indicator, one colour per
     admixture threshold, with horizontal rules at the V's of the run.
@@ -80,10 +85,8 @@ def calibration_chart(
     ``pop``: ``region, sex, population`` (:func:`population` of the results table);
     without it the x axis is the number of events behind the indicator.
     """
-    import altair as alt
-
     V = [float(v) for v in V]
-    xcol, xtitle = ("population", _POPULATION) if pop is not None else ("events", "events behind the indicator")
+    xcol, xtitle = ("population", POPULATION) if pop is not None else ("events", "events behind the indicator")
     ref = pd.DataFrame({"V": V, "label": [f"V = {v:g}" for v in V]})
     rule = alt.Chart(ref).mark_rule(color="#444", strokeDash=[4, 3]).encode(y="V:Q")
     text = (
@@ -99,11 +102,7 @@ def calibration_chart(
         order = [_threshold_label(t) for t in sorted(rows["threshold"].unique())]
         d = d.assign(threshold_label=d["threshold"].map(_threshold_label))[["region", xcol, "V_max", "threshold_label"]]
         few = len(order) <= len(_THRESHOLD_COLOURS)
-        scale = (
-            alt.Scale(domain=order, range=_THRESHOLD_COLOURS[: len(order)])
-            if few
-            else alt.Scale(domain=order, scheme="blues")
-        )
+        scale = alt.Scale(domain=order, **({"range": _THRESHOLD_COLOURS[: len(order)]} if few else {"scheme": "blues"}))
         pts = (
             alt.Chart(d)
             .mark_point(filled=True, size=16, opacity=0.7)
@@ -116,7 +115,7 @@ def calibration_chart(
                 tooltip=["region:N", alt.Tooltip("V_max:Q", format=".3g"), "threshold_label:N"],
             )
         )
-        panels.append(alt.layer(pts, rule, text).properties(width=width, height=height, title=KEY_TITLES[key]))
+        panels.append(alt.layer(pts, rule, text).properties(width=330, height=240, title=KEY_TITLES[key]))
     return alt.hconcat(*panels).resolve_scale(color="shared")
 
 
@@ -124,7 +123,7 @@ def _v_label(v) -> str:
     return f"noise, {v}" if isinstance(v, str) else f"noise, V = {float(v):g}"
 
 
-def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340, height: int = 300):
+def population_scatter(rows: pd.DataFrame, *, title: str = ""):
     """Two log-log panels over the NUTS 2 regions against population: the relative
     uncertainty (Poisson and noise of every setting, %: the reports'
     :func:`~demonoise.report.content.charts.uncertainty_vs_population`) and the noise
@@ -132,26 +131,20 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
 
     ``rows``: :func:`indicator_rows` (one row per region and setting).
     """
-    import altair as alt
-
-    from demonoise.report.content.charts import ADMIX_REF, admixture_references, uncertainty_vs_population
-
     rows = with_labels(rows)
     vs = setting_order(rows)
-    series = ["Poisson"] + [_v_label(v) for v in vs]
-    by_setting = setting_colours(vs)
-    left = uncertainty_vs_population(rows, settings=vs, width=width, height=height, title="relative uncertainty")
+    left = uncertainty_vs_population(rows, settings=vs, width=340, height=300, title="relative uncertainty")
     a = rows[["region", "region_name", "population", "setting", "admixture"]]
     a = a.assign(A=100.0 * a["admixture"], series=a["setting"].map(_v_label))
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
-    colours = [POISSON_COLOUR] + [by_setting[v] for v in vs]
+    colours = {"Poisson": POISSON_COLOUR} | {_v_label(v): c for v, c in setting_colours(vs).items()}
     points = (
         alt.Chart(a)
         .mark_point(size=30, opacity=0.75, filled=True, aria=False)
         .encode(
-            x=log_axis(alt.X, "population", _POPULATION, rows["population"], ",~s"),
+            x=log_axis(alt.X, "population", POPULATION, rows["population"], ",~s"),
             y=log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]])),
-            color=alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), legend=None),
+            color=nominal("series", colours, legend=None),
             tooltip=[
                 "region:N",
                 "region_name:N",
@@ -161,27 +154,20 @@ def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340,
             ],
         )
     )
-    rule, text = admixture_references(width, rule="#666", text="#555", aria=False)
-    right = alt.layer(points, rule, text).properties(width=width, height=height, title="noise admixture")
+    rule, text = admixture_references(340, rule="#666", text="#555", aria=False)
+    right = alt.layer(points, rule, text).properties(width=340, height=300, title="noise admixture")
     chart = alt.hconcat(left, right).resolve_scale(color="shared")
     return chart.properties(title=title) if title else chart
 
 
 def admixture_map(
-    values: pd.DataFrame,
-    geojson: dict | None = None,
-    *,
-    title: str = "noise admixture A (%)",
-    width: int = 380,
-    height: int = 380,
-    frame: Sequence[float] = EUROPE_FRAME,
-    caption: str = "",
+    values: pd.DataFrame, geojson: dict | None = None, *, title: str = "noise admixture A (%)", caption: str = ""
 ):
     """Choropleth of the admixture (``values["A"]``, %), one panel per V.
 
     Azimuthal equal-area projection centred on 10 E, 52 N (the data README's), fitted
-    to the regions within ``frame`` (lon/lat box: regions entirely outside it, the
-    outermost regions, are not drawn -- list them with
+    to the regions within :data:`~demonoise.analysis.overview.EUROPE_FRAME` (lon/lat box:
+    regions entirely outside it, the outermost regions, are not drawn -- list them with
     :func:`~demonoise.analysis.overview.outside_table`), clipped
     to the view (``mark_geoshape(clip=True)``); ring winding as in the file.
     Classes and colours: the reports' (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`:
@@ -192,54 +178,48 @@ def admixture_map(
     ``caption`` the figure's (a title above the panels, which the report takes as the
     numbered caption; the credit stays under them).
     """
-    import altair as alt
-
     from demonoise.io.geo import CREDIT, nuts2_features
 
-    feats = in_frame(nuts2_features(geojson=geojson), frame)
+    feats = in_frame(nuts2_features(geojson=geojson), EUROPE_FRAME)
     # The boundaries (and the fit) are inserted into the finished spec: Altair would
     # otherwise walk and validate every coordinate (~10 s for this file).
     geo = alt.Data(name=_GEO_DATASET)
-    proj = dict(type="azimuthalEqualArea", rotate=[-10, -52, 0])
-    scale = alt.Scale(domain=list(MAP_CLASSES) + [NO_DATA], range=_MAP_COLOURS + [NO_DATA_COLOUR])
-    legend = alt.Legend(
-        orient="bottom",
-        direction="horizontal",
-        titleLimit=500,
-        symbolType="square",
-        symbolSize=140,
-        columns=7,
-        labelLimit=120,
+    legend = {"orient": "bottom", "direction": "horizontal", "titleLimit": 500, "symbolType": "square"}
+    legend |= {"symbolSize": 140, "columns": 7, "labelLimit": 120}
+    colour = nominal(
+        "A_class",
+        dict(zip([*MAP_CLASSES, NO_DATA], [*_MAP_COLOURS, NO_DATA_COLOUR], strict=True)),
+        title=title,
+        legend=legend,
     )
-    panels = []
+    tip = [
+        alt.Tooltip("properties.NUTS_ID:N", title="region"),
+        alt.Tooltip("properties.NAME_LATN:N", title="name"),
+        alt.Tooltip("A:Q", format=".3g"),
+    ]
     values = with_labels(values)
-    for v in setting_order(values):
-        lk = values.loc[values["setting"] == v, ["region", "A", "A_class"]]
-        panel = (
-            alt.Chart(geo)
-            .mark_geoshape(clip=True, stroke="white", strokeWidth=0.25)
-            .transform_lookup(
-                lookup="properties.NUTS_ID", from_=alt.LookupData(lk, "region", ["A", "A_class"]), default=NO_DATA
-            )
-            .encode(
-                color=alt.Color("A_class:N", scale=scale, title=title, legend=legend),
-                tooltip=[
-                    alt.Tooltip("properties.NUTS_ID:N", title="region"),
-                    alt.Tooltip("properties.NAME_LATN:N", title="name"),
-                    alt.Tooltip("A:Q", format=".3g"),
-                ],
-            )
-            .project(**proj)
-            .properties(width=width, height=height, title=v)
+    panels = [
+        alt.Chart(geo)
+        .mark_geoshape(clip=True, stroke="white", strokeWidth=0.25)
+        .transform_lookup(
+            lookup="properties.NUTS_ID",
+            from_=alt.LookupData(
+                values.loc[values["setting"] == v, ["region", "A", "A_class"]], "region", ["A", "A_class"]
+            ),
+            default=NO_DATA,
         )
-        panels.append(panel)
+        .encode(color=colour, tooltip=tip)
+        .project(type="azimuthalEqualArea", rotate=[-10, -52, 0])
+        .properties(width=380, height=380, title=v)
+        for v in setting_order(values)
+    ]
     credit = alt.TitleParams(CREDIT, orient="bottom", anchor="end", fontSize=9, fontWeight="normal", color="#555")
     chart = alt.hconcat(*panels, spacing=10).resolve_scale(color="shared").properties(title=credit)
     if caption:
         chart = alt.vconcat(chart).properties(title=caption)
     spec = chart.configure_view(stroke=None).to_dict()
     spec.setdefault("datasets", {})[_GEO_DATASET] = feats
-    fit = fit_points(feats, frame)
+    fit = fit_points(feats, EUROPE_FRAME)
     for panel in (spec["vconcat"][0] if caption else spec)["hconcat"]:
         panel["projection"]["fit"] = fit
     return SpecChart(spec)
@@ -260,17 +240,13 @@ class SpecChart:
         return self.spec
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        import altair as alt
-
         return alt.renderers.get()(self.spec)
 
 
-def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 240, title: str = ""):
+def granularity_chart(effect: pd.DataFrame, *, title: str = ""):
     """Noise-sd ratio single-age / 5-year publication against population, one colour
     per indicator (:data:`_INDICATOR_COLOURS`, none of them a setting's; one V: the ratio
     is the same at every V for the generic model)."""
-    import altair as alt
-
     effect = with_labels(effect)
     v0 = setting_order(effect)[0]
     d = effect[(effect["setting"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
@@ -282,18 +258,14 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
         alt.Chart(d)
         .mark_point(size=18, opacity=0.6, filled=True, aria=False)
         .encode(
-            x=log_axis(alt.X, "population", _POPULATION, d["population"], ",~s"),
+            x=log_axis(alt.X, "population", POPULATION, d["population"], ",~s"),
             y=alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False)),
-            color=alt.Color(
-                "indicator:N",
-                title=None,
-                sort=order,
-                scale=alt.Scale(domain=order, range=[_INDICATOR_COLOURS.get(k, "#555555") for k in order]),
-                legend=alt.Legend(orient="top"),
+            color=nominal(
+                "indicator", {k: _INDICATOR_COLOURS.get(k, "#555555") for k in order}, title=None, sort=order
             ),
             tooltip=["region:N", "region_name:N", "indicator:N", alt.Tooltip("ratio:Q", format=".3f")],
         )
-        .properties(width=width, height=height, **({"title": title} if title else {}))
+        .properties(width=560, height=240, **({"title": title} if title else {}))
     )
 
 
