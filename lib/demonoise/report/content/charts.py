@@ -95,13 +95,6 @@ def _title(text, subtitle: str | None = None):
     return alt.TitleParams(text or "", subtitle=subtitle or "")
 
 
-def _region_scale(df: pd.DataFrame) -> alt.Scale:
-    """Colours of the regions of a report: by rank in the country (same in every chart)."""
-    order = by_population(df)
-    colours = region_colours(order)
-    return alt.Scale(domain=order, range=[colours[o] for o in order])
-
-
 def _settings_order(df: pd.DataFrame, settings) -> list[str]:
     return list(settings) if settings else df["setting"].drop_duplicates().tolist()
 
@@ -151,8 +144,8 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: b
     axes = {"x": alt.X("age:Q", title="age"), "y": y, "tooltip": tip}
     chart = alt.Chart(d).properties(width=560, height=240, title=title)
     if d["region"].nunique() <= MAX_LINES:
-        legend = alt.Legend(orient="bottom", columns=2, labelLimit=220)
-        colour = alt.Color("region_label:N", title="region", scale=_region_scale(df), legend=legend)
+        legend = {"orient": "bottom", "columns": 2, "labelLimit": 220}  # a region's colour: its rank in the country
+        colour = nominal("region_label", region_colours(by_population(df)), title="region", legend=legend)
         return chart.mark_line(strokeWidth=1.2).encode(color=colour, **axes)
     country = d.loc[d["nuts_level"] == 0, "region_label"].unique().tolist()
     smallest = [o for o in by_population(df) if o not in country][-1]
@@ -172,15 +165,12 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: b
 def uncertainty_vs_population(
     df: pd.DataFrame, *, title: str = "", width: int = 420, height: int = 280, settings: list[str] | None = None
 ):
-    """Relative uncertainty (%) against population, log-log, one point per region and
-    series: Poisson (crosses, :data:`~demonoise.core.vocabulary.POISSON_COLOUR`) and the noise
-    of every setting (dots, coloured by the setting's position in the batch). The smallest
-    region and the one with the largest relative noise are labelled. A setting whose dots lie
-    on an earlier series' (:func:`coinciding`) is drawn as larger rings around them, and the
-    subtitle says so. ``df``: from
-    :func:`demonoise.analysis.verdicts.across_settings` (a ``setting`` column). The x axis
-    is the region's population on 1 January (both sexes, the ``population`` column: the
-    figure of every table), else the rows' exposure."""
+    """Relative uncertainty (%) against population (the ``population`` column, else the
+    exposure), log-log, a point per region and series: Poisson (crosses) and the noise of
+    every setting (dots, in the setting's colour); the smallest region and the one with the
+    largest relative noise labelled. A setting whose dots lie on an earlier series'
+    (:func:`coinciding`) is drawn as larger rings, and the subtitle says so. ``df``:
+    :func:`demonoise.analysis.verdicts.across_settings` (a ``setting`` column)."""
     people = df["population"] if "population" in df else df["exposure"]
     d = _cols(df, "rel_noise", "rel_pois", "setting", "population", people=people)
     order = settings or d["setting"].drop_duplicates().tolist()
@@ -227,13 +217,9 @@ def uncertainty_vs_population(
 
 
 # ============================================================ across the settings
-# An indicator chapter shows each chart once, with every noise setting of the batch in it
-# (coloured by the setting's position, Poisson in its own colour), rather than once per
-# setting: the settings meet in one picture, and the report stays short.
-#
-# Two settings can give the same line (the p-table v01 has a noise variance close to 1, so
-# its series lies on the V = 1 series): the later one is then dashed, drawn over the
-# earlier one (its gaps show the line beneath), and the subtitle says so.
+# A chapter shows each chart once, every setting of the batch in it. Two settings can give
+# the same line (the p-table v01's noise variance is close to 1): the later one is then
+# dashed, drawn over the earlier one (its gaps show the line beneath), and the subtitle says so.
 
 #: The line pattern of a series that coincides with no earlier one.
 SOLID = (1, 0)
@@ -272,11 +258,8 @@ def coinciding(
     out: dict[str, str] = {}
     for i, later in enumerate(order):
         for earlier in order[:i]:
-            if later not in y or earlier not in y:
-                continue
-            both = y[[earlier, later]].dropna()
-            near = (both[earlier] - both[later]).abs() * px <= RESOLUTION_PX
-            if len(both) and near.mean() >= COINCIDE_SHARE:
+            both = y.reindex(columns=[earlier, later]).dropna()
+            if len(both) and ((both[earlier] - both[later]).abs() * px <= RESOLUTION_PX).mean() >= COINCIDE_SHARE:
                 out[later] = earlier
                 break
     return out
@@ -298,14 +281,11 @@ def _dashed(long: pd.DataFrame, field: str, value: str, colours: dict[str, str],
 
 
 def uncertainty_by_age_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
-    """Relative uncertainty (%) by age, one panel per region: Poisson (blue) and the noise
-    of every setting (one line each, the setting's colour). ``df``: rows of one indicator
-    and one sex for every setting, with a ``setting`` label
-    (:func:`demonoise.analysis.verdicts.across_settings` with ``nuts_level=None``). Cells
-    with fewer than 10 events are open circles on the Poisson line. With more than
-    9 regions, the country, the largest region and the smallest ones are
-    drawn (the admixture chart beside it shows every region). A series lying on an earlier
-    one (:func:`coinciding`) is dashed over it, in the legend too, and the subtitle says so."""
+    """Relative uncertainty (%) by age, a panel per region (at most 9: the country, the largest
+    and the smallest regions): Poisson (blue, open circles where fewer than 10 events) and the
+    noise of every setting (in its colour), a series lying on an earlier one
+    (:func:`coinciding`) dashed over it, and the subtitle says so. ``df``: one indicator and
+    sex (:func:`demonoise.analysis.verdicts.across_settings` with ``nuts_level=None``)."""
     order_s = _settings_order(df, settings)
     df, cut = panel_rows(df, 9)
     d = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
@@ -459,14 +439,12 @@ def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
 
 # ============================================================ change over time
 def level_series_settings(df: pd.DataFrame, *, settings=None, title: str = "", y_title: str = "", subtitle: str = ""):
-    """A headline indicator by year, one panel per region: the value (black dots joined by a
-    line), its interval from Poisson alone (blue) and from Poisson and the noise of each
-    setting (one bar per setting, in its colour, beside the blue one) -- every mark named in
-    the legend. ``df``: rows of :func:`demonoise.analysis.change.level_series` for one
-    headline and one sex, with a report ``setting`` label per row; the bands are the
-    library's (``lo_poisson`` ... ``hi_total``); ``y_title`` (the unit) goes to the
-    subtitle, the panels having scales of their own. With more than 12
-    regions, the country, the largest region and the smallest ones are drawn."""
+    """A headline indicator by year, a panel per region (at most 12: the country, the largest
+    and the smallest regions), each its own scale: the value (black dots joined by a line),
+    its interval from Poisson alone (blue) and from Poisson and the noise of each setting
+    (a bar each, in its colour), every mark in the legend; ``y_title`` (the unit) in the
+    subtitle. ``df``: :func:`demonoise.analysis.change.level_series` of one headline and sex
+    with a ``setting`` label per row (its bands ``lo_poisson`` ... ``hi_total``)."""
     order_s = _settings_order(df, settings)
     df, cut = panel_rows(df, 12)
     level = float(df["confidence"].iloc[0]) if "confidence" in df and len(df) else 0.95

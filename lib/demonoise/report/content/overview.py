@@ -1,13 +1,9 @@
 """The Europe overview's charts and tables: every NUTS 2 region of a dataset, the settings
-side by side.
-
-``notebooks/overview.ipynb`` computes nothing itself: its tables (and the regions outside the
-map's frame) come from :mod:`demonoise.analysis.overview` and are shown here -- the relative
-noise uncertainty and the admixture against population (:func:`population_scatter`), the map
-of the e0 admixture (:func:`admixture_map`), the effect of 5-year groups
-(:func:`granularity_chart`), the calibration of V (:func:`calibration_chart`) and the tables
-(:func:`overview_table`, the reports' table). Definitions (docs/design.md, "Admixture"):
-``delta = sd / value``, ``A = sqrt(1 + Var_noise / Var_pois) - 1``.
+side by side. ``notebooks/overview.ipynb`` computes nothing itself: its tables come from
+:mod:`demonoise.analysis.overview` and are shown here (:func:`overview_table`, the reports'
+table), with the uncertainty and admixture against population (:func:`population_scatter`),
+the map of the e0 admixture (:func:`admixture_map`), the effect of 5-year groups
+(:func:`granularity_chart`) and the calibration of V (:func:`calibration_chart`).
 """
 
 from __future__ import annotations
@@ -124,13 +120,10 @@ def _v_label(v) -> str:
 
 
 def population_scatter(rows: pd.DataFrame, *, title: str = ""):
-    """Two log-log panels over the NUTS 2 regions against population: the relative
-    uncertainty (Poisson and noise of every setting, %: the reports'
+    """Two log-log panels over the NUTS 2 regions (``rows``: :func:`indicator_rows`, a row per
+    region and setting) against population: the relative uncertainty (the reports'
     :func:`~demonoise.report.content.charts.uncertainty_vs_population`) and the noise
-    admixture (%, with the 10 % and 41 % lines), each setting in its colour.
-
-    ``rows``: :func:`indicator_rows` (one row per region and setting).
-    """
+    admixture (%, with the 10 % and 41 % lines), each setting in its colour."""
     rows = with_labels(rows)
     vs = setting_order(rows)
     left = uncertainty_vs_population(rows, settings=vs, width=340, height=300, title="relative uncertainty")
@@ -165,18 +158,14 @@ def admixture_map(
 ):
     """Choropleth of the admixture (``values["A"]``, %), one panel per V.
 
-    Azimuthal equal-area projection centred on 10 E, 52 N (the data README's), fitted
-    to the regions within :data:`~demonoise.analysis.overview.EUROPE_FRAME` (lon/lat box:
-    regions entirely outside it, the outermost regions, are not drawn -- list them with
-    :func:`~demonoise.analysis.overview.outside_table`), clipped
-    to the view (``mark_geoshape(clip=True)``); ring winding as in the file.
-    Classes and colours: the reports' (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`:
-    below 10 %, 10 % to 41 %, 41 % or more: noise as large as Poisson); regions without a
-    value are grey. Carries the boundaries' credit line.
-
-    ``values``: :func:`map_values` (``region, V, A``, ...); ``title`` the legend's title,
-    ``caption`` the figure's (a title above the panels, which the report takes as the
-    numbered caption; the credit stays under them).
+    Azimuthal equal-area projection centred on 10 E, 52 N, fitted to the regions within
+    :data:`~demonoise.analysis.overview.EUROPE_FRAME` (the outermost regions, outside it, are
+    not drawn: :func:`~demonoise.analysis.overview.outside_table` lists them), clipped to the
+    view. Classes and colours: the reports'
+    (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`); regions without a value grey; the
+    boundaries' credit line underneath. ``values``: :func:`map_values` (``region, V, A``,
+    ...); ``title`` the legend's title, ``caption`` a title above the panels (the report's
+    numbered caption).
     """
     from demonoise.io.geo import CREDIT, nuts2_features
 
@@ -186,12 +175,8 @@ def admixture_map(
     geo = alt.Data(name=_GEO_DATASET)
     legend = {"orient": "bottom", "direction": "horizontal", "titleLimit": 500, "symbolType": "square"}
     legend |= {"symbolSize": 140, "columns": 7, "labelLimit": 120}
-    colour = nominal(
-        "A_class",
-        dict(zip([*MAP_CLASSES, NO_DATA], [*_MAP_COLOURS, NO_DATA_COLOUR], strict=True)),
-        title=title,
-        legend=legend,
-    )
+    colours = dict(zip(MAP_CLASSES, _MAP_COLOURS, strict=True)) | {NO_DATA: NO_DATA_COLOUR}
+    colour = nominal("A_class", colours, title=title, legend=legend)
     tip = [
         alt.Tooltip("properties.NUTS_ID:N", title="region"),
         alt.Tooltip("properties.NAME_LATN:N", title="name"),
@@ -345,8 +330,7 @@ def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value",
     significant digits; the CSV holds ``df``."""
     frame = d = df.drop(columns=["setting_key"], errors="ignore")
     if "region_name" in d:
-        d = d.assign(region=region_labels(d))
-        d = d.drop(columns="region_name")
+        d = d.assign(region=region_labels(d)).drop(columns="region_name")
     cols = [_of_setting(c) for c in d.columns]
     heads = {**_HEADS, "value": value_name}
     values = [(base, d[c].to_numpy()) for c, (base, _) in zip(d.columns, cols, strict=True)]
