@@ -1,11 +1,8 @@
-"""Altair chart builders over the tidy results table (:mod:`demonoise.analysis.results`).
-
-Every builder takes the results table (or a slice of it) and returns an Altair chart;
-nothing is computed here that the library has not computed already (the regions' order and
-labels, the runs of admixture classes: :mod:`demonoise.analysis.verdicts`). Relative
-uncertainties are shown in per cent, admixture in per cent with reference lines at
-10 % (noise adds a tenth to the statistical uncertainty) and 41 % (noise as large as
-Poisson: ``sqrt(2) - 1``).
+"""Altair chart builders over the tidy results table (:mod:`demonoise.analysis.results`): each
+draws what the library computed (the regions' order and labels, the runs of admixture classes:
+:mod:`demonoise.analysis.verdicts`). Relative uncertainties and admixtures in per cent, the
+latter with reference lines at 10 % (noise adds a tenth to the statistical uncertainty) and
+41 % (noise as large as Poisson: ``sqrt(2) - 1``).
 """
 
 from __future__ import annotations
@@ -126,12 +123,8 @@ def admixture_references(width: int, *, rule: str = "#888", text: str = "#666", 
 
 
 def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: bool = False):
-    """The indicator itself by age, one line per region.
-
-    With more than :data:`MAX_LINES` regions, every region is a thin grey line and only
-    the country (black) and the smallest region (red) are coloured and named, so that
-    the chart stays readable with 30 regions.
-    """
+    """The indicator itself by age, a line per region; with more than :data:`MAX_LINES` regions
+    thin grey lines, only the country (black) and the smallest region (red) coloured and named."""
     d = _cols(df[np.isfinite(df["value"])], "value")
     d = d[d["value"] > 0] if log else d
     y_title = y_title or "value"
@@ -311,11 +304,10 @@ def uncertainty_by_age_settings(df: pd.DataFrame, *, settings=None, title: str =
 
 
 def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
-    """Noise admixture by age for every setting: with up to :data:`MAX_LINES` regions one panel
-    per region and a line per setting (log scale, the 10 % and 41 % reference lines); with
-    more, a heatmap of the classes (rows regions, columns ages) side by side for the
-    settings. A setting's line lying on an earlier one's (:func:`coinciding`) is dashed over
-    it, and the subtitle says so."""
+    """Noise admixture by age for every setting: up to :data:`MAX_LINES` regions, a panel per
+    region and a line per setting (log scale, the 10 % and 41 % lines; one lying on an earlier
+    one, :func:`coinciding`, dashed over it, and the subtitle says so); with more, a heatmap of
+    the classes (rows regions, columns ages) per setting."""
     if df["region"].nunique() <= MAX_LINES:
         return _admixture_lines_settings(df, _settings_order(df, settings), title)
     return _admixture_heatmaps(df, _settings_order(df, settings), title)
@@ -452,9 +444,7 @@ def level_series_settings(df: pd.DataFrame, *, settings=None, title: str = "", y
     keep = ["region", "region_name", "nuts_level", "year", "value", "exposure", "indicator"]
     first = df[df["setting"] == order_s[0]]
     pois = first[keep].assign(series=f"Poisson, {pct}", lo=first["lo_poisson"], hi=first["hi_poisson"])
-    tot = df[keep].assign(
-        series=[f"Poisson and noise, {s}" for s in df["setting"]], lo=df["lo_total"], hi=df["hi_total"]
-    )
+    tot = df[keep].assign(series="Poisson and noise, " + df["setting"], lo=df["lo_total"], hi=df["hi_total"])
     vals = first[keep].assign(series="value", lo=first["value"])
     data = pd.concat([pois, tot, vals], ignore_index=True)
     data["region_label"] = row_region_labels(data)

@@ -54,10 +54,8 @@ def title(text: str, data_label: str | None = None) -> alt.TitleParams:
 
 
 def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
-    """Each setting's colour by its label: the reports' colours
-    (:func:`~demonoise.report.content.theme.setting_colours`) of the settings in the reports'
-    order (:func:`~demonoise.analysis.settings.ordered_settings`), so that V = 1 has the
-    same colour here as in a report of the same settings."""
+    """Each setting's colour by its label, as in a report of these settings (``settings`` in the
+    reports' order, :func:`~demonoise.analysis.settings.ordered_settings`)."""
     return setting_colours([s.label for s in settings])
 
 
@@ -168,10 +166,8 @@ def derivative_check_chart(
     ages: Sequence[float], closed: Mapping[str, np.ndarray], fd: Mapping[str, np.ndarray], *, chart_title=None
 ):
     """Closed-form derivatives (lines) and their finite-difference twins (points) by age,
-    ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``; black, grey:
-    not the settings' colours). Differences
-    where the closed form is exactly 0 are not drawn (rounding noise on a log axis)."""
-    # where the closed form is exactly 0 (x < k) a difference is rounding only
+    ``|value|`` on a log axis, a colour per series (``e0``, ``e65``: none of the settings'); no
+    difference where the closed form is exactly 0 (x < k: rounding noise only)."""
     fd = {k: np.where(np.asarray(closed[k]) != 0, v, np.nan) if k in closed else v for k, v in fd.items()}
     d = pd.concat(
         [
@@ -254,11 +250,9 @@ def solution(summary: str, *parts) -> object:
     for p in parts:
         if isinstance(p, pd.DataFrame):
             body.append(p.to_html(index=False, border=0, classes="dn-table"))
-        elif hasattr(p, "to_html") and callable(p.to_html):  # a Styler
+        elif callable(getattr(p, "to_html", None)):  # a Styler
             body.append(p.to_html())
         else:
             body.append(markdown_to_html(str(p)))
-    return HTML(
-        f"{SOLUTION_CSS}<details "
-        f'class="dn-solution"><summary>{_html.escape(summary)}</summary>{"".join(body)}</details>'
-    )
+    summary = _html.escape(summary)
+    return HTML(f'{SOLUTION_CSS}<details class="dn-solution"><summary>{summary}</summary>{"".join(body)}</details>')

@@ -316,12 +316,6 @@ def _texts(col: str, v: np.ndarray, digits: int) -> list[str]:
     return ["\u221e" if isinstance(x, float) and x == math.inf else s for s, x in zip(out, v, strict=True)]
 
 
-def _fills(col: str, v: np.ndarray) -> list[str]:
-    """The class colours of an admixture column (none for the other columns)."""
-    classes = [admixture_class(float(a)) if col.startswith("admixture") else None for a in v]
-    return [c.colour if c else "" for c in classes]
-
-
 def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value", value_digits: int = 4) -> HtmlTable:
     """A table of :mod:`demonoise.analysis.overview` as the reports show theirs
     (:class:`~demonoise.report.content.summary.HtmlTable`): the region's code and name in
@@ -335,7 +329,11 @@ def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value",
     heads = {**_HEADS, "value": value_name}
     values = [(base, d[c].to_numpy()) for c, (base, _) in zip(d.columns, cols, strict=True)]
     shown = pd.DataFrame({j: _texts(base, v, value_digits) for j, (base, v) in enumerate(values)})
-    colours = pd.DataFrame({j: _fills(base, v) for j, (base, v) in enumerate(values)})
+    fills = [
+        [c.colour if c else "" for c in map(admixture_class, v)] if b.startswith("admixture") else [""] * len(v)
+        for b, v in values
+    ]
+    colours = pd.DataFrame(dict(enumerate(fills)))
     shown.columns = colours.columns = [heads.get(base, base.replace("_", " ")) for base, _ in cols]
     labels = [label for _, label in cols]
     palette = setting_colours(list(dict.fromkeys(x for x in labels if x)))
