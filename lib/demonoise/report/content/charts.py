@@ -47,9 +47,6 @@ MAX_LINES = 7
 POPULATION = "population on 1 January (both sexes)"
 #: The admixture classes of the heatmaps, in legend order ("no events" last), and their colours.
 _CLASSES = {c.label: c.colour for c in ADMIXTURE_CLASSES} | {NO_EVENTS: NO_DATA_COLOUR}
-#: Legend entries of the interval charts: the value and its interval from Poisson alone.
-VALUE = "value"
-POISSON_ALONE = "Poisson alone"
 #: The admixture's reference lines (%): noise adds a tenth; noise as large as Poisson.
 ADMIX_REF = pd.DataFrame({"A": [100 * A_SMALL, 100 * A_EQUAL], "label": ["noise adds 10 %", "noise = Poisson (41 %)"]})
 #: Legends: at the top (the default); of series told apart by colour and line pattern.
@@ -122,12 +119,11 @@ def admixture_references(width: int, *, rule: str = "#888", text: str = "#666", 
     return rules, names
 
 
-def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "", log: bool = False):
+def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "value", log: bool = False):
     """The indicator itself by age, a line per region; with more than :data:`MAX_LINES` regions
     thin grey lines, only the country (black) and the smallest region (red) coloured and named."""
     d = _cols(df[np.isfinite(df["value"])], "value")
     d = d[d["value"] > 0] if log else d
-    y_title = y_title or "value"
     y = (
         log_axis(alt.Y, "value", y_title, d["value"])
         if log
@@ -167,7 +163,7 @@ def uncertainty_vs_population(
     people = df["population"] if "population" in df else df["exposure"]
     d = _cols(df, "rel_noise", "rel_pois", "setting", "population", people=people)
     order = settings or d["setting"].drop_duplicates().tolist()
-    first = d[d["setting"] == order[0]] if (d["setting"] == order[0]).any() else d.drop_duplicates("region")
+    first = d[d["setting"] == order[0]]
     noise = d.assign(rel=100.0 * d["rel_noise"], series="noise, " + d["setting"])
     long = pd.concat([first.assign(rel=100.0 * first["rel_pois"], series="Poisson"), noise], ignore_index=True)
     long = long[np.isfinite(long["rel"]) & (long["rel"] > 0) & (long["people"] > 0)]
@@ -227,21 +223,11 @@ COINCIDE_SHARE = 0.5
 def coinciding(
     long: pd.DataFrame, *, series: str, value: str, keys: list[str], order: list[str], height: float
 ) -> dict[str, str]:
-    """The series of ``order`` drawn on an earlier one on a log axis: ``{later: earlier}``.
+    """The series of ``order`` (in drawing order) drawn on an earlier one: ``{later: earlier}``.
 
-    Parameters
-    ----------
-    long : DataFrame
-        One row per point: ``series``, ``value`` and the ``keys`` that place a point (e.g.
-        region and age); all panels share one y scale of ``height`` pixels.
-    order : list of str
-        The series in drawing order.
-
-    Returns
-    -------
-    dict
-        Two series coincide when at least :data:`COINCIDE_SHARE` of their common points
-        lie within :data:`RESOLUTION_PX` pixels of each other on the chart.
+    Two series coincide when at least :data:`COINCIDE_SHARE` of their common points (rows of
+    ``long``: ``series``, ``value`` and the ``keys`` that place a point, e.g. region and age)
+    lie within :data:`RESOLUTION_PX` pixels of each other on a log y axis of ``height`` pixels.
     """
     wide = long.pivot_table(index=keys, columns=series, values=value, aggfunc="first")
     y = np.log10(wide.where(wide > 0))
@@ -308,15 +294,16 @@ def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
     region and a line per setting (log scale, the 10 % and 41 % lines; one lying on an earlier
     one, :func:`coinciding`, dashed over it, and the subtitle says so); with more, a heatmap of
     the classes (rows regions, columns ages) per setting."""
+    order_s = _settings_order(df, settings)
+    order = by_population(df[df["setting"] == order_s[0]])
     if df["region"].nunique() <= MAX_LINES:
-        return _admixture_lines_settings(df, _settings_order(df, settings), title)
-    return _admixture_heatmaps(df, _settings_order(df, settings), title)
+        return _admixture_lines_settings(df, order_s, order, title)
+    return _admixture_heatmaps(df, order_s, order, title)
 
 
-def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
+def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], order: list[str], title: str):
     d = df[np.isfinite(df["admixture"]) & (df["admixture"] > 0)]
     d = _cols(d, "admixture", "setting", A=lambda d: 100.0 * d["admixture"])
-    order = by_population(df[df["setting"] == order_s[0]])
     _, w, h = _facet_layout(len(order))
     y = log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([d["A"], ADMIX_REF["A"]]), most=6)
     colour, dash, note = _dashed(d, "setting", "A", setting_colours(order_s), h)
@@ -327,9 +314,8 @@ def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], title: str):
     return _faceted(alt.layer(lines, ref, ref2, data=d), order, (w, h), title, "; ".join(filter(None, [refs, note])))
 
 
-def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], title: str):
+def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], order: list[str], title: str):
     runs = admixture_runs(df, order_s)
-    order = by_population(df[df["setting"] == order_s[0]])
     row = max(9, min(16, int(380 / max(len(order), 1))))
     y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=9))
     legend = {"orient": "top", "direction": "horizontal", "labelLimit": 260}
@@ -357,10 +343,10 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
     tot = d.assign(series="Poisson and noise, " + d["setting"], lo=mid - half, hi=mid + half)
     first = d[d["setting"] == order_s[0]]
     half = 1.96 * first["sd_pois"]
-    pois = first.assign(series=POISSON_ALONE, lo=first["value"] - half, hi=first["value"] + half)
+    pois = first.assign(series="Poisson alone", lo=first["value"] - half, hi=first["value"] + half)
     bars = pd.concat([pois, tot], ignore_index=True)
     order = first.sort_values(["nuts_level", "exposure"], ascending=[True, False])["region_label"].tolist()
-    colours = {POISSON_ALONE: POISSON_COLOUR} | _prefixed("Poisson and noise, ", order_s)
+    colours = {"Poisson alone": POISSON_COLOUR} | _prefixed("Poisson and noise, ", order_s)
     legend = {"orient": "top", "columns": 2, "labelLimit": 260, "symbolType": "stroke", "symbolStrokeWidth": 3}
     y = alt.Y(
         "region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=220), scale=alt.Scale(paddingInner=0.2)
@@ -378,19 +364,14 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
         )
     )
     pt = (
-        alt.Chart(first.assign(series=VALUE))
+        alt.Chart(first.assign(series="value"))
         .mark_point(filled=True, size=18, opacity=1, color=TOTAL_COLOUR)
-        .encode(y=y, x="value:Q", shape=nominal("series", {VALUE: "circle"}, alt.Shape, title=None))
+        .encode(y=y, x="value:Q", shape=nominal("series", {"value": "circle"}, alt.Shape, title=None))
     )
-    return (
-        alt.layer(rules, pt)
-        .resolve_scale(shape="independent", color="independent")
-        .properties(
-            width=width,
-            height=max(60, (8 + 5 * len(colours)) * len(order)),
-            title=_title(title, "dot: the value; one bar per interval, side by side in the region's row"),
-        )
-    )
+    layers = alt.layer(rules, pt).resolve_scale(shape="independent", color="independent")
+    subtitle = "dot: the value; one bar per interval, side by side in the region's row"
+    height = max(60, (8 + 5 * len(colours)) * len(order))
+    return layers.properties(width=width, height=height, title=_title(title, subtitle))
 
 
 def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
@@ -422,11 +403,8 @@ def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
     ring = alt.Chart(bad).mark_point(size=120, filled=False, color="#c0392b", strokeWidth=1.5).encode(x=x, y=y)
     diag = pd.DataFrame({"analytic": [lo, hi], "mc": [lo, hi]})
     line = alt.Chart(diag).mark_line(color="#999", strokeDash=[3, 3]).encode(x="analytic:Q", y="mc:Q")
-    return alt.layer(line, pts, ring).properties(
-        width=300,
-        height=240,
-        title=_title(title, "dashed: Monte Carlo = analytic; red rings: |z| > 5 (beyond sampling error)"),
-    )
+    subtitle = "dashed: Monte Carlo = analytic; red rings: |z| > 5 (beyond sampling error)"
+    return alt.layer(line, pts, ring).properties(width=300, height=240, title=_title(title, subtitle))
 
 
 # ============================================================ change over time

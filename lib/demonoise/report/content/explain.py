@@ -78,7 +78,8 @@ def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
     sex, one indicator). Hollow points: fewer than 10 events (first order unreliable)."""
     d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)].copy()
     noise = ("noise, " + setting_labels(d0)).to_numpy()  # before the panel label is written over the setting
-    colours = {f"noise, {k}": c for k, c in colours_of(ordered_settings(d0)).items()}
+    noises = {f"noise, {k}": c for k, c in colours_of(ordered_settings(d0)).items()}
+    colours = {"Poisson": POISSON_COLOUR} | noises | {"total": TOTAL_COLOUR}
     d0["setting"] = setting_labels(d0, detailed=True)
     cols = ["setting", "age", "age_group", "events", "small_count"]
     d = pd.concat(
@@ -92,11 +93,7 @@ def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
     base = alt.Chart(d).encode(
         x=alt.X("age:Q", title="age"),
         y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log")),
-        color=nominal(
-            "series",
-            {"Poisson": POISSON_COLOUR} | colours | {"total": TOTAL_COLOUR},
-            legend={"title": None, "orient": "top"},
-        ),
+        color=nominal("series", colours, legend={"title": None, "orient": "top"}),
         tooltip=["setting:N", "age_group:N", "component:N", alt.Tooltip("rel:Q", format=".3g"), "events:Q"],
     )
     lines = base.mark_line(strokeWidth=1.3)

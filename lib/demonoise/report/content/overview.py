@@ -211,12 +211,8 @@ def admixture_map(
 
 
 class SpecChart:
-    """A finished Vega-Lite spec, shown through the active Altair renderer (the
-    ``demonoise`` renderer of :func:`demonoise.report.setup_notebook` in a report).
-
-    For charts whose inline data are too large for Altair's schema validation (the
-    map's boundaries); ``to_dict()`` returns the spec.
-    """
+    """A finished Vega-Lite spec (``to_dict()``) shown by the active Altair renderer: a chart
+    whose inline data are too large for Altair's schema validation (the map's boundaries)."""
 
     def __init__(self, spec: dict):
         self.spec = spec
