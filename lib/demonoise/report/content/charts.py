@@ -129,8 +129,7 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "value", l
         if log
         else alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis())
     )
-    tip = ["region_label:N", "age_group:N", alt.Tooltip("value:Q", format=".4g")]
-    axes = {"x": alt.X("age:Q", title="age"), "y": y, "tooltip": tip}
+    axes = {"x": alt.X("age:Q", title="age"), "y": y}
     chart = alt.Chart(d).properties(width=560, height=240, title=title)
     if d["region"].nunique() <= MAX_LINES:
         legend = {"orient": "bottom", "columns": 2, "labelLimit": 220}  # a region's colour: its rank in the country
@@ -184,12 +183,6 @@ def uncertainty_vs_population(
             shape=nominal("series", {s: "cross" if s == "Poisson" else "circle" for s in colours}, alt.Shape, None),
             fill=nominal("series", fills, alt.Fill, None),
             size=alt.Size("series:N", scale=sizes, legend=None),
-            tooltip=[
-                "region_label:N",
-                "series:N",
-                alt.Tooltip("people:Q", title="population", format=",.0f"),
-                alt.Tooltip("rel:Q", format=".3g"),
-            ],
         )
     )
     named = set(first.nsmallest(1, "people")["region"]) | set(

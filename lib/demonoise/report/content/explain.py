@@ -94,7 +94,6 @@ def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
         x=alt.X("age:Q", title="age"),
         y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log")),
         color=nominal("series", colours, legend={"title": None, "orient": "top"}),
-        tooltip=["setting:N", "age_group:N", "component:N", alt.Tooltip("rel:Q", format=".3g"), "events:Q"],
     )
     lines = base.mark_line(strokeWidth=1.3)
     small = base.transform_filter("datum.small_count").mark_point(size=14, filled=False, opacity=0.7)
@@ -126,21 +125,14 @@ def sensitivity_chart(
     ylog = alt.Scale(type="log", nice=False, padding=10)
     if colours is None:
         colours = colours_of(in_report_order([setting_of_label(x) for x in d["noise"].drop_duplicates()]))
-    tip = [
-        "noise:N",
-        alt.Tooltip("scale:Q", format="g"),
-        alt.Tooltip("population:Q", format=",.0f"),
-        alt.Tooltip("rel_noise_pc:Q", format=".3g", title="noise sd (%)"),
-        alt.Tooltip("A:Q", format=".3g", title="A (%)"),
-    ]
-    base = alt.Chart(d).encode(x=x, color=nominal("noise", colours, title="noise"), tooltip=tip)
+    base = alt.Chart(d).encode(x=x, color=nominal("noise", colours, title="noise"))
     sd = base.mark_line(point=True).encode(
         y=alt.Y("rel_noise_pc:Q", title=f"relative sd of {indicator} (%)", scale=ylog)
     )
     pois = (
         alt.Chart(d.drop_duplicates("scale"))
         .mark_line(strokeDash=[5, 3], color=POISSON_COLOUR)
-        .encode(x=x, y="rel_pois_pc:Q", tooltip=[alt.Tooltip("rel_pois_pc:Q", format=".3g", title="Poisson sd (%)")])
+        .encode(x=x, y="rel_pois_pc:Q")
     )
     pois_text = (
         alt.Chart(d.sort_values("scale").head(1))
@@ -153,10 +145,10 @@ def sensitivity_chart(
     return alt.hconcat(left, right).properties(title=chart_title or "")
 
 
-def _by_age(d: pd.DataFrame, field: str, styles: Mapping[str, str], y_title: str, tooltip: list):
+def _by_age(d: pd.DataFrame, field: str, styles: Mapping[str, str], y_title: str):
     """``value`` on a log axis (the x axis: age), one colour per ``field`` value."""
     y = log_axis(alt.Y, "value", y_title, d["value"])
-    return alt.Chart(d).encode(y=y, color=nominal(field, styles, title=None), tooltip=tooltip)
+    return alt.Chart(d).encode(y=y, color=nominal(field, styles, title=None))
 
 
 def derivative_check_chart(
@@ -176,8 +168,7 @@ def derivative_check_chart(
     )
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     names = {k: _SERIES_COLOURS[i % len(_SERIES_COLOURS)] for i, k in enumerate(dict.fromkeys([*closed, *fd]))}
-    tip = ["series:N", "how:N", "age:Q", alt.Tooltip("value:Q", format=".6g")]
-    base = _by_age(d, "series", names, "|d e / d m_x|", tip)
+    base = _by_age(d, "series", names, "|d e / d m_x|")
     line = (
         base.transform_filter("datum.how == 'closed form'")
         .mark_line(strokeWidth=1.4)
@@ -195,8 +186,7 @@ def variance_by_age_chart(ages: Sequence[float], terms: Mapping[str, np.ndarray]
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     others = itertools.cycle(SETTING_PALETTE)  # the noise terms in the order of the settings
     colours = {k: POISSON_COLOUR if k == "Poisson" else next(others) for k in terms}
-    tip = ["component:N", "age:Q", alt.Tooltip("value:Q", format=".3g")]
-    chart = _by_age(d, "component", colours, "contribution to Var(e0) (years^2)", tip)
+    chart = _by_age(d, "component", colours, "contribution to Var(e0) (years^2)")
     return (
         chart.mark_line(point=alt.OverlayMarkDef(size=10), strokeWidth=1.2)
         .encode(x=alt.X("age:Q", title="age x (85 = open group 85+)"))

@@ -108,7 +108,6 @@ def calibration_chart(
                 color=alt.Color(
                     "threshold_label:N", title="threshold", sort=order, scale=scale, legend=alt.Legend(orient="top")
                 ),
-                tooltip=["region:N", alt.Tooltip("V_max:Q", format=".3g"), "threshold_label:N"],
             )
         )
         panels.append(alt.layer(pts, rule, text).properties(width=330, height=240, title=KEY_TITLES[key]))
@@ -138,13 +137,6 @@ def population_scatter(rows: pd.DataFrame, *, title: str = ""):
             x=log_axis(alt.X, "population", POPULATION, rows["population"], ",~s"),
             y=log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]])),
             color=nominal("series", colours, legend=None),
-            tooltip=[
-                "region:N",
-                "region_name:N",
-                alt.Tooltip("population:Q", format=",.0f"),
-                "series:N",
-                alt.Tooltip("A:Q", format=".3g"),
-            ],
         )
     )
     rule, text = admixture_references(340, rule="#666", text="#555", aria=False)
@@ -177,6 +169,7 @@ def admixture_map(
     legend |= {"symbolSize": 140, "columns": 7, "labelLimit": 120}
     colours = dict(zip(MAP_CLASSES, _MAP_COLOURS, strict=True)) | {NO_DATA: NO_DATA_COLOUR}
     colour = nominal("A_class", colours, title=title, legend=legend)
+    # the regions named in the SVG's ARIA labels (off in the reports, on where a test reads them)
     tip = [
         alt.Tooltip("properties.NUTS_ID:N", title="region"),
         alt.Tooltip("properties.NAME_LATN:N", title="name"),
@@ -244,7 +237,6 @@ def granularity_chart(effect: pd.DataFrame, *, title: str = ""):
             color=nominal(
                 "indicator", {k: _INDICATOR_COLOURS.get(k, "#555555") for k in order}, title=None, sort=order
             ),
-            tooltip=["region:N", "region_name:N", "indicator:N", alt.Tooltip("ratio:Q", format=".3f")],
         )
         .properties(width=560, height=240, **({"title": title} if title else {}))
     )
