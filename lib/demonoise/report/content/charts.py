@@ -124,11 +124,8 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "value", l
     thin grey lines, only the country (black) and the smallest region (red) coloured and named."""
     d = _cols(df[np.isfinite(df["value"])], "value")
     d = d[d["value"] > 0] if log else d
-    y = (
-        log_axis(alt.Y, "value", y_title, d["value"])
-        if log
-        else alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis())
-    )
+    y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis())
+    y = log_axis(alt.Y, "value", y_title, d["value"]) if log else y
     axes = {"x": alt.X("age:Q", title="age"), "y": y}
     chart = alt.Chart(d).properties(width=560, height=240, title=title)
     if d["region"].nunique() <= MAX_LINES:
@@ -185,10 +182,9 @@ def uncertainty_vs_population(
             size=alt.Size("series:N", scale=sizes, legend=None),
         )
     )
-    named = set(first.nsmallest(1, "people")["region"]) | set(
-        noise[np.isfinite(noise["rel"])].nlargest(1, "rel")["region"]
-    )
-    lab = long[long["region"].isin(named) & (long["series"] == f"noise, {order[-1]}")].drop_duplicates("region")
+    smallest, worst = first.nsmallest(1, "people"), noise[np.isfinite(noise["rel"])].nlargest(1, "rel")
+    named = long["region"].isin([*smallest["region"], *worst["region"]])
+    lab = long[named & (long["series"] == f"noise, {order[-1]}")].drop_duplicates("region")
     labels = (
         alt.Chart(lab)
         .mark_text(align="left", dx=6, dy=-6, fontSize=9, color=TOTAL_COLOUR)
@@ -312,14 +308,9 @@ def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], order: list[str], 
     row = max(9, min(16, int(380 / max(len(order), 1))))
     y = alt.Y("region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=200, labelFontSize=9))
     legend = {"orient": "top", "direction": "horizontal", "labelLimit": 260}
-    rect = (
-        alt.Chart(runs)
-        .mark_rect()
-        .encode(
-            x=_AGE, x2="age_end:Q", y=y, color=nominal("A_class", _CLASSES, title="noise admixture A", legend=legend)
-        )
-        .properties(width=max(150, int(620 / max(len(order_s), 1))), height=row * len(order))
-    )
+    colour = nominal("A_class", _CLASSES, title="noise admixture A", legend=legend)
+    size = {"width": max(150, int(620 / max(len(order_s), 1))), "height": row * len(order)}
+    rect = alt.Chart(runs).mark_rect().encode(x=_AGE, x2="age_end:Q", y=y, color=colour).properties(**size)
     return rect.facet(
         column=alt.Column("setting:N", title=None, sort=order_s, header=alt.Header(labelFontSize=11)),
     ).properties(title=_title(title, "rows: regions by falling population; columns: the noise settings"))
@@ -345,16 +336,10 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
         "region_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=220), scale=alt.Scale(paddingInner=0.2)
     )
     x = alt.X("lo:Q", title=x_title or "value", scale=alt.Scale(zero=False))
+    offset = alt.YOffset("series:N", sort=list(colours))
+    colour = nominal("series", colours, title="95 % intervals:", legend=legend)
     rules = (
-        alt.Chart(bars)
-        .mark_rule(strokeWidth=3, opacity=0.85)
-        .encode(
-            y=y,
-            yOffset=alt.YOffset("series:N", sort=list(colours)),
-            x=x,
-            x2="hi:Q",
-            color=nominal("series", colours, title="95 % intervals:", legend=legend),
-        )
+        alt.Chart(bars).mark_rule(strokeWidth=3, opacity=0.85).encode(y=y, yOffset=offset, x=x, x2="hi:Q", color=colour)
     )
     pt = (
         alt.Chart(first.assign(series="value"))

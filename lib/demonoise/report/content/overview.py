@@ -90,7 +90,7 @@ def calibration_chart(
         .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444")
         .encode(y="V:Q", x=alt.value(2), text="label:N")
     )
-    panels = []
+    panels, legend = [], alt.Legend(orient="top")
     for key in keys:
         rows = calibration_rows(cal, key, sex)
         d = rows[np.isfinite(rows["V_max"]) & (rows["V_max"] > 0)]
@@ -99,17 +99,10 @@ def calibration_chart(
         d = d.assign(threshold_label=d["threshold"].map(_threshold_label))[["region", xcol, "V_max", "threshold_label"]]
         few = len(order) <= len(_THRESHOLD_COLOURS)
         scale = alt.Scale(domain=order, **({"range": _THRESHOLD_COLOURS[: len(order)]} if few else {"scheme": "blues"}))
-        pts = (
-            alt.Chart(d)
-            .mark_point(filled=True, size=16, opacity=0.7)
-            .encode(
-                x=log_axis(alt.X, xcol, xtitle, d[xcol], ",~s"),
-                y=log_axis(alt.Y, "V_max", "largest V keeping A at or below the threshold", [*d["V_max"], *V]),
-                color=alt.Color(
-                    "threshold_label:N", title="threshold", sort=order, scale=scale, legend=alt.Legend(orient="top")
-                ),
-            )
-        )
+        x = log_axis(alt.X, xcol, xtitle, d[xcol], ",~s")
+        y = log_axis(alt.Y, "V_max", "largest V keeping A at or below the threshold", [*d["V_max"], *V])
+        colour = alt.Color("threshold_label:N", title="threshold", sort=order, scale=scale, legend=legend)
+        pts = alt.Chart(d).mark_point(filled=True, size=16, opacity=0.7).encode(x=x, y=y, color=colour)
         panels.append(alt.layer(pts, rule, text).properties(width=330, height=240, title=KEY_TITLES[key]))
     return alt.hconcat(*panels).resolve_scale(color="shared")
 
@@ -130,15 +123,10 @@ def population_scatter(rows: pd.DataFrame, *, title: str = ""):
     a = a.assign(A=100.0 * a["admixture"], series=a["setting"].map(_v_label))
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
     colours = {"Poisson": POISSON_COLOUR} | {_v_label(v): c for v, c in setting_colours(vs).items()}
-    points = (
-        alt.Chart(a)
-        .mark_point(size=30, opacity=0.75, filled=True, aria=False)
-        .encode(
-            x=log_axis(alt.X, "population", POPULATION, rows["population"], ",~s"),
-            y=log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]])),
-            color=nominal("series", colours, legend=None),
-        )
-    )
+    x = log_axis(alt.X, "population", POPULATION, rows["population"], ",~s")
+    y = log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]]))
+    colour = nominal("series", colours, legend=None)
+    points = alt.Chart(a).mark_point(size=30, opacity=0.75, filled=True, aria=False).encode(x=x, y=y, color=colour)
     rule, text = admixture_references(340, rule="#666", text="#555", aria=False)
     right = alt.layer(points, rule, text).properties(width=340, height=300, title="noise admixture")
     chart = alt.hconcat(left, right).resolve_scale(color="shared")
@@ -228,18 +216,11 @@ def granularity_chart(effect: pd.DataFrame, *, title: str = ""):
     ].copy()
     d["indicator"] = d["indicator"].map(lambda k: SHORT_NAMES.get(k, k))
     order = [SHORT_NAMES.get(k, k) for k in effect["indicator"].drop_duplicates().tolist()]
-    return (
-        alt.Chart(d)
-        .mark_point(size=18, opacity=0.6, filled=True, aria=False)
-        .encode(
-            x=log_axis(alt.X, "population", POPULATION, d["population"], ",~s"),
-            y=alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False)),
-            color=nominal(
-                "indicator", {k: _INDICATOR_COLOURS.get(k, "#555555") for k in order}, title=None, sort=order
-            ),
-        )
-        .properties(width=560, height=240, **({"title": title} if title else {}))
-    )
+    x = log_axis(alt.X, "population", POPULATION, d["population"], ",~s")
+    y = alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False))
+    colour = nominal("indicator", {k: _INDICATOR_COLOURS.get(k, "#555555") for k in order}, title=None, sort=order)
+    chart = alt.Chart(d).mark_point(size=18, opacity=0.6, filled=True, aria=False).encode(x=x, y=y, color=colour)
+    return chart.properties(width=560, height=240, **({"title": title} if title else {}))
 
 
 # ============================================================ tables
