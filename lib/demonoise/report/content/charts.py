@@ -129,7 +129,7 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "value", l
     axes = {"x": alt.X("age:Q", title="age"), "y": y}
     chart = alt.Chart(d).properties(width=560, height=240, title=title)
     if d["region"].nunique() <= MAX_LINES:
-        legend = {"orient": "bottom", "columns": 2, "labelLimit": 220}  # a region's colour: its rank in the country
+        legend = {"orient": "bottom", "columns": 2, "labelLimit": 220}
         colour = nominal("region_label", region_colours(by_population(df)), title="region", legend=legend)
         return chart.mark_line(strokeWidth=1.2).encode(color=colour, **axes)
     country = d.loc[d["nuts_level"] == 0, "region_label"].unique().tolist()
@@ -244,8 +244,8 @@ def _dashed(long: pd.DataFrame, field: str, value: str, colours: dict[str, str],
     dashes = itertools.cycle(OVERLAY_DASHES)
     pattern = {s: list(next(dashes) if s in over else SOLID) for s in colours}
     note = "; ".join(f"{_bare(b)} (dashed) lies on {_bare(a)} at most ages" for b, a in over.items())
-    stroke = _STROKE_LEGEND
-    return nominal(field, colours, legend=stroke), nominal(field, pattern, alt.StrokeDash, stroke), note
+    dash = nominal(field, pattern, alt.StrokeDash, _STROKE_LEGEND)
+    return nominal(field, colours, legend=_STROKE_LEGEND), dash, note
 
 
 def uncertainty_by_age_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
