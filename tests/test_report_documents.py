@@ -148,15 +148,16 @@ def test_charts_use_the_vocabulary_colours(lu):
 def test_a_region_keeps_one_colour_across_the_report():
     import pandas as pd
 
-    from demonoise.report.content.charts import _region_scale
+    from demonoise.analysis.verdicts import by_population
+    from demonoise.report.content.theme import region_colours
 
     rows = []
     for reg, lvl, expo in (("FI", 0, 5.5e6), ("FI1B", 2, 1.7e6), ("FI19", 2, 1.4e6), ("FI20", 2, 3.0e4)):
         rows.append({"region": reg, "region_name": reg, "nuts_level": lvl, "exposure": expo, "indicator": "asmr"})
     full = pd.DataFrame(rows)
-    one = _region_scale(full)
-    two = _region_scale(full.iloc[::-1])  # another chart, rows in another order
-    assert dict(zip(one.domain, one.range, strict=True)) == dict(zip(two.domain, two.range, strict=True))
+    one = region_colours(by_population(full))
+    two = region_colours(by_population(full.iloc[::-1]))  # another chart, rows in another order
+    assert one == two and len(set(one.values())) == 4
 
 
 def test_numeric_columns_have_fixed_decimals_and_one_thousands_separator(lu):

@@ -10,6 +10,7 @@ cent; Poisson in the reports' colour (:data:`~demonoise.core.vocabulary.POISSON_
 from __future__ import annotations
 
 import html as _html
+import itertools
 from collections.abc import Mapping, Sequence
 
 import altair as alt
@@ -24,7 +25,7 @@ from demonoise.analysis.settings import (
     setting_of_label,
 )
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
-from demonoise.report.content.charts import admixture_references
+from demonoise.report.content.charts import POPULATION, admixture_references, nominal
 from demonoise.report.content.theme import log_axis, setting_colours
 
 __all__ = [
@@ -53,10 +54,8 @@ def title(text: str, data_label: str | None = None) -> alt.TitleParams:
 
 
 def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
-    """Each setting's colour by its label: the reports' colours
-    (:func:`~demonoise.report.content.theme.setting_colours`) of the settings in the reports'
-    order (:func:`~demonoise.analysis.settings.ordered_settings`), so that V = 1 has the
-    same colour here as in a report of the same settings."""
+    """Each setting's colour by its label, as in a report of these settings (``settings`` in the
+    reports' order, :func:`~demonoise.analysis.settings.ordered_settings`)."""
     return setting_colours([s.label for s in settings])
 
 
@@ -73,46 +72,36 @@ def colour_words(colours: Mapping[str, str]) -> str:
     return ", ".join(f"{label} {COLOUR_NAMES.get(c, c)}" for label, c in colours.items())
 
 
-def uncertainty_by_setting(
-    df: pd.DataFrame, *, chart_title=None, log: bool = True, width: int = 230, height: int = 150, columns: int = 3
-):
-    """Relative uncertainty (%) by age -- Poisson (blue), noise (in its setting's colour,
-    :func:`colours_of`), total (black) -- one panel per noise setting (one region, one
+def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
+    """Relative uncertainty (%) by age, log scale -- Poisson (blue), noise (in its setting's
+    colour, :func:`colours_of`), total (black) -- one panel per noise setting (one region, one
     sex, one indicator). Hollow points: fewer than 10 events (first order unreliable)."""
     d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)].copy()
-    base_label = setting_labels(d0)  # before the panel label is written over the setting column
-    colours = colours_of(ordered_settings(d0))
+    noise = ("noise, " + setting_labels(d0)).to_numpy()  # before the panel label is written over the setting
+    noises = {f"noise, {k}": c for k, c in colours_of(ordered_settings(d0)).items()}
+    colours = {"Poisson": POISSON_COLOUR} | noises | {"total": TOTAL_COLOUR}
     d0["setting"] = setting_labels(d0, detailed=True)
-    parts = []
-    for col, label in (("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total")):
-        p = d0[["setting", "age", "age_group", "events", "small_count"]].copy()
-        p["component"] = label
-        p["series"] = ("noise, " + base_label).to_numpy() if label == "noise" else label
-        p["rel"] = 100.0 * d0[col].to_numpy()
-        parts.append(p)
-    d = pd.concat(parts, ignore_index=True)
-    d = d[d["rel"] > 0] if log else d
-    noise = [f"noise, {lab}" for lab in colours]
-    colour = alt.Color(
-        "series:N",
-        scale=alt.Scale(domain=["Poisson", *noise, "total"], range=[POISSON_COLOUR, *colours.values(), TOTAL_COLOUR]),
-        legend=alt.Legend(title=None, orient="top"),
+    cols = ["setting", "age", "age_group", "events", "small_count"]
+    d = pd.concat(
+        [
+            d0[cols].assign(component=k, series=noise if k == "noise" else k, rel=100.0 * d0[col].to_numpy())
+            for col, k in (("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total"))
+        ],
+        ignore_index=True,
     )
+    d = d[d["rel"] > 0]
     base = alt.Chart(d).encode(
         x=alt.X("age:Q", title="age"),
-        y=alt.Y(
-            "rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log") if log else alt.Scale(zero=True)
-        ),
-        color=colour,
-        tooltip=["setting:N", "age_group:N", "component:N", alt.Tooltip("rel:Q", format=".3g"), "events:Q"],
+        y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log")),
+        color=nominal("series", colours, legend={"title": None, "orient": "top"}),
     )
     lines = base.mark_line(strokeWidth=1.3)
     small = base.transform_filter("datum.small_count").mark_point(size=14, filled=False, opacity=0.7)
     order = d0["setting"].drop_duplicates().tolist()
     return (
         alt.layer(lines, small, data=d)
-        .properties(width=width, height=height)
-        .facet(facet=alt.Facet("setting:N", title=None, sort=order), columns=columns)
+        .properties(width=230, height=150)
+        .facet(facet=alt.Facet("setting:N", title=None, sort=order), columns=3)
         .properties(title=chart_title or "")
     )
 
@@ -123,8 +112,6 @@ def sensitivity_chart(
     indicator: str = "e0",
     sex: str = "F",
     chart_title=None,
-    width: int = 300,
-    height: int = 220,
     colours: Mapping[str, str] | None = None,
 ):
     """Two panels over a scale grid (:func:`demonoise.analysis.whatif.sensitivity`): the relative
@@ -134,60 +121,42 @@ def sensitivity_chart(
     :func:`colours_of` the settings named in ``sens["noise"]``."""
     d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)]
     d = d.assign(rel_noise_pc=100.0 * d["rel_noise"], rel_pois_pc=100.0 * d["rel_pois"], A=100.0 * d["admixture"])
-    x = log_axis(alt.X, "population", "population on 1 January (both sexes)", d["population"], "~s")
-    x = x.scale(type="log", nice=False, padding=12)
+    x = log_axis(alt.X, "population", POPULATION, d["population"], "~s").scale(type="log", nice=False, padding=12)
     ylog = alt.Scale(type="log", nice=False, padding=10)
     if colours is None:
-        labels = d["noise"].drop_duplicates().tolist()
-        colours = colours_of(in_report_order([setting_of_label(x) for x in labels]))
-    colour = alt.Color(
-        "noise:N",
-        title="noise",
-        scale=alt.Scale(domain=list(colours), range=list(colours.values())),
-        legend=alt.Legend(orient="top"),
-    )
-    tip = [
-        "noise:N",
-        alt.Tooltip("scale:Q", format="g"),
-        alt.Tooltip("population:Q", format=",.0f"),
-        alt.Tooltip("rel_noise_pc:Q", format=".3g", title="noise sd (%)"),
-        alt.Tooltip("A:Q", format=".3g", title="A (%)"),
-    ]
-    base = alt.Chart(d).encode(x=x, color=colour, tooltip=tip)
+        colours = colours_of(in_report_order([setting_of_label(x) for x in d["noise"].drop_duplicates()]))
+    base = alt.Chart(d).encode(x=x, color=nominal("noise", colours, title="noise"))
     sd = base.mark_line(point=True).encode(
         y=alt.Y("rel_noise_pc:Q", title=f"relative sd of {indicator} (%)", scale=ylog)
     )
     pois = (
         alt.Chart(d.drop_duplicates("scale"))
         .mark_line(strokeDash=[5, 3], color=POISSON_COLOUR)
-        .encode(x=x, y="rel_pois_pc:Q", tooltip=[alt.Tooltip("rel_pois_pc:Q", format=".3g", title="Poisson sd (%)")])
+        .encode(x=x, y="rel_pois_pc:Q")
     )
     pois_text = (
         alt.Chart(d.sort_values("scale").head(1))
         .mark_text(align="left", dx=4, dy=-8, fontSize=9, color=POISSON_COLOUR)
         .encode(x=x, y="rel_pois_pc:Q", text=alt.value("Poisson"))
     )
-    left = alt.layer(pois, sd, pois_text).properties(width=width, height=height, title="noise sd and Poisson sd")
+    left = alt.layer(pois, sd, pois_text).properties(width=300, height=220, title="noise sd and Poisson sd")
     adm = base.mark_line(point=True).encode(y=alt.Y("A:Q", title="noise admixture A (%)", scale=ylog))
-    right = alt.layer(adm, *admixture_references(width)).properties(width=width, height=height, title="admixture")
+    right = alt.layer(adm, *admixture_references(300)).properties(width=300, height=220, title="admixture")
     return alt.hconcat(left, right).properties(title=chart_title or "")
 
 
+def _by_age(d: pd.DataFrame, field: str, styles: Mapping[str, str], y_title: str):
+    """``value`` on a log axis (the x axis: age), one colour per ``field`` value."""
+    y = log_axis(alt.Y, "value", y_title, d["value"])
+    return alt.Chart(d).encode(y=y, color=nominal(field, styles, title=None))
+
+
 def derivative_check_chart(
-    ages: Sequence[float],
-    closed: Mapping[str, np.ndarray],
-    fd: Mapping[str, np.ndarray],
-    *,
-    chart_title=None,
-    y_title: str = "|d e / d m_x|",
-    width: int = 520,
-    height: int = 220,
+    ages: Sequence[float], closed: Mapping[str, np.ndarray], fd: Mapping[str, np.ndarray], *, chart_title=None
 ):
     """Closed-form derivatives (lines) and their finite-difference twins (points) by age,
-    ``|value|`` on a log axis; one colour per series (e.g. ``e0``, ``e65``; black, grey:
-    not the settings' colours). Differences
-    where the closed form is exactly 0 are not drawn (rounding noise on a log axis)."""
-    # where the closed form is exactly 0 (x < k) a difference is rounding only
+    ``|value|`` on a log axis, a colour per series (``e0``, ``e65``: none of the settings'); no
+    difference where the closed form is exactly 0 (x < k: rounding noise only)."""
     fd = {k: np.where(np.asarray(closed[k]) != 0, v, np.nan) if k in closed else v for k, v in fd.items()}
     d = pd.concat(
         [
@@ -198,59 +167,30 @@ def derivative_check_chart(
         ignore_index=True,
     )
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
-    names = list(dict.fromkeys([*closed, *fd]))
-    colour = alt.Color(
-        "series:N",
-        title=None,
-        scale=alt.Scale(domain=names, range=[_SERIES_COLOURS[i % len(_SERIES_COLOURS)] for i in range(len(names))]),
-        legend=alt.Legend(orient="top"),
-    )
-    y = log_axis(alt.Y, "value", y_title, d["value"])
-    tip = ["series:N", "how:N", "age:Q", alt.Tooltip("value:Q", format=".6g")]
+    names = {k: _SERIES_COLOURS[i % len(_SERIES_COLOURS)] for i, k in enumerate(dict.fromkeys([*closed, *fd]))}
+    base = _by_age(d, "series", names, "|d e / d m_x|")
     line = (
-        alt.Chart(d)
-        .transform_filter("datum.how == 'closed form'")
+        base.transform_filter("datum.how == 'closed form'")
         .mark_line(strokeWidth=1.4)
-        .encode(x=alt.X("age:Q", title="age x"), y=y, color=colour, tooltip=tip)
+        .encode(x=alt.X("age:Q", title="age x"))
     )
-    pts = (
-        alt.Chart(d)
-        .transform_filter("datum.how == 'finite difference'")
-        .mark_point(size=18, filled=False)
-        .encode(x="age:Q", y=y, color=colour, tooltip=tip)
-    )
-    return alt.layer(line, pts).properties(width=width, height=height, title=chart_title or "")
+    pts = base.transform_filter("datum.how == 'finite difference'").mark_point(size=18, filled=False).encode(x="age:Q")
+    return alt.layer(line, pts).properties(width=520, height=220, title=chart_title or "")
 
 
-def variance_by_age_chart(
-    ages: Sequence[float],
-    terms: Mapping[str, np.ndarray],
-    *,
-    chart_title=None,
-    y_title: str = "contribution to Var(e0) (years^2)",
-    width: int = 520,
-    height: int = 230,
-):
-    """Per-age terms of a variance sum (e.g. Poisson, noise at V = 1 and V = 5), log axis."""
-    colours = {"Poisson": POISSON_COLOUR}
+def variance_by_age_chart(ages: Sequence[float], terms: Mapping[str, np.ndarray], *, chart_title=None):
+    """Per-age terms of a variance sum (e.g. Poisson, noise at V = 1 and V = 5), log axis:
+    Poisson in its colour, the other terms in the settings' colours, in turn."""
     rows = [pd.DataFrame({"age": ages, "component": k, "value": np.asarray(v, dtype=float)}) for k, v in terms.items()]
     d = pd.concat(rows, ignore_index=True)
     d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
-    domain = list(terms)
-    others = iter(SETTING_PALETTE * 2)  # the noise terms in the order of the settings
-    rng = [colours.get(k) or next(others) for k in domain]
+    others = itertools.cycle(SETTING_PALETTE)  # the noise terms in the order of the settings
+    colours = {k: POISSON_COLOUR if k == "Poisson" else next(others) for k in terms}
+    chart = _by_age(d, "component", colours, "contribution to Var(e0) (years^2)")
     return (
-        alt.Chart(d)
-        .mark_line(point=alt.OverlayMarkDef(size=10), strokeWidth=1.2)
-        .encode(
-            x=alt.X("age:Q", title="age x (85 = open group 85+)"),
-            y=log_axis(alt.Y, "value", y_title, d["value"]),
-            color=alt.Color(
-                "component:N", title=None, scale=alt.Scale(domain=domain, range=rng), legend=alt.Legend(orient="top")
-            ),
-            tooltip=["component:N", "age:Q", alt.Tooltip("value:Q", format=".3g")],
-        )
-        .properties(width=width, height=height, title=chart_title or "")
+        chart.mark_line(point=alt.OverlayMarkDef(size=10), strokeWidth=1.2)
+        .encode(x=alt.X("age:Q", title="age x (85 = open group 85+)"))
+        .properties(width=520, height=230, title=chart_title or "")
     )
 
 
@@ -297,11 +237,9 @@ def solution(summary: str, *parts) -> object:
     for p in parts:
         if isinstance(p, pd.DataFrame):
             body.append(p.to_html(index=False, border=0, classes="dn-table"))
-        elif hasattr(p, "to_html") and callable(p.to_html):  # a Styler
+        elif callable(getattr(p, "to_html", None)):  # a Styler
             body.append(p.to_html())
         else:
             body.append(markdown_to_html(str(p)))
-    return HTML(
-        f"{SOLUTION_CSS}<details "
-        f'class="dn-solution"><summary>{_html.escape(summary)}</summary>{"".join(body)}</details>'
-    )
+    summary = _html.escape(summary)
+    return HTML(f'{SOLUTION_CSS}<details class="dn-solution"><summary>{summary}</summary>{"".join(body)}</details>')

@@ -1,13 +1,9 @@
 """The Europe overview's charts and tables: every NUTS 2 region of a dataset, the settings
-side by side.
-
-``notebooks/overview.ipynb`` computes nothing itself: its tables (and the regions outside the
-map's frame) come from :mod:`demonoise.analysis.overview` and are shown here -- the relative
-noise uncertainty and the admixture against population (:func:`population_scatter`), the map
-of the e0 admixture (:func:`admixture_map`), the effect of 5-year groups
-(:func:`granularity_chart`), the calibration of V (:func:`calibration_chart`) and the tables
-(:func:`overview_table`, the reports' table). Definitions (docs/design.md, "Admixture"):
-``delta = sd / value``, ``A = sqrt(1 + Var_noise / Var_pois) - 1``.
+side by side. ``notebooks/overview.ipynb`` computes nothing itself: its tables come from
+:mod:`demonoise.analysis.overview` and are shown here (:func:`overview_table`, the reports'
+table), with the uncertainty and admixture against population (:func:`population_scatter`),
+the map of the e0 admixture (:func:`admixture_map`), the effect of 5-year groups
+(:func:`granularity_chart`) and the calibration of V (:func:`calibration_chart`).
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ import math
 import re
 from collections.abc import Sequence
 
+import altair as alt
 import numpy as np
 import pandas as pd
 
@@ -35,6 +32,13 @@ from demonoise.analysis.overview import (
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR, admixture_class
+from demonoise.report.content.charts import (
+    ADMIX_REF,
+    POPULATION,
+    admixture_references,
+    nominal,
+    uncertainty_vs_population,
+)
 from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column, region_labels
 from demonoise.report.content.theme import admixture_column, log_axis, setting_colours
 
@@ -53,7 +57,6 @@ _MAP_COLOURS = [c.colour for c in ADMIXTURE_CLASSES]
 #: Indicator colours of the granularity chart: none of the settings' palette.
 _INDICATOR_COLOURS = {"e0": "#222222", "e65": "#8c8c8c", "TFR": "#c51b7d"}
 _GEO_DATASET = "nuts2_2021"
-_POPULATION = "population on 1 January (both sexes)"  # the reports' axis
 
 
 # ============================================== calibration
@@ -71,8 +74,6 @@ def calibration_chart(
     keys: Sequence[str] = ("e0", "tfr"),
     sex: str | None = None,
     V: Sequence[float] = (1.0, 5.0),
-    width: int = 330,
-    height: int = 240,
 ):
     """``V_max`` against population (log-log), one panel per indicator, one colour per
     admixture threshold, with horizontal rules at the V's of the run.
@@ -80,10 +81,8 @@ def calibration_chart(
     ``pop``: ``region, sex, population`` (:func:`population` of the results table);
     without it the x axis is the number of events behind the indicator.
     """
-    import altair as alt
-
     V = [float(v) for v in V]
-    xcol, xtitle = ("population", _POPULATION) if pop is not None else ("events", "events behind the indicator")
+    xcol, xtitle = ("population", POPULATION) if pop is not None else ("events", "events behind the indicator")
     ref = pd.DataFrame({"V": V, "label": [f"V = {v:g}" for v in V]})
     rule = alt.Chart(ref).mark_rule(color="#444", strokeDash=[4, 3]).encode(y="V:Q")
     text = (
@@ -91,7 +90,7 @@ def calibration_chart(
         .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444")
         .encode(y="V:Q", x=alt.value(2), text="label:N")
     )
-    panels = []
+    panels, legend = [], alt.Legend(orient="top")
     for key in keys:
         rows = calibration_rows(cal, key, sex)
         d = rows[np.isfinite(rows["V_max"]) & (rows["V_max"] > 0)]
@@ -99,24 +98,12 @@ def calibration_chart(
         order = [_threshold_label(t) for t in sorted(rows["threshold"].unique())]
         d = d.assign(threshold_label=d["threshold"].map(_threshold_label))[["region", xcol, "V_max", "threshold_label"]]
         few = len(order) <= len(_THRESHOLD_COLOURS)
-        scale = (
-            alt.Scale(domain=order, range=_THRESHOLD_COLOURS[: len(order)])
-            if few
-            else alt.Scale(domain=order, scheme="blues")
-        )
-        pts = (
-            alt.Chart(d)
-            .mark_point(filled=True, size=16, opacity=0.7)
-            .encode(
-                x=log_axis(alt.X, xcol, xtitle, d[xcol], ",~s"),
-                y=log_axis(alt.Y, "V_max", "largest V keeping A at or below the threshold", [*d["V_max"], *V]),
-                color=alt.Color(
-                    "threshold_label:N", title="threshold", sort=order, scale=scale, legend=alt.Legend(orient="top")
-                ),
-                tooltip=["region:N", alt.Tooltip("V_max:Q", format=".3g"), "threshold_label:N"],
-            )
-        )
-        panels.append(alt.layer(pts, rule, text).properties(width=width, height=height, title=KEY_TITLES[key]))
+        scale = alt.Scale(domain=order, **({"range": _THRESHOLD_COLOURS[: len(order)]} if few else {"scheme": "blues"}))
+        x = log_axis(alt.X, xcol, xtitle, d[xcol], ",~s")
+        y = log_axis(alt.Y, "V_max", "largest V keeping A at or below the threshold", [*d["V_max"], *V])
+        colour = alt.Color("threshold_label:N", title="threshold", sort=order, scale=scale, legend=legend)
+        pts = alt.Chart(d).mark_point(filled=True, size=16, opacity=0.7).encode(x=x, y=y, color=colour)
+        panels.append(alt.layer(pts, rule, text).properties(width=330, height=240, title=KEY_TITLES[key]))
     return alt.hconcat(*panels).resolve_scale(color="shared")
 
 
@@ -124,134 +111,89 @@ def _v_label(v) -> str:
     return f"noise, {v}" if isinstance(v, str) else f"noise, V = {float(v):g}"
 
 
-def population_scatter(rows: pd.DataFrame, *, title: str = "", width: int = 340, height: int = 300):
-    """Two log-log panels over the NUTS 2 regions against population: the relative
-    uncertainty (Poisson and noise of every setting, %: the reports'
+def population_scatter(rows: pd.DataFrame, *, title: str = ""):
+    """Two log-log panels over the NUTS 2 regions (``rows``: :func:`indicator_rows`, a row per
+    region and setting) against population: the relative uncertainty (the reports'
     :func:`~demonoise.report.content.charts.uncertainty_vs_population`) and the noise
-    admixture (%, with the 10 % and 41 % lines), each setting in its colour.
-
-    ``rows``: :func:`indicator_rows` (one row per region and setting).
-    """
-    import altair as alt
-
-    from demonoise.report.content.charts import ADMIX_REF, admixture_references, uncertainty_vs_population
-
+    admixture (%, with the 10 % and 41 % lines), each setting in its colour."""
     rows = with_labels(rows)
     vs = setting_order(rows)
-    series = ["Poisson"] + [_v_label(v) for v in vs]
-    by_setting = setting_colours(vs)
-    left = uncertainty_vs_population(rows, settings=vs, width=width, height=height, title="relative uncertainty")
+    left = uncertainty_vs_population(rows, settings=vs, width=340, height=300, title="relative uncertainty")
     a = rows[["region", "region_name", "population", "setting", "admixture"]]
     a = a.assign(A=100.0 * a["admixture"], series=a["setting"].map(_v_label))
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
-    colours = [POISSON_COLOUR] + [by_setting[v] for v in vs]
-    points = (
-        alt.Chart(a)
-        .mark_point(size=30, opacity=0.75, filled=True, aria=False)
-        .encode(
-            x=log_axis(alt.X, "population", _POPULATION, rows["population"], ",~s"),
-            y=log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]])),
-            color=alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), legend=None),
-            tooltip=[
-                "region:N",
-                "region_name:N",
-                alt.Tooltip("population:Q", format=",.0f"),
-                "series:N",
-                alt.Tooltip("A:Q", format=".3g"),
-            ],
-        )
-    )
-    rule, text = admixture_references(width, rule="#666", text="#555", aria=False)
-    right = alt.layer(points, rule, text).properties(width=width, height=height, title="noise admixture")
+    colours = {"Poisson": POISSON_COLOUR} | {_v_label(v): c for v, c in setting_colours(vs).items()}
+    x = log_axis(alt.X, "population", POPULATION, rows["population"], ",~s")
+    y = log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]]))
+    colour = nominal("series", colours, legend=None)
+    points = alt.Chart(a).mark_point(size=30, opacity=0.75, filled=True, aria=False).encode(x=x, y=y, color=colour)
+    rule, text = admixture_references(340, rule="#666", text="#555", aria=False)
+    right = alt.layer(points, rule, text).properties(width=340, height=300, title="noise admixture")
     chart = alt.hconcat(left, right).resolve_scale(color="shared")
     return chart.properties(title=title) if title else chart
 
 
 def admixture_map(
-    values: pd.DataFrame,
-    geojson: dict | None = None,
-    *,
-    title: str = "noise admixture A (%)",
-    width: int = 380,
-    height: int = 380,
-    frame: Sequence[float] = EUROPE_FRAME,
-    caption: str = "",
+    values: pd.DataFrame, geojson: dict | None = None, *, title: str = "noise admixture A (%)", caption: str = ""
 ):
     """Choropleth of the admixture (``values["A"]``, %), one panel per V.
 
-    Azimuthal equal-area projection centred on 10 E, 52 N (the data README's), fitted
-    to the regions within ``frame`` (lon/lat box: regions entirely outside it, the
-    outermost regions, are not drawn -- list them with
-    :func:`~demonoise.analysis.overview.outside_table`), clipped
-    to the view (``mark_geoshape(clip=True)``); ring winding as in the file.
-    Classes and colours: the reports' (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`:
-    below 10 %, 10 % to 41 %, 41 % or more: noise as large as Poisson); regions without a
-    value are grey. Carries the boundaries' credit line.
-
-    ``values``: :func:`map_values` (``region, V, A``, ...); ``title`` the legend's title,
-    ``caption`` the figure's (a title above the panels, which the report takes as the
-    numbered caption; the credit stays under them).
+    Azimuthal equal-area projection centred on 10 E, 52 N, fitted to the regions within
+    :data:`~demonoise.analysis.overview.EUROPE_FRAME` (the outermost regions, outside it, are
+    not drawn: :func:`~demonoise.analysis.overview.outside_table` lists them), clipped to the
+    view. Classes and colours: the reports'
+    (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`); regions without a value grey; the
+    boundaries' credit line underneath. ``values``: :func:`map_values` (``region, V, A``,
+    ...); ``title`` the legend's title, ``caption`` a title above the panels (the report's
+    numbered caption).
     """
-    import altair as alt
-
     from demonoise.io.geo import CREDIT, nuts2_features
 
-    feats = in_frame(nuts2_features(geojson=geojson), frame)
+    feats = in_frame(nuts2_features(geojson=geojson), EUROPE_FRAME)
     # The boundaries (and the fit) are inserted into the finished spec: Altair would
     # otherwise walk and validate every coordinate (~10 s for this file).
     geo = alt.Data(name=_GEO_DATASET)
-    proj = dict(type="azimuthalEqualArea", rotate=[-10, -52, 0])
-    scale = alt.Scale(domain=list(MAP_CLASSES) + [NO_DATA], range=_MAP_COLOURS + [NO_DATA_COLOUR])
-    legend = alt.Legend(
-        orient="bottom",
-        direction="horizontal",
-        titleLimit=500,
-        symbolType="square",
-        symbolSize=140,
-        columns=7,
-        labelLimit=120,
-    )
-    panels = []
+    legend = {"orient": "bottom", "direction": "horizontal", "titleLimit": 500, "symbolType": "square"}
+    legend |= {"symbolSize": 140, "columns": 7, "labelLimit": 120}
+    colours = dict(zip(MAP_CLASSES, _MAP_COLOURS, strict=True)) | {NO_DATA: NO_DATA_COLOUR}
+    colour = nominal("A_class", colours, title=title, legend=legend)
+    # the regions named in the SVG's ARIA labels (off in the reports, on where a test reads them)
+    tip = [
+        alt.Tooltip("properties.NUTS_ID:N", title="region"),
+        alt.Tooltip("properties.NAME_LATN:N", title="name"),
+        alt.Tooltip("A:Q", format=".3g"),
+    ]
     values = with_labels(values)
-    for v in setting_order(values):
-        lk = values.loc[values["setting"] == v, ["region", "A", "A_class"]]
-        panel = (
-            alt.Chart(geo)
-            .mark_geoshape(clip=True, stroke="white", strokeWidth=0.25)
-            .transform_lookup(
-                lookup="properties.NUTS_ID", from_=alt.LookupData(lk, "region", ["A", "A_class"]), default=NO_DATA
-            )
-            .encode(
-                color=alt.Color("A_class:N", scale=scale, title=title, legend=legend),
-                tooltip=[
-                    alt.Tooltip("properties.NUTS_ID:N", title="region"),
-                    alt.Tooltip("properties.NAME_LATN:N", title="name"),
-                    alt.Tooltip("A:Q", format=".3g"),
-                ],
-            )
-            .project(**proj)
-            .properties(width=width, height=height, title=v)
+    panels = [
+        alt.Chart(geo)
+        .mark_geoshape(clip=True, stroke="white", strokeWidth=0.25)
+        .transform_lookup(
+            lookup="properties.NUTS_ID",
+            from_=alt.LookupData(
+                values.loc[values["setting"] == v, ["region", "A", "A_class"]], "region", ["A", "A_class"]
+            ),
+            default=NO_DATA,
         )
-        panels.append(panel)
+        .encode(color=colour, tooltip=tip)
+        .project(type="azimuthalEqualArea", rotate=[-10, -52, 0])
+        .properties(width=380, height=380, title=v)
+        for v in setting_order(values)
+    ]
     credit = alt.TitleParams(CREDIT, orient="bottom", anchor="end", fontSize=9, fontWeight="normal", color="#555")
     chart = alt.hconcat(*panels, spacing=10).resolve_scale(color="shared").properties(title=credit)
     if caption:
         chart = alt.vconcat(chart).properties(title=caption)
     spec = chart.configure_view(stroke=None).to_dict()
     spec.setdefault("datasets", {})[_GEO_DATASET] = feats
-    fit = fit_points(feats, frame)
+    fit = fit_points(feats, EUROPE_FRAME)
     for panel in (spec["vconcat"][0] if caption else spec)["hconcat"]:
         panel["projection"]["fit"] = fit
     return SpecChart(spec)
 
 
 class SpecChart:
-    """A finished Vega-Lite spec, shown through the active Altair renderer (the
-    ``demonoise`` renderer of :func:`demonoise.report.setup_notebook` in a report).
-
-    For charts whose inline data are too large for Altair's schema validation (the
-    map's boundaries); ``to_dict()`` returns the spec.
-    """
+    """A finished Vega-Lite spec (``to_dict()``) shown by the active Altair renderer: a chart
+    whose inline data are too large for Altair's schema validation (the map's boundaries)."""
 
     def __init__(self, spec: dict):
         self.spec = spec
@@ -260,17 +202,13 @@ class SpecChart:
         return self.spec
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        import altair as alt
-
         return alt.renderers.get()(self.spec)
 
 
-def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 240, title: str = ""):
+def granularity_chart(effect: pd.DataFrame, *, title: str = ""):
     """Noise-sd ratio single-age / 5-year publication against population, one colour
     per indicator (:data:`_INDICATOR_COLOURS`, none of them a setting's; one V: the ratio
     is the same at every V for the generic model)."""
-    import altair as alt
-
     effect = with_labels(effect)
     v0 = setting_order(effect)[0]
     d = effect[(effect["setting"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
@@ -278,23 +216,11 @@ def granularity_chart(effect: pd.DataFrame, *, width: int = 560, height: int = 2
     ].copy()
     d["indicator"] = d["indicator"].map(lambda k: SHORT_NAMES.get(k, k))
     order = [SHORT_NAMES.get(k, k) for k in effect["indicator"].drop_duplicates().tolist()]
-    return (
-        alt.Chart(d)
-        .mark_point(size=18, opacity=0.6, filled=True, aria=False)
-        .encode(
-            x=log_axis(alt.X, "population", _POPULATION, d["population"], ",~s"),
-            y=alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False)),
-            color=alt.Color(
-                "indicator:N",
-                title=None,
-                sort=order,
-                scale=alt.Scale(domain=order, range=[_INDICATOR_COLOURS.get(k, "#555555") for k in order]),
-                legend=alt.Legend(orient="top"),
-            ),
-            tooltip=["region:N", "region_name:N", "indicator:N", alt.Tooltip("ratio:Q", format=".3f")],
-        )
-        .properties(width=width, height=height, **({"title": title} if title else {}))
-    )
+    x = log_axis(alt.X, "population", POPULATION, d["population"], ",~s")
+    y = alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False))
+    colour = nominal("indicator", {k: _INDICATOR_COLOURS.get(k, "#555555") for k in order}, title=None, sort=order)
+    chart = alt.Chart(d).mark_point(size=18, opacity=0.6, filled=True, aria=False).encode(x=x, y=y, color=colour)
+    return chart.properties(width=560, height=240, **({"title": title} if title else {}))
 
 
 # ============================================================ tables
@@ -359,12 +285,6 @@ def _texts(col: str, v: np.ndarray, digits: int) -> list[str]:
     return ["\u221e" if isinstance(x, float) and x == math.inf else s for s, x in zip(out, v, strict=True)]
 
 
-def _fills(col: str, v: np.ndarray) -> list[str]:
-    """The class colours of an admixture column (none for the other columns)."""
-    classes = [admixture_class(float(a)) if col.startswith("admixture") else None for a in v]
-    return [c.colour if c else "" for c in classes]
-
-
 def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value", value_digits: int = 4) -> HtmlTable:
     """A table of :mod:`demonoise.analysis.overview` as the reports show theirs
     (:class:`~demonoise.report.content.summary.HtmlTable`): the region's code and name in
@@ -373,13 +293,16 @@ def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value",
     significant digits; the CSV holds ``df``."""
     frame = d = df.drop(columns=["setting_key"], errors="ignore")
     if "region_name" in d:
-        d = d.assign(region=region_labels(d))
-        d = d.drop(columns="region_name")
+        d = d.assign(region=region_labels(d)).drop(columns="region_name")
     cols = [_of_setting(c) for c in d.columns]
     heads = {**_HEADS, "value": value_name}
     values = [(base, d[c].to_numpy()) for c, (base, _) in zip(d.columns, cols, strict=True)]
     shown = pd.DataFrame({j: _texts(base, v, value_digits) for j, (base, v) in enumerate(values)})
-    colours = pd.DataFrame({j: _fills(base, v) for j, (base, v) in enumerate(values)})
+    fills = [
+        [c.colour if c else "" for c in map(admixture_class, v)] if b.startswith("admixture") else [""] * len(v)
+        for b, v in values
+    ]
+    colours = pd.DataFrame(dict(enumerate(fills)))
     shown.columns = colours.columns = [heads.get(base, base.replace("_", " ")) for base, _ in cols]
     labels = [label for _, label in cols]
     palette = setting_colours(list(dict.fromkeys(x for x in labels if x)))

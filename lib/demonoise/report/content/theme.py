@@ -1,8 +1,7 @@
 """The one visual language of every output: the ``demonoise`` Altair theme (:data:`THEME`),
-the colours of the vocabulary (a setting by its position in the batch, :func:`setting_colours`;
-a region by its rank in the country, :func:`region_colours`), number formats (the SI
-thousands separator :data:`THOUSANDS` in tables and charts, fixed decimals per column,
-admixtures printed with enough decimals to stay in their class) and 1-2-5 log-axis ticks.
+the colours of settings (by position in the batch) and regions (by rank in the country),
+number formats (the SI thousands separator :data:`THOUSANDS`, fixed decimals per column,
+admixtures with enough decimals to stay in their class) and 1-2-5 log-axis ticks.
 """
 
 from __future__ import annotations
@@ -38,11 +37,10 @@ __all__ = [
 THEME = "demonoise"
 #: Font of every chart (the first one installed is used to measure and to draw text).
 FONT = "DejaVu Sans, Verdana, sans-serif"
-#: The typeface of the PDF and of the charts' text (the reports' stylesheets name it), in
-#: ``templates/demonoise/fonts``.
+#: The typeface of the PDF and of the charts' text (the reports' stylesheets name it).
 FONT_FAMILY = "DejaVu Sans"
-#: Its faces and those of its monospaced companion (inline code), (family, style, weight)
-#: -> file in ``<base>/demonoise/fonts``.
+#: Its faces and its monospaced companion's (inline code): (family, style, weight) -> file
+#: in ``templates/demonoise/fonts``.
 FONT_FACES = {
     (FONT_FAMILY, "normal", 400): "DejaVuSans.ttf",
     (FONT_FAMILY, "normal", 700): "DejaVuSans-Bold.ttf",
@@ -55,8 +53,7 @@ FONT_FACES = {
 
 def chart_fonts_dir() -> Path | None:
     """The template's ``fonts/`` directory (:data:`FONT_FACES`), where the charts' text is
-    measured and the PDF set; ``None`` where no template directory holds them (the
-    machine's fonts then)."""
+    measured and the PDF set; ``None`` where no template holds them (the machine's fonts)."""
     from demonoise.core.errors import ReportError
     from demonoise.runtime.locate import find_dir
 
@@ -100,10 +97,9 @@ def _theme() -> dict:
             "aria": False,
             "view": {"stroke": "#d5dbe1"},
             "title": {"anchor": "start", "fontSize": 13, "subtitleColor": "#5b6570", "subtitleFontSize": 10},
-            # labelLimit 0: no axis label is cut short unless its chart says so (the region
-            # axes do); Vega then measures no label's width only to decide whether to cut
-            # it -- a tenth of the time of drawing a report's charts (vl-convert), and the
-            # same SVG wherever nothing was cut (every chart of CZ, FR and MT)
+            # labelLimit 0: no axis label cut short unless its chart says so (the region axes
+            # do); Vega then measures no label only to decide whether to cut it (a tenth of
+            # the time of drawing a report's charts)
             "axis": {
                 "labelFontSize": 10,
                 "titleFontSize": 11,
@@ -152,8 +148,7 @@ def log_ticks(values, *, most: int = 9) -> list[float]:
 
 
 def log_axis(channel, field: str, title, values, fmt: str = "~g", *, most: int = 9, **axis):
-    """``channel`` (``alt.X`` or ``alt.Y``) of ``field`` on a log scale, its ticks the
-    :func:`log_ticks` over ``values``, its labels in ``fmt``."""
+    """``channel`` (``alt.X``, ``alt.Y``) of ``field``: log scale, :func:`log_ticks` labelled in ``fmt``."""
     import altair as alt
 
     ticks = log_ticks(values, most=most)
@@ -174,10 +169,9 @@ def column_decimals(values, *, significant: int = 2, most: int = 6) -> int:
 
 
 def admixture_column(values, *, significant: int = 2, most: int = 6) -> list[str]:
-    """Admixtures (fractions) of a table column coloured by class, in per cent: the
-    column's decimals (:func:`column_decimals` of the percentages, at most ``most``), more
-    in a cell whose rounded figure would read as another class
-    (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" where missing or infinite."""
+    """Admixtures (fractions) of a table column in per cent: the column's decimals
+    (:func:`column_decimals`, at most ``most``), more where the rounded figure would read as
+    another class (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" if not finite."""
     vals = [float(v) if v is not None else math.nan for v in values]
     k = column_decimals([100.0 * v for v in vals], significant=significant, most=most)
     return [
@@ -187,8 +181,7 @@ def admixture_column(values, *, significant: int = 2, most: int = 6) -> list[str
 
 
 def admixture_text(A: float) -> str:
-    """One admixture coloured by its class, in per cent with 2 significant digits, more where
-    rounding would carry it into another class (``0.0977`` -> ``"9.8 %"``, not ``"10 %"``;
-    ``0.103`` -> ``"10.3 %"``): its :func:`admixture_column` of one cell."""
+    """One admixture in per cent, as :func:`admixture_column` writes it (``0.0977`` -> ``"9.8 %"``,
+    not ``"10 %"``: rounding may not carry it into another class; ``0.103`` -> ``"10.3 %"``)."""
     text = admixture_column([A], most=12)[0]
     return text if text == "\u2014" else f"{text} %"
