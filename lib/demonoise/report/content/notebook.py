@@ -205,16 +205,12 @@ def setup_notebook() -> None:
 
     from demonoise.report.content.theme import register_theme
 
-    # register() only sets an entry (idempotent); names() would read the installed
-    # packages' entry points, 20 ms per call, twice per notebook
+    # register() only sets an entry (names() would read every package's entry points: 20 ms)
     alt.renderers.register("demonoise", lambda spec, **_: chart_bundle(spec))
     register_theme()
     if (ip := get_ipython()) is not None:
-        for kind, bundle in (
-            (pd.DataFrame, _frame_bundle),
-            (Styler, _frame_bundle),
-            (alt.TopLevelMixin, _chart_display),
-        ):
+        bundles = {pd.DataFrame: _frame_bundle, Styler: _frame_bundle, alt.TopLevelMixin: _chart_display}
+        for kind, bundle in bundles.items():
             ip.display_formatter.mimebundle_formatter.for_type(kind, bundle)
     alt.renderers.enable("demonoise")
     alt.data_transformers.enable("default", max_rows=100_000)
@@ -223,10 +219,8 @@ def setup_notebook() -> None:
 
 # ----------------------------------------------------------------------- metrics
 def to_jsonable(value: Any) -> Any:
-    """A metrics payload in plain JSON types: numpy scalars and arrays, pandas objects
-    (their ``tolist()``) and tuples become Python numbers and lists; non-finite floats (NaN,
-    +-inf) become ``None`` because JSON has no such values (nbformat would otherwise write
-    invalid JSON).
+    """A metrics payload in plain JSON types: numpy and pandas objects (their ``tolist()``)
+    and tuples become Python numbers and lists, non-finite floats ``None`` (JSON has none).
 
     Raises
     ------
@@ -246,10 +240,9 @@ def to_jsonable(value: Any) -> Any:
 def display_metrics(payload: Mapping[str, Any]) -> None:
     """Publish ``payload`` as a metrics output that the batch can read back.
 
-    Displays ``{METRICS_MIME: payload}`` raw (no ``text/plain`` fallback), so the
-    notebook shows nothing in JupyterLab and the report never renders it. Tag the cell
-    ``metrics`` so that the rendered report drops the whole cell; read the payloads
-    back with :func:`demonoise.report.document.assemble.read_metrics`.
+    Displayed raw under :data:`METRICS_MIME` (no ``text/plain``): JupyterLab and the report
+    show nothing. Tag the cell ``metrics`` so that the report drops it; the payloads are
+    read back by :func:`demonoise.report.document.assemble.read_metrics`.
 
     Parameters
     ----------

@@ -123,9 +123,8 @@ class _PdfRenderer(MathRenderer):
 def markdown_to_typst(source: str) -> str:
     """Markdown (with maths) to Typst markup: its HTML (:class:`MathRenderer`) converted by
     :func:`html_to_typst`."""
-    return html_to_typst(
-        MarkdownWithMath(renderer=_PdfRenderer(escape=False, exclude_anchor_links=True)).render(source)
-    )
+    renderer = _PdfRenderer(escape=False, exclude_anchor_links=True)
+    return html_to_typst(MarkdownWithMath(renderer=renderer).render(source))
 
 
 # ------------------------------------------------------------------ HTML -> Typst
