@@ -15,20 +15,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = [
-    "METRICS_MIME",
-    "FIGURE_MIME",
-    "TABLE_MIME",
-    "TYPST_MIME",
-    "DATA_MIME",
-    "data_bundle",
-    "Shown",
-    "setup_notebook",
-    "chart_bundle",
-    "drawn_fields",
-    "display_metrics",
-    "to_jsonable",
-]
+from demonoise.core.errors import ParameterError
 
 #: Custom mime type of a metrics payload (never rendered into the report).
 METRICS_MIME = "application/vnd.demonoise.metrics+json"
@@ -47,12 +34,8 @@ _ID_RE = re.compile(r'\bid="([^"]+)"')
 
 
 def _uniquify_svg_ids(svg: str) -> str:
-    """Prefix every ``id`` of an SVG (and the ``url(#..)``/``href="#.."`` that use it).
-
-    Inline SVGs share one id space per HTML page; two vl-convert charts both defining
-    ``clip1`` would clip each other. The prefix is a hash of the SVG text, so identical
-    SVGs get identical (and therefore harmless) ids.
-    """
+    """Every ``id`` of an SVG and its uses prefixed with a hash of the SVG: inline SVGs share
+    one id space per page (two charts' ``clip1`` would clip each other), identical ones agree."""
     ids = set(_ID_RE.findall(svg))
     if not ids:
         return svg
@@ -67,14 +50,10 @@ _WHOLE_DATUM = re.compile(r'"tooltip":\s*true|"content":\s*"data"|"geoshape"')
 
 
 def drawn_fields(spec: Mapping[str, Any]) -> dict:
-    """``spec`` with each inline dataset cut to the fields the rest of the spec names.
-
-    The chart builders pass whole slices of the results table where a chart draws three or
-    four columns, and Vega carries every field of every row. A field is kept wherever its
-    name occurs outside the data (even inside another string), so the drawing is the same,
-    in a tenth less time. A spec that can use a datum's every field (``tooltip: true``, a
-    map) is returned as it is. The figure's CSV is made from the whole spec.
-    """
+    """``spec`` with each inline dataset cut to the fields named anywhere else in it (even
+    inside another string): the same drawing in a tenth less time, where the charts are given
+    whole slices of the results table. A spec that can use a datum's every field
+    (``tooltip: true``, a map) is returned as it is."""
     rest = json.dumps({k: v for k, v in spec.items() if k != "datasets"}, separators=(",", ":"))
     if not spec.get("datasets") or _WHOLE_DATUM.search(rest):
         return dict(spec)
@@ -130,14 +109,10 @@ def _spec_csv(spec: Mapping[str, Any]) -> str:
     """The chart's data as CSV: its largest inline dataset (the marks'; small ones are reference lines)."""
     import pandas as pd
 
-    sets = dict(spec.get("datasets") or {})
-    values = (spec.get("data") or {}).get("values")
-    if values:
-        sets["_inline"] = values
-    if not sets:
-        return ""
-    rows = max(sets.values(), key=len)
-    return pd.DataFrame.from_records(rows).to_csv(index=False, float_format="%.10g")
+    sets = list((spec.get("datasets") or {}).values())
+    if values := (spec.get("data") or {}).get("values"):
+        sets.append(values)
+    return pd.DataFrame.from_records(max(sets, key=len)).to_csv(index=False, float_format="%.10g") if sets else ""
 
 
 def data_bundle(files: Mapping[str, Any]) -> dict:
@@ -165,17 +140,15 @@ def _chart_display(chart, include=None, exclude=None) -> dict:
     import altair as alt
 
     spec = chart.to_dict(validate=os.environ.get("DEMONOISE_VALIDATE_CHARTS") == "1", context={"pre_transform": False})
-    renderer = alt.renderers.get()
-    return renderer(spec) if renderer else {}
+    return alt.renderers.get()(spec)
 
 
 def _frame_bundle(obj, include=None, exclude=None) -> dict:
-    """A pandas DataFrame or Styler shown in a report notebook: its data as CSV under
-    :data:`TABLE_MIME`, so that the report numbers it and links its CSV (the HTML comes from
-    pandas' own formatter), with the caption a Styler carries as ``dn_caption``."""
+    """A DataFrame or Styler shown: its data (CSV) and the caption a Styler carries as
+    ``dn_caption`` under :data:`TABLE_MIME`, which the report numbers (the HTML is pandas')."""
     frame = getattr(obj, "data", obj)
     csv = frame.to_csv(index=not isinstance(frame.index, __import__("pandas").RangeIndex), float_format="%.10g")
-    caption = str(getattr(obj, "dn_caption", "") or "")  # a caption given to the table (what-if, teaching)
+    caption = str(getattr(obj, "dn_caption", "") or "")
     return {TABLE_MIME: {"caption": caption, "note": "", "csv": csv, "empty": len(frame) == 0}}
 
 
@@ -227,7 +200,6 @@ def to_jsonable(value: Any) -> Any:
     ParameterError
         A value of another type, naming it.
     """
-    from demonoise.core.errors import ParameterError
 
     def plain(v):
         if callable(getattr(v, "tolist", None)):
@@ -250,8 +222,6 @@ def display_metrics(payload: Mapping[str, Any]) -> None:
         Converted with :func:`to_jsonable` (NaN/inf become ``null``).
     """
     from IPython.display import display
-
-    from demonoise.core.errors import ParameterError
 
     if not isinstance(payload, Mapping):
         raise ParameterError(f"metrics payload must be a mapping, got {type(payload).__name__}")

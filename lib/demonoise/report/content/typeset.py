@@ -20,16 +20,6 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from demonoise.core.errors import ReportError
 from demonoise.report.content.typstsrc import Code, call, markup, png_svg, string_literal
 
-__all__ = [
-    "MATH_CLASS",
-    "tex_svg",
-    "tex_typst",
-    "MathRenderer",
-    "markdown_to_html",
-    "markdown_to_typst",
-    "html_to_typst",
-]
-
 #: Class of every typeset formula (``<svg class="dn-math">``; display maths also ``dn-math-display``).
 MATH_CLASS = "dn-math"
 #: ziamath's drawing size (px); the SVG is scaled to the text with em units.
@@ -133,9 +123,7 @@ _SKIP = frozenset({"style", "script", "head", "title", "button"})
 _INLINE = {"strong": "strong", "b": "strong", "em": "emph", "i": "emph", "sub": "sub", "sup": "super"}
 _INLINE |= {"u": "underline", "del": "strike", "s": "strike"}
 #: Block tags: their content (trimmed) in a paragraph or a function of its own; empty tags as they are.
-_BLOCK = dict.fromkeys(
-    ("p", "div", "section", "nav", "figure", "figcaption", "details", "main", "header", "footer", "li"), "\n\n{}\n\n"
-)
+_BLOCK = dict.fromkeys("p div section nav figure figcaption details main header footer li".split(), "\n\n{}\n\n")
 _BLOCK |= {"blockquote": "\n#quote(block: true)[{}]\n", "summary": "\n#strong[{}]\n\n"}
 _BLOCK |= {
     f"h{n}": f"\n#heading(level: {n}, outlined: false, bookmarked: {str(n <= 3).lower()})[{{}}]\n" for n in range(1, 7)

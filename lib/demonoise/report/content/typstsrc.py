@@ -17,22 +17,10 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from demonoise.report.content.notebook import TYPST_MIME
+from demonoise.report.content.notebook import TYPST_MIME as TYPST_MIME  # the exporters' too
 
-__all__ = [
-    "TYPST_MIME",
-    "Code",
-    "markup",
-    "string_literal",
-    "value",
-    "call",
-    "colour",
-    "table",
-    "png_svg",
-]
-
-
-_PUNCT = frozenset(string.punctuation)
+#: Markup: every ASCII punctuation character escaped, a line break a space.
+_MARKUP = str.maketrans({c: "\\" + c for c in string.punctuation} | {"\r": " ", "\n": " "})
 _HEX = re.compile(r"^#(?:[0-9a-fA-F]{3}){1,2}$")
 
 
@@ -44,8 +32,7 @@ def markup(text: Any) -> str:
     """``text`` as literal Typst markup: every ASCII punctuation character escaped (``\\#``,
     ``\\$``, ``\\*``, ``\\<``, ...), so that nothing in it is code, maths, a label, a
     comment or markup; line breaks become spaces (a paragraph is one line)."""
-    out = "".join("\\" + c if c in _PUNCT else c for c in str(text))
-    return out.replace("\r", " ").replace("\n", " ")
+    return str(text).translate(_MARKUP)
 
 
 def string_literal(text: Any) -> str:
