@@ -1,8 +1,6 @@
 """Presentation layer: :mod:`.content` (what notebooks show, in the kernel), :mod:`.document`
 (assembly, the exporters to offline HTML and PDF, cover, index) and :mod:`.batch` (params,
-execution, the stages of :func:`~.batch.stages.run_reports`). Report notebooks call
-``import demonoise.report as dr; dr.setup_notebook()`` (cheap to import).
-"""
+execution, the stages). Report notebooks call ``import demonoise.report as dr; dr.setup_notebook()``."""
 
 from demonoise.report.content.notebook import display_metrics, setup_notebook
 

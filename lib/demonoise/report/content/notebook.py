@@ -30,13 +30,10 @@ TYPST_MIME = "text/x-typst"
 
 
 # ------------------------------------------------------------------ chart bundle
-_ID_RE = re.compile(r'\bid="([^"]+)"')
-
-
 def _uniquify_svg_ids(svg: str) -> str:
     """Every ``id`` of an SVG and its uses prefixed with a hash of the SVG: inline SVGs share
     one id space per page (two charts' ``clip1`` would clip each other), identical ones agree."""
-    ids = set(_ID_RE.findall(svg))
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
     if not ids:
         return svg
     prefix = "dn" + hashlib.sha1(svg.encode("utf-8")).hexdigest()[:8] + "-"

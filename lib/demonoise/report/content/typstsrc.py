@@ -1,10 +1,8 @@
-"""Typst source for the PDF: every display object of a report has, beside its HTML, a call
-of a function the template defines (``dn-table``, ``dn-legend``, ...;
-``templates/demonoise_typst/index.typ.j2``) with its data written as Typst values.
-
-User text never reaches Typst as code: in markup every ASCII punctuation character is
-escaped with a backslash (:func:`markup`), in code it is a string literal (:func:`value`).
-The kernel imports this module: it imports nothing heavy.
+"""Typst source for the PDF: beside its HTML, every display object of a report has a call of
+a function the template defines (``dn-table``, ``dn-legend``, ...; ``index.typ.j2``) with its
+data written as Typst values. User text never reaches Typst as code: in markup every ASCII
+punctuation character is escaped (:func:`markup`), in code it is a string literal
+(:func:`value`). The kernel imports this module: it imports nothing heavy.
 """
 
 from __future__ import annotations
