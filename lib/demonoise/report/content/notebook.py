@@ -77,11 +77,10 @@ def chart_bundle(spec: Mapping[str, Any]) -> dict[str, Any]:
     _chart_fonts()
     opts = {"mode": "vega-lite", "engine": "vl-convert", "embed_options": {"formatLocale": FORMAT_LOCALE}}
     svg = spec_to_mimebundle(drawn_fields(spec), "svg", **opts)["image/svg+xml"]
-    title = caption.get("title")
     return {
         "image/svg+xml": _uniquify_svg_ids(svg),
         FIGURE_MIME: {**caption, "csv": _spec_csv(spec)},
-        "text/plain": f"<Chart{': ' + html.escape(str(title)) if title else ''}>",
+        "text/plain": f"<Chart{': ' + html.escape(caption['title']) if caption['title'] else ''}>",
     }
 
 
