@@ -1,11 +1,6 @@
-"""Presentation layer: report notebooks, batch execution, offline HTML/PDF, index page.
-
-Three subpackages: :mod:`.content` (the kernel side: notebook helpers, tables, charts,
-Typst twins, formulas), :mod:`.document` (assembly, the nbconvert exporters, cover, index)
-and :mod:`.batch` (params, papermill execution, the further notebooks, the stages of
-:func:`~.batch.stages.run_reports`). What every report notebook calls is here too
-(``import demonoise.report as dr; dr.setup_notebook()``); importing it is cheap.
-"""
+"""Presentation layer: :mod:`.content` (what notebooks show, in the kernel), :mod:`.document`
+(assembly, the exporters to offline HTML and PDF, cover, index) and :mod:`.batch` (params,
+execution, the stages). Report notebooks call ``import demonoise.report as dr; dr.setup_notebook()``."""
 
 from demonoise.report.content.notebook import display_metrics, setup_notebook
 

@@ -1,2 +1,1 @@
-"""The batch: params, plan and stages, notebook execution, the results store, caching,
-the further notebooks (overview, extras)."""
+"""The batch: params, plan and stages, notebook execution, the further notebooks."""

@@ -1,11 +1,7 @@
-"""Helpers that report notebooks call inside the kernel: :func:`setup_notebook` (offline
-charts: the ``"demonoise"`` Altair renderer converts each chart to a static SVG with
-vl-convert in the kernel, so that the HTML and PDF need no JavaScript and no network),
-the mime bundles of charts, tables and data files, and :func:`display_metrics` (the
-numbers the batch collects, in a cell tagged ``metrics``).
-
-This module imports only Altair, vl-convert and pandas (lazily), so that importing
-:mod:`demonoise.report` in a kernel stays cheap.
+"""What report notebooks call in the kernel: :func:`setup_notebook` (each chart a static
+SVG drawn by vl-convert: no JavaScript, no network), the mime bundles of charts, tables and
+data files, and :func:`display_metrics` (the numbers the batch collects). Altair, vl-convert
+and pandas are imported lazily, so importing :mod:`demonoise.report` stays cheap.
 """
 
 from __future__ import annotations
@@ -19,24 +15,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = [
-    "RENDERER_NAME",
-    "METRICS_MIME",
-    "FIGURE_MIME",
-    "TABLE_MIME",
-    "TYPST_MIME",
-    "DATA_MIME",
-    "data_bundle",
-    "Shown",
-    "setup_notebook",
-    "chart_bundle",
-    "drawn_fields",
-    "display_metrics",
-    "to_jsonable",
-]
+from demonoise.core.errors import ParameterError
 
-#: Name under which the renderer is registered in ``altair.renderers``.
-RENDERER_NAME = "demonoise"
 #: Custom mime type of a metrics payload (never rendered into the report).
 METRICS_MIME = "application/vnd.demonoise.metrics+json"
 #: A chart's caption and data (title, subtitle, CSV), numbered by the exporter.
@@ -50,24 +30,10 @@ TYPST_MIME = "text/x-typst"
 
 
 # ------------------------------------------------------------------ chart bundle
-def _vl_version() -> str:
-    """Vega-Lite version string in vl-convert's form (``"6_4"``), from Altair's schema."""
-    import altair as alt
-
-    return "_".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-
-
-_ID_RE = re.compile(r'\bid="([^"]+)"')
-
-
 def _uniquify_svg_ids(svg: str) -> str:
-    """Prefix every ``id`` of an SVG (and the ``url(#..)``/``href="#.."`` that use it).
-
-    Inline SVGs share one id space per HTML page; two vl-convert charts both defining
-    ``clip1`` would clip each other. The prefix is a hash of the SVG text, so identical
-    SVGs get identical (and therefore harmless) ids.
-    """
-    ids = set(_ID_RE.findall(svg))
+    """Every ``id`` of an SVG and its uses prefixed with a hash of the SVG: inline SVGs share
+    one id space per page (two charts' ``clip1`` would clip each other), identical ones agree."""
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
     if not ids:
         return svg
     prefix = "dn" + hashlib.sha1(svg.encode("utf-8")).hexdigest()[:8] + "-"
@@ -81,57 +47,40 @@ _WHOLE_DATUM = re.compile(r'"tooltip":\s*true|"content":\s*"data"|"geoshape"')
 
 
 def drawn_fields(spec: Mapping[str, Any]) -> dict:
-    """``spec`` with each inline dataset cut to the fields the rest of the spec names.
-
-    The chart builders pass whole slices of the results table (a dozen columns) where a
-    chart draws three or four; Vega parses and carries every field of every row. A field
-    is kept wherever its name occurs anywhere outside the data (encodings, transforms,
-    tooltips; a name inside another string keeps it too), so the drawing is the same --
-    the same SVG for every chart of CZ, FR and MT, in a tenth less time. A spec that can
-    use a datum's every field (``tooltip: true``, a map) is returned as it is. The figure's CSV
-    (:func:`_spec_csv`) is made from the whole spec.
-    """
-    sets = spec.get("datasets")
-    if not isinstance(sets, Mapping) or not sets:
-        return dict(spec)
+    """``spec`` with each inline dataset cut to the fields named anywhere else in it (even
+    inside another string): the same drawing in a tenth less time, where the charts are given
+    whole slices of the results table. A spec that can use a datum's every field
+    (``tooltip: true``, a map) is returned as it is."""
     rest = json.dumps({k: v for k, v in spec.items() if k != "datasets"}, separators=(",", ":"))
-    if _WHOLE_DATUM.search(rest):
+    if not spec.get("datasets") or _WHOLE_DATUM.search(rest):
         return dict(spec)
     cut = {}
-    for name, rows in sets.items():
-        if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
-            cut[name] = rows
-            continue
-        fields = list(dict.fromkeys(k for r in rows for k in r))
-        keep = [f for f in fields if f in rest]
-        if len(keep) == len(fields):
-            cut[name] = rows
-        else:
-            cut[name] = [{f: r[f] for f in keep if f in r} for r in rows]
+    for name, rows in spec["datasets"].items():
+        keep = {f for f in {k for r in rows for k in r} if f in rest}
+        cut[name] = [{f: v for f, v in r.items() if f in keep} for r in rows]
     return {**spec, "datasets": cut}
 
 
 def chart_bundle(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Convert a Vega-Lite spec (inline data, as Altair's ``Chart.to_dict()`` gives it) into
-    an offline mime bundle: the static SVG, the caption and data the exporter numbers
+    """A Vega-Lite spec (inline data, as Altair's ``Chart.to_dict()`` gives it) as an offline
+    mime bundle: the static SVG, the caption and data the exporter numbers
     (:data:`FIGURE_MIME`), and a ``text/plain`` fallback."""
-    import vl_convert as vlc
+    from altair.utils.mimebundle import spec_to_mimebundle
 
     from demonoise.report.content.theme import FONT, FORMAT_LOCALE
 
     spec = dict(spec)
     caption = _take_title(spec)
-    # No ARIA attributes in static SVG: Vega would write an aria-label describing every
-    # mark, which doubles the SVG and says nothing a reader of a printed report can use.
-    # One font for measuring (vl-convert) and drawing (the reader).
+    # no ARIA labels (one per mark doubles the SVG and helps no reader of a printed report);
+    # one font for measuring (vl-convert) and drawing (the reader)
     spec["config"] = {"aria": False, "font": FONT, **(spec.get("config") or {})}
     _chart_fonts()
-    svg = vlc.vegalite_to_svg(drawn_fields(spec), vl_version=_vl_version(), format_locale=FORMAT_LOCALE)
-    title = caption.get("title")
+    opts = {"mode": "vega-lite", "engine": "vl-convert", "embed_options": {"formatLocale": FORMAT_LOCALE}}
+    svg = spec_to_mimebundle(drawn_fields(spec), "svg", **opts)["image/svg+xml"]
     return {
         "image/svg+xml": _uniquify_svg_ids(svg),
         FIGURE_MIME: {**caption, "csv": _spec_csv(spec)},
-        "text/plain": f"<Chart{': ' + html.escape(str(title)) if title else ''}>",
+        "text/plain": f"<Chart{': ' + html.escape(caption['title']) if caption['title'] else ''}>",
     }
 
 
@@ -142,40 +91,30 @@ def _text(value) -> str:
 
 
 def _take_title(spec: dict) -> dict:
-    """Take the chart's title and subtitle out of the spec: the report prints them as the
-    numbered figure caption (so they are never drawn twice, nor clipped in the SVG). A title
-    at the bottom is a credit (e.g. the map's boundaries) and stays on the image."""
+    """Take the title and subtitle out of ``spec`` for the numbered caption (drawn once, never
+    clipped); a title at the bottom is a credit (the map's boundaries) and stays on the image."""
     t = spec.get("title")
-    if isinstance(t, Mapping) and t.get("orient") == "bottom":  # a credit line: it stays on the image
+    if isinstance(t, Mapping) and t.get("orient") == "bottom":
         return {"title": "", "subtitle": ""}
     spec.pop("title", None)
-    if isinstance(t, Mapping):
-        return {"title": _text(t.get("text")), "subtitle": _text(t.get("subtitle"))}
-    return {"title": _text(t), "subtitle": ""}
+    t = t if isinstance(t, Mapping) else {"text": t}
+    return {"title": _text(t.get("text")), "subtitle": _text(t.get("subtitle"))}
 
 
 def _spec_csv(spec: Mapping[str, Any]) -> str:
-    """The chart's data as CSV: the largest inline dataset of the spec (the marks' data;
-    the small ones are reference lines)."""
+    """The chart's data as CSV: its largest inline dataset (the marks'; small ones are reference lines)."""
     import pandas as pd
 
-    sets = dict(spec.get("datasets") or {})
-    values = (spec.get("data") or {}).get("values")
-    if values:
-        sets["_inline"] = values
-    if not sets:
-        return ""
-    rows = max(sets.values(), key=len)
-    return pd.DataFrame.from_records(rows).to_csv(index=False, float_format="%.10g")
+    sets = list((spec.get("datasets") or {}).values())
+    if values := (spec.get("data") or {}).get("values"):
+        sets.append(values)
+    return pd.DataFrame.from_records(max(sets, key=len)).to_csv(index=False, float_format="%.10g") if sets else ""
 
 
 def data_bundle(files: Mapping[str, Any]) -> dict:
     """CSV files written next to the report without being shown (name -> DataFrame): the
     tables behind a chapter, under their own names (``decision.csv``, ...)."""
-    csv = {
-        str(k): v.to_csv(index=False, float_format="%.10g") if hasattr(v, "to_csv") else str(v)
-        for k, v in files.items()
-    }
+    csv = {str(k): v.to_csv(index=False, float_format="%.10g") for k, v in files.items()}
     return {DATA_MIME: {"files": csv}, "text/plain": f"<Data: {', '.join(csv)}>"}
 
 
@@ -191,33 +130,28 @@ class Shown:
 
 
 def _chart_display(chart, include=None, exclude=None) -> dict:
-    """An Altair chart shown in a report notebook: what Altair's own display does (its
-    spec, then the enabled renderer -- ours after :func:`setup_notebook`)."""
+    """An Altair chart shown in a notebook, as Altair's own display (the enabled renderer),
+    validated against the Vega-Lite schema only when DEMONOISE_VALIDATE_CHARTS=1 (the test
+    suite; a batch skips the check, a twentieth of a notebook's time)."""
     import altair as alt
 
-    # validated against the Vega-Lite schema only when DEMONOISE_VALIDATE_CHARTS=1 (the test suite sets it,
-    # checking every chart of its report notebooks); a batch draws the same, tested, chart functions and skips
-    # the check (about a twentieth of a notebook's time)
     spec = chart.to_dict(validate=os.environ.get("DEMONOISE_VALIDATE_CHARTS") == "1", context={"pre_transform": False})
-    renderer = alt.renderers.get()
-    return renderer(spec) if renderer else {}
+    return alt.renderers.get()(spec)
 
 
 def _frame_bundle(obj, include=None, exclude=None) -> dict:
-    """A pandas DataFrame or Styler shown in a report notebook: its data as CSV under
-    :data:`TABLE_MIME`, so that the report numbers it and links its CSV (the HTML comes from
-    pandas' own formatter), with the caption a Styler carries as ``dn_caption``."""
+    """A DataFrame or Styler shown: its data (CSV) and the caption a Styler carries as
+    ``dn_caption`` under :data:`TABLE_MIME`, which the report numbers (the HTML is pandas')."""
     frame = getattr(obj, "data", obj)
     csv = frame.to_csv(index=not isinstance(frame.index, __import__("pandas").RangeIndex), float_format="%.10g")
-    caption = str(getattr(obj, "dn_caption", "") or "")  # a caption given to the table (what-if, teaching)
+    caption = str(getattr(obj, "dn_caption", "") or "")
     return {TABLE_MIME: {"caption": caption, "note": "", "csv": csv, "empty": len(frame) == 0}}
 
 
 # ------------------------------------------------------------------ notebook setup
 @lru_cache(maxsize=1)
 def _chart_fonts() -> None:
-    """vl-convert measures the charts' text with the template's typeface
-    (:func:`~demonoise.report.content.theme.chart_fonts_dir`), whatever fonts the machine has."""
+    """vl-convert measures the charts' text in the template's typeface, whatever the machine has."""
     import vl_convert as vlc
 
     from demonoise.report.content.theme import chart_fonts_dir
@@ -228,14 +162,10 @@ def _chart_fonts() -> None:
 
 
 def setup_notebook() -> None:
-    """Prepare a report notebook: offline charts (our renderer, the theme, up to 100 000 rows
-    embedded per chart where Altair's guard stops at 5 000, smaller than one sex x age x
-    region table), readable pandas tables, and the shell's display formatters of tables
-    (:func:`_frame_bundle`) and Altair charts (:func:`_chart_display`).
-
-    Call once, near the top of the notebook. Module-level state set here (the Altair
-    renderer, pandas options) survives the namespace reset between reused-kernel runs,
-    which is harmless because every report notebook calls this function again.
+    """Prepare a report notebook (call it near the top): offline charts (our renderer, the
+    theme, up to 100 000 rows per chart where Altair stops at 5 000), readable pandas tables,
+    and the shell's display formatters of tables and charts. The state it sets outlives a
+    reused kernel's namespace reset, harmlessly: every report notebook calls it again.
     """
     import altair as alt
     import pandas as pd
@@ -244,35 +174,28 @@ def setup_notebook() -> None:
 
     from demonoise.report.content.theme import register_theme
 
-    # register() only sets an entry (idempotent); names() would read the installed
-    # packages' entry points, 20 ms per call, twice per notebook
-    alt.renderers.register(RENDERER_NAME, lambda spec, **_: chart_bundle(spec))
+    # register() only sets an entry (names() would read every package's entry points: 20 ms)
+    alt.renderers.register("demonoise", lambda spec, **_: chart_bundle(spec))
     register_theme()
     if (ip := get_ipython()) is not None:
-        for kind, bundle in (
-            (pd.DataFrame, _frame_bundle),
-            (Styler, _frame_bundle),
-            (alt.TopLevelMixin, _chart_display),
-        ):
+        bundles = {pd.DataFrame: _frame_bundle, Styler: _frame_bundle, alt.TopLevelMixin: _chart_display}
+        for kind, bundle in bundles.items():
             ip.display_formatter.mimebundle_formatter.for_type(kind, bundle)
-    alt.renderers.enable(RENDERER_NAME)
+    alt.renderers.enable("demonoise")
     alt.data_transformers.enable("default", max_rows=100_000)
     pd.set_option("display.max_rows", 60, "display.max_columns", 30, "display.width", 120, "display.html.border", 0)
 
 
 # ----------------------------------------------------------------------- metrics
 def to_jsonable(value: Any) -> Any:
-    """A metrics payload in plain JSON types: numpy scalars and arrays, pandas objects
-    (their ``tolist()``) and tuples become Python numbers and lists; non-finite floats (NaN,
-    +-inf) become ``None`` because JSON has no such values (nbformat would otherwise write
-    invalid JSON).
+    """A metrics payload in plain JSON types: numpy and pandas objects (their ``tolist()``)
+    and tuples become Python numbers and lists, non-finite floats ``None`` (JSON has none).
 
     Raises
     ------
     ParameterError
         A value of another type, naming it.
     """
-    from demonoise.core.errors import ParameterError
 
     def plain(v):
         if callable(getattr(v, "tolist", None)):
@@ -285,10 +208,9 @@ def to_jsonable(value: Any) -> Any:
 def display_metrics(payload: Mapping[str, Any]) -> None:
     """Publish ``payload`` as a metrics output that the batch can read back.
 
-    Displays ``{METRICS_MIME: payload}`` raw (no ``text/plain`` fallback), so the
-    notebook shows nothing in JupyterLab and the report never renders it. Tag the cell
-    ``metrics`` so that the rendered report drops the whole cell; read the payloads
-    back with :func:`demonoise.report.document.assemble.read_metrics`.
+    Displayed raw under :data:`METRICS_MIME` (no ``text/plain``): JupyterLab and the report
+    show nothing. Tag the cell ``metrics`` so that the report drops it; the payloads are
+    read back by :func:`demonoise.report.document.assemble.read_metrics`.
 
     Parameters
     ----------
@@ -296,8 +218,6 @@ def display_metrics(payload: Mapping[str, Any]) -> None:
         Converted with :func:`to_jsonable` (NaN/inf become ``null``).
     """
     from IPython.display import display
-
-    from demonoise.core.errors import ParameterError
 
     if not isinstance(payload, Mapping):
         raise ParameterError(f"metrics payload must be a mapping, got {type(payload).__name__}")
@@ -309,30 +229,19 @@ def display_metrics(payload: Mapping[str, Any]) -> None:
 SHOWN = "shown"
 
 
-def shown_record(df, *, setting_label: str, row_settings) -> dict:
-    """What a section's rows hold: dataset(s), country(ies), the setting the section is
-    about (``setting_label``) and every setting present (``row_settings``: the label of
-    each row, :func:`~demonoise.analysis.settings.setting_labels`)."""
-    import pandas as pd
-
-    # the distinct values, not a Python set over every row: iterating an Arrow-backed
-    # string column boxes each element (a third of a second per section for France)
-    return {
-        "dataset": sorted(map(str, df["dataset"].unique())),
-        "country": sorted(map(str, df["country"].unique())),
-        "setting": setting_label,
-        "settings": sorted(map(str, pd.unique(row_settings))),
-    }
-
-
 def record_shown(df, setting) -> None:
     """In a kernel: a metrics output under :data:`SHOWN` saying what the rows of ``df`` hold
-    and which ``setting`` the section is about, which the batch's render stage compares with
-    what it asked for (:func:`demonoise.report.batch.stages.check_shown`)."""
+    (datasets, countries, every setting present) and which ``setting`` the section is about,
+    which the render stage compares with what it asked for
+    (:func:`demonoise.report.batch.stages.check_shown`)."""
+    import pandas as pd
     from IPython.core.interactiveshell import InteractiveShell
 
     from demonoise.analysis.settings import NoiseSetting, setting_labels
 
-    if InteractiveShell.initialized():
-        label = NoiseSetting.of(setting).label
-        display_metrics({SHOWN: shown_record(df, setting_label=label, row_settings=setting_labels(df))})
+    if not InteractiveShell.initialized():
+        return
+    # the distinct values, not a Python set over every row (an Arrow-backed column boxes each)
+    record = {k: sorted(map(str, df[k].unique())) for k in ("dataset", "country")}
+    record |= {"setting": NoiseSetting.of(setting).label, "settings": sorted(map(str, pd.unique(setting_labels(df))))}
+    display_metrics({SHOWN: record})

@@ -1,16 +1,13 @@
-"""Formulas typeset in Python (TeX -> MathML -> SVG by ziamath); Markdown to HTML by
-nbconvert's own Markdown parser (mistune with its math plugin), and HTML to Typst.
-
-The HTML renderer (:class:`MathRenderer`) writes each formula as an inline ``<svg>``. The
-Typst of a Markdown cell is made from that HTML by :func:`html_to_typst`, the converter of
-every HTML without a Typst twin, which sets each formula as the same SVG on the text's
-baseline: the same picture in the HTML and the PDF, no browser, no JavaScript, no TeX (why
-ziamath and not Typst's own maths: docs/design.md). ziamath draws its STIX Two Math glyphs
-as paths (``ziafont.config.svg2 = False``: no ids to collide).
+"""Formulas typeset in Python (TeX -> MathML -> SVG by ziamath, its glyphs drawn as paths:
+no ids to collide), Markdown to HTML by nbconvert's parser (mistune with its math plugin),
+and HTML to Typst (:func:`html_to_typst`, for Markdown and every HTML without a Typst twin),
+each formula the same SVG on the text's baseline in the HTML and the PDF: no browser, no
+TeX (why not Typst's own maths: docs/design.md).
 """
 
 from __future__ import annotations
 
+import base64
 import html as _html
 import re
 import warnings
@@ -22,16 +19,6 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 from demonoise.core.errors import ReportError
 from demonoise.report.content.typstsrc import Code, call, markup, png_svg, string_literal
-
-__all__ = [
-    "MATH_CLASS",
-    "tex_svg",
-    "tex_typst",
-    "MathRenderer",
-    "markdown_to_html",
-    "markdown_to_typst",
-    "html_to_typst",
-]
 
 #: Class of every typeset formula (``<svg class="dn-math">``; display maths also ``dn-math-display``).
 MATH_CLASS = "dn-math"
@@ -62,7 +49,6 @@ def _typeset(tex: str, display: bool) -> tuple[str, float, float, float]:
     return svg, float(match.group(2)) / _SIZE, float(match.group(3)) / _SIZE, descent / _SIZE
 
 
-@lru_cache(maxsize=4096)
 def tex_svg(tex: str, display: bool = False) -> str:
     """One formula as an inline ``<svg>`` sized in em (so it follows the font size) and
     aligned on the text's baseline.
@@ -72,19 +58,16 @@ def tex_svg(tex: str, display: bool = False) -> str:
     ReportError
         ziamath cannot typeset ``tex`` (the message quotes it).
     """
-    svg, w, h, descent = _typeset(tex.strip(), display)
+    svg, w, h, descent = _typeset(tex := tex.strip(), display)
     match = _DIM.match(svg)
     cls = MATH_CLASS + (" dn-math-display" if display else "")
     style = "" if display else f' style="vertical-align:{descent:.3f}em"'
-    label = _html.escape(tex.strip(), quote=True)
-    head = (
-        f'<svg {match.group(1)}class="{cls}" role="img" aria-label="{label}" width="{w:.3f}em" '
-        f'height="{h:.3f}em"{style}'
+    return (
+        f'<svg {match.group(1)}class="{cls}" role="img" aria-label="{_html.escape(tex, quote=True)}" '
+        f'width="{w:.3f}em" height="{h:.3f}em"{style}{svg[match.end() :]}'
     )
-    return head + svg[match.end() :]
 
 
-@lru_cache(maxsize=4096)
 def tex_typst(tex: str, display: bool = False) -> str:
     """One formula as Typst markup: ziamath's SVG (the picture of :func:`tex_svg`) at its
     size in em, inline on the text's baseline (``#dn-math``), or centred in a block of its
@@ -95,10 +78,10 @@ def tex_typst(tex: str, display: bool = False) -> str:
     ReportError
         ziamath cannot typeset ``tex``.
     """
-    svg, w, h, descent = _typeset(tex.strip(), display)
+    svg, w, h, descent = _typeset(tex := tex.strip(), display)
     if display:
-        return call("dn-math-block", svg, Code(f"{h:.3f}em"), alt=tex.strip())
-    return call("dn-math", svg, Code(f"{h:.3f}em"), Code(f"{-descent:.3f}em"), alt=tex.strip())
+        return call("dn-math-block", svg, Code(f"{h:.3f}em"), alt=tex)
+    return call("dn-math", svg, Code(f"{h:.3f}em"), Code(f"{-descent:.3f}em"), alt=tex)
 
 
 class MathRenderer(IPythonRenderer):
@@ -130,9 +113,8 @@ class _PdfRenderer(MathRenderer):
 def markdown_to_typst(source: str) -> str:
     """Markdown (with maths) to Typst markup: its HTML (:class:`MathRenderer`) converted by
     :func:`html_to_typst`."""
-    return html_to_typst(
-        MarkdownWithMath(renderer=_PdfRenderer(escape=False, exclude_anchor_links=True)).render(source)
-    )
+    renderer = _PdfRenderer(escape=False, exclude_anchor_links=True)
+    return html_to_typst(MarkdownWithMath(renderer=renderer).render(source))
 
 
 # ------------------------------------------------------------------ HTML -> Typst
@@ -140,16 +122,13 @@ _SKIP = frozenset({"style", "script", "head", "title", "button"})
 #: Inline tags: a Typst function of their content.
 _INLINE = {"strong": "strong", "b": "strong", "em": "emph", "i": "emph", "sub": "sub", "sup": "super"}
 _INLINE |= {"u": "underline", "del": "strike", "s": "strike"}
-#: Block tags: their content (trimmed) in a paragraph or a function of its own.
-_BLOCK = dict.fromkeys(
-    ("p", "div", "section", "nav", "figure", "figcaption", "details", "main", "header", "footer", "li"), "\n\n{}\n\n"
-)
+#: Block tags: their content (trimmed) in a paragraph or a function of its own; empty tags as they are.
+_BLOCK = dict.fromkeys("p div section nav figure figcaption details main header footer li".split(), "\n\n{}\n\n")
 _BLOCK |= {"blockquote": "\n#quote(block: true)[{}]\n", "summary": "\n#strong[{}]\n\n"}
 _BLOCK |= {
     f"h{n}": f"\n#heading(level: {n}, outlined: false, bookmarked: {str(n <= 3).lower()})[{{}}]\n" for n in range(1, 7)
 }
-#: Empty tags written as they are.
-_EMPTY = {"br": "\\\n", "hr": "\n#line(length: 100%, stroke: 0.5pt)\n"}
+_BLOCK |= {"br": "\\\n", "hr": "\n#line(length: 100%, stroke: 0.5pt)\n"}
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S | re.I)
 _ATTR = re.compile(r'\s([A-Za-z:-]+)="([^"]*)"')
 
@@ -165,99 +144,93 @@ def html_to_typst(html: str) -> str:
     the formulas of :func:`tex_svg` (by :func:`tex_typst`) and SVG images; scripts and styles
     are dropped, other tags keep their text. Markdown comes this way (:func:`markdown_to_typst`),
     and HTML that has no Typst twin (a pandas table, a Styler, HTML written by a notebook)."""
-    svgs: list[str] = []
-
-    def keep(m: re.Match) -> str:
-        svgs.append(m.group(0))
-        return f'<dn-svg data-i="{len(svgs) - 1}"></dn-svg>'
-
-    return _Writer(svgs).node(BeautifulSoup(_SVG.sub(keep, html), "html.parser")).strip()
+    # each SVG kept whole in an attribute (the HTML parser would lower-case its viewBox)
+    html = _SVG.sub(lambda m: f'<dn-svg data-svg="{_html.escape(m[0])}"></dn-svg>', html)
+    return _nodes(BeautifulSoup(html, "html.parser")).strip()
 
 
-class _Writer:
-    def __init__(self, svgs):
-        self.svgs = svgs
+def _nodes(nodes) -> str:
+    return "".join(_one(n) for n in nodes)
 
-    def node(self, nodes) -> str:
-        return "".join(self.one(n) for n in nodes)
 
-    def one(self, n) -> str:  # noqa: C901 - one branch per kind of tag
-        if isinstance(n, str):  # text, or a comment, declaration, ... (dropped)
-            return "" if isinstance(n, PreformattedString) else markup(re.sub(r"[ \t\r\n]+", " ", n))
-        tag, attrs, kids = n.name, n.attrs, n.contents
-        if tag in _SKIP:
-            return ""
-        if tag == "dn-svg":
-            return self.svg(self.svgs[int(attrs["data-i"])])
-        if tag in _INLINE:
-            return f"#{_INLINE[tag]}[{self.node(kids)}]"
-        if tag in _EMPTY:
-            return _EMPTY[tag]
-        if tag == "a" and attrs.get("href"):
-            return f"#link({string_literal(attrs['href'])})[{self.node(kids)}]"
-        if tag in ("code", "kbd", "samp", "tt"):
-            return f"#raw({string_literal(n.get_text())})"
-        if tag == "pre":
-            return f"\n#raw(block: true, {string_literal(n.get_text().rstrip())})\n"
-        if tag in ("ul", "ol"):
-            start = _count(attrs.get("start"))
-            fn = "list(" if tag == "ul" else (f"enum(start: {start}, " if start != 1 else "enum(")
-            items = "".join(f"[{self.node(k.contents).strip()}], " for k in n.find_all("li", recursive=False))
-            return f"\n#{fn}{items})\n"
-        if tag == "dl":
-            return f"\n#terms({self.terms(n)})\n"
-        if tag == "input" and attrs.get("type") == "checkbox":
-            return "☑ " if "checked" in attrs else "☐ "
-        if tag == "table":
-            return "\n" + self.table(n) + "\n"
-        if tag == "img":
-            return self.img(attrs)
-        if tag in _BLOCK:
-            return _BLOCK[tag].format(self.node(kids).strip())
-        return self.node(kids)
+def _one(n) -> str:  # noqa: C901 - one branch per kind of tag
+    if isinstance(n, str):  # text, or a comment, declaration, ... (dropped)
+        return "" if isinstance(n, PreformattedString) else markup(re.sub(r"[ \t\r\n]+", " ", n))
+    tag, attrs, kids = n.name, n.attrs, n.contents
+    if tag in _SKIP:
+        return ""
+    if tag == "dn-svg":
+        return _svg(attrs["data-svg"])
+    if tag in _INLINE:
+        return f"#{_INLINE[tag]}[{_nodes(kids)}]"
+    if tag == "a" and attrs.get("href"):
+        return f"#link({string_literal(attrs['href'])})[{_nodes(kids)}]"
+    if tag in ("code", "kbd", "samp", "tt"):
+        return f"#raw({string_literal(n.get_text())})"
+    if tag == "pre":
+        return f"\n#raw(block: true, {string_literal(n.get_text().rstrip())})\n"
+    if tag in ("ul", "ol"):
+        start = _count(attrs.get("start"))
+        fn = "list(" if tag == "ul" else (f"enum(start: {start}, " if start != 1 else "enum(")
+        items = "".join(f"[{_nodes(k.contents).strip()}], " for k in n.find_all("li", recursive=False))
+        return f"\n#{fn}{items})\n"
+    if tag == "dl":
+        return f"\n#terms({_terms(n)})\n"
+    if tag == "input" and attrs.get("type") == "checkbox":
+        return "☑ " if "checked" in attrs else "☐ "
+    if tag == "table":
+        return "\n" + _table(n) + "\n"
+    if tag == "img":
+        return _img(attrs)
+    if tag in _BLOCK:
+        return _BLOCK[tag].format(_nodes(kids).strip())
+    return _nodes(kids)
 
-    def terms(self, dl) -> str:
-        """A definition list's items: each term with its definitions."""
-        items = []
-        for k in dl.find_all(["dt", "dd"], recursive=False):
-            if k.name == "dt" or not items:
-                items.append([])
-            items[-1].append(f"[{self.node(k.contents).strip()}]")
-        return "".join(f"terms.item({', '.join(i)}), " for i in items)
 
-    def svg(self, svg: str) -> str:
-        attrs = dict(_ATTR.findall(svg[: svg.index(">")]))
-        if MATH_CLASS in attrs.get("class", ""):
-            return tex_typst(_html.unescape(attrs.get("aria-label", "")), "dn-math-display" in attrs["class"])
-        return call("dn-svg", svg)
+def _terms(dl) -> str:
+    """A definition list's items: each term with its definitions."""
+    items = []
+    for k in dl.find_all(["dt", "dd"], recursive=False):
+        if k.name == "dt" or not items:
+            items.append([])
+        items[-1].append(f"[{_nodes(k.contents).strip()}]")
+    return "".join(f"terms.item({', '.join(i)}), " for i in items)
 
-    def img(self, attrs) -> str:
-        src = attrs.get("src", "")
-        if src.startswith("data:image/svg+xml;base64,"):
-            import base64
 
-            return call("dn-svg", base64.b64decode(src.split(",", 1)[1]).decode("utf-8"))
-        if src.startswith("data:image/png;base64,"):
-            return call("dn-svg", png_svg(src.split(",", 1)[1]))
-        return markup(attrs.get("alt", ""))
+def _svg(svg: str) -> str:
+    attrs = dict(_ATTR.findall(svg[: svg.index(">")]))
+    if MATH_CLASS in attrs.get("class", ""):
+        return tex_typst(_html.unescape(attrs.get("aria-label", "")), "dn-math-display" in attrs["class"])
+    return call("dn-svg", svg)
 
-    def table(self, t) -> str:
-        head_rows, body_rows = [], []
-        for part in t.find_all(["thead", "tbody", "tfoot", "tr"], recursive=False):
-            for r in [part] if part.name == "tr" else part.find_all("tr", recursive=False):
-                (head_rows if part.name == "thead" else body_rows).append(r.find_all(["th", "td"], recursive=False))
-        if not head_rows and body_rows and all(c.name == "th" for c in body_rows[0]):
-            head_rows.append(body_rows.pop(0))
-        width = max((sum(_count(c.attrs.get("colspan")) for c in r) for r in head_rows + body_rows), default=0)
-        if not width:
-            return ""
-        heads = [[self.cell(c) for c in r] for r in head_rows]
-        rows = [[self.cell(c) for c in r] for r in body_rows]
-        return call("dn-table", heads=heads, rows=rows, columns=width)
 
-    def cell(self, c) -> Code:
-        span = _count(c.attrs.get("colspan"))
-        align = re.search(r"text-align:\s*(left|center|right)", c.attrs.get("style") or "")
-        opts = ([f"colspan: {span}"] if span > 1 else []) + ([f"align: {align.group(1)}"] if align else [])
-        body = f"[{self.node(c.contents).strip()}]"
-        return Code(f"table.cell({', '.join(opts)}){body}" if opts else body)
+def _img(attrs) -> str:
+    src = attrs.get("src", "")
+    if src.startswith("data:image/svg+xml;base64,"):
+        return call("dn-svg", base64.b64decode(src.split(",", 1)[1]).decode("utf-8"))
+    if src.startswith("data:image/png;base64,"):
+        return call("dn-svg", png_svg(src.split(",", 1)[1]))
+    return markup(attrs.get("alt", ""))
+
+
+def _table(t) -> str:
+    head_rows, body_rows = [], []
+    for part in t.find_all(["thead", "tbody", "tfoot", "tr"], recursive=False):
+        for r in [part] if part.name == "tr" else part.find_all("tr", recursive=False):
+            (head_rows if part.name == "thead" else body_rows).append(r.find_all(["th", "td"], recursive=False))
+    if not head_rows and body_rows and all(c.name == "th" for c in body_rows[0]):
+        head_rows.append(body_rows.pop(0))
+    width = max((sum(_count(c.attrs.get("colspan")) for c in r) for r in head_rows + body_rows), default=0)
+    if not width:
+        return ""
+    heads = [[_cell(c) for c in r] for r in head_rows]
+    rows = [[_cell(c) for c in r] for r in body_rows]
+    return call("dn-table", heads=heads, rows=rows, columns=width)
+
+
+def _cell(c) -> Code:
+    span = _count(c.attrs.get("colspan"))
+    align = re.search(r"text-align:\s*(left|center|right)", c.attrs.get("style") or "")
+    opts = ([f"colspan: {span}"] if span > 1 else []) + ([f"align: {align.group(1)}"] if align else [])
+    body = f"[{_nodes(c.contents).strip()}]"
+    return Code(f"table.cell({', '.join(opts)}){body}" if opts else body)

@@ -1,42 +1,24 @@
-"""Typst source for the PDF: escaping, values, and the Typst twins of the display objects.
-
-The PDF is typeset by Typst (:class:`~demonoise.report.document.exporters.DocumentPDFExporter`). Every
-display object of a report (tables, boxes, the legend, the main points, figure and table
-captions, the cover) has a Typst representation beside its HTML one, made from the same
-strings: a call of one of the functions the template defines (``dn-table``, ``dn-status``,
-``dn-legend``, ...; ``templates/demonoise_typst/index.typ.j2``), with its data written as
-Typst values. The template styles them, as the stylesheet styles the HTML's classes.
-
-User text never reaches Typst as code: in markup every ASCII punctuation character is
-escaped with a backslash (:func:`markup`), in code it is a string literal (:func:`value`).
-
-This module imports nothing heavy: the kernel imports it to build the mime bundles.
+"""Typst source for the PDF: beside its HTML, every display object of a report has a call of
+a function the template defines (``dn-table``, ``dn-legend``, ...; ``index.typ.j2``) with its
+data written as Typst values. User text never reaches Typst as code: in markup every ASCII
+punctuation character is escaped (:func:`markup`), in code it is a string literal
+(:func:`value`). The kernel imports this module: it imports nothing heavy.
 """
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 import string
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from demonoise.report.content.notebook import TYPST_MIME
+from demonoise.report.content.notebook import TYPST_MIME as TYPST_MIME  # the exporters' too
 
-__all__ = [
-    "TYPST_MIME",
-    "Code",
-    "markup",
-    "string_literal",
-    "value",
-    "call",
-    "colour",
-    "table",
-    "png_svg",
-]
-
-
-_PUNCT = frozenset(string.punctuation)
+#: Markup: every ASCII punctuation character escaped, a line break a space.
+_MARKUP = str.maketrans({c: "\\" + c for c in string.punctuation} | {"\r": " ", "\n": " "})
 _HEX = re.compile(r"^#(?:[0-9a-fA-F]{3}){1,2}$")
 
 
@@ -48,9 +30,7 @@ def markup(text: Any) -> str:
     """``text`` as literal Typst markup: every ASCII punctuation character escaped (``\\#``,
     ``\\$``, ``\\*``, ``\\<``, ...), so that nothing in it is code, maths, a label, a
     comment or markup; line breaks become spaces (a paragraph is one line)."""
-    s = str(text)
-    out = "".join("\\" + c if c in _PUNCT else c for c in s)
-    return out.replace("\r", " ").replace("\n", " ")
+    return str(text).translate(_MARKUP)
 
 
 def string_literal(text: Any) -> str:
@@ -66,25 +46,17 @@ def colour(css: str | None) -> Code:
 
 
 def value(obj: Any) -> str:
-    """A Python value as a Typst value: strings as string literals, ``None`` as ``none``,
-    sequences as arrays, mappings as dictionaries, :class:`Code` as it is."""
+    """A Python value as a Typst value: ``None`` as ``none``, sequences as arrays, mappings as
+    dictionaries, :class:`Code` as it is, anything else (strings, NaN) as a string literal."""
     if isinstance(obj, Code):
         return str(obj)
-    if obj is None:
-        return "none"
-    if isinstance(obj, bool):
-        return "true" if obj else "false"
-    if isinstance(obj, int):
+    if obj is None or isinstance(obj, bool):
+        return str(obj).lower()
+    if isinstance(obj, int) or (isinstance(obj, float) and math.isfinite(obj)):
         return repr(obj)
-    if isinstance(obj, float):
-        return repr(obj) if math.isfinite(obj) else string_literal(obj)
-    if isinstance(obj, str):
-        return string_literal(obj)
     if isinstance(obj, Mapping):
-        if not obj:
-            return "(:)"
-        return "(" + ", ".join(f"{k}: {value(v)}" for k, v in obj.items()) + ")"
-    if isinstance(obj, Sequence):
+        return "(" + (", ".join(f"{k}: {value(v)}" for k, v in obj.items()) or ":") + ")"
+    if isinstance(obj, Sequence) and not isinstance(obj, str):
         return "(" + "".join(value(v) + ", " for v in obj).rstrip() + ")"
     return string_literal(obj)
 
@@ -125,9 +97,6 @@ def table(
 def png_svg(b64: str) -> str:
     """A base64 PNG wrapped in an SVG of its size (Typst reads images from bytes, and its
     source has no base64 decoder: the SVG carries the PNG as a data URI)."""
-    import base64
-    import struct
-
     head = base64.b64decode(b64[:44])
     w, h = struct.unpack(">II", head[16:24]) if head[12:16] == b"IHDR" else (100, 100)
     return (

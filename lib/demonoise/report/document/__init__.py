@@ -1,2 +1,1 @@
-"""Documents: assembly of executed notebooks, the nbconvert exporters (HTML, Typst PDF),
-cover, index, where notebooks and templates are found."""
+"""Documents: assembly of executed notebooks, the nbconvert exporters, cover, index, templates."""
