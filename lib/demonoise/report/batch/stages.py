@@ -441,7 +441,7 @@ def check_shown(
     path: str | os.PathLike, *, dataset: str, country: str, setting: str | None = None, settings=()
 ) -> None:
     """Compare what the executed notebook at ``path`` recorded it shows
-    (:func:`~demonoise.report.content.notebook.shown_record`) with what its run asked for.
+    (:func:`~demonoise.report.content.notebook.record_shown`) with what its run asked for.
 
     Parameters
     ----------
