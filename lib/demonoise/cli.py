@@ -29,9 +29,8 @@ __all__ = ["main", "build_parser"]
 
 
 def _checked(parse, *checks):
-    """An argparse type: ``parse(s)`` (its ValueError: "not a number/an integer"), then each
-    check in turn: ``(ok, message)``, ``message`` formatted with ``s`` and ``v``, or a function
-    raising ParameterError (argparse names the option)."""
+    """An argparse type: ``parse(s)``, then each check: ``(ok, message)`` (formatted with ``s``
+    and ``v``) or a function raising ParameterError; argparse names the option."""
 
     def check(s: str):
         try:
@@ -56,9 +55,9 @@ def _int_option(lo: int, hi: int | None = None, most: str = ""):
     return _checked(int, low, (lambda v: hi is None or v <= hi, f"must be at most {most or hi}, got {{s}}"))
 
 
-def _seconds(what: str, most: float):
-    """A number of seconds in (0, ``most``] (nan and inf refused)."""
-    return _checked(float, (lambda v: 0 < v <= most, f"{what} must be a number of seconds in (0, {most:g}], got {{s}}"))
+def _within(most: float, message: str):
+    """A number in (0, ``most``] (nan and inf refused: no comparison holds), else ``message``."""
+    return _checked(float, (lambda v: 0 < v <= most, message))
 
 
 _float = _checked(float)
@@ -70,13 +69,7 @@ _cell_keys = _int_option(1, 10**7, "10^7 cell keys (Eurostat's tables use 10^5; 
 #: A noise variance: the library's check (finite, > 0, at most its limit), imported when read (numpy).
 _variance = _checked(float, lambda v: import_module("demonoise.noise.ptable").check_variance(v))
 #: A population size-class edge: a finite number of people in (0, 10^10].
-_population = _checked(
-    float,
-    (
-        lambda v: math.isfinite(v) and 0 < v <= 1e10,
-        "a size-class edge is a population and must be a finite number in (0, 10^10], got {s}",
-    ),
-)
+_population = _within(1e10, "a size-class edge is a population and must be a finite number in (0, 10^10], got {s}")
 _workers = _checked(
     int,
     (lambda v: v >= 1, "workers must be >= 1, got {v}"),
@@ -109,8 +102,7 @@ def cmd_datasets(args) -> int:
 
 
 def _load_counts(args, panel: bool = False):
-    """The counts (``panel``: the multi-year panel) of ``--dataset``, restricted to
-    ``--regions`` / ``--countries`` / ``--level``; unknown ones raise DataError naming them."""
+    """``--dataset``'s counts (``panel``: its panel), restricted to ``--regions``/``--countries``/``--level``."""
     from demonoise.io.datasets import load, load_panel
 
     counts = (load_panel if panel else load)(args.dataset)
@@ -159,9 +151,8 @@ def _check_table_out(args) -> None:
 
 
 def _write_table(df, args, data, t0: float, what: str, note: str = "") -> None:
-    """Write the table of a table command, with ``--note`` its note too (both or neither: the
-    note to its temporary file first, then the table, then the note in place), and say what
-    it wrote, from what (``data``, ``what``), in how long."""
+    """Write the table and its ``--note`` (both or neither: the note's temporary file, the table,
+    then the note in place); say what it wrote, from what (``data``, ``what``), in how long."""
     from demonoise.analysis.compute import write_results
     from demonoise.core.atomic import atomic_path
 
@@ -247,11 +238,9 @@ def _print_fetch(res, comp: dict[str, str]) -> None:
     rows = [("comparison", f"{code}: {text}") for code, text in comp.items()]
     if res.skipped:
         rows.append(("skipped", "; ".join(f"{k} ({', '.join(v)})" for k, v in res.skipped.items())))
-    ignored, absent = (
-        "NUTS 2 code(s) outside NUTS 2021",
-        f"NUTS 2021 region(s) without population data for {years_text(res.years)}",
-    )
-    for label, codes, what in (("ignored", res.ignored_codes, ignored), ("absent", res.absent, absent)):
+    ignored = ("ignored", res.ignored_codes, "NUTS 2 code(s) outside NUTS 2021")
+    absent = ("absent", res.absent, f"NUTS 2021 region(s) without population data for {years_text(res.years)}")
+    for label, codes, what in (ignored, absent):
         if codes:
             rows.append((label, f"{len(codes)} {what}: {', '.join(codes[:10])}{' ...' if len(codes) > 10 else ''}"))
     for label, text in rows:
@@ -261,8 +250,7 @@ def _print_fetch(res, comp: dict[str, str]) -> None:
 
 
 def _parameter_value(text: str):
-    """A ``-p NAME VALUE`` value: JSON if it parses (``4``, ``0.5``, ``[1, 5]``, ``true``,
-    ``null``), else the string itself (``BE34``, ``5y``)."""
+    """A ``-p NAME VALUE`` value: JSON if it parses (``4``, ``[1, 5]``, ``null``), else the text (``BE34``)."""
     try:
         return json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nested too deeply to be a parameter value
@@ -293,7 +281,7 @@ def cmd_overview(args) -> int:
     check_output_dir(args.out_dir)
     t0 = time.perf_counter()
     dataset = as_name(args.dataset, origin="demonoise overview")
-    options = {"dataset": dataset, "ptables": args.ptable, **_given(args, "V countries sex mc")}
+    options = {"dataset": dataset, "ptables": args.ptable or (), **_given(args, "V countries sex mc")}
     with _cluster(args) as cluster:
         run = overview_run(options, args.out_dir, store=args.store, force=args.force, cluster=cluster)
         r = render_further(run, pdf=not args.no_pdf, force=args.force, cluster=cluster)
@@ -311,14 +299,11 @@ def cmd_report(args) -> int:
     with _cluster(args, params.scheduler) as cluster:
         pdf = False if args.no_pdf else None
         rep = run_reports(params, args.out_dir, pdf=pdf, cluster=cluster, **_given(args, "force workers yes"))
-    t = rep.timings
+    t, pages = rep.timings, sum(o.pages for o in rep.outcomes.values())
+    stages = ", ".join(f"{k} {t[k]:.1f} s" for k in ("plan", "compute", "execute", "render", "index"))
+    work = {"compute": "compute_work", "notebooks": "notebooks", "HTML": "html", "PDF": "pdf"}
     print(rep.summary())
-    pages = sum(o.pages for o in rep.outcomes.values())
-    print(
-        f"  stages: plan {t['plan']:.1f} s, compute {t['compute']:.1f} s, execute {t['execute']:.1f} s, "
-        f"render {t['render']:.1f} s, index {t['index']:.1f} s (work: compute {t['compute_work']:.1f} s, "
-        f"notebooks {t['notebooks']:.1f} s, HTML {t['html']:.1f} s, PDF {t['pdf']:.1f} s, {pages} pages)"
-    )
+    print(f"  stages: {stages} (work: {', '.join(f'{w} {t[k]:.1f} s' for w, k in work.items())}, {pages} pages)")
     for note in rep.notes:
         print(f"  note: {note}")
     for r, o in rep.failed:
@@ -328,9 +313,8 @@ def cmd_report(args) -> int:
 
 
 def _cluster(args, default_address: str | None = None):
-    """The Dask cluster of a command: ``--scheduler`` (else ``default_address``), connected
-    now so that a bad address fails before any work; else a local one of ``--workers``
-    processes, started only when something fans out."""
+    """``--scheduler`` (else ``default_address``)'s cluster, connected now (a bad address fails
+    before any work); else a local one of ``--workers``, started when something fans out."""
     from demonoise.runtime.budget import local_workers
     from demonoise.runtime.cluster import Cluster
 
@@ -343,8 +327,7 @@ def _cluster(args, default_address: str | None = None):
 
 
 def _print_moments(table, V=None, why: str = "") -> None:
-    """The table's description and its per-count moments; on stderr, a warning per count
-    where V is not reached (``why`` after it)."""
+    """The table's description and per-count moments; a warning (then ``why``) where V is not reached."""
     V = table.V if V is None else V
     nv = "?" if V is None else f"{V:g}"
     print(_describe_table(table, nv))
@@ -584,13 +567,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--base-url", help="API base URL (default: $DEMONOISE_EUROSTAT_URL or Eurostat's dissemination API)")
     s.add_argument(
         "--timeout",
-        type=_seconds("timeout", 3600),
+        type=_within(3600, "timeout must be a number of seconds in (0, 3600], got {s}"),
         default=60.0,
         help="seconds allowed to connect and for each read (default 60)",
     )
     s.add_argument(
         "--deadline",
-        type=_seconds("deadline", 86400),
+        type=_within(86400, "deadline must be a number of seconds in (0, 86400], got {s}"),
         default=600.0,
         help="seconds one table's download may take in all, retries and their waits included (default 600)",
     )
@@ -715,13 +698,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--V", nargs="+", type=_variance, default=[1.0, 5.0], metavar="V", help="noise variances (default 1 5)"
     )
     s.add_argument("--countries", nargs="+", metavar="CC", help="restrict to these countries' NUTS 2 regions")
-    s.add_argument(
-        "--ptable",
-        nargs="+",
-        default=[],
-        metavar="TABLE",
-        help="p-table(s) shown beside the V's: an embedded name (v01, v03, v04) or a file",
-    )
+    _add(s, "--ptable", ptable=" shown beside the V's")
     s.add_argument(
         "--sex",
         default="worst",
@@ -743,8 +720,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command(sub, func, name: str | None = None) -> argparse.ArgumentParser:
-    """The subcommand ``cmd_<name>`` (or ``name``), running ``func``; its help is the first
-    letter lowered of ``func``'s docstring, without its full stop."""
+    """The subcommand ``name`` (default: ``func``'s without ``cmd_``), its help ``func``'s docstring."""
     doc = " ".join(func.__doc__.split()).removesuffix(".")
     s = sub.add_parser(name or func.__name__.removeprefix("cmd_"), help=doc[0].lower() + doc[1:])
     s.set_defaults(func=func)
@@ -755,7 +731,7 @@ def _command(sub, func, name: str | None = None) -> argparse.ArgumentParser:
 _SHARED = {
     "--V": dict(nargs="+", type=_variance, metavar="V", help="noise variance(s) of the generic model, e.g. --V 1 5"),
     "--D": dict(type=int, help="maximum deviation of the generic noise (default: unbounded)"),
-    "--ptable": dict(nargs="+", metavar="TABLE", help="p-table(s): an embedded name (v01, v03, v04) or a file"),
+    "--ptable": dict(nargs="+", metavar="TABLE", help="p-table(s){ptable}: an embedded name (v01, v03, v04) or a file"),
     "--granularity": dict(
         default="single",
         choices=GRANULARITIES,
@@ -787,7 +763,7 @@ _SHARED = {
 
 def _add(s, flags: str, **words: str) -> None:
     """Add the shared options ``flags`` (space-separated) to ``s``, ``words`` in their help
-    (``{mc}``, ``{indicators}``, ``{scheduler}`` and ``{yes}``; the last two have defaults)."""
+    (``{mc}``, ``{indicators}``, ``{ptable}``, ``{scheduler}``, ``{yes}``; the last two have defaults)."""
     words = {"scheduler": "the Monte Carlo blocks", "yes": "a Monte Carlo estimated above 30 minutes", **words}
     for flag in flags.split():
         kw = _SHARED[flag]
@@ -795,8 +771,7 @@ def _add(s, flags: str, **words: str) -> None:
 
 
 def _document_args(s, force: str, *former: str) -> None:
-    """The options of a command that writes documents: ``--out-dir DIR`` (its former
-    spelling(s) as aliases), ``--no-pdf``, ``--force``."""
+    """A document command's ``--out-dir DIR`` (``former`` spellings as aliases), ``--no-pdf``, ``--force``."""
     s.add_argument(
         "--out-dir",
         *former,

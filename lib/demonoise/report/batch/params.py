@@ -63,6 +63,7 @@ from demonoise.core.errors import DemonoiseError, ParameterError
 from demonoise.core.vocabulary import A_EQUAL, A_SMALL, GRANULARITIES, HEADLINES
 from demonoise.noise.ptable import check_variance
 from demonoise.runtime.cluster import check_address
+from demonoise.uncertainty.calibration import THRESHOLD_MAX
 
 __all__ = [
     "REPORT_INDICATORS",
@@ -80,7 +81,6 @@ REPORT_INDICATORS: tuple[str, ...] = ("asfr", "tfr", "asmr", "life_expectancy")
 _ALIASES = {"e": "life_expectancy", "ex": "life_expectancy", "e0": "life_expectancy", "le": "life_expectancy"}
 #: Extra notebooks a batch can render next to the reports, and the title of their document.
 EXTRAS = {"teaching": "The variance of life expectancy, step by step", "whatif": "demonoise what-if analysis"}
-_THRESHOLD_MAX = 10.0  # as demonoise.uncertainty.calibration.THRESHOLD_MAX
 
 
 class _Strict(BaseModel):
@@ -88,9 +88,8 @@ class _Strict(BaseModel):
 
 
 def _setting(spec) -> NoiseSetting:
-    """A setting of the file, ``{V: <variance>}`` (the generic model) or ``{ptable: <name or
-    file>}`` (a file read now, so that a malformed one fails with the params), as the one
-    :class:`~demonoise.analysis.settings.NoiseSetting`; a bad value named by its key (``.V: ...``)."""
+    """``{V: <variance>}`` or ``{ptable: <name or file>}`` (a file read now: a malformed one fails
+    with the params) as a NoiseSetting; a bad value named by its key (``.V: ...``)."""
     from demonoise.analysis.ptables import embedded_ptable_names, resolve_ptable
 
     extra = [k for k in spec if k not in ("V", "ptable")] if isinstance(spec, Mapping) else []
@@ -174,8 +173,7 @@ def _within(x, what: str, top: float, closed: bool = True) -> float:
 
 
 def _levels(what: str, top: float, closed: bool, none: str):
-    """A list of numbers each in (0, ``top``] (``closed``) or (0, ``top``), kept sorted and once
-    (``thresholds``, ``confidence``); ``none``: the message for an empty list."""
+    """Numbers each as :func:`_within`, sorted, once; ``none``: the message for an empty list."""
 
     def levels(v) -> tuple[float, ...]:
         xs = [_within(_number(x, "must be numbers"), what, top, closed) for x in _as_list(v)]
@@ -190,7 +188,7 @@ class Recommend(_Strict):
     """What the recommended V is for: the smallest V_max of ``indicator`` at ``threshold``."""
 
     indicator: Annotated[str, AfterValidator(_headline)] = "e0"
-    threshold: Annotated[float, AfterValidator(lambda t: _within(t, "threshold", _THRESHOLD_MAX))] = A_SMALL
+    threshold: Annotated[float, AfterValidator(lambda t: _within(t, "threshold", THRESHOLD_MAX))] = A_SMALL
 
 
 class Selection(_Strict):
@@ -259,8 +257,7 @@ def _as_list(value) -> list:
 
 def _dataset(ref, info: ValidationInfo, resolve: bool = False):
     """A dataset name, or a counts file relative to the params file (the context's ``source``):
-    its absolute path (``resolve``: an extra notebook's dataset) or used under its file name
-    (:func:`demonoise.io.datasets.as_name`); unknown names and bad files in one line."""
+    its absolute path (``resolve``: an extra notebook's) or its name (:func:`~demonoise.io.datasets.as_name`)."""
     from demonoise.io import datasets as reg
 
     source = (info.context or {}).get("source")
@@ -279,11 +276,10 @@ def _selections(ds, info: ValidationInfo) -> list[dict]:
 
 
 def _countries(name: str, countries, at: str | None = None) -> tuple[str, ...]:
-    """The countries chosen for dataset ``name`` (``all``: every one), each known, none twice;
-    an error starts with ``at`` (default: the dataset's key, ``.<name>: ``)."""
+    """Dataset ``name``'s countries chosen (``all``: every one), each known, none twice; errors after ``at``."""
+    at = f".{name}: " if at is None else at
     from demonoise.io import datasets as reg
 
-    at = f".{name}: " if at is None else at
     embedded = name in reg.embedded_names()  # their metadata lists the countries: no counts loaded
     have = tuple(reg.metadata(name)["countries"] if embedded else reg.load(name).countries)
     chosen = list(have) if countries in ("all", "ALL", None) else [str(c).strip().upper() for c in _as_list(countries)]
@@ -358,7 +354,7 @@ class ReportParams(_Strict):
     seed: Annotated[int, BeforeValidator(lambda n: _integer(n, "seed must be an integer")), Field(ge=0)] = 20230101
     title: str = "demonoise quality reports"
     pdf: StrictBool = True
-    thresholds: _levels("threshold", _THRESHOLD_MAX, True, "give at least one threshold") = (A_SMALL, A_EQUAL)
+    thresholds: _levels("threshold", THRESHOLD_MAX, True, "give at least one threshold") = (A_SMALL, A_EQUAL)
     confidence: _levels("confidence", 1.0, False, "give at least one confidence level") = (0.95,)
     recommend: Recommend = Recommend()
     publisher: Publisher | None = None
@@ -416,11 +412,10 @@ def parse_params(data: Mapping[str, Any], *, source: str = "") -> ReportParams:
     ParameterError
         One line: the file (``source``), the key and what is wrong with it.
     """
-    where = f"{source}: " if source else ""
     try:
         return ReportParams.model_validate(data, context={"source": source})
     except ValidationError as e:
-        raise ParameterError(where + _one_line(e)) from None
+        raise ParameterError((f"{source}: " if source else "") + _one_line(e)) from None
 
 
 # ---------------------------------------------------------------------------- YAML
