@@ -8,6 +8,7 @@ its row says why and :attr:`BatchReport.ok` is false. The batch's kernels end wi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -51,9 +52,6 @@ class Report:
 
     def html(self, output: Path) -> Path:
         return Path(output) / "reports" / self.dataset / f"{self.country}.html"
-
-    def pdf(self, output: Path) -> Path:
-        return self.html(output).with_suffix(".pdf")
 
     def build_dir(self, output: Path) -> Path:
         return Path(output) / "build" / self.dataset / self.country
@@ -186,9 +184,8 @@ def _tables(report: Report, params: ReportParams, store: Path, **kw) -> Computed
 
 
 def compute_task(report: Report, params: ReportParams) -> dict:
-    """One country's tables computed on a worker (its Monte Carlo in that process), in a
-    scratch store there; returned as ``{relative path: bytes}`` with their place and
-    timing, so that a worker of a cluster needs no shared disk."""
+    """One country's tables computed in a scratch store on a worker (its Monte Carlo in that
+    process), returned as bytes with their place and timing: no shared disk needed."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="dn-compute-") as tmp:
@@ -200,8 +197,7 @@ def compute_task(report: Report, params: ReportParams) -> dict:
 
 
 def _store_computed(out: dict, store: Path) -> Computed:
-    """Write what :func:`compute_task` returned into ``store``: the results table and its
-    metadata atomically, the decision directory whole (:func:`~demonoise.core.atomic.atomic_dir`)."""
+    """Write what :func:`compute_task` returned into ``store``, atomically (the decision directory whole)."""
     from demonoise.core.atomic import atomic_dir, atomic_write_bytes
 
     decision, inside = store / out["decision"], out["decision"] + "/"
@@ -222,10 +218,8 @@ def _by_size(reports: list[Report]) -> list[Report]:
 
     sizes: Counter = Counter()
     for d in dict.fromkeys(r.dataset for r in reports):
-        try:
+        with contextlib.suppress(DemonoiseError):  # its countries then fail in compute, one by one
             sizes.update((d, x.country) for x in load(d).regions)
-        except DemonoiseError:
-            pass
     return sorted(reports, key=lambda r: -sizes[r.dataset, r.country])
 
 
@@ -510,8 +504,7 @@ def _document(owner, state: Plan, executed: Mapping, computed: Mapping) -> tuple
         nb, metrics = assemble_report(owner, state)
     except DemonoiseError as e:
         raise ReportError(f"assembly failed: {e}") from e
-    seconds = sum(executed[x].seconds for x in state.runs if x.report == owner)
-    return nb, RenderResult(metrics=metrics, notebook_seconds=seconds), owner.build_dir(out), owner.html(out)
+    return nb, RenderResult(metrics=metrics), owner.build_dir(out), owner.html(out)
 
 
 def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, pdf_reason) -> dict:
@@ -554,7 +547,7 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             files = [str(f) for f in res.files]
             atomic_write_text(stamp, json.dumps({"key": key if done else None, "pages": res.pages, "files": files}))
             pdf_error = res.pdf_error or r.pdf_error
-            outcomes[owner] = replace(res, pdf_error=pdf_error, metrics=r.metrics, notebook_seconds=r.notebook_seconds)
+            outcomes[owner] = replace(res, pdf_error=pdf_error, metrics=r.metrics)
         except Exception as e:
             r.status, r.error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
@@ -671,17 +664,16 @@ def run_reports(
         return _stages(params, Path(output), where, force, workers, pdf, progress, notebooks_dir, log, yes)
 
 
+STAGES = ("plan", "compute", "execute", "render", "index")
+
+
 def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
     """plan -> compute -> (overview and extras prepared) -> execute -> render -> index, each
     stage's wall time in ``timings`` with the work it summed."""
-    from demonoise.report.batch.execute import Options, execute_jobs
+    from demonoise.report.batch.execute import Options, run_jobs
     from demonoise.report.document.exporters import pdf_engine_problem
 
-    wall, t0 = {}, time.perf_counter()
-
-    def lap(stage: str) -> None:
-        wall[stage] = time.perf_counter() - t0 - sum(wall.values())
-
+    laps = [time.perf_counter()]  # then the end of each of the STAGES
     asked = params.pdf if pdf is None else pdf
     pdf_reason = pdf_engine_problem() if asked else "no PDF: not requested (--no-pdf or pdf: false)"
     state = plan(params, output, notebooks_dir, yes=yes, workers=workers)
@@ -693,23 +685,23 @@ def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_di
         f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings {settings}; "
         f"on {cluster.describe()}"
     )
-    lap("plan")
+    laps.append(time.perf_counter())
     computed = compute(state, cluster, log)
-    lap("compute")
+    laps.append(time.perf_counter())
     extra = further(state, cluster, log, force=force, workers=workers)
-    opts = Options(run_id=cluster.run_id)
+    opts = Options()
     jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
-    executed = execute_jobs(jobs, cluster, opts, force=force, progress=progress)
-    lap("execute")
+    executed = run_jobs(jobs, cluster=cluster, options=opts, force=force, progress=progress)
+    laps.append(time.perf_counter())
     outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
     rendered = {r: outcomes[r] for r in state.reports}
-    lap("render")
+    laps.append(time.perf_counter())
     rows = [_row(f.label, outcomes[f], f.summary, pdf_reason) for f in extra]
     path = index(state, rendered, rows, pdf_reason=pdf_reason)
-    lap("index")
+    laps.append(time.perf_counter())
     times = {
-        **wall,
-        "total": time.perf_counter() - t0,
+        **{stage: b - a for stage, a, b in zip(STAGES, laps, laps[1:], strict=True)},
+        "total": laps[-1] - laps[0],
         "compute_work": sum(c.seconds for c in computed.values()),
         "notebooks": sum(r.seconds for r in executed.values()),
         "html": sum(o.html_seconds for o in rendered.values()),
