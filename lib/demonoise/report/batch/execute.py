@@ -151,12 +151,9 @@ def failed_path(output: Path) -> Path:
 
 # ============================================================ the parameters cell
 def check_defined(path: str | os.PathLike, names: Iterable[str] = (), what: str | None = None) -> tuple[str, ...]:
-    """The names the notebook's cell tagged ``parameters`` assigns, in order (read as
-    :func:`papermill.inspect_notebook` reads a Python notebook, without its need of a
-    kernelspec), after checking it defines every one of ``names``: those the batch injects,
-    or (``what``, the notebook's name) those a user gives it -- papermill itself only warns.
-    Without the tag papermill would inject a run's values at the top, where the notebook's
-    defaults then overwrite them.
+    """The names the notebook's cell tagged ``parameters`` assigns, in order (as papermill reads
+    them), after checking it defines every one of ``names``: those the batch injects, or
+    (``what``, the notebook's name) those a user gives it -- papermill itself only warns.
 
     Raises
     ------

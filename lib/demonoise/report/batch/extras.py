@@ -1,11 +1,7 @@
 """Further notebooks: the Europe overview and the extras (what-if, teaching), each run and
-rendered like a report.
-
-:func:`extra_run` and :func:`overview_run` (its tables computed first) prepare a
-:class:`FurtherRun`; :func:`render_further` executes and renders one on its own (``demonoise
-notebook``, ``demonoise overview``), while the report batch runs them with its countries'
-notebooks. A what-if is named after its parameters (``whatif-BE34-scale4-V1-3.html``), so
-that a second scenario keeps the first.
+rendered like a report: prepared as a :class:`FurtherRun` by :func:`extra_run` or
+:func:`overview_run`, run by the report batch or alone by :func:`render_further`. A what-if
+is named after its parameters (``whatif-BE34-scale4-V1-3.html``): a second keeps the first.
 """
 
 from __future__ import annotations
@@ -55,9 +51,7 @@ class FurtherRun:
 
     def check(self, res) -> None:
         """Raise :class:`~demonoise.core.errors.ReportError` when the notebook did not run
-        (``res`` is ``None``: the ``error`` that stopped it) or its run (a
-        :class:`~demonoise.report.batch.execute.JobResult`) failed, naming the exception,
-        the cell and where the partly executed notebook is kept."""
+        (``res`` is ``None``: the ``error`` that stopped it) or its run ``res`` failed."""
         if res is None:
             raise ReportError(self.error)
         if not res.ok:
@@ -87,8 +81,7 @@ def scenario_name(name: str, parameters: Mapping[str, Any]) -> str:
 
 
 def _given(params: Mapping[str, Any]) -> str:
-    """The parameters of a run in words; the noise settings by their labels
-    (:class:`~demonoise.analysis.settings.NoiseSetting`: ``V = 1, V = 5``, ``p-table v01``)."""
+    """The parameters of a run in words, the noise settings by their labels (``V = 1, V = 5``)."""
     from demonoise.analysis.settings import NoiseSetting, ptable_name
 
     out = []

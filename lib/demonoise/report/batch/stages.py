@@ -300,10 +300,9 @@ def _parameters(run: Run, done: Computed, state: Plan) -> dict:
 
 
 def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, workers: int) -> list:
-    """The Europe overview (its tables computed or read back here, the Monte Carlo on
-    ``cluster``) and the extra notebooks of the params, ready to run: each a
-    :class:`~demonoise.report.batch.extras.FurtherRun` (with the ``error`` that stopped
-    it); their notebooks run with the countries' and their documents render with theirs."""
+    """The Europe overview (its tables computed here, the Monte Carlo on ``cluster``) and the
+    extras, each a :class:`~demonoise.report.batch.extras.FurtherRun` ready to run (or with
+    the ``error`` that stopped it): their notebooks run and render with the countries'."""
     from functools import partial
 
     from demonoise.report.batch.extras import FurtherRun, extra_run, overview_run
@@ -435,16 +434,9 @@ def check_shown(
     path: str | os.PathLike, *, dataset: str, country: str, setting: str | None = None, settings=()
 ) -> None:
     """Compare what the executed notebook at ``path`` recorded it shows
-    (:func:`~demonoise.report.content.notebook.record_shown`) with what its run asked for.
-
-    Parameters
-    ----------
-    dataset, country : str
-        The section's rows must hold exactly these.
-    setting : str, optional
-        Label of the run's setting (``"V = 1"``, ``"p-table v01"``).
-    settings : iterable of str
-        Labels the section's rows must all hold (the summary's).
+    (:func:`~demonoise.report.content.notebook.record_shown`) with what its run asked for:
+    exactly ``dataset``, ``country`` and the ``setting`` label (``"V = 1"``, ``"p-table v01"``),
+    and rows for each of the ``settings`` labels (the summary's).
 
     Raises
     ------
@@ -470,9 +462,8 @@ def check_shown(
 
 
 def _start(r: RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
-    """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then
-    up to date) when its stamp says the outputs were rendered from the same document,
-    library and template."""
+    """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then up to
+    date) when its stamp says the outputs come from the same document, library and template."""
     from demonoise.analysis.stored import content_key
     from demonoise.report.document.assemble import write_notebook
     from demonoise.report.document.templates import find_template_dir
