@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 from demonoise.analysis.settings import NoiseSetting
@@ -573,6 +574,8 @@ class BatchReport:
         )
 
 
+#: The stages of a batch, each timed in :attr:`BatchReport.timings`.
+STAGES = ("plan", "compute", "execute", "render", "index")
 #: The CSV files of a report the index links by name (the decision module's tables).
 INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands": "error bands"}
 
@@ -647,51 +650,40 @@ def run_reports(
     ClusterError
         The cluster cannot be used, or its scheduler was lost mid-run (``ClusterLost``).
     """
-    from demonoise.report.batch.execute import running
+    from demonoise.report.batch.execute import Options, run_jobs, running
+    from demonoise.report.document.exporters import pdf_engine_problem
 
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
-    with running(cluster, workers, params.scheduler) as where:
-        return _stages(params, Path(output), where, force, workers, pdf, progress, notebooks_dir, log, yes)
-
-
-STAGES = ("plan", "compute", "execute", "render", "index")
-
-
-def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
-    """plan -> compute -> (overview and extras prepared) -> execute -> render -> index, each
-    stage's wall time in ``timings`` with the work it summed."""
-    from demonoise.report.batch.execute import Options, run_jobs
-    from demonoise.report.document.exporters import pdf_engine_problem
-
     laps = [time.perf_counter()]  # then the end of each of the STAGES
     asked = params.pdf if pdf is None else pdf
     pdf_reason = pdf_engine_problem() if asked else "no PDF: not requested (--no-pdf or pdf: false)"
-    state = plan(params, output, notebooks_dir, yes=yes, workers=workers)
     log = log or (lambda msg: None)
-    for note in params.notices:
-        log(f"demonoise report: note: {note}")
-    settings = ", ".join(s.label for s in params.settings)
-    log(
-        f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings {settings}; "
-        f"on {cluster.describe()}"
-    )
-    laps.append(time.perf_counter())
-    computed = compute(state, cluster, log)
-    laps.append(time.perf_counter())
-    extra = further(state, cluster, log, force=force, workers=workers)
-    opts = Options()
-    jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
-    executed = run_jobs(jobs, cluster=cluster, options=opts, force=force, progress=progress)
-    laps.append(time.perf_counter())
-    outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
-    rendered = {r: outcomes[r] for r in state.reports}
-    laps.append(time.perf_counter())
-    rows = [_row(f.label, outcomes[f], f.summary, pdf_reason) for f in extra]
-    path = index(state, rendered, rows, pdf_reason=pdf_reason)
-    laps.append(time.perf_counter())
+    with running(cluster, workers, params.scheduler) as cluster:
+        state = plan(params, Path(output), notebooks_dir, yes=yes, workers=workers)
+        for note in params.notices:
+            log(f"demonoise report: note: {note}")
+        settings = ", ".join(s.label for s in params.settings)
+        log(
+            f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings {settings}; "
+            f"on {cluster.describe()}"
+        )
+        laps.append(time.perf_counter())
+        computed = compute(state, cluster, log)
+        laps.append(time.perf_counter())
+        extra = further(state, cluster, log, force=force, workers=workers)
+        opts = Options()
+        jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
+        executed = run_jobs(jobs, cluster=cluster, options=opts, force=force, progress=progress)
+        laps.append(time.perf_counter())
+        outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
+        rendered = {r: outcomes[r] for r in state.reports}
+        laps.append(time.perf_counter())
+        rows = [_row(f.label, outcomes[f], f.summary, pdf_reason) for f in extra]
+        path = index(state, rendered, rows, pdf_reason=pdf_reason)
+        laps.append(time.perf_counter())
     times = {
-        **{stage: b - a for stage, a, b in zip(STAGES, laps, laps[1:], strict=True)},
+        **dict(zip(STAGES, (b - a for a, b in pairwise(laps)), strict=True)),
         "total": laps[-1] - laps[0],
         "compute_work": sum(c.seconds for c in computed.values()),
         "notebooks": sum(r.seconds for r in executed.values()),
