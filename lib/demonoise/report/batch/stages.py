@@ -496,7 +496,8 @@ def _document(owner, state: Plan, executed: Mapping, computed: Mapping) -> tuple
         nb, metrics = assemble_report(owner, state)
     except DemonoiseError as e:
         raise ReportError(f"assembly failed: {e}") from e
-    return nb, RenderResult(metrics=metrics), owner.build_dir(out), owner.html(out)
+    seconds = sum(executed[x].seconds for x in state.runs if x.report == owner)  # read by the benchmarks
+    return nb, RenderResult(metrics=metrics, notebook_seconds=seconds), owner.build_dir(out), owner.html(out)
 
 
 def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, pdf_reason) -> dict:
@@ -539,7 +540,7 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             files = [str(f) for f in res.files]
             atomic_write_text(stamp, json.dumps({"key": key if done else None, "pages": res.pages, "files": files}))
             pdf_error = res.pdf_error or r.pdf_error
-            outcomes[owner] = replace(res, pdf_error=pdf_error, metrics=r.metrics)
+            outcomes[owner] = replace(res, pdf_error=pdf_error, metrics=r.metrics, notebook_seconds=r.notebook_seconds)
         except Exception as e:
             r.status, r.error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
