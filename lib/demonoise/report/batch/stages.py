@@ -22,7 +22,7 @@ from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.errors import DemonoiseError, ParameterError, ReportError
 from demonoise.io.datasets import country_provenance
 from demonoise.report.batch.params import ReportParams
-from demonoise.report.document.assemble import RenderResult
+from demonoise.report.document import assemble as doc
 
 __all__ = ["SUMMARY", "CHANGE", "MAX_NOTEBOOKS", "Report", "Run", "BatchReport", "plan", "run_reports"]
 
@@ -352,25 +352,16 @@ def assemble_report(report: Report, state: Plan):
     calibration, method and data)."""
     from demonoise.report.content.summary import source_of
     from demonoise.report.content.theme import setting_colours
-    from demonoise.report.document.assemble import (
-        Chapter,
-        Section,
-        assemble,
-        data_zip_name,
-        load_notebook,
-        read_metrics,
-        split_sections,
-    )
     from demonoise.report.document.cover import cover_html
 
     out, facts = state.output, state.facts[report.dataset]
     summary_path = Run(report, SUMMARY).output(out)
-    metrics = read_metrics(summary_path)
-    parts = [Section(p, landscape=_wide_part(p)) for p in split_sections(load_notebook(summary_path)[0])]
+    metrics = doc.read_metrics(summary_path)
+    parts = [doc.Section(p, landscape=_wide_part(p)) for p in doc.split_sections(doc.load_notebook(summary_path)[0])]
     colours = setting_colours([s.label for s in state.params.settings])
     chapters = [
-        Chapter(
-            load_notebook(state.notebooks / f"{n}.ipynb")[0].metadata.get("title") or n,  # the chapter's title
+        doc.Chapter(
+            doc.load_notebook(state.notebooks / f"{n}.ipynb")[0].metadata.get("title") or n,  # the chapter's title
             n.replace("_", "-"),
             tuple((s.label, colours[s.label], Run(report, n, s).output(out)) for s in state.params.settings),
         )
@@ -385,11 +376,11 @@ def assemble_report(report: Report, state: Plan):
         settings=[s.label for s in state.params.settings],
         dataset=report.dataset,
         index_href="../../index.html",
-        data_zip=data_zip_name(report.html(out)),
+        data_zip=doc.data_zip_name(report.html(out)),
     )
-    change = [Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
+    change = [doc.Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
     wide = [p for p in parts[1:] if p.landscape]  # run on after the main points' landscape pages
-    nb = assemble(
+    nb = doc.assemble(
         [parts[0], *wide, *chapters, *change, *(p for p in parts[1:] if not p.landscape)],
         title=title,
         cover=cover,
@@ -445,9 +436,8 @@ def check_shown(
         The record is missing or differs, naming the notebook.
     """
     from demonoise.report.content.notebook import SHOWN
-    from demonoise.report.document.assemble import read_metrics
 
-    got = read_metrics(path).get(SHOWN)
+    got = doc.read_metrics(path).get(SHOWN)
     if not isinstance(got, Mapping):
         raise ReportError(
             f"{path}: the notebook did not record what it shows (summary.load_results records it); "
@@ -462,15 +452,14 @@ def check_shown(
         raise ReportError(f"{path} shows {'; '.join(wrong)}: the section is not what the batch asked for")
 
 
-def _start(r: RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
+def _start(r: doc.RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
     """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then up to
     date) when its stamp says the outputs come from the same document, library and template."""
     from demonoise.analysis.stored import content_key
-    from demonoise.report.document.assemble import write_notebook
     from demonoise.report.document.templates import find_template_dir
     from demonoise.runtime.fingerprint import digest, source_fingerprint
 
-    nb_path, stamp = write_notebook(nb, build / "report.ipynb"), build / "report.json"
+    nb_path, stamp = doc.write_notebook(nb, build / "report.ipynb"), build / "report.json"
     key = digest([content_key(nb_path), source_fingerprint(), content_key(find_template_dir()), pdf is not None])
     try:
         old = json.loads(stamp.read_text(encoding="utf-8"))
@@ -489,7 +478,7 @@ def _document(owner, state: Plan, executed: Mapping, computed: Mapping) -> tuple
     out = state.output
     if not isinstance(owner, Report):
         owner.check(executed.get(owner))
-        return owner.document(), RenderResult(), out / "build" / "further" / owner.html.stem, owner.html
+        return owner.document(), doc.RenderResult(), out / "build" / "further" / owner.html.stem, owner.html
     if failed := computed[owner].error or _run_errors(owner, state, executed):
         raise ReportError(failed)
     try:
@@ -497,7 +486,7 @@ def _document(owner, state: Plan, executed: Mapping, computed: Mapping) -> tuple
     except DemonoiseError as e:
         raise ReportError(f"assembly failed: {e}") from e
     seconds = sum(executed[x].seconds for x in state.runs if x.report == owner)  # read by the benchmarks
-    return nb, RenderResult(metrics=metrics, notebook_seconds=seconds), owner.build_dir(out), owner.html(out)
+    return nb, doc.RenderResult(metrics=metrics, notebook_seconds=seconds), owner.build_dir(out), owner.html(out)
 
 
 def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, pdf_reason) -> dict:
@@ -508,7 +497,6 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
     from dataclasses import replace
 
     from demonoise.core.atomic import atomic_write_text
-    from demonoise.report.document.assemble import render_bytes, write_rendered
 
     outcomes: dict = {}
     tasks, names = [], []  # filled as the documents are assembled
@@ -518,7 +506,7 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             try:
                 nb, r, build, html = _document(owner, state, executed, computed)
             except Exception as e:  # one document's failure is recorded; the others go on
-                outcomes[owner] = RenderResult(status="failed", error=_why(e))
+                outcomes[owner] = doc.RenderResult(status="failed", error=_why(e))
                 continue
             r.pdf_error = pdf_reason
             outcomes[owner] = r
@@ -529,13 +517,13 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
                 yield task[0].read_bytes(), html.stem, pdf_reason is None
 
     count = len(state.reports) + len(extra)
-    for i, value, err in cluster.each(render_bytes, documents(), label="render", names=names, count=count):
+    for i, value, err in cluster.each(doc.render_bytes, documents(), label="render", names=names, count=count):
         owner, (_, html, pdf, key, stamp) = tasks[i]
         r = outcomes[owner]
         try:
             if err is not None:
                 raise err
-            res = write_rendered(value, html, pdf)
+            res = doc.write_rendered(value, html, pdf)
             done = res.pdf is not None or r.pdf_error is not None  # else the next run tries the PDF again
             files = [str(f) for f in res.files]
             atomic_write_text(stamp, json.dumps({"key": key if done else None, "pages": res.pages, "files": files}))
@@ -581,7 +569,7 @@ STAGES = ("plan", "compute", "execute", "render", "index")
 INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands": "error bands"}
 
 
-def _row(name: str, o: RenderResult, summary, pdf_reason: str | None, files=()):
+def _row(name: str, o: doc.RenderResult, summary, pdf_reason: str | None, files=()):
     """The index row of a rendered (or failed) document."""
     from demonoise.report.document.index import IndexRow
 
@@ -591,7 +579,7 @@ def _row(name: str, o: RenderResult, summary, pdf_reason: str | None, files=()):
     return IndexRow(name, o.status, o.html, o.pdf, pdf_reason, o.error, summary, tuple(files), links)
 
 
-def index(state: Plan, rendered: Mapping[Report, RenderResult], further: list, *, pdf_reason: str | None) -> Path:
+def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: list, *, pdf_reason: str | None) -> Path:
     """``<output>/index.html``: one row per country, then the overview and the extras
     (``further``: their rows)."""
     from demonoise.report.document.index import write_index
