@@ -48,7 +48,7 @@ def bench_runs(out: Path, n: int) -> list[dict]:
             t0 = time.perf_counter()
             batch = run_jobs(jobs, workers=workers, force=True, progress=False, options=Options(reuse_kernel=reuse))
             wall = time.perf_counter() - t0
-            assert all(r.status == "ok" for r in batch), [str(r.error) for r in batch]
+            assert all(r.status == "ok" for r in batch.values()), [str(r.error) for r in batch.values()]
             rows.append(
                 {
                     "workers": workers,
@@ -56,7 +56,7 @@ def bench_runs(out: Path, n: int) -> list[dict]:
                     "notebooks": n,
                     "wall_s": round(wall, 2),
                     "per_notebook_s": round(wall / n, 3),
-                    "median_job_s": round(statistics.median(r.seconds for r in batch), 3),
+                    "median_job_s": round(statistics.median(r.seconds for r in batch.values()), 3),
                 }
             )
     return rows
@@ -67,7 +67,7 @@ def bench_render(out: Path, repeat: int) -> dict:
     jobs = [Job(NB / "report_cover.ipynb", d / "cover.ipynb", {"title": "Benchmark report"})] + [
         Job(NB / "report_good.ipynb", d / f"s{i}.ipynb", {"region": f"R{i}", "V": float(i + 1)}) for i in range(4)
     ]
-    assert all(r.status == "ok" for r in run_jobs(jobs, workers=2, force=True, progress=False))
+    assert all(r.status == "ok" for r in run_jobs(jobs, workers=2, force=True, progress=False).values())
     sections = [d / f"s{i}.ipynb" for i in range(4)]
     html_times, pdf_times = [], []
     html = d / "report.html"

@@ -45,7 +45,7 @@ def executed(tmp_path_factory) -> dict:
         Job(GOOD, d / "be34.ipynb", {"region": "BE34", "V": 5.0}),
     ]
     batch = run_jobs(jobs, workers=1, progress=False)
-    assert all(r.status == "ok" for r in batch), [str(r.error) for r in batch]
+    assert all(r.status == "ok" for r in batch.values()), [str(r.error) for r in batch.values()]
     return {"dir": d, "cover": d / "cover.ipynb", "sections": [d / "be10.ipynb", d / "be34.ipynb"]}
 
 

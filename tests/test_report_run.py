@@ -45,7 +45,7 @@ def test_reused_kernel_reads_back_parameters_and_metrics_without_leaks(tmp_path)
     jobs = [Job(GOOD, tmp_path / "run1.ipynb", p1), Job(GOOD, tmp_path / "run2.ipynb", p2)]
     batch = run_jobs(jobs, workers=1, progress=False)
 
-    assert [r.status for r in batch] == ["ok", "ok"], [str(r.error) for r in batch]
+    assert [r.status for r in batch.values()] == ["ok", "ok"], [str(r.error) for r in batch.values()]
     # the second notebook ran in the first one's kernel ...
     assert batch[1].kernel_reused and not batch[0].kernel_reused
     m1, m2 = read_metrics(tmp_path / "run1.ipynb"), read_metrics(tmp_path / "run2.ipynb")
@@ -90,7 +90,7 @@ def test_a_reused_kernel_keeps_its_client_and_a_broken_notebook_does_not_break_i
         Job(GOOD, tmp_path / "run3.ipynb", p3),
     ]
     batch = run_jobs(jobs, workers=1, progress=False)
-    assert [r.status for r in batch] == ["ok", "failed", "ok"]
+    assert [r.status for r in batch.values()] == ["ok", "failed", "ok"]
     assert batch[2].kernel_reused
     assert len(ready) == 1
     m3 = read_metrics(tmp_path / "run3.ipynb")
@@ -106,7 +106,7 @@ def test_without_the_reset_the_probe_does_leak(tmp_path):
         Job(GOOD, tmp_path / "b.ipynb", {"set_probe": False}),
     ]
     batch = run_jobs(jobs, workers=1, progress=False, options=Options(reset=False))
-    assert [r.status for r in batch] == ["ok", "ok"]
+    assert [r.status for r in batch.values()] == ["ok", "ok"]
     assert read_metrics(tmp_path / "b.ipynb")["probe_was_defined"] is True
 
 
@@ -123,9 +123,10 @@ def test_a_broken_notebook_is_isolated_in_a_pool_of_two(tmp_path):
     ]
     batch = run_jobs(jobs, workers=2, progress=False)
 
-    assert [r.status for r in batch] == ["ok", "failed", "ok"]
-    assert [r.ok for r in batch] == [True, False, True]
-    assert {r.worker_pid for r in batch} - {0} and len({r.worker_pid for r in batch}) == 2  # two workers
+    assert [r.status for r in batch.values()] == ["ok", "failed", "ok"]
+    assert [r.ok for r in batch.values()] == [True, False, True]
+    pids = {r.worker_pid for r in batch.values()}
+    assert pids - {0} and len(pids) == 2  # two workers
     err = batch[1].error
     assert err.ename == "ValueError"
     assert err.evalue == "deliberate fixture failure for XX99"

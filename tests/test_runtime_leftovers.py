@@ -224,7 +224,7 @@ from demonoise.report.batch.execute import Job, run_jobs
 if __name__ == "__main__":
     nb, out, workers = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     jobs = [Job(nb, out / f"r{i}.ipynb", {"region": f"BE{i}"}) for i in range(3)]
-    assert all(r.ok for r in run_jobs(jobs, workers=workers, progress=False))
+    assert all(r.ok for r in run_jobs(jobs, workers=workers, progress=False).values())
 """
 
 

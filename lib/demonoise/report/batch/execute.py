@@ -1,9 +1,9 @@
 """Execute notebooks with papermill, each process keeping one kernel.
 
-A :class:`Job` is (input notebook, parameters, output path). :func:`execute_jobs` skips it
+A :class:`Job` is (input notebook, parameters, output path). :func:`run_jobs` skips it
 when up to date, else sends its task (the notebook and the files it reads, as bytes) to
 :func:`execute_task` (on a Dask worker, or here) and writes what comes back atomically (a
-failure kept as ``<stem>.failed.ipynb``); :func:`run_jobs` does so on a cluster of its own.
+failure kept as ``<stem>.failed.ipynb``).
 
 Kernel reuse is papermill's public engine API: ``execute_notebook(..., km=km)`` with the
 process's kept kernel manager and a first cell that resets the namespace and changes
@@ -29,22 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from demonoise.core.errors import ParameterError, ReportError
-from demonoise.report.document.assemble import read_notebook_text, write_notebook
+from demonoise.report.document.assemble import load_notebook, read_notebook_text, write_notebook
 from demonoise.runtime.cluster import Cluster, scratch_dir
 from demonoise.runtime.fingerprint import digest, source_fingerprint
 
-__all__ = [
-    "Job",
-    "JobResult",
-    "Options",
-    "running",
-    "end_kernels",
-    "run_jobs",
-    "execute_jobs",
-    "job_key",
-    "failed_path",
-    "check_defined",
-]
+__all__ = ["Job", "JobResult", "Options", "running", "run_jobs", "job_key", "failed_path", "check_defined"]
 
 DEFAULT_KERNEL = "demonoise"
 _FALLBACK_KERNEL = "demonoise-current-interpreter"
@@ -162,12 +151,9 @@ def failed_path(output: Path) -> Path:
 
 # ============================================================ the parameters cell
 def check_defined(path: str | os.PathLike, names: Iterable[str] = (), what: str | None = None) -> tuple[str, ...]:
-    """The names the notebook's cell tagged ``parameters`` assigns, in order (read as
-    :func:`papermill.inspect_notebook` reads a Python notebook, without its need of a
-    kernelspec), after checking it defines every one of ``names``: those the batch injects,
-    or (``what``, the notebook's name) those a user gives it -- papermill itself only warns.
-    Without the tag papermill would inject a run's values at the top, where the notebook's
-    defaults then overwrite them.
+    """The names the notebook's cell tagged ``parameters`` assigns, in order (as papermill reads
+    them), after checking it defines every one of ``names``: those the batch injects, or
+    (``what``, the notebook's name) those a user gives it -- papermill itself only warns.
 
     Raises
     ------
@@ -177,15 +163,9 @@ def check_defined(path: str | os.PathLike, names: Iterable[str] = (), what: str 
     ParameterError
         ``unknown parameter 'regoin' for notebook whatif; its parameters: dataset, region, ...``
     """
-    import nbformat
     from papermill.translators import PythonTranslator
 
-    try:
-        nb = nbformat.read(Path(path), as_version=4)
-    except FileNotFoundError:
-        raise ReportError(f"notebook not found: {path}") from None
-    except Exception as e:
-        raise ReportError(f"cannot read notebook {path}: {type(e).__name__}: {e}") from None
+    nb = load_notebook(Path(path))[0]
     cell = next((c for c in nb.cells if c.get("cell_type") == "code" and "parameters" in _tags(c)), None)
     if cell is None:
         raise ReportError(
@@ -324,7 +304,7 @@ _state: dict[str, Any] = {"kernel": None}
 
 
 def _kernel_for(opts: Options):
-    """The kept kernel if it is alive (else a fresh one, :func:`_new_kernel`)."""
+    """The kept kernel if it is alive, else a fresh one."""
     from jupyter_core.utils import run_sync
 
     kernel = _state["kernel"]
@@ -362,8 +342,7 @@ def end_kernels(run_id: str = "") -> None:
 
 # =============================================================== one task, anywhere
 def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: Path) -> dict:
-    """``parameters`` with every value that is a path of ``files`` replaced by a copy written
-    under ``where``."""
+    """``parameters`` with each path of ``files`` replaced by a copy written under ``where``."""
     copies = {}
     for i, (path, data) in enumerate(files.items()):
         copy = where / f"in{i}-{Path(path).name}"
@@ -378,8 +357,7 @@ def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: P
 
 
 def _input_notebook(job: Job, notebook: bytes, cwd: str, reset: bool):
-    """``notebook`` without the cells ``job`` skips, after a first cell that resets the
-    namespace and changes to ``cwd`` (tagged :data:`RESET_TAG`)."""
+    """``notebook`` without the cells ``job`` skips, after a first cell (:data:`RESET_TAG`)."""
     from nbformat.v4 import new_code_cell
 
     nb = read_notebook_text(notebook.decode("utf-8"))
@@ -436,8 +414,7 @@ def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
 
 
 def _error_from(exc: BaseException) -> JobError:
-    """Why a task failed: papermill's cell error (the cell, ``In [n]`` and its source), else the
-    exception's first line."""
+    """Why a task failed: papermill's cell error, else the exception's first line."""
     from papermill.exceptions import PapermillExecutionError
 
     if isinstance(exc, PapermillExecutionError):
@@ -449,9 +426,7 @@ def _error_from(exc: BaseException) -> JobError:
 
 # ========================================================== before and after a task
 def _task_of(job: Job) -> dict:
-    """What ``job`` reads, as bytes: ``notebook``, ``files`` (path as named in the
-    parameters -> bytes, or for a directory -> its files' names -> bytes), and ``cwd``,
-    the input's folder."""
+    """What ``job`` reads, as bytes (a directory: ``{name: bytes}``), and its folder ``cwd``."""
     files = {}
     for f in job.files:
         try:
@@ -465,9 +440,8 @@ def _task_of(job: Job) -> dict:
 
 
 def _finish(job: Job, key: str, opts: Options, res: JobResult) -> JobResult:
-    """Write what ``job``'s task returned, atomically, stamped with the run: the executed
-    notebook, or a failure's partly executed one as ``<stem>.failed.ipynb`` (removing an
-    older, valid-looking output)."""
+    """Write the executed notebook ``res`` carries, atomically and stamped with the run (a
+    failure's as ``<stem>.failed.ipynb``, removing an older, valid-looking output)."""
     to, stale = (job.output, failed_path(job.output)) if res.ok else (failed_path(job.output), job.output)
     stale.unlink(missing_ok=True)
     if res.notebook is None:
@@ -494,18 +468,21 @@ def _finish(job: Job, key: str, opts: Options, res: JobResult) -> JobResult:
 
 # ======================================================================= batch
 def run_jobs(
-    jobs: Iterable[Job],
+    jobs: Mapping[Any, Job] | Iterable[Job],
     *,
     workers: int = 2,
     force: bool = False,
     progress: bool | None = None,
     cluster: Cluster | None = None,
     options: Options | None = None,
-) -> list[JobResult]:
-    """Run notebook jobs (distinct outputs); one failing notebook does not stop the others.
+) -> dict:
+    """Run notebook jobs (distinct outputs), each written here as it comes back; one failing
+    notebook does not stop the others.
 
     Parameters
     ----------
+    jobs : mapping or iterable of Job
+        ``{key: Job}``; an iterable is keyed by position.
     workers : int
         Without ``cluster``: the size of the local Dask cluster (``1``: this process).
     force : bool
@@ -517,8 +494,8 @@ def run_jobs(
 
     Returns
     -------
-    list of JobResult
-        One per job, in the order given.
+    dict
+        ``{key: JobResult}``, in the order of ``jobs``.
 
     Raises
     ------
@@ -527,39 +504,33 @@ def run_jobs(
     KeyboardInterrupt
         After cancelling pending jobs and ending the kernels of this run.
     """
-    jobs = list(jobs)
+    from tqdm import tqdm
+
+    jobs = dict(jobs if isinstance(jobs, Mapping) else enumerate(jobs))
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
     seen: dict[Path, Job] = {}
-    for j in jobs:
+    for j in jobs.values():
         if (first := seen.setdefault(j.output.resolve(), j)) is not j:
             raise ParameterError(f"jobs {first.label} and {j.label} write the same output {j.output}")
     with running(cluster, workers) as where:
         opts = replace(options or Options(), run_id=where.run_id)
-        done = execute_jobs(dict(enumerate(jobs)), where, opts, force=force, progress=progress)
-    return [done[i] for i in range(len(jobs))]
-
-
-def execute_jobs(jobs: Mapping[Any, Job], cluster, opts: Options, *, force: bool = False, progress=None) -> dict:
-    """Run the notebooks of ``jobs`` (``{key: Job}``) on ``cluster``, each written here as
-    it comes back; the up-to-date ones are skipped. Returns ``{key: JobResult}``."""
-    from tqdm import tqdm
-
-    out, todo = {}, []
-    for name, job in jobs.items():
-        try:
-            key = job_key(job, library=opts.library)
-            if force or output_key(job.output) != key:
-                todo.append((name, key, _task_of(job)))
-            else:
-                out[name] = JobResult(job, "skipped", key=key)
-        except ReportError as e:
-            out[name] = _finish(job, "", opts, JobResult(job, "failed", error=_error_from(e)))
-    items = [(jobs[name], task, opts) for name, _, task in todo]
-    with tqdm(total=len(items), unit="nb", desc="notebooks", disable=None if progress is None else not progress) as bar:
-        for i, res, err in cluster.each(execute_task, items, label="notebook", names=[j.label for j, _, _ in items]):
-            name, key, _ = todo[i]
-            res = res if err is None else JobResult(jobs[name], "failed", error=_error_from(err))
-            out[name] = _finish(jobs[name], key, opts, res)
-            bar.update(1)
-    return out
+        out, todo = {}, []
+        for name, job in jobs.items():
+            try:
+                key = job_key(job, library=opts.library)
+                if force or output_key(job.output) != key:
+                    todo.append((name, key, _task_of(job)))
+                else:
+                    out[name] = JobResult(job, "skipped", key=key)
+            except ReportError as e:
+                out[name] = _finish(job, "", opts, JobResult(job, "failed", error=_error_from(e)))
+        items = [(jobs[name], task, opts) for name, _, task in todo]
+        bar = tqdm(total=len(items), unit="nb", desc="notebooks", disable=None if progress is None else not progress)
+        with bar:
+            for i, res, err in where.each(execute_task, items, label="notebook", names=[j.label for j, _, _ in items]):
+                name, key, _ = todo[i]
+                res = res if err is None else JobResult(jobs[name], "failed", error=_error_from(err))
+                out[name] = _finish(jobs[name], key, opts, res)
+                bar.update(1)
+    return {k: out[k] for k in jobs}  # in the order given

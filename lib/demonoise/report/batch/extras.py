@@ -1,11 +1,7 @@
 """Further notebooks: the Europe overview and the extras (what-if, teaching), each run and
-rendered like a report.
-
-:func:`extra_run` and :func:`overview_run` (its tables computed first) prepare a
-:class:`FurtherRun`; :func:`render_further` executes and renders one on its own (``demonoise
-notebook``, ``demonoise overview``), while the report batch runs them with its countries'
-notebooks. A what-if is named after its parameters (``whatif-BE34-scale4-V1-3.html``), so
-that a second scenario keeps the first.
+rendered like a report: prepared as a :class:`FurtherRun` by :func:`extra_run` or
+:func:`overview_run`, run by the report batch or alone by :func:`render_further`. A what-if
+is named after its parameters (``whatif-BE34-scale4-V1-3.html``): a second keeps the first.
 """
 
 from __future__ import annotations
@@ -21,14 +17,7 @@ from demonoise.core.errors import ReportError
 from demonoise.io.datasets import name_of, resolve
 from demonoise.report.batch.execute import Job, check_defined, run_jobs
 from demonoise.report.batch.params import EXTRAS
-from demonoise.report.document.assemble import (
-    RenderResult,
-    Section,
-    assemble,
-    load_notebook,
-    render_document,
-    split_sections,
-)
+from demonoise.report.document import assemble as doc
 from demonoise.runtime.locate import find_notebook
 
 __all__ = ["FurtherRun", "extra_run", "overview_run", "render_further"]
@@ -55,9 +44,7 @@ class FurtherRun:
 
     def check(self, res) -> None:
         """Raise :class:`~demonoise.core.errors.ReportError` when the notebook did not run
-        (``res`` is ``None``: the ``error`` that stopped it) or its run (a
-        :class:`~demonoise.report.batch.execute.JobResult`) failed, naming the exception,
-        the cell and where the partly executed notebook is kept."""
+        (``res`` is ``None``: the ``error`` that stopped it) or its run ``res`` failed."""
         if res is None:
             raise ReportError(self.error)
         if not res.ok:
@@ -67,8 +54,10 @@ class FurtherRun:
     def document(self):
         """The executed notebook as a document (:func:`~demonoise.report.document.assemble.assemble`)."""
         nb = self.job.output
-        parts = [Section(p) for p in split_sections(load_notebook(nb)[0])] if self.sections else [nb]
-        return assemble(parts, title=self.title, subtitle=self.subtitle, source=self.source or "", toc=self.sections)
+        parts = [doc.Section(p) for p in doc.split_sections(doc.load_notebook(nb)[0])] if self.sections else [nb]
+        return doc.assemble(
+            parts, title=self.title, subtitle=self.subtitle, source=self.source or "", toc=self.sections
+        )
 
 
 def _value_tag(v: Any) -> str:
@@ -87,8 +76,7 @@ def scenario_name(name: str, parameters: Mapping[str, Any]) -> str:
 
 
 def _given(params: Mapping[str, Any]) -> str:
-    """The parameters of a run in words; the noise settings by their labels
-    (:class:`~demonoise.analysis.settings.NoiseSetting`: ``V = 1, V = 5``, ``p-table v01``)."""
+    """The parameters of a run in words, the noise settings by their labels (``V = 1, V = 5``)."""
     from demonoise.analysis.settings import NoiseSetting, ptable_name
 
     out = []
@@ -123,7 +111,7 @@ def extra_run(
     params = {k: resolve(v) if k in ("dataset", "change_dataset") and v else v for k, v in (parameters or {}).items()}
     check_defined(src, params, name)
     stem = scenario_name(name, params)
-    title = title or EXTRAS.get(name) or load_notebook(src)[0].get("metadata", {}).get("title") or name
+    title = title or EXTRAS.get(name) or doc.load_notebook(src)[0].get("metadata", {}).get("title") or name
     given = _given(params)
     return FurtherRun(
         name=name,
@@ -213,7 +201,7 @@ def overview_run(
     )
 
 
-def render_further(run: FurtherRun, *, pdf: bool = True, force: bool = False, cluster=None) -> RenderResult:
+def render_further(run: FurtherRun, *, pdf: bool = True, force: bool = False, cluster=None) -> doc.RenderResult:
     """Execute ``run``'s notebook (skipped when up to date, unless ``force``) and render its
     document to HTML (and PDF; else ``RenderResult.pdf_error`` says why).
 
@@ -224,4 +212,4 @@ def render_further(run: FurtherRun, *, pdf: bool = True, force: bool = False, cl
         ``<stem>.failed.ipynb``), or HTML rendering failed.
     """
     run.check(run_jobs([run.job], workers=1, force=force, progress=False, cluster=cluster)[0])
-    return render_document(run.document(), run.html, run.html.with_suffix(".pdf") if pdf else None)
+    return doc.render_document(run.document(), run.html, run.html.with_suffix(".pdf") if pdf else None)

@@ -8,19 +8,21 @@ its row says why and :attr:`BatchReport.ok` is false. The batch's kernels end wi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.errors import DemonoiseError, ParameterError, ReportError
 from demonoise.io.datasets import country_provenance
 from demonoise.report.batch.params import ReportParams
-from demonoise.report.document.assemble import RenderResult
+from demonoise.report.document import assemble as doc
 
 __all__ = ["SUMMARY", "CHANGE", "MAX_NOTEBOOKS", "Report", "Run", "BatchReport", "plan", "run_reports"]
 
@@ -51,9 +53,6 @@ class Report:
 
     def html(self, output: Path) -> Path:
         return Path(output) / "reports" / self.dataset / f"{self.country}.html"
-
-    def pdf(self, output: Path) -> Path:
-        return self.html(output).with_suffix(".pdf")
 
     def build_dir(self, output: Path) -> Path:
         return Path(output) / "build" / self.dataset / self.country
@@ -186,9 +185,8 @@ def _tables(report: Report, params: ReportParams, store: Path, **kw) -> Computed
 
 
 def compute_task(report: Report, params: ReportParams) -> dict:
-    """One country's tables computed on a worker (its Monte Carlo in that process), in a
-    scratch store there; returned as ``{relative path: bytes}`` with their place and
-    timing, so that a worker of a cluster needs no shared disk."""
+    """One country's tables computed in a scratch store on a worker (its Monte Carlo in that
+    process), returned as bytes with their place and timing: no shared disk needed."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="dn-compute-") as tmp:
@@ -200,8 +198,7 @@ def compute_task(report: Report, params: ReportParams) -> dict:
 
 
 def _store_computed(out: dict, store: Path) -> Computed:
-    """Write what :func:`compute_task` returned into ``store``: the results table and its
-    metadata atomically, the decision directory whole (:func:`~demonoise.core.atomic.atomic_dir`)."""
+    """Write what :func:`compute_task` returned into ``store``, atomically (the decision directory whole)."""
     from demonoise.core.atomic import atomic_dir, atomic_write_bytes
 
     decision, inside = store / out["decision"], out["decision"] + "/"
@@ -222,10 +219,8 @@ def _by_size(reports: list[Report]) -> list[Report]:
 
     sizes: Counter = Counter()
     for d in dict.fromkeys(r.dataset for r in reports):
-        try:
+        with contextlib.suppress(DemonoiseError):  # its countries then fail in compute, one by one
             sizes.update((d, x.country) for x in load(d).regions)
-        except DemonoiseError:
-            pass
     return sorted(reports, key=lambda r: -sizes[r.dataset, r.country])
 
 
@@ -306,10 +301,9 @@ def _parameters(run: Run, done: Computed, state: Plan) -> dict:
 
 
 def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, workers: int) -> list:
-    """The Europe overview (its tables computed or read back here, the Monte Carlo on
-    ``cluster``) and the extra notebooks of the params, ready to run: each a
-    :class:`~demonoise.report.batch.extras.FurtherRun` (with the ``error`` that stopped
-    it); their notebooks run with the countries' and their documents render with theirs."""
+    """The Europe overview (its tables computed here, the Monte Carlo on ``cluster``) and the
+    extras, each a :class:`~demonoise.report.batch.extras.FurtherRun` ready to run (or with
+    the ``error`` that stopped it): their notebooks run and render with the countries'."""
     from functools import partial
 
     from demonoise.report.batch.extras import FurtherRun, extra_run, overview_run
@@ -358,25 +352,16 @@ def assemble_report(report: Report, state: Plan):
     calibration, method and data)."""
     from demonoise.report.content.summary import source_of
     from demonoise.report.content.theme import setting_colours
-    from demonoise.report.document.assemble import (
-        Chapter,
-        Section,
-        assemble,
-        data_zip_name,
-        load_notebook,
-        read_metrics,
-        split_sections,
-    )
     from demonoise.report.document.cover import cover_html
 
     out, facts = state.output, state.facts[report.dataset]
     summary_path = Run(report, SUMMARY).output(out)
-    metrics = read_metrics(summary_path)
-    parts = [Section(p, landscape=_wide_part(p)) for p in split_sections(load_notebook(summary_path)[0])]
+    metrics = doc.read_metrics(summary_path)
+    parts = [doc.Section(p, landscape=_wide_part(p)) for p in doc.split_sections(doc.load_notebook(summary_path)[0])]
     colours = setting_colours([s.label for s in state.params.settings])
     chapters = [
-        Chapter(
-            load_notebook(state.notebooks / f"{n}.ipynb")[0].metadata.get("title") or n,  # the chapter's title
+        doc.Chapter(
+            doc.load_notebook(state.notebooks / f"{n}.ipynb")[0].metadata.get("title") or n,  # the chapter's title
             n.replace("_", "-"),
             tuple((s.label, colours[s.label], Run(report, n, s).output(out)) for s in state.params.settings),
         )
@@ -391,11 +376,11 @@ def assemble_report(report: Report, state: Plan):
         settings=[s.label for s in state.params.settings],
         dataset=report.dataset,
         index_href="../../index.html",
-        data_zip=data_zip_name(report.html(out)),
+        data_zip=doc.data_zip_name(report.html(out)),
     )
-    change = [Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
+    change = [doc.Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
     wide = [p for p in parts[1:] if p.landscape]  # run on after the main points' landscape pages
-    nb = assemble(
+    nb = doc.assemble(
         [parts[0], *wide, *chapters, *change, *(p for p in parts[1:] if not p.landscape)],
         title=title,
         cover=cover,
@@ -441,16 +426,9 @@ def check_shown(
     path: str | os.PathLike, *, dataset: str, country: str, setting: str | None = None, settings=()
 ) -> None:
     """Compare what the executed notebook at ``path`` recorded it shows
-    (:func:`~demonoise.report.content.notebook.record_shown`) with what its run asked for.
-
-    Parameters
-    ----------
-    dataset, country : str
-        The section's rows must hold exactly these.
-    setting : str, optional
-        Label of the run's setting (``"V = 1"``, ``"p-table v01"``).
-    settings : iterable of str
-        Labels the section's rows must all hold (the summary's).
+    (:func:`~demonoise.report.content.notebook.record_shown`) with what its run asked for:
+    exactly ``dataset``, ``country`` and the ``setting`` label (``"V = 1"``, ``"p-table v01"``),
+    and rows for each of the ``settings`` labels (the summary's).
 
     Raises
     ------
@@ -458,9 +436,8 @@ def check_shown(
         The record is missing or differs, naming the notebook.
     """
     from demonoise.report.content.notebook import SHOWN
-    from demonoise.report.document.assemble import read_metrics
 
-    got = read_metrics(path).get(SHOWN)
+    got = doc.read_metrics(path).get(SHOWN)
     if not isinstance(got, Mapping):
         raise ReportError(
             f"{path}: the notebook did not record what it shows (summary.load_results records it); "
@@ -475,16 +452,14 @@ def check_shown(
         raise ReportError(f"{path} shows {'; '.join(wrong)}: the section is not what the batch asked for")
 
 
-def _start(r: RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
-    """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then
-    up to date) when its stamp says the outputs were rendered from the same document,
-    library and template."""
+def _start(r: doc.RenderResult, nb, build: Path, html: Path, pdf: Path | None) -> tuple | None:
+    """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then up to
+    date) when its stamp says the outputs come from the same document, library and template."""
     from demonoise.analysis.stored import content_key
-    from demonoise.report.document.assemble import write_notebook
     from demonoise.report.document.templates import find_template_dir
     from demonoise.runtime.fingerprint import digest, source_fingerprint
 
-    nb_path, stamp = write_notebook(nb, build / "report.ipynb"), build / "report.json"
+    nb_path, stamp = doc.write_notebook(nb, build / "report.ipynb"), build / "report.json"
     key = digest([content_key(nb_path), source_fingerprint(), content_key(find_template_dir()), pdf is not None])
     try:
         old = json.loads(stamp.read_text(encoding="utf-8"))
@@ -503,15 +478,15 @@ def _document(owner, state: Plan, executed: Mapping, computed: Mapping) -> tuple
     out = state.output
     if not isinstance(owner, Report):
         owner.check(executed.get(owner))
-        return owner.document(), RenderResult(), out / "build" / "further" / owner.html.stem, owner.html
+        return owner.document(), doc.RenderResult(), out / "build" / "further" / owner.html.stem, owner.html
     if failed := computed[owner].error or _run_errors(owner, state, executed):
         raise ReportError(failed)
     try:
         nb, metrics = assemble_report(owner, state)
     except DemonoiseError as e:
         raise ReportError(f"assembly failed: {e}") from e
-    seconds = sum(executed[x].seconds for x in state.runs if x.report == owner)
-    return nb, RenderResult(metrics=metrics, notebook_seconds=seconds), owner.build_dir(out), owner.html(out)
+    seconds = sum(executed[x].seconds for x in state.runs if x.report == owner)  # read by the benchmarks
+    return nb, doc.RenderResult(metrics=metrics, notebook_seconds=seconds), owner.build_dir(out), owner.html(out)
 
 
 def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, pdf_reason) -> dict:
@@ -522,7 +497,6 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
     from dataclasses import replace
 
     from demonoise.core.atomic import atomic_write_text
-    from demonoise.report.document.assemble import render_bytes, write_rendered
 
     outcomes: dict = {}
     tasks, names = [], []  # filled as the documents are assembled
@@ -532,7 +506,7 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             try:
                 nb, r, build, html = _document(owner, state, executed, computed)
             except Exception as e:  # one document's failure is recorded; the others go on
-                outcomes[owner] = RenderResult(status="failed", error=_why(e))
+                outcomes[owner] = doc.RenderResult(status="failed", error=_why(e))
                 continue
             r.pdf_error = pdf_reason
             outcomes[owner] = r
@@ -543,13 +517,13 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
                 yield task[0].read_bytes(), html.stem, pdf_reason is None
 
     count = len(state.reports) + len(extra)
-    for i, value, err in cluster.each(render_bytes, documents(), label="render", names=names, count=count):
+    for i, value, err in cluster.each(doc.render_bytes, documents(), label="render", names=names, count=count):
         owner, (_, html, pdf, key, stamp) = tasks[i]
         r = outcomes[owner]
         try:
             if err is not None:
                 raise err
-            res = write_rendered(value, html, pdf)
+            res = doc.write_rendered(value, html, pdf)
             done = res.pdf is not None or r.pdf_error is not None  # else the next run tries the PDF again
             files = [str(f) for f in res.files]
             atomic_write_text(stamp, json.dumps({"key": key if done else None, "pages": res.pages, "files": files}))
@@ -589,11 +563,13 @@ class BatchReport:
         )
 
 
+#: The stages of a batch, each timed in :attr:`BatchReport.timings`.
+STAGES = ("plan", "compute", "execute", "render", "index")
 #: The CSV files of a report the index links by name (the decision module's tables).
 INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands": "error bands"}
 
 
-def _row(name: str, o: RenderResult, summary, pdf_reason: str | None, files=()):
+def _row(name: str, o: doc.RenderResult, summary, pdf_reason: str | None, files=()):
     """The index row of a rendered (or failed) document."""
     from demonoise.report.document.index import IndexRow
 
@@ -603,7 +579,7 @@ def _row(name: str, o: RenderResult, summary, pdf_reason: str | None, files=()):
     return IndexRow(name, o.status, o.html, o.pdf, pdf_reason, o.error, summary, tuple(files), links)
 
 
-def index(state: Plan, rendered: Mapping[Report, RenderResult], further: list, *, pdf_reason: str | None) -> Path:
+def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: list, *, pdf_reason: str | None) -> Path:
     """``<output>/index.html``: one row per country, then the overview and the extras
     (``further``: their rows)."""
     from demonoise.report.document.index import write_index
@@ -663,53 +639,41 @@ def run_reports(
     ClusterError
         The cluster cannot be used, or its scheduler was lost mid-run (``ClusterLost``).
     """
-    from demonoise.report.batch.execute import running
+    from demonoise.report.batch.execute import Options, run_jobs, running
+    from demonoise.report.document.exporters import pdf_engine_problem
 
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
-    with running(cluster, workers, params.scheduler) as where:
-        return _stages(params, Path(output), where, force, workers, pdf, progress, notebooks_dir, log, yes)
-
-
-def _stages(params, output, cluster, force, workers, pdf, progress, notebooks_dir, log, yes) -> BatchReport:
-    """plan -> compute -> (overview and extras prepared) -> execute -> render -> index, each
-    stage's wall time in ``timings`` with the work it summed."""
-    from demonoise.report.batch.execute import Options, execute_jobs
-    from demonoise.report.document.exporters import pdf_engine_problem
-
-    wall, t0 = {}, time.perf_counter()
-
-    def lap(stage: str) -> None:
-        wall[stage] = time.perf_counter() - t0 - sum(wall.values())
-
+    laps = [time.perf_counter()]  # then the end of each of the STAGES
     asked = params.pdf if pdf is None else pdf
     pdf_reason = pdf_engine_problem() if asked else "no PDF: not requested (--no-pdf or pdf: false)"
-    state = plan(params, output, notebooks_dir, yes=yes, workers=workers)
     log = log or (lambda msg: None)
-    for note in params.notices:
-        log(f"demonoise report: note: {note}")
-    settings = ", ".join(s.label for s in params.settings)
-    log(
-        f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings {settings}; "
-        f"on {cluster.describe()}"
-    )
-    lap("plan")
-    computed = compute(state, cluster, log)
-    lap("compute")
-    extra = further(state, cluster, log, force=force, workers=workers)
-    opts = Options(run_id=cluster.run_id)
-    jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
-    executed = execute_jobs(jobs, cluster, opts, force=force, progress=progress)
-    lap("execute")
-    outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
-    rendered = {r: outcomes[r] for r in state.reports}
-    lap("render")
-    rows = [_row(f.label, outcomes[f], f.summary, pdf_reason) for f in extra]
-    path = index(state, rendered, rows, pdf_reason=pdf_reason)
-    lap("index")
+    with running(cluster, workers, params.scheduler) as cluster:
+        state = plan(params, Path(output), notebooks_dir, yes=yes, workers=workers)
+        for note in params.notices:
+            log(f"demonoise report: note: {note}")
+        settings = ", ".join(s.label for s in params.settings)
+        log(
+            f"demonoise report: {len(state.reports)} reports, {len(state.runs)} notebooks; settings {settings}; "
+            f"on {cluster.describe()}"
+        )
+        laps.append(time.perf_counter())
+        computed = compute(state, cluster, log)
+        laps.append(time.perf_counter())
+        extra = further(state, cluster, log, force=force, workers=workers)
+        opts = Options()
+        jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
+        executed = run_jobs(jobs, cluster=cluster, options=opts, force=force, progress=progress)
+        laps.append(time.perf_counter())
+        outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
+        rendered = {r: outcomes[r] for r in state.reports}
+        laps.append(time.perf_counter())
+        rows = [_row(f.label, outcomes[f], f.summary, pdf_reason) for f in extra]
+        path = index(state, rendered, rows, pdf_reason=pdf_reason)
+        laps.append(time.perf_counter())
     times = {
-        **wall,
-        "total": time.perf_counter() - t0,
+        **dict(zip(STAGES, (b - a for a, b in pairwise(laps)), strict=True)),
+        "total": laps[-1] - laps[0],
         "compute_work": sum(c.seconds for c in computed.values()),
         "notebooks": sum(r.seconds for r in executed.values()),
         "html": sum(o.html_seconds for o in rendered.values()),
