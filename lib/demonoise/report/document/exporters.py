@@ -18,14 +18,14 @@ from functools import lru_cache
 
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
-from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
+from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode, default
 
 from demonoise.core.errors import ReportError
 from demonoise.core.version import __version__
-from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
+from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME, TYPST_MIME
 from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg, tex_typst
-from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, png_svg, string_literal
+from demonoise.report.content.typstsrc import Code, call, png_svg, string_literal
 from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
 
 __all__ = [
@@ -65,14 +65,15 @@ REF_RE = re.compile(r"\[\[(table|figure)([+-]\d+)?\]\]")
 class DocumentPreprocessor(Preprocessor):
     """Number every chart and table (per chapter: Figure 2.3, Table 2.1), give each a caption,
     a "Source:" line and a link to its data as CSV (in ``resources["outputs"]``), as HTML and
-    as Typst (:data:`TYPST_MIME`); drop metrics payloads and code cells left without output.
-    A chapter starts at a raw cell whose metadata holds ``demonoise.chapter``
-    (:func:`~demonoise.report.document.assemble.assemble`); outside chapters the numbers run 1, 2, ...
+    as Typst (:data:`TYPST_MIME`); drop cells tagged :data:`REMOVE_TAGS`, metrics payloads and
+    code cells left without output. A chapter starts at a raw cell whose metadata holds
+    ``demonoise.chapter`` (:func:`~.assemble.assemble`); outside chapters the numbers run 1, 2, ...
     """
 
     def preprocess(self, nb, resources):
         self._start(nb, resources)
-        for cell in nb.cells:
+        cells = [c for c in nb.cells if not REMOVE_TAGS & set(c.metadata.get("tags", ()))]
+        for cell in cells:
             chapter = (cell.metadata.get("demonoise") or {}).get("chapter")
             if chapter is not None:
                 self._chapter, self._count = str(chapter), {"figure": 0, "table": 0}
@@ -85,7 +86,7 @@ class DocumentPreprocessor(Preprocessor):
                     self._csv(_safe_stem(name), csv, resources)
             shown = [o for o in cell.outputs if not {METRICS_MIME, DATA_MIME} & set(o.get("data", {}))]
             cell.outputs = [self._output(o, resources) for o in shown]
-        nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.outputs]
+        nb.cells = [c for c in cells if c.cell_type != "code" or c.outputs]
         return nb, resources
 
     def _start(self, nb, resources) -> None:
@@ -185,7 +186,7 @@ def _safe_stem(name: str | None) -> str:
 
 
 class _DocumentExporter(TemplateExporter):
-    """The project's templates, no code, tagged cells removed, the :class:`DocumentPreprocessor`."""
+    """The project's templates, no code, the :class:`DocumentPreprocessor`."""
 
     @default("extra_template_basedirs")
     def _basedirs_default(self):
@@ -195,7 +196,6 @@ class _DocumentExporter(TemplateExporter):
 
     def __init__(self, config=None, **kw):
         super().__init__(config=config, **kw)
-        self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
         self.register_preprocessor(DocumentPreprocessor(parent=self), True)
 
 
@@ -210,18 +210,12 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
     @pass_context
     def markdown2html(self, context, source):
         """nbconvert's Markdown filter with formulas as SVG (:class:`~..content.typeset.MathRenderer`)."""
-        return markdown_to_html(
-            source,
-            attachments=context.get("cell", {}).get("attachments", {}),
-            embed_images=self.embed_images,
-            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
-            anchor_link_text=self.anchor_link_text,
-            exclude_anchor_links=self.exclude_anchor_links,
-        )
+        kw = {k: getattr(self, k) for k in ("embed_images", "anchor_link_text", "exclude_anchor_links")}
+        kw["path"] = context.get("resources", {}).get("metadata", {}).get("path", "")
+        return markdown_to_html(source, attachments=context.get("cell", {}).get("attachments", {}), **kw)
 
     def default_filters(self):
         yield from super().default_filters()
-        yield ("markdown2html", self.markdown2html)
         yield ("latex2svg", lambda text: tex_svg(*_latex_parts(text)))  # a text/latex output as SVG
 
 
@@ -264,8 +258,7 @@ TYPST_OF = {
 def _output_typst(out) -> str:
     """One output as Typst (its first representation in :data:`TYPST_OF`)."""
     data = {"text/plain": out["text"]} if out.get("output_type") == "stream" else out.get("data") or {}
-    mime = next((m for m in TYPST_OF if m in data), None)
-    return TYPST_OF[mime](data[mime]) if mime else ""
+    return next((typst(data[m]) for m, typst in TYPST_OF.items() if m in data), "")
 
 
 class DocumentTypstExporter(_DocumentExporter):
