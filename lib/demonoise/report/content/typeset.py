@@ -94,9 +94,9 @@ class MathRenderer(IPythonRenderer):
         return self.block_math("\\begin{" + name + "}" + body + "\\end{" + name + "}")
 
 
-def markdown_to_html(source: str, **renderer_kw) -> str:
-    """Markdown (with maths) to HTML, formulas as SVG."""
-    return MarkdownWithMath(renderer=MathRenderer(escape=False, **renderer_kw)).render(source)
+def markdown_to_html(source: str, renderer: type = MathRenderer, **renderer_kw) -> str:
+    """Markdown (with maths) to HTML, formulas as SVG (``renderer``: a :class:`MathRenderer`)."""
+    return MarkdownWithMath(renderer=renderer(escape=False, **renderer_kw)).render(source)
 
 
 class _PdfRenderer(MathRenderer):
@@ -108,8 +108,7 @@ class _PdfRenderer(MathRenderer):
 
 def markdown_to_typst(source: str) -> str:
     """Markdown (with maths) to Typst markup: its HTML (:class:`MathRenderer`) converted by :func:`html_to_typst`."""
-    renderer = _PdfRenderer(escape=False, exclude_anchor_links=True)
-    return html_to_typst(MarkdownWithMath(renderer=renderer).render(source))
+    return html_to_typst(markdown_to_html(source, _PdfRenderer, exclude_anchor_links=True))
 
 
 # ------------------------------------------------------------------ HTML -> Typst
