@@ -229,18 +229,10 @@ def _latex_parts(text: str) -> tuple[str, bool]:
 # ------------------------------------------------------------------------------ Typst
 def _markdown_typst(source: str, sticky: bool = False) -> str:
     """A markdown cell as Typst; ``sticky``: kept on the page of the chart or table it introduces."""
-    body = markdown_to_typst(source).strip()
+    body = markdown_to_typst(source)
     if sticky and body and len(source) < 800:
         return f"#block(sticky: true, width: 100%)[\n{body}\n]"
     return body
-
-
-def _raw_typst(cell) -> str:
-    """A raw cell: the Typst twin :func:`~.assemble.raw_cell` wrote, or its source if it is Typst."""
-    meta = cell.get("metadata", {})
-    if "typst" in (meta.get("demonoise") or {}):
-        return meta["demonoise"]["typst"]
-    return cell.source if (meta.get("format") or meta.get("raw_mimetype")) == TYPST_MIME else ""
 
 
 #: How the Typst exporter writes each representation of an output (a stream as text), by preference.
@@ -273,7 +265,6 @@ class DocumentTypstExporter(_DocumentExporter):
     def default_filters(self):
         yield from super().default_filters()
         yield ("markdown2typst", _markdown_typst)
-        yield ("raw2typst", _raw_typst)
         yield ("output2typst", _output_typst)
         yield ("typst_string", string_literal)
 
@@ -290,8 +281,7 @@ def pdf_engine_problem() -> str | None:
 
 @lru_cache(maxsize=1)
 def _compiler():
-    """One Typst compiler per process (it keeps its fonts and caches): the template's fonts only
-    (a document the same on every machine) where it has them; the machine's otherwise."""
+    """One Typst compiler per process: the template's fonts only (the same PDF on every machine), else the machine's."""
     import typst
 
     d = fonts_dir()
