@@ -1,12 +1,6 @@
-"""nbconvert exporters of the reports: offline HTML, and a PDF typeset by Typst.
-
-* :class:`DocumentHTMLExporter` (``--to demonoise_html``): nbconvert's ``HTMLExporter`` with
-  the ``templates/demonoise`` template, no code, formulas as SVG; every chart and table
-  numbered with a caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`).
-* :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst source
-  (``templates/demonoise_typst``), each output by its Typst representation, charts as SVG.
-* :class:`DocumentPDFExporter` (``--to demonoise_pdf``): that source compiled in this
-  process by the ``typst`` wheel with the template's own fonts (:func:`typst_to_pdf`).
+"""nbconvert exporters of the reports: offline HTML, the PDF's Typst source, and the PDF compiled
+from it in this process by the ``typst`` wheel; in each, every chart and table numbered with a
+caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`).
 """
 
 from __future__ import annotations
@@ -200,12 +194,10 @@ class _DocumentExporter(TemplateExporter):
 
 
 class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
-    """Offline HTML of a report (see the module notes). ``jupyter nbconvert --to demonoise_html``."""
+    """Offline HTML (``--to demonoise_html``): the ``templates/demonoise`` template, formulas as SVG."""
 
     export_from_notebook = "demonoise HTML"
     template_name = Unicode(TEMPLATE_NAME).tag(config=True)
-    exclude_input_prompt = Bool(True).tag(config=True)
-    exclude_output_prompt = Bool(True).tag(config=True)
 
     @pass_context
     def markdown2html(self, context, source):
@@ -254,7 +246,7 @@ def _output_typst(out) -> str:
 
 
 class DocumentTypstExporter(_DocumentExporter):
-    """The report as Typst source (see the module notes). ``jupyter nbconvert --to demonoise_typst``."""
+    """Typst source (``--to demonoise_typst``): ``templates/demonoise_typst``, each output as Typst, charts as SVG."""
 
     export_from_notebook = "demonoise Typst"
     output_mimetype = TYPST_MIME
@@ -314,7 +306,7 @@ def typst_to_pdf(source: str) -> tuple[bytes, int]:
 
 
 class DocumentPDFExporter(DocumentTypstExporter):
-    """The report's Typst source compiled to PDF in-process. ``jupyter nbconvert --to demonoise_pdf``."""
+    """That source compiled to PDF in-process (``--to demonoise_pdf``; :func:`typst_to_pdf`, the template's fonts)."""
 
     export_from_notebook = "demonoise PDF"
     output_mimetype = "application/pdf"
