@@ -18,8 +18,6 @@ from demonoise.core.version import __version__
 from demonoise.report.content.typstsrc import call
 from demonoise.report.document.assemble import raw_cell
 
-__all__ = ["UNOFFICIAL", "extraction_dates", "update_dates", "cover_html"]
-
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
 _RE_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]|$)")
 

@@ -22,17 +22,6 @@ from demonoise.report.content.typeset import html_to_typst, markdown_to_html, ma
 from demonoise.report.content.typstsrc import Code, call, png_svg, string_literal
 from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
 
-__all__ = [
-    "REMOVE_TAGS",
-    "DocumentPreprocessor",
-    "DocumentHTMLExporter",
-    "DocumentTypstExporter",
-    "DocumentPDFExporter",
-    "pdf_engine_problem",
-    "typst_to_pdf",
-    "caption_html",
-]
-
 #: Cells with any of these tags never reach a rendered report.
 REMOVE_TAGS = frozenset({"remove", "metrics"})
 
@@ -53,7 +42,7 @@ def _caption_typst(text: str) -> Code:
 
 #: A reference to a figure or table by its number, in a markdown cell or a text output: ``[[table+1]]``
 #: the next table, ``[[figure]]`` the last figure so far, ``[[figure+2]]`` the one after next.
-REF_RE = re.compile(r"\[\[(table|figure)([+-]\d+)?\]\]")
+_REF_RE = re.compile(r"\[\[(table|figure)([+-]\d+)?\]\]")
 
 
 class DocumentPreprocessor(Preprocessor):
@@ -95,13 +84,13 @@ class DocumentPreprocessor(Preprocessor):
         resources.setdefault("outputs", {})
 
     def _refs(self, text: str) -> str:
-        """Text with its references (:data:`REF_RE`) resolved to the numbers they name."""
+        """Text with its references (:data:`_REF_RE`) resolved to the numbers they name."""
 
         def number(m) -> str:
             n = self._count[m.group(1)] + int(m.group(2) or 0)
             return f"{m.group(1).capitalize()} {self._chapter + '.' if self._chapter else ''}{n}"
 
-        return REF_RE.sub(number, text)
+        return _REF_RE.sub(number, text)
 
     def _csv(self, stem: str, csv: str | None, resources) -> str | None:
         """``csv`` into ``resources["outputs"]`` as ``<dir>/<stem>.csv`` (made unique): its path, or None."""
@@ -138,7 +127,7 @@ class DocumentPreprocessor(Preprocessor):
         return out
 
 
-#: The text representations of an output whose references (:data:`REF_RE`) are resolved.
+#: The text representations of an output whose references (:data:`_REF_RE`) are resolved.
 _REF_MIMES = ("text/markdown", "text/html", TYPST_MIME, "text/plain")
 
 
@@ -228,7 +217,7 @@ def _markdown_typst(source: str, sticky: bool = False) -> str:
 
 
 #: How the Typst exporter writes each representation of an output (a stream as text), by preference.
-TYPST_OF = {
+_TYPST_OF = {
     TYPST_MIME: str,
     "image/svg+xml": lambda v: call("dn-svg", v),
     "image/png": lambda v: call("dn-svg", png_svg(v.replace("\n", ""))),
@@ -240,9 +229,9 @@ TYPST_OF = {
 
 
 def _output_typst(out) -> str:
-    """One output as Typst (its first representation in :data:`TYPST_OF`)."""
+    """One output as Typst (its first representation in :data:`_TYPST_OF`)."""
     data = {"text/plain": out["text"]} if out.get("output_type") == "stream" else out.get("data") or {}
-    return next((typst(data[m]) for m, typst in TYPST_OF.items() if m in data), "")
+    return next((typst(data[m]) for m, typst in _TYPST_OF.items() if m in data), "")
 
 
 class DocumentTypstExporter(_DocumentExporter):

@@ -11,8 +11,6 @@ from pathlib import Path
 from demonoise.report.content.theme import FONT_FACES
 from demonoise.runtime.locate import find_dir
 
-__all__ = ["TEMPLATE_NAME", "TYPST_TEMPLATE_NAME", "REQUIRED_FILES", "find_template_dir", "fonts_dir"]
-
 TEMPLATE_NAME = "demonoise"
 #: The Typst template of the PDF (:class:`~demonoise.report.document.exporters.DocumentTypstExporter`).
 TYPST_TEMPLATE_NAME = "demonoise_typst"
