@@ -122,6 +122,14 @@ def test_untagged_metrics_never_render(tmp_path):
     assert "secret_metric" not in res.html.read_text()
 
 
+def test_cells_tagged_remove_or_metrics_reach_neither_the_html_nor_the_typst():
+    tagged = [new_markdown_cell(f"zqx {t} words", metadata={"tags": [t]}) for t in ("remove", "metrics")]
+    nb = new_notebook(cells=[new_markdown_cell("kept words"), *tagged])
+    for exporter in (DocumentHTMLExporter, DocumentTypstExporter):
+        body, _ = exporter().from_notebook_node(nb)
+        assert "kept words" in body and "zqx" not in body
+
+
 # ------------------------------------------------------------------ formulas
 def test_formulas_are_found_by_nbconvert_markdown_and_typeset_as_svg():
     md = r"Inline $\sqrt{V}$, escaped \$5, in code `$x$`, and $$\frac{a}{b}$$ then $e_x$."
