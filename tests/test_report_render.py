@@ -20,7 +20,8 @@ from demonoise.report.content.notebook import METRICS_MIME
 from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg
 from demonoise.report.document.assemble import Chapter, Section, assemble, render_document
 from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentTypstExporter, typst_to_pdf
-from demonoise.report.document.templates import ENV_VAR, find_template_dir
+from demonoise.report.document.templates import find_template_dir
+from demonoise.runtime.locate import ENV_VARS
 from report_helpers import (
     COVER,
     GOOD,
@@ -119,6 +120,14 @@ def test_untagged_metrics_never_render(tmp_path):
         assemble([new_notebook(cells=[new_markdown_cell("# s"), cell])], title="t"), tmp_path / "m.html"
     )
     assert "secret_metric" not in res.html.read_text()
+
+
+def test_cells_tagged_remove_or_metrics_reach_neither_the_html_nor_the_typst():
+    tagged = [new_markdown_cell(f"zqx {t} words", metadata={"tags": [t]}) for t in ("remove", "metrics")]
+    nb = new_notebook(cells=[new_markdown_cell("kept words"), *tagged])
+    for exporter in (DocumentHTMLExporter, DocumentTypstExporter):
+        body, _ = exporter().from_notebook_node(nb)
+        assert "kept words" in body and "zqx" not in body
 
 
 # ------------------------------------------------------------------ formulas
@@ -311,7 +320,7 @@ def test_html_content(report):
 def test_template_lookup_errors_are_specific(tmp_path, monkeypatch):
     with pytest.raises(ReportError, match=r"given directory .*missing demonoise/conf.json"):
         find_template_dir(tmp_path)
-    monkeypatch.setenv(ENV_VAR, str(tmp_path / "nowhere"))
+    monkeypatch.setenv(ENV_VARS["templates"], str(tmp_path / "nowhere"))
     base = find_template_dir()  # env var incomplete -> falls through to the repository copy
     assert (base / "demonoise" / "conf.json").is_file()
 

@@ -28,9 +28,9 @@ _DIM = re.compile(r'^<svg ([^>]*?)width="([\d.]+)" height="([\d.]+)"')
 
 
 @lru_cache(maxsize=4096)
-def _typeset(tex: str, display: bool) -> tuple[str, float, float, float]:
-    """ziamath's SVG of one formula, its width and height in em and its baseline offset
-    (em, negative below the baseline)."""
+def _typeset(tex: str, display: bool) -> tuple[str, re.Match, float, float, float]:
+    """ziamath's SVG of one formula, its header (:data:`_DIM`), width and height in em and its
+    baseline offset (em, negative below the baseline)."""
     import ziafont
     import ziamath
 
@@ -43,10 +43,8 @@ def _typeset(tex: str, display: bool) -> tuple[str, float, float, float]:
             descent = m.getyofst()
     except Exception as e:  # ziamath raises many kinds; one clear line
         raise ReportError(f"formula cannot be typeset: ${tex}$ ({type(e).__name__}: {e})") from None
-    match = _DIM.match(svg)
-    if not match:
-        raise ReportError(f"formula cannot be typeset: ${tex}$ (unexpected SVG header)")
-    return svg, float(match.group(2)) / _SIZE, float(match.group(3)) / _SIZE, descent / _SIZE
+    match = _DIM.match(svg)  # ziamath writes xmlns, width and height first, in fixed point
+    return svg, match, float(match.group(2)) / _SIZE, float(match.group(3)) / _SIZE, descent / _SIZE
 
 
 def tex_svg(tex: str, display: bool = False) -> str:
@@ -58,8 +56,7 @@ def tex_svg(tex: str, display: bool = False) -> str:
     ReportError
         ziamath cannot typeset ``tex`` (the message quotes it).
     """
-    svg, w, h, descent = _typeset(tex := tex.strip(), display)
-    match = _DIM.match(svg)
+    svg, match, w, h, descent = _typeset(tex := tex.strip(), display)
     cls = MATH_CLASS + (" dn-math-display" if display else "")
     style = "" if display else f' style="vertical-align:{descent:.3f}em"'
     return (
@@ -78,7 +75,7 @@ def tex_typst(tex: str, display: bool = False) -> str:
     ReportError
         ziamath cannot typeset ``tex``.
     """
-    svg, w, h, descent = _typeset(tex := tex.strip(), display)
+    svg, _, _, h, descent = _typeset(tex := tex.strip(), display)
     if display:
         return call("dn-math-block", svg, Code(f"{h:.3f}em"), alt=tex)
     return call("dn-math", svg, Code(f"{h:.3f}em"), Code(f"{-descent:.3f}em"), alt=tex)
@@ -97,24 +94,21 @@ class MathRenderer(IPythonRenderer):
         return self.block_math("\\begin{" + name + "}" + body + "\\end{" + name + "}")
 
 
-def markdown_to_html(source: str, **renderer_kw) -> str:
-    """Markdown (with maths) to HTML, formulas as SVG."""
-    return MarkdownWithMath(renderer=MathRenderer(escape=False, **renderer_kw)).render(source)
+def markdown_to_html(source: str, renderer: type = MathRenderer, **renderer_kw) -> str:
+    """Markdown (with maths) to HTML, formulas as SVG (``renderer``: a :class:`MathRenderer`)."""
+    return MarkdownWithMath(renderer=renderer(escape=False, **renderer_kw)).render(source)
 
 
 class _PdfRenderer(MathRenderer):
-    """The HTML a markdown cell's Typst is made from: an image as mistune writes it (the
-    Typst exporter has no attachments; :func:`html_to_typst` shows its alternative text)."""
+    """The Typst side's renderer: an image as mistune writes it (no attachments; its text shown)."""
 
     def image(self, text: str, url: str, title=None) -> str:
         return super(IPythonRenderer, self).image(text, url, title)
 
 
 def markdown_to_typst(source: str) -> str:
-    """Markdown (with maths) to Typst markup: its HTML (:class:`MathRenderer`) converted by
-    :func:`html_to_typst`."""
-    renderer = _PdfRenderer(escape=False, exclude_anchor_links=True)
-    return html_to_typst(MarkdownWithMath(renderer=renderer).render(source))
+    """Markdown (with maths) to Typst markup: its HTML (:class:`MathRenderer`) converted by :func:`html_to_typst`."""
+    return html_to_typst(markdown_to_html(source, _PdfRenderer, exclude_anchor_links=True))
 
 
 # ------------------------------------------------------------------ HTML -> Typst

@@ -15,8 +15,6 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from demonoise.report.content.notebook import TYPST_MIME as TYPST_MIME  # the exporters' too
-
 #: Markup: every ASCII punctuation character escaped, a line break a space.
 _MARKUP = str.maketrans({c: "\\" + c for c in string.punctuation} | {"\r": " ", "\n": " "})
 _HEX = re.compile(r"^#(?:[0-9a-fA-F]{3}){1,2}$")
@@ -67,30 +65,19 @@ def call(name: str, *args: Any, **kw: Any) -> str:
     return f"#{name}({', '.join(parts)})"
 
 
-def table(
-    head: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    *,
-    numeric: Sequence[bool] = (),
-    fills: Sequence[Sequence[str]] | None = None,
-    flagged: Sequence[bool] = (),
-    groups: Sequence[tuple] = (),
-) -> str:
+def table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, numeric, fills, flagged, groups) -> str:
     """A table as ``#dn-table(..)``: the column names, the rows of shown strings, which
-    columns are numbers (right-aligned), a background colour per cell, flagged rows, and a
-    row of column groups above the names (``(label, span, colour)``). The template repeats
-    the header rows on every page the table runs over."""
-    kw: dict[str, Any] = {
-        "head": [str(h) for h in head],
-        "rows": [[str(v) for v in r] for r in rows],
-        "numeric": [bool(n) for n in numeric] or [False] * len(head),
-    }
+    columns are numbers (right-aligned), a background colour per cell (or ``None``), flagged
+    rows, and a row of column groups above the names (``(label, span, colour)``). The template
+    repeats the header rows on every page the table runs over."""
+    kw: dict[str, Any] = {"head": [str(h) for h in head], "rows": [[str(v) for v in r] for r in rows]}
+    kw["numeric"] = [bool(n) for n in numeric]
     if fills is not None:
         kw["fills"] = [[colour(c if isinstance(c, str) else "") for c in r] for r in fills]
     if any(flagged):
         kw["flagged"] = [bool(f) for f in flagged]
     if groups:
-        kw["groups"] = [(str(g[0]), int(g[1]), colour(g[2] if len(g) > 2 else "")) for g in groups]
+        kw["groups"] = [(str(label), int(span), colour(c)) for label, span, c in groups]
     return call("dn-table", **kw)
 
 

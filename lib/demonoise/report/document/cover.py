@@ -18,14 +18,8 @@ from demonoise.core.version import __version__
 from demonoise.report.content.typstsrc import call
 from demonoise.report.document.assemble import raw_cell
 
-__all__ = ["UNOFFICIAL", "extraction_dates", "update_dates", "cover_html"]
-
 UNOFFICIAL = "demonoise demonstration \u2014 not an official publication"
 _RE_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]|$)")
-
-#: The cover's row that links the zip of the report's CSV files, and what it holds.
-DATA_FILES = "Data files"
-ZIP_NOTE = "(every table and figure of the report as CSV)"
 
 
 def _day(stamp: Any) -> str:
@@ -80,9 +74,9 @@ def cover_html(
     ]
     shown = [(k, str(v)) for k, v in rows if v]
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in shown)
-    if data_zip:
-        link = f'<a class="dn-data-zip" href="{esc(data_zip)}">{esc(data_zip)}</a>'
-        dl += f"<dt>{DATA_FILES}</dt><dd>{link} {ZIP_NOTE}</dd>"
+    data = ("Data files", data_zip, "(every table and figure of the report as CSV)") if data_zip else None
+    if data:  # the zip's row: its file linked
+        dl += f'<dt>{data[0]}</dt><dd><a class="dn-data-zip" href="{esc(data_zip)}">{esc(data_zip)}</a> {data[2]}</dd>'
     head = f'<p class="dn-org{"" if org else " dn-unofficial"}">{esc(org or UNOFFICIAL)}</p>'
     back = index_href and f'<p class="dn-backlink"><a href="{esc(index_href)}">\u2190 All reports (index)</a></p>'
     status = data_status or "data status unknown"
@@ -91,6 +85,5 @@ def cover_html(
         f'<p class="dn-data-status-line">{esc(status)}</p>'
         f"{head}<h1>{esc(title)}</h1><dl>{dl}</dl></section>"
     )
-    data = (DATA_FILES, data_zip, ZIP_NOTE) if data_zip else None
     typst = call("dn-cover", org=org or None, unofficial=UNOFFICIAL, title=title, rows=shown, status=status, data=data)
     return raw_cell(html, typst)

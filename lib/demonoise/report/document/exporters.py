@@ -1,12 +1,6 @@
-"""nbconvert exporters of the reports: offline HTML, and a PDF typeset by Typst.
-
-* :class:`DocumentHTMLExporter` (``--to demonoise_html``): nbconvert's ``HTMLExporter`` with
-  the ``templates/demonoise`` template, no code, formulas as SVG; every chart and table
-  numbered with a caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`).
-* :class:`DocumentTypstExporter` (``--to demonoise_typst``): the same notebook as Typst source
-  (``templates/demonoise_typst``), each output by its Typst representation, charts as SVG.
-* :class:`DocumentPDFExporter` (``--to demonoise_pdf``): that source compiled in this
-  process by the ``typst`` wheel with the template's own fonts (:func:`typst_to_pdf`).
+"""nbconvert exporters of the reports: offline HTML, the PDF's Typst source, and the PDF compiled
+from it in this process by the ``typst`` wheel; in each, every chart and table numbered with a
+caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`).
 """
 
 from __future__ import annotations
@@ -18,26 +12,15 @@ from functools import lru_cache
 
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
-from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
+from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode, default
 
 from demonoise.core.errors import ReportError
 from demonoise.core.version import __version__
-from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME
+from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME, TYPST_MIME
 from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg, tex_typst
-from demonoise.report.content.typstsrc import TYPST_MIME, Code, call, png_svg, string_literal
+from demonoise.report.content.typstsrc import Code, call, png_svg, string_literal
 from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
-
-__all__ = [
-    "REMOVE_TAGS",
-    "DocumentPreprocessor",
-    "DocumentHTMLExporter",
-    "DocumentTypstExporter",
-    "DocumentPDFExporter",
-    "pdf_engine_problem",
-    "typst_to_pdf",
-    "caption_html",
-]
 
 #: Cells with any of these tags never reach a rendered report.
 REMOVE_TAGS = frozenset({"remove", "metrics"})
@@ -59,20 +42,21 @@ def _caption_typst(text: str) -> Code:
 
 #: A reference to a figure or table by its number, in a markdown cell or a text output: ``[[table+1]]``
 #: the next table, ``[[figure]]`` the last figure so far, ``[[figure+2]]`` the one after next.
-REF_RE = re.compile(r"\[\[(table|figure)([+-]\d+)?\]\]")
+_REF_RE = re.compile(r"\[\[(table|figure)([+-]\d+)?\]\]")
 
 
 class DocumentPreprocessor(Preprocessor):
     """Number every chart and table (per chapter: Figure 2.3, Table 2.1), give each a caption,
     a "Source:" line and a link to its data as CSV (in ``resources["outputs"]``), as HTML and
-    as Typst (:data:`TYPST_MIME`); drop metrics payloads and code cells left without output.
-    A chapter starts at a raw cell whose metadata holds ``demonoise.chapter``
-    (:func:`~demonoise.report.document.assemble.assemble`); outside chapters the numbers run 1, 2, ...
+    as Typst (:data:`TYPST_MIME`); drop cells tagged :data:`REMOVE_TAGS`, metrics payloads and
+    code cells left without output. A chapter starts at a raw cell whose metadata holds
+    ``demonoise.chapter`` (:func:`~.assemble.assemble`); outside chapters the numbers run 1, 2, ...
     """
 
     def preprocess(self, nb, resources):
         self._start(nb, resources)
-        for cell in nb.cells:
+        cells = [c for c in nb.cells if not REMOVE_TAGS & set(c.metadata.get("tags", ()))]
+        for cell in cells:
             chapter = (cell.metadata.get("demonoise") or {}).get("chapter")
             if chapter is not None:
                 self._chapter, self._count = str(chapter), {"figure": 0, "table": 0}
@@ -85,7 +69,7 @@ class DocumentPreprocessor(Preprocessor):
                     self._csv(_safe_stem(name), csv, resources)
             shown = [o for o in cell.outputs if not {METRICS_MIME, DATA_MIME} & set(o.get("data", {}))]
             cell.outputs = [self._output(o, resources) for o in shown]
-        nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.outputs]
+        nb.cells = [c for c in cells if c.cell_type != "code" or c.outputs]
         return nb, resources
 
     def _start(self, nb, resources) -> None:
@@ -100,13 +84,13 @@ class DocumentPreprocessor(Preprocessor):
         resources.setdefault("outputs", {})
 
     def _refs(self, text: str) -> str:
-        """Text with its references (:data:`REF_RE`) resolved to the numbers they name."""
+        """Text with its references (:data:`_REF_RE`) resolved to the numbers they name."""
 
         def number(m) -> str:
             n = self._count[m.group(1)] + int(m.group(2) or 0)
             return f"{m.group(1).capitalize()} {self._chapter + '.' if self._chapter else ''}{n}"
 
-        return REF_RE.sub(number, text)
+        return _REF_RE.sub(number, text)
 
     def _csv(self, stem: str, csv: str | None, resources) -> str | None:
         """``csv`` into ``resources["outputs"]`` as ``<dir>/<stem>.csv`` (made unique): its path, or None."""
@@ -143,7 +127,7 @@ class DocumentPreprocessor(Preprocessor):
         return out
 
 
-#: The text representations of an output whose references (:data:`REF_RE`) are resolved.
+#: The text representations of an output whose references (:data:`_REF_RE`) are resolved.
 _REF_MIMES = ("text/markdown", "text/html", TYPST_MIME, "text/plain")
 
 
@@ -185,7 +169,7 @@ def _safe_stem(name: str | None) -> str:
 
 
 class _DocumentExporter(TemplateExporter):
-    """The project's templates, no code, tagged cells removed, the :class:`DocumentPreprocessor`."""
+    """The project's templates, no code, the :class:`DocumentPreprocessor`."""
 
     @default("extra_template_basedirs")
     def _basedirs_default(self):
@@ -195,33 +179,24 @@ class _DocumentExporter(TemplateExporter):
 
     def __init__(self, config=None, **kw):
         super().__init__(config=config, **kw)
-        self.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True), True)
         self.register_preprocessor(DocumentPreprocessor(parent=self), True)
 
 
 class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
-    """Offline HTML of a report (see the module notes). ``jupyter nbconvert --to demonoise_html``."""
+    """Offline HTML (``--to demonoise_html``): the ``templates/demonoise`` template, formulas as SVG."""
 
     export_from_notebook = "demonoise HTML"
     template_name = Unicode(TEMPLATE_NAME).tag(config=True)
-    exclude_input_prompt = Bool(True).tag(config=True)
-    exclude_output_prompt = Bool(True).tag(config=True)
 
     @pass_context
     def markdown2html(self, context, source):
         """nbconvert's Markdown filter with formulas as SVG (:class:`~..content.typeset.MathRenderer`)."""
-        return markdown_to_html(
-            source,
-            attachments=context.get("cell", {}).get("attachments", {}),
-            embed_images=self.embed_images,
-            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
-            anchor_link_text=self.anchor_link_text,
-            exclude_anchor_links=self.exclude_anchor_links,
-        )
+        kw = {k: getattr(self, k) for k in ("embed_images", "anchor_link_text", "exclude_anchor_links")}
+        kw["path"] = context.get("resources", {}).get("metadata", {}).get("path", "")
+        return markdown_to_html(source, attachments=context.get("cell", {}).get("attachments", {}), **kw)
 
     def default_filters(self):
         yield from super().default_filters()
-        yield ("markdown2html", self.markdown2html)
         yield ("latex2svg", lambda text: tex_svg(*_latex_parts(text)))  # a text/latex output as SVG
 
 
@@ -235,22 +210,14 @@ def _latex_parts(text: str) -> tuple[str, bool]:
 # ------------------------------------------------------------------------------ Typst
 def _markdown_typst(source: str, sticky: bool = False) -> str:
     """A markdown cell as Typst; ``sticky``: kept on the page of the chart or table it introduces."""
-    body = markdown_to_typst(source).strip()
+    body = markdown_to_typst(source)
     if sticky and body and len(source) < 800:
         return f"#block(sticky: true, width: 100%)[\n{body}\n]"
     return body
 
 
-def _raw_typst(cell) -> str:
-    """A raw cell: the Typst twin :func:`~.assemble.raw_cell` wrote, or its source if it is Typst."""
-    meta = cell.get("metadata", {})
-    if "typst" in (meta.get("demonoise") or {}):
-        return meta["demonoise"]["typst"]
-    return cell.source if (meta.get("format") or meta.get("raw_mimetype")) == TYPST_MIME else ""
-
-
 #: How the Typst exporter writes each representation of an output (a stream as text), by preference.
-TYPST_OF = {
+_TYPST_OF = {
     TYPST_MIME: str,
     "image/svg+xml": lambda v: call("dn-svg", v),
     "image/png": lambda v: call("dn-svg", png_svg(v.replace("\n", ""))),
@@ -262,14 +229,13 @@ TYPST_OF = {
 
 
 def _output_typst(out) -> str:
-    """One output as Typst (its first representation in :data:`TYPST_OF`)."""
+    """One output as Typst (its first representation in :data:`_TYPST_OF`)."""
     data = {"text/plain": out["text"]} if out.get("output_type") == "stream" else out.get("data") or {}
-    mime = next((m for m in TYPST_OF if m in data), None)
-    return TYPST_OF[mime](data[mime]) if mime else ""
+    return next((typst(data[m]) for m, typst in _TYPST_OF.items() if m in data), "")
 
 
 class DocumentTypstExporter(_DocumentExporter):
-    """The report as Typst source (see the module notes). ``jupyter nbconvert --to demonoise_typst``."""
+    """Typst source (``--to demonoise_typst``): ``templates/demonoise_typst``, each output as Typst, charts as SVG."""
 
     export_from_notebook = "demonoise Typst"
     output_mimetype = TYPST_MIME
@@ -280,7 +246,6 @@ class DocumentTypstExporter(_DocumentExporter):
     def default_filters(self):
         yield from super().default_filters()
         yield ("markdown2typst", _markdown_typst)
-        yield ("raw2typst", _raw_typst)
         yield ("output2typst", _output_typst)
         yield ("typst_string", string_literal)
 
@@ -297,8 +262,7 @@ def pdf_engine_problem() -> str | None:
 
 @lru_cache(maxsize=1)
 def _compiler():
-    """One Typst compiler per process (it keeps its fonts and caches): the template's fonts only
-    (a document the same on every machine) where it has them; the machine's otherwise."""
+    """One Typst compiler per process: the template's fonts only (the same PDF on every machine), else the machine's."""
     import typst
 
     d = fonts_dir()
@@ -331,7 +295,7 @@ def typst_to_pdf(source: str) -> tuple[bytes, int]:
 
 
 class DocumentPDFExporter(DocumentTypstExporter):
-    """The report's Typst source compiled to PDF in-process. ``jupyter nbconvert --to demonoise_pdf``."""
+    """That source compiled to PDF in-process (``--to demonoise_pdf``; :func:`typst_to_pdf`, the template's fonts)."""
 
     export_from_notebook = "demonoise PDF"
     output_mimetype = "application/pdf"

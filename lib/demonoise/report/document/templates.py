@@ -9,14 +9,11 @@ import os
 from pathlib import Path
 
 from demonoise.report.content.theme import FONT_FACES
-from demonoise.runtime.locate import ENV_VARS, find_dir
-
-__all__ = ["TEMPLATE_NAME", "TYPST_TEMPLATE_NAME", "ENV_VAR", "REQUIRED_FILES", "find_template_dir", "fonts_dir"]
+from demonoise.runtime.locate import find_dir
 
 TEMPLATE_NAME = "demonoise"
 #: The Typst template of the PDF (:class:`~demonoise.report.document.exporters.DocumentTypstExporter`).
 TYPST_TEMPLATE_NAME = "demonoise_typst"
-ENV_VAR = ENV_VARS["templates"]
 #: Files (relative to the base directory) that make a template directory usable.
 REQUIRED_FILES = (
     *(f"{TEMPLATE_NAME}/{f}" for f in ("conf.json", "index.html.j2", "static/demonoise.css", "batch_index.html.j2")),
