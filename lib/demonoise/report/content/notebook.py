@@ -54,10 +54,9 @@ def drawn_fields(spec: Mapping[str, Any]) -> dict:
     rest = json.dumps({k: v for k, v in spec.items() if k != "datasets"}, separators=(",", ":"))
     if not spec.get("datasets") or _WHOLE_DATUM.search(rest):
         return dict(spec)
-    cut = {}
-    for name, rows in spec["datasets"].items():
-        keep = {f for f in {k for r in rows for k in r} if f in rest}
-        cut[name] = [{f: v for f, v in r.items() if f in keep} for r in rows]
+    sets = spec["datasets"]
+    keep = {f for rows in sets.values() for f in {k for r in rows for k in r} if f in rest}
+    cut = {n: [{f: v for f, v in r.items() if f in keep} for r in rows] for n, rows in sets.items()}
     return {**spec, "datasets": cut}
 
 

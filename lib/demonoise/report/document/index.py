@@ -56,10 +56,9 @@ def _cell(v: Any) -> tuple[str, str, bool]:
         return str(v.get("text", "")), str(v.get("colour") or ""), True
     if isinstance(v, bool):
         return ("yes" if v else "no"), "", False
-    number = isinstance(v, (int, float))
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "\u2014", "", number
-    return (format(v, ".4g") if isinstance(v, float) else str(v)), "", number
+        return "\u2014", "", v is not None
+    return (format(v, ".4g") if isinstance(v, float) else str(v)), "", isinstance(v, (int, float))
 
 
 def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
