@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from demonoise.report.document.assemble import notebook_text, read_notebook_text
+from demonoise.report.document.assemble import read_notebook_text, write_notebook
 
 
 def _executed():
@@ -21,23 +21,27 @@ def _executed():
     return nb
 
 
-def test_same_text_and_node_as_nbformat():
+def _text(nb, tmp_path) -> str:
+    return write_notebook(nb, tmp_path / "nb.ipynb").read_text(encoding="utf-8")
+
+
+def test_same_text_and_node_as_nbformat(tmp_path):
     nb = _executed()
     text = nbformat.writes(nb)
-    assert notebook_text(nb) == text + "\n"  # nbformat.write adds the final newline
-    back = read_notebook_text(notebook_text(nb))
+    assert _text(nb, tmp_path) == text + "\n"  # nbformat.write adds the final newline
+    back = read_notebook_text(_text(nb, tmp_path))
     assert back == nbformat.reads(text, as_version=4)
     assert back.cells[1].outputs[0]["data"]["image/svg+xml"] == "<svg>\n</svg>"  # joined as nbformat joins it
     assert isinstance(back, nbformat.NotebookNode) and back.metadata.papermill.parameters.V == 1.0
 
 
-def test_no_schema_validation(monkeypatch):
+def test_no_schema_validation(monkeypatch, tmp_path):
     def refuse(*args, **kwargs):
         raise AssertionError("validated")
 
     nb = _executed()  # nbformat's constructors validate what they build
     monkeypatch.setattr(nbformat, "validate", refuse)
-    read_notebook_text(notebook_text(nb))
+    read_notebook_text(_text(nb, tmp_path))
     with pytest.raises(AssertionError, match="validated"):
         nbformat.writes(nb)  # what the batch's stages no longer call
 

@@ -19,7 +19,6 @@ from demonoise.report.content.notebook import (
     display_metrics,
     drawn_fields,
     setup_notebook,
-    to_jsonable,
 )
 
 
@@ -149,26 +148,6 @@ def test_a_shown_chart_is_validated_only_where_asked(df, monkeypatch):
         alt.renderers.enable(old)
 
 
-def test_to_jsonable():
-    got = to_jsonable(
-        {
-            "a": np.float64(1.5),
-            "b": np.int64(3),
-            "c": np.array([1.0, np.nan]),
-            "d": (1, math.inf),
-            "e": np.bool_(True),
-            "f": pd.Series([1, 2]),
-            "g": None,
-        }
-    )
-    assert got == {"a": 1.5, "b": 3, "c": [1.0, None], "d": [1, None], "e": True, "f": [1, 2], "g": None}
-    assert type(got["a"]) is float and type(got["b"]) is int
-    json.dumps(got, allow_nan=False)
-    assert to_jsonable({"x": {1: np.float32(0.5)}}) == {"x": {"1": 0.5}}  # JSON's keys are strings
-    with pytest.raises(ParameterError, match=r"type object is not JSON-serialisable"):
-        to_jsonable({"o": object()})
-
-
 def test_display_metrics_publishes_only_the_custom_mime(monkeypatch):
     shown = []
     import IPython.display
@@ -178,3 +157,28 @@ def test_display_metrics_publishes_only_the_custom_mime(monkeypatch):
     assert shown == [({METRICS_MIME: {"e0_sd": 0.25, "bad": None}}, True)]
     with pytest.raises(ParameterError, match="mapping"):
         display_metrics([1, 2])
+
+
+def test_display_metrics_publishes_plain_json(monkeypatch):
+    shown = []
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append(obj[METRICS_MIME]))
+    payload = {
+        "a": np.float64(1.5),
+        "b": np.int64(3),
+        "c": np.array([1.0, np.nan]),
+        "d": (1, math.inf),
+        "e": np.bool_(True),
+        "f": pd.Series([1, 2]),
+        "g": None,
+    }
+    display_metrics(payload)
+    display_metrics({"x": {1: np.float32(0.5)}})
+    got = shown[0]
+    assert got == {"a": 1.5, "b": 3, "c": [1.0, None], "d": [1, None], "e": True, "f": [1, 2], "g": None}
+    assert type(got["a"]) is float and type(got["b"]) is int
+    json.dumps(got, allow_nan=False)
+    assert shown[1] == {"x": {"1": 0.5}}  # JSON's keys are strings
+    with pytest.raises(ParameterError, match=r"type object is not JSON-serialisable"):
+        display_metrics({"o": object()})

@@ -54,10 +54,9 @@ def drawn_fields(spec: Mapping[str, Any]) -> dict:
     rest = json.dumps({k: v for k, v in spec.items() if k != "datasets"}, separators=(",", ":"))
     if not spec.get("datasets") or _WHOLE_DATUM.search(rest):
         return dict(spec)
-    cut = {}
-    for name, rows in spec["datasets"].items():
-        keep = {f for f in {k for r in rows for k in r} if f in rest}
-        cut[name] = [{f: v for f, v in r.items() if f in keep} for r in rows]
+    sets = spec["datasets"]
+    keep = {f for rows in sets.values() for f in {k for r in rows for k in r} if f in rest}
+    cut = {n: [{f: v for f, v in r.items() if f in keep} for r in rows] for n, rows in sets.items()}
     return {**spec, "datasets": cut}
 
 
@@ -85,9 +84,7 @@ def chart_bundle(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _text(value) -> str:
-    if isinstance(value, (list, tuple)):
-        return "; ".join(str(v) for v in value if v)
-    return str(value or "")
+    return "; ".join(str(v) for v in (value if isinstance(value, (list, tuple)) else [value]) if v)
 
 
 def _take_title(spec: dict) -> dict:
@@ -130,9 +127,8 @@ class Shown:
 
 
 def _chart_display(chart, include=None, exclude=None) -> dict:
-    """An Altair chart shown in a notebook, as Altair's own display (the enabled renderer),
-    validated against the Vega-Lite schema only when DEMONOISE_VALIDATE_CHARTS=1 (the test
-    suite; a batch skips the check, a twentieth of a notebook's time)."""
+    """An Altair chart shown by the enabled renderer, validated only when DEMONOISE_VALIDATE_CHARTS=1
+    (the test suite; a batch skips the check, a twentieth of a notebook's time)."""
     import altair as alt
 
     spec = chart.to_dict(validate=os.environ.get("DEMONOISE_VALIDATE_CHARTS") == "1", context={"pre_transform": False})
@@ -156,8 +152,7 @@ def _chart_fonts() -> None:
 
     from demonoise.report.content.theme import chart_fonts_dir
 
-    d = chart_fonts_dir()
-    if d is not None:
+    if (d := chart_fonts_dir()) is not None:
         vlc.register_font_directory(str(d))
 
 
@@ -187,41 +182,33 @@ def setup_notebook() -> None:
 
 
 # ----------------------------------------------------------------------- metrics
-def to_jsonable(value: Any) -> Any:
-    """A metrics payload in plain JSON types: numpy and pandas objects (their ``tolist()``)
-    and tuples become Python numbers and lists, non-finite floats ``None`` (JSON has none).
+def display_metrics(payload: Mapping[str, Any]) -> None:
+    """Publish ``payload`` as a metrics output, read back by
+    :func:`demonoise.report.document.assemble.read_metrics`: raw under :data:`METRICS_MIME`
+    (no ``text/plain``: JupyterLab and the report show nothing); tag the cell ``metrics``.
+
+    Parameters
+    ----------
+    payload : mapping of str to JSON-like values
+        numpy and pandas objects (their ``tolist()``) and tuples become plain numbers and
+        lists, non-finite floats ``null`` (JSON has none).
 
     Raises
     ------
     ParameterError
-        A value of another type, naming it.
+        Not a mapping, or a value of another type (naming it).
     """
+    from IPython.display import display
+
+    if not isinstance(payload, Mapping):
+        raise ParameterError(f"metrics payload must be a mapping, got {type(payload).__name__}")
 
     def plain(v):
         if callable(getattr(v, "tolist", None)):
             return v.tolist()
         raise ParameterError(f"metrics value of type {type(v).__name__} is not JSON-serialisable")
 
-    return json.loads(json.dumps(value, default=plain), parse_constant=lambda _: None)
-
-
-def display_metrics(payload: Mapping[str, Any]) -> None:
-    """Publish ``payload`` as a metrics output that the batch can read back.
-
-    Displayed raw under :data:`METRICS_MIME` (no ``text/plain``): JupyterLab and the report
-    show nothing. Tag the cell ``metrics`` so that the report drops it; the payloads are
-    read back by :func:`demonoise.report.document.assemble.read_metrics`.
-
-    Parameters
-    ----------
-    payload : mapping of str to JSON-like values
-        Converted with :func:`to_jsonable` (NaN/inf become ``null``).
-    """
-    from IPython.display import display
-
-    if not isinstance(payload, Mapping):
-        raise ParameterError(f"metrics payload must be a mapping, got {type(payload).__name__}")
-    display({METRICS_MIME: to_jsonable(payload)}, raw=True)
+    display({METRICS_MIME: json.loads(json.dumps(payload, default=plain), parse_constant=lambda _: None)}, raw=True)
 
 
 # ------------------------------------------------------------------ what a section shows

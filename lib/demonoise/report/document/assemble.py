@@ -2,9 +2,8 @@
 
 A document is a cover, a contents list and chapters (:class:`Section`, :class:`Chapter`),
 without code, prompts, cells tagged ``remove`` or ``metrics`` and metrics payloads; a notebook
-whose execution failed is refused. The raw cells written here carry their HTML as source and
-their Typst twin in ``metadata.demonoise.typst``. :func:`render_bytes` is one rendering task
-(HTML, CSV files and PDF as bytes); :func:`write_rendered` writes what it made.
+whose execution failed is refused. Raw cells carry their HTML as source, their Typst in
+``metadata.demonoise.typst``.
 """
 
 from __future__ import annotations
@@ -33,24 +32,6 @@ from demonoise.report.content.notebook import METRICS_MIME
 from demonoise.report.content.typstsrc import Code, call, colour, markup
 from demonoise.report.document.exporters import REMOVE_TAGS, DocumentHTMLExporter, DocumentPDFExporter
 
-__all__ = [
-    "Section",
-    "Chapter",
-    "RenderResult",
-    "load_notebook",
-    "read_metrics",
-    "raw_cell",
-    "split_sections",
-    "read_notebook_text",
-    "notebook_text",
-    "write_notebook",
-    "assemble",
-    "render_document",
-    "render_bytes",
-    "write_rendered",
-    "data_zip_name",
-]
-
 _ANCHOR_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
 #: A level-1 heading opening a markdown cell (after blank lines): its title.
 _H1_RE = re.compile(r"\A\s*#[ \t]+(.+?)[ \t]*#*[ \t\r]*(?:\n|\Z)")
@@ -64,14 +45,9 @@ def read_notebook_text(text: str | bytes):
     return nbformat.convert(reader.reads(text), 4)
 
 
-def notebook_text(nb) -> str:
-    """``nbformat.write``'s text of a version 4 notebook, without the schema validation."""
-    return writes(nb) + "\n"
-
-
 def write_notebook(nb, path: str | os.PathLike) -> Path:
-    """Write ``nb`` to ``path`` atomically."""
-    return atomic_write_text(path, notebook_text(nb))
+    """Write ``nb`` to ``path`` atomically, the text of ``nbformat.write`` without its schema validation."""
+    return atomic_write_text(path, writes(nb) + "\n")
 
 
 def load_notebook(nb: Any):
@@ -103,14 +79,12 @@ def read_metrics(nb: Any) -> dict:
     Raises
     ------
     ReportError
-        A payload is not a JSON object, or two give a key different values (naming both).
+        Two payloads give a key different values (naming it).
     """
     node, label = load_notebook(nb)
     merged: dict = {}
     for i, cell in enumerate(node["cells"]):
         for payload in (o["data"][METRICS_MIME] for o in cell.get("outputs", []) if METRICS_MIME in o.get("data", {})):
-            if not isinstance(payload, Mapping):
-                raise ReportError(f"{label}: metrics payload in cell {i} is not a JSON object")
             for k, v in payload.items():
                 if merged.setdefault(k, v) != v:
                     raise ReportError(f"{label}: metric {k!r} given twice with different values (cell {i})")
@@ -132,9 +106,8 @@ def _body(notebook) -> tuple[list, Any, str]:
         why = next(errors, "execution failed")
         raise ReportError(f"{label}: notebook failed during execution ({why}); it is not rendered")
     cells = [copy.deepcopy(c) for c in node["cells"] if not set(c["metadata"].get("tags", [])) & REMOVE_TAGS]
-    for c in cells:
-        if c["cell_type"] == "code":
-            c["outputs"] = [o for o in c["outputs"] if METRICS_MIME not in o.get("data", {})]
+    for c in (c for c in cells if c["cell_type"] == "code"):
+        c["outputs"] = [o for o in c["outputs"] if METRICS_MIME not in o.get("data", {})]
     return [c for c in cells if c["cell_type"] != "code" or c["outputs"]], node, label
 
 
@@ -355,9 +328,8 @@ def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike
     else:
         zipped.unlink(missing_ok=True)
     atomic_write_bytes(html, out["html"])
-    if pdf is not None and out["pdf"] is None:
-        Path(pdf).unlink(missing_ok=True)
-    pdf = atomic_write_bytes(pdf, out["pdf"]) if pdf is not None and out["pdf"] is not None else None
+    if pdf is not None:  # None, a stale PDF removed, if it was not made
+        pdf = atomic_write_bytes(pdf, out["pdf"]) if out["pdf"] is not None else Path(pdf).unlink(missing_ok=True)
     made = {k: out[k] for k in ("pdf_error", "html_seconds", "pdf_seconds", "pages")}
     return RenderResult(html, pdf, html_bytes=html.stat().st_size, files=files, **made)
 

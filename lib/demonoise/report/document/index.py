@@ -1,8 +1,6 @@
-"""``output/index.html``: one offline page listing every report of a batch.
-
-Each row links the HTML report, the PDF (or says why there is none) and the CSV files, shows
-the status (a failed run's error) and the caller's summary columns; links are relative (the
-output directory moves as a whole). The template: ``templates/demonoise/batch_index.html.j2``.
+"""``output/index.html``: one offline page listing every report of a batch (:class:`IndexRow`),
+its links relative (the output directory moves as a whole); the template:
+``templates/demonoise/batch_index.html.j2``.
 """
 
 from __future__ import annotations
@@ -23,8 +21,6 @@ from demonoise.core.errors import ParameterError
 from demonoise.core.version import __version__
 from demonoise.report.document.assemble import data_zip_name
 from demonoise.report.document.templates import TEMPLATE_NAME, find_template_dir
-
-__all__ = ["IndexRow", "write_index", "STATUSES"]
 
 STATUSES = ("ok", "failed", "skipped")
 
@@ -60,10 +56,9 @@ def _cell(v: Any) -> tuple[str, str, bool]:
         return str(v.get("text", "")), str(v.get("colour") or ""), True
     if isinstance(v, bool):
         return ("yes" if v else "no"), "", False
-    number = isinstance(v, (int, float))
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "\u2014", "", number
-    return (format(v, ".4g") if isinstance(v, float) else str(v)), "", number
+        return "\u2014", "", v is not None
+    return (format(v, ".4g") if isinstance(v, float) else str(v)), "", isinstance(v, (int, float))
 
 
 def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
@@ -85,25 +80,21 @@ def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
 
 
 def write_index(
-    rows: Iterable[IndexRow | Mapping[str, Any]],
+    rows: Iterable[IndexRow],
     path: str | os.PathLike = "output/index.html",
     *,
     title: str = "demonoise quality reports",
-    columns: Sequence[str] | None = None,
     intro: str | None = None,
     data_status: Mapping[str, str] | None = None,
     modelled: bool = False,
 ) -> Path:
     """Write the index page atomically; links are relative to its folder.
 
-    ``rows``: :class:`IndexRow` objects or mappings of its fields. ``columns``: the summary
-    columns, in order (default: every key, in order of first appearance). ``intro``: plain
-    text under the title. ``data_status``: dataset -> its data-status label, in a box above
-    the table, styled as a warning when ``modelled``."""
-    path = Path(path)
-    items = [r if isinstance(r, IndexRow) else IndexRow(**r) for r in rows]
-    if columns is None:  # every summary key, in order of first appearance
-        columns = list(dict.fromkeys(k for r in items for k in r.summary))
+    The summary columns: every key of the ``rows``' summaries, in order of first appearance.
+    ``intro``: plain text under the title. ``data_status``: dataset -> its data-status label,
+    in a box above the table, styled as a warning when ``modelled``."""
+    path, rows = Path(path), list(rows)
+    columns = list(dict.fromkeys(k for r in rows for k in r.summary))
     here = find_template_dir() / TEMPLATE_NAME
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(here), autoescape=True, keep_trailing_newline=True)
     page = env.get_template("batch_index.html.j2").render(
@@ -112,10 +103,9 @@ def write_index(
         data_status=data_status or {},
         modelled=modelled,
         columns=columns,
-        rows=[_row(r, path.parent, columns) for r in items],
-        counts={s: sum(r.status == s for r in items) for s in STATUSES},
+        rows=[_row(r, path.parent, columns) for r in rows],
+        counts={s: sum(r.status == s for r in rows) for s in STATUSES},
         when=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
-        css=(here / "static" / "demonoise.css").read_text(encoding="utf-8"),
     )
     return atomic_write_text(path, page)
