@@ -1,10 +1,7 @@
-"""The decision view of a country report: what the summary notebook and the chapters show of
-:func:`demonoise.analysis.decision.decision_report` (decision table, largest V, main points,
-error bands, cells on few events, generic model against p-table, calibration, the index's
-cells, the CSV files). Every number comes from the decision module's tables
-(:func:`demonoise.analysis.stored.decision_for`), so that the tables, the index and the CSV
-files state the same figures; this module chooses rows and formats. A country of a single
-NUTS 2 region (LU, MT) shows that region only (:func:`~demonoise.analysis.decision.one_region`).
+"""The decision view of a country report: the tables, index cells and CSV files the notebooks
+show of :func:`demonoise.analysis.decision.decision_report`, whose tables hold every number;
+this module chooses rows and formats. A country of a single NUTS 2 region (LU, MT) shows that
+region only (:func:`~demonoise.analysis.decision.one_region`).
 """
 
 from __future__ import annotations
@@ -46,7 +43,7 @@ from demonoise.report.content.summary import (
     setting_blocks,
     settings_table,
 )
-from demonoise.report.content.theme import admixture_column, admixture_text
+from demonoise.report.content.theme import admixture_column, admixture_text, column_decimals
 
 __all__ = [
     "MEASURE_LABELS",
@@ -72,6 +69,7 @@ __all__ = [
 #: How the decision table heads its measures.
 MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
+_SD_COLUMNS = {"generic": "sd_generic", "p-table": "sd_ptable", "ratio": "ratio"}
 _CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
 _SUPERSCRIPTS = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
 
@@ -94,10 +92,7 @@ def class_legend() -> Shown:
 # =============================================================== decision table
 def _nonzero(shown: str, a: float) -> str:
     """A positive admixture printed as 0 (``"0.00"``) gets its first significant digit: ``0.003`` (in %)."""
-    try:
-        if float(shown) != 0 or not (isinstance(a, float) and 0 < a < math.inf):
-            return shown
-    except ValueError:
+    if shown.strip("0.") or not (isinstance(a, float) and 0 < a < math.inf):
         return shown
     return f"{100 * a:.{max(0, -math.floor(math.log10(100 * a)))}f}"
 
@@ -170,14 +165,10 @@ def vmax_view(rep) -> HtmlTable:
     first = cw[cw["family"] == cw["family"].iloc[0]]
     heads = [c.removesuffix(" shown") for c in cw.columns if c.endswith(" shown")]
     names = {h: f"{HEADLINES[w].label} A \u2264 {fmt_pct(float(t), 3)}" for h in heads for w, t in [h.split(" A<=")]}
-    blocks = [
-        (
-            "generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}",
-            "",
-            {names[h]: _vmax_cells(by_region(g, first["region"]), h) for h in heads},
-        )
-        for fam, g in cw.groupby("family", sort=False)
-    ]
+    blocks = []
+    for fam, g in cw.groupby("family", sort=False):
+        label = "generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}"
+        blocks.append((label, "", {names[h]: _vmax_cells(by_region(g, first["region"]), h) for h in heads}))
     return grouped(
         one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]},
@@ -395,21 +386,16 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     sexes; TFR: women; the TFR's sd per 1 000 women)."""
     cmp, sel = headline_rows(rep, ptable)
     v = float(sel["V"].iloc[0]) if len(sel) else float("nan")
+    blocks = []
+    for h, g in _by_headline(sel).items():
+        scale, unit = _SD_SCALE[h]
+        g = g.assign(sd_generic=scale * g["sd_generic"], sd_ptable=scale * g["sd_ptable"])
+        cols = {k: fmt_fixed_column(g[c], significant=2) for k, c in _SD_COLUMNS.items()}
+        blocks.append((f"noise sd of {HEADLINES[h].label} ({unit})", "", cols))
     return grouped(
         cmp.drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(sel.drop_duplicates("region"))},
-        [
-            (
-                f"noise sd of {HEADLINES[h].label} ({_SD_SCALE[h][1]})",
-                "",
-                {
-                    "generic": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_generic"], significant=2),
-                    "p-table": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_ptable"], significant=2),
-                    "ratio": fmt_fixed_column(g["ratio"], significant=2),
-                },
-            )
-            for h, g in _by_headline(sel).items()
-        ],
+        blocks,
         caption=(
             f"Noise sd under the generic model at the p-table's nominal V = {v:g} and under the p-table itself, "
             "and their ratio (p-table / generic): e0 and e65 both sexes, the TFR women."
@@ -517,9 +503,8 @@ def _scaled(values, unit: str) -> tuple[str, list[str]]:
     """Small numbers shown in a power of ten of their unit, fixed decimals for the column:
     ``([-4.7e-6, ...], "years")`` -> ``("10\u207b\u2076 years", ["-4.7", ...])``."""
     v = np.asarray(list(values), dtype=float)
-    finite = np.abs(v[np.isfinite(v) & (v != 0)])
-    mag = math.floor(math.log10(float(np.median(finite)))) if finite.size else 0
-    k = 3 * math.floor(mag / 3) if mag < -2 else 0
+    d = column_decimals(v, significant=1, most=99)  # minus the median's order of magnitude, at least 0
+    k = -3 * math.ceil(d / 3) if d > 2 else 0
     label = (f"10{str(k).translate(_SUPERSCRIPTS)} {unit}" if k else unit).strip()
     return label, fmt_fixed_column(v / 10.0**k, significant=2)
 
@@ -570,10 +555,9 @@ def index_columns(rep) -> dict[str, Any]:
         "NUTS 2 regions": int((pop["nuts_level"] == 2).sum()),
     }
     out |= {f"worst A, {label}": "n/a" if w is None else _worst(w) for label, w in worst_admixture(rep).items()}
-    rec = rep.recommended[rep.recommended["family"] == "generic"]
-    r = rec.iloc[0] if len(rec) else pd.Series({"indicator": "e0", "threshold": 0.1, "V_shown": "n/a"})
+    r = rep.recommended[rep.recommended["family"] == "generic"].iloc[0]  # the generic family: always calibrated
     text = str(r["V_shown"])  # the recommended V: "0.748 (LU00, women)"
-    if r.get("range_status") == "within":
+    if r["range_status"] == "within":
         who = f"{r['region']}, {SEX_WORDS.get(r['sex'], r['sex'])}" if r["sex"] else str(r["region"])
         text = f"{text} ({who})"
     out[f"recommended V ({HEADLINES[r['indicator']].label}, A \u2264 {fmt_pct(float(r['threshold']), 3)})"] = text
