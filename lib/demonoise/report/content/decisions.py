@@ -46,7 +46,6 @@ from demonoise.report.content.summary import (
 from demonoise.report.content.theme import admixture_column, admixture_text, column_decimals
 
 __all__ = [
-    "MEASURE_LABELS",
     "class_legend",
     "decision_view",
     "sex_view",
@@ -67,7 +66,7 @@ __all__ = [
 ]
 
 #: How the decision table heads its measures.
-MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
+_MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
 _SD_COLUMNS = {"generic": "sd_generic", "p-table": "sd_ptable", "ratio": "ratio"}
 _CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
@@ -117,7 +116,7 @@ def decision_view(rep) -> HtmlTable:
         {"region": region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]},
         setting_blocks(
             settings_in(rep.decision),
-            lambda s: {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures},
+            lambda s: {_MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures},
         ),
         caption=(
             f"Decision table: how much noise adds to the Poisson uncertainty (noise admixture A, %), by region "
@@ -146,7 +145,7 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
         setting_blocks(
             sets, lambda s: {x: cells(by_region(dec[s.mask(dec)], first["region"])[f"admixture_{x}"]) for x in "FMT"}
         ),
-        caption=f"Noise admixture A of {MEASURE_LABELS.get(measure, measure)} (%) for women (F), men (M) and both "
+        caption=f"Noise admixture A of {_MEASURE_LABELS.get(measure, measure)} (%) for women (F), men (M) and both "
         "sexes (T), by region and setting; coloured by class.",
     )
 
@@ -540,7 +539,7 @@ def calibration_view(rep) -> HtmlTable:
 # ========================================================================== index
 def _worst(w: pd.Series) -> dict[str, str]:
     """The index's cell of a setting's worst admixture (finite: of a class), coloured by its class."""
-    text = f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})"
+    text = f"{admixture_text(w['admixture'])} {_MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})"
     return {"text": text, "colour": admixture_class(float(w["admixture"])).colour}
 
 

@@ -364,11 +364,10 @@ def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -
     """:func:`age_profile_table` of every setting as one (:func:`settings_table`): per region
     its population, then per setting the median admixture (ASFR: women, ASMR: both sexes) and
     the largest among cells with at least 10 events (at which age)."""
-    tables = [age_profile_table(df, s, indicator) for s in settings]
     sex = "F" if indicator == "asfr" else "T"
     ev = EVENT_WORDS[indicator][1]
     return settings_table(
-        tables,
+        [age_profile_table(df, s, indicator) for s in settings],
         settings,
         common=("region", "population"),
         per=(f"median A, {sex} (%)", f"largest A, {sex}, >= 10"),
