@@ -27,7 +27,7 @@ from demonoise.analysis.decision import (
     worst_admixture,
 )
 from demonoise.analysis.settings import NoiseSetting, settings_in
-from demonoise.analysis.verdicts import flagged_rows
+from demonoise.analysis.verdicts import headline_band_rows
 from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
 from demonoise.report.content import typstsrc
@@ -263,15 +263,12 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
 
 def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: str) -> HtmlTable:
     """One setting's table of a headline (both sexes; TFR: women): per region the events, the
-    value, the relative uncertainties and admixture (``df``, the results table:
-    :func:`demonoise.analysis.verdicts.flagged_rows`), the half-widths of the first level's
-    intervals from Poisson and noise, a p-table's bias and the Monte Carlo quantiles of the
-    noise interval (``bands``: :func:`demonoise.analysis.decision.error_bands`), the flags."""
+    value, the relative uncertainties and admixture (``df``, the results table), the half-widths
+    of the first level's intervals from Poisson and noise, a p-table's bias and the Monte Carlo
+    quantiles of the noise interval (``bands``: :func:`demonoise.analysis.decision.error_bands`),
+    the flags (:func:`demonoise.analysis.verdicts.headline_band_rows`)."""
     hl = HEADLINES[headline]
-    d = flagged_rows(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
-    b = headline_bands(bands, headline, setting)
-    level = float(b["level"].min()) if len(b) else 0.95
-    b = by_region(b[b["level"] == level], d["region"])
+    d, b, level = headline_band_rows(df, bands, setting, headline)
     has_mc, pt = "mc_n" in b and b["mc_n"].notna().any(), (b["noise_model"] == "ptable").any()
     shown = pd.DataFrame(
         {
@@ -303,12 +300,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
             " Flags (first order may be unreliable): sparse = more than half of the age cells rest on fewer than "
             "10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error."
         )
-    cols = ["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
-    cols += ["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else []
-    frame = d.drop(columns=["data_status"], errors="ignore").merge(b.reset_index()[cols], on="region", how="left")
     sex = "women" if hl.female_only else "both sexes"
     return HtmlTable(
-        frame,
+        d,
         shown,
         caption=(
             f"{hl.title.capitalize()}, {sex}, {NoiseSetting.of(setting).phrase} ({hl.unit}): relative uncertainties "
