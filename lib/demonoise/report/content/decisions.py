@@ -470,7 +470,8 @@ def bias_view(rep, results: pd.DataFrame, ptable: str | None = None) -> HtmlTabl
     """Each headline's first-order bias under the p-table per region, and as a share of its
     noise sd; the median relative bias of the ASFR and ASMR from the ``results`` table."""
     _, sel = headline_rows(rep, ptable)
-    shown = pd.DataFrame({"region": region_labels(sel.drop_duplicates("region"))})
+    regions = sel.drop_duplicates("region")
+    shown = pd.DataFrame({"region": region_labels(regions)})
     for h, g in _by_headline(sel).items():
         label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
         shown[f"{HEADLINES[h].label} bias ({label})"] = values
@@ -478,9 +479,7 @@ def bias_view(rep, results: pd.DataFrame, ptable: str | None = None) -> HtmlTabl
     for ind in ("asfr", "asmr"):
         med = median_relative_bias(results, ind, ptable)
         if med is not None:
-            shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
-                med.reindex(sel["region"].drop_duplicates()).to_numpy()
-            )
+            shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(med.reindex(regions["region"]))
     return HtmlTable(
         sel.drop(columns=["data_status"], errors="ignore"),
         shown,
