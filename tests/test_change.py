@@ -494,3 +494,34 @@ def test_a_change_monte_carlo_is_sized_before_it_runs(tmp_path, capsys, monkeypa
     assert "Monte Carlo 1 run(s) x 500 replicates over 1 regions, estimated" in err
     assert "Monte Carlo 250 of 500 replicates" in err and "Monte Carlo 500 of 500 replicates" in err
     assert pd.read_csv(out)["sd_total"].notna().all()
+
+
+def test_chapter_rows_pick_one_headline_and_sex_per_setting_in_region_order():
+    """A hand-made chapter: the rows of e0 (T) per setting, regions country first then by
+    code (a region without rows: NaN), and the CSV rows per region and setting."""
+    from types import SimpleNamespace
+
+    from demonoise.analysis.change import chapter_rows
+
+    rows = [
+        (r, lvl, h, x, s, m, v, z)
+        for r, lvl, z in (("BE2", 2, 2.0), ("BE", 0, 3.0), ("BE1", 2, 1.0))
+        for h, x in (("e0", "T"), ("e0", "F"), ("TFR", "F"))
+        for s, m, v in (("V=1", "generic", 1.0), ("V=5", "generic", 5.0))
+    ]
+    cols = ["region", "nuts_level", "headline", "sex", "setting", "noise_model", "V", "z_total"]
+    verdicts = pd.DataFrame(rows, columns=cols)
+    verdicts["z_total"] *= np.where(verdicts["setting"] == "V=5", 0.5, 1.0)
+    ch = SimpleNamespace(verdicts=verdicts, detectable=verdicts[verdicts["region"] != "BE2"])
+    per, frame = chapter_rows(ch, "verdicts", "e0", "T", columns=["z_total"])
+    assert [s.key for s in per] == ["V=1", "V=5"]
+    assert [list(g.index) for g in per.values()] == [["BE", "BE1", "BE2"]] * 2
+    assert list(per[next(iter(per))]["z_total"]) == [3.0, 1.0, 2.0]
+    assert frame.to_dict("records")[:2] == [
+        {"region": "BE", "sex": "T", "headline": "e0", "setting": "V=1", "z_total": 3.0},
+        {"region": "BE", "sex": "T", "headline": "e0", "setting": "V=5", "z_total": 1.5},
+    ]
+    per, _ = chapter_rows(ch, "detectable", "e0", "T", settings=["V=5"], columns=["z_total"])
+    (g,) = per.values()
+    assert list(g.index) == ["BE", "BE1", "BE2"] and np.isnan(g.loc["BE2", "z_total"])
+    assert g.loc["BE1", "z_total"] == 0.5

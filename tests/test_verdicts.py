@@ -216,3 +216,24 @@ def test_regions_by_population_and_the_panels_kept():
     assert cut and kept["region"].tolist() == ["XX", "XX01", "XX02", "XX04"]
     kept, cut = vd.panel_rows(d, 5)
     assert not cut and kept is d
+
+
+def test_headline_band_rows_join_each_region_with_its_first_level_bands():
+    """e0 (both sexes) at V = 1 with hand-made bands at two levels: each region's row gets
+    the half-widths z sd of the first level, made here from the frame's own sds."""
+    df = frame()
+    e0 = df[(df["indicator"] == "e") & (df["age"] == 0) & (df["sex"] == "T")]
+    cols = ["region", "nuts_level", "noise_model", "V", "ptable", "value"]
+    bands = pd.concat(
+        [
+            e0[cols].assign(headline="e0", sex="T", level=lev, z=z, half_pois=z * e0["sd_pois"],
+                            half_noise=z * e0["sd_noise"], half_tot=z * e0["sd_tot"], lo_noise=0.0, hi_noise=1.0)
+            for lev, z in ((0.99, 2.5758293035489), (0.95, 1.959963984540054))
+        ]
+    )  # fmt: skip
+    rows, b, level = vd.headline_band_rows(df, bands, 1.0, "e0")
+    assert level == 0.95 and list(rows["region"]) == list(b.index) == ["XX", "XX01", "XX02", "XX03"]
+    assert "data_status" not in rows and "mc_n" not in b
+    sd = e0.set_index("region").loc[rows["region"], "sd_pois"].to_numpy()
+    assert rows["half_pois"].tolist() == pytest.approx((1.959963984540054 * sd).tolist())
+    assert (rows["level"] == 0.95).all() and rows["admixture"].notna().all()

@@ -67,6 +67,7 @@ __all__ = [
     "country_chapter",
     "chapter_settings",
     "region_order",
+    "chapter_rows",
     "data_words",
     "series_frame",
     "change_points",
@@ -615,6 +616,33 @@ def chapter_settings(frame: pd.DataFrame, settings=None) -> list[NoiseSetting]:
 def region_order(frame: pd.DataFrame) -> list[str]:
     """Regions: the country first, then the NUTS 2 regions by code."""
     return frame.drop_duplicates("region").sort_values(["nuts_level", "region"])["region"].tolist()
+
+
+def chapter_rows(ch, table: str, headline: str, sex: str, settings=None, columns: Sequence[str] = ()):
+    """The rows of one headline and sex of the chapter's ``table`` (``verdicts``, ``detectable``).
+
+    Returns
+    -------
+    dict
+        Per setting shown (:func:`chapter_settings`) its rows, indexed by region in
+        :func:`region_order` of the verdicts (a missing region: NaN).
+    pandas.DataFrame
+        Per region and setting, the region, sex, headline, setting key and ``columns`` (the CSV).
+    """
+    t = getattr(ch, table)
+    t = t[(t["headline"] == headline) & (t["sex"] == sex)]
+    order = region_order(ch.verdicts)
+    per = {
+        st: t[st.mask(t)].drop_duplicates("region").set_index("region").reindex(order)
+        for st in chapter_settings(t, settings)
+    }
+    fixed = {"sex": sex, "headline": headline}
+    rows = [
+        {"region": c} | fixed | {"setting": st.key} | g.loc[c, list(columns)].to_dict()
+        for c in order
+        for st, g in per.items()
+    ]
+    return per, pd.DataFrame(rows)
 
 
 #: The tables each family of headlines rests on.

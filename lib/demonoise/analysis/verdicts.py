@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from demonoise.analysis.decision import MainPoints
+from demonoise.analysis.decision import MainPoints, headline_bands
 from demonoise.analysis.settings import NoiseSetting, setting_labels
 from demonoise.core.errors import ParameterError
 from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
@@ -42,6 +42,7 @@ from demonoise.core.vocabulary import (
     A_SMALL,
     ADMIXTURE_CLASSES,
     EVENT_WORDS,
+    HEADLINES,
     INDICATOR_PHRASES,
     INDICATOR_UNITS,
     SEX_WORDS,
@@ -82,6 +83,7 @@ __all__ = [
     "panel_rows",
     "admixture_runs",
     "flagged_rows",
+    "headline_band_rows",
     "flag_rows",
     "plural",
     "upper_first",
@@ -876,6 +878,34 @@ def flagged_rows(df: pd.DataFrame, V, indicator: str, *, sex: str = "T", age: fl
         d["z_flag"] = False
     d["flag"] = [flag_text(r) for _, r in d.iterrows()]
     return d
+
+
+def headline_band_rows(
+    df: pd.DataFrame, bands: pd.DataFrame, V, headline: str
+) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    """A headline's rows at one setting (both sexes; the TFR: women) with their error bands.
+
+    Returns
+    -------
+    DataFrame
+        Per region its :func:`flagged_rows` (without ``data_status``) joined with its error
+        bands (:func:`demonoise.analysis.decision.headline_bands`) at their first level: ``level``,
+        ``z``, the half-widths, the noise interval and, when run, the Monte Carlo's quantiles.
+    DataFrame
+        Those error bands, every column, indexed by region in the same order.
+    float
+        That level (0.95 without error bands).
+    """
+    hl = HEADLINES[headline]
+    d = flagged_rows(df, V, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
+    b = headline_bands(bands, headline, V)
+    level = float(b["level"].min()) if len(b) else 0.95
+    b = b[b["level"] == level].drop_duplicates("region").set_index("region").reindex(d["region"])
+    cols = ["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
+    if "mc_n" in b and b["mc_n"].notna().any():
+        cols += ["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"]
+    rows = d.drop(columns=["data_status"], errors="ignore").merge(b.reset_index()[cols], on="region", how="left")
+    return rows, b, level
 
 
 def flag_rows(

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
-from demonoise.analysis.change import DECIMALS, chapter_settings, country_chapter, data_words, region_order
+from demonoise.analysis.change import DECIMALS, chapter_rows, country_chapter, data_words
 from demonoise.core.formats import fmt_fixed, fmt_signed
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
 from demonoise.report.content.notebook import record_shown
@@ -54,30 +53,14 @@ def change_status_box(ch, *, granularity: str | None = None):
     )
 
 
-def _rows(ch, table: str, headline: str, sex: str, settings, columns: list[str]):
-    """The chapter table's rows of one headline and sex: each setting's rows by region (in the
-    order of :func:`~demonoise.analysis.change.region_order`), the first setting's, the region
-    column, and the CSV rows (per region and setting, its ``columns``)."""
-    t = getattr(ch, table)
-    t = t[(t["headline"] == headline) & (t["sex"] == sex)]
-    order = region_order(ch.verdicts)
-    per = {st: by_region(t[st.mask(t)], order) for st in chapter_settings(t, settings)}
-    fixed = {"sex": sex, "headline": headline}
-    rows = [
-        {"region": c} | fixed | {"setting": st.key} | g.loc[c, columns].to_dict()
-        for c in order
-        for st, g in per.items()
-    ]
-    labels = {"region": region_labels(by_region(ch.verdicts, order).reset_index())}
-    return per, next(iter(per.values())), labels, pd.DataFrame(rows)
-
-
 def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> HtmlTable:
     """Per region: the headline's values in the two years, the change, its z without noise
     and, per setting, its z with noise and whether it is significant (``yes``, ``no``,
     ``lost``: significant without noise but not with this setting's)."""
     columns = ["value_from", "value_to", "change", "sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total"]
-    per, first, base, frame = _rows(ch, "verdicts", headline, sex, settings, [*columns, "verdict"])
+    per, frame = chapter_rows(ch, "verdicts", headline, sex, settings, [*columns, "verdict"])
+    first = next(iter(per.values()))
+    base = {"region": region_labels(by_region(ch.verdicts, first.index).reset_index())}
     k, h = DECIMALS.get(headline, 3), HEADLINES[headline.lower()]
     sig = [
         ("yes" if s else "no") if np.isfinite(z) else "\u2014"
@@ -86,17 +69,10 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
     base |= {str(ch.year_from): [fmt_fixed(x, k) for x in first["value_from"]]}
     base |= {str(ch.year_to): [fmt_fixed(x, k) for x in first["value_to"]]}
     base |= {"change": [fmt_signed(x, k) for x in first["change"]]}
-    blocks = [("without noise", "", {"z": [fmt_fixed(x, 2) for x in first["z_poisson"]], "signif.": sig})] + [
-        (
-            st.label,
-            "",
-            {
-                "z": [fmt_fixed(x, 2) for x in g["z_total"]],
-                "signif.": Coloured([_WORD[x] for x in g["verdict"]], [_LOST.get(x, "") for x in g["verdict"]]),
-            },
-        )
-        for st, g in per.items()
-    ]
+    blocks = [("without noise", "", {"z": [fmt_fixed(x, 2) for x in first["z_poisson"]], "signif.": sig})]
+    for st, g in per.items():
+        signif = Coloured([_WORD[x] for x in g["verdict"]], [_LOST.get(x, "") for x in g["verdict"]])
+        blocks.append((st.label, "", {"z": [fmt_fixed(x, 2) for x in g["z_total"]], "signif.": signif}))
     return grouped(
         frame,
         base,
@@ -114,24 +90,16 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
 def detectable_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> HtmlTable:
     """Per region: the smallest detectable change of the headline without noise and, per
     setting, with it and by how much (per cent) the setting widens it."""
-    per, first, base, frame = _rows(
-        ch, "detectable", headline, sex, settings, ["mdc_poisson", "mdc_total", "mdc_ratio"]
-    )
+    per, frame = chapter_rows(ch, "detectable", headline, sex, settings, ["mdc_poisson", "mdc_total", "mdc_ratio"])
+    first = next(iter(per.values()))
     k, h = DECIMALS.get(headline, 3), HEADLINES[headline.lower()]
-    blocks = [("without noise", "", {"MDC": [fmt_fixed(x, k) for x in first["mdc_poisson"]]})] + [
-        (
-            st.label,
-            "",
-            {
-                "MDC": [fmt_fixed(x, k) for x in g["mdc_total"]],
-                "wider by": [fmt_signed(100 * (r - 1), 1) + " %" for r in g["mdc_ratio"]],
-            },
-        )
-        for st, g in per.items()
-    ]
+    blocks = [("without noise", "", {"MDC": [fmt_fixed(x, k) for x in first["mdc_poisson"]]})]
+    for st, g in per.items():
+        wider = [fmt_signed(100 * (r - 1), 1) + " %" for r in g["mdc_ratio"]]
+        blocks.append((st.label, "", {"MDC": [fmt_fixed(x, k) for x in g["mdc_total"]], "wider by": wider}))
     return grouped(
         frame,
-        base,
+        {"region": region_labels(by_region(ch.verdicts, first.index).reset_index())},
         blocks,
         caption=f"Smallest detectable change of {h.label} from one year to the next, {SEX_WORDS[sex]} ({h.unit})",
         note=f"{data_words(ch, headline)}. MDC: the smallest detectable change, {ch.mdc_factor:.2f} sd of the change "

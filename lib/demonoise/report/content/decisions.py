@@ -1,10 +1,7 @@
-"""The decision view of a country report: what the summary notebook and the chapters show of
-:func:`demonoise.analysis.decision.decision_report` (decision table, largest V, main points,
-error bands, cells on few events, generic model against p-table, calibration, the index's
-cells, the CSV files). Every number comes from the decision module's tables
-(:func:`demonoise.analysis.stored.decision_for`), so that the tables, the index and the CSV
-files state the same figures; this module chooses rows and formats. A country of a single
-NUTS 2 region (LU, MT) shows that region only (:func:`~demonoise.analysis.decision.one_region`).
+"""The decision view of a country report: the tables, index cells and CSV files the notebooks
+show of :func:`demonoise.analysis.decision.decision_report`, whose tables hold every number;
+this module chooses rows and formats. A country of a single NUTS 2 region (LU, MT) shows that
+region only (:func:`~demonoise.analysis.decision.one_region`).
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ from demonoise.analysis.decision import (
     worst_admixture,
 )
 from demonoise.analysis.settings import NoiseSetting, settings_in
-from demonoise.analysis.verdicts import flagged_rows
+from demonoise.analysis.verdicts import headline_band_rows
 from demonoise.core.formats import fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
 from demonoise.report.content import typstsrc
@@ -46,10 +43,9 @@ from demonoise.report.content.summary import (
     setting_blocks,
     settings_table,
 )
-from demonoise.report.content.theme import admixture_column, admixture_text
+from demonoise.report.content.theme import admixture_column, admixture_text, column_decimals
 
 __all__ = [
-    "MEASURE_LABELS",
     "class_legend",
     "decision_view",
     "sex_view",
@@ -70,8 +66,9 @@ __all__ = [
 ]
 
 #: How the decision table heads its measures.
-MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
+_MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
+_SD_COLUMNS = {"generic": "sd_generic", "p-table": "sd_ptable", "ratio": "ratio"}
 _CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
 _SUPERSCRIPTS = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
 
@@ -94,10 +91,7 @@ def class_legend() -> Shown:
 # =============================================================== decision table
 def _nonzero(shown: str, a: float) -> str:
     """A positive admixture printed as 0 (``"0.00"``) gets its first significant digit: ``0.003`` (in %)."""
-    try:
-        if float(shown) != 0 or not (isinstance(a, float) and 0 < a < math.inf):
-            return shown
-    except ValueError:
+    if shown.strip("0.") or not (isinstance(a, float) and 0 < a < math.inf):
         return shown
     return f"{100 * a:.{max(0, -math.floor(math.log10(100 * a)))}f}"
 
@@ -122,7 +116,7 @@ def decision_view(rep) -> HtmlTable:
         {"region": region_labels(wide), "population (1 Jan.)": [fmt_int(p) for p in wide.population]},
         setting_blocks(
             settings_in(rep.decision),
-            lambda s: {MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures},
+            lambda s: {_MEASURE_LABELS.get(m, m): _decision_cells(wide, f"{m} {s.key}") for m in measures},
         ),
         caption=(
             f"Decision table: how much noise adds to the Poisson uncertainty (noise admixture A, %), by region "
@@ -151,7 +145,7 @@ def sex_view(rep, measure: str = "e0") -> HtmlTable:
         setting_blocks(
             sets, lambda s: {x: cells(by_region(dec[s.mask(dec)], first["region"])[f"admixture_{x}"]) for x in "FMT"}
         ),
-        caption=f"Noise admixture A of {MEASURE_LABELS.get(measure, measure)} (%) for women (F), men (M) and both "
+        caption=f"Noise admixture A of {_MEASURE_LABELS.get(measure, measure)} (%) for women (F), men (M) and both "
         "sexes (T), by region and setting; coloured by class.",
     )
 
@@ -170,14 +164,10 @@ def vmax_view(rep) -> HtmlTable:
     first = cw[cw["family"] == cw["family"].iloc[0]]
     heads = [c.removesuffix(" shown") for c in cw.columns if c.endswith(" shown")]
     names = {h: f"{HEADLINES[w].label} A \u2264 {fmt_pct(float(t), 3)}" for h in heads for w, t in [h.split(" A<=")]}
-    blocks = [
-        (
-            "generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}",
-            "",
-            {names[h]: _vmax_cells(by_region(g, first["region"]), h) for h in heads},
-        )
-        for fam, g in cw.groupby("family", sort=False)
-    ]
+    blocks = []
+    for fam, g in cw.groupby("family", sort=False):
+        label = "generic model" if fam == "generic" else f"p-tables {fam.removeprefix('ptable ')}"
+        blocks.append((label, "", {names[h]: _vmax_cells(by_region(g, first["region"]), h) for h in heads}))
     return grouped(
         one_region(rep.calibration).drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(first), "population (1 Jan.)": [fmt_int(p) for p in first.population]},
@@ -273,15 +263,12 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
 
 def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: str) -> HtmlTable:
     """One setting's table of a headline (both sexes; TFR: women): per region the events, the
-    value, the relative uncertainties and admixture (``df``, the results table:
-    :func:`demonoise.analysis.verdicts.flagged_rows`), the half-widths of the first level's
-    intervals from Poisson and noise, a p-table's bias and the Monte Carlo quantiles of the
-    noise interval (``bands``: :func:`demonoise.analysis.decision.error_bands`), the flags."""
+    value, the relative uncertainties and admixture (``df``, the results table), the half-widths
+    of the first level's intervals from Poisson and noise, a p-table's bias and the Monte Carlo
+    quantiles of the noise interval (``bands``: :func:`demonoise.analysis.decision.error_bands`),
+    the flags (:func:`demonoise.analysis.verdicts.headline_band_rows`)."""
     hl = HEADLINES[headline]
-    d = flagged_rows(df, setting, hl.indicator, sex="F" if hl.female_only else "T", age=hl.age)
-    b = headline_bands(bands, headline, setting)
-    level = float(b["level"].min()) if len(b) else 0.95
-    b = by_region(b[b["level"] == level], d["region"])
+    d, b, level = headline_band_rows(df, bands, setting, headline)
     has_mc, pt = "mc_n" in b and b["mc_n"].notna().any(), (b["noise_model"] == "ptable").any()
     shown = pd.DataFrame(
         {
@@ -313,12 +300,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
             " Flags (first order may be unreliable): sparse = more than half of the age cells rest on fewer than "
             "10 events (share given); MC |z| > 5 = the Monte Carlo disagrees beyond sampling error."
         )
-    cols = ["region", "level", "z", "half_pois", "half_noise", "half_tot", "lo_noise", "hi_noise"]
-    cols += ["mc_n", "mc_lo_noise", "mc_hi_noise", "mc_lo_tot", "mc_hi_tot"] if has_mc else []
-    frame = d.drop(columns=["data_status"], errors="ignore").merge(b.reset_index()[cols], on="region", how="left")
     sex = "women" if hl.female_only else "both sexes"
     return HtmlTable(
-        frame,
+        d,
         shown,
         caption=(
             f"{hl.title.capitalize()}, {sex}, {NoiseSetting.of(setting).phrase} ({hl.unit}): relative uncertainties "
@@ -395,21 +379,16 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     sexes; TFR: women; the TFR's sd per 1 000 women)."""
     cmp, sel = headline_rows(rep, ptable)
     v = float(sel["V"].iloc[0]) if len(sel) else float("nan")
+    blocks = []
+    for h, g in _by_headline(sel).items():
+        scale, unit = _SD_SCALE[h]
+        g = g.assign(sd_generic=scale * g["sd_generic"], sd_ptable=scale * g["sd_ptable"])
+        cols = {k: fmt_fixed_column(g[c], significant=2) for k, c in _SD_COLUMNS.items()}
+        blocks.append((f"noise sd of {HEADLINES[h].label} ({unit})", "", cols))
     return grouped(
         cmp.drop(columns=["data_status"], errors="ignore"),
         {"region": region_labels(sel.drop_duplicates("region"))},
-        [
-            (
-                f"noise sd of {HEADLINES[h].label} ({_SD_SCALE[h][1]})",
-                "",
-                {
-                    "generic": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_generic"], significant=2),
-                    "p-table": fmt_fixed_column(_SD_SCALE[h][0] * g["sd_ptable"], significant=2),
-                    "ratio": fmt_fixed_column(g["ratio"], significant=2),
-                },
-            )
-            for h, g in _by_headline(sel).items()
-        ],
+        blocks,
         caption=(
             f"Noise sd under the generic model at the p-table's nominal V = {v:g} and under the p-table itself, "
             "and their ratio (p-table / generic): e0 and e65 both sexes, the TFR women."
@@ -491,7 +470,8 @@ def bias_view(rep, results: pd.DataFrame, ptable: str | None = None) -> HtmlTabl
     """Each headline's first-order bias under the p-table per region, and as a share of its
     noise sd; the median relative bias of the ASFR and ASMR from the ``results`` table."""
     _, sel = headline_rows(rep, ptable)
-    shown = pd.DataFrame({"region": region_labels(sel.drop_duplicates("region"))})
+    regions = sel.drop_duplicates("region")
+    shown = pd.DataFrame({"region": region_labels(regions)})
     for h, g in _by_headline(sel).items():
         label, values = _scaled(g["bias_ptable"], HEADLINES[h].unit)
         shown[f"{HEADLINES[h].label} bias ({label})"] = values
@@ -499,9 +479,7 @@ def bias_view(rep, results: pd.DataFrame, ptable: str | None = None) -> HtmlTabl
     for ind in ("asfr", "asmr"):
         med = median_relative_bias(results, ind, ptable)
         if med is not None:
-            shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(
-                med.reindex(sel["region"].drop_duplicates()).to_numpy()
-            )
+            shown[f"{ind.upper()}: median bias / value (%)"] = fmt_percent_column(med.reindex(regions["region"]))
     return HtmlTable(
         sel.drop(columns=["data_status"], errors="ignore"),
         shown,
@@ -517,9 +495,8 @@ def _scaled(values, unit: str) -> tuple[str, list[str]]:
     """Small numbers shown in a power of ten of their unit, fixed decimals for the column:
     ``([-4.7e-6, ...], "years")`` -> ``("10\u207b\u2076 years", ["-4.7", ...])``."""
     v = np.asarray(list(values), dtype=float)
-    finite = np.abs(v[np.isfinite(v) & (v != 0)])
-    mag = math.floor(math.log10(float(np.median(finite)))) if finite.size else 0
-    k = 3 * math.floor(mag / 3) if mag < -2 else 0
+    d = column_decimals(v, significant=1, most=99)  # minus the median's order of magnitude, at least 0
+    k = -3 * math.ceil(d / 3) if d > 2 else 0
     label = (f"10{str(k).translate(_SUPERSCRIPTS)} {unit}" if k else unit).strip()
     return label, fmt_fixed_column(v / 10.0**k, significant=2)
 
@@ -555,7 +532,7 @@ def calibration_view(rep) -> HtmlTable:
 # ========================================================================== index
 def _worst(w: pd.Series) -> dict[str, str]:
     """The index's cell of a setting's worst admixture (finite: of a class), coloured by its class."""
-    text = f"{admixture_text(w['admixture'])} {MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})"
+    text = f"{admixture_text(w['admixture'])} {_MEASURE_LABELS[w['measure']]} {w['region']} ({w['sex']})"
     return {"text": text, "colour": admixture_class(float(w["admixture"])).colour}
 
 
@@ -570,10 +547,9 @@ def index_columns(rep) -> dict[str, Any]:
         "NUTS 2 regions": int((pop["nuts_level"] == 2).sum()),
     }
     out |= {f"worst A, {label}": "n/a" if w is None else _worst(w) for label, w in worst_admixture(rep).items()}
-    rec = rep.recommended[rep.recommended["family"] == "generic"]
-    r = rec.iloc[0] if len(rec) else pd.Series({"indicator": "e0", "threshold": 0.1, "V_shown": "n/a"})
+    r = rep.recommended[rep.recommended["family"] == "generic"].iloc[0]  # the generic family: always calibrated
     text = str(r["V_shown"])  # the recommended V: "0.748 (LU00, women)"
-    if r.get("range_status") == "within":
+    if r["range_status"] == "within":
         who = f"{r['region']}, {SEX_WORDS.get(r['sex'], r['sex'])}" if r["sex"] else str(r["region"])
         text = f"{text} ({who})"
     out[f"recommended V ({HEADLINES[r['indicator']].label}, A \u2264 {fmt_pct(float(r['threshold']), 3)})"] = text

@@ -1,10 +1,7 @@
-"""Tables and boxes of the quality reports, shown from the results table.
-
-The notebooks read the results table the library computed (:func:`load_results`) and show it
-with the tables of this module. Every number and flag comes from :mod:`demonoise.analysis`;
-this module chooses columns, formats the numbers (one number of decimals per column, never
-e-notation) and writes captions. Tables (:class:`HtmlTable`) and the data-status box
-(:func:`status_box`) display themselves as HTML and as Typst made from the same strings.
+"""Tables and boxes of the quality reports, shown from the results table (:func:`load_results`).
+Every number and flag comes from :mod:`demonoise.analysis`; this module chooses columns,
+formats the numbers (one number of decimals per column, never e-notation) and writes captions.
+Tables (:class:`HtmlTable`) and boxes display themselves as HTML and as Typst of the same strings.
 """
 
 from __future__ import annotations
@@ -74,21 +71,16 @@ class HtmlTable:
 
     Attributes
     ----------
-    frame : pandas.DataFrame
-        The numbers (unformatted), written as the table's CSV.
-    shown : pandas.DataFrame
-        The formatted strings that are displayed.
-    caption, note : str
-        The caption, and a line under the table (plain text).
+    frame, shown : pandas.DataFrame
+        The numbers (unformatted), written as the table's CSV; the strings displayed.
+    caption, note, empty : str
+        The caption, a line under the table (plain text), the text instead of an empty table.
     flagged : sequence of bool
         Rows drawn with the "flagged" style (first-order result unreliable).
-    empty : str
-        Shown instead of an empty table.
     colours : DataFrame, optional
         A background colour per cell of ``shown`` (same shape; ``""`` for none).
     groups : sequence of (label, span, colour)
-        A header row above the column names: ``label`` over ``span`` columns (``""`` for
-        columns without a group), underlined in ``colour``.
+        A header row: ``label`` over ``span`` columns (``""``: no group), underlined in ``colour``.
     name : str
         The CSV file's name (without ``.csv``); default: the table's number.
     keep : bool
@@ -276,8 +268,7 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
 
 
 def _same_decimals(col: pd.Series) -> pd.Series:
-    """A column of numbers formatted one setting at a time, printed with one number of
-    decimals (the largest): ``0.48, 2.4`` -> ``0.48, 2.40``; other columns unchanged."""
+    """A column of plain numbers with the most decimals of any (``0.48, 2.4`` -> ``0.48, 2.40``)."""
     plain = [re.fullmatch(r"([\d\u202f]+)(?:\.(\d+))?", str(v)) for v in col]
     if not all(plain):
         return col
@@ -373,11 +364,10 @@ def age_profile_settings(df: pd.DataFrame, settings: Sequence, indicator: str) -
     """:func:`age_profile_table` of every setting as one (:func:`settings_table`): per region
     its population, then per setting the median admixture (ASFR: women, ASMR: both sexes) and
     the largest among cells with at least 10 events (at which age)."""
-    tables = [age_profile_table(df, s, indicator) for s in settings]
     sex = "F" if indicator == "asfr" else "T"
     ev = EVENT_WORDS[indicator][1]
     return settings_table(
-        tables,
+        [age_profile_table(df, s, indicator) for s in settings],
         settings,
         common=("region", "population"),
         per=(f"median A, {sex} (%)", f"largest A, {sex}, >= 10"),
