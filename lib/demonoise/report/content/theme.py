@@ -90,36 +90,31 @@ REGION_PALETTE: tuple[str, ...] = (
 )
 
 
-def _theme() -> dict:
-    return {
-        "config": {
-            "font": FONT,
-            "aria": False,
-            "view": {"stroke": "#d5dbe1"},
-            "title": {"anchor": "start", "fontSize": 13, "subtitleColor": "#5b6570", "subtitleFontSize": 10},
-            # labelLimit 0: no axis label cut short unless its chart says so (the region axes
-            # do); Vega then measures no label only to decide whether to cut it (a tenth of
-            # the time of drawing a report's charts)
-            "axis": {
-                "labelFontSize": 10,
-                "titleFontSize": 11,
-                "gridColor": "#e6e9ed",
-                "titleFontWeight": "normal",
-                "labelLimit": 0,
-            },
-            "legend": {"labelFontSize": 10, "titleFontSize": 10, "labelLimit": 260},
-            "range": {"category": list(SETTING_PALETTE)},
-            "mark": {"color": TOTAL_COLOUR},
-        }
-    }
+#: The Vega-Lite config of :data:`THEME` (the font and ARIA off are set on every drawing:
+#: :func:`~demonoise.report.content.notebook.chart_bundle`). Axis ``labelLimit`` 0: no label
+#: cut short unless its chart says so (the region axes do); Vega then measures no label only
+#: to decide whether to cut it (a tenth of the time of drawing a report's charts).
+_CONFIG = {
+    "view": {"stroke": "#d5dbe1"},
+    "title": {"anchor": "start", "fontSize": 13, "subtitleColor": "#5b6570", "subtitleFontSize": 10},
+    "axis": {
+        "labelFontSize": 10,
+        "titleFontSize": 11,
+        "gridColor": "#e6e9ed",
+        "titleFontWeight": "normal",
+        "labelLimit": 0,
+    },
+    "legend": {"labelFontSize": 10, "titleFontSize": 10, "labelLimit": 260},
+    "range": {"category": list(SETTING_PALETTE)},
+    "mark": {"color": TOTAL_COLOUR},
+}
 
 
 def register_theme() -> None:
     """Register and enable the ``demonoise`` Altair theme (idempotent)."""
     import altair as alt
 
-    alt.theme.register(THEME, enable=False)(_theme)  # idempotent; names() reads entry points (20 ms)
-    alt.theme.enable(THEME)
+    alt.theme.register(THEME, enable=True)(lambda: {"config": _CONFIG})  # Altair deep-copies it
 
 
 def setting_colours(labels: Sequence[str]) -> dict[str, str]:
