@@ -197,9 +197,8 @@ def test_extra_notebook_title_names_the_settings_by_their_labels(tmp_path):
 def test_series_that_are_not_settings_do_not_take_the_settings_colours():
     from demonoise.core.vocabulary import SETTING_PALETTE
     from demonoise.report.content import explain as ex
-    from demonoise.report.content import overview as ov
 
     x = np.arange(3.0)
     spec = ex.derivative_check_chart(x, {"e0": x + 1, "e65": x + 2}, {"e0": x + 1, "e65": x + 2}).to_dict()
     assert not set(spec["layer"][0]["encoding"]["color"]["scale"]["range"]) & set(SETTING_PALETTE)
-    assert not set(ov._INDICATOR_COLOURS.values()) & set(SETTING_PALETTE)
+    assert not set(ex.SERIES_COLOURS) & set(SETTING_PALETTE)
