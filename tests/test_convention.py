@@ -155,7 +155,7 @@ def test_whatif_colours_come_from_the_settings_not_their_position():
     assert ex.colours_of(ordered_settings(df)) == want
     assert ex.colour_words(want) == "V = 1 orange, V = 5 dark red, p-table v01 purple"
     sens = dn.sensitivity(counts, "BE34", scales=[0.5, 1], V=[5, 1], ptable="v01")
-    chart = ex.sensitivity_chart(sens).to_dict()
+    chart = ex.sensitivity_chart(sens, colours=ex.colours_of(ordered_settings(df))).to_dict()  # as the notebook
     enc = next(x["encoding"]["color"] for x in chart["hconcat"][0]["layer"] if "color" in x.get("encoding", {}))
     assert dict(zip(enc["scale"]["domain"], enc["scale"]["range"], strict=True)) == want
 

@@ -143,15 +143,12 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "value", l
     )
 
 
-def uncertainty_vs_population(
-    df: pd.DataFrame, *, title: str = "", width: int = 420, height: int = 280, settings: list[str] | None = None
-):
-    """Relative uncertainty (%) against population (else exposure), log-log, a point per region
+def uncertainty_vs_population(df: pd.DataFrame, *, title: str = "", width: int = 420, height: int = 280, settings=None):
+    """Relative uncertainty (%) against population, log-log, a point per region
     and series: Poisson (crosses), each setting's noise (dots in its colour; rings, said in the
     subtitle, where they lie on an earlier series': :func:`coinciding`); the smallest region and
     the largest relative noise named. ``df``: :func:`~demonoise.analysis.verdicts.across_settings`."""
-    people = df["population"] if "population" in df else df["exposure"]
-    d = _cols(df, "rel_noise", "rel_pois", "setting", "population", people=people)
+    d = _cols(df, "rel_noise", "rel_pois", "setting", "population", people=df["population"])
     order = _settings_order(d, settings)
     first = d[d["setting"] == order[0]]
     noise = d.assign(rel=100.0 * d["rel_noise"], series="noise, " + d["setting"])
@@ -242,11 +239,10 @@ def _dashed(long: pd.DataFrame, field: str, value: str, colours: dict[str, str],
 
 
 def uncertainty_by_age_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
-    """Relative uncertainty (%) by age, a panel per region (at most 9: the country, the largest
-    and the smallest regions): Poisson (blue, open circles where fewer than 10 events) and the
-    noise of every setting (in its colour), a series lying on an earlier one
-    (:func:`coinciding`) dashed over it, and the subtitle says so. ``df``: one indicator and
-    sex (:func:`demonoise.analysis.verdicts.across_settings` with ``nuts_level=None``)."""
+    """Relative uncertainty (%) by age, a panel per region (at most 9: the country, the largest and
+    the smallest): Poisson (blue, open circles where fewer than 10 events) and each setting's noise
+    (in its colour; dashed, said in the subtitle, over an earlier series it lies on: :func:`coinciding`).
+    ``df``: one indicator and sex (:func:`~demonoise.analysis.verdicts.across_settings`)."""
     order_s = _settings_order(df, settings)
     df, cut = panel_rows(df, 9)
     d = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
@@ -272,10 +268,9 @@ def uncertainty_by_age_settings(df: pd.DataFrame, *, settings=None, title: str =
 
 
 def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
-    """Noise admixture by age for every setting: up to :data:`MAX_LINES` regions, a panel per
-    region and a line per setting (log scale, the 10 % and 41 % lines; one lying on an earlier
-    one, :func:`coinciding`, dashed over it, and the subtitle says so); with more, a heatmap of
-    the classes (rows regions, columns ages) per setting."""
+    """Noise admixture by age: up to :data:`MAX_LINES` regions, a panel per region, a line per setting
+    (log scale, the 10 % and 41 % lines, dashed as in :func:`uncertainty_by_age_settings`); with
+    more, a heatmap of the classes (rows regions, columns ages) per setting."""
     order_s = _settings_order(df, settings)
     draw = _admixture_lines_settings if df["region"].nunique() <= MAX_LINES else _admixture_heatmaps
     return draw(df, order_s, by_population(df[df["setting"] == order_s[0]]), title)

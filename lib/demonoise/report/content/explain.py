@@ -15,10 +15,8 @@ import pandas as pd
 
 from demonoise.analysis.settings import (
     NoiseSetting,
-    in_report_order,
     ordered_settings,
     setting_labels,
-    setting_of_label,
 )
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
 from demonoise.report.content.charts import ADMIX_REF, POPULATION, nominal, reference_lines
@@ -103,25 +101,15 @@ def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
     )
 
 
-def sensitivity_chart(
-    sens: pd.DataFrame,
-    *,
-    indicator: str = "e0",
-    sex: str = "F",
-    chart_title=None,
-    colours: Mapping[str, str] | None = None,
-):
+def sensitivity_chart(sens: pd.DataFrame, *, colours: Mapping[str, str], indicator="e0", sex="F", chart_title=None):
     """Two panels over a scale grid (:func:`demonoise.analysis.whatif.sensitivity`): the relative
     noise sd (%) of one indicator per noise setting, with the Poisson sd (dashed), and
     the admixture (%) with its 10 % and 41 % reference lines; population on a log axis.
-    Each setting in its colour: ``colours`` (label -> colour), by default
-    :func:`colours_of` the settings named in ``sens["noise"]``."""
+    Each setting in its colour: ``colours`` (label -> colour, :func:`colours_of`)."""
     d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)]
     d = d.assign(rel_noise_pc=100.0 * d["rel_noise"], rel_pois_pc=100.0 * d["rel_pois"], A=100.0 * d["admixture"])
     x = log_axis(alt.X, "population", POPULATION, d["population"], "~s").scale(type="log", nice=False, padding=12)
     ylog = alt.Scale(type="log", nice=False, padding=10)
-    if colours is None:
-        colours = colours_of(in_report_order([setting_of_label(x) for x in d["noise"].drop_duplicates()]))
     base = alt.Chart(d).encode(x=x, color=nominal("noise", colours, title="noise"))
     sd = base.mark_line(point=True).encode(
         y=alt.Y("rel_noise_pc:Q", title=f"relative sd of {indicator} (%)", scale=ylog)

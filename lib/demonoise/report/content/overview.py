@@ -118,8 +118,7 @@ def population_scatter(rows: pd.DataFrame, *, title: str = ""):
     points = alt.Chart(a).mark_point(size=30, opacity=0.75, filled=True, aria=False).encode(x=x, y=y, color=colour)
     rule, text = reference_lines(ADMIX_REF, "A", 338, rule="#666", text="#555", aria=False)
     right = alt.layer(points, rule, text).properties(width=340, height=300, title="noise admixture")
-    chart = alt.hconcat(left, right).resolve_scale(color="shared")
-    return chart.properties(title=title) if title else chart
+    return alt.hconcat(left, right).resolve_scale(color="shared").properties(title=title)
 
 
 def admixture_map(
@@ -193,17 +192,14 @@ def granularity_chart(effect: pd.DataFrame, *, title: str = ""):
     per indicator (:data:`~.explain.SERIES_COLOURS`, none of them a setting's; one V: the ratio
     is the same at every V for the generic model)."""
     effect = with_labels(effect)
-    v0 = setting_order(effect)[0]
-    d = effect[(effect["setting"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
-        ["indicator", "region", "region_name", "population", "ratio"]
-    ].copy()
-    d["indicator"] = d["indicator"].map(lambda k: SHORT_NAMES.get(k, k))
+    d = effect[(effect["setting"] == setting_order(effect)[0]) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)]
+    d = d[["indicator", "region", "region_name", "population", "ratio"]].replace({"indicator": SHORT_NAMES})
     order = [SHORT_NAMES.get(k, k) for k in effect["indicator"].drop_duplicates().tolist()]
     x = log_axis(alt.X, "population", POPULATION, d["population"], ",~s")
     y = alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False))
     colour = nominal("indicator", dict(zip(order, itertools.cycle(SERIES_COLOURS))), title=None, sort=order)
     chart = alt.Chart(d).mark_point(size=18, opacity=0.6, filled=True, aria=False).encode(x=x, y=y, color=colour)
-    return chart.properties(width=560, height=240, **({"title": title} if title else {}))
+    return chart.properties(width=560, height=240, title=title)
 
 
 # ============================================================ tables
@@ -273,9 +269,9 @@ def _cells(col: str, v: np.ndarray, digits: int) -> Coloured:
 def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value", value_digits: int = 4) -> HtmlTable:
     """A table of :mod:`demonoise.analysis.overview` as the reports show theirs
     (:func:`~demonoise.report.content.summary.grouped`): the region's code and name in one
-    column, a setting's columns under its label (underlined in its colour), the admixtures
-    coloured by class; ``value`` headed ``value_name`` with ``value_digits`` significant
-    digits; the CSV holds ``df``."""
+    column, the settings' columns (last in ``df``) under their labels, underlined in their
+    colours, the admixtures coloured by class; ``value`` headed ``value_name`` with
+    ``value_digits`` significant digits; the CSV holds ``df``."""
     frame = d = df.drop(columns=["setting_key"], errors="ignore")
     if "region_name" in d:
         d = d.assign(region=region_labels(d)).drop(columns="region_name")
