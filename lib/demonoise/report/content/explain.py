@@ -71,15 +71,14 @@ def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
     """Relative uncertainty (%) by age, log scale -- Poisson (blue), noise (in its setting's
     colour, :func:`colours_of`), total (black) -- one panel per noise setting (one region, one
     sex, one indicator). Hollow points: fewer than 10 events (first order unreliable)."""
-    d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)].copy()
-    noise = ("noise, " + setting_labels(d0)).to_numpy()  # before the panel label is written over the setting
+    d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
     noises = {f"noise, {k}": c for k, c in colours_of(ordered_settings(d0)).items()}
     colours = {"Poisson": POISSON_COLOUR} | noises | {"total": TOTAL_COLOUR}
-    d0["setting"] = setting_labels(d0, detailed=True)
+    d0 = d0.assign(noise=("noise, " + setting_labels(d0)).to_numpy(), setting=setting_labels(d0, detailed=True))
     cols = ["setting", "age", "age_group", "events", "small_count"]
     d = pd.concat(
         [
-            d0[cols].assign(component=k, series=noise if k == "noise" else k, rel=100.0 * d0[col].to_numpy())
+            d0[cols].assign(component=k, series=d0["noise"] if k == "noise" else k, rel=100.0 * d0[col].to_numpy())
             for col, k in (("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total"))
         ],
         ignore_index=True,
