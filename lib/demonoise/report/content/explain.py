@@ -25,7 +25,6 @@ from demonoise.report.content.theme import log_axis, setting_colours
 __all__ = [
     "title",
     "colours_of",
-    "COLOUR_NAMES",
     "SERIES_COLOURS",
     "colour_words",
     "uncertainty_by_setting",
@@ -34,7 +33,6 @@ __all__ = [
     "variance_by_age_chart",
     "solution",
     "captioned",
-    "SOLUTION_CSS",
 ]
 
 #: Colours of series that are not noise settings (e0, e65, the TFR ...), in turn: none of the settings'.
@@ -55,7 +53,7 @@ def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
 
 
 #: Plain names of the colours the charts draw, for the sentences that name them.
-COLOUR_NAMES = {
+_COLOUR_NAMES = {
     POISSON_COLOUR: "blue",
     TOTAL_COLOUR: "black",
     **dict(zip(SETTING_PALETTE, ("orange", "dark red", "purple", "green", "brown", "teal", "grey"), strict=True)),
@@ -64,7 +62,7 @@ COLOUR_NAMES = {
 
 def colour_words(colours: Mapping[str, str]) -> str:
     """``"V = 1 orange, V = 5 dark red"``: every setting with its colour's name."""
-    return ", ".join(f"{label} {COLOUR_NAMES.get(c, c)}" for label, c in colours.items())
+    return ", ".join(f"{label} {_COLOUR_NAMES.get(c, c)}" for label, c in colours.items())
 
 
 def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
@@ -183,7 +181,7 @@ def captioned(styler, caption: str):
 
 #: Style of the solution blocks: collapsed on screen, printed open (a PDF cannot be
 #: clicked). ``::details-content`` needs Chromium 131 or later.
-SOLUTION_CSS = (
+_SOLUTION_CSS = (
     "<style>"
     "details.dn-solution{border-left:3px solid #4c78a8;padding:.2em .8em;margin:.6em 0;background:#f6f8fb}"
     "details.dn-solution>summary{cursor:pointer;font-weight:600;color:#2b4f7a}"
@@ -217,4 +215,4 @@ def solution(summary: str, *parts) -> object:
         for p in parts
     )
     summary = _html.escape(summary)
-    return HTML(f'{SOLUTION_CSS}<details class="dn-solution"><summary>{summary}</summary>{body}</details>')
+    return HTML(f'{_SOLUTION_CSS}<details class="dn-solution"><summary>{summary}</summary>{body}</details>')
