@@ -206,13 +206,11 @@ def coinciding(
     """The series of ``order`` (in drawing order) drawn on an earlier one: ``{later: earlier}``.
 
     Two series coincide when at least :data:`COINCIDE_SHARE` of their common points (rows of
-    ``long``: ``series``, ``value`` and the ``keys`` that place a point, e.g. region and age)
+    ``long``: ``series``, a positive ``value`` and the ``keys`` that place a point, e.g. region and age)
     lie within :data:`RESOLUTION_PX` pixels of each other on a log y axis of ``height`` pixels.
     """
-    wide = long.pivot_table(index=keys, columns=series, values=value, aggfunc="first")
-    y = np.log10(wide.where(wide > 0))
-    v = long[value].to_numpy(dtype=float)
-    v = np.log10(v[np.isfinite(v) & (v > 0)])
+    y = np.log10(long.pivot_table(index=keys, columns=series, values=value, aggfunc="first"))
+    v = np.log10(long[value].to_numpy(dtype=float))
     px = height / max(v.max() - v.min(), 1e-12) if len(v) else 0.0  # pixels per decade
     out: dict[str, str] = {}
     for i, later in enumerate(order):
