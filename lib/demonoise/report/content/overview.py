@@ -76,9 +76,9 @@ def calibration_chart(
     sex: str | None = None,
     V: Sequence[float] = (1.0, 5.0),
 ):
-    """``V_max`` against population (log-log; without ``pop``, ``region, sex, population``: the
-    events behind the indicator), a panel per indicator, a colour per admixture threshold, the V's
-    of the run as rules."""
+    """``V_max`` against population (``pop``: ``region, sex, population``; without it, the events
+    behind the indicator), log-log, a panel per indicator, a colour per admixture threshold, the
+    V's of the run as rules."""
     V = [float(v) for v in V]
     xcol, xtitle = ("population", POPULATION) if pop is not None else ("events", "events behind the indicator")
     ref = pd.DataFrame({"V": V, "label": [f"V = {v:g}" for v in V]})
