@@ -155,7 +155,7 @@ def test_whatif_colours_come_from_the_settings_not_their_position():
     assert ex.colours_of(ordered_settings(df)) == want
     assert ex.colour_words(want) == "V = 1 orange, V = 5 dark red, p-table v01 purple"
     sens = dn.sensitivity(counts, "BE34", scales=[0.5, 1], V=[5, 1], ptable="v01")
-    chart = ex.sensitivity_chart(sens).to_dict()
+    chart = ex.sensitivity_chart(sens, colours=ex.colours_of(ordered_settings(df))).to_dict()  # as the notebook
     enc = next(x["encoding"]["color"] for x in chart["hconcat"][0]["layer"] if "color" in x.get("encoding", {}))
     assert dict(zip(enc["scale"]["domain"], enc["scale"]["range"], strict=True)) == want
 
@@ -197,9 +197,8 @@ def test_extra_notebook_title_names_the_settings_by_their_labels(tmp_path):
 def test_series_that_are_not_settings_do_not_take_the_settings_colours():
     from demonoise.core.vocabulary import SETTING_PALETTE
     from demonoise.report.content import explain as ex
-    from demonoise.report.content import overview as ov
 
     x = np.arange(3.0)
     spec = ex.derivative_check_chart(x, {"e0": x + 1, "e65": x + 2}, {"e0": x + 1, "e65": x + 2}).to_dict()
     assert not set(spec["layer"][0]["encoding"]["color"]["scale"]["range"]) & set(SETTING_PALETTE)
-    assert not set(ov._INDICATOR_COLOURS.values()) & set(SETTING_PALETTE)
+    assert not set(ex.SERIES_COLOURS) & set(SETTING_PALETTE)

@@ -37,7 +37,7 @@ __all__ = [
     "mc_check_settings",
     "level_series_settings",
     "ADMIX_REF",
-    "admixture_references",
+    "reference_lines",
 ]
 
 #: Above this many regions, one line per region is unreadable: charts switch to a
@@ -66,8 +66,7 @@ def nominal(field: str, styles: Mapping, channel=alt.Color, legend: Mapping | No
 
 
 def _cols(df: pd.DataFrame, *extra: str, **new) -> pd.DataFrame:
-    """Only the columns a chart uses (Altair embeds all forty), then the ``new`` ones
-    (``DataFrame.assign``) and the region's label: the figure's CSV columns, in this order."""
+    """The figure's CSV columns: those a chart uses (not all forty), ``new`` ones, the region's label."""
     base = ["region", "region_name", "nuts_level", "sex", "age", "age_group", "events", "exposure", "small_count"]
     d = df[[c for c in dict.fromkeys([*base, *extra]) if c in df]].assign(**new)
     d["region_label"] = row_region_labels(d)
@@ -83,10 +82,8 @@ def _facet_layout(n: int) -> tuple[int, int, int]:
 
 
 def _title(text, subtitle: str | None = None):
-    """A title with a subtitle (styled by the theme); a caller's ``alt.TitleParams`` kept as given."""
-    if isinstance(text, (alt.TitleParams, dict)) or not (text or subtitle):
-        return text or ""
-    return alt.TitleParams(text or "", subtitle=subtitle or "")
+    """A title with a subtitle (the figure's caption); a caller's ``alt.TitleParams`` kept as given."""
+    return text if isinstance(text, alt.TitleParams) else alt.TitleParams(text or "", subtitle=subtitle or "")
 
 
 def _settings_order(df: pd.DataFrame, settings) -> list[str]:
@@ -99,8 +96,7 @@ def _prefixed(prefix: str, order_s: list[str]) -> dict[str, str]:
 
 
 def _faceted(layer, order: list[str], size: tuple[int, int], title, subtitle: str, *, y=None, **header):
-    """``layer`` once per region (``region_label``, in ``order``), ``size`` each, in the columns
-    of :func:`_facet_layout`; ``y`` the y scales' resolution."""
+    """``layer`` per region (in ``order``), ``size`` each, in :func:`_facet_layout`'s columns; ``y``: y resolution."""
     grid = layer.properties(width=size[0], height=size[1]).facet(
         facet=alt.Facet("region_label:N", title=None, sort=order, header=alt.Header(labelFontSize=10, **header)),
         columns=_facet_layout(len(order))[0],
@@ -108,13 +104,14 @@ def _faceted(layer, order: list[str], size: tuple[int, int], title, subtitle: st
     return (grid.resolve_scale(y=y) if y else grid).properties(title=_title(title, subtitle))
 
 
-def admixture_references(width: int, *, rule: str = "#888", text: str = "#666", **mark):
-    """The 10 % and 41 % lines of an admixture axis (``A`` in %), named at the right edge."""
-    rules = alt.Chart(ADMIX_REF).mark_rule(strokeDash=[4, 3], color=rule, **mark).encode(y="A:Q")
+def reference_lines(ref: pd.DataFrame, y: str, x: int, *, rule: str = "#888", text: str = "#666", dx: int = 0, **mark):
+    """Dashed rules at the ``y`` values of ``ref`` (:data:`ADMIX_REF`: the 10 % and 41 % lines),
+    each named by its ``label``, ending at ``x`` px (with ``dx``: starting ``dx`` px right of it)."""
+    rules = alt.Chart(ref).mark_rule(strokeDash=[4, 3], color=rule, **mark).encode(y=f"{y}:Q")
     names = (
-        alt.Chart(ADMIX_REF)
-        .mark_text(align="right", dy=-5, fontSize=9, color=text, **mark)
-        .encode(y="A:Q", x=alt.value(width - 2), text="label:N")
+        alt.Chart(ref)
+        .mark_text(align="left" if dx else "right", dx=dx, dy=-5, fontSize=9, color=text, **mark)
+        .encode(y=f"{y}:Q", x=alt.value(x), text="label:N")
     )
     return rules, names
 
@@ -136,8 +133,7 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "value", l
     smallest = [o for o in by_population(df) if o not in country][-1]
     roles = {c: f"country: {c}" for c in country} | {smallest: f"smallest: {smallest}"}
     d["role"] = d["region_label"].map(roles).fillna(_OTHERS)
-    colours = {f"country: {c}": "#111111" for c in country}  # legend order: country, smallest, others
-    colours |= {f"smallest: {smallest}": "#d62728", _OTHERS: "#b8c2cc"}
+    colours = {r: "#111111" for r in roles.values()} | {roles[smallest]: "#d62728", _OTHERS: "#b8c2cc"}
     colours = {r: c for r, c in colours.items() if r in set(d["role"])}
     d["order"] = d["role"].map({r: i for i, r in enumerate(reversed(colours))})
     colour = nominal("role", colours, title=None, legend={"orient": "top", "labelLimit": 320})
@@ -147,18 +143,13 @@ def value_by_age(df: pd.DataFrame, *, title: str = "", y_title: str = "value", l
     )
 
 
-def uncertainty_vs_population(
-    df: pd.DataFrame, *, title: str = "", width: int = 420, height: int = 280, settings: list[str] | None = None
-):
-    """Relative uncertainty (%) against population (the ``population`` column, else the
-    exposure), log-log, a point per region and series: Poisson (crosses) and the noise of
-    every setting (dots, in the setting's colour); the smallest region and the one with the
-    largest relative noise labelled. A setting whose dots lie on an earlier series'
-    (:func:`coinciding`) is drawn as larger rings, and the subtitle says so. ``df``:
-    :func:`demonoise.analysis.verdicts.across_settings` (a ``setting`` column)."""
-    people = df["population"] if "population" in df else df["exposure"]
-    d = _cols(df, "rel_noise", "rel_pois", "setting", "population", people=people)
-    order = settings or d["setting"].drop_duplicates().tolist()
+def uncertainty_vs_population(df: pd.DataFrame, *, title: str = "", width: int = 420, height: int = 280, settings=None):
+    """Relative uncertainty (%) against population, log-log, a point per region
+    and series: Poisson (crosses), each setting's noise (dots in its colour; rings, said in the
+    subtitle, where they lie on an earlier series': :func:`coinciding`); the smallest region and
+    the largest relative noise named. ``df``: :func:`~demonoise.analysis.verdicts.across_settings`."""
+    d = _cols(df, "rel_noise", "rel_pois", "setting", "population", people=df["population"])
+    order = _settings_order(d, settings)
     first = d[d["setting"] == order[0]]
     noise = d.assign(rel=100.0 * d["rel_noise"], series="noise, " + d["setting"])
     long = pd.concat([first.assign(rel=100.0 * first["rel_pois"], series="Poisson"), noise], ignore_index=True)
@@ -215,13 +206,11 @@ def coinciding(
     """The series of ``order`` (in drawing order) drawn on an earlier one: ``{later: earlier}``.
 
     Two series coincide when at least :data:`COINCIDE_SHARE` of their common points (rows of
-    ``long``: ``series``, ``value`` and the ``keys`` that place a point, e.g. region and age)
+    ``long``: ``series``, a positive ``value`` and the ``keys`` that place a point, e.g. region and age)
     lie within :data:`RESOLUTION_PX` pixels of each other on a log y axis of ``height`` pixels.
     """
-    wide = long.pivot_table(index=keys, columns=series, values=value, aggfunc="first")
-    y = np.log10(wide.where(wide > 0))
-    v = long[value].to_numpy(dtype=float)
-    v = np.log10(v[np.isfinite(v) & (v > 0)])
+    y = np.log10(long.pivot_table(index=keys, columns=series, values=value, aggfunc="first"))
+    v = np.log10(long[value].to_numpy(dtype=float))
     px = height / max(v.max() - v.min(), 1e-12) if len(v) else 0.0  # pixels per decade
     out: dict[str, str] = {}
     for i, later in enumerate(order):
@@ -238,8 +227,7 @@ def _bare(series: str) -> str:
 
 
 def _dashed(long: pd.DataFrame, field: str, value: str, colours: dict[str, str], height: float):
-    """The colour and the line pattern of the series of ``colours`` by age, in one legend (a
-    series lying on an earlier one, :func:`coinciding`, dashed over it), and the note that says so."""
+    """Colour and line pattern of each series by age, one legend (dashed over an earlier one it lies on), the note."""
     over = coinciding(long, series=field, value=value, keys=["region_label", "age"], order=list(colours), height=height)
     dashes = itertools.cycle(OVERLAY_DASHES)
     pattern = {s: list(next(dashes) if s in over else SOLID) for s in colours}
@@ -249,11 +237,10 @@ def _dashed(long: pd.DataFrame, field: str, value: str, colours: dict[str, str],
 
 
 def uncertainty_by_age_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
-    """Relative uncertainty (%) by age, a panel per region (at most 9: the country, the largest
-    and the smallest regions): Poisson (blue, open circles where fewer than 10 events) and the
-    noise of every setting (in its colour), a series lying on an earlier one
-    (:func:`coinciding`) dashed over it, and the subtitle says so. ``df``: one indicator and
-    sex (:func:`demonoise.analysis.verdicts.across_settings` with ``nuts_level=None``)."""
+    """Relative uncertainty (%) by age, a panel per region (at most 9: the country, the largest and
+    the smallest): Poisson (blue, open circles where fewer than 10 events) and each setting's noise
+    (in its colour; dashed, said in the subtitle, over an earlier series it lies on: :func:`coinciding`).
+    ``df``: one indicator and sex (:func:`~demonoise.analysis.verdicts.across_settings`)."""
     order_s = _settings_order(df, settings)
     df, cut = panel_rows(df, 9)
     d = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
@@ -279,15 +266,12 @@ def uncertainty_by_age_settings(df: pd.DataFrame, *, settings=None, title: str =
 
 
 def admixture_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
-    """Noise admixture by age for every setting: up to :data:`MAX_LINES` regions, a panel per
-    region and a line per setting (log scale, the 10 % and 41 % lines; one lying on an earlier
-    one, :func:`coinciding`, dashed over it, and the subtitle says so); with more, a heatmap of
-    the classes (rows regions, columns ages) per setting."""
+    """Noise admixture by age: up to :data:`MAX_LINES` regions, a panel per region, a line per setting
+    (log scale, the 10 % and 41 % lines, dashed as in :func:`uncertainty_by_age_settings`); with
+    more, a heatmap of the classes (rows regions, columns ages) per setting."""
     order_s = _settings_order(df, settings)
-    order = by_population(df[df["setting"] == order_s[0]])
-    if df["region"].nunique() <= MAX_LINES:
-        return _admixture_lines_settings(df, order_s, order, title)
-    return _admixture_heatmaps(df, order_s, order, title)
+    draw = _admixture_lines_settings if df["region"].nunique() <= MAX_LINES else _admixture_heatmaps
+    return draw(df, order_s, by_population(df[df["setting"] == order_s[0]]), title)
 
 
 def _admixture_lines_settings(df: pd.DataFrame, order_s: list[str], order: list[str], title: str):
@@ -316,7 +300,7 @@ def _admixture_heatmaps(df: pd.DataFrame, order_s: list[str], order: list[str], 
     ).properties(title=_title(title, "rows: regions by falling population; columns: the noise settings"))
 
 
-def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str = "", x_title: str = "", width=420):
+def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str = "", x_title: str = ""):
     """One row per region: the value (black dot), its 95 % interval from Poisson alone (blue)
     and in total under each setting (Poisson and noise together, in the setting's colour),
     ``value + bias +- 1.96 sd``: one bar each, side by side in the region's row, every one
@@ -349,7 +333,7 @@ def regional_intervals_settings(df: pd.DataFrame, *, settings=None, title: str =
     layers = alt.layer(rules, pt).resolve_scale(shape="independent", color="independent")
     subtitle = "dot: the value; one bar per interval, side by side in the region's row"
     height = max(60, (8 + 5 * len(colours)) * len(order))
-    return layers.properties(width=width, height=height, title=_title(title, subtitle))
+    return layers.properties(width=420, height=height, title=_title(title, subtitle))
 
 
 def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
@@ -387,12 +371,11 @@ def mc_check_settings(df: pd.DataFrame, *, settings=None, title: str = ""):
 
 # ============================================================ change over time
 def level_series_settings(df: pd.DataFrame, *, settings=None, title: str = "", y_title: str = "", subtitle: str = ""):
-    """A headline indicator by year, a panel per region (at most 12: the country, the largest
-    and the smallest regions), each its own scale: the value (black dots joined by a line),
-    its interval from Poisson alone (blue) and from Poisson and the noise of each setting
-    (a bar each, in its colour), every mark in the legend; ``y_title`` (the unit) in the
-    subtitle. ``df``: :func:`demonoise.analysis.change.level_series` of one headline and sex
-    with a ``setting`` label per row (its bands ``lo_poisson`` ... ``hi_total``)."""
+    """A headline indicator by year, a panel per region (at most 12: the country, the largest and
+    the smallest regions), each its own scale: the value (black dots on a line), its interval from
+    Poisson alone (blue) and from Poisson and each setting's noise (a bar each, in its colour);
+    ``y_title`` (the unit) in the subtitle. ``df``: :func:`demonoise.analysis.change.level_series`
+    of one headline and sex, a ``setting`` label per row."""
     order_s = _settings_order(df, settings)
     df, cut = panel_rows(df, 12)
     level = float(df["confidence"].iloc[0]) if "confidence" in df and len(df) else 0.95

@@ -1,10 +1,6 @@
-"""Kernel-side helpers of the what-if and teaching notebooks: Altair chart builders and
-collapsible solution blocks.
-
-Like :mod:`demonoise.report.content.charts`, every builder takes numbers the library has
-computed (a results table, :func:`demonoise.analysis.whatif.sensitivity`, the arrays of
-:mod:`demonoise.analysis.teaching`) and only draws them. Relative uncertainties are shown in per
-cent; Poisson in the reports' colour (:data:`~demonoise.core.vocabulary.POISSON_COLOUR`).
+"""The what-if and teaching notebooks' charts and collapsible solution blocks. Like
+:mod:`demonoise.report.content.charts`, every builder draws numbers the library computed (a
+results table, :func:`demonoise.analysis.whatif.sensitivity`, :mod:`demonoise.analysis.teaching`).
 """
 
 from __future__ import annotations
@@ -19,19 +15,17 @@ import pandas as pd
 
 from demonoise.analysis.settings import (
     NoiseSetting,
-    in_report_order,
     ordered_settings,
     setting_labels,
-    setting_of_label,
 )
 from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COLOUR
-from demonoise.report.content.charts import POPULATION, admixture_references, nominal
+from demonoise.report.content.charts import ADMIX_REF, POPULATION, nominal, reference_lines
 from demonoise.report.content.theme import log_axis, setting_colours
 
 __all__ = [
     "title",
     "colours_of",
-    "COLOUR_NAMES",
+    "SERIES_COLOURS",
     "colour_words",
     "uncertainty_by_setting",
     "sensitivity_chart",
@@ -39,11 +33,10 @@ __all__ = [
     "variance_by_age_chart",
     "solution",
     "captioned",
-    "SOLUTION_CSS",
 ]
 
-#: Colours of series that are not noise settings (e0, e65, ...): none of the settings' palette.
-_SERIES_COLOURS = ("#222222", "#8c8c8c", "#c51b7d", "#2c7fb8")
+#: Colours of series that are not noise settings (e0, e65, the TFR ...), in turn: none of the settings'.
+SERIES_COLOURS = ("#222222", "#8c8c8c", "#c51b7d", "#2c7fb8")
 
 
 def title(text: str, data_label: str | None = None) -> alt.TitleParams:
@@ -60,7 +53,7 @@ def colours_of(settings: Sequence[NoiseSetting]) -> dict[str, str]:
 
 
 #: Plain names of the colours the charts draw, for the sentences that name them.
-COLOUR_NAMES = {
+_COLOUR_NAMES = {
     POISSON_COLOUR: "blue",
     TOTAL_COLOUR: "black",
     **dict(zip(SETTING_PALETTE, ("orange", "dark red", "purple", "green", "brown", "teal", "grey"), strict=True)),
@@ -69,22 +62,21 @@ COLOUR_NAMES = {
 
 def colour_words(colours: Mapping[str, str]) -> str:
     """``"V = 1 orange, V = 5 dark red"``: every setting with its colour's name."""
-    return ", ".join(f"{label} {COLOUR_NAMES.get(c, c)}" for label, c in colours.items())
+    return ", ".join(f"{label} {_COLOUR_NAMES.get(c, c)}" for label, c in colours.items())
 
 
 def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
     """Relative uncertainty (%) by age, log scale -- Poisson (blue), noise (in its setting's
     colour, :func:`colours_of`), total (black) -- one panel per noise setting (one region, one
     sex, one indicator). Hollow points: fewer than 10 events (first order unreliable)."""
-    d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)].copy()
-    noise = ("noise, " + setting_labels(d0)).to_numpy()  # before the panel label is written over the setting
+    d0 = df[np.isfinite(df["rel_tot"]) & (df["rel_tot"] > 0)]
     noises = {f"noise, {k}": c for k, c in colours_of(ordered_settings(d0)).items()}
     colours = {"Poisson": POISSON_COLOUR} | noises | {"total": TOTAL_COLOUR}
-    d0["setting"] = setting_labels(d0, detailed=True)
+    d0 = d0.assign(noise=("noise, " + setting_labels(d0)).to_numpy(), setting=setting_labels(d0, detailed=True))
     cols = ["setting", "age", "age_group", "events", "small_count"]
     d = pd.concat(
         [
-            d0[cols].assign(component=k, series=noise if k == "noise" else k, rel=100.0 * d0[col].to_numpy())
+            d0[cols].assign(component=k, series=d0["noise"] if k == "noise" else k, rel=100.0 * d0[col].to_numpy())
             for col, k in (("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total"))
         ],
         ignore_index=True,
@@ -106,25 +98,15 @@ def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
     )
 
 
-def sensitivity_chart(
-    sens: pd.DataFrame,
-    *,
-    indicator: str = "e0",
-    sex: str = "F",
-    chart_title=None,
-    colours: Mapping[str, str] | None = None,
-):
+def sensitivity_chart(sens: pd.DataFrame, *, colours: Mapping[str, str], indicator="e0", sex="F", chart_title=None):
     """Two panels over a scale grid (:func:`demonoise.analysis.whatif.sensitivity`): the relative
     noise sd (%) of one indicator per noise setting, with the Poisson sd (dashed), and
     the admixture (%) with its 10 % and 41 % reference lines; population on a log axis.
-    Each setting in its colour: ``colours`` (label -> colour), by default
-    :func:`colours_of` the settings named in ``sens["noise"]``."""
+    Each setting in its colour: ``colours`` (label -> colour, :func:`colours_of`)."""
     d = sens[(sens["indicator"] == indicator) & (sens["sex"] == sex)]
     d = d.assign(rel_noise_pc=100.0 * d["rel_noise"], rel_pois_pc=100.0 * d["rel_pois"], A=100.0 * d["admixture"])
     x = log_axis(alt.X, "population", POPULATION, d["population"], "~s").scale(type="log", nice=False, padding=12)
     ylog = alt.Scale(type="log", nice=False, padding=10)
-    if colours is None:
-        colours = colours_of(in_report_order([setting_of_label(x) for x in d["noise"].drop_duplicates()]))
     base = alt.Chart(d).encode(x=x, color=nominal("noise", colours, title="noise"))
     sd = base.mark_line(point=True).encode(
         y=alt.Y("rel_noise_pc:Q", title=f"relative sd of {indicator} (%)", scale=ylog)
@@ -141,12 +123,14 @@ def sensitivity_chart(
     )
     left = alt.layer(pois, sd, pois_text).properties(width=300, height=220, title="noise sd and Poisson sd")
     adm = base.mark_line(point=True).encode(y=alt.Y("A:Q", title="noise admixture A (%)", scale=ylog))
-    right = alt.layer(adm, *admixture_references(300)).properties(width=300, height=220, title="admixture")
+    right = alt.layer(adm, *reference_lines(ADMIX_REF, "A", 298)).properties(width=300, height=220, title="admixture")
     return alt.hconcat(left, right).properties(title=chart_title or "")
 
 
-def _by_age(d: pd.DataFrame, field: str, styles: Mapping[str, str], y_title: str):
-    """``value`` on a log axis (the x axis: age), one colour per ``field`` value."""
+def _by_age(rows: list[pd.DataFrame], field: str, styles: Mapping[str, str], y_title: str):
+    """The ``rows``' positive ``value`` on a log axis (the x axis: age), one colour per ``field`` value."""
+    d = pd.concat(rows, ignore_index=True)
+    d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     y = log_axis(alt.Y, "value", y_title, d["value"])
     return alt.Chart(d).encode(y=y, color=nominal(field, styles, title=None))
 
@@ -158,17 +142,13 @@ def derivative_check_chart(
     ``|value|`` on a log axis, a colour per series (``e0``, ``e65``: none of the settings'); no
     difference where the closed form is exactly 0 (x < k: rounding noise only)."""
     fd = {k: np.where(np.asarray(closed[k]) != 0, v, np.nan) if k in closed else v for k, v in fd.items()}
-    d = pd.concat(
-        [
-            pd.DataFrame({"age": ages, "series": k, "how": how, "value": np.abs(np.asarray(v, dtype=float))})
-            for how, values in (("closed form", closed), ("finite difference", fd))
-            for k, v in values.items()
-        ],
-        ignore_index=True,
-    )
-    d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
-    names = {k: _SERIES_COLOURS[i % len(_SERIES_COLOURS)] for i, k in enumerate(dict.fromkeys([*closed, *fd]))}
-    base = _by_age(d, "series", names, "|d e / d m_x|")
+    rows = [
+        pd.DataFrame({"age": ages, "series": k, "how": how, "value": np.abs(np.asarray(v, dtype=float))})
+        for how, values in (("closed form", closed), ("finite difference", fd))
+        for k, v in values.items()
+    ]
+    names = dict(zip(dict.fromkeys([*closed, *fd]), itertools.cycle(SERIES_COLOURS)))
+    base = _by_age(rows, "series", names, "|d e / d m_x|")
     line = (
         base.transform_filter("datum.how == 'closed form'")
         .mark_line(strokeWidth=1.4)
@@ -182,11 +162,9 @@ def variance_by_age_chart(ages: Sequence[float], terms: Mapping[str, np.ndarray]
     """Per-age terms of a variance sum (e.g. Poisson, noise at V = 1 and V = 5), log axis:
     Poisson in its colour, the other terms in the settings' colours, in turn."""
     rows = [pd.DataFrame({"age": ages, "component": k, "value": np.asarray(v, dtype=float)}) for k, v in terms.items()]
-    d = pd.concat(rows, ignore_index=True)
-    d = d[np.isfinite(d["value"]) & (d["value"] > 0)]
     others = itertools.cycle(SETTING_PALETTE)  # the noise terms in the order of the settings
     colours = {k: POISSON_COLOUR if k == "Poisson" else next(others) for k in terms}
-    chart = _by_age(d, "component", colours, "contribution to Var(e0) (years^2)")
+    chart = _by_age(rows, "component", colours, "contribution to Var(e0) (years^2)")
     return (
         chart.mark_line(point=alt.OverlayMarkDef(size=10), strokeWidth=1.2)
         .encode(x=alt.X("age:Q", title="age x (85 = open group 85+)"))
@@ -194,17 +172,16 @@ def variance_by_age_chart(ages: Sequence[float], terms: Mapping[str, np.ndarray]
     )
 
 
-def captioned(table, caption: str):
-    """A pandas ``Styler`` (or DataFrame) with the caption the report numbers it with
-    (its ``dn_caption``, read by the report's table display); returns a ``Styler``."""
-    styler = table if hasattr(table, "data") and hasattr(table, "hide") else table.style
+def captioned(styler, caption: str):
+    """A pandas ``Styler`` with the caption the report numbers it with (its ``dn_caption``,
+    read by the report's table display)."""
     styler.dn_caption = caption
     return styler
 
 
 #: Style of the solution blocks: collapsed on screen, printed open (a PDF cannot be
 #: clicked). ``::details-content`` needs Chromium 131 or later.
-SOLUTION_CSS = (
+_SOLUTION_CSS = (
     "<style>"
     "details.dn-solution{border-left:3px solid #4c78a8;padding:.2em .8em;margin:.6em 0;background:#f6f8fb}"
     "details.dn-solution>summary{cursor:pointer;font-weight:600;color:#2b4f7a}"
@@ -223,7 +200,7 @@ def solution(summary: str, *parts) -> object:
         The visible line, e.g. ``"Solution 1"``.
     *parts : str or pandas.DataFrame
         Paragraphs: a string is HTML with maths in ``$...$`` (typeset as SVG here, by
-        :func:`demonoise.report.content.typeset.markdown_to_html`), a DataFrame is rendered as an HTML table.
+        :func:`demonoise.report.content.typeset.markdown_to_html`), a DataFrame an HTML table.
 
     Returns
     -------
@@ -233,13 +210,9 @@ def solution(summary: str, *parts) -> object:
 
     from demonoise.report.content.typeset import markdown_to_html
 
-    body = []
-    for p in parts:
-        if isinstance(p, pd.DataFrame):
-            body.append(p.to_html(index=False, border=0, classes="dn-table"))
-        elif callable(getattr(p, "to_html", None)):  # a Styler
-            body.append(p.to_html())
-        else:
-            body.append(markdown_to_html(str(p)))
+    body = "".join(
+        p.to_html(index=False, border=0, classes="dn-table") if isinstance(p, pd.DataFrame) else markdown_to_html(p)
+        for p in parts
+    )
     summary = _html.escape(summary)
-    return HTML(f'{SOLUTION_CSS}<details class="dn-solution"><summary>{summary}</summary>{"".join(body)}</details>')
+    return HTML(f'{_SOLUTION_CSS}<details class="dn-solution"><summary>{summary}</summary>{body}</details>')

@@ -1,9 +1,5 @@
-"""The Europe overview's charts and tables: every NUTS 2 region of a dataset, the settings
-side by side. ``notebooks/overview.ipynb`` computes nothing itself: its tables come from
-:mod:`demonoise.analysis.overview` and are shown here (:func:`overview_table`, the reports'
-table), with the uncertainty and admixture against population (:func:`population_scatter`),
-the map of the e0 admixture (:func:`admixture_map`), the effect of 5-year groups
-(:func:`granularity_chart`) and the calibration of V (:func:`calibration_chart`).
+"""The Europe overview's charts and tables (every NUTS 2 region of a dataset, the settings side
+by side), drawing what :mod:`demonoise.analysis.overview` computed.
 """
 
 from __future__ import annotations
@@ -12,6 +8,7 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 import altair as alt
 import numpy as np
@@ -35,11 +32,19 @@ from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON
 from demonoise.report.content.charts import (
     ADMIX_REF,
     POPULATION,
-    admixture_references,
     nominal,
+    reference_lines,
     uncertainty_vs_population,
 )
-from demonoise.report.content.summary import HtmlTable, fmt_fixed_column, fmt_percent_column, region_labels
+from demonoise.report.content.explain import SERIES_COLOURS
+from demonoise.report.content.summary import (
+    Coloured,
+    HtmlTable,
+    fmt_fixed_column,
+    fmt_percent_column,
+    grouped,
+    region_labels,
+)
 from demonoise.report.content.theme import admixture_column, log_axis, setting_colours
 
 __all__ = [
@@ -52,10 +57,6 @@ __all__ = [
 ]
 
 
-#: The map's class colours: the reports' (decision table's) class colours.
-_MAP_COLOURS = [c.colour for c in ADMIXTURE_CLASSES]
-#: Indicator colours of the granularity chart: none of the settings' palette.
-_INDICATOR_COLOURS = {"e0": "#222222", "e65": "#8c8c8c", "TFR": "#c51b7d"}
 _GEO_DATASET = "nuts2_2021"
 
 
@@ -75,21 +76,13 @@ def calibration_chart(
     sex: str | None = None,
     V: Sequence[float] = (1.0, 5.0),
 ):
-    """``V_max`` against population (log-log), one panel per indicator, one colour per
-    admixture threshold, with horizontal rules at the V's of the run.
-
-    ``pop``: ``region, sex, population`` (:func:`population` of the results table);
-    without it the x axis is the number of events behind the indicator.
-    """
+    """``V_max`` against population (``pop``: ``region, sex, population``; without it, the events
+    behind the indicator), log-log, a panel per indicator, a colour per admixture threshold, the
+    V's of the run as rules."""
     V = [float(v) for v in V]
     xcol, xtitle = ("population", POPULATION) if pop is not None else ("events", "events behind the indicator")
     ref = pd.DataFrame({"V": V, "label": [f"V = {v:g}" for v in V]})
-    rule = alt.Chart(ref).mark_rule(color="#444", strokeDash=[4, 3]).encode(y="V:Q")
-    text = (
-        alt.Chart(ref)
-        .mark_text(align="left", dx=3, dy=-5, fontSize=9, color="#444")
-        .encode(y="V:Q", x=alt.value(2), text="label:N")
-    )
+    rule, text = reference_lines(ref, "V", 2, rule="#444", text="#444", dx=3)
     panels, legend = [], alt.Legend(orient="top")
     for key in keys:
         rows = calibration_rows(cal, key, sex)
@@ -107,10 +100,6 @@ def calibration_chart(
     return alt.hconcat(*panels).resolve_scale(color="shared")
 
 
-def _v_label(v) -> str:
-    return f"noise, {v}" if isinstance(v, str) else f"noise, V = {float(v):g}"
-
-
 def population_scatter(rows: pd.DataFrame, *, title: str = ""):
     """Two log-log panels over the NUTS 2 regions (``rows``: :func:`indicator_rows`, a row per
     region and setting) against population: the relative uncertainty (the reports'
@@ -120,32 +109,25 @@ def population_scatter(rows: pd.DataFrame, *, title: str = ""):
     vs = setting_order(rows)
     left = uncertainty_vs_population(rows, settings=vs, width=340, height=300, title="relative uncertainty")
     a = rows[["region", "region_name", "population", "setting", "admixture"]]
-    a = a.assign(A=100.0 * a["admixture"], series=a["setting"].map(_v_label))
+    a = a.assign(A=100.0 * a["admixture"], series="noise, " + a["setting"])
     a = a[np.isfinite(a["A"]) & (a["A"] > 0) & (a["population"] > 0)].drop(columns=["admixture", "setting"])
-    colours = {"Poisson": POISSON_COLOUR} | {_v_label(v): c for v, c in setting_colours(vs).items()}
+    colours = {"Poisson": POISSON_COLOUR} | {f"noise, {v}": c for v, c in setting_colours(vs).items()}
     x = log_axis(alt.X, "population", POPULATION, rows["population"], ",~s")
     y = log_axis(alt.Y, "A", "noise admixture A (%)", pd.concat([a["A"], ADMIX_REF["A"]]))
     colour = nominal("series", colours, legend=None)
     points = alt.Chart(a).mark_point(size=30, opacity=0.75, filled=True, aria=False).encode(x=x, y=y, color=colour)
-    rule, text = admixture_references(340, rule="#666", text="#555", aria=False)
+    rule, text = reference_lines(ADMIX_REF, "A", 338, rule="#666", text="#555", aria=False)
     right = alt.layer(points, rule, text).properties(width=340, height=300, title="noise admixture")
-    chart = alt.hconcat(left, right).resolve_scale(color="shared")
-    return chart.properties(title=title) if title else chart
+    return alt.hconcat(left, right).resolve_scale(color="shared").properties(title=title)
 
 
 def admixture_map(
     values: pd.DataFrame, geojson: dict | None = None, *, title: str = "noise admixture A (%)", caption: str = ""
 ):
-    """Choropleth of the admixture (``values["A"]``, %), one panel per V.
-
-    Azimuthal equal-area projection centred on 10 E, 52 N, fitted to the regions within
-    :data:`~demonoise.analysis.overview.EUROPE_FRAME` (the outermost regions, outside it, are
-    not drawn: :func:`~demonoise.analysis.overview.outside_table` lists them), clipped to the
-    view. Classes and colours: the reports'
-    (:data:`~demonoise.core.vocabulary.ADMIXTURE_CLASSES`); regions without a value grey; the
-    boundaries' credit line underneath. ``values``: :func:`map_values` (``region, V, A``,
-    ...); ``title`` the legend's title, ``caption`` a title above the panels (the report's
-    numbered caption).
+    """Choropleth of the admixture (``values["A"]``, %, :func:`~demonoise.analysis.overview.map_values`),
+    one panel per setting, in the reports' classes and colours (no value: grey): azimuthal equal-area
+    (centre 10 E, 52 N) fitted to the regions within :data:`~demonoise.analysis.overview.EUROPE_FRAME`,
+    clipped to the view; the boundaries' credit underneath. ``title``: the legend's; ``caption``: the figure's.
     """
     from demonoise.io.geo import CREDIT, nuts2_features
 
@@ -155,7 +137,7 @@ def admixture_map(
     geo = alt.Data(name=_GEO_DATASET)
     legend = {"orient": "bottom", "direction": "horizontal", "titleLimit": 500, "symbolType": "square"}
     legend |= {"symbolSize": 140, "columns": 7, "labelLimit": 120}
-    colours = dict(zip(MAP_CLASSES, _MAP_COLOURS, strict=True)) | {NO_DATA: NO_DATA_COLOUR}
+    colours = {k: c.colour for k, c in zip(MAP_CLASSES, ADMIXTURE_CLASSES, strict=True)} | {NO_DATA: NO_DATA_COLOUR}
     colour = nominal("A_class", colours, title=title, legend=legend)
     # the regions named in the SVG's ARIA labels (off in the reports, on where a test reads them)
     tip = [
@@ -207,20 +189,17 @@ class SpecChart:
 
 def granularity_chart(effect: pd.DataFrame, *, title: str = ""):
     """Noise-sd ratio single-age / 5-year publication against population, one colour
-    per indicator (:data:`_INDICATOR_COLOURS`, none of them a setting's; one V: the ratio
+    per indicator (:data:`~.explain.SERIES_COLOURS`, none of them a setting's; one V: the ratio
     is the same at every V for the generic model)."""
     effect = with_labels(effect)
-    v0 = setting_order(effect)[0]
-    d = effect[(effect["setting"] == v0) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)][
-        ["indicator", "region", "region_name", "population", "ratio"]
-    ].copy()
-    d["indicator"] = d["indicator"].map(lambda k: SHORT_NAMES.get(k, k))
+    d = effect[(effect["setting"] == setting_order(effect)[0]) & np.isfinite(effect["ratio"]) & (effect["ratio"] > 0)]
+    d = d[["indicator", "region", "region_name", "population", "ratio"]].replace({"indicator": SHORT_NAMES})
     order = [SHORT_NAMES.get(k, k) for k in effect["indicator"].drop_duplicates().tolist()]
     x = log_axis(alt.X, "population", POPULATION, d["population"], ",~s")
     y = alt.Y("ratio:Q", title="noise sd, single ages / 5-year groups", scale=alt.Scale(zero=False))
-    colour = nominal("indicator", {k: _INDICATOR_COLOURS.get(k, "#555555") for k in order}, title=None, sort=order)
+    colour = nominal("indicator", dict(zip(order, itertools.cycle(SERIES_COLOURS))), title=None, sort=order)
     chart = alt.Chart(d).mark_point(size=18, opacity=0.6, filled=True, aria=False).encode(x=x, y=y, color=colour)
-    return chart.properties(width=560, height=240, **({"title": title} if title else {}))
+    return chart.properties(width=560, height=240, title=title)
 
 
 # ============================================================ tables
@@ -261,11 +240,11 @@ def _of_setting(col: str) -> tuple[str, str]:
     return m[1], (NoiseSetting.generic(float(m[2])) if m[2] else NoiseSetting.from_ptable(m[3])).label
 
 
-def _texts(col: str, v: np.ndarray, digits: int) -> list[str]:
+def _cells(col: str, v: np.ndarray, digits: int) -> Coloured:
     """A column's cells in the reports' formats: admixtures in per cent with the decimals
-    that keep their class, other per cents, values and ratios with one number of decimals
-    per column, counts with thin-space thousands, V_max with 3 significant digits;
-    infinite: "\u221e"."""
+    that keep their class (coloured by class), other per cents, values and ratios with one
+    number of decimals per column, counts with thin-space thousands, V_max with 3
+    significant digits; infinite: "\u221e"."""
     if col.startswith("admixture"):
         out = admixture_column(v)
     elif col.startswith("rel_"):
@@ -282,29 +261,25 @@ def _texts(col: str, v: np.ndarray, digits: int) -> list[str]:
         out = [f"{float(x):g}" for x in v]
     else:
         out = [str(SHORT_NAMES.get(x, x)) for x in v]
-    return ["\u221e" if isinstance(x, float) and x == math.inf else s for s, x in zip(out, v, strict=True)]
+    out = ["\u221e" if isinstance(x, float) and x == math.inf else s for s, x in zip(out, v, strict=True)]
+    fills = [c.colour if c else "" for c in map(admixture_class, v)] if col.startswith("admixture") else [""] * len(v)
+    return Coloured(out, fills)
 
 
 def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value", value_digits: int = 4) -> HtmlTable:
     """A table of :mod:`demonoise.analysis.overview` as the reports show theirs
-    (:class:`~demonoise.report.content.summary.HtmlTable`): the region's code and name in
-    one column, a setting's columns under its label (underlined in its colour), the
-    admixtures coloured by class; ``value`` headed ``value_name`` with ``value_digits``
-    significant digits; the CSV holds ``df``."""
+    (:func:`~demonoise.report.content.summary.grouped`): the region's code and name in one
+    column, the settings' columns (last in ``df``) under their labels, underlined in their
+    colours, the admixtures coloured by class; ``value`` headed ``value_name`` with
+    ``value_digits`` significant digits; the CSV holds ``df``."""
     frame = d = df.drop(columns=["setting_key"], errors="ignore")
     if "region_name" in d:
         d = d.assign(region=region_labels(d)).drop(columns="region_name")
-    cols = [_of_setting(c) for c in d.columns]
-    heads = {**_HEADS, "value": value_name}
-    values = [(base, d[c].to_numpy()) for c, (base, _) in zip(d.columns, cols, strict=True)]
-    shown = pd.DataFrame({j: _texts(base, v, value_digits) for j, (base, v) in enumerate(values)})
-    fills = [
-        [c.colour if c else "" for c in map(admixture_class, v)] if b.startswith("admixture") else [""] * len(v)
-        for b, v in values
-    ]
-    colours = pd.DataFrame(dict(enumerate(fills)))
-    shown.columns = colours.columns = [heads.get(base, base.replace("_", " ")) for base, _ in cols]
-    labels = [label for _, label in cols]
-    palette = setting_colours(list(dict.fromkeys(x for x in labels if x)))
-    groups = [(x, len(list(run)), palette.get(x, "")) for x, run in itertools.groupby(labels)]
-    return HtmlTable(frame, shown, caption=caption, colours=colours, groups=groups if len(groups) > 1 else ())
+    heads, blocks = {**_HEADS, "value": value_name}, {"": {}}
+    for col in d.columns:
+        base, label = _of_setting(col)
+        head = heads.get(base, base.replace("_", " "))
+        blocks.setdefault(label, {})[head] = _cells(base, d[col].to_numpy(), value_digits)
+    first, palette = blocks.pop(""), setting_colours(list(blocks))
+    table = grouped(frame, first, [(x, palette[x], cols) for x, cols in blocks.items()], caption=caption)
+    return table if blocks else replace(table, groups=())

@@ -1,6 +1,6 @@
-"""The one visual language of every output: the ``demonoise`` Altair theme (:data:`THEME`),
+"""The one visual language of every output: the ``demonoise`` Altair theme,
 the colours of settings (by position in the batch) and regions (by rank in the country),
-number formats (the SI thousands separator :data:`THOUSANDS`, fixed decimals per column,
+number formats (the SI thousands separator, a narrow no-break space; fixed decimals per column,
 admixtures with enough decimals to stay in their class) and 1-2-5 log-axis ticks.
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from demonoise.core.formats import fmt_fixed
 from demonoise.core.vocabulary import (
     SETTING_PALETTE,
     TOTAL_COLOUR,
@@ -19,22 +20,18 @@ from demonoise.core.vocabulary import (
 )
 
 __all__ = [
-    "THEME",
     "FONT",
-    "THOUSANDS",
     "FORMAT_LOCALE",
-    "REGION_PALETTE",
     "register_theme",
     "setting_colours",
     "region_colours",
-    "log_ticks",
     "log_axis",
     "column_decimals",
     "admixture_column",
     "admixture_text",
 ]
 
-THEME = "demonoise"
+_THEME = "demonoise"
 #: Font of every chart (the first one installed is used to measure and to draw text).
 FONT = "DejaVu Sans, Verdana, sans-serif"
 #: The typeface of the PDF and of the charts' text (the reports' stylesheets name it).
@@ -65,12 +62,12 @@ def chart_fonts_dir() -> Path | None:
 
 
 #: The one thousands separator: narrow no-break space (SI style: 30 123).
-THOUSANDS = "\u202f"
+_THOUSANDS = "\u202f"
 #: d3 number locale for vl-convert: "." decimals, narrow-space thousands.
-FORMAT_LOCALE = {"decimal": ".", "thousands": THOUSANDS, "grouping": [3], "currency": ["", ""]}
+FORMAT_LOCALE = {"decimal": ".", "thousands": _THOUSANDS, "grouping": [3], "currency": ["", ""]}
 #: Regions of a country, by rank (largest first); the first ones far from the settings'
 #: palette and from the Poisson blue.
-REGION_PALETTE: tuple[str, ...] = (
+_REGION_PALETTE: tuple[str, ...] = (
     "#17becf",
     "#9467bd",
     "#8c564b",
@@ -90,36 +87,31 @@ REGION_PALETTE: tuple[str, ...] = (
 )
 
 
-def _theme() -> dict:
-    return {
-        "config": {
-            "font": FONT,
-            "aria": False,
-            "view": {"stroke": "#d5dbe1"},
-            "title": {"anchor": "start", "fontSize": 13, "subtitleColor": "#5b6570", "subtitleFontSize": 10},
-            # labelLimit 0: no axis label cut short unless its chart says so (the region axes
-            # do); Vega then measures no label only to decide whether to cut it (a tenth of
-            # the time of drawing a report's charts)
-            "axis": {
-                "labelFontSize": 10,
-                "titleFontSize": 11,
-                "gridColor": "#e6e9ed",
-                "titleFontWeight": "normal",
-                "labelLimit": 0,
-            },
-            "legend": {"labelFontSize": 10, "titleFontSize": 10, "labelLimit": 260},
-            "range": {"category": list(SETTING_PALETTE)},
-            "mark": {"color": TOTAL_COLOUR},
-        }
-    }
+#: The Vega-Lite config of the theme (the font and ARIA off are set on every drawing:
+#: :func:`~demonoise.report.content.notebook.chart_bundle`). Axis ``labelLimit`` 0: no label
+#: cut short unless its chart says so (the region axes do); Vega then measures no label only
+#: to decide whether to cut it (a tenth of the time of drawing a report's charts).
+_CONFIG = {
+    "view": {"stroke": "#d5dbe1"},
+    "title": {"anchor": "start", "fontSize": 13, "subtitleColor": "#5b6570", "subtitleFontSize": 10},
+    "axis": {
+        "labelFontSize": 10,
+        "titleFontSize": 11,
+        "gridColor": "#e6e9ed",
+        "titleFontWeight": "normal",
+        "labelLimit": 0,
+    },
+    "legend": {"labelFontSize": 10, "titleFontSize": 10, "labelLimit": 260},
+    "range": {"category": list(SETTING_PALETTE)},
+    "mark": {"color": TOTAL_COLOUR},
+}
 
 
 def register_theme() -> None:
     """Register and enable the ``demonoise`` Altair theme (idempotent)."""
     import altair as alt
 
-    alt.theme.register(THEME, enable=False)(_theme)  # idempotent; names() reads entry points (20 ms)
-    alt.theme.enable(THEME)
+    alt.theme.register(_THEME, enable=True)(lambda: {"config": _CONFIG})  # Altair deep-copies it
 
 
 def setting_colours(labels: Sequence[str]) -> dict[str, str]:
@@ -129,10 +121,10 @@ def setting_colours(labels: Sequence[str]) -> dict[str, str]:
 
 def region_colours(labels: Iterable[str]) -> dict[str, str]:
     """Colour of each region label, by rank (pass them in the report's region order)."""
-    return {lab: REGION_PALETTE[i % len(REGION_PALETTE)] for i, lab in enumerate(labels)}
+    return {lab: _REGION_PALETTE[i % len(_REGION_PALETTE)] for i, lab in enumerate(labels)}
 
 
-def log_ticks(values, *, most: int = 9) -> list[float]:
+def _log_ticks(values, *, most: int = 9) -> list[float]:
     """1-2-5 ticks covering ``values`` on a log axis (thinned to 1-10 when too many)."""
     v = np.asarray(list(values), dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
@@ -148,10 +140,10 @@ def log_ticks(values, *, most: int = 9) -> list[float]:
 
 
 def log_axis(channel, field: str, title, values, fmt: str = "~g", *, most: int = 9, **axis):
-    """``channel`` (``alt.X``, ``alt.Y``) of ``field``: log scale, :func:`log_ticks` labelled in ``fmt``."""
+    """``channel`` (``alt.X``, ``alt.Y``) of ``field``: log scale, :func:`_log_ticks` labelled in ``fmt``."""
     import altair as alt
 
-    ticks = log_ticks(values, most=most)
+    ticks = _log_ticks(values, most=most)
     return channel(
         f"{field}:Q", title=title, scale=alt.Scale(type="log"), axis=alt.Axis(format=fmt, values=ticks, **axis)
     )
@@ -174,10 +166,7 @@ def admixture_column(values, *, significant: int = 2, most: int = 6) -> list[str
     another class (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" if not finite."""
     vals = [float(v) if v is not None else math.nan for v in values]
     k = column_decimals([100.0 * v for v in vals], significant=significant, most=most)
-    return [
-        f"{100.0 * v:,.{admixture_decimals(v, k)}f}".replace(",", THOUSANDS) if math.isfinite(v) else "\u2014"
-        for v in vals
-    ]
+    return [fmt_fixed(100.0 * v, admixture_decimals(v, k)) if math.isfinite(v) else "\u2014" for v in vals]
 
 
 def admixture_text(A: float) -> str:
