@@ -7,8 +7,8 @@ Run from the repository root::
 Measures, for ``n`` executions of ``tests/notebooks/report_good.ipynb`` (two Altair
 charts via vl-convert, a LaTeX output, a table, a metrics payload):
 
-* time per notebook (batch wall time / n) for a fresh kernel per notebook vs one
-  reused kernel per worker, with 1 and 2 worker processes;
+* time per notebook (batch wall time / n) for a fresh kernel per notebook (papermill
+  alone, the reference) vs ``run_jobs``' reused kernel per worker, with 1 and 2 workers;
 * time to assemble and render one HTML report (cover + 4 sections), the HTML size;
 * time to typeset that document as a PDF with Typst (and per page).
 
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from demonoise.core.errors import ReportError
-from demonoise.report.batch.execute import Job, Options, run_jobs
+from demonoise.report.batch.execute import Job, run_jobs
 from demonoise.report.document.assemble import assemble, render_document
 from demonoise.report.document.exporters import DocumentPDFExporter
 
@@ -36,29 +36,44 @@ ROOT = Path(__file__).resolve().parents[1]
 NB = ROOT / "tests" / "notebooks"
 
 
+def _jobs(d: Path, n: int) -> list[Job]:
+    return [
+        Job(NB / "report_good.ipynb", d / f"nb{i}.ipynb", {"region": f"R{i}", "V": float(1 + i % 5)}) for i in range(n)
+    ]
+
+
+def _row(workers: int, kernel: str, n: int, wall: float, seconds: list[float]) -> dict:
+    return {
+        "workers": workers,
+        "kernel": kernel,
+        "notebooks": n,
+        "wall_s": round(wall, 2),
+        "per_notebook_s": round(wall / n, 3),
+        "median_job_s": round(statistics.median(seconds), 3),
+    }
+
+
 def bench_runs(out: Path, n: int) -> list[dict]:
-    rows = []
+    """The reference, a fresh kernel per notebook (papermill's ``execute_notebook`` in this
+    process, one after another), against ``run_jobs``' kernel kept per worker (reset
+    between notebooks) with 1 and 2 workers."""
+    import papermill
+
+    fresh, seconds = _jobs(out / "fresh", n), []
+    t0 = time.perf_counter()
+    for job in fresh:
+        t1 = time.perf_counter()
+        job.output.parent.mkdir(parents=True, exist_ok=True)
+        papermill.execute_notebook(job.input, job.output, parameters=dict(job.parameters), progress_bar=False)
+        seconds.append(time.perf_counter() - t1)
+    rows = [_row(1, "fresh (papermill)", n, time.perf_counter() - t0, seconds)]
     for workers in (1, 2):
-        for reuse in (False, True):
-            d = out / f"w{workers}-{'reuse' if reuse else 'fresh'}"
-            jobs = [
-                Job(NB / "report_good.ipynb", d / f"nb{i}.ipynb", {"region": f"R{i}", "V": float(1 + i % 5)})
-                for i in range(n)
-            ]
-            t0 = time.perf_counter()
-            batch = run_jobs(jobs, workers=workers, force=True, progress=False, options=Options(reuse_kernel=reuse))
-            wall = time.perf_counter() - t0
-            assert all(r.status == "ok" for r in batch.values()), [str(r.error) for r in batch.values()]
-            rows.append(
-                {
-                    "workers": workers,
-                    "kernel": "reused" if reuse else "fresh",
-                    "notebooks": n,
-                    "wall_s": round(wall, 2),
-                    "per_notebook_s": round(wall / n, 3),
-                    "median_job_s": round(statistics.median(r.seconds for r in batch.values()), 3),
-                }
-            )
+        jobs = _jobs(out / f"w{workers}-reused", n)
+        t0 = time.perf_counter()
+        batch = run_jobs(jobs, workers=workers, force=True, progress=False)
+        wall = time.perf_counter() - t0
+        assert all(r.status == "ok" for r in batch.values()), [str(r.error) for r in batch.values()]
+        rows.append(_row(workers, "reused", n, wall, [r.seconds for r in batch.values()]))
     return rows
 
 
