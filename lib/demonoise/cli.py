@@ -29,17 +29,14 @@ __all__ = ["main", "build_parser"]
 
 
 def _checked(parse, *checks):
-    """An argparse type: ``parse(s)``, then each check: ``(ok, message)`` (formatted with ``s``
-    and ``v``) or a function raising ParameterError; argparse names the option."""
+    """An argparse type: ``parse(s)``, then each ``(ok, message)`` check (``message`` formatted with ``s``, ``v``)."""
 
     def check(s: str):
         try:
             v = parse(s)
-            for c in checks:
-                if callable(c):
-                    c(v)
-                elif not c[0](v):
-                    raise ParameterError(c[1].format(s=s, v=v))
+            for ok, message in checks:
+                if not ok(v):
+                    raise ParameterError(message.format(s=s, v=v))
         except ParameterError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
         except ValueError:  # from parse
@@ -62,13 +59,10 @@ def _within(most: float, message: str):
 
 _float = _checked(float)
 _nonneg_int = _int_option(0)
-#: More replicates than this are refused before any work (a Monte Carlo check needs 10^3-10^5).
 _mc_replicates = _int_option(0, 10**9, "10^9 replicates (a Monte Carlo check needs 10^3 to 10^5)")
-#: Cell keys of a Eurostat-format p-table: the key table holds K integers per count class.
 _cell_keys = _int_option(1, 10**7, "10^7 cell keys (Eurostat's tables use 10^5; the table holds K per count class)")
 #: A noise variance: the library's check (finite, > 0, at most its limit), imported when read (numpy).
-_variance = _checked(float, lambda v: import_module("demonoise.noise.ptable").check_variance(v))
-#: A population size-class edge: a finite number of people in (0, 10^10].
+_variance = _checked(lambda s: import_module("demonoise.noise.ptable").check_variance(float(s)))
 _population = _within(1e10, "a size-class edge is a population and must be a finite number in (0, 10^10], got {s}")
 _workers = _checked(
     int,
@@ -136,7 +130,7 @@ def cmd_compute(args) -> int:
         df = compute(counts, settings, progress=progress, cluster=cluster, **kw)
     _write_table(df, args, counts, t0, counts.provenance.status_label)
     if len(summ := summarise(df)):
-        _print_table(summ, "{:.4g}")
+        print(summ.to_string(index=False, float_format="{:.4g}".format))
     return 0
 
 
@@ -163,13 +157,6 @@ def _write_table(df, args, data, t0: float, what: str, note: str = "") -> None:
         out = write_results(df, args.out)
     dt = time.perf_counter() - t0
     print(f"{len(df)} rows ({data.name}: {len(data.regions)} regions; {what}) -> {out}  [{dt:.1f} s]")
-
-
-def _print_table(df, number: str, width: int = 160) -> None:
-    import pandas as pd
-
-    with pd.option_context("display.width", width, "display.max_columns", 20):
-        print(df.to_string(index=False, float_format=number.format))
 
 
 def cmd_fetch(args) -> int:
@@ -332,7 +319,7 @@ def _print_moments(table, V=None, why: str = "") -> None:
     nv = "?" if V is None else f"{V:g}"
     print(_describe_table(table, nv))
     print(f"{'i':>4}  {'bias':>11}  {'variance':>11}  {'E v^2':>11}  {'P(v=0)':>9}  {'nominal V':>9}  reached?")
-    warn = []
+    warn = ["nominal V unknown (the file does not store it): pass --V to check it"] if V is None else []
     for r in table.moments(table.resolution, None if V is None else float(V)).itertuples():
         label, above = f"{r.i}" if r.i < table.I else f">={r.i}", r.variance_minus_V
         if r.i == 0:
@@ -349,8 +336,6 @@ def _print_moments(table, V=None, why: str = "") -> None:
             f"{label:>4}  {mean:>11.6g}  {r.variance:>11.6g}  {r.second_moment:>11.6g}  {r.p_stay:>9.6f}  {nv:>9}  "
             f"{reached}"
         )
-    if V is None:
-        warn.append("nominal V unknown (the file does not store it): pass --V to check it")
     for w in warn:
         print(f"WARNING: {w}{why}", file=sys.stderr)
 
@@ -374,13 +359,11 @@ def cmd_ptable_build(args) -> int:
     """Build a p-table as the R package ptable does (maximum entropy) and write it."""
     from demonoise.analysis.ptables import write_ptable
     from demonoise.core.atomic import atomic_path, check_output_file
-    from demonoise.noise.ptable import VarianceNotReachedWarning, build_ptable
+    from demonoise.noise.ptable import build_ptable
 
     check_output_file(args.out)
     pstay = args.pstay[0] if args.pstay and len(args.pstay) == 1 else args.pstay
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", VarianceNotReachedWarning)  # reported below, per count
-        table = build_ptable(args.D, args.V, args.js, pstay, label=args.label)
+    table = build_ptable(args.D, args.V, args.js, pstay, label=args.label, warn=False)  # reported below, per count
     with atomic_path(args.out) as tmp:
         write_ptable(table, tmp, args.format, K=args.K)
     why = (
@@ -393,29 +376,23 @@ def cmd_ptable_build(args) -> int:
     return 0
 
 
-def _open_table(name_or_path: str):
-    """An embedded p-table or a p-table file (:func:`~demonoise.analysis.ptables.resolve_ptable`)."""
-    from demonoise.analysis.ptables import resolve_ptable
-
-    if not Path(name_or_path).exists() and (Path(name_or_path).suffix or "/" in name_or_path):
-        raise ParameterError(f"p-table file {name_or_path} does not exist (embedded tables: v01, v03, v04)")
-    return resolve_ptable(name_or_path)
-
-
 def cmd_ptable_show(args) -> int:
     """Per-count moments of a p-table: bias, variance, nominal V, reached?"""
-    _print_moments(_open_table(args.table), args.V)
+    from demonoise.analysis.ptables import resolve_ptable
+
+    _print_moments(resolve_ptable(args.table), args.V)
     return 0
 
 
 def cmd_compare(args) -> int:
     """Noise sd under the generic model vs under a p-table, per region and indicator."""
+    from demonoise.analysis.ptables import resolve_ptable
     from demonoise.uncertainty.comparison import compare_noise, comparison_note, summarise_comparison
 
     _check_table_out(args)
     with _cluster(args) as cluster:  # a --scheduler is reached (or refused) before any work
         counts = _load_counts(args)
-        table = _open_table(args.ptable)
+        table = resolve_ptable(args.ptable)
         t0 = time.perf_counter()
         names = [table.label, "generic noise with a zero floor"]
         progress = MonteCarloProgress("demonoise compare", names, len(counts.regions), processes(cluster), args.yes)
@@ -426,7 +403,7 @@ def cmd_compare(args) -> int:
     summ = summarise_comparison(df)
     birth_labels = set(df.loc[(df.indicator == "e") & (df.age == 0), "age_group"])  # Y_LT1, or Y_LT5 for 5-year cells
     head = summ[(summ.indicator == "tfr") | ((summ.indicator == "e") & summ.age_group.isin(birth_labels))]
-    _print_table(head if len(head) else summ, "{:.3f}", 200)
+    print((head if len(head) else summ).to_string(index=False, float_format="{:.3f}".format))
     print()
     print(note)
 
@@ -490,7 +467,7 @@ def cmd_change(args) -> int:
         cols = ["region", "setting", "pool", "window_from", "window_to", "change", "sd_noise", "sd_poisson"]
         cols += ["z_total", "z_poisson", "mdc_total", "mdc_poisson"]
         print(f"e0, both sexes (MDC at {args.alpha:g} two-sided, power {args.power:g}):")
-        _print_table(e0[cols], "{:.3f}")
+        print(e0[cols].to_string(index=False, float_format="{:.3f}".format))
     return 0
 
 
@@ -762,8 +739,7 @@ _SHARED = {
 
 
 def _add(s, flags: str, **words: str) -> None:
-    """Add the shared options ``flags`` (space-separated) to ``s``, ``words`` in their help
-    (``{mc}``, ``{indicators}``, ``{ptable}``, ``{scheduler}``, ``{yes}``; the last two have defaults)."""
+    """Add the shared options ``flags`` (space-separated) to ``s``, ``words`` filling their help's ``{...}``."""
     words = {"scheduler": "the Monte Carlo blocks", "yes": "a Monte Carlo estimated above 30 minutes", **words}
     for flag in flags.split():
         kw = _SHARED[flag]
@@ -808,8 +784,6 @@ def main(argv=None) -> int:
     except (DemonoiseError, OSError) as e:
         cmd = args.command + (f" {args.ptable_command}" if getattr(args, "ptable_command", None) else "")
         print(f"demonoise {cmd}: error: {e}", file=sys.stderr)
-        # 2: bad input; 1: the run had started (a lost cluster) or the system failed (a full
-        # disk, an unwritable output directory: nothing half-written remains)
         return 2 if isinstance(e, DemonoiseError) and not isinstance(e, ClusterLost) else 1
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: clean-up has run, the line is written
         # Python's finalisation restores the default action of signals with a Python handler:
