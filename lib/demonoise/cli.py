@@ -280,14 +280,14 @@ def cmd_overview(args) -> int:
 def cmd_report(args) -> int:
     """Quality reports: notebooks per country and V -> HTML/PDF reports + output/index.html."""
     from demonoise.report.batch.params import load_params
-    from demonoise.report.batch.stages import run_reports
+    from demonoise.report.batch.stages import STAGES, run_reports
 
     params = load_params(args.params)
     with _cluster(args, params.scheduler) as cluster:
         pdf = False if args.no_pdf else None
         rep = run_reports(params, args.out_dir, pdf=pdf, cluster=cluster, **_given(args, "force workers yes"))
     t, pages = rep.timings, sum(o.pages for o in rep.outcomes.values())
-    stages = ", ".join(f"{k} {t[k]:.1f} s" for k in ("plan", "compute", "execute", "render", "index"))
+    stages = ", ".join(f"{k} {t[k]:.1f} s" for k in STAGES)
     work = {"compute": "compute_work", "notebooks": "notebooks", "HTML": "html", "PDF": "pdf"}
     print(rep.summary())
     print(f"  stages: {stages} (work: {', '.join(f'{w} {t[k]:.1f} s' for w, k in work.items())}, {pages} pages)")
