@@ -14,7 +14,8 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 
@@ -119,11 +120,12 @@ def plan(
 
     output = check_output_dir(Path(output))
     reports = [Report(s.dataset, c) for s in params.selections for c in s.countries]
+    facts = {s.dataset: _dataset_facts(s.dataset) for s in params.selections}
     runs = []
     for r in reports:
         runs.append(Run(r, SUMMARY))
         runs += [Run(r, n, s) for n in params.indicators for s in params.settings]
-        if _multi_year(r.dataset):
+        if facts[r.dataset]["change"]:
             runs.append(Run(r, CHANGE))
     n = len(runs) + len(params.extras) + (params.overview is not None)
     if n > MAX_NOTEBOOKS and not yes:  # one line with its size and a time estimate; never a prompt
@@ -132,27 +134,17 @@ def plan(
             f"the batch is large: {len(reports)} reports, {n} notebook executions, about {minutes:.0f} minutes "
             f"on {workers} workers (more than {MAX_NOTEBOOKS} notebooks); pass --yes to run it"
         )
-    first: dict[str, Run] = {}  # the first run of each notebook
-    for run in runs:
-        first.setdefault(run.notebook, run)
-    notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in first), notebooks_dir)
-    facts = {s.dataset: _dataset_facts(s.dataset) for s in params.selections}
+    one = {run.notebook: run for run in runs}  # a run of each notebook (their parameters' names are alike)
+    notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in one), notebooks_dir)
     old = sorted(p for p in (output / "reports").glob("*/*-V*.*") if p.suffix in (".html", ".pdf"))
     state = Plan(params, output, notebooks, reports, runs, facts, old)
-    for n, run in first.items():
+    for n, run in one.items():
         check_defined(notebooks / f"{n}.ipynb", _parameters(run, Computed(Path(), Path()), state))
     for name, opts in params.extras:
         check_defined(find_notebook(name), dict(opts), name)
     for p in old:
         p.unlink(missing_ok=True)
     return state
-
-
-def _multi_year(dataset: str) -> bool:
-    """Whether ``dataset`` holds two or more years (its report has the chapter "Change since the previous year")."""
-    from demonoise.io import datasets as reg
-
-    return len(reg.years(dataset)) >= 2
 
 
 # ===================================================================== compute
@@ -232,32 +224,24 @@ def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Co
     store = state.output / "results"
     done = {r: _tables(r, state.params, store, stored=True) for r in state.reports}
     todo = [r for r in _by_size(state.reports) if done[r] is None]
-
-    def failed(r: Report, e: BaseException) -> None:
-        done[r] = Computed(error=f"results for {r.label} failed: {_why(e)}")
-        log(f"demonoise report: {done[r].error}")
-
-    if len(todo) == 1 or not cluster.fans_out:
-        for r in todo:
-            try:
-                done[r] = _tables(r, state.params, store, workers=cluster.workers, cluster=cluster)
-            except Exception as e:
-                failed(r, e)
-        return done
+    here = len(todo) == 1 or not cluster.fans_out
+    task = partial(_tables, store=store, workers=cluster.workers, cluster=cluster) if here else compute_task
     items, names = [(r, state.params) for r in todo], [f"{r.dataset}-{r.country}" for r in todo]
-    for i, value, err in cluster.each(compute_task, items, label="compute", names=names):
+    for i, value, err in cluster.each(task, items, label="compute", names=names, count=0 if here else None):
         try:
             if err is not None:
                 raise err
-            done[todo[i]] = _store_computed(value, store)
-        except Exception as e:
-            failed(todo[i], e)
+            done[todo[i]] = value if here else _store_computed(value, store)
+        except Exception as e:  # this country's report fails; the others go on
+            done[todo[i]] = Computed(error=f"results for {todo[i].label} failed: {_why(e)}")
+            log(f"demonoise report: {done[todo[i]].error}")
     return done
 
 
 # ===================================================================== execute
 def _dataset_facts(dataset: str) -> dict:
-    """Label, reference year, provenance and the ``implications`` text of a dataset."""
+    """Label, reference year, provenance and ``implications`` text of a dataset; ``change``: whether
+    it holds two or more years (its reports have the chapter "Change since the previous year")."""
     from demonoise.io import datasets as reg
 
     info = next((d for d in reg.available() if d.name == dataset), None)
@@ -266,6 +250,7 @@ def _dataset_facts(dataset: str) -> dict:
         "year": getattr(info, "year", None),
         "provenance": reg.provenance_dict(dataset),
         "implications": getattr(info, "implications", "") or "",
+        "change": len(reg.years(dataset)) >= 2,
     }
 
 
@@ -300,30 +285,26 @@ def _parameters(run: Run, done: Computed, state: Plan) -> dict:
     }
 
 
-def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, workers: int) -> list:
+def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, workers: int):
     """The Europe overview (its tables computed here, the Monte Carlo on ``cluster``) and the
     extras, each a :class:`~demonoise.report.batch.extras.FurtherRun` ready to run (or with
     the ``error`` that stopped it): their notebooks run and render with the countries'."""
-    from functools import partial
-
     from demonoise.report.batch.extras import FurtherRun, extra_run, overview_run
 
     params, todo = state.params, []
     if params.overview is not None:
         ov = {**params.overview.model_dump(), "V": params.V or (1.0,), "ptables": params.ptables}
         run = partial(overview_run, ov, state.output, force=force, workers=workers, cluster=cluster)
-        todo.append((f"Europe overview: {ov['dataset']}", run))
+        todo.append((f"Europe overview: {ov['dataset']}", "all NUTS 2 regions", run))
     for name, opts in params.extras:
         kw = {k: list(v) if isinstance(v, tuple) else v for k, v in opts}
-        todo.append((f"{name} notebook", partial(extra_run, name, kw, state.output / "extras")))
-    out = []
-    for label, prepare in todo:
+        todo.append((f"{name} notebook", name, partial(extra_run, name, kw, state.output / "extras")))
+    for label, country, prepare in todo:  # the index line: label and country column
         log(f"demonoise report: {label}")
         try:
-            out.append(prepare())
+            yield replace(prepare(), label=label, summary={"country": country})
         except Exception as e:
-            out.append(FurtherRun(label, label, error=_why(e)))
-    return out
+            yield FurtherRun(label, error=_why(e))
 
 
 def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
@@ -378,7 +359,7 @@ def assemble_report(report: Report, state: Plan):
         index_href="../../index.html",
         data_zip=doc.data_zip_name(report.html(out)),
     )
-    change = [doc.Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
+    change = [doc.Section(Run(report, CHANGE).output(out), anchor="change")] if facts["change"] else []
     wide = [p for p in parts[1:] if p.landscape]  # run on after the main points' landscape pages
     nb = doc.assemble(
         [parts[0], *wide, *chapters, *change, *(p for p in parts[1:] if not p.landscape)],
@@ -395,9 +376,8 @@ LANDSCAPE = ("Main points", "Calibration")
 
 
 def _wide_part(part) -> bool:
-    first = next((c for c in part.cells if c.get("cell_type") == "markdown"), None)
-    title = (first.get("source", "") if first else "").lstrip().removeprefix("# ").split("\n")[0].strip()
-    return title in LANDSCAPE
+    first = next((c for c in part.cells if c.get("cell_type") == "markdown"), {})
+    return first.get("source", "").lstrip().removeprefix("# ").split("\n")[0].strip() in LANDSCAPE
 
 
 def _run_errors(report: Report, state: Plan, executed: Mapping) -> str | None:
@@ -461,11 +441,10 @@ def _start(r: doc.RenderResult, nb, build: Path, html: Path, pdf: Path | None) -
 
     nb_path, stamp = doc.write_notebook(nb, build / "report.ipynb"), build / "report.json"
     key = digest([content_key(nb_path), source_fingerprint(), content_key(find_template_dir()), pdf is not None])
-    try:
+    old = {}
+    with contextlib.suppress(OSError, ValueError):
         old = json.loads(stamp.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        old = {}
-    if old.get("key") != key or not all(p.is_file() for p in [html] + ([pdf] if pdf else [])):
+    if old.get("key") != key or not all(p.is_file() for p in filter(None, (html, pdf))):
         return nb_path, html, pdf, key, stamp
     r.status, r.html, r.pdf, r.pages = "skipped", html, pdf, old.get("pages", 0)
     r.files = tuple(Path(p) for p in old.get("files", []))
@@ -494,8 +473,6 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
     here and rendered as a task on ``cluster``, submitted as soon as it is assembled (the
     workers render while the next is assembled); what comes back is written here
     (atomically) and stamped (:func:`_start`). Returns ``{Report or FurtherRun: RenderResult}``."""
-    from dataclasses import replace
-
     from demonoise.core.atomic import atomic_write_text
 
     outcomes: dict = {}
@@ -506,12 +483,10 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             try:
                 nb, r, build, html = _document(owner, state, executed, computed)
             except Exception as e:  # one document's failure is recorded; the others go on
-                outcomes[owner] = doc.RenderResult(status="failed", error=_why(e))
+                outcomes[owner] = doc.RenderResult(pdf_error=pdf_reason, status="failed", error=_why(e))
                 continue
-            r.pdf_error = pdf_reason
-            outcomes[owner] = r
-            task = _start(r, nb, build, html, None if pdf_reason else html.with_suffix(".pdf"))
-            if task is not None:
+            outcomes[owner], r.pdf_error = r, pdf_reason
+            if task := _start(r, nb, build, html, None if pdf_reason else html.with_suffix(".pdf")):
                 tasks.append((owner, task))
                 names.append(owner.label)
                 yield task[0].read_bytes(), html.stem, pdf_reason is None
@@ -524,11 +499,11 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             if err is not None:
                 raise err
             res = doc.write_rendered(value, html, pdf)
-            done = res.pdf is not None or r.pdf_error is not None  # else the next run tries the PDF again
+            done = res.pdf is not None or pdf_reason is not None  # else the next run tries the PDF again
             files = [str(f) for f in res.files]
             atomic_write_text(stamp, json.dumps({"key": key if done else None, "pages": res.pages, "files": files}))
-            pdf_error = res.pdf_error or r.pdf_error
-            outcomes[owner] = replace(res, pdf_error=pdf_error, metrics=r.metrics, notebook_seconds=r.notebook_seconds)
+            res.metrics, res.notebook_seconds = r.metrics, r.notebook_seconds
+            outcomes[owner] = replace(res, pdf_error=res.pdf_error or pdf_reason)
         except Exception as e:
             r.status, r.error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
@@ -569,14 +544,13 @@ STAGES = ("plan", "compute", "execute", "render", "index")
 INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands": "error bands"}
 
 
-def _row(name: str, o: doc.RenderResult, summary, pdf_reason: str | None, files=()):
+def _row(name: str, o: doc.RenderResult, summary, files=()):
     """The index row of a rendered (or failed) document."""
     from demonoise.report.document.index import IndexRow
 
     by_stem = {Path(f).stem: Path(f) for f in files}
     links = {label: by_stem[stem] for stem, label in INDEX_CSV.items() if stem in by_stem}
-    pdf_reason = None if o.pdf is not None else (o.pdf_error or pdf_reason)
-    return IndexRow(name, o.status, o.html, o.pdf, pdf_reason, o.error, summary, tuple(files), links)
+    return IndexRow(name, o.status, o.html, o.pdf, o.pdf_error, o.error, summary, tuple(files), links)
 
 
 def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: list, *, pdf_reason: str | None) -> Path:
@@ -584,10 +558,7 @@ def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: lis
     (``further``: their rows)."""
     from demonoise.report.document.index import write_index
 
-    rows = [
-        _row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, pdf_reason, o.files)
-        for r, o in rendered.items()
-    ]
+    rows = [_row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, o.files) for r, o in rendered.items()]
     labels = {d: f["label"] for d, f in state.facts.items()}
     settings = ", ".join(s.label for s in state.params.settings)
     intro = (
@@ -660,7 +631,7 @@ def run_reports(
         laps.append(time.perf_counter())
         computed = compute(state, cluster, log)
         laps.append(time.perf_counter())
-        extra = further(state, cluster, log, force=force, workers=workers)
+        extra = list(further(state, cluster, log, force=force, workers=workers))
         opts = Options()
         jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
         executed = run_jobs(jobs, cluster=cluster, options=opts, force=force, progress=progress)
@@ -668,7 +639,7 @@ def run_reports(
         outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
         rendered = {r: outcomes[r] for r in state.reports}
         laps.append(time.perf_counter())
-        rows = [_row(f.label, outcomes[f], f.summary, pdf_reason) for f in extra]
+        rows = [_row(f.label, outcomes[f], f.summary) for f in extra]
         path = index(state, rendered, rows, pdf_reason=pdf_reason)
         laps.append(time.perf_counter())
     times = {
