@@ -12,7 +12,9 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -159,8 +161,7 @@ class Computed:
 
 
 def _tables(report: Report, params: ReportParams, store: Path, **kw) -> Computed | None:
-    """One country's results and decision tables (:func:`demonoise.analysis.stored.country_tables`
-    with ``kw``: stored only, or computed here, the Monte Carlo on ``workers`` or ``cluster``)."""
+    """One country's tables, timed (:func:`~demonoise.analysis.stored.country_tables` with ``kw``)."""
     from demonoise.analysis.stored import ResultsSpec, country_tables
 
     same = ("V", "ptables", "granularity", "mc", "seed", "confidence")
@@ -179,8 +180,6 @@ def _tables(report: Report, params: ReportParams, store: Path, **kw) -> Computed
 def compute_task(report: Report, params: ReportParams) -> dict:
     """One country's tables computed in a scratch store on a worker (its Monte Carlo in that
     process), returned as bytes with their place and timing: no shared disk needed."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="dn-compute-") as tmp:
         root = Path(tmp).resolve()
         done = _tables(report, params, root, workers=1)
@@ -205,8 +204,6 @@ def _store_computed(out: dict, store: Path) -> Computed:
 
 def _by_size(reports: list[Report]) -> list[Report]:
     """The reports, countries with most regions first (so that the largest does not start last)."""
-    from collections import Counter
-
     from demonoise.io.datasets import load
 
     sizes: Counter = Counter()
@@ -308,8 +305,7 @@ def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, wo
 
 
 def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
-    """The notebook runs of the countries whose tables are there, as :class:`~.execute.Job`
-    objects; the runs after a chapter's first leave out its chapter-only cells (tag ``chapter``)."""
+    """The runs as Jobs where their tables are there; a chapter's later settings without its ``chapter`` cells."""
     from demonoise.report.batch.execute import Job
 
     return {
@@ -548,14 +544,12 @@ def _row(name: str, o: doc.RenderResult, summary, files=()):
     """The index row of a rendered (or failed) document."""
     from demonoise.report.document.index import IndexRow
 
-    by_stem = {Path(f).stem: Path(f) for f in files}
-    links = {label: by_stem[stem] for stem, label in INDEX_CSV.items() if stem in by_stem}
-    return IndexRow(name, o.status, o.html, o.pdf, o.pdf_error, o.error, summary, tuple(files), links)
+    links = {label: f for stem, label in INDEX_CSV.items() for f in files if f.stem == stem}
+    return IndexRow(name, o.status, o.html, o.pdf, o.pdf_error, o.error, summary, files, links)
 
 
 def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: list, *, pdf_reason: str | None) -> Path:
-    """``<output>/index.html``: one row per country, then the overview and the extras
-    (``further``: their rows)."""
+    """``<output>/index.html``: one row per country, then the ``further`` rows (overview, extras)."""
     from demonoise.report.document.index import write_index
 
     rows = [_row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, o.files) for r, o in rendered.items()]
