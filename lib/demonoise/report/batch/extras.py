@@ -36,7 +36,7 @@ class FurtherRun:
     subtitle: str | None = None
     html: Path | None = None
     summary: dict = field(default_factory=dict)
-    source: str | None = None
+    source: str = ""
     sections: bool = False
     error: str | None = None
 
@@ -52,9 +52,7 @@ class FurtherRun:
         """The executed notebook as a document (:func:`~demonoise.report.document.assemble.assemble`)."""
         nb = self.job.output
         parts = [doc.Section(p) for p in doc.split_sections(doc.load_notebook(nb)[0])] if self.sections else [nb]
-        return doc.assemble(
-            parts, title=self.title, subtitle=self.subtitle, source=self.source or "", toc=self.sections
-        )
+        return doc.assemble(parts, title=self.title, subtitle=self.subtitle, source=self.source, toc=self.sections)
 
 
 def _value_tag(v: Any) -> str:

@@ -380,19 +380,14 @@ def _run_errors(report: Report, state: Plan, executed: Mapping) -> str | None:
     """Why ``report``'s runs cannot be assembled (a notebook failed, or a section does not show
     the dataset, country and setting its run asked for: :func:`check_shown`), or ``None``."""
     every, errs = [s.label for s in state.params.settings], []
+    asked = {"dataset": report.dataset, "country": report.country}
     for run in (r for r in state.runs if r.report == report):
-        res, one = executed.get(run), None if run.setting is None else run.setting.label
+        res, one = executed[run], None if run.setting is None else run.setting.label
         try:
-            if res is not None and res.status == "failed":
+            if not res.ok:
                 where = f"; executed notebook kept at {res.failed_notebook}" if res.failed_notebook else ""
                 raise DemonoiseError(f"{res.error}{where}")
-            check_shown(
-                run.output(state.output),
-                dataset=report.dataset,
-                country=report.country,
-                setting=one,
-                settings=every if one is None else (),
-            )
+            check_shown(run.output(state.output), **asked, setting=one, settings=every if one is None else ())
         except DemonoiseError as e:
             errs.append(f"{run.name}: {e}")
     return "\n".join(errs) or None
