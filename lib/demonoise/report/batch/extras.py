@@ -145,8 +145,7 @@ def overview_run(
     o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "worst", "mc": 0, **options}
     out = Path(out_dir)
     V = tuple(sorted({float(v) for v in o["V"]}))
-    countries = tuple(sorted(o["countries"])) if o["countries"] else None
-    spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(o["ptables"]), countries=countries, mc=o["mc"])
+    spec = ResultsSpec(o["dataset"], V=V, ptables=o["ptables"], countries=o["countries"] or None, mc=o["mc"])
     tables, status = overview_tables(
         spec,
         store or out / "results",
@@ -161,7 +160,7 @@ def overview_run(
     parameters = {
         "dataset": o["dataset"],
         "V": list(V),
-        "ptables": list(o["ptables"]),
+        "ptables": list(spec.ptables),
         **{k: str(p) for k, p in tables.items()},
         "label": label,
         "sex": o["sex"],
@@ -175,7 +174,7 @@ def overview_run(
         files=tuple(map(str, tables.values())),
     )
     settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in o["ptables"])
-    scope = "all NUTS 2 regions" if countries is None else "NUTS 2 regions of " + ", ".join(countries)
+    scope = "all NUTS 2 regions" if spec.countries is None else "NUTS 2 regions of " + ", ".join(spec.countries)
     return FurtherRun(
         job=job,
         title=f"Europe overview: {o['dataset']}, V = {settings}",

@@ -67,7 +67,7 @@ class Report:
 
 @dataclass(frozen=True)
 class Run:
-    """One notebook execution of a report: the summary, or an indicator at one setting."""
+    """One notebook execution of a report: the summary, the change chapter, or an indicator at one setting."""
 
     report: Report
     notebook: str
@@ -214,10 +214,9 @@ def _by_size(reports: list[Report]) -> list[Report]:
 
 
 def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Computed]:
-    """Every country's results and decision tables: read back where stored and up to date,
-    the others computed as tasks on ``cluster``, the largest countries first; a single
-    country (or no worker processes) is computed here, its Monte Carlo blocks on the
-    cluster (a task of its own would hold the whole Monte Carlo in one worker)."""
+    """Every country's results and decision tables: read back where stored and up to date, the
+    others computed as tasks on ``cluster``, largest first; a single country (or without worker
+    processes) here, its Monte Carlo blocks on the cluster (one task would hold them all)."""
     store = state.output / "results"
     done = {r: _tables(r, state.params, store, stored=True) for r in state.reports}
     todo = [r for r in _by_size(state.reports) if done[r] is None]
@@ -284,8 +283,8 @@ def _parameters(run: Run, done: Computed, state: Plan) -> dict:
 
 def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, workers: int):
     """The Europe overview (its tables computed here, the Monte Carlo on ``cluster``) and the
-    extras, each a :class:`~demonoise.report.batch.extras.FurtherRun` ready to run (or with
-    the ``error`` that stopped it): their notebooks run and render with the countries'."""
+    extras, each yielded as a :class:`~demonoise.report.batch.extras.FurtherRun` ready to run
+    with its index line (or the ``error`` that stopped it), to run and render with the countries'."""
     from demonoise.report.batch.extras import FurtherRun, extra_run, overview_run
 
     params, todo = state.params, []
@@ -460,10 +459,9 @@ def _document(owner, state: Plan, executed: Mapping, computed: Mapping) -> tuple
 
 
 def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, pdf_reason) -> dict:
-    """Every document -- the overview's and extras' first, then each country's -- assembled
-    here and rendered as a task on ``cluster``, submitted as soon as it is assembled (the
-    workers render while the next is assembled); what comes back is written here
-    (atomically) and stamped (:func:`_start`). Returns ``{Report or FurtherRun: RenderResult}``."""
+    """Every document -- the overview's and extras' first, then each country's -- assembled here
+    and rendered as a task on ``cluster`` as soon as it is (the workers render while the next is
+    assembled); what comes back is written here, atomically, and stamped (:func:`_start`): their outcomes."""
     from demonoise.core.atomic import atomic_write_text
 
     outcomes: dict = {}
@@ -490,9 +488,8 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             if err is not None:
                 raise err
             res = doc.write_rendered(value, html, pdf)
-            done = res.pdf is not None or pdf_reason is not None  # else the next run tries the PDF again
-            files = [str(f) for f in res.files]
-            atomic_write_text(stamp, json.dumps({"key": key if done else None, "pages": res.pages, "files": files}))
+            key = key if res.pdf is not None or pdf_reason is not None else None  # else the next run tries the PDF
+            atomic_write_text(stamp, json.dumps({"key": key, "pages": res.pages, "files": list(map(str, res.files))}))
             res.metrics, res.notebook_seconds = r.metrics, r.notebook_seconds
             outcomes[owner] = replace(res, pdf_error=res.pdf_error or pdf_reason)
         except Exception as e:
@@ -529,8 +526,6 @@ class BatchReport:
         )
 
 
-#: The stages of a batch, each timed in :attr:`BatchReport.timings`.
-STAGES = ("plan", "compute", "execute", "render", "index")
 #: The CSV files of a report the index links by name (the decision module's tables).
 INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands": "error bands"}
 
@@ -548,7 +543,7 @@ def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: lis
     from demonoise.report.document.index import write_index
 
     rows = [_row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, o.files) for r, o in rendered.items()]
-    labels = {d: f["label"] for d, f in state.facts.items()}
+    labels = {d: f["label"] for d, f in state.facts.items() if f["label"]}
     settings = ", ".join(s.label for s in state.params.settings)
     intro = (
         "Quality reports: how noise-based disclosure control (the Cell Key Method: its generic model, integer noise "
@@ -562,7 +557,7 @@ def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: lis
         state.output / "index.html",
         title=state.params.title,
         intro=intro,
-        data_status={d: lab for d, lab in labels.items() if lab},
+        data_status=labels,
         modelled=any("modelled" in lab.lower() or "demonstration" in lab.lower() for lab in labels.values()),
     )
 
@@ -604,7 +599,7 @@ def run_reports(
 
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
-    laps = [time.perf_counter()]  # then the end of each of the STAGES
+    laps = [time.perf_counter()]  # then the end of each stage
     asked = params.pdf if pdf is None else pdf
     pdf_reason = pdf_engine_problem() if asked else "no PDF: not requested (--no-pdf or pdf: false)"
     log = log or (lambda msg: None)
@@ -632,7 +627,7 @@ def run_reports(
         path = index(state, rendered, rows, pdf_reason=pdf_reason)
         laps.append(time.perf_counter())
     times = {
-        **dict(zip(STAGES, (b - a for a, b in pairwise(laps)), strict=True)),
+        **dict(zip(("plan", "compute", "execute", "render", "index"), (b - a for a, b in pairwise(laps)), strict=True)),
         "total": laps[-1] - laps[0],
         "compute_work": sum(c.seconds for c in computed.values()),
         "notebooks": sum(r.seconds for r in executed.values()),
