@@ -22,10 +22,18 @@ from itertools import pairwise
 from pathlib import Path
 
 from demonoise.analysis.settings import NoiseSetting
+from demonoise.core.atomic import atomic_dir, atomic_write_bytes, atomic_write_text, check_output_dir
 from demonoise.core.errors import DemonoiseError, ParameterError, ReportError
-from demonoise.io.datasets import country_provenance
+from demonoise.io import datasets as reg
+from demonoise.report.batch.execute import Job, Options, check_defined, run_jobs, running
 from demonoise.report.batch.params import ReportParams
+from demonoise.report.content.theme import setting_colours
 from demonoise.report.document import assemble as doc
+from demonoise.report.document import exporters
+from demonoise.report.document.index import IndexRow, write_index
+from demonoise.report.document.templates import find_template_dir
+from demonoise.runtime.fingerprint import digest, source_fingerprint
+from demonoise.runtime.locate import find_dir, find_notebook
 
 __all__ = ["SUMMARY", "CHANGE", "MAX_NOTEBOOKS", "Report", "Run", "BatchReport", "plan", "run_reports"]
 
@@ -116,10 +124,6 @@ def plan(
     ReportError
         A notebook of the reports is missing or breaks the contract.
     """
-    from demonoise.core.atomic import check_output_dir
-    from demonoise.report.batch.execute import check_defined
-    from demonoise.runtime.locate import find_dir, find_notebook
-
     output = check_output_dir(Path(output))
     reports = [Report(s.dataset, c) for s in params.selections for c in s.countries]
     facts = {s.dataset: _dataset_facts(s.dataset) for s in params.selections}
@@ -190,8 +194,6 @@ def compute_task(report: Report, params: ReportParams) -> dict:
 
 def _store_computed(out: dict, store: Path) -> Computed:
     """Write what :func:`compute_task` returned into ``store``, atomically (the decision directory whole)."""
-    from demonoise.core.atomic import atomic_dir, atomic_write_bytes
-
     decision, inside = store / out["decision"], out["decision"] + "/"
     with atomic_dir(decision) as tmp:
         for rel, data in out["files"].items():
@@ -204,12 +206,10 @@ def _store_computed(out: dict, store: Path) -> Computed:
 
 def _by_size(reports: list[Report]) -> list[Report]:
     """The reports, countries with most regions first (so that the largest does not start last)."""
-    from demonoise.io.datasets import load
-
     sizes: Counter = Counter()
     for d in dict.fromkeys(r.dataset for r in reports):
         with contextlib.suppress(DemonoiseError):  # its countries then fail in compute, one by one
-            sizes.update((d, x.country) for x in load(d).regions)
+            sizes.update((d, x.country) for x in reg.load(d).regions)
     return sorted(reports, key=lambda r: -sizes[r.dataset, r.country])
 
 
@@ -238,8 +238,6 @@ def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Co
 def _dataset_facts(dataset: str) -> dict:
     """Label, reference year, provenance and ``implications`` text of a dataset; ``change``: whether
     it holds two or more years (its reports have the chapter "Change since the previous year")."""
-    from demonoise.io import datasets as reg
-
     info = next((d for d in reg.available() if d.name == dataset), None)
     return {
         "label": getattr(info, "label", "") or "",
@@ -275,7 +273,7 @@ def _parameters(run: Run, done: Computed, state: Plan) -> dict:
         **base,
         "thresholds": list(params.thresholds),
         "recommend": params.recommend.model_dump(),
-        "provenance": country_provenance(facts["provenance"], report.dataset, report.country),
+        "provenance": reg.country_provenance(facts["provenance"], report.dataset, report.country),
         "year": facts["year"],
         "seed": params.seed,
     }
@@ -305,8 +303,6 @@ def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, wo
 
 def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
     """The runs as Jobs where their tables are there; a chapter's later settings without its ``chapter`` cells."""
-    from demonoise.report.batch.execute import Job
-
     return {
         run: Job(
             state.notebooks / f"{run.notebook}.ipynb",
@@ -327,7 +323,6 @@ def assemble_report(report: Report, state: Plan):
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
     from demonoise.report.content.summary import source_of
-    from demonoise.report.content.theme import setting_colours
     from demonoise.report.document.cover import cover_html
 
     out, facts = state.output, state.facts[report.dataset]
@@ -426,8 +421,6 @@ def _start(r: doc.RenderResult, nb, build: Path, html: Path, pdf: Path | None) -
     """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then up to
     date) when its stamp says the outputs come from the same document, library and template."""
     from demonoise.analysis.stored import content_key
-    from demonoise.report.document.templates import find_template_dir
-    from demonoise.runtime.fingerprint import digest, source_fingerprint
 
     nb_path, stamp = doc.write_notebook(nb, build / "report.ipynb"), build / "report.json"
     key = digest([content_key(nb_path), source_fingerprint(), content_key(find_template_dir()), pdf is not None])
@@ -462,8 +455,6 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
     """Every document -- the overview's and extras' first, then each country's -- assembled here
     and rendered as a task on ``cluster`` as soon as it is (the workers render while the next is
     assembled); what comes back is written here, atomically, and stamped (:func:`_start`): their outcomes."""
-    from demonoise.core.atomic import atomic_write_text
-
     outcomes: dict = {}
     tasks, names = [], []  # filled as the documents are assembled
 
@@ -532,16 +523,12 @@ INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands"
 
 def _row(name: str, o: doc.RenderResult, summary, files=()):
     """The index row of a rendered (or failed) document."""
-    from demonoise.report.document.index import IndexRow
-
     links = {label: f for stem, label in INDEX_CSV.items() for f in files if f.stem == stem}
     return IndexRow(name, o.status, o.html, o.pdf, o.pdf_error, o.error, summary, files, links)
 
 
 def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: list, *, pdf_reason: str | None) -> Path:
     """``<output>/index.html``: one row per country, then the ``further`` rows (overview, extras)."""
-    from demonoise.report.document.index import write_index
-
     rows = [_row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, o.files) for r, o in rendered.items()]
     labels = {d: f["label"] for d, f in state.facts.items() if f["label"]}
     settings = ", ".join(s.label for s in state.params.settings)
@@ -594,14 +581,11 @@ def run_reports(
     ClusterError
         The cluster cannot be used, or its scheduler was lost mid-run (``ClusterLost``).
     """
-    from demonoise.report.batch.execute import Options, run_jobs, running
-    from demonoise.report.document.exporters import pdf_engine_problem
-
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
     laps = [time.perf_counter()]  # then the end of each stage
     asked = params.pdf if pdf is None else pdf
-    pdf_reason = pdf_engine_problem() if asked else "no PDF: not requested (--no-pdf or pdf: false)"
+    pdf_reason = exporters.pdf_engine_problem() if asked else "no PDF: not requested (--no-pdf or pdf: false)"
     log = log or (lambda msg: None)
     with running(cluster, workers, params.scheduler) as cluster:
         state = plan(params, Path(output), notebooks_dir, yes=yes, workers=workers)
