@@ -454,7 +454,7 @@ def _document(owner, state: Plan, executed: Mapping, computed: Mapping) -> tuple
 def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, pdf_reason) -> dict:
     """Every document -- the overview's and extras' first, then each country's -- assembled here
     and rendered as a task on ``cluster`` as soon as it is (the workers render while the next is
-    assembled); what comes back is written here, atomically, and stamped (:func:`_start`): their outcomes."""
+    assembled); what comes back is written here, atomically, and stamped (:func:`_start`); returns the outcomes."""
     outcomes: dict = {}
     tasks, names = [], []  # filled as the documents are assembled
 
