@@ -179,9 +179,10 @@ def test_cached_panel_rebuilds_without_network_and_loads_by_name(eurostat, tmp_p
         row = next(d for d in datasets.available() if d.name == "eurostat-2021-2023-be")
         assert row.kind == "cached" and row.year == 2023 and row.regions == 4
         # a report on it gets the chapter "Change since the previous year", as be-2015-2023's does
-        from demonoise.report.batch.stages import _multi_year
+        from demonoise.report.batch.stages import _dataset_facts
 
-        assert _multi_year("eurostat-2021-2023-be") and _multi_year("be-2015-2023") and not _multi_year("be-2023")
+        change = {d: _dataset_facts(d)["change"] for d in ("eurostat-2021-2023-be", "be-2015-2023", "be-2023")}
+        assert change == {"eurostat-2021-2023-be": True, "be-2015-2023": True, "be-2023": False}
     finally:
         datasets.clear_cache()
 

@@ -17,14 +17,14 @@ from demonoise.report.batch.stages import run_reports
 def test_overview_and_extras_in_the_index(tmp_path, monkeypatch):
     from demonoise.runtime import cluster as C
 
-    taken = []  # what the batch fans out, stage by stage: (label, task names)
-    real_each = C.Cluster.each
+    taken = []  # what the batch fans out to the workers, stage by stage: (label, task names)
+    real_run_each = C.Cluster.run_each
 
-    def recording_each(self, fn, items, *, names=None, label="task", **kw):
+    def recording_run_each(self, fn, items, *, names=None, label="task", **kw):
         taken.append((label, names))  # read at the end: the render stage names its documents as it goes
-        return real_each(self, fn, items, names=names, label=label, **kw)
+        return real_run_each(self, fn, items, names=names, label=label, **kw)
 
-    monkeypatch.setattr(C.Cluster, "each", recording_each)
+    monkeypatch.setattr(C.Cluster, "run_each", recording_run_each)
     params = parse_params(
         {
             "datasets": {"be-2023": ["BE"]},

@@ -25,39 +25,34 @@ __all__ = ["FurtherRun", "extra_run", "overview_run", "render_further"]
 
 @dataclass(frozen=True, eq=False)
 class FurtherRun:
-    """A further notebook before it runs: its run, its index line (``label``, ``summary``)
-    and its document (``html``, the PDF beside it): the executed notebook under a cover, or
-    (``sections``) split at its level-1 headings into numbered sections with a contents
-    list. In a batch, one that could not be prepared has only its ``label`` and the
-    ``error`` that stopped it."""
+    """A further notebook before it runs: its run and its document (``html``, the PDF beside
+    it): the executed notebook under a cover, or (``sections``) split at its level-1 headings
+    into numbered sections with a contents list. A batch gives it its index line (``label``,
+    ``summary``); one that could not be prepared has only its ``label`` and ``error``."""
 
-    name: str
-    label: str
+    label: str = ""
     job: Job | None = None
     title: str = ""
     subtitle: str | None = None
     html: Path | None = None
     summary: dict = field(default_factory=dict)
-    source: str | None = None
+    source: str = ""
     sections: bool = False
     error: str | None = None
 
     def check(self, res) -> None:
-        """Raise :class:`~demonoise.core.errors.ReportError` when the notebook did not run
-        (``res`` is ``None``: the ``error`` that stopped it) or its run ``res`` failed."""
+        """Raise :class:`ReportError` when the notebook did not run (``res`` is ``None``: the ``error``) or failed."""
         if res is None:
             raise ReportError(self.error)
         if not res.ok:
             where = f"; partly executed notebook kept as {res.failed_notebook}" if res.failed_notebook else ""
-            raise ReportError(f"notebook {self.name} failed: {res.error}{where}")
+            raise ReportError(f"notebook {self.job.input.stem} failed: {res.error}{where}")
 
     def document(self):
         """The executed notebook as a document (:func:`~demonoise.report.document.assemble.assemble`)."""
         nb = self.job.output
         parts = [doc.Section(p) for p in doc.split_sections(doc.load_notebook(nb)[0])] if self.sections else [nb]
-        return doc.assemble(
-            parts, title=self.title, subtitle=self.subtitle, source=self.source or "", toc=self.sections
-        )
+        return doc.assemble(parts, title=self.title, subtitle=self.subtitle, source=self.source, toc=self.sections)
 
 
 def _value_tag(v: Any) -> str:
@@ -75,19 +70,15 @@ def scenario_name(name: str, parameters: Mapping[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "", "-".join(parts))[:120]
 
 
-def _given(params: Mapping[str, Any]) -> str:
-    """The parameters of a run in words, the noise settings by their labels (``V = 1, V = 5``)."""
+def _words(k: str, v: Any) -> str:
+    """One parameter of a run in words, the noise settings by their labels (``V = 1, V = 5``)."""
     from demonoise.analysis.settings import NoiseSetting, ptable_name
 
-    out = []
-    for k, v in params.items():
-        if k == "V" and v is not None:
-            out.append(", ".join(NoiseSetting.generic(x).label for x in (v if isinstance(v, (list, tuple)) else [v])))
-        elif k == "ptable" and v:
-            out.append(f"p-table {ptable_name(v)}")
-        else:
-            out.append(f"{k} = {_value_tag(v).replace('-', ', ')}")
-    return ", ".join(out)
+    if k == "V" and v is not None:
+        return ", ".join(NoiseSetting.generic(x).label for x in (v if isinstance(v, (list, tuple)) else [v]))
+    if k == "ptable" and v:
+        return f"p-table {ptable_name(v)}"
+    return f"{k} = {_value_tag(v).replace('-', ', ')}"
 
 
 def extra_run(
@@ -112,15 +103,12 @@ def extra_run(
     check_defined(src, params, name)
     stem = scenario_name(name, params)
     title = title or EXTRAS.get(name) or doc.load_notebook(src)[0].get("metadata", {}).get("title") or name
-    given = _given(params)
+    given = ", ".join(_words(k, v) for k, v in params.items())
     return FurtherRun(
-        name=name,
-        label=f"{name} notebook",
         job=Job(src, Path(out_dir) / f"{stem}.ipynb", params, name=stem),
         title=f"{title} ({given})" if params else title,
         subtitle=f"Parameters: {given}" if params else None,
         html=Path(out_dir) / f"{stem}.html",
-        summary={"country": name},
     )
 
 
@@ -157,8 +145,7 @@ def overview_run(
     o = {"dataset": "ess-2023", "V": (1.0, 5.0), "ptables": (), "countries": None, "sex": "worst", "mc": 0, **options}
     out = Path(out_dir)
     V = tuple(sorted({float(v) for v in o["V"]}))
-    countries = tuple(sorted(o["countries"])) if o["countries"] else None
-    spec = ResultsSpec(o["dataset"], V=V, ptables=tuple(o["ptables"]), countries=countries, mc=o["mc"])
+    spec = ResultsSpec(o["dataset"], V=V, ptables=o["ptables"], countries=o["countries"] or None, mc=o["mc"])
     tables, status = overview_tables(
         spec,
         store or out / "results",
@@ -173,10 +160,10 @@ def overview_run(
     parameters = {
         "dataset": o["dataset"],
         "V": list(V),
-        "ptables": list(o["ptables"]),
+        "ptables": list(spec.ptables),
         **{k: str(p) for k, p in tables.items()},
         "label": label,
-        "sex": o["sex"] or "worst",
+        "sex": o["sex"],
     }
     job = Job(
         find_notebook("overview"),
@@ -187,15 +174,12 @@ def overview_run(
         files=tuple(map(str, tables.values())),
     )
     settings = ", ".join(f"{v:g}" for v in V) + "".join(f"; p-table {Path(x).stem}" for x in o["ptables"])
-    scope = "all NUTS 2 regions" if countries is None else "NUTS 2 regions of " + ", ".join(countries)
+    scope = "all NUTS 2 regions" if spec.countries is None else "NUTS 2 regions of " + ", ".join(spec.countries)
     return FurtherRun(
-        name="overview",
-        label=f"Europe overview: {o['dataset']}",
         job=job,
         title=f"Europe overview: {o['dataset']}, V = {settings}",
         subtitle=f"{scope}; {label}",
         html=out / "overview.html",
-        summary={"country": "all NUTS 2 regions"},
         source=source_of(provenance_dict(o["dataset"])) + "; NUTS 2021 boundaries: Eurostat GISCO",
         sections=True,
     )

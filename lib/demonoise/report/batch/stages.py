@@ -12,17 +12,28 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 
 from demonoise.analysis.settings import NoiseSetting
+from demonoise.core.atomic import atomic_dir, atomic_write_bytes, atomic_write_text, check_output_dir
 from demonoise.core.errors import DemonoiseError, ParameterError, ReportError
-from demonoise.io.datasets import country_provenance
+from demonoise.io import datasets as reg
+from demonoise.report.batch.execute import Job, Options, check_defined, run_jobs, running
 from demonoise.report.batch.params import ReportParams
+from demonoise.report.content.theme import setting_colours
 from demonoise.report.document import assemble as doc
+from demonoise.report.document import exporters
+from demonoise.report.document.index import IndexRow, write_index
+from demonoise.report.document.templates import find_template_dir
+from demonoise.runtime.fingerprint import digest, source_fingerprint
+from demonoise.runtime.locate import find_dir, find_notebook
 
 __all__ = ["SUMMARY", "CHANGE", "MAX_NOTEBOOKS", "Report", "Run", "BatchReport", "plan", "run_reports"]
 
@@ -64,7 +75,7 @@ class Report:
 
 @dataclass(frozen=True)
 class Run:
-    """One notebook execution of a report: the summary, or an indicator at one setting."""
+    """One notebook execution of a report: the summary, the change chapter, or an indicator at one setting."""
 
     report: Report
     notebook: str
@@ -113,17 +124,14 @@ def plan(
     ReportError
         A notebook of the reports is missing or breaks the contract.
     """
-    from demonoise.core.atomic import check_output_dir
-    from demonoise.report.batch.execute import check_defined
-    from demonoise.runtime.locate import find_dir, find_notebook
-
     output = check_output_dir(Path(output))
     reports = [Report(s.dataset, c) for s in params.selections for c in s.countries]
+    facts = {s.dataset: _dataset_facts(s.dataset) for s in params.selections}
     runs = []
     for r in reports:
         runs.append(Run(r, SUMMARY))
         runs += [Run(r, n, s) for n in params.indicators for s in params.settings]
-        if _multi_year(r.dataset):
+        if facts[r.dataset]["change"]:
             runs.append(Run(r, CHANGE))
     n = len(runs) + len(params.extras) + (params.overview is not None)
     if n > MAX_NOTEBOOKS and not yes:  # one line with its size and a time estimate; never a prompt
@@ -132,27 +140,17 @@ def plan(
             f"the batch is large: {len(reports)} reports, {n} notebook executions, about {minutes:.0f} minutes "
             f"on {workers} workers (more than {MAX_NOTEBOOKS} notebooks); pass --yes to run it"
         )
-    first: dict[str, Run] = {}  # the first run of each notebook
-    for run in runs:
-        first.setdefault(run.notebook, run)
-    notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in first), notebooks_dir)
-    facts = {s.dataset: _dataset_facts(s.dataset) for s in params.selections}
+    one = {run.notebook: run for run in runs}  # a run of each notebook (their parameters' names are alike)
+    notebooks = find_dir("notebooks", tuple(f"{n}.ipynb" for n in one), notebooks_dir)
     old = sorted(p for p in (output / "reports").glob("*/*-V*.*") if p.suffix in (".html", ".pdf"))
     state = Plan(params, output, notebooks, reports, runs, facts, old)
-    for n, run in first.items():
+    for n, run in one.items():
         check_defined(notebooks / f"{n}.ipynb", _parameters(run, Computed(Path(), Path()), state))
     for name, opts in params.extras:
         check_defined(find_notebook(name), dict(opts), name)
     for p in old:
         p.unlink(missing_ok=True)
     return state
-
-
-def _multi_year(dataset: str) -> bool:
-    """Whether ``dataset`` holds two or more years (its report has the chapter "Change since the previous year")."""
-    from demonoise.io import datasets as reg
-
-    return len(reg.years(dataset)) >= 2
 
 
 # ===================================================================== compute
@@ -167,8 +165,7 @@ class Computed:
 
 
 def _tables(report: Report, params: ReportParams, store: Path, **kw) -> Computed | None:
-    """One country's results and decision tables (:func:`demonoise.analysis.stored.country_tables`
-    with ``kw``: stored only, or computed here, the Monte Carlo on ``workers`` or ``cluster``)."""
+    """One country's tables, timed (:func:`~demonoise.analysis.stored.country_tables` with ``kw``)."""
     from demonoise.analysis.stored import ResultsSpec, country_tables
 
     same = ("V", "ptables", "granularity", "mc", "seed", "confidence")
@@ -187,8 +184,6 @@ def _tables(report: Report, params: ReportParams, store: Path, **kw) -> Computed
 def compute_task(report: Report, params: ReportParams) -> dict:
     """One country's tables computed in a scratch store on a worker (its Monte Carlo in that
     process), returned as bytes with their place and timing: no shared disk needed."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="dn-compute-") as tmp:
         root = Path(tmp).resolve()
         done = _tables(report, params, root, workers=1)
@@ -199,8 +194,6 @@ def compute_task(report: Report, params: ReportParams) -> dict:
 
 def _store_computed(out: dict, store: Path) -> Computed:
     """Write what :func:`compute_task` returned into ``store``, atomically (the decision directory whole)."""
-    from demonoise.core.atomic import atomic_dir, atomic_write_bytes
-
     decision, inside = store / out["decision"], out["decision"] + "/"
     with atomic_dir(decision) as tmp:
         for rel, data in out["files"].items():
@@ -213,59 +206,45 @@ def _store_computed(out: dict, store: Path) -> Computed:
 
 def _by_size(reports: list[Report]) -> list[Report]:
     """The reports, countries with most regions first (so that the largest does not start last)."""
-    from collections import Counter
-
-    from demonoise.io.datasets import load
-
     sizes: Counter = Counter()
     for d in dict.fromkeys(r.dataset for r in reports):
         with contextlib.suppress(DemonoiseError):  # its countries then fail in compute, one by one
-            sizes.update((d, x.country) for x in load(d).regions)
+            sizes.update((d, x.country) for x in reg.load(d).regions)
     return sorted(reports, key=lambda r: -sizes[r.dataset, r.country])
 
 
 def compute(state: Plan, cluster, log: Callable[[str], None]) -> dict[Report, Computed]:
-    """Every country's results and decision tables: read back where stored and up to date,
-    the others computed as tasks on ``cluster``, the largest countries first; a single
-    country (or no worker processes) is computed here, its Monte Carlo blocks on the
-    cluster (a task of its own would hold the whole Monte Carlo in one worker)."""
+    """Every country's results and decision tables: read back where stored and up to date, the
+    others computed as tasks on ``cluster``, largest first; a single country (or without worker
+    processes) here, its Monte Carlo blocks on the cluster (one task would hold them all)."""
     store = state.output / "results"
     done = {r: _tables(r, state.params, store, stored=True) for r in state.reports}
     todo = [r for r in _by_size(state.reports) if done[r] is None]
-
-    def failed(r: Report, e: BaseException) -> None:
-        done[r] = Computed(error=f"results for {r.label} failed: {_why(e)}")
-        log(f"demonoise report: {done[r].error}")
-
-    if len(todo) == 1 or not cluster.fans_out:
-        for r in todo:
-            try:
-                done[r] = _tables(r, state.params, store, workers=cluster.workers, cluster=cluster)
-            except Exception as e:
-                failed(r, e)
-        return done
+    here = len(todo) == 1 or not cluster.fans_out
+    task = partial(_tables, store=store, workers=cluster.workers, cluster=cluster) if here else compute_task
     items, names = [(r, state.params) for r in todo], [f"{r.dataset}-{r.country}" for r in todo]
-    for i, value, err in cluster.each(compute_task, items, label="compute", names=names):
+    for i, value, err in cluster.each(task, items, label="compute", names=names, count=0 if here else None):
         try:
             if err is not None:
                 raise err
-            done[todo[i]] = _store_computed(value, store)
-        except Exception as e:
-            failed(todo[i], e)
+            done[todo[i]] = value if here else _store_computed(value, store)
+        except Exception as e:  # this country's report fails; the others go on
+            done[todo[i]] = Computed(error=f"results for {todo[i].label} failed: {_why(e)}")
+            log(f"demonoise report: {done[todo[i]].error}")
     return done
 
 
 # ===================================================================== execute
 def _dataset_facts(dataset: str) -> dict:
-    """Label, reference year, provenance and the ``implications`` text of a dataset."""
-    from demonoise.io import datasets as reg
-
+    """Label, reference year, provenance and ``implications`` text of a dataset; ``change``: whether
+    it holds two or more years (its reports have the chapter "Change since the previous year")."""
     info = next((d for d in reg.available() if d.name == dataset), None)
     return {
         "label": getattr(info, "label", "") or "",
         "year": getattr(info, "year", None),
         "provenance": reg.provenance_dict(dataset),
         "implications": getattr(info, "implications", "") or "",
+        "change": len(reg.years(dataset)) >= 2,
     }
 
 
@@ -294,43 +273,36 @@ def _parameters(run: Run, done: Computed, state: Plan) -> dict:
         **base,
         "thresholds": list(params.thresholds),
         "recommend": params.recommend.model_dump(),
-        "provenance": country_provenance(facts["provenance"], report.dataset, report.country),
+        "provenance": reg.country_provenance(facts["provenance"], report.dataset, report.country),
         "year": facts["year"],
         "seed": params.seed,
     }
 
 
-def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, workers: int) -> list:
+def further(state: Plan, cluster, log: Callable[[str], None], *, force: bool, workers: int):
     """The Europe overview (its tables computed here, the Monte Carlo on ``cluster``) and the
-    extras, each a :class:`~demonoise.report.batch.extras.FurtherRun` ready to run (or with
-    the ``error`` that stopped it): their notebooks run and render with the countries'."""
-    from functools import partial
-
+    extras, each yielded as a :class:`~demonoise.report.batch.extras.FurtherRun` ready to run
+    with its index line (or the ``error`` that stopped it), to run and render with the countries'."""
     from demonoise.report.batch.extras import FurtherRun, extra_run, overview_run
 
     params, todo = state.params, []
     if params.overview is not None:
         ov = {**params.overview.model_dump(), "V": params.V or (1.0,), "ptables": params.ptables}
         run = partial(overview_run, ov, state.output, force=force, workers=workers, cluster=cluster)
-        todo.append((f"Europe overview: {ov['dataset']}", run))
+        todo.append((f"Europe overview: {ov['dataset']}", "all NUTS 2 regions", run))
     for name, opts in params.extras:
         kw = {k: list(v) if isinstance(v, tuple) else v for k, v in opts}
-        todo.append((f"{name} notebook", partial(extra_run, name, kw, state.output / "extras")))
-    out = []
-    for label, prepare in todo:
+        todo.append((f"{name} notebook", name, partial(extra_run, name, kw, state.output / "extras")))
+    for label, country, prepare in todo:  # the index line: label and country column
         log(f"demonoise report: {label}")
         try:
-            out.append(prepare())
+            yield replace(prepare(), label=label, summary={"country": country})
         except Exception as e:
-            out.append(FurtherRun(label, label, error=_why(e)))
-    return out
+            yield FurtherRun(label, error=_why(e))
 
 
 def _jobs(state: Plan, computed: Mapping[Report, Computed]) -> dict:
-    """The notebook runs of the countries whose tables are there, as :class:`~.execute.Job`
-    objects; the runs after a chapter's first leave out its chapter-only cells (tag ``chapter``)."""
-    from demonoise.report.batch.execute import Job
-
+    """The runs as Jobs where their tables are there; a chapter's later settings without its ``chapter`` cells."""
     return {
         run: Job(
             state.notebooks / f"{run.notebook}.ipynb",
@@ -351,7 +323,6 @@ def assemble_report(report: Report, state: Plan):
     (a subsection per setting), then the closing parts of the summary (generic vs p-table,
     calibration, method and data)."""
     from demonoise.report.content.summary import source_of
-    from demonoise.report.content.theme import setting_colours
     from demonoise.report.document.cover import cover_html
 
     out, facts = state.output, state.facts[report.dataset]
@@ -378,7 +349,7 @@ def assemble_report(report: Report, state: Plan):
         index_href="../../index.html",
         data_zip=doc.data_zip_name(report.html(out)),
     )
-    change = [doc.Section(Run(report, CHANGE).output(out), anchor="change")] if _multi_year(report.dataset) else []
+    change = [doc.Section(Run(report, CHANGE).output(out), anchor="change")] if facts["change"] else []
     wide = [p for p in parts[1:] if p.landscape]  # run on after the main points' landscape pages
     nb = doc.assemble(
         [parts[0], *wide, *chapters, *change, *(p for p in parts[1:] if not p.landscape)],
@@ -395,28 +366,22 @@ LANDSCAPE = ("Main points", "Calibration")
 
 
 def _wide_part(part) -> bool:
-    first = next((c for c in part.cells if c.get("cell_type") == "markdown"), None)
-    title = (first.get("source", "") if first else "").lstrip().removeprefix("# ").split("\n")[0].strip()
-    return title in LANDSCAPE
+    first = next((c for c in part.cells if c.get("cell_type") == "markdown"), {})
+    return first.get("source", "").lstrip().removeprefix("# ").split("\n")[0].strip() in LANDSCAPE
 
 
 def _run_errors(report: Report, state: Plan, executed: Mapping) -> str | None:
     """Why ``report``'s runs cannot be assembled (a notebook failed, or a section does not show
     the dataset, country and setting its run asked for: :func:`check_shown`), or ``None``."""
     every, errs = [s.label for s in state.params.settings], []
+    asked = {"dataset": report.dataset, "country": report.country}
     for run in (r for r in state.runs if r.report == report):
-        res, one = executed.get(run), None if run.setting is None else run.setting.label
+        res, one = executed[run], None if run.setting is None else run.setting.label
         try:
-            if res is not None and res.status == "failed":
+            if not res.ok:
                 where = f"; executed notebook kept at {res.failed_notebook}" if res.failed_notebook else ""
                 raise DemonoiseError(f"{res.error}{where}")
-            check_shown(
-                run.output(state.output),
-                dataset=report.dataset,
-                country=report.country,
-                setting=one,
-                settings=every if one is None else (),
-            )
+            check_shown(run.output(state.output), **asked, setting=one, settings=every if one is None else ())
         except DemonoiseError as e:
             errs.append(f"{run.name}: {e}")
     return "\n".join(errs) or None
@@ -456,16 +421,13 @@ def _start(r: doc.RenderResult, nb, build: Path, html: Path, pdf: Path | None) -
     """Write the assembled ``nb`` under ``build``; its render task, or ``None`` (``r`` then up to
     date) when its stamp says the outputs come from the same document, library and template."""
     from demonoise.analysis.stored import content_key
-    from demonoise.report.document.templates import find_template_dir
-    from demonoise.runtime.fingerprint import digest, source_fingerprint
 
     nb_path, stamp = doc.write_notebook(nb, build / "report.ipynb"), build / "report.json"
     key = digest([content_key(nb_path), source_fingerprint(), content_key(find_template_dir()), pdf is not None])
-    try:
+    old = {}
+    with contextlib.suppress(OSError, ValueError):
         old = json.loads(stamp.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        old = {}
-    if old.get("key") != key or not all(p.is_file() for p in [html] + ([pdf] if pdf else [])):
+    if old.get("key") != key or not all(p.is_file() for p in filter(None, (html, pdf))):
         return nb_path, html, pdf, key, stamp
     r.status, r.html, r.pdf, r.pages = "skipped", html, pdf, old.get("pages", 0)
     r.files = tuple(Path(p) for p in old.get("files", []))
@@ -490,14 +452,9 @@ def _document(owner, state: Plan, executed: Mapping, computed: Mapping) -> tuple
 
 
 def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, pdf_reason) -> dict:
-    """Every document -- the overview's and extras' first, then each country's -- assembled
-    here and rendered as a task on ``cluster``, submitted as soon as it is assembled (the
-    workers render while the next is assembled); what comes back is written here
-    (atomically) and stamped (:func:`_start`). Returns ``{Report or FurtherRun: RenderResult}``."""
-    from dataclasses import replace
-
-    from demonoise.core.atomic import atomic_write_text
-
+    """Every document -- the overview's and extras' first, then each country's -- assembled here
+    and rendered as a task on ``cluster`` as soon as it is (the workers render while the next is
+    assembled); what comes back is written here, atomically, and stamped (:func:`_start`); returns the outcomes."""
     outcomes: dict = {}
     tasks, names = [], []  # filled as the documents are assembled
 
@@ -506,12 +463,10 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             try:
                 nb, r, build, html = _document(owner, state, executed, computed)
             except Exception as e:  # one document's failure is recorded; the others go on
-                outcomes[owner] = doc.RenderResult(status="failed", error=_why(e))
+                outcomes[owner] = doc.RenderResult(pdf_error=pdf_reason, status="failed", error=_why(e))
                 continue
-            r.pdf_error = pdf_reason
-            outcomes[owner] = r
-            task = _start(r, nb, build, html, None if pdf_reason else html.with_suffix(".pdf"))
-            if task is not None:
+            outcomes[owner], r.pdf_error = r, pdf_reason
+            if task := _start(r, nb, build, html, None if pdf_reason else html.with_suffix(".pdf")):
                 tasks.append((owner, task))
                 names.append(owner.label)
                 yield task[0].read_bytes(), html.stem, pdf_reason is None
@@ -524,11 +479,10 @@ def render(state: Plan, computed, executed: Mapping, extra: Sequence, cluster, p
             if err is not None:
                 raise err
             res = doc.write_rendered(value, html, pdf)
-            done = res.pdf is not None or r.pdf_error is not None  # else the next run tries the PDF again
-            files = [str(f) for f in res.files]
-            atomic_write_text(stamp, json.dumps({"key": key if done else None, "pages": res.pages, "files": files}))
-            pdf_error = res.pdf_error or r.pdf_error
-            outcomes[owner] = replace(res, pdf_error=pdf_error, metrics=r.metrics, notebook_seconds=r.notebook_seconds)
+            key = key if res.pdf is not None or pdf_reason is not None else None  # else the next run tries the PDF
+            atomic_write_text(stamp, json.dumps({"key": key, "pages": res.pages, "files": list(map(str, res.files))}))
+            res.metrics, res.notebook_seconds = r.metrics, r.notebook_seconds
+            outcomes[owner] = replace(res, pdf_error=res.pdf_error or pdf_reason)
         except Exception as e:
             r.status, r.error = "failed", f"rendering failed: {_why(e)}"
     return outcomes
@@ -563,32 +517,20 @@ class BatchReport:
         )
 
 
-#: The stages of a batch, each timed in :attr:`BatchReport.timings`.
-STAGES = ("plan", "compute", "execute", "render", "index")
 #: The CSV files of a report the index links by name (the decision module's tables).
 INDEX_CSV = {"decision": "decision", "calibration": "calibration", "error_bands": "error bands"}
 
 
-def _row(name: str, o: doc.RenderResult, summary, pdf_reason: str | None, files=()):
+def _row(name: str, o: doc.RenderResult, summary, files=()):
     """The index row of a rendered (or failed) document."""
-    from demonoise.report.document.index import IndexRow
-
-    by_stem = {Path(f).stem: Path(f) for f in files}
-    links = {label: by_stem[stem] for stem, label in INDEX_CSV.items() if stem in by_stem}
-    pdf_reason = None if o.pdf is not None else (o.pdf_error or pdf_reason)
-    return IndexRow(name, o.status, o.html, o.pdf, pdf_reason, o.error, summary, tuple(files), links)
+    links = {label: f for stem, label in INDEX_CSV.items() for f in files if f.stem == stem}
+    return IndexRow(name, o.status, o.html, o.pdf, o.pdf_error, o.error, summary, files, links)
 
 
 def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: list, *, pdf_reason: str | None) -> Path:
-    """``<output>/index.html``: one row per country, then the overview and the extras
-    (``further``: their rows)."""
-    from demonoise.report.document.index import write_index
-
-    rows = [
-        _row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, pdf_reason, o.files)
-        for r, o in rendered.items()
-    ]
-    labels = {d: f["label"] for d, f in state.facts.items()}
+    """``<output>/index.html``: one row per country, then the ``further`` rows (overview, extras)."""
+    rows = [_row(r.label, o, (o.metrics.get("index") or {}).get("columns") or {}, o.files) for r, o in rendered.items()]
+    labels = {d: f["label"] for d, f in state.facts.items() if f["label"]}
     settings = ", ".join(s.label for s in state.params.settings)
     intro = (
         "Quality reports: how noise-based disclosure control (the Cell Key Method: its generic model, integer noise "
@@ -602,7 +544,7 @@ def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: lis
         state.output / "index.html",
         title=state.params.title,
         intro=intro,
-        data_status={d: lab for d, lab in labels.items() if lab},
+        data_status=labels,
         modelled=any("modelled" in lab.lower() or "demonstration" in lab.lower() for lab in labels.values()),
     )
 
@@ -639,14 +581,11 @@ def run_reports(
     ClusterError
         The cluster cannot be used, or its scheduler was lost mid-run (``ClusterLost``).
     """
-    from demonoise.report.batch.execute import Options, run_jobs, running
-    from demonoise.report.document.exporters import pdf_engine_problem
-
     if workers < 1:
         raise ParameterError(f"workers must be >= 1, got {workers}")
-    laps = [time.perf_counter()]  # then the end of each of the STAGES
+    laps = [time.perf_counter()]  # then the end of each stage
     asked = params.pdf if pdf is None else pdf
-    pdf_reason = pdf_engine_problem() if asked else "no PDF: not requested (--no-pdf or pdf: false)"
+    pdf_reason = exporters.pdf_engine_problem() if asked else "no PDF: not requested (--no-pdf or pdf: false)"
     log = log or (lambda msg: None)
     with running(cluster, workers, params.scheduler) as cluster:
         state = plan(params, Path(output), notebooks_dir, yes=yes, workers=workers)
@@ -660,7 +599,7 @@ def run_reports(
         laps.append(time.perf_counter())
         computed = compute(state, cluster, log)
         laps.append(time.perf_counter())
-        extra = further(state, cluster, log, force=force, workers=workers)
+        extra = list(further(state, cluster, log, force=force, workers=workers))
         opts = Options()
         jobs = {**{f: f.job for f in extra if f.job is not None}, **_jobs(state, computed)}
         executed = run_jobs(jobs, cluster=cluster, options=opts, force=force, progress=progress)
@@ -668,11 +607,11 @@ def run_reports(
         outcomes = render(state, computed, executed, extra, cluster, pdf_reason)
         rendered = {r: outcomes[r] for r in state.reports}
         laps.append(time.perf_counter())
-        rows = [_row(f.label, outcomes[f], f.summary, pdf_reason) for f in extra]
+        rows = [_row(f.label, outcomes[f], f.summary) for f in extra]
         path = index(state, rendered, rows, pdf_reason=pdf_reason)
         laps.append(time.perf_counter())
     times = {
-        **dict(zip(STAGES, (b - a for a, b in pairwise(laps)), strict=True)),
+        **dict(zip(("plan", "compute", "execute", "render", "index"), (b - a for a, b in pairwise(laps)), strict=True)),
         "total": laps[-1] - laps[0],
         "compute_work": sum(c.seconds for c in computed.values()),
         "notebooks": sum(r.seconds for r in executed.values()),
