@@ -183,11 +183,10 @@ class Options:
     note: str | None = None
 
     def __post_init__(self):
-        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+        from jupyter_client.kernelspec import NoSuchKernel
 
         try:
-            if self.kernel != _FALLBACK_KERNEL:
-                KernelSpecManager().get_kernel_spec(self.kernel)
+            _spec(self)
         except NoSuchKernel:
             note = (
                 f"kernelspec {self.kernel!r} not found; running notebooks with the current interpreter "
