@@ -279,12 +279,9 @@ def _kernel_for(opts: Options):
     """The kept kernel if it is alive, else a fresh one."""
     from jupyter_core.utils import run_sync
 
-    kernel = _state["kernel"]
-    if kernel is not None and kernel.runs and not (kernel.has_kernel and run_sync(kernel.is_alive)()):
-        kernel.kill()
-        kernel = None
-    if kernel is None:
-        kernel = _state["kernel"] = _new_kernel(opts)
+    if _state["kernel"] is not None and not run_sync(_state["kernel"].is_alive)():  # died since its last task
+        end_kernels()
+    kernel = _state["kernel"] = _state["kernel"] or _new_kernel(opts)
     kernel.run_id = opts.run_id
     return kernel
 
