@@ -88,7 +88,7 @@ GOOD = {"datasets": {"ess-2023": ["LU"]}, "noise": [{"V": 1}, {"V": 5}, {"ptable
         ({"thresholds": [11]}, "thresholds: threshold 11 outside (0, 10]"),
         ({"confidence": [0.95, 1.0]}, "confidence: confidence 1 outside (0, 1)"),
         ({"confidence": [0]}, "confidence: confidence 0 outside (0, 1)"),
-        ({"recommend": {"indicator": "gdp"}}, "recommend.indicator: unknown recommend indicator 'gdp'; choose from e0"),
+        ({"recommend": {"indicator": "gdp"}}, "recommend.indicator: unknown indicator 'gdp'; choose from 'e0', 'e65'"),
         ({"recommend": {"indicator": "e0", "threshold": -1}}, "recommend.threshold: threshold -1 outside (0, 10]"),
         ({"publisher": {"organisation": "Statistics Nowhere"}}, "publisher.contact: required key missing"),
         ({"publisher": {"organisation": "S", "contact": "c", "colour": 1}}, "publisher.colour: unknown key"),

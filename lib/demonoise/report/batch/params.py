@@ -147,12 +147,6 @@ class Publisher(_Strict):
     date: Annotated[str | None, BeforeValidator(_iso)] = None
 
 
-def _headline(i: str) -> str:
-    if i.lower() not in HEADLINES:
-        raise ValueError(f"unknown recommend indicator {i!r}; choose from {', '.join(HEADLINES)}")
-    return i.lower()
-
-
 def _within(x, what: str, top: float, closed: bool = True) -> float:
     """``x`` if in (0, ``top``] (``closed``) or (0, ``top``); ValueError naming ``what`` otherwise."""
     if not (0 < x < top or closed and x == top):
@@ -175,7 +169,7 @@ def _levels(what: str, top: float, closed: bool, none: str):
 class Recommend(_Strict):
     """What the recommended V is for: the smallest V_max of ``indicator`` at ``threshold``."""
 
-    indicator: Annotated[str, AfterValidator(_headline)] = "e0"
+    indicator: Annotated[Literal[tuple(HEADLINES)], BeforeValidator(lambda i: str(i).strip().lower())] = "e0"
     threshold: Annotated[float, AfterValidator(lambda t: _within(t, "threshold", THRESHOLD_MAX))] = A_SMALL
 
 
