@@ -6,9 +6,8 @@ when up to date, else sends its task (the notebook and the files it reads, as by
 failure kept as ``<stem>.failed.ipynb``).
 
 Kernel reuse is papermill's public engine API: ``execute_notebook(..., km=km)`` with the
-process's kept kernel manager and a first cell that resets the namespace and changes
-directory (removed afterwards); a kernel that died or timed out is replaced, and
-:func:`end_kernels` ends them when a batch ends.
+process's kept kernel manager, its namespace reset before each later notebook; a kernel
+that died or timed out is replaced, and :func:`end_kernels` ends them when a batch ends.
 """
 
 from __future__ import annotations
@@ -37,8 +36,6 @@ __all__ = ["Job", "JobResult", "Options", "running", "run_jobs", "job_key", "fai
 
 DEFAULT_KERNEL = "demonoise"
 _FALLBACK_KERNEL = "demonoise-current-interpreter"
-#: Tag of the first cell of every run (namespace reset and working directory), removed after.
-RESET_TAG = "demonoise-reset"
 #: Seconds a cell may run, and a kernel may take to start.
 CELL_TIMEOUT, START_TIMEOUT = 600.0, 60.0
 
@@ -81,31 +78,15 @@ class Job:
 
 
 @dataclass(frozen=True)
-class JobError:
-    """Why a job failed. ``cell_index`` counts the cells of the executed notebook
-    (papermill's injected parameters cell included); ``execution_count`` is ``In [n]``."""
-
-    ename: str
-    evalue: str
-    cell_index: int | None = None
-    execution_count: int | None = None
-    cell_source: str | None = None
-
-    def __str__(self) -> str:
-        n = "" if self.execution_count is None else f", In [{self.execution_count}]"
-        where = "" if self.cell_index is None else f" (cell {self.cell_index}{n})"
-        return f"{self.ename}: {self.evalue}{where}"
-
-
-@dataclass(frozen=True)
 class JobResult:
     """Outcome of one job: ``status`` ``"ok"``, ``"failed"`` or ``"skipped"`` (up to date);
-    ``notebook``, the executed notebook's bytes, only on its way back from a worker."""
+    ``error``, why it failed (:func:`_error_from`); ``notebook``, the executed notebook's
+    bytes, only on its way back from a worker."""
 
     job: Job
     status: str
     seconds: float = 0.0
-    error: JobError | None = None
+    error: str | None = None
     failed_notebook: Path | None = None
     kernel_reused: bool = False
     key: str = ""
@@ -136,12 +117,11 @@ def job_key(job: Job, *, library: str) -> str:
 
 
 def output_key(path: Path) -> str | None:
-    """Run key recorded in an executed notebook, or ``None`` (missing, unreadable, failed)."""
+    """Run key recorded in an executed notebook, or ``None`` (missing, unreadable; a failure's is ``None``)."""
     try:
-        meta = json.loads(path.read_bytes()).get("metadata", {})
+        return json.loads(path.read_bytes()).get("metadata", {}).get("demonoise", {}).get("run", {}).get("key")
     except (OSError, ValueError):
         return None
-    return None if meta.get("papermill", {}).get("exception") else meta.get("demonoise", {}).get("run", {}).get("key")
 
 
 def failed_path(output: Path) -> Path:
@@ -203,11 +183,10 @@ class Options:
     note: str | None = None
 
     def __post_init__(self):
-        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+        from jupyter_client.kernelspec import NoSuchKernel
 
         try:
-            if self.kernel != _FALLBACK_KERNEL:
-                KernelSpecManager().get_kernel_spec(self.kernel)
+            _spec(self)
         except NoSuchKernel:
             note = (
                 f"kernelspec {self.kernel!r} not found; running notebooks with the current interpreter "
@@ -220,29 +199,23 @@ class Options:
 
 
 # ====================================================================== kernels
-def _spec_manager(opts: Options):
-    """Kernelspecs as installed, or the current interpreter (the fallback kernel); with
-    ``$PYTHONPATH`` made absolute (a kernel runs in the notebook's directory), no input
-    history (one SQLite file every kernel would lock) and no output cache (its flush makes
-    every reset a full garbage collection)."""
+def _spec(opts: Options):
+    """The kernelspec (the current interpreter for the fallback kernel) with ``$PYTHONPATH``
+    made absolute (papermill runs a notebook in its folder), no input history (one SQLite
+    file every kernel would lock) and no output cache (its flush makes every reset a full
+    garbage collection)."""
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
-    path = os.environ.get("PYTHONPATH")
-    pythonpath = os.pathsep.join(str(Path(p).resolve()) if p else p for p in path.split(os.pathsep)) if path else None
-
-    class _Specs(KernelSpecManager):
-        def get_kernel_spec(self, kernel_name, *args, **kwargs):
-            if opts.kernel == _FALLBACK_KERNEL:
-                argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-                spec = KernelSpec(argv=argv, display_name=sys.executable, language="python", resource_dir="")
-            else:
-                spec = super().get_kernel_spec(kernel_name, *args, **kwargs)
-            if pythonpath:
-                spec.env = {**(spec.env or {}), "PYTHONPATH": pythonpath}
-            spec.argv = [*spec.argv, "--HistoryManager.enabled=False", "--InteractiveShell.cache_size=0"]
-            return spec
-
-    return _Specs()
+    if opts.kernel == _FALLBACK_KERNEL:
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        spec = KernelSpec(argv=argv, display_name=sys.executable, language="python", resource_dir="")
+    else:
+        spec = KernelSpecManager().get_kernel_spec(opts.kernel)
+    if path := os.environ.get("PYTHONPATH"):
+        absolute = os.pathsep.join(str(Path(p).resolve()) if p else p for p in path.split(os.pathsep))
+        spec.env = {**(spec.env or {}), "PYTHONPATH": absolute}
+    spec.argv = [*spec.argv, "--HistoryManager.enabled=False", "--InteractiveShell.cache_size=0"]
+    return spec
 
 
 def _new_kernel(opts: Options):
@@ -269,7 +242,7 @@ def _new_kernel(opts: Options):
                 self._ready = True
 
     class Kernel(AsyncKernelManager):
-        runs, run_id, kept = 0, "", None
+        runs, run_id, kept, kernel_spec = 0, "", None, _spec(opts)
 
         def client(self, **kwargs):
             if self.kept is None:
@@ -292,7 +265,6 @@ def _new_kernel(opts: Options):
     ipc = len(str(scratch / "ipc-00000")) < 100
     return Kernel(
         kernel_name=opts.kernel,
-        kernel_spec_manager=_spec_manager(opts),
         transport="ipc" if ipc else "tcp",
         connection_file=str(scratch / "kernel.json"),
         ip=str(scratch / "ipc") if ipc else "127.0.0.1",
@@ -307,12 +279,9 @@ def _kernel_for(opts: Options):
     """The kept kernel if it is alive, else a fresh one."""
     from jupyter_core.utils import run_sync
 
-    kernel = _state["kernel"]
-    if kernel is not None and kernel.runs and not (kernel.has_kernel and run_sync(kernel.is_alive)()):
-        kernel.kill()
-        kernel = None
-    if kernel is None:
-        kernel = _state["kernel"] = _new_kernel(opts)
+    if _state["kernel"] is not None and not run_sync(_state["kernel"].is_alive)():  # died since its last task
+        end_kernels()
+    kernel = _state["kernel"] = _state["kernel"] or _new_kernel(opts)
     kernel.run_id = opts.run_id
     return kernel
 
@@ -356,38 +325,35 @@ def _localised(parameters: Mapping[str, Any], files: Mapping[str, Any], where: P
     return {k: copies.get(v, v) if isinstance(v, str) else v for k, v in parameters.items()}
 
 
-def _input_notebook(job: Job, notebook: bytes, cwd: str, reset: bool):
-    """``notebook`` without the cells ``job`` skips, after a first cell (:data:`RESET_TAG`)."""
-    from nbformat.v4 import new_code_cell
-
-    nb = read_notebook_text(notebook.decode("utf-8"))
-    code = f"__import__('os').chdir({cwd!r})" + ("\nget_ipython().reset(new_session=True)" if reset else "")
-    first = new_code_cell(code, metadata={"tags": [RESET_TAG]})
-    nb.cells = [first, *(c for c in nb.cells if not set(job.skip_tags) & _tags(c))]
-    return nb
-
-
 def _tags(cell) -> set:
     return set(cell.get("metadata", {}).get("tags") or ())
 
 
 def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
-    """Execute ``job`` from ``task`` (:func:`_task_of`) with papermill in this process's kept
-    kernel; the result carries the executed notebook's bytes. A ``KeyboardInterrupt`` kills
-    the kernel before it goes on."""
+    """Execute ``job`` from ``task`` (:func:`_task_of`), without the cells it skips, with
+    papermill in this process's kept kernel (a new one starts in the task's folder; a kept
+    one changes to it and resets its namespace first); the result carries the executed
+    notebook's bytes. A ``KeyboardInterrupt`` kills the kernel before it goes on."""
     import tempfile
 
     import papermill as pm
+    from jupyter_core.utils import run_sync
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dn-task-") as tmp:
         parameters = _localised(job.parameters, task["files"], Path(tmp))
         cwd = task["cwd"] if Path(task["cwd"]).is_dir() else tmp
+        nb = read_notebook_text(task["notebook"].decode("utf-8"))
+        nb.cells = [c for c in nb.cells if not set(job.skip_tags) & _tags(c)]
         kernel = _kernel_for(opts)
         reused, error, out = kernel.runs > 0, None, Path(tmp) / "executed.ipynb"
         try:
+            if reused:
+                reset = "\nget_ipython().reset(new_session=True)" if opts.reset else ""
+                code = f"__import__('os').chdir({cwd!r}){reset}"
+                run_sync(kernel.kept.execute_interactive)(code, store_history=False, timeout=START_TIMEOUT)
             pm.execute_notebook(
-                _input_notebook(job, task["notebook"], cwd, opts.reset),
+                nb,
                 str(out),
                 parameters=parameters,
                 kernel_name=opts.kernel,
@@ -413,15 +379,16 @@ def execute_task(job: Job, task: Mapping, opts: Options) -> JobResult:
     return JobResult(job, status, seconds, error, None, reused, "", os.getpid(), executed)
 
 
-def _error_from(exc: BaseException) -> JobError:
-    """Why a task failed: papermill's cell error, else the exception's first line."""
+def _error_from(exc: BaseException) -> str:
+    """Why a task failed: papermill's cell error, its cell counted in the executed notebook
+    (``ValueError: ... (cell 3, In [2])``), else the exception's first line."""
     from papermill.exceptions import PapermillExecutionError
 
     if isinstance(exc, PapermillExecutionError):
-        index = exc.cell_index - 1 if exc.cell_index else exc.cell_index  # the reset cell is not counted
-        return JobError(str(exc.ename), str(exc.evalue), index, exc.exec_count, (exc.source or "")[:2000])
+        n = "" if exc.exec_count is None else f", In [{exc.exec_count}]"
+        return f"{exc.ename}: {exc.evalue} (cell {exc.cell_index}{n})"
     lines = str(exc).strip().splitlines()
-    return JobError(type(exc).__name__, lines[0][:2000] if lines else type(exc).__name__)
+    return f"{type(exc).__name__}: {lines[0][:2000] if lines else type(exc).__name__}"
 
 
 # ========================================================== before and after a task
@@ -447,13 +414,12 @@ def _finish(job: Job, key: str, opts: Options, res: JobResult) -> JobResult:
     if res.notebook is None:
         return replace(res, job=job, key=key)
     nb = read_notebook_text(res.notebook.decode("utf-8"))
-    nb.cells = [c for c in nb.cells if RESET_TAG not in _tags(c)]
     nb.metadata["demonoise"] = {
         **(nb.metadata.get("demonoise") or {}),
         "run": {
             "key": key if res.ok else None,
             "status": "ok" if res.ok else "failed",
-            "error": None if res.error is None else str(res.error),
+            "error": res.error,
             "library": opts.library,
             "data_fingerprint": job.data_fingerprint,
             "kernel": opts.kernel,

@@ -65,16 +65,7 @@ from demonoise.noise.ptable import check_variance
 from demonoise.runtime.cluster import check_address
 from demonoise.uncertainty.calibration import THRESHOLD_MAX
 
-__all__ = [
-    "REPORT_INDICATORS",
-    "EXTRAS",
-    "Publisher",
-    "Recommend",
-    "Selection",
-    "ReportParams",
-    "parse_params",
-    "load_params",
-]
+__all__ = ["REPORT_INDICATORS", "EXTRAS", "ReportParams", "parse_params", "load_params"]
 
 #: The indicator chapters of a report, in order, with the notebook of each.
 REPORT_INDICATORS: tuple[str, ...] = ("asfr", "tfr", "asmr", "life_expectancy")
@@ -92,8 +83,7 @@ def _setting(spec) -> NoiseSetting:
     with the params) as a NoiseSetting; a bad value named by its key (``.V: ...``)."""
     from demonoise.analysis.ptables import embedded_ptable_names, resolve_ptable
 
-    extra = [k for k in spec if k not in ("V", "ptable")] if isinstance(spec, Mapping) else []
-    if extra:
+    if isinstance(spec, Mapping) and (extra := [k for k in spec if k not in ("V", "ptable")]):
         raise ValueError(f".{extra[0]}: unknown key")
     if not isinstance(spec, Mapping) or (spec.get("V") is None) == (spec.get("ptable") is None):
         raise ValueError("a setting is either {V: <variance>} or {ptable: <name or file>}")
@@ -143,10 +133,8 @@ def _value_error(prefix: str = ""):
 
 
 def _iso(d):
-    if d is None or isinstance(d, date):
-        return None if d is None else d.isoformat()
-    try:
-        return date.fromisoformat(str(d).strip()).isoformat()
+    try:  # a date YAML read, or text
+        return None if d is None else date.fromisoformat(str(d).strip()).isoformat()
     except ValueError:
         raise ValueError(f"not a date: give it as YYYY-MM-DD, e.g. 2026-12-01, got {d!r}") from None
 
@@ -157,12 +145,6 @@ class Publisher(_Strict):
     organisation: str = Field(min_length=1)
     contact: str = Field(min_length=1)
     date: Annotated[str | None, BeforeValidator(_iso)] = None
-
-
-def _headline(i: str) -> str:
-    if i.lower() not in HEADLINES:
-        raise ValueError(f"unknown recommend indicator {i!r}; choose from {', '.join(HEADLINES)}")
-    return i.lower()
 
 
 def _within(x, what: str, top: float, closed: bool = True) -> float:
@@ -187,7 +169,7 @@ def _levels(what: str, top: float, closed: bool, none: str):
 class Recommend(_Strict):
     """What the recommended V is for: the smallest V_max of ``indicator`` at ``threshold``."""
 
-    indicator: Annotated[str, AfterValidator(_headline)] = "e0"
+    indicator: Annotated[Literal[tuple(HEADLINES)], BeforeValidator(lambda i: str(i).strip().lower())] = "e0"
     threshold: Annotated[float, AfterValidator(lambda t: _within(t, "threshold", THRESHOLD_MAX))] = A_SMALL
 
 
@@ -361,20 +343,18 @@ class ReportParams(_Strict):
     overview: Annotated[Overview | None, BeforeValidator(_overview)] = None
     extras: Annotated[tuple[tuple[str, tuple], ...], BeforeValidator(_extras)] = ()
     scheduler: Annotated[str, AfterValidator(check_address)] | None = None
-    source: str = Field("", exclude=True)
     notices: tuple[str, ...] = Field((), exclude=True)
 
     @model_validator(mode="before")
     @classmethod
-    def _as_written(cls, data, info: ValidationInfo):
+    def _as_written(cls, data):
         """The file's mapping, the old form ``V: [1, 5]`` (with ``noise: generic``) read as
-        settings with a notice; ``source`` and ``notices`` are not keys of the file."""
+        settings with a notice; ``notices`` is not a key of the file."""
         if not isinstance(data, Mapping):
             raise ValueError(f"the params file must be a mapping of keys to values, got {type(data).__name__}")
         data, notices = {str(k): v for k, v in data.items()}, ()
-        for k in ("source", "notices"):
-            if k in data:
-                raise ValueError(f".{k}: unknown key")
+        if "notices" in data:
+            raise ValueError(".notices: unknown key")
         if "V" in data:
             if data.get("noise", "generic") not in ("generic", None):
                 raise ValueError(
@@ -387,11 +367,7 @@ class ReportParams(_Strict):
             notices = (f"the old form `V: {V}` with `noise: generic` is read as `{new}`; write that instead",)
         if not isinstance(data.setdefault("noise", []), (list, tuple)):
             raise ValueError(".noise: a list of settings, e.g. [{V: 1}, {V: 5}, {ptable: v01}]")
-        return {**data, "notices": notices, "source": str((info.context or {}).get("source", ""))}
-
-    @property
-    def n_reports(self) -> int:
-        return sum(len(s.countries) for s in self.selections)
+        return {**data, "notices": notices}
 
     @property
     def V(self) -> tuple[float, ...]:
