@@ -1,6 +1,5 @@
 """nbconvert exporters of the reports: offline HTML, the PDF's Typst source, and the PDF compiled
-from it in this process by the ``typst`` wheel; in each, every chart and table numbered with a
-caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`).
+from it in this process by the ``typst`` wheel; each numbers charts and tables (:class:`DocumentPreprocessor`).
 """
 
 from __future__ import annotations
