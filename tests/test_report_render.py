@@ -16,7 +16,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from demonoise.core.errors import ParameterError, ReportError
 from demonoise.report.batch.execute import Job, run_jobs
-from demonoise.report.content.notebook import METRICS_MIME
+from demonoise.report.content.notebook import METRICS_MIME, TABLE_MIME, TYPST_MIME
 from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg
 from demonoise.report.document.assemble import Chapter, Section, assemble, render_document
 from demonoise.report.document.exporters import DocumentHTMLExporter, DocumentTypstExporter, typst_to_pdf
@@ -128,6 +128,20 @@ def test_cells_tagged_remove_or_metrics_reach_neither_the_html_nor_the_typst():
     for exporter in (DocumentHTMLExporter, DocumentTypstExporter):
         body, _ = exporter().from_notebook_node(nb)
         assert "kept words" in body and "zqx" not in body
+
+
+def test_an_empty_table_shows_its_words_unnumbered_and_the_next_table_is_table_1():
+    def table(html: str, empty: bool):
+        meta = {"caption": "zqx caption", "csv": "a\n1\n", "empty": empty}
+        return new_output("display_data", data={TABLE_MIME: meta, "text/html": html, TYPST_MIME: f"[{html}]"})
+
+    cell = new_code_cell("tables")
+    cell.outputs = [table("<p>Nothing to flag.</p>", True), table("<table><tr><td>7</td></tr></table>", False)]
+    for exporter in (DocumentHTMLExporter, DocumentTypstExporter):
+        body, resources = exporter().from_notebook_node(new_notebook(cells=[cell]))
+        assert "Nothing to flag." in body and body.count("zqx caption") == 1
+        assert "Table 2" not in body and re.search(r"Table 1\.|number: \"1\"", body)
+        assert [p.rsplit("/", 1)[1] for p in resources["outputs"]] == ["table-1.csv"]  # only the numbered one
 
 
 # ------------------------------------------------------------------ formulas

@@ -92,8 +92,7 @@ def read_metrics(nb: Any) -> dict:
 
 
 def _body(notebook) -> tuple[list, Any, str]:
-    """A notebook's cells that belong in a document (copies; cells tagged :data:`REMOVE_TAGS`,
-    metrics payloads and code cells left without output gone), the notebook and its label;
+    """A notebook's cells that belong in a document (copies), the notebook and its label;
     :class:`ReportError` if it cannot be read or failed during execution."""
     node, label = load_notebook(notebook)
     if node.get("metadata", {}).get("papermill", {}).get("exception"):
@@ -285,14 +284,14 @@ class RenderResult:
 
 
 def _export(exporter, nb, name: str, what: str) -> tuple[Any, dict, float]:
-    """``exporter().from_notebook_node(nb)`` and its seconds; any failure a :class:`ReportError`."""
-    t0 = time.perf_counter()
+    """``exporter().from_notebook_node(nb)`` and its seconds; any failure a :class:`ReportError` (``what`` failed)."""
+    t0, ex = time.perf_counter(), exporter()
     try:
-        out, resources = exporter().from_notebook_node(nb, resources={"metadata": {"name": name, "path": ""}})
+        out, resources = ex.from_notebook_node(nb, resources={"metadata": {"name": name, "path": ""}})
     except ReportError:
         raise
     except Exception as e:
-        raise ReportError(f"{what} failed: {type(e).__name__}: {e}") from e
+        raise ReportError(f"{what} of {name}{ex.file_extension} failed: {type(e).__name__}: {e}") from e
     return out, resources, time.perf_counter() - t0
 
 
@@ -300,16 +299,13 @@ def render_bytes(nb: Any, name: str, pdf: bool = True) -> dict:
     """One rendering task, on any worker (nothing is written): an assembled notebook (path,
     node or ``.ipynb`` bytes) -> the HTML, its CSV files (``{relative path: bytes}``, in
     ``<name>-data/``) and the PDF typeset by Typst, as bytes; a PDF that cannot be made
-    does not raise (``pdf`` is ``None``, ``pdf_error`` says why)."""
+    does not raise (no ``pdf``; ``pdf_error`` says why)."""
     node = read_notebook_text(nb) if isinstance(nb, bytes) else load_notebook(nb)[0]
-    html, resources, seconds = _export(DocumentHTMLExporter, node, name, f"HTML rendering of {name}.html")
+    html, resources, seconds = _export(DocumentHTMLExporter, node, name, "HTML rendering")
     out = {"html": html.encode("utf-8"), "files": dict(sorted(resources["outputs"].items())), "html_seconds": seconds}
-    out.update(pdf=None, pdf_error=None, pages=0, pdf_seconds=0.0)
     if pdf:
         try:
-            out["pdf"], res, out["pdf_seconds"] = _export(
-                DocumentPDFExporter, node, name, f"PDF typesetting of {name}.pdf"
-            )
+            out["pdf"], res, out["pdf_seconds"] = _export(DocumentPDFExporter, node, name, "PDF typesetting")
             out["pages"] = res["demonoise_pages"]
         except ReportError as e:
             out["pdf_error"] = str(e) if str(e).startswith("no PDF") else f"no PDF: {e}"
@@ -329,8 +325,8 @@ def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike
         zipped.unlink(missing_ok=True)
     atomic_write_bytes(html, out["html"])
     if pdf is not None:  # None, a stale PDF removed, if it was not made
-        pdf = atomic_write_bytes(pdf, out["pdf"]) if out["pdf"] is not None else Path(pdf).unlink(missing_ok=True)
-    made = {k: out[k] for k in ("pdf_error", "html_seconds", "pdf_seconds", "pages")}
+        pdf = atomic_write_bytes(pdf, out["pdf"]) if "pdf" in out else Path(pdf).unlink(missing_ok=True)
+    made = {k: out[k] for k in ("pdf_error", "html_seconds", "pdf_seconds", "pages") if k in out}
     return RenderResult(html, pdf, html_bytes=html.stat().st_size, files=files, **made)
 
 

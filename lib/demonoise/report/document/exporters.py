@@ -1,6 +1,5 @@
 """nbconvert exporters of the reports: offline HTML, the PDF's Typst source, and the PDF compiled
-from it in this process by the ``typst`` wheel; in each, every chart and table numbered with a
-caption, a "Source:" line and its data as CSV (:class:`DocumentPreprocessor`).
+from it in this process by the ``typst`` wheel; each numbers charts and tables (:class:`DocumentPreprocessor`).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from functools import lru_cache
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.preprocessors import Preprocessor
-from traitlets import Bool, Unicode, default
+from traitlets import Bool, Dict, List, Unicode, default
 
 from demonoise.core.errors import ReportError
 from demonoise.core.version import __version__
@@ -78,8 +77,7 @@ class DocumentPreprocessor(Preprocessor):
         src = (nb.metadata.get("demonoise") or {}).get("source") or ""
         self._dir = f"{name}-data"
         self._source = f"Source: {src + '; ' if src else ''}computed with demonoise {__version__}."
-        footer = f"Produced with demonoise {__version__}."
-        resources["demonoise"] = {"title": nb.metadata.get("title") or name, "version": __version__, "footer": footer}
+        resources["demonoise"] = {"title": nb.metadata.get("title") or name, "version": __version__}
         self._chapter, self._count = "", {"figure": 0, "table": 0}
         resources.setdefault("outputs", {})
 
@@ -105,14 +103,12 @@ class DocumentPreprocessor(Preprocessor):
     def _output(self, out, resources):
         """An output, its references resolved; a chart or a table numbered, as HTML and as Typst."""
         data = out.get("data") or {}
-        data.update({m: self._refs(data[m]) for m in _REF_MIMES if isinstance(data.get(m), str)})
+        texts = ("text/markdown", "text/html", TYPST_MIME, "text/plain")  # references resolved in each
+        data.update({m: self._refs(data[m]) for m in texts if isinstance(data.get(m), str)})
         kind = "figure" if FIGURE_MIME in data and "image/svg+xml" in data else None
         kind = kind or ("table" if TABLE_MIME in data and "text/html" in data else None)
-        if kind is None:
-            return out
-        meta = data[FIGURE_MIME if kind == "figure" else TABLE_MIME]
-        if meta.get("empty"):  # a table's "nothing to show": its words, unnumbered
-            out["data"] = {"text/html": data["text/html"], TYPST_MIME: _table_typst(data)}
+        meta = data.get(FIGURE_MIME if kind == "figure" else TABLE_MIME) or {}
+        if kind is None or meta.get("empty"):  # an empty table: its words ("nothing to show"), unnumbered
             return out
         self._count[kind] += 1
         number = f"{self._chapter}.{self._count[kind]}" if self._chapter else str(self._count[kind])
@@ -125,10 +121,6 @@ class DocumentPreprocessor(Preprocessor):
         typst = call(name, number=number, **fields, source=self._source, csv=path)
         out["data"] = {"text/html": html, TYPST_MIME: typst}
         return out
-
-
-#: The text representations of an output whose references (:data:`_REF_RE`) are resolved.
-_REF_MIMES = ("text/markdown", "text/html", TYPST_MIME, "text/plain")
 
 
 def _figure(number: str, ident: str, meta, data, source: str) -> tuple[str, dict]:
@@ -154,13 +146,8 @@ def _table(number: str, ident: str, meta, data, source: str) -> tuple[str, dict]
         f'<p class="dn-caption"><span class="dn-number">Table {number}.</span> {caption_html(caption)}</p>'
         f"{data['text/html']}{note_html}{source}</div>"
     )
-    body = Code(f"[{_table_typst(data)}]")
+    body = Code(f"[{data[TYPST_MIME] if TYPST_MIME in data else html_to_typst(data['text/html'])}]")  # twin or HTML
     return html, {"caption": _caption_typst(caption), "body": body, "note": _caption_typst(note), "keep": keep}
-
-
-def _table_typst(data) -> str:
-    """A table's Typst: its twin, else its HTML converted."""
-    return data[TYPST_MIME] if TYPST_MIME in data else html_to_typst(data["text/html"])
 
 
 def _safe_stem(name: str | None) -> str:
@@ -171,15 +158,12 @@ def _safe_stem(name: str | None) -> str:
 class _DocumentExporter(TemplateExporter):
     """The project's templates, no code, the :class:`DocumentPreprocessor`."""
 
+    exclude_input = Bool(True).tag(config=True)
+    preprocessors = List([DocumentPreprocessor]).tag(config=True)
+
     @default("extra_template_basedirs")
     def _basedirs_default(self):
         return [str(find_template_dir())]
-
-    exclude_input = Bool(True).tag(config=True)
-
-    def __init__(self, config=None, **kw):
-        super().__init__(config=config, **kw)
-        self.register_preprocessor(DocumentPreprocessor(parent=self), True)
 
 
 class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
@@ -187,6 +171,7 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
 
     export_from_notebook = "demonoise HTML"
     template_name = Unicode(TEMPLATE_NAME).tag(config=True)
+    filters = Dict({"latex2svg": lambda text: tex_svg(*_latex_parts(text))}).tag(config=True)  # text/latex as SVG
 
     @pass_context
     def markdown2html(self, context, source):
@@ -194,10 +179,6 @@ class DocumentHTMLExporter(_DocumentExporter, HTMLExporter):
         kw = {k: getattr(self, k) for k in ("embed_images", "anchor_link_text", "exclude_anchor_links")}
         kw["path"] = context.get("resources", {}).get("metadata", {}).get("path", "")
         return markdown_to_html(source, attachments=context.get("cell", {}).get("attachments", {}), **kw)
-
-    def default_filters(self):
-        yield from super().default_filters()
-        yield ("latex2svg", lambda text: tex_svg(*_latex_parts(text)))  # a text/latex output as SVG
 
 
 def _latex_parts(text: str) -> tuple[str, bool]:
@@ -242,12 +223,9 @@ class DocumentTypstExporter(_DocumentExporter):
     file_extension = Unicode(".typ").tag(config=True)
     template_extension = Unicode(".typ.j2").tag(config=True)
     template_name = Unicode(TYPST_TEMPLATE_NAME).tag(config=True)
-
-    def default_filters(self):
-        yield from super().default_filters()
-        yield ("markdown2typst", _markdown_typst)
-        yield ("output2typst", _output_typst)
-        yield ("typst_string", string_literal)
+    filters = Dict(
+        {"markdown2typst": _markdown_typst, "output2typst": _output_typst, "typst_string": string_literal}
+    ).tag(config=True)
 
 
 # ------------------------------------------------------------------------------ PDF

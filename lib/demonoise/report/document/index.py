@@ -63,17 +63,16 @@ def _cell(v: Any) -> tuple[str, str, bool]:
 
 def _row(r: IndexRow, base: Path, columns: Sequence[str]) -> dict:
     """What the template shows of one row: links relative to ``base``, cells formatted."""
-    shown = r.status != "failed"
     data = []
-    if r.files and shown:
-        zipped = r.html is not None and Path(r.html).with_name(data_zip_name(r.html))
+    if r.files:  # written beside its HTML
+        zipped = Path(r.html).with_name(data_zip_name(r.html))
         data = [(_href(f, base), label) for label, f in r.links.items()]
         data.append((_href(Path(r.files[0]).parent, base), f"all {len(r.files)} CSV"))
-        data += [(_href(zipped, base), "zip")] if zipped and zipped.is_file() else []
+        data += [(_href(zipped, base), "zip")] if zipped.is_file() else []
     return {
         **vars(r),
-        "html": _href(r.html, base) if r.html is not None and shown else None,
-        "pdf": _href(r.pdf, base) if r.pdf is not None and shown else None,
+        "html": _href(r.html, base) if r.html is not None else None,
+        "pdf": _href(r.pdf, base) if r.pdf is not None else None,
         "data": data,
         "cells": [_cell(r.summary.get(c)) for c in columns],
     }
