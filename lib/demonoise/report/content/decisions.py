@@ -68,7 +68,6 @@ __all__ = [
 #: How the decision table heads its measures.
 _MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
-_SD_COLUMNS = {"generic": "sd_generic", "p-table": "sd_ptable", "ratio": "ratio"}
 _CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
 _SUPERSCRIPTS = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
 
@@ -382,8 +381,8 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     blocks = []
     for h, g in _by_headline(sel).items():
         scale, unit = _SD_SCALE[h]
-        g = g.assign(sd_generic=scale * g["sd_generic"], sd_ptable=scale * g["sd_ptable"])
-        cols = {k: fmt_fixed_column(g[c], significant=2) for k, c in _SD_COLUMNS.items()}
+        cols = {"generic": scale * g["sd_generic"], "p-table": scale * g["sd_ptable"], "ratio": g["ratio"]}
+        cols = {k: fmt_fixed_column(v, significant=2) for k, v in cols.items()}
         blocks.append((f"noise sd of {HEADLINES[h].label} ({unit})", "", cols))
     return grouped(
         cmp.drop(columns=["data_status"], errors="ignore"),

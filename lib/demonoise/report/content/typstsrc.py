@@ -70,8 +70,7 @@ def table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, numeric, fills,
     columns are numbers (right-aligned), a background colour per cell (or ``None``), flagged
     rows, and a row of column groups above the names (``(label, span, colour)``). The template
     repeats the header rows on every page the table runs over."""
-    kw: dict[str, Any] = {"head": [str(h) for h in head], "rows": [[str(v) for v in r] for r in rows]}
-    kw["numeric"] = [bool(n) for n in numeric]
+    kw: dict[str, Any] = {"head": list(head), "rows": [[str(v) for v in r] for r in rows], "numeric": list(numeric)}
     if fills is not None:
         kw["fills"] = [[colour(c if isinstance(c, str) else "") for c in r] for r in fills]
     if any(flagged):
