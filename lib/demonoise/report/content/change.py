@@ -1,9 +1,7 @@
-"""The chapter "Change since the previous year": its tables, from the library's tables
-(:func:`demonoise.analysis.change.country_chapter`). The changes, their z with and without
-noise, the verdicts, the smallest detectable changes and the chapter's sentences come from
-:mod:`demonoise.analysis.change`; this module picks rows and formats numbers (fixed decimals,
-never e-notation) as :class:`~demonoise.report.content.summary.HtmlTable`.
-"""
+"""The tables of the chapter "Change since the previous year": the changes, their z with and
+without noise, the verdicts and the smallest detectable changes come from
+:mod:`demonoise.analysis.change` (:func:`~demonoise.analysis.change.country_chapter`); this
+module picks rows and formats numbers (fixed decimals, never e-notation)."""
 
 from __future__ import annotations
 

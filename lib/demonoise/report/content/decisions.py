@@ -261,11 +261,10 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
 
 
 def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: str) -> HtmlTable:
-    """One setting's table of a headline (both sexes; TFR: women): per region the events, the
-    value, the relative uncertainties and admixture (``df``, the results table), the half-widths
-    of the first level's intervals from Poisson and noise, a p-table's bias and the Monte Carlo
-    quantiles of the noise interval (``bands``: :func:`demonoise.analysis.decision.error_bands`),
-    the flags (:func:`demonoise.analysis.verdicts.headline_band_rows`)."""
+    """One setting's table of a headline (both sexes; TFR: women), per region: from ``df`` (the
+    results) the events, value, relative uncertainties, admixture and flags, from ``bands``
+    (:func:`demonoise.analysis.decision.error_bands`, first level) the half-widths from Poisson
+    and noise, a p-table's bias and the Monte Carlo quantiles of the noise interval."""
     hl = HEADLINES[headline]
     d, b, level = headline_band_rows(df, bands, setting, headline)
     has_mc, pt = "mc_n" in b and b["mc_n"].notna().any(), (b["noise_model"] == "ptable").any()
