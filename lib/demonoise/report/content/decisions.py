@@ -28,7 +28,7 @@ from demonoise.analysis.decision import (
 )
 from demonoise.analysis.settings import NoiseSetting, settings_in
 from demonoise.analysis.verdicts import headline_band_rows
-from demonoise.core.formats import fmt_int, fmt_pct
+from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
 from demonoise.report.content import typstsrc
 from demonoise.report.content.notebook import Shown, data_bundle
@@ -285,9 +285,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
         shown[f"bias ({label})"] = values
     mc = flags = ""
     if has_mc:
-        dec = _decimals(b.reset_index())
-        shown["MC N from"] = fmt_fixed_column(b["mc_lo_noise"], significant=dec)
-        shown["MC N to"] = fmt_fixed_column(b["mc_hi_noise"], significant=dec)
+        k = column_decimals(b["half_noise"], significant=2)  # the decimals of its column
+        shown["MC N from"] = [fmt_fixed(x, k) for x in b["mc_lo_noise"]]
+        shown["MC N to"] = [fmt_fixed(x, k) for x in b["mc_hi_noise"]]
         mc = (
             f"; MC N from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
             f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
@@ -333,15 +333,6 @@ def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence
             "disagrees beyond sampling error."
         ),
     )
-
-
-def _decimals(g: pd.DataFrame) -> int:
-    """Significant digits for interval ends: enough to show the half-width of the noise."""
-    v, h = g["value"].abs().median(), g["half_noise"].abs()
-    h = h[h > 0].median()  # NaN when none is
-    if not (np.isfinite(v) and np.isfinite(h) and v > 0):
-        return 4
-    return int(min(8, max(3, math.floor(math.log10(v)) - math.floor(math.log10(h)) + 2)))
 
 
 # ==================================================================== small cells
