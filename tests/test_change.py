@@ -525,3 +525,28 @@ def test_chapter_rows_pick_one_headline_and_sex_per_setting_in_region_order():
     (g,) = per.values()
     assert list(g.index) == ["BE", "BE1", "BE2"] and np.isnan(g.loc["BE2", "z_total"])
     assert g.loc["BE1", "z_total"] == 0.5
+
+
+def test_verdict_view_says_significance_without_noise_from_z_poisson():
+    """A hand-made chapter of three regions and two settings: the column "signif." without
+    noise is yes / no by |z_poisson| against 1.96 (a dash without events), also where the
+    first setting takes the significance away ("lost" in that setting's column)."""
+    from types import SimpleNamespace
+
+    from demonoise.analysis.change import change_verdicts
+    from demonoise.report.content.change import verdict_view
+
+    zp = {"BE": 3.0, "BE1": 1.0, "BE2": np.nan}  # significant, not significant, no events
+    rows = [
+        (r, lvl, f"Region {r}", "e", 0.0, "T", s, m, v, 70.0, 70.0 + zp[r], zp[r], 1.0, f, f, zp[r], zp[r] / f)
+        for r, lvl in (("BE", 0), ("BE1", 2), ("BE2", 2))
+        for s, m, v, f in (("V=1", "generic", 1.0, 2.0), ("V=5", "generic", 5.0, 1.0))
+    ]  # sd_poisson 1, sd_total 2 (V = 1: BE loses its significance) or 1 (V = 5)
+    cols = ["region", "nuts_level", "region_name", "indicator", "age", "sex", "setting", "noise_model", "V"]
+    cols += ["value_from", "value_to", "change", "sd_poisson", "sd_noise", "sd_total", "z_poisson", "z_total"]
+    table = pd.DataFrame(rows, columns=cols)
+    verdicts = change_verdicts(table, headlines=("e0",), alpha=0.05)
+    ch = SimpleNamespace(verdicts=verdicts, year_from=2022, year_to=2023, z_crit=1.96, alpha=0.05, table_status={})
+    shown = verdict_view(ch, "e0", "T").shown
+    assert list(shown.iloc[:, 5]) == ["yes", "no", "\u2014"]  # without noise
+    assert list(shown.iloc[:, 7]) == ["lost", "no", "\u2014"] and list(shown.iloc[:, 9]) == ["yes", "no", "\u2014"]

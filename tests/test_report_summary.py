@@ -72,9 +72,9 @@ def test_sparse_regions_and_flags():
     assert len(sparse) == 1 and sparse[0].startswith("3 of 4 age cells (75 %) rest on fewer than 10 deaths")
 
 
-def _e0_table(df):
+def _e0_table(df, **mc):
     """The e0 table of a chapter (decisions.indicator_table) at V = 1, its 95 % half-widths
-    z sd made here from the frame's sds."""
+    z sd made here from the frame's sds (``mc``: Monte Carlo columns of the bands)."""
     from demonoise.report.content.decisions import indicator_table
 
     e0 = df[(df["indicator"] == "e") & (df["age"] == 0) & (df["sex"] == "T")]
@@ -84,7 +84,7 @@ def _e0_table(df):
         half_tot=z * e0["sd_tot"], lo_noise=e0["value"] - z * e0["sd_noise"], hi_noise=e0["value"] + z * e0["sd_noise"],
         bias_noise=0.0,
     )  # fmt: skip
-    return indicator_table(df, bands, 1.0, "e0")
+    return indicator_table(df, bands.assign(**mc), 1.0, "e0")
 
 
 def test_tables_and_status_box():
@@ -111,6 +111,25 @@ def test_tables_and_status_box():
     assert "Cells published by single ages" in html and "modelled: true" in box[TYPST_MIME]
     real = S.status_box("population and deaths real (Eurostat)")._repr_mimebundle_()
     assert "dn-status-real" in real["text/html"] and "modelled: false" in real[TYPST_MIME]
+
+
+def _decimals(column) -> set[int]:
+    return {len(v.split(".")[1]) if "." in v else 0 for v in column}
+
+
+def test_monte_carlo_interval_ends_carry_the_decimals_of_the_noise_half_width():
+    """The Monte Carlo's noise interval printed to the decimals of its "\u00b1 N" column, so
+    that its ends show the half-width (value -/+ half-width, rounded to those decimals)."""
+    df = frame()
+    e0 = df[(df["indicator"] == "e") & (df["age"] == 0) & (df["sex"] == "T")]
+    value, half = e0["value"].to_numpy(), 1.959963984540054 * e0["sd_noise"].to_numpy()
+    mc = {"mc_lo_noise": value - half, "mc_hi_noise": value + half, "mc_lo_tot": value, "mc_hi_tot": value}
+    t = _e0_table(df, mc_n=500, **mc)
+    (k,) = _decimals(t.shown["\u00b1 N"])
+    for col, ends in (("MC N from", value - half), ("MC N to", value + half)):
+        assert _decimals(t.shown[col]) == {k}
+        assert [float(v) for v in t.shown[col]] == pytest.approx(ends, abs=0.5 * 10.0**-k + 1e-12)
+    assert "quantiles of 500 replicate values" in t.caption
 
 
 def test_load_results_checks_the_table(tmp_path):

@@ -1,15 +1,11 @@
-"""The chapter "Change since the previous year": its tables, from the library's tables
-(:func:`demonoise.analysis.change.country_chapter`). The changes, their z with and without
-noise, the verdicts, the smallest detectable changes and the chapter's sentences come from
-:mod:`demonoise.analysis.change`; this module picks rows and formats numbers (fixed decimals,
-never e-notation) as :class:`~demonoise.report.content.summary.HtmlTable`.
-"""
+"""The tables of the chapter "Change since the previous year": the changes, their z with and
+without noise, the verdicts and the smallest detectable changes come from
+:mod:`demonoise.analysis.change` (:func:`~demonoise.analysis.change.country_chapter`); this
+module picks rows and formats numbers (fixed decimals, never e-notation)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
 
 from demonoise.analysis.change import DECIMALS, chapter_rows, country_chapter, data_words
 from demonoise.core.formats import fmt_fixed, fmt_signed
@@ -21,6 +17,8 @@ __all__ = ["load_change", "change_status_box", "verdict_view", "detectable_view"
 
 _LOST = {"lost": ADMIXTURE_CLASSES[1].colour}  # amber: a significance the noise takes away
 _WORD = {"robust": "yes", "lost": "lost", "not significant": "no", "undefined": "\u2014"}
+#: Significant without noise, read off any setting's verdict: a robust or lost change is.
+_WITHOUT = _WORD | {"lost": "yes"}
 
 
 def load_change(*, dataset: str, country: str, settings: Sequence, **options):
@@ -42,15 +40,9 @@ def load_change(*, dataset: str, country: str, settings: Sequence, **options):
 def change_status_box(ch, *, granularity: str | None = None):
     """The data-status box of the chapter: the dataset's label (real and modelled tables),
     the years compared and what the data can't say."""
-    ys = sorted(ch.series["year"].unique())
-    return status_box(
-        ch.data_status,
-        details=(
-            f"Change from {ch.year_from} to {ch.year_to}; years shown {ys[0]}" + (f"-{ys[-1]}" if len(ys) > 1 else ""),
-        ),
-        granularity=granularity,
-        implications=ch.implications,
-    )
+    ys = ch.series["year"]  # every year of the panel: two or more
+    details = [f"Change from {ch.year_from} to {ch.year_to}; years shown {ys.min()}-{ys.max()}"]
+    return status_box(ch.data_status, details, granularity=granularity, implications=ch.implications)
 
 
 def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> HtmlTable:
@@ -62,13 +54,10 @@ def verdict_view(ch, headline: str = "e0", sex: str = "T", settings=None) -> Htm
     first = next(iter(per.values()))
     base = {"region": region_labels(by_region(ch.verdicts, first.index).reset_index())}
     k, h = DECIMALS.get(headline, 3), HEADLINES[headline.lower()]
-    sig = [
-        ("yes" if s else "no") if np.isfinite(z) else "\u2014"
-        for s, z in zip(first["significant_poisson"], first["z_poisson"], strict=True)
-    ]
     base |= {str(ch.year_from): [fmt_fixed(x, k) for x in first["value_from"]]}
     base |= {str(ch.year_to): [fmt_fixed(x, k) for x in first["value_to"]]}
     base |= {"change": [fmt_signed(x, k) for x in first["change"]]}
+    sig = [_WITHOUT[x] for x in first["verdict"]]
     blocks = [("without noise", "", {"z": [fmt_fixed(x, 2) for x in first["z_poisson"]], "signif.": sig})]
     for st, g in per.items():
         signif = Coloured([_WORD[x] for x in g["verdict"]], [_LOST.get(x, "") for x in g["verdict"]])

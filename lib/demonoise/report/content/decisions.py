@@ -28,7 +28,7 @@ from demonoise.analysis.decision import (
 )
 from demonoise.analysis.settings import NoiseSetting, settings_in
 from demonoise.analysis.verdicts import headline_band_rows
-from demonoise.core.formats import fmt_int, fmt_pct
+from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, NO_DATA_COLOUR, SEX_WORDS, admixture_class
 from demonoise.report.content import typstsrc
 from demonoise.report.content.notebook import Shown, data_bundle
@@ -68,7 +68,6 @@ __all__ = [
 #: How the decision table heads its measures.
 _MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}
-_SD_COLUMNS = {"generic": "sd_generic", "p-table": "sd_ptable", "ratio": "ratio"}
 _CLASS_COLOUR = {c.key: c.colour for c in ADMIXTURE_CLASSES}
 _SUPERSCRIPTS = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
 
@@ -262,11 +261,10 @@ def bands_summary(rep, headlines: Sequence[str] = ("e0", "e65", "tfr")) -> HtmlT
 
 
 def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: str) -> HtmlTable:
-    """One setting's table of a headline (both sexes; TFR: women): per region the events, the
-    value, the relative uncertainties and admixture (``df``, the results table), the half-widths
-    of the first level's intervals from Poisson and noise, a p-table's bias and the Monte Carlo
-    quantiles of the noise interval (``bands``: :func:`demonoise.analysis.decision.error_bands`),
-    the flags (:func:`demonoise.analysis.verdicts.headline_band_rows`)."""
+    """One setting's table of a headline (both sexes; TFR: women), per region: from ``df`` (the
+    results) the events, value, relative uncertainties, admixture and flags, from ``bands``
+    (:func:`demonoise.analysis.decision.error_bands`, first level) the half-widths from Poisson
+    and noise, a p-table's bias and the Monte Carlo quantiles of the noise interval."""
     hl = HEADLINES[headline]
     d, b, level = headline_band_rows(df, bands, setting, headline)
     has_mc, pt = "mc_n" in b and b["mc_n"].notna().any(), (b["noise_model"] == "ptable").any()
@@ -287,9 +285,9 @@ def indicator_table(df: pd.DataFrame, bands: pd.DataFrame, setting, headline: st
         shown[f"bias ({label})"] = values
     mc = flags = ""
     if has_mc:
-        dec = _decimals(b.reset_index())
-        shown["MC N from"] = fmt_fixed_column(b["mc_lo_noise"], significant=dec)
-        shown["MC N to"] = fmt_fixed_column(b["mc_hi_noise"], significant=dec)
+        k = column_decimals(b["half_noise"], significant=2)  # the decimals of its column
+        shown["MC N from"] = [fmt_fixed(x, k) for x in b["mc_lo_noise"]]
+        shown["MC N to"] = [fmt_fixed(x, k) for x in b["mc_hi_noise"]]
         mc = (
             f"; MC N from / to: the Monte Carlo's {fmt_pct((1 - level) / 2, 3)} and {fmt_pct((1 + level) / 2, 3)} "
             f"quantiles of {fmt_int(float(b['mc_n'].dropna().iloc[0]))} replicate values under noise"
@@ -337,15 +335,6 @@ def indicator_settings(df: pd.DataFrame, bands: pd.DataFrame, settings: Sequence
     )
 
 
-def _decimals(g: pd.DataFrame) -> int:
-    """Significant digits for interval ends: enough to show the half-width of the noise."""
-    v, h = g["value"].abs().median(), g["half_noise"].abs()
-    h = h[h > 0].median()  # NaN when none is
-    if not (np.isfinite(v) and np.isfinite(h) and v > 0):
-        return 4
-    return int(min(8, max(3, math.floor(math.log10(v)) - math.floor(math.log10(h)) + 2)))
-
-
 # ==================================================================== small cells
 def small_cells_view(cells: pd.DataFrame) -> HtmlTable:
     """Cells resting on few events: per region and sex, how many of its age cells hold fewer
@@ -382,8 +371,8 @@ def comparison_view(rep, ptable: str | None = None) -> HtmlTable:
     blocks = []
     for h, g in _by_headline(sel).items():
         scale, unit = _SD_SCALE[h]
-        g = g.assign(sd_generic=scale * g["sd_generic"], sd_ptable=scale * g["sd_ptable"])
-        cols = {k: fmt_fixed_column(g[c], significant=2) for k, c in _SD_COLUMNS.items()}
+        cols = {"generic": scale * g["sd_generic"], "p-table": scale * g["sd_ptable"], "ratio": g["ratio"]}
+        cols = {k: fmt_fixed_column(v, significant=2) for k, v in cols.items()}
         blocks.append((f"noise sd of {HEADLINES[h].label} ({unit})", "", cols))
     return grouped(
         cmp.drop(columns=["data_status"], errors="ignore"),
