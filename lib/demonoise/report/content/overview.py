@@ -158,12 +158,10 @@ def admixture_map(
     ]
     credit = alt.TitleParams(CREDIT, orient="bottom", anchor="end", fontSize=9, fontWeight="normal", color="#555")
     chart = alt.hconcat(*panels, spacing=10).resolve_scale(color="shared").properties(title=credit)
-    if caption:
-        chart = alt.vconcat(chart).properties(title=caption)
-    spec = chart.configure_view(stroke=None).to_dict()
+    spec = alt.vconcat(chart).properties(title=caption).configure_view(stroke=None).to_dict()
     spec.setdefault("datasets", {})[_GEO_DATASET] = feats
     fit = fit_points(feats, EUROPE_FRAME)
-    for panel in (spec["vconcat"][0] if caption else spec)["hconcat"]:
+    for panel in spec["vconcat"][0]["hconcat"]:
         panel["projection"]["fit"] = fit
     return SpecChart(spec)
 
