@@ -207,9 +207,8 @@ def source_of(provenance: Mapping[str, Any]) -> str:
     others = sorted(
         {str(p["source"]) for p in provenance.values() if p and p.get("source") not in (None, "", "Eurostat")}
     )
-    if others:
-        return "; ".join(others) + (f" ({', '.join(codes)})" if codes else "")
-    return f"Eurostat ({', '.join(codes)})" if codes else "Eurostat"
+    publisher = "; ".join(others) or "Eurostat"
+    return f"{publisher} ({', '.join(codes)})" if codes else publisher
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
