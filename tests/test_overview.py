@@ -274,6 +274,22 @@ def test_calibration_table_by_hand():
         aov.calibration_table(_calibration_frame().drop(columns="V_max"))
 
 
+def test_a_wide_column_names_its_measure_and_setting():
+    # the columns most_affected and calibration_table write: <measure>_<setting tag>
+    cases = {
+        "admixture_V5": ("admixture", "V = 5"),
+        "rel_noise_V0.5": ("rel_noise", "V = 0.5"),
+        "sex_ptable_v01": ("sex", "p-table v01"),
+        "below_V1e+03": ("below", "V = 1000"),
+    }
+    for col, (measure, label) in cases.items():
+        got, setting = aov.column_setting(col)
+        assert (got, setting.label) == (measure, label)
+    # columns of every setting, and a measure that is never per setting, keep their name
+    for col in ("admixture", "rel_pois", "V_max_min", "value_V5", "region"):
+        assert aov.column_setting(col) == (col, None)
+
+
 def test_calibration_chart_draws_every_finite_V_max():
     from demonoise.report.content.notebook import chart_bundle
 

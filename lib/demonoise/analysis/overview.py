@@ -23,6 +23,7 @@ row's setting label (``"V = 1"``, ``"p-table v01"``) and ``setting_key`` its key
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -47,6 +48,7 @@ __all__ = [
     "overview_settings",
     "setting_order",
     "setting_tags",
+    "column_setting",
     "v_values",
     "population",
     "age_summary",
@@ -164,6 +166,19 @@ def setting_tags(df: pd.DataFrame) -> dict[str, str]:
     """Column suffix of each setting's label: ``"V = 5"`` -> ``"V5"``, ``"p-table v01"`` ->
     ``"ptable_v01"`` (:attr:`NoiseSetting.tag <demonoise.analysis.settings.NoiseSetting.tag>`)."""
     return {s.label: s.tag for s in overview_settings(df)}
+
+
+_PER_SETTING = re.compile(r"^(rel_noise|admixture|sex|below)_(?:V([0-9.eE+-]+)|ptable_(.+))$")
+
+
+def column_setting(col: str) -> tuple[str, NoiseSetting | None]:
+    """A wide table's column (:func:`most_affected`, :func:`calibration_table`) split into its
+    measure and its setting: ``("admixture", V = 5)`` for ``admixture_V5``, ``("sex", p-table
+    v01)`` for ``sex_ptable_v01``; ``(col, None)`` for a column of no one setting."""
+    m = _PER_SETTING.match(col)
+    if not m:
+        return col, None
+    return m[1], NoiseSetting.generic(float(m[2])) if m[2] else NoiseSetting.from_ptable(m[3])
 
 
 def v_values(df: pd.DataFrame) -> list[float]:

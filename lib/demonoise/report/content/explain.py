@@ -73,15 +73,10 @@ def uncertainty_by_setting(df: pd.DataFrame, *, chart_title=None):
     noises = {f"noise, {k}": c for k, c in colours_of(ordered_settings(d0)).items()}
     colours = {"Poisson": POISSON_COLOUR} | noises | {"total": TOTAL_COLOUR}
     d0 = d0.assign(noise=("noise, " + setting_labels(d0)).to_numpy(), setting=setting_labels(d0, detailed=True))
-    cols = ["setting", "age", "age_group", "events", "small_count"]
-    d = pd.concat(
-        [
-            d0[cols].assign(component=k, series=d0["noise"] if k == "noise" else k, rel=100.0 * d0[col].to_numpy())
-            for col, k in (("rel_pois", "Poisson"), ("rel_noise", "noise"), ("rel_tot", "total"))
-        ],
-        ignore_index=True,
-    )
-    d = d[d["rel"] > 0]
+    ids = ["setting", "age", "age_group", "events", "small_count", "noise"]
+    d = d0.melt(ids, ["rel_pois", "rel_noise", "rel_tot"], var_name="component", value_name="rel")
+    series = d["component"].map({"rel_pois": "Poisson", "rel_tot": "total"}).fillna(d["noise"])  # noise: its setting's
+    d = d.assign(series=series, rel=100.0 * d["rel"])[d["rel"] > 0]
     base = alt.Chart(d).encode(
         x=alt.X("age:Q", title="age"),
         y=alt.Y("rel:Q", title="relative uncertainty (%)", scale=alt.Scale(type="log")),

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Sequence
-from dataclasses import replace
 
 import altair as alt
 import numpy as np
@@ -21,12 +19,12 @@ from demonoise.analysis.overview import (
     NO_DATA,
     SHORT_NAMES,
     calibration_rows,
+    column_setting,
     fit_points,
     in_frame,
     setting_order,
     with_labels,
 )
-from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.formats import fmt_int, fmt_num, fmt_pct
 from demonoise.core.vocabulary import ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR, admixture_class
 from demonoise.report.content.charts import (
@@ -70,29 +68,26 @@ def _threshold_label(t: float) -> str:
 
 def calibration_chart(
     cal: pd.DataFrame,
-    pop: pd.DataFrame | None = None,
+    pop: pd.DataFrame,
     *,
     keys: Sequence[str] = ("e0", "tfr"),
     sex: str | None = None,
     V: Sequence[float] = (1.0, 5.0),
 ):
-    """``V_max`` against population (``pop``: ``region, sex, population``; without it, the events
-    behind the indicator), log-log, a panel per indicator, a colour per admixture threshold, the
-    V's of the run as rules."""
+    """``V_max`` against population (``pop``: ``region, sex, population``), log-log, a panel per
+    indicator, a colour per admixture threshold, the V's of the run as rules."""
     V = [float(v) for v in V]
-    xcol, xtitle = ("population", POPULATION) if pop is not None else ("events", "events behind the indicator")
     ref = pd.DataFrame({"V": V, "label": [f"V = {v:g}" for v in V]})
     rule, text = reference_lines(ref, "V", 2, rule="#444", text="#444", dx=3)
     panels, legend = [], alt.Legend(orient="top")
     for key in keys:
         rows = calibration_rows(cal, key, sex)
-        d = rows[np.isfinite(rows["V_max"]) & (rows["V_max"] > 0)]
-        d = d.merge(pop, on=["region", "sex"], how="left") if pop is not None else d
+        d = rows[np.isfinite(rows["V_max"]) & (rows["V_max"] > 0)].merge(pop, on=["region", "sex"], how="left")
+        d = d[["region", "population", "V_max"]].assign(threshold_label=d["threshold"].map(_threshold_label))
         order = [_threshold_label(t) for t in sorted(rows["threshold"].unique())]
-        d = d.assign(threshold_label=d["threshold"].map(_threshold_label))[["region", xcol, "V_max", "threshold_label"]]
         few = len(order) <= len(_THRESHOLD_COLOURS)
         scale = alt.Scale(domain=order, **({"range": _THRESHOLD_COLOURS[: len(order)]} if few else {"scheme": "blues"}))
-        x = log_axis(alt.X, xcol, xtitle, d[xcol], ",~s")
+        x = log_axis(alt.X, "population", POPULATION, d["population"], ",~s")
         y = log_axis(alt.Y, "V_max", "largest V keeping A at or below the threshold", [*d["V_max"], *V])
         colour = alt.Color("threshold_label:N", title="threshold", sort=order, scale=scale, legend=legend)
         pts = alt.Chart(d).mark_point(filled=True, size=16, opacity=0.7).encode(x=x, y=y, color=colour)
@@ -163,12 +158,10 @@ def admixture_map(
     ]
     credit = alt.TitleParams(CREDIT, orient="bottom", anchor="end", fontSize=9, fontWeight="normal", color="#555")
     chart = alt.hconcat(*panels, spacing=10).resolve_scale(color="shared").properties(title=credit)
-    if caption:
-        chart = alt.vconcat(chart).properties(title=caption)
-    spec = chart.configure_view(stroke=None).to_dict()
+    spec = alt.vconcat(chart).properties(title=caption).configure_view(stroke=None).to_dict()
     spec.setdefault("datasets", {})[_GEO_DATASET] = feats
     fit = fit_points(feats, EUROPE_FRAME)
-    for panel in (spec["vconcat"][0] if caption else spec)["hconcat"]:
+    for panel in spec["vconcat"][0]["hconcat"]:
         panel["projection"]["fit"] = fit
     return SpecChart(spec)
 
@@ -229,22 +222,10 @@ _HEADS = {
     "V_max_median": "V_max, median",
     "below": "regions with V_max < V",
 }
-_PER_SETTING = re.compile(r"^(rel_noise|admixture|sex|below)_(?:V([0-9.eE+-]+)|ptable_(.+))$")
-
-
-def _of_setting(col: str) -> tuple[str, str]:
-    """``(column, setting label)``: ``("admixture", "V = 5")`` for ``admixture_V5``; ``(col, "")``."""
-    m = _PER_SETTING.match(col)
-    if not m:
-        return col, ""
-    return m[1], (NoiseSetting.generic(float(m[2])) if m[2] else NoiseSetting.from_ptable(m[3])).label
 
 
 def _cells(col: str, v: np.ndarray, digits: int) -> Coloured:
-    """A column's cells in the reports' formats: admixtures in per cent with the decimals
-    that keep their class (coloured by class), other per cents, values and ratios with one
-    number of decimals per column, counts with thin-space thousands, V_max with 3
-    significant digits; infinite: "\u221e"."""
+    """A column's cells in the reports' formats, the admixtures coloured by class; infinite: "\u221e"."""
     if col.startswith("admixture"):
         out = admixture_column(v)
     elif col.startswith("rel_"):
@@ -277,9 +258,8 @@ def overview_table(df: pd.DataFrame, caption: str, *, value_name: str = "value",
         d = d.assign(region=region_labels(d)).drop(columns="region_name")
     heads, blocks = {**_HEADS, "value": value_name}, {"": {}}
     for col in d.columns:
-        base, label = _of_setting(col)
+        base, setting = column_setting(col)
         head = heads.get(base, base.replace("_", " "))
-        blocks.setdefault(label, {})[head] = _cells(base, d[col].to_numpy(), value_digits)
+        blocks.setdefault(setting.label if setting else "", {})[head] = _cells(base, d[col].to_numpy(), value_digits)
     first, palette = blocks.pop(""), setting_colours(list(blocks))
-    table = grouped(frame, first, [(x, palette[x], cols) for x, cols in blocks.items()], caption=caption)
-    return table if blocks else replace(table, groups=())
+    return grouped(frame, first, [(x, palette[x], cols) for x, cols in blocks.items()], caption=caption)

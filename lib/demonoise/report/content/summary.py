@@ -207,9 +207,8 @@ def source_of(provenance: Mapping[str, Any]) -> str:
     others = sorted(
         {str(p["source"]) for p in provenance.values() if p and p.get("source") not in (None, "", "Eurostat")}
     )
-    if others:
-        return "; ".join(others) + (f" ({', '.join(codes)})" if codes else "")
-    return f"Eurostat ({', '.join(codes)})" if codes else "Eurostat"
+    publisher = "; ".join(others) or "Eurostat"
+    return f"{publisher} ({', '.join(codes)})" if codes else publisher
 
 
 def provenance_notes(provenance: Mapping[str, Any] | None) -> HtmlTable:
@@ -250,13 +249,9 @@ def age_profile_table(df: pd.DataFrame, V, indicator: str) -> HtmlTable:
     for x in sexes:
         shown[f"median A, {x} (%)"] = fmt_percent_column(frame[f"A_median_{x}"])
     shown[f"median rel. total, {sex} (%)"] = fmt_percent_column(frame["rel_tot_median"])
-    shown[f"largest A, {sex} (age)"] = [
-        f"{fmt_pct(a)} ({g})" for a, g in zip(frame["A_max"], frame["A_max_age"], strict=False)
-    ]
-    shown[f"largest A, {sex}, >= 10 {ev}"] = [
-        f"{fmt_pct(a)} ({g})" if g else "\u2014"
-        for a, g in zip(frame["A_max_reliable"], frame["A_max_reliable_age"], strict=False)
-    ]
+    for head, a in ((f"largest A, {sex} (age)", "A_max"), (f"largest A, {sex}, >= 10 {ev}", "A_max_reliable")):
+        cells = zip(frame[a], frame[f"{a}_age"], strict=True)
+        shown[head] = [f"{fmt_pct(x)} ({g})" if g else "\u2014" for x, g in cells]
     who = "women" if indicator == "asfr" else "women (F), men (M) and both sexes (T)"
     return HtmlTable(
         frame,
@@ -308,7 +303,8 @@ class Coloured(NamedTuple):
 def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[tuple], **table) -> HtmlTable:
     """A wide table of ``frame``: the columns of ``base`` (name -> cells: strings or
     :class:`Coloured`), then a column group per block ``(label, colour, columns)`` (names may
-    repeat between groups); ``table``: the other fields of the :class:`HtmlTable`."""
+    repeat between groups; without blocks no group row); ``table``: the other fields of the
+    :class:`HtmlTable`."""
     cols = [*base.items(), *(c for _, _, b in blocks for c in b.items())]
     cells = [(list(v.texts), list(v.colours)) if isinstance(v, Coloured) else (list(v), None) for _, v in cols]
     shown = pd.DataFrame({i: t for i, (t, _) in enumerate(cells)})
@@ -316,7 +312,7 @@ def grouped(frame: pd.DataFrame, base: Mapping[str, Sequence], blocks: Sequence[
     if any(c is not None for _, c in cells):
         table["colours"] = pd.DataFrame({i: c or [""] * len(shown) for i, (_, c) in enumerate(cells)})
     groups = [("", len(base), ""), *((label, len(b), colour) for label, colour, b in blocks)]
-    return HtmlTable(frame, shown, groups=groups, **table)
+    return HtmlTable(frame, shown, groups=groups if blocks else (), **table)
 
 
 def setting_blocks(settings: Sequence, columns) -> list[tuple]:
