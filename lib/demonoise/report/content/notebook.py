@@ -6,6 +6,7 @@ and pandas are imported lazily, so importing :mod:`demonoise.report` stays cheap
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import json
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from demonoise.core.errors import ParameterError
+from demonoise.core.errors import ParameterError, ReportError
 
 #: Custom mime type of a metrics payload (never rendered into the report).
 METRICS_MIME = "application/vnd.demonoise.metrics+json"
@@ -147,13 +148,16 @@ def _frame_bundle(obj, include=None, exclude=None) -> dict:
 # ------------------------------------------------------------------ notebook setup
 @lru_cache(maxsize=1)
 def _chart_fonts() -> None:
-    """vl-convert measures the charts' text in the template's typeface, whatever the machine has."""
+    """vl-convert measures the charts' text in the template's typeface (:data:`~.theme.FONT_FACES`),
+    whatever the machine has (its own where no template holds them)."""
     import vl_convert as vlc
 
-    from demonoise.report.content.theme import chart_fonts_dir
+    from demonoise.report.content.theme import FONT_FACES
+    from demonoise.runtime.locate import find_dir
 
-    if (d := chart_fonts_dir()) is not None:
-        vlc.register_font_directory(str(d))
+    with contextlib.suppress(ReportError):
+        base = find_dir("templates", tuple(f"demonoise/fonts/{f}" for f in FONT_FACES.values()))
+        vlc.register_font_directory(str(base / "demonoise" / "fonts"))
 
 
 def setup_notebook() -> None:
@@ -167,11 +171,11 @@ def setup_notebook() -> None:
     from IPython import get_ipython
     from pandas.io.formats.style import Styler
 
-    from demonoise.report.content.theme import register_theme
+    from demonoise.report.content.theme import CHART_CONFIG
 
     # register() only sets an entry (names() would read every package's entry points: 20 ms)
     alt.renderers.register("demonoise", lambda spec, **_: chart_bundle(spec))
-    register_theme()
+    alt.theme.register("demonoise", enable=True)(lambda: {"config": CHART_CONFIG})  # Altair deep-copies it
     if (ip := get_ipython()) is not None:
         bundles = {pd.DataFrame: _frame_bundle, Styler: _frame_bundle, alt.TopLevelMixin: _chart_display}
         for kind, bundle in bundles.items():
