@@ -369,16 +369,11 @@ def level_series_settings(df: pd.DataFrame, *, settings=None, title: str = "", y
     x = alt.X("year:O", title=None, axis=alt.Axis(labelAngle=-90, labelFontSize=9))
     y = alt.Y("lo:Q", title=None, scale=alt.Scale(zero=False))
     band, value = alt.datum.kind == "band", alt.datum.kind == "value"
-    rules = (
-        alt.Chart()
-        .transform_filter(band)
-        .mark_rule(strokeWidth=2)
-        .encode(x=x, xOffset=alt.XOffset("series:N", sort=list(colours)[1:]), y=y, y2="hi:Q", color=colour)
-    )
-    line = alt.Chart().transform_filter(value).mark_line(color=TOTAL_COLOUR, strokeWidth=0.8).encode(x=x, y=y)
-    dots = (
-        alt.Chart().transform_filter(value).mark_point(filled=True, size=14, opacity=1).encode(x=x, y=y, color=colour)
-    )
+    base = alt.Chart().encode(x=x, y=y)
+    offset = alt.XOffset("series:N", sort=list(colours)[1:])
+    rules = base.transform_filter(band).mark_rule(strokeWidth=2).encode(xOffset=offset, y2="hi:Q", color=colour)
+    line = base.transform_filter(value).mark_line(color=TOTAL_COLOUR, strokeWidth=0.8)
+    dots = base.transform_filter(value).mark_point(filled=True, size=14, opacity=1).encode(color=colour)
     units = (f"{y_title}, " if y_title else "") + "each panel its own scale"
     subtitle = "; ".join(filter(None, [cut and _CUT, subtitle, units]))
     layers = alt.layer(rules, line, dots, data=data)
