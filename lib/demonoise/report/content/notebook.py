@@ -100,12 +100,10 @@ def _take_title(spec: dict) -> dict:
 
 
 def _spec_csv(spec: Mapping[str, Any]) -> str:
-    """The chart's data as CSV: its largest inline dataset (the marks'; small ones are reference lines)."""
+    """The chart's data as CSV: its largest dataset (the marks'; small ones are reference lines)."""
     import pandas as pd
 
-    sets = list((spec.get("datasets") or {}).values())
-    if values := (spec.get("data") or {}).get("values"):
-        sets.append(values)
+    sets = list((spec.get("datasets") or {}).values())  # Altair moves every inline data there
     return pd.DataFrame.from_records(max(sets, key=len)).to_csv(index=False, float_format="%.10g") if sets else ""
 
 
@@ -127,7 +125,7 @@ class Shown:
         return dict(self.bundle)
 
 
-def _chart_display(chart, include=None, exclude=None) -> dict:
+def _chart_display(chart) -> dict:
     """An Altair chart shown by the enabled renderer, validated only when DEMONOISE_VALIDATE_CHARTS=1
     (the test suite; a batch skips the check, a twentieth of a notebook's time)."""
     import altair as alt
@@ -136,7 +134,7 @@ def _chart_display(chart, include=None, exclude=None) -> dict:
     return alt.renderers.get()(spec)
 
 
-def _frame_bundle(obj, include=None, exclude=None) -> dict:
+def _frame_bundle(obj) -> dict:
     """A DataFrame or Styler shown: its data (CSV) and the caption a Styler carries as
     ``dn_caption`` under :data:`TABLE_MIME`, which the report numbers (the HTML is pandas')."""
     frame = getattr(obj, "data", obj)
@@ -148,8 +146,7 @@ def _frame_bundle(obj, include=None, exclude=None) -> dict:
 # ------------------------------------------------------------------ notebook setup
 @lru_cache(maxsize=1)
 def _chart_fonts() -> None:
-    """vl-convert measures the charts' text in the template's typeface (:data:`~.theme.FONT_FACES`),
-    whatever the machine has (its own where no template holds them)."""
+    """vl-convert measures the charts' text in the template's faces (:data:`~.theme.FONT_FACES`) if it has them."""
     import vl_convert as vlc
 
     from demonoise.report.content.theme import FONT_FACES
