@@ -16,15 +16,14 @@ from demonoise.core.vocabulary import SETTING_PALETTE, TOTAL_COLOUR, admixture_d
 
 #: Font of every chart (the first one installed is used to measure and to draw text).
 FONT = "DejaVu Sans, Verdana, sans-serif"
-#: The typeface of the PDF and of the charts' text (the reports' stylesheets name it).
-FONT_FAMILY = "DejaVu Sans"
-#: Its faces and its monospaced companion's (inline code): (family, style, weight) -> file
-#: in ``templates/demonoise/fonts``, where the charts' text is measured and the PDF set.
+#: The faces of the PDF's and the charts' typeface (the reports' stylesheets name it) and of its
+#: monospaced companion (inline code): (family, style, weight) -> file in ``templates/demonoise/fonts``,
+#: where the charts' text is measured and the PDF set.
 FONT_FACES = {
-    (FONT_FAMILY, "normal", 400): "DejaVuSans.ttf",
-    (FONT_FAMILY, "normal", 700): "DejaVuSans-Bold.ttf",
-    (FONT_FAMILY, "italic", 400): "DejaVuSans-Oblique.ttf",
-    (FONT_FAMILY, "italic", 700): "DejaVuSans-BoldOblique.ttf",
+    ("DejaVu Sans", "normal", 400): "DejaVuSans.ttf",
+    ("DejaVu Sans", "normal", 700): "DejaVuSans-Bold.ttf",
+    ("DejaVu Sans", "italic", 400): "DejaVuSans-Oblique.ttf",
+    ("DejaVu Sans", "italic", 700): "DejaVuSans-BoldOblique.ttf",
     ("DejaVu Sans Mono", "normal", 400): "DejaVuSansMono.ttf",
     ("DejaVu Sans Mono", "normal", 700): "DejaVuSansMono-Bold.ttf",
 }
@@ -119,12 +118,12 @@ def column_decimals(values, *, significant: int = 2, most: int = 6) -> int:
     return int(min(most, max(0, significant - 1 - mag)))
 
 
-def admixture_column(values, *, significant: int = 2, most: int = 6) -> list[str]:
+def admixture_column(values, *, most: int = 6) -> list[str]:
     """Admixtures (fractions) of a table column in per cent: the column's decimals
     (:func:`column_decimals`, at most ``most``), more where the rounded figure would read as
     another class (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" if not finite."""
     vals = [float(v) if v is not None else math.nan for v in values]
-    k = column_decimals([100.0 * v for v in vals], significant=significant, most=most)
+    k = column_decimals([100.0 * v for v in vals], most=most)
     return [fmt_fixed(100.0 * v, admixture_decimals(v, k)) if math.isfinite(v) else "\u2014" for v in vals]
 
 
