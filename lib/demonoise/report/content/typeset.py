@@ -124,7 +124,8 @@ _BLOCK |= {
 }
 _BLOCK |= {"br": "\\\n", "hr": "\n#line(length: 100%, stroke: 0.5pt)\n"}
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S | re.I)
-_ATTR = re.compile(r'\s([A-Za-z:-]+)="([^"]*)"')
+#: A formula's SVG as :func:`tex_svg` writes it: whether it is displayed, its TeX (escaped).
+_MATH = re.compile(rf'<svg [^>]*?class="{MATH_CLASS}( dn-math-display)?" role="img" aria-label="([^"]*)"')
 #: An image's SVG from its base64 data, by the media type of its ``data:`` URL (others show their ``alt`` text).
 _IMAGES = {"data:image/svg+xml": lambda b64: base64.b64decode(b64).decode("utf-8"), "data:image/png": png_svg}
 
@@ -194,10 +195,8 @@ def _terms(dl) -> str:
 
 
 def _svg(svg: str) -> str:
-    attrs = dict(_ATTR.findall(svg[: svg.index(">")]))
-    if MATH_CLASS in attrs.get("class", ""):
-        return tex_typst(_html.unescape(attrs.get("aria-label", "")), "dn-math-display" in attrs["class"])
-    return call("dn-svg", svg)
+    math = _MATH.match(svg)
+    return tex_typst(_html.unescape(math[2]), bool(math[1])) if math else call("dn-svg", svg)
 
 
 def _img(attrs) -> str:
