@@ -15,30 +15,8 @@ import numpy as np
 import pandas as pd
 
 from demonoise.analysis.verdicts import NO_EVENTS, admixture_runs, by_population, panel_rows, row_region_labels
-from demonoise.core.vocabulary import (
-    A_EQUAL,
-    A_SMALL,
-    ADMIXTURE_CLASSES,
-    NO_DATA_COLOUR,
-    POISSON_COLOUR,
-    TOTAL_COLOUR,
-)
+from demonoise.core.vocabulary import A_EQUAL, A_SMALL, ADMIXTURE_CLASSES, NO_DATA_COLOUR, POISSON_COLOUR, TOTAL_COLOUR
 from demonoise.report.content.theme import log_axis, region_colours, setting_colours
-
-__all__ = [
-    "MAX_LINES",
-    "POPULATION",
-    "nominal",
-    "value_by_age",
-    "uncertainty_vs_population",
-    "uncertainty_by_age_settings",
-    "admixture_settings",
-    "regional_intervals_settings",
-    "mc_check_settings",
-    "level_series_settings",
-    "ADMIX_REF",
-    "reference_lines",
-]
 
 #: Above this many regions, one line per region is unreadable: charts switch to a
 #: heatmap (admixture) or highlight the country and the smallest region (values).
@@ -190,10 +168,6 @@ def uncertainty_vs_population(df: pd.DataFrame, *, title: str = "", width: int =
 # the same line (the p-table v01's noise variance is close to 1): the later one is then
 # dashed, drawn over the earlier one (its gaps show the line beneath), and the subtitle says so.
 
-#: The line pattern of a series that coincides with no earlier one.
-SOLID = (1, 0)
-#: The line patterns of the series drawn over an earlier one, in turn.
-OVERLAY_DASHES = ((6, 4), (2, 3), (9, 3, 2, 3))
 #: Two lines coincide when at least :data:`COINCIDE_SHARE` of their common points lie within
 #: :data:`RESOLUTION_PX` pixels of each other (a line is 1.1 px wide, anti-aliased).
 RESOLUTION_PX = 2.0
@@ -229,8 +203,8 @@ def _bare(series: str) -> str:
 def _dashed(long: pd.DataFrame, field: str, value: str, colours: dict[str, str], height: float):
     """Colour and line pattern of each series by age, one legend (dashed over an earlier one it lies on), the note."""
     over = coinciding(long, series=field, value=value, keys=["region_label", "age"], order=list(colours), height=height)
-    dashes = itertools.cycle(OVERLAY_DASHES)
-    pattern = {s: list(next(dashes) if s in over else SOLID) for s in colours}
+    dashes = itertools.cycle([[6, 4], [2, 3], [9, 3, 2, 3]])  # in turn; a series on no earlier one solid
+    pattern = {s: next(dashes) if s in over else [1, 0] for s in colours}
     note = "; ".join(f"{_bare(b)} (dashed) lies on {_bare(a)} at most ages" for b, a in over.items())
     dash = nominal(field, pattern, alt.StrokeDash, _STROKE_LEGEND)
     return nominal(field, colours, legend=_STROKE_LEGEND), dash, note
@@ -395,16 +369,11 @@ def level_series_settings(df: pd.DataFrame, *, settings=None, title: str = "", y
     x = alt.X("year:O", title=None, axis=alt.Axis(labelAngle=-90, labelFontSize=9))
     y = alt.Y("lo:Q", title=None, scale=alt.Scale(zero=False))
     band, value = alt.datum.kind == "band", alt.datum.kind == "value"
-    rules = (
-        alt.Chart()
-        .transform_filter(band)
-        .mark_rule(strokeWidth=2)
-        .encode(x=x, xOffset=alt.XOffset("series:N", sort=list(colours)[1:]), y=y, y2="hi:Q", color=colour)
-    )
-    line = alt.Chart().transform_filter(value).mark_line(color=TOTAL_COLOUR, strokeWidth=0.8).encode(x=x, y=y)
-    dots = (
-        alt.Chart().transform_filter(value).mark_point(filled=True, size=14, opacity=1).encode(x=x, y=y, color=colour)
-    )
+    base = alt.Chart().encode(x=x, y=y)
+    offset = alt.XOffset("series:N", sort=list(colours)[1:])
+    rules = base.transform_filter(band).mark_rule(strokeWidth=2).encode(xOffset=offset, y2="hi:Q", color=colour)
+    line = base.transform_filter(value).mark_line(color=TOTAL_COLOUR, strokeWidth=0.8)
+    dots = base.transform_filter(value).mark_point(filled=True, size=14, opacity=1).encode(color=colour)
     units = (f"{y_title}, " if y_title else "") + "each panel its own scale"
     subtitle = "; ".join(filter(None, [cut and _CUT, subtitle, units]))
     layers = alt.layer(rules, line, dots, data=data)

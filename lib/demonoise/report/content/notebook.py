@@ -6,6 +6,7 @@ and pandas are imported lazily, so importing :mod:`demonoise.report` stays cheap
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import json
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from demonoise.core.errors import ParameterError
+from demonoise.core.errors import ParameterError, ReportError
 
 #: Custom mime type of a metrics payload (never rendered into the report).
 METRICS_MIME = "application/vnd.demonoise.metrics+json"
@@ -99,12 +100,10 @@ def _take_title(spec: dict) -> dict:
 
 
 def _spec_csv(spec: Mapping[str, Any]) -> str:
-    """The chart's data as CSV: its largest inline dataset (the marks'; small ones are reference lines)."""
+    """The chart's data as CSV: its largest dataset (the marks'; small ones are reference lines)."""
     import pandas as pd
 
-    sets = list((spec.get("datasets") or {}).values())
-    if values := (spec.get("data") or {}).get("values"):
-        sets.append(values)
+    sets = list((spec.get("datasets") or {}).values())  # Altair moves every inline data there
     return pd.DataFrame.from_records(max(sets, key=len)).to_csv(index=False, float_format="%.10g") if sets else ""
 
 
@@ -126,7 +125,7 @@ class Shown:
         return dict(self.bundle)
 
 
-def _chart_display(chart, include=None, exclude=None) -> dict:
+def _chart_display(chart) -> dict:
     """An Altair chart shown by the enabled renderer, validated only when DEMONOISE_VALIDATE_CHARTS=1
     (the test suite; a batch skips the check, a twentieth of a notebook's time)."""
     import altair as alt
@@ -135,7 +134,7 @@ def _chart_display(chart, include=None, exclude=None) -> dict:
     return alt.renderers.get()(spec)
 
 
-def _frame_bundle(obj, include=None, exclude=None) -> dict:
+def _frame_bundle(obj) -> dict:
     """A DataFrame or Styler shown: its data (CSV) and the caption a Styler carries as
     ``dn_caption`` under :data:`TABLE_MIME`, which the report numbers (the HTML is pandas')."""
     frame = getattr(obj, "data", obj)
@@ -147,13 +146,15 @@ def _frame_bundle(obj, include=None, exclude=None) -> dict:
 # ------------------------------------------------------------------ notebook setup
 @lru_cache(maxsize=1)
 def _chart_fonts() -> None:
-    """vl-convert measures the charts' text in the template's typeface, whatever the machine has."""
+    """vl-convert measures the charts' text in the template's faces (:data:`~.theme.FONT_FACES`) if it has them."""
     import vl_convert as vlc
 
-    from demonoise.report.content.theme import chart_fonts_dir
+    from demonoise.report.content.theme import FONT_FACES
+    from demonoise.runtime.locate import find_dir
 
-    if (d := chart_fonts_dir()) is not None:
-        vlc.register_font_directory(str(d))
+    with contextlib.suppress(ReportError):
+        base = find_dir("templates", tuple(f"demonoise/fonts/{f}" for f in FONT_FACES.values()))
+        vlc.register_font_directory(str(base / "demonoise" / "fonts"))
 
 
 def setup_notebook() -> None:
@@ -167,11 +168,11 @@ def setup_notebook() -> None:
     from IPython import get_ipython
     from pandas.io.formats.style import Styler
 
-    from demonoise.report.content.theme import register_theme
+    from demonoise.report.content.theme import CHART_CONFIG
 
     # register() only sets an entry (names() would read every package's entry points: 20 ms)
     alt.renderers.register("demonoise", lambda spec, **_: chart_bundle(spec))
-    register_theme()
+    alt.theme.register("demonoise", enable=True)(lambda: {"config": CHART_CONFIG})  # Altair deep-copies it
     if (ip := get_ipython()) is not None:
         bundles = {pd.DataFrame: _frame_bundle, Styler: _frame_bundle, alt.TopLevelMixin: _chart_display}
         for kind, bundle in bundles.items():

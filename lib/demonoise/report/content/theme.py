@@ -8,63 +8,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import numpy as np
 
 from demonoise.core.formats import fmt_fixed
-from demonoise.core.vocabulary import (
-    SETTING_PALETTE,
-    TOTAL_COLOUR,
-    admixture_decimals,
-)
+from demonoise.core.vocabulary import SETTING_PALETTE, TOTAL_COLOUR, admixture_decimals
 
-__all__ = [
-    "FONT",
-    "FORMAT_LOCALE",
-    "register_theme",
-    "setting_colours",
-    "region_colours",
-    "log_axis",
-    "column_decimals",
-    "admixture_column",
-    "admixture_text",
-]
-
-_THEME = "demonoise"
 #: Font of every chart (the first one installed is used to measure and to draw text).
 FONT = "DejaVu Sans, Verdana, sans-serif"
-#: The typeface of the PDF and of the charts' text (the reports' stylesheets name it).
-FONT_FAMILY = "DejaVu Sans"
-#: Its faces and its monospaced companion's (inline code): (family, style, weight) -> file
-#: in ``templates/demonoise/fonts``.
+#: The faces of the PDF's and the charts' typeface (the reports' stylesheets name it) and of its
+#: monospaced companion (inline code): (family, style, weight) -> file in ``templates/demonoise/fonts``,
+#: where the charts' text is measured and the PDF set.
 FONT_FACES = {
-    (FONT_FAMILY, "normal", 400): "DejaVuSans.ttf",
-    (FONT_FAMILY, "normal", 700): "DejaVuSans-Bold.ttf",
-    (FONT_FAMILY, "italic", 400): "DejaVuSans-Oblique.ttf",
-    (FONT_FAMILY, "italic", 700): "DejaVuSans-BoldOblique.ttf",
+    ("DejaVu Sans", "normal", 400): "DejaVuSans.ttf",
+    ("DejaVu Sans", "normal", 700): "DejaVuSans-Bold.ttf",
+    ("DejaVu Sans", "italic", 400): "DejaVuSans-Oblique.ttf",
+    ("DejaVu Sans", "italic", 700): "DejaVuSans-BoldOblique.ttf",
     ("DejaVu Sans Mono", "normal", 400): "DejaVuSansMono.ttf",
     ("DejaVu Sans Mono", "normal", 700): "DejaVuSansMono-Bold.ttf",
 }
-
-
-def chart_fonts_dir() -> Path | None:
-    """The template's ``fonts/`` directory (:data:`FONT_FACES`), where the charts' text is
-    measured and the PDF set; ``None`` where no template holds them (the machine's fonts)."""
-    from demonoise.core.errors import ReportError
-    from demonoise.runtime.locate import find_dir
-
-    try:
-        base = find_dir("templates", tuple(f"demonoise/fonts/{f}" for f in FONT_FACES.values()))
-        return base / "demonoise" / "fonts"
-    except ReportError:
-        return None
-
-
-#: The one thousands separator: narrow no-break space (SI style: 30 123).
-_THOUSANDS = "\u202f"
-#: d3 number locale for vl-convert: "." decimals, narrow-space thousands.
-FORMAT_LOCALE = {"decimal": ".", "thousands": _THOUSANDS, "grouping": [3], "currency": ["", ""]}
+#: d3 number locale for vl-convert: "." decimals, the thousands by a narrow no-break space (SI style: 30 123).
+FORMAT_LOCALE = {"decimal": ".", "thousands": "\u202f", "grouping": [3], "currency": ["", ""]}
 #: Regions of a country, by rank (largest first); the first ones far from the settings'
 #: palette and from the Poisson blue.
 _REGION_PALETTE: tuple[str, ...] = (
@@ -87,11 +51,12 @@ _REGION_PALETTE: tuple[str, ...] = (
 )
 
 
-#: The Vega-Lite config of the theme (the font and ARIA off are set on every drawing:
-#: :func:`~demonoise.report.content.notebook.chart_bundle`). Axis ``labelLimit`` 0: no label
-#: cut short unless its chart says so (the region axes do); Vega then measures no label only
-#: to decide whether to cut it (a tenth of the time of drawing a report's charts).
-_CONFIG = {
+#: The Vega-Lite config of the ``demonoise`` Altair theme (registered by
+#: :func:`~.notebook.setup_notebook`; the font and ARIA off are set on every drawing:
+#: :func:`~.notebook.chart_bundle`). Axis ``labelLimit`` 0: no label cut short unless its chart
+#: says so (the region axes do); Vega then measures no label only to decide whether to cut it
+#: (a tenth of the time of drawing a report's charts).
+CHART_CONFIG = {
     "view": {"stroke": "#d5dbe1"},
     "title": {"anchor": "start", "fontSize": 13, "subtitleColor": "#5b6570", "subtitleFontSize": 10},
     "axis": {
@@ -105,13 +70,6 @@ _CONFIG = {
     "range": {"category": list(SETTING_PALETTE)},
     "mark": {"color": TOTAL_COLOUR},
 }
-
-
-def register_theme() -> None:
-    """Register and enable the ``demonoise`` Altair theme (idempotent)."""
-    import altair as alt
-
-    alt.theme.register(_THEME, enable=True)(lambda: {"config": _CONFIG})  # Altair deep-copies it
 
 
 def setting_colours(labels: Sequence[str]) -> dict[str, str]:
@@ -160,12 +118,12 @@ def column_decimals(values, *, significant: int = 2, most: int = 6) -> int:
     return int(min(most, max(0, significant - 1 - mag)))
 
 
-def admixture_column(values, *, significant: int = 2, most: int = 6) -> list[str]:
+def admixture_column(values, *, most: int = 6) -> list[str]:
     """Admixtures (fractions) of a table column in per cent: the column's decimals
     (:func:`column_decimals`, at most ``most``), more where the rounded figure would read as
     another class (:func:`~demonoise.core.vocabulary.admixture_decimals`); "\u2014" if not finite."""
     vals = [float(v) if v is not None else math.nan for v in values]
-    k = column_decimals([100.0 * v for v in vals], significant=significant, most=most)
+    k = column_decimals([100.0 * v for v in vals], most=most)
     return [fmt_fixed(100.0 * v, admixture_decimals(v, k)) if math.isfinite(v) else "\u2014" for v in vals]
 
 

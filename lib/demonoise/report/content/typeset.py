@@ -124,7 +124,10 @@ _BLOCK |= {
 }
 _BLOCK |= {"br": "\\\n", "hr": "\n#line(length: 100%, stroke: 0.5pt)\n"}
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S | re.I)
-_ATTR = re.compile(r'\s([A-Za-z:-]+)="([^"]*)"')
+#: A formula's SVG as :func:`tex_svg` writes it: whether it is displayed, its TeX (escaped).
+_MATH = re.compile(rf'<svg [^>]*?class="{MATH_CLASS}( dn-math-display)?" role="img" aria-label="([^"]*)"')
+#: An image's SVG from its base64 data, by the media type of its ``data:`` URL (others show their ``alt`` text).
+_IMAGES = {"data:image/svg+xml": lambda b64: base64.b64decode(b64).decode("utf-8"), "data:image/png": png_svg}
 
 
 def _count(attr) -> int:
@@ -192,19 +195,13 @@ def _terms(dl) -> str:
 
 
 def _svg(svg: str) -> str:
-    attrs = dict(_ATTR.findall(svg[: svg.index(">")]))
-    if MATH_CLASS in attrs.get("class", ""):
-        return tex_typst(_html.unescape(attrs.get("aria-label", "")), "dn-math-display" in attrs["class"])
-    return call("dn-svg", svg)
+    math = _MATH.match(svg)
+    return tex_typst(_html.unescape(math[2]), bool(math[1])) if math else call("dn-svg", svg)
 
 
 def _img(attrs) -> str:
-    src = attrs.get("src", "")
-    if src.startswith("data:image/svg+xml;base64,"):
-        return call("dn-svg", base64.b64decode(src.split(",", 1)[1]).decode("utf-8"))
-    if src.startswith("data:image/png;base64,"):
-        return call("dn-svg", png_svg(src.split(",", 1)[1]))
-    return markup(attrs.get("alt", ""))
+    kind, _, data = attrs.get("src", "").partition(";base64,")
+    return call("dn-svg", _IMAGES[kind](data)) if kind in _IMAGES else markup(attrs.get("alt", ""))
 
 
 def _table(t) -> str:
