@@ -35,12 +35,14 @@ from demonoise.report.document.templates import find_template_dir
 from demonoise.runtime.fingerprint import digest, source_fingerprint
 from demonoise.runtime.locate import find_dir, find_notebook
 
-__all__ = ["SUMMARY", "CHANGE", "MAX_NOTEBOOKS", "Report", "Run", "BatchReport", "plan", "run_reports"]
+__all__ = ["SUMMARY", "CHANGE", "MAX_NOTEBOOKS", "STAGES", "Report", "Run", "BatchReport", "plan", "run_reports"]
 
 #: The summary notebook: main points first; its later level-1 parts close the report.
 SUMMARY = "summary"
 #: The chapter "Change since the previous year" of a report whose dataset holds two or more years.
 CHANGE = "change"
+#: The stages of a batch, in order (their seconds are keys of :attr:`BatchReport.timings`).
+STAGES = ("plan", "compute", "execute", "render", "index")
 
 
 def _why(e: BaseException) -> str:
@@ -611,7 +613,7 @@ def run_reports(
         path = index(state, rendered, rows, pdf_reason=pdf_reason)
         laps.append(time.perf_counter())
     times = {
-        **dict(zip(("plan", "compute", "execute", "render", "index"), (b - a for a, b in pairwise(laps)), strict=True)),
+        **dict(zip(STAGES, (b - a for a, b in pairwise(laps)), strict=True)),
         "total": laps[-1] - laps[0],
         "compute_work": sum(c.seconds for c in computed.values()),
         "notebooks": sum(r.seconds for r in executed.values()),
