@@ -13,8 +13,6 @@ from demonoise.core.vocabulary import ADMIXTURE_CLASSES, HEADLINES, SEX_WORDS
 from demonoise.report.content.notebook import record_shown
 from demonoise.report.content.summary import Coloured, HtmlTable, by_region, grouped, region_labels, status_box
 
-__all__ = ["load_change", "change_status_box", "verdict_view", "detectable_view"]
-
 _LOST = {"lost": ADMIXTURE_CLASSES[1].colour}  # amber: a significance the noise takes away
 _WORD = {"robust": "yes", "lost": "lost", "not significant": "no", "undefined": "\u2014"}
 #: Significant without noise, read off any setting's verdict: a robust or lost change is.

@@ -45,26 +45,6 @@ from demonoise.report.content.summary import (
 )
 from demonoise.report.content.theme import admixture_column, admixture_text, column_decimals
 
-__all__ = [
-    "class_legend",
-    "decision_view",
-    "sex_view",
-    "vmax_view",
-    "main_points",
-    "decision_text",
-    "bands_summary",
-    "indicator_table",
-    "indicator_settings",
-    "small_cells_view",
-    "comparison_view",
-    "reasons",
-    "ptable_noise_view",
-    "bias_view",
-    "calibration_view",
-    "index_columns",
-    "data_files",
-]
-
 #: How the decision table heads its measures.
 _MEASURE_LABELS = {"e0": "e0", "e65": "e65", "tfr": "TFR", "asfr": "ASFR med.", "asmr": "ASMR med."}
 _SD_SCALE = {"e0": (1.0, "years"), "e65": (1.0, "years"), "tfr": (1000.0, "per 1 000 women")}

@@ -22,19 +22,6 @@ from demonoise.core.vocabulary import POISSON_COLOUR, SETTING_PALETTE, TOTAL_COL
 from demonoise.report.content.charts import ADMIX_REF, POPULATION, nominal, reference_lines
 from demonoise.report.content.theme import log_axis, setting_colours
 
-__all__ = [
-    "title",
-    "colours_of",
-    "SERIES_COLOURS",
-    "colour_words",
-    "uncertainty_by_setting",
-    "sensitivity_chart",
-    "derivative_check_chart",
-    "variance_by_age_chart",
-    "solution",
-    "captioned",
-]
-
 #: Colours of series that are not noise settings (e0, e65, the TFR ...), in turn: none of the settings'.
 SERIES_COLOURS = ("#222222", "#8c8c8c", "#c51b7d", "#2c7fb8")
 

@@ -45,16 +45,6 @@ from demonoise.report.content.summary import (
 )
 from demonoise.report.content.theme import admixture_column, log_axis, setting_colours
 
-__all__ = [
-    "calibration_chart",
-    "population_scatter",
-    "admixture_map",
-    "SpecChart",
-    "granularity_chart",
-    "overview_table",
-]
-
-
 _GEO_DATASET = "nuts2_2021"
 
 

@@ -25,19 +25,6 @@ from demonoise.report.content import typstsrc
 from demonoise.report.content.notebook import TABLE_MIME, TYPST_MIME, Shown, record_shown
 from demonoise.report.content.theme import column_decimals, setting_colours
 
-__all__ = [
-    "load_results",
-    "HtmlTable",
-    "status_box",
-    "provenance_notes",
-    "run_parameters",
-    "age_profile_table",
-    "flag_table",
-    "fmt_fixed_column",
-    "fmt_percent_column",
-    "grouped",
-]
-
 
 def fmt_fixed_column(values, *, significant: int = 2) -> list[str]:
     """A column of numbers with one number of decimals for all (:func:`~.theme.column_decimals`)."""
