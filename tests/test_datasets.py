@@ -18,7 +18,7 @@ import pytest
 
 import _fixtures_datasets as fx
 from demonoise import cli
-from demonoise.core.counts import AgeAxis, Counts
+from demonoise.core.counts import AgeAxis, Counts, Provenance, TableProvenance, label_is_modelled
 from demonoise.core.errors import ParameterError
 from demonoise.core.layout import Layout
 from demonoise.demography.indicators import tfr
@@ -82,6 +82,10 @@ def test_load_is_memoised_and_carries_the_label(ess, be):
     assert "demo_r_mlifexp" in ess.provenance.deaths.datasets
     assert be.provenance.population.status == be.provenance.deaths.status == "real"
     assert be.provenance.births.status == "modelled"
+    # what the reports' status boxes and the index read from the label alone
+    assert label_is_modelled(ess.provenance.status_label) and label_is_modelled(be.provenance.status_label)
+    real = Provenance(*(TableProvenance("real", ("demo_r_d2jan",)) for _ in range(3)))
+    assert real.status_label.startswith("population real (Eurostat)") and not label_is_modelled(real.status_label)
     m = datasets.metadata("ess-2023")
     assert m["calibration_year"] == 2019 and m["seeds"]["root"] == 20230101
     assert set(m["versions"]) >= {"numpy", "scipy", "pandas"}

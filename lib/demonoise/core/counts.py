@@ -430,6 +430,13 @@ class TableProvenance:
         object.__setattr__(self, "updated", tuple((str(k), str(v)) for k, v in pairs))
 
 
+def label_is_modelled(label: str) -> bool:
+    """True if a provenance label (:attr:`Provenance.status_label`, as the results' ``data_status``
+    carries it) says that some of its data are modelled: ``"modelled"`` or ``"demonstration"``
+    in it, as the embedded datasets and the counts template write them."""
+    return any(word in label.lower() for word in ("modelled", "demonstration"))
+
+
 @dataclass(frozen=True)
 class Provenance:
     """Provenance of a whole :class:`Counts`: one :class:`TableProvenance` per table,

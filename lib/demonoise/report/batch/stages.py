@@ -23,6 +23,7 @@ from pathlib import Path
 
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.core.atomic import atomic_dir, atomic_write_bytes, atomic_write_text, check_output_dir
+from demonoise.core.counts import label_is_modelled
 from demonoise.core.errors import DemonoiseError, ParameterError, ReportError
 from demonoise.io import datasets as reg
 from demonoise.report.batch.execute import Job, Options, check_defined, run_jobs, running
@@ -547,7 +548,7 @@ def index(state: Plan, rendered: Mapping[Report, doc.RenderResult], further: lis
         title=state.params.title,
         intro=intro,
         data_status=labels,
-        modelled=any("modelled" in lab.lower() or "demonstration" in lab.lower() for lab in labels.values()),
+        modelled=any(map(label_is_modelled, labels.values())),
     )
 
 

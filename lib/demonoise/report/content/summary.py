@@ -17,7 +17,7 @@ import pandas as pd
 from demonoise.analysis.settings import NoiseSetting
 from demonoise.analysis.stored import results_for
 from demonoise.analysis.verdicts import INDICATOR_NAMES, age_profile_rows, age_words, flag_rows, region_label
-from demonoise.core.counts import DATA_STATUS_SEP
+from demonoise.core.counts import DATA_STATUS_SEP, label_is_modelled
 from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed, fmt_int, fmt_pct
 from demonoise.core.vocabulary import EVENT_WORDS, GRANULARITY_WORDS, SEX_WORDS
@@ -158,7 +158,7 @@ def status_box(
     lines = list(details)
     lines += [f"Cells published by {GRANULARITY_WORDS.get(granularity, granularity)}"] if granularity else []
     lines += [f"What these data can't say: {implications}"] if implications else []
-    modelled = "modelled" in label.lower() or "demonstration" in label.lower()
+    modelled = label_is_modelled(label)
     items = "".join(f"<li>{_html.escape(d)}</li>" for d in lines)
     html = (
         f'<div class="dn-status {"dn-status-modelled" if modelled else "dn-status-real"}"><strong>Data status:'
@@ -168,9 +168,10 @@ def status_box(
 
 
 def run_parameters(
-    df: pd.DataFrame, *, settings: Sequence, dataset: str, granularity: str, mc: int, seed: int | None = None
+    df: pd.DataFrame, *, settings: Sequence, dataset: str, granularity: str, seed: int | None = None
 ) -> HtmlTable:
-    """The parameters of the run, as a two-column table (method and data)."""
+    """The parameters of the run, as a two-column table (method and data); the Monte Carlo's
+    replicates are read from the results (``mc_n``)."""
     n_mc = int(df["mc_n"].dropna().iloc[0]) if "mc_n" in df and df["mc_n"].notna().any() else 0
     mc = f"{fmt_int(n_mc)} replicates for e and the TFR" + (f", seed {seed}" if seed is not None else "")
     sets = enumerate(map(NoiseSetting.of, settings), 1)
