@@ -6,6 +6,7 @@ contract or showing other data than asked is named."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import resource
 import subprocess
@@ -178,6 +179,21 @@ def test_out_dir_spelling_and_its_aliases():
         for spelling in ("--out-dir", "--output" if argv[0] == "report" else "--out"):
             assert p.parse_args([*argv, spelling, "d"]).out_dir == Path("d")
     assert p.parse_args(["report", "--params", "x.yaml", "--out", "d"]).out_dir == Path("d")
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    """``--help`` names each option with words (a shared option's help is a template filled per
+    command; an unfilled one printed nothing)."""
+    from demonoise.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    silent = [
+        f"{name} {a.option_strings[0]}"
+        for name, sub in commands.items()
+        for a in sub._actions
+        if a.option_strings and a.help != argparse.SUPPRESS and not (a.help or "").strip()
+    ]
+    assert silent == []
 
 
 # --------------------------------------------------------------------------- batch size

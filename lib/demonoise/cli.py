@@ -719,7 +719,7 @@ _SHARED = {
     "--countries": dict(nargs="+", metavar="CC", help="restrict to these countries"),
     "--regions": dict(nargs="+", metavar="CODE", help="restrict to these regions"),
     "--mc": dict(type=_mc_replicates, default=0, metavar="N", help="{mc}"),
-    "--seed": dict(type=_nonneg_int, default=20230101),
+    "--seed": dict(type=_nonneg_int, default=20230101, help="seed of the Monte Carlo (default 20230101)"),
     "--out": dict(required=True, type=Path, metavar="FILE", help="output table: .parquet, .csv or .csv.gz (atomic)"),
     "--scheduler": dict(
         metavar="ADDRESS",
@@ -740,7 +740,12 @@ _SHARED = {
 
 def _add(s, flags: str, **words: str) -> None:
     """Add the shared options ``flags`` (space-separated) to ``s``, ``words`` filling their help's ``{...}``."""
-    words = {"scheduler": "the Monte Carlo blocks", "yes": "a Monte Carlo estimated above 30 minutes", **words}
+    words = {
+        "scheduler": "the Monte Carlo blocks",
+        "yes": "a Monte Carlo estimated above 30 minutes",
+        "indicators": "the indicators (default: all four)",
+        **words,
+    }
     for flag in flags.split():
         kw = _SHARED[flag]
         s.add_argument(flag, **{**kw, "help": kw.get("help", "").format_map(defaultdict(str, words))})
