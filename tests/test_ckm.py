@@ -331,6 +331,10 @@ def test_cli_ptable_build_show_round_trip(tmp_path, capsys):
     assert code == 0 and g.read_bytes()[:2] == b"\x1f\x8b"
     np.testing.assert_array_equal(read_ptable(g).key_table, ref.to_key_table(1000))
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
+    # the same table under another name: the same bytes (no name or time in the gzip header)
+    h = tmp_path / "again.csv.gz"
+    code, out, err = run(capsys, "ptable", "build", "--D", 3, "--V", 1, "--out", h, "--format", "eurostat", "--K", 1000)
+    assert code == 0 and h.read_bytes() == g.read_bytes()
 
 
 def test_cli_ptable_show_embedded_against_hand_moments(capsys):

@@ -481,10 +481,11 @@ def embedded_ptable_path(name: str) -> Path:
 
 
 # ----------------------------------------------------------------------------- writers
-def _open_write(path: Path):
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.GzipFile(path, "wb", mtime=0), encoding="utf-8", newline="\n")
-    return open(path, "w", encoding="utf-8", newline="\n")
+def _write_text(path: Path, text: str) -> None:
+    """``text`` as UTF-8 into ``path``, gzipped if it ends in ``.gz`` with neither a file name
+    nor a time in the gzip header (a table gives the same bytes whatever the file is called)."""
+    data = text.encode("utf-8")
+    path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
 
 
 def write_eurostat_ptable(path: str | Path, key_table: np.ndarray) -> Path:
@@ -500,9 +501,7 @@ def write_eurostat_ptable(path: str | Path, key_table: np.ndarray) -> Path:
     pcv = np.repeat(np.arange(1, I + 1), K)
     ck = np.tile(np.arange(1, K + 1), I)
     body = "\n".join(f"{a};{b};{c}" for a, b, c in zip(pcv.tolist(), ck.tolist(), t[1:].ravel().tolist(), strict=True))
-    with _open_write(path) as fh:
-        fh.write('"pcv";"ckey";"pvalue"\n')
-        fh.write(body + "\n")
+    _write_text(path, f'"pcv";"ckey";"pvalue"\n{body}\n')
     return path
 
 
@@ -523,6 +522,5 @@ def write_transition_ptable(path: str | Path, i: np.ndarray, v: np.ndarray, p: n
     rows = ["i,j,p,v,p_int_lb,p_int_ub,type"]
     for a, vv, pp, lo, up in zip(i.tolist(), v.tolist(), p.tolist(), lb.tolist(), ub.tolist(), strict=True):
         rows.append(f"{a},{a + vv},{pp!r},{vv},{lo!r},{up!r},all")
-    with _open_write(path) as fh:
-        fh.write("\n".join(rows) + "\n")
+    _write_text(path, "\n".join(rows) + "\n")
     return path
