@@ -212,8 +212,8 @@ def test_the_pdf_is_set_in_the_templates_own_typeface_on_any_machine(tmp_path):
     same on every machine."""
     import typst
 
+    from demonoise.report.content.theme import FONT_FACES, fonts_dir
     from demonoise.report.document.exporters import _compiler
-    from demonoise.report.document.templates import FONT_FACES, fonts_dir
 
     assert fonts_dir() is not None and len(FONT_FACES) == 6
     fonts = typst.Fonts(include_system_fonts=False, include_embedded_fonts=False, font_paths=[str(fonts_dir())])

@@ -6,7 +6,6 @@ and pandas are imported lazily, so importing :mod:`demonoise.report` stays cheap
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import html
 import json
@@ -16,7 +15,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from demonoise.core.errors import ParameterError, ReportError
+from demonoise.core.errors import ParameterError
 
 #: Custom mime type of a metrics payload (never rendered into the report).
 METRICS_MIME = "application/vnd.demonoise.metrics+json"
@@ -146,15 +145,13 @@ def _frame_bundle(obj) -> dict:
 # ------------------------------------------------------------------ notebook setup
 @lru_cache(maxsize=1)
 def _chart_fonts() -> None:
-    """vl-convert measures the charts' text in the template's faces (:data:`~.theme.FONT_FACES`) if it has them."""
+    """vl-convert measures the charts' text in the template's faces (:func:`~.theme.fonts_dir`) if it has them."""
     import vl_convert as vlc
 
-    from demonoise.report.content.theme import FONT_FACES
-    from demonoise.runtime.locate import find_dir
+    from demonoise.report.content.theme import fonts_dir
 
-    with contextlib.suppress(ReportError):
-        base = find_dir("templates", tuple(f"demonoise/fonts/{f}" for f in FONT_FACES.values()))
-        vlc.register_font_directory(str(base / "demonoise" / "fonts"))
+    if (d := fonts_dir()) is not None:
+        vlc.register_font_directory(str(d))
 
 
 def setup_notebook() -> None:

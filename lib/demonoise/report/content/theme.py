@@ -6,11 +6,14 @@ admixtures with enough decimals to stay in their class) and 1-2-5 log-axis ticks
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 
+from demonoise.core.errors import ReportError
 from demonoise.core.formats import fmt_fixed
 from demonoise.core.vocabulary import SETTING_PALETTE, TOTAL_COLOUR, admixture_decimals
 
@@ -27,6 +30,19 @@ FONT_FACES = {
     ("DejaVu Sans Mono", "normal", 400): "DejaVuSansMono.ttf",
     ("DejaVu Sans Mono", "normal", 700): "DejaVuSansMono-Bold.ttf",
 }
+
+
+def fonts_dir() -> Path | None:
+    """The template's ``demonoise/fonts`` if it holds every face of :data:`FONT_FACES` (found like
+    the templates, :func:`~demonoise.runtime.locate.find_dir`), else ``None``: the charts are then
+    measured and the PDF set in the machine's fonts."""
+    from demonoise.runtime.locate import find_dir
+
+    with contextlib.suppress(ReportError):
+        return find_dir("templates", tuple(f"demonoise/fonts/{f}" for f in FONT_FACES.values())) / "demonoise/fonts"
+    return None
+
+
 #: d3 number locale for vl-convert: "." decimals, the thousands by a narrow no-break space (SI style: 30 123).
 FORMAT_LOCALE = {"decimal": ".", "thousands": "\u202f", "grouping": [3], "currency": ["", ""]}
 #: Regions of a country, by rank (largest first); the first ones far from the settings'

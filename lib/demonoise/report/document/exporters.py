@@ -17,9 +17,10 @@ from traitlets import Bool, Dict, List, Unicode, default
 from demonoise.core.errors import ReportError
 from demonoise.core.version import __version__
 from demonoise.report.content.notebook import DATA_MIME, FIGURE_MIME, METRICS_MIME, TABLE_MIME, TYPST_MIME
+from demonoise.report.content.theme import fonts_dir
 from demonoise.report.content.typeset import html_to_typst, markdown_to_html, markdown_to_typst, tex_svg, tex_typst
 from demonoise.report.content.typstsrc import Code, call, png_svg, string_literal
-from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir, fonts_dir
+from demonoise.report.document.templates import TEMPLATE_NAME, TYPST_TEMPLATE_NAME, find_template_dir
 
 #: Cells with any of these tags never reach a rendered report.
 REMOVE_TAGS = frozenset({"remove", "metrics"})

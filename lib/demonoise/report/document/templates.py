@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from demonoise.report.content.theme import FONT_FACES
 from demonoise.runtime.locate import find_dir
 
 TEMPLATE_NAME = "demonoise"
@@ -24,9 +23,3 @@ REQUIRED_FILES = (
 def find_template_dir(template_dir: str | os.PathLike | None = None) -> Path:
     """The base directory of the two nbconvert templates; :class:`ReportError` listing each place tried if none."""
     return find_dir("templates", REQUIRED_FILES, template_dir)
-
-
-def fonts_dir() -> Path | None:
-    """The template's ``fonts/``, or ``None`` if it lacks a face of :data:`FONT_FACES` (the PDF uses the machine's)."""
-    d = find_template_dir() / TEMPLATE_NAME / "fonts"
-    return d if all((d / f).is_file() for f in FONT_FACES.values()) else None
