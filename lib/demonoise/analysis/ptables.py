@@ -73,7 +73,8 @@ def resolve_ptable(ptable) -> PTable:
             st = Path(ptable).stat()
             return _file_table(str(ptable), str(Path(ptable).resolve()), st.st_mtime_ns, st.st_size)
         if Path(ptable).suffix or "/" in str(ptable):
-            raise ParameterError(f"p-table file {ptable} does not exist (embedded tables: v01, v03, v04)")
+            names = ", ".join(embedded_ptable_names())
+            raise ParameterError(f"p-table file {ptable} does not exist (embedded tables: {names})")
         return load_ptable(str(ptable))
     raise ParameterError(
         f"ptable must be a PTable, a PTableNoise, an embedded name (v01, v03, v04) or a file, got {ptable!r}"

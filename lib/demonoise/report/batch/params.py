@@ -259,9 +259,9 @@ def _selections(ds, info: ValidationInfo) -> list[dict]:
 
 def _countries(name: str, countries, at: str | None = None) -> tuple[str, ...]:
     """Dataset ``name``'s countries chosen (``all``: every one), each known, none twice; errors after ``at``."""
-    at = f".{name}: " if at is None else at
     from demonoise.io import datasets as reg
 
+    at = f".{name}: " if at is None else at
     embedded = name in reg.embedded_names()  # their metadata lists the countries: no counts loaded
     have = tuple(reg.metadata(name)["countries"] if embedded else reg.load(name).countries)
     chosen = list(have) if countries in ("all", "ALL", None) else [str(c).strip().upper() for c in _as_list(countries)]

@@ -324,8 +324,9 @@ def write_rendered(out: Mapping, html: str | os.PathLike, pdf: str | os.PathLike
     else:
         zipped.unlink(missing_ok=True)
     atomic_write_bytes(html, out["html"])
-    if pdf is not None:  # None, a stale PDF removed, if it was not made
-        pdf = atomic_write_bytes(pdf, out["pdf"]) if "pdf" in out else Path(pdf).unlink(missing_ok=True)
+    if pdf is not None and "pdf" not in out:  # not made: no stale PDF stays beside the new HTML
+        Path(pdf).unlink(missing_ok=True)
+    pdf = atomic_write_bytes(pdf, out["pdf"]) if pdf is not None and "pdf" in out else None
     made = {k: out[k] for k in ("pdf_error", "html_seconds", "pdf_seconds", "pages") if k in out}
     return RenderResult(html, pdf, html_bytes=html.stat().st_size, files=files, **made)
 
